@@ -1,0 +1,43 @@
+# Hyperstatic: one way to build, test and run everything.
+#
+# The two commands a new machine needs:   make demo    (kind cluster + operator + sample site + benchmark)
+#                                          make test    (Go unit + envtest, server unit + integration tests)
+# Then `make e2e` for the end-to-end suite on the local kind cluster. `make help` lists every target.
+#
+# Each concern keeps its targets in make/<concern>.mk; this file holds what they share.
+
+SHELL := /usr/bin/env bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := help
+MAKEFLAGS += --no-print-directory
+
+VERSION ?= 0.1.0
+ROOT := $(abspath $(dir $(lastword $(MAKEFILE_LIST))))
+BIN := $(ROOT)/bin
+# Everything slow to rebuild (Kubernetes binaries, node image tarball, k6) is cached here, outside the clone,
+# so a fresh clone on a machine that built it before starts warm.
+CACHE_DIR ?= $(HOME)/.cache/hyperstatic
+export PATH := $(BIN):/usr/local/go/bin:$(HOME)/.cargo/bin:$(PATH)
+
+# Image names: no registry exists here, images are built locally and loaded into kind.
+SERVER_IMAGE ?= hyperstatic/server:$(VERSION)
+OPERATOR_IMAGE ?= hyperstatic/operator:$(VERSION)
+K6_IMAGE ?= hyperstatic/k6:$(VERSION)
+
+# progress prints a timestamped step line; long targets call it so a person sees where they are.
+progress = echo "==> [$$(date +%H:%M:%S)] $(1)"
+
+include make/tools.mk
+include make/server.mk
+include make/bench.mk
+include make/operator.mk
+include make/cluster.mk
+include make/k6.mk
+include make/ship.mk
+
+.PHONY: test
+test: go-test server-test ## Unit + envtest (Go) and the server's Rust tests: the README's test command.
+
+.PHONY: help
+help: ## List targets.
+	@grep -hE '^[a-zA-Z0-9_.-]+:.*## ' $(MAKEFILE_LIST) | sort | awk -F':.*## ' '{printf "  %-22s %s\n", $$1, $$2}'

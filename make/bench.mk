@@ -1,0 +1,1 @@
+# make/bench.mk — placeholder; filled in by its owner.

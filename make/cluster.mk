@@ -1,0 +1,1 @@
+# make/cluster.mk — placeholder; filled in by its owner.

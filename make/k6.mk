@@ -1,0 +1,1 @@
+# make/k6.mk — placeholder; filled in by its owner.

@@ -1,0 +1,1 @@
+# make/ship.mk — placeholder; filled in by its owner.
