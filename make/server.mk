@@ -1,4 +1,62 @@
-# make/server.mk — placeholder; filled in by its owner.
+# make/server.mk — the native static server (images/server, Rust): build, tests, fuzzing, images.
+
+SERVER_DIR := $(ROOT)/images/server
+SERVER_TARGET := x86_64-unknown-linux-gnu
+# The static release binary every image and benchmark uses.
+SERVER_BIN := $(SERVER_DIR)/target/$(SERVER_TARGET)/release/hyperstatic-server
+CARGO ?= cargo
+FUZZ_SECONDS ?= 30
+CARGO_FUZZ_VERSION ?= 0.13.2
+CARGO_FUZZ := $(BIN)/bin/cargo-fuzz
+# site-image: the directory baked into an image FROM $(SERVER_IMAGE), and the image's name.
+SITE_DIR ?= $(SERVER_DIR)/example/site
+SITE_IMAGE ?= hyperstatic/example-site:$(VERSION)
+
+.PHONY: server-build
+server-build: ## Build the static hyperstatic-server release binary and print its path.
+	@$(call progress,building the static server binary)
+	@cd $(SERVER_DIR) && RUSTFLAGS='-C target-feature=+crt-static' $(CARGO) build --locked --release --target $(SERVER_TARGET)
+	@echo "$(SERVER_BIN)"
+
 .PHONY: server-test
-server-test: ## The server's Rust tests.
-	@echo "server tests: not yet"
+server-test: ## The server's Rust tests: unit tests per module and integration tests against the real binary.
+	@$(call progress,server tests)
+	@cd $(SERVER_DIR) && $(CARGO) test --locked
+
+.PHONY: server-check-example
+server-check-example: server-build ## Validate the example site with --check.
+	@$(SERVER_BIN) --check --root $(SERVER_DIR)/example/site
+
+$(CARGO_FUZZ):
+	@$(call progress,installing cargo-fuzz $(CARGO_FUZZ_VERSION))
+	@$(CARGO) install --locked --root $(BIN) cargo-fuzz --version $(CARGO_FUZZ_VERSION)
+
+# cargo-fuzz needs nightly features: use a nightly toolchain when rustup has one, else let stable act as
+# nightly (RUSTC_BOOTSTRAP=1). Without a usable ASan runtime, run unsanitized (--sanitizer none).
+.PHONY: server-fuzz
+server-fuzz: $(CARGO_FUZZ) ## Fuzz the request parser and the path normaliser for FUZZ_SECONDS each (default 30).
+	@cd $(SERVER_DIR)/fuzz && export PATH="$(BIN)/bin:$$PATH" && \
+	if rustup toolchain list 2>/dev/null | grep -q '^nightly'; then tc="+nightly"; else tc=""; export RUSTC_BOOTSTRAP=1; fi; \
+	san=""; \
+	if ! cargo $$tc fuzz build parse_request >/dev/null 2>&1; then san="--sanitizer none"; fi; \
+	for t in parse_request normalize_path; do \
+	  $(call progress,fuzzing $$t for $(FUZZ_SECONDS)s $$tc $$san); \
+	  mkdir -p corpus/$$t; \
+	  cargo $$tc fuzz run $$san $$t corpus/$$t seeds/$$t -- -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=2048 2>&1 | tail -n 3; \
+	  test "$${PIPESTATUS[0]}" = 0 || { echo "fuzz target $$t failed"; exit 1; }; \
+	done
+
+.PHONY: server-image
+server-image: server-build docker-engine ## Build the server image $(SERVER_IMAGE) (FROM scratch + the static binary; no pull).
+	@$(call progress,building $(SERVER_IMAGE))
+	@ctx=$$(mktemp -d) && trap 'rm -rf "$$ctx"' EXIT && \
+	cp $(SERVER_BIN) "$$ctx/hyperstatic-server" && cp $(SERVER_DIR)/Dockerfile "$$ctx/Dockerfile" && \
+	DOCKER_BUILDKIT=0 docker build --pull=false -q -t $(SERVER_IMAGE) "$$ctx"
+
+.PHONY: site-image
+site-image: server-image ## Bake SITE_DIR into SITE_IMAGE (FROM $(SERVER_IMAGE) + COPY site /site).
+	@$(call progress,baking $(SITE_DIR) into $(SITE_IMAGE))
+	@$(SERVER_BIN) --check --root $(SITE_DIR)
+	@ctx=$$(mktemp -d) && trap 'rm -rf "$$ctx"' EXIT && \
+	cp -r $(SITE_DIR) "$$ctx/site" && cp $(SERVER_DIR)/example/Dockerfile "$$ctx/Dockerfile" && \
+	DOCKER_BUILDKIT=0 docker build --pull=false -q --build-arg SERVER_IMAGE=$(SERVER_IMAGE) -t $(SITE_IMAGE) "$$ctx"

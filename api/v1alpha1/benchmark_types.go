@@ -1,0 +1,335 @@
+package v1alpha1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// A Benchmark runs k6 inside the cluster against a StaticSite (or a plain URL), merges the results of every k6
+// pod correctly (requests summed, latency percentiles from merged histograms) and says whether the load generator
+// was the limit. A Benchmark runs once: its spec is immutable, create a new one to run again.
+
+// BenchmarkSpec is what to load, how, and what counts as a pass.
+// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec is immutable: create a new Benchmark to run again"
+// +kubebuilder:validation:XValidation:rule="!has(self.paths) || !has(self.paths.allFiles) || !self.paths.allFiles || has(self.target.staticSite)",message="paths.allFiles needs target.staticSite: a plain URL cannot list its files"
+// +kubebuilder:validation:XValidation:rule="!has(self.workload.sweep) || self.workload.sweep.from >= (has(self.parallelism) ? self.parallelism : 1)",message="workload.sweep.from must be at least parallelism: every k6 pod needs a VU"
+// +kubebuilder:validation:XValidation:rule="!has(self.workload.constant) || self.workload.constant.vus >= (has(self.parallelism) ? self.parallelism : 1)",message="workload.constant.vus must be at least parallelism: every k6 pod needs a VU"
+// +kubebuilder:validation:XValidation:rule="!has(self.workload.arrivalRate) || self.workload.arrivalRate.rate >= (has(self.parallelism) ? self.parallelism : 1)",message="workload.arrivalRate.rate must be at least parallelism"
+type BenchmarkSpec struct {
+	// Target is what to load: a StaticSite by name or a plain URL.
+	Target BenchmarkTarget `json:"target"`
+
+	// Paths are the URL paths requested, one chosen at random per request. Default: "/".
+	// +optional
+	Paths *BenchmarkPaths `json:"paths,omitempty"`
+
+	// Workload is the load shape: exactly one of sweep, constant, arrivalRate.
+	Workload BenchmarkWorkload `json:"workload"`
+
+	// Parallelism is the number of k6 pods; the load is split between them with k6 execution segments.
+	// +kubebuilder:default=1
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=64
+	// +optional
+	Parallelism int32 `json:"parallelism,omitempty"`
+
+	// CPU of each k6 pod (requests == limits, so the pod is Guaranteed). One k6 process drives about 9k req/s per
+	// core on a small machine: size this and parallelism so the client is not the limit.
+	// +kubebuilder:default="1"
+	// +optional
+	CPU *resource.Quantity `json:"cpu,omitempty"`
+
+	// Memory of each k6 pod (requests == limits).
+	// +kubebuilder:default="512Mi"
+	// +optional
+	Memory *resource.Quantity `json:"memory,omitempty"`
+
+	// Thresholds decide the verdict; without any, the verdict is empty.
+	// +optional
+	Thresholds *BenchmarkThresholds `json:"thresholds,omitempty"`
+
+	// Timeout bounds the whole run, from the Job's creation; default: the planned duration plus 5 minutes.
+	// +optional
+	Timeout *metav1.Duration `json:"timeout,omitempty"`
+
+	// Cleanup decides what happens to the Job and its pods once results are collected: DeleteOnSuccess (default)
+	// keeps a failed run's pods for debugging, Delete always deletes them, Keep never does.
+	// +kubebuilder:default=DeleteOnSuccess
+	// +optional
+	Cleanup BenchmarkCleanupPolicy `json:"cleanup,omitempty"`
+
+	// Image overrides the k6 image (default: the operator's --k6-image).
+	// +optional
+	// +kubebuilder:validation:MaxLength=512
+	Image string `json:"image,omitempty"`
+
+	// NodeSelector for the k6 pods. They also prefer nodes without the target's server pods.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=32
+	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
+
+	// Tolerations for the k6 pods.
+	// +optional
+	// +kubebuilder:validation:MaxItems=32
+	Tolerations []corev1.Toleration `json:"tolerations,omitempty"`
+}
+
+// BenchmarkTarget names exactly one target.
+// +kubebuilder:validation:XValidation:rule="has(self.staticSite) != has(self.url)",message="target: set exactly one of staticSite or url"
+type BenchmarkTarget struct {
+	// StaticSite is the name of a StaticSite in the Benchmark's namespace; its Service's http port is loaded.
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	StaticSite string `json:"staticSite,omitempty"`
+	// URL is a plain http(s) base URL, e.g. http://nginx.default.svc:80.
+	// +optional
+	// +kubebuilder:validation:MaxLength=2048
+	// +kubebuilder:validation:Pattern=`^https?://[^/\s]+(/\S*)?$`
+	URL string `json:"url,omitempty"`
+}
+
+// BenchmarkPaths is an explicit list of URL paths, or every file of the target StaticSite.
+// +kubebuilder:validation:XValidation:rule="has(self.list) != (has(self.allFiles) && self.allFiles)",message="paths: set exactly one of list or allFiles: true"
+type BenchmarkPaths struct {
+	// List of URL paths, each starting with "/".
+	// +optional
+	// +kubebuilder:validation:MaxItems=1000
+	// +kubebuilder:validation:items:Pattern=`^/\S*$`
+	// +kubebuilder:validation:items:MaxLength=1024
+	List []string `json:"list,omitempty"`
+	// AllFiles requests every file the StaticSite serves (listed by its server's admin /content endpoint).
+	// +optional
+	AllFiles bool `json:"allFiles,omitempty"`
+}
+
+// BenchmarkWorkload is exactly one load shape.
+// +kubebuilder:validation:XValidation:rule="(has(self.sweep) ? 1 : 0) + (has(self.constant) ? 1 : 0) + (has(self.arrivalRate) ? 1 : 0) == 1",message="workload: set exactly one of sweep, constant, arrivalRate"
+type BenchmarkWorkload struct {
+	// Sweep steps the number of concurrent connections (k6 VUs) from..to by step: the classic static-file method.
+	// +optional
+	Sweep *SweepWorkload `json:"sweep,omitempty"`
+	// Constant runs a fixed number of VUs (closed model).
+	// +optional
+	Constant *ConstantWorkload `json:"constant,omitempty"`
+	// ArrivalRate starts requests at a fixed rate whatever the latency (open model: no coordinated omission).
+	// +optional
+	ArrivalRate *ArrivalRateWorkload `json:"arrivalRate,omitempty"`
+}
+
+// SweepWorkload steps the concurrency.
+// +kubebuilder:validation:XValidation:rule="!has(self.stepDuration) || duration(self.stepDuration) >= duration('5s')",message="sweep.stepDuration must be at least 5s"
+// +kubebuilder:validation:XValidation:rule="self.to >= self.from",message="sweep: to must be >= from"
+// +kubebuilder:validation:XValidation:rule="(self.to - self.from) / self.step < 200",message="sweep: at most 200 steps"
+type SweepWorkload struct {
+	// From is the first step's concurrency (VUs over all k6 pods).
+	// +kubebuilder:validation:Minimum=1
+	From int32 `json:"from"`
+	// To is the last step's concurrency (inclusive when reached by whole steps).
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=100000
+	To int32 `json:"to"`
+	// Step is the concurrency increment.
+	// +kubebuilder:validation:Minimum=1
+	Step int32 `json:"step"`
+	// StepDuration is how long each step loads (at least 5s).
+	// +kubebuilder:default="30s"
+	// +optional
+	StepDuration metav1.Duration `json:"stepDuration,omitempty"`
+	// KeepAlive reuses connections (default true, like the classic benchmarks); false opens one per request.
+	// +kubebuilder:default=true
+	// +optional
+	KeepAlive *bool `json:"keepAlive,omitempty"`
+}
+
+// ConstantWorkload is a fixed number of VUs for a duration.
+// +kubebuilder:validation:XValidation:rule="!has(self.duration) || duration(self.duration) >= duration('5s')",message="constant.duration must be at least 5s"
+type ConstantWorkload struct {
+	// VUs is the concurrency over all k6 pods.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=100000
+	VUs int32 `json:"vus"`
+	// Duration of the run (at least 5s).
+	// +kubebuilder:default="60s"
+	// +optional
+	Duration metav1.Duration `json:"duration,omitempty"`
+	// KeepAlive reuses connections (default true).
+	// +kubebuilder:default=true
+	// +optional
+	KeepAlive *bool `json:"keepAlive,omitempty"`
+}
+
+// ArrivalRateWorkload is an open-model load: Rate requests start every second whatever the latency.
+// +kubebuilder:validation:XValidation:rule="!has(self.duration) || duration(self.duration) >= duration('5s')",message="arrivalRate.duration must be at least 5s"
+type ArrivalRateWorkload struct {
+	// Rate is the target requests per second over all k6 pods.
+	// +kubebuilder:validation:Minimum=1
+	Rate int32 `json:"rate"`
+	// Duration of the run (at least 5s).
+	// +kubebuilder:default="60s"
+	// +optional
+	Duration metav1.Duration `json:"duration,omitempty"`
+	// MaxVUs caps the VUs k6 may use to keep the rate (default: rate/10, at least 10, at most 10000). When k6 runs
+	// out of VUs it drops iterations, reported as dropped.
+	// +kubebuilder:validation:Minimum=1
+	// +optional
+	MaxVUs int32 `json:"maxVUs,omitempty"`
+	// KeepAlive reuses connections (default true).
+	// +kubebuilder:default=true
+	// +optional
+	KeepAlive *bool `json:"keepAlive,omitempty"`
+}
+
+// BenchmarkThresholds decide the verdict over the whole run (like k6 thresholds): every set threshold must hold.
+type BenchmarkThresholds struct {
+	// P99 is the highest acceptable 99th percentile latency, e.g. "50ms".
+	// +optional
+	P99 *metav1.Duration `json:"p99,omitempty"`
+	// MaxErrorRate is the highest acceptable share of failed requests, a percentage such as "1%" or "0.1%".
+	// +optional
+	// +kubebuilder:validation:Pattern=`^[0-9]+(\.[0-9]+)?%$`
+	MaxErrorRate string `json:"maxErrorRate,omitempty"`
+}
+
+// BenchmarkCleanupPolicy says when the Job and its pods are deleted after a run.
+// +kubebuilder:validation:Enum=DeleteOnSuccess;Delete;Keep
+type BenchmarkCleanupPolicy string
+
+const (
+	// CleanupDeleteOnSuccess deletes the Job of a complete run and keeps a failed run's pods for debugging.
+	CleanupDeleteOnSuccess BenchmarkCleanupPolicy = "DeleteOnSuccess"
+	// CleanupDelete deletes the Job once results are collected, whatever the outcome.
+	CleanupDelete BenchmarkCleanupPolicy = "Delete"
+	// CleanupKeep never deletes the Job (it still goes when the Benchmark is deleted).
+	CleanupKeep BenchmarkCleanupPolicy = "Keep"
+)
+
+// Benchmark condition types. Polarity is given for each: "normal-true" conditions are True when things are well,
+// "abnormal-true" ones are True when something needs attention.
+const (
+	// BenchmarkRunning (normal-true while running): the k6 Job exists and has not finished.
+	BenchmarkRunning = "Running"
+	// BenchmarkComplete (normal-true, terminal): every k6 pod finished and the merged results are published.
+	BenchmarkComplete = "Complete"
+	// BenchmarkFailed (abnormal-true, terminal): the run could not produce results (Job failed, timeout, target
+	// never resolved, unreadable results). The reason says which; partial results may still be published.
+	BenchmarkFailed = "Failed"
+	// BenchmarkClientBound (abnormal-true): in at least one step the k6 pods used >= 90% of their CPU, so that
+	// step measured the client, not the server. Such steps are never presented as server capacity.
+	BenchmarkClientBound = "ClientBound"
+	// BenchmarkTargetResolved (normal-true): the target's URL (and, for paths.allFiles, its file list) is known.
+	BenchmarkTargetResolved = "TargetResolved"
+)
+
+// Benchmark verdicts.
+const (
+	VerdictPass = "Pass"
+	VerdictFail = "Fail"
+)
+
+// Benchmark phases, derived from the conditions (for display only: act on conditions).
+const (
+	BenchmarkPhasePending  = "Pending"
+	BenchmarkPhaseRunning  = "Running"
+	BenchmarkPhaseComplete = "Complete"
+	BenchmarkPhaseFailed   = "Failed"
+)
+
+// BenchmarkStatus is rebuilt from the world (Job, pods, results) on every reconcile.
+type BenchmarkStatus struct {
+	// ObservedGeneration is the generation last reconciled.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// Conditions: Running, Complete, Failed, ClientBound, TargetResolved (see the constants for polarity).
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+	// Phase is a one-word summary of the conditions, for kubectl get.
+	// +optional
+	Phase string `json:"phase,omitempty"`
+	// Target is the resolved base URL.
+	// +optional
+	Target string `json:"target,omitempty"`
+	// Job is the name of the k6 Job.
+	// +optional
+	Job string `json:"job,omitempty"`
+	// StartAt is the wall-clock time at which every k6 pod starts its first step (they wait for it, so steps line up).
+	// +optional
+	StartAt *metav1.Time `json:"startAt,omitempty"`
+	// CompletionTime is when the results were published or the run failed.
+	// +optional
+	CompletionTime *metav1.Time `json:"completionTime,omitempty"`
+	// Results names the ConfigMap holding results.json, results.csv and chart.svg.
+	// +optional
+	Results string `json:"results,omitempty"`
+	// Summary is the compact result.
+	// +optional
+	Summary *BenchmarkSummary `json:"summary,omitempty"`
+}
+
+// BenchmarkSummary is the headline of a run. Latencies are strings with units ("1.25ms") so they read well.
+type BenchmarkSummary struct {
+	// Peak is what the Peak RPS column shows: the highest requests/s of a step that was not client-bound, or
+	// ">=N (client-bound)" when every step was limited by the client (then N is a lower bound of the server's capacity).
+	Peak string `json:"peak"`
+	// PeakRPS is the highest requests/s of a step that was not client-bound (0 when there is none).
+	PeakRPS int64 `json:"peakRPS"`
+	// MeasuredPeakRPS is the highest requests/s of any step, client-bound or not.
+	MeasuredPeakRPS int64 `json:"measuredPeakRPS"`
+	// PeakStep is the step index (0-based) the latencies below come from: the peak step.
+	PeakStep int32 `json:"peakStep"`
+	// PeakConcurrency is the VUs of the peak step (the target rate for arrivalRate).
+	PeakConcurrency int32 `json:"peakConcurrency"`
+	// P50, P90, P99 latencies at the peak step, from the merged histogram of every k6 pod.
+	P50 string `json:"p50"`
+	P90 string `json:"p90"`
+	P99 string `json:"p99"`
+	// Requests over the whole run, all pods.
+	Requests int64 `json:"requests"`
+	// Errors over the whole run (network errors and HTTP status >= 400).
+	Errors int64 `json:"errors"`
+	// ErrorRate over the whole run, as a percentage.
+	ErrorRate string `json:"errorRate"`
+	// Steps in the run, and how many of them were client-bound.
+	Steps            int32 `json:"steps"`
+	ClientBoundSteps int32 `json:"clientBoundSteps"`
+	// Verdict is Pass or Fail against spec.thresholds (whole run), empty without thresholds.
+	// +optional
+	Verdict string `json:"verdict,omitempty"`
+	// VerdictReason says which threshold failed, or why there is no verdict.
+	// +optional
+	VerdictReason string `json:"verdictReason,omitempty"`
+}
+
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=hsbench,categories=hyperstatic
+// +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
+// +kubebuilder:printcolumn:name="Target",type=string,JSONPath=`.status.target`
+// +kubebuilder:printcolumn:name="Peak RPS",type=string,JSONPath=`.status.summary.peak`
+// +kubebuilder:printcolumn:name="p99",type=string,JSONPath=`.status.summary.p99`
+// +kubebuilder:printcolumn:name="Verdict",type=string,JSONPath=`.status.summary.verdict`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+
+// Benchmark is an in-cluster k6 load test of a StaticSite or URL.
+type Benchmark struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   BenchmarkSpec   `json:"spec"`
+	Status BenchmarkStatus `json:"status,omitempty"`
+}
+
+// +kubebuilder:object:root=true
+
+// BenchmarkList is a list of Benchmarks.
+type BenchmarkList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []Benchmark `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&Benchmark{}, &BenchmarkList{})
+}

@@ -1,0 +1,377 @@
+package v1alpha1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+)
+
+// StaticSite condition types. Polarity is documented in docs/staticsite.md: Ready, ContentAvailable and Pinned
+// are "normal-true"; Reconciling and Stalled are "abnormal-true" (kstatus), present only while they hold.
+const (
+	// ConditionReady is True when every replica serves the current spec.
+	ConditionReady = "Ready"
+	// ConditionReconciling is True while the operator or the Deployment is still moving towards the spec.
+	ConditionReconciling = "Reconciling"
+	// ConditionStalled is True when progress needs someone to act (missing content, rejected object, rollout deadline).
+	ConditionStalled = "Stalled"
+	// ConditionContentAvailable is True when the content source exists and can be mounted or run.
+	ConditionContentAvailable = "ContentAvailable"
+	// ConditionPinned is True when every ready pod reports workers pinned to exclusive CPUs.
+	ConditionPinned = "Pinned"
+)
+
+// Content source names, as shown in status.contentSource and the Content printer column.
+const (
+	ContentSourceImage                 = "image"
+	ContentSourceConfigMaps            = "configMaps"
+	ContentSourceImageVolume           = "imageVolume"
+	ContentSourcePersistentVolumeClaim = "persistentVolumeClaim"
+)
+
+// StaticSiteSpec is what a user asks for: a site's content and how to serve it.
+type StaticSiteSpec struct {
+	// content is where the site's files come from. Exactly one source must be set.
+	// +required
+	Content ContentSource `json:"content"`
+
+	// replicas is the number of server pods. The scale subresource (kubectl scale, an HPA, KEDA) and the
+	// operator's own autoscaler (spec.autoscaling) write this field.
+	// +kubebuilder:default=1
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	Replicas *int32 `json:"replicas,omitempty"`
+
+	// cpu is the CPU request and limit of every container of a server pod (Guaranteed QoS). A whole number gets
+	// exclusive CPUs on nodes with the static CPU manager policy; a fraction stays in the shared pool.
+	// +kubebuilder:default="1"
+	// +kubebuilder:validation:XValidation:rule="quantity(string(self)).isGreaterThan(quantity('0'))",message="spec.cpu must be greater than 0"
+	// +optional
+	CPU *resource.Quantity `json:"cpu,omitempty"`
+
+	// memory is the memory request and limit of every container of a server pod. When unset it is sized from
+	// the content when the operator can know its size (configMaps), else 256Mi; status.memory shows the value used.
+	// +kubebuilder:validation:XValidation:rule="quantity(string(self)).compareTo(quantity('16Mi')) >= 0",message="spec.memory must be at least 16Mi"
+	// +optional
+	Memory *resource.Quantity `json:"memory,omitempty"`
+
+	// server tunes the hyperstatic server.
+	// +kubebuilder:default={}
+	// +optional
+	Server ServerSpec `json:"server,omitempty"`
+
+	// service configures the Service in front of the pods.
+	// +kubebuilder:default={}
+	// +optional
+	Service ServiceSpec `json:"service,omitempty"`
+
+	// podTemplate holds the scheduling overrides users of Deployments expect.
+	// +optional
+	PodTemplate PodTemplateOverrides `json:"podTemplate,omitempty"`
+
+	// disruption configures the PodDisruptionBudget. Unset: maxUnavailable 1 when replicas > 1, no budget otherwise.
+	// +optional
+	Disruption *DisruptionSpec `json:"disruption,omitempty"`
+
+	// autoscaling turns on the operator's requests-per-second autoscaler, which writes spec.replicas.
+	// +optional
+	Autoscaling *AutoscalingSpec `json:"autoscaling,omitempty"`
+}
+
+// ContentSource names where a site's files come from. Exactly one field is set.
+// +kubebuilder:validation:XValidation:rule="(has(self.image) ? 1 : 0) + (has(self.configMaps) ? 1 : 0) + (has(self.imageVolume) ? 1 : 0) + (has(self.persistentVolumeClaim) ? 1 : 0) == 1",message="spec.content must set exactly one of image, configMaps, imageVolume, persistentVolumeClaim"
+type ContentSource struct {
+	// image is a baked image built FROM the server image with the site in /site; the pod runs that image.
+	// A change rolls the pods.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=512
+	// +optional
+	Image string `json:"image,omitempty"`
+
+	// configMaps are projected into /site, each under an optional path prefix; text and binaryData keys both work.
+	// Changed values are picked up live by the server, with no restart.
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=32
+	// +listType=atomic
+	// +optional
+	ConfigMaps []ConfigMapContent `json:"configMaps,omitempty"`
+
+	// imageVolume mounts an OCI image or artifact read-only at /site (the "image" volume source; needs a cluster
+	// that supports it). A change rolls the pods.
+	// +optional
+	ImageVolume *ImageVolumeContent `json:"imageVolume,omitempty"`
+
+	// persistentVolumeClaim mounts an existing claim read-only at /site.
+	// +optional
+	PersistentVolumeClaim *PersistentVolumeClaimContent `json:"persistentVolumeClaim,omitempty"`
+}
+
+// ConfigMapContent projects one ConfigMap into the site.
+type ConfigMapContent struct {
+	// name of a ConfigMap in the StaticSite's namespace.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	// +required
+	Name string `json:"name"`
+
+	// pathPrefix is the directory, relative to the site root, the ConfigMap's keys appear under (e.g. "assets/css").
+	// Adding or removing a key of a prefixed ConfigMap rolls the pods (the projection lists keys); values reload live.
+	// +kubebuilder:validation:MaxLength=255
+	// +kubebuilder:validation:XValidation:rule="!self.startsWith('/') && !self.split('/').exists(s, s == '..')",message="spec.content.configMaps[].pathPrefix must be a relative path without '..'"
+	// +optional
+	PathPrefix string `json:"pathPrefix,omitempty"`
+}
+
+// ImageVolumeContent is an OCI image or artifact mounted as the site.
+type ImageVolumeContent struct {
+	// reference is the image reference, e.g. "registry.example/site:v2" or one with a digest.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=512
+	// +required
+	Reference string `json:"reference"`
+	// pullPolicy for the image volume.
+	// +kubebuilder:validation:Enum=Always;Never;IfNotPresent
+	// +optional
+	PullPolicy corev1.PullPolicy `json:"pullPolicy,omitempty"`
+}
+
+// PersistentVolumeClaimContent is an existing claim holding the site.
+type PersistentVolumeClaimContent struct {
+	// claimName of a PersistentVolumeClaim in the StaticSite's namespace.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +required
+	ClaimName string `json:"claimName"`
+	// subPath inside the volume that holds the site.
+	// +kubebuilder:validation:MaxLength=255
+	// +kubebuilder:validation:XValidation:rule="!self.startsWith('/') && !self.split('/').exists(s, s == '..')",message="spec.content.persistentVolumeClaim.subPath must be a relative path without '..'"
+	// +optional
+	SubPath string `json:"subPath,omitempty"`
+}
+
+// ServerSpec tunes the hyperstatic server. Every field becomes a server flag.
+type ServerSpec struct {
+	// image overrides the server image (default: the operator's --server-image). Ignored for content.image,
+	// whose image is the server.
+	// +kubebuilder:validation:MaxLength=512
+	// +optional
+	Image string `json:"image,omitempty"`
+
+	// imagePullPolicy of the server container.
+	// +kubebuilder:validation:Enum=Always;Never;IfNotPresent
+	// +optional
+	ImagePullPolicy corev1.PullPolicy `json:"imagePullPolicy,omitempty"`
+
+	// cacheControl rules: the first rule whose glob matches a request path sets its Cache-Control header.
+	// +kubebuilder:validation:MaxItems=64
+	// +listType=atomic
+	// +optional
+	CacheControl []CacheControlRule `json:"cacheControl,omitempty"`
+
+	// headers are added to every response.
+	// +kubebuilder:validation:MaxItems=64
+	// +listType=atomic
+	// +optional
+	Headers []Header `json:"headers,omitempty"`
+
+	// spaFallback serves /index.html for paths that match no file (single-page applications).
+	// +optional
+	SPAFallback bool `json:"spaFallback,omitempty"`
+
+	// notFoundPage is the site path served with status 404 when no file matches, e.g. "/404.html".
+	// +kubebuilder:validation:MaxLength=255
+	// +kubebuilder:validation:XValidation:rule="self.startsWith('/') && !self.split('/').exists(s, s == '..')",message="spec.server.notFoundPage must be an absolute site path without '..'"
+	// +optional
+	NotFoundPage string `json:"notFoundPage,omitempty"`
+
+	// maxRequestsPerConnection closes a keep-alive connection after this many requests, so load spreads to new
+	// replicas. Default: the server's (10000).
+	// +kubebuilder:validation:Minimum=1
+	// +optional
+	MaxRequestsPerConnection *int32 `json:"maxRequestsPerConnection,omitempty"`
+
+	// maxConnectionAge closes a keep-alive connection after this long. Default: the server's (60s).
+	// +optional
+	MaxConnectionAge *metav1.Duration `json:"maxConnectionAge,omitempty"`
+
+	// drainDelay is how long a terminating pod keeps serving after failing readiness. The pod's
+	// terminationGracePeriodSeconds is this plus a margin.
+	// +kubebuilder:default="5s"
+	// +optional
+	DrainDelay *metav1.Duration `json:"drainDelay,omitempty"`
+
+	// extraArgs are appended to the server's arguments.
+	// +kubebuilder:validation:MaxItems=64
+	// +listType=atomic
+	// +optional
+	ExtraArgs []string `json:"extraArgs,omitempty"`
+}
+
+// CacheControlRule sets Cache-Control for request paths matching a glob.
+type CacheControlRule struct {
+	// glob over the request path, e.g. "*.css" or "/assets/**".
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=255
+	// +kubebuilder:validation:XValidation:rule="!self.contains('=')",message="spec.server.cacheControl[].glob must not contain '='"
+	// +required
+	Glob string `json:"glob"`
+	// value of the Cache-Control header, e.g. "public, max-age=31536000, immutable".
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=255
+	// +kubebuilder:validation:Pattern=`^[^\r\n]*$`
+	// +required
+	Value string `json:"value"`
+}
+
+// Header is an extra response header.
+type Header struct {
+	// name of the header (an HTTP token).
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=128
+	// +kubebuilder:validation:Pattern="^[A-Za-z0-9!#$%&'*+.^_`|~-]+$"
+	// +required
+	Name string `json:"name"`
+	// value of the header.
+	// +kubebuilder:validation:MaxLength=1024
+	// +kubebuilder:validation:Pattern=`^[^\r\n]*$`
+	// +required
+	Value string `json:"value"`
+}
+
+// ServiceSpec configures the Service named like the StaticSite.
+// +kubebuilder:validation:XValidation:rule="!has(self.port) || self.port != 9090",message="spec.service.port must not be 9090, the admin port"
+type ServiceSpec struct {
+	// type of the Service.
+	// +kubebuilder:validation:Enum=ClusterIP;NodePort;LoadBalancer
+	// +kubebuilder:default=ClusterIP
+	// +optional
+	Type corev1.ServiceType `json:"type,omitempty"`
+	// port the Service exposes the site on.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=65535
+	// +kubebuilder:default=80
+	// +optional
+	Port int32 `json:"port,omitempty"`
+	// annotations on the Service (e.g. for a cloud load balancer).
+	// +optional
+	Annotations map[string]string `json:"annotations,omitempty"`
+}
+
+// PodTemplateOverrides are the parts of the pod template a user may set.
+type PodTemplateOverrides struct {
+	// labels added to the pods (the operator's own labels win on conflict).
+	// +optional
+	Labels map[string]string `json:"labels,omitempty"`
+	// annotations added to the pods.
+	// +optional
+	Annotations map[string]string `json:"annotations,omitempty"`
+	// nodeSelector of the pods.
+	// +optional
+	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
+	// tolerations of the pods.
+	// +listType=atomic
+	// +optional
+	Tolerations []corev1.Toleration `json:"tolerations,omitempty"`
+	// affinity of the pods.
+	// +optional
+	Affinity *corev1.Affinity `json:"affinity,omitempty"`
+	// topologySpreadConstraints replace the default spread (across nodes, ScheduleAnyway) when set.
+	// +listType=atomic
+	// +optional
+	TopologySpreadConstraints []corev1.TopologySpreadConstraint `json:"topologySpreadConstraints,omitempty"`
+	// priorityClassName of the pods.
+	// +optional
+	PriorityClassName string `json:"priorityClassName,omitempty"`
+}
+
+// DisruptionSpec configures the PodDisruptionBudget.
+type DisruptionSpec struct {
+	// maxUnavailable pods during voluntary disruptions: a number or a percentage ("25%").
+	// +kubebuilder:validation:XValidation:rule="type(self) == int ? self >= 0 : self.matches('^[0-9]+%$')",message="spec.disruption.maxUnavailable must be a non-negative integer or a percentage"
+	// +required
+	MaxUnavailable intstr.IntOrString `json:"maxUnavailable"`
+}
+
+// StaticSiteStatus is rebuilt from the world on every reconcile. The autoscaler owns status.autoscaling and the
+// AbleToScale / ScalingActive conditions; the site controller never touches them.
+type StaticSiteStatus struct {
+	// observedGeneration is the spec generation the status describes.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// conditions: Ready, Reconciling, Stalled, ContentAvailable, Pinned (and the autoscaler's own).
+	// +listType=map
+	// +listMapKey=type
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// replicas is the number of server pods (the Deployment's status.replicas).
+	// +optional
+	Replicas int32 `json:"replicas,omitempty"`
+	// readyReplicas is the number of ready server pods.
+	// +optional
+	ReadyReplicas int32 `json:"readyReplicas,omitempty"`
+	// updatedReplicas is the number of pods running the current pod template.
+	// +optional
+	UpdatedReplicas int32 `json:"updatedReplicas,omitempty"`
+	// selector is the pods' label selector, for the scale subresource.
+	// +optional
+	Selector string `json:"selector,omitempty"`
+
+	// url is the site's in-cluster address.
+	// +optional
+	URL string `json:"url,omitempty"`
+	// contentSource is which content source is in use: image, configMaps, imageVolume or persistentVolumeClaim.
+	// +optional
+	ContentSource string `json:"contentSource,omitempty"`
+	// contentRevision identifies the content served: the image reference (with its digest once a pod reports it)
+	// or a hash of the ConfigMaps' resourceVersions.
+	// +optional
+	ContentRevision string `json:"contentRevision,omitempty"`
+	// memory is the memory request and limit given to each server container (spec.memory or the sized default).
+	// +optional
+	Memory *resource.Quantity `json:"memory,omitempty"`
+
+	// autoscaling is written by the autoscaler only.
+	// +optional
+	Autoscaling *AutoscalingStatus `json:"autoscaling,omitempty"`
+}
+
+// StaticSite serves a static website from pinned, CPU-guaranteed hyperstatic server pods.
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:subresource:scale:specpath=.spec.replicas,statuspath=.status.replicas,selectorpath=.status.selector
+// +kubebuilder:resource:shortName=hss,categories=hyperstatic
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Replicas",type=integer,JSONPath=`.status.readyReplicas`,description="ready pods"
+// +kubebuilder:printcolumn:name="Desired",type=integer,JSONPath=`.spec.replicas`,priority=1
+// +kubebuilder:printcolumn:name="CPU",type=string,JSONPath=`.spec.cpu`
+// +kubebuilder:printcolumn:name="Pinned",type=string,JSONPath=`.status.conditions[?(@.type=="Pinned")].status`
+// +kubebuilder:printcolumn:name="Content",type=string,JSONPath=`.status.contentSource`
+// +kubebuilder:printcolumn:name="Revision",type=string,JSONPath=`.status.contentRevision`,priority=1
+// +kubebuilder:printcolumn:name="RPS",type=integer,JSONPath=`.status.autoscaling.currentRPS`
+// +kubebuilder:printcolumn:name="URL",type=string,JSONPath=`.status.url`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type StaticSite struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// +required
+	Spec StaticSiteSpec `json:"spec"`
+	// +optional
+	Status StaticSiteStatus `json:"status,omitempty"`
+}
+
+// StaticSiteList is a list of StaticSites.
+// +kubebuilder:object:root=true
+type StaticSiteList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []StaticSite `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&StaticSite{}, &StaticSiteList{})
+}

@@ -1,0 +1,107 @@
+// Command manager runs the Hyperstatic operator: the controller-runtime manager with the StaticSite controller.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/client-go/discovery"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"hyperstatic.dev/hyperstatic/api/v1alpha1"
+	"hyperstatic.dev/hyperstatic/controllers/staticsite"
+	"hyperstatic.dev/hyperstatic/internal/podmetrics"
+)
+
+// version is set at build time: -ldflags "-X main.version=$(VERSION)". It names the default server image.
+var version = "dev"
+
+// options are the manager's flags.
+type options struct {
+	metricsAddr   string
+	probeAddr     string
+	leaderElect   bool
+	leaderElectNS string
+	serverImage   string
+	printVersion  bool
+}
+
+func bindFlags(fs *flag.FlagSet) *options {
+	o := &options{}
+	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", "Address of the controller-runtime Prometheus metrics endpoint; \"0\" turns it off.")
+	fs.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "Address of the /healthz and /readyz endpoints.")
+	fs.BoolVar(&o.leaderElect, "leader-elect", false, "Elect a leader, so only one of several replicas reconciles.")
+	fs.StringVar(&o.leaderElectNS, "leader-election-namespace", "", "Namespace of the leader election Lease (default: the pod's namespace).")
+	fs.StringVar(&o.serverImage, "server-image", "hyperstatic/server:"+version, "Default hyperstatic server image of StaticSite pods.")
+	fs.BoolVar(&o.printVersion, "version", false, "Print the version and exit.")
+	return o
+}
+
+func main() {
+	o := bindFlags(flag.CommandLine) // --kubeconfig is registered there by controller-runtime
+	zo := zap.Options{}
+	zo.BindFlags(flag.CommandLine)
+	flag.Parse()
+	if o.printVersion {
+		fmt.Println(version)
+		return
+	}
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zo)))
+	if err := run(ctrl.SetupSignalHandler(), ctrl.GetConfigOrDie(), o); err != nil {
+		ctrl.Log.WithName("setup").Error(err, "the manager stopped with an error")
+		os.Exit(1)
+	}
+}
+
+// run starts the manager and blocks until ctx ends.
+func run(ctx context.Context, cfg *rest.Config, o *options) error {
+	log := ctrl.Log.WithName("setup")
+	scheme := runtime.NewScheme()
+	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
+	utilruntime.Must(v1alpha1.AddToScheme(scheme))
+
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                        scheme,
+		Metrics:                       metricsserver.Options{BindAddress: o.metricsAddr},
+		HealthProbeBindAddress:        o.probeAddr,
+		LeaderElection:                o.leaderElect,
+		LeaderElectionID:              "operator.hyperstatic.dev",
+		LeaderElectionNamespace:       o.leaderElectNS,
+		LeaderElectionReleaseOnCancel: true,
+	})
+	if err != nil {
+		return fmt.Errorf("create the manager: %w", err)
+	}
+	disco, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("create a discovery client: %w", err)
+	}
+	if err := (&staticsite.Reconciler{
+		Client:        mgr.GetClient(),
+		Recorder:      mgr.GetEventRecorderFor(staticsite.FieldOwner),
+		Clock:         clock.RealClock{},
+		Scraper:       podmetrics.NewHTTPScraper(),
+		ServerImage:   o.serverImage,
+		ServerVersion: disco.ServerVersion,
+	}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("set up the StaticSite controller: %w", err)
+	}
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		return err
+	}
+	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+		return err
+	}
+	log.Info("starting the manager", "version", version, "serverImage", o.serverImage, "leaderElection", o.leaderElect)
+	return mgr.Start(ctx)
+}

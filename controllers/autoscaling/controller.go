@@ -1,0 +1,159 @@
+// Package autoscaling is Hyperstatic's requests-per-second autoscaler: a controller, separate from the
+// StaticSite controller, that scrapes each ready server pod's hyperstatic_requests_total, turns the counters
+// into per-pod rates over a sliding window (package rps), runs the HorizontalPodAutoscaler v2 algorithm
+// (package hpa) and writes the new replica count through the StaticSite's scale subresource, the path
+// `kubectl scale` takes. It acts only on StaticSites with spec.autoscaling set. How it works, and how to use
+// an HPA or KEDA instead: docs/autoscaling.md.
+package autoscaling
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
+	"hyperstatic.dev/hyperstatic/api/v1alpha1"
+	"hyperstatic.dev/hyperstatic/controllers/autoscaling/hpa"
+	"hyperstatic.dev/hyperstatic/controllers/autoscaling/rps"
+	"hyperstatic.dev/hyperstatic/internal/podmetrics"
+)
+
+// staleRetry is how soon a pass that saw a stale cached StaticSite is retried.
+const staleRetry = 200 * time.Millisecond
+
+// ControllerName names the controller in logs and metrics, and is the event source.
+const ControllerName = "hyperstatic-autoscaler"
+
+// +kubebuilder:rbac:groups=hyperstatic.dev,resources=staticsites,verbs=get;list;watch
+// +kubebuilder:rbac:groups=hyperstatic.dev,resources=staticsites/scale,verbs=get;update
+// +kubebuilder:rbac:groups=hyperstatic.dev,resources=staticsites/status,verbs=get;update
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
+
+// Reconciler decides the replica count of autoscaled StaticSites.
+type Reconciler struct {
+	client        client.Client
+	recorder      record.EventRecorder
+	scraper       podmetrics.Scraper
+	clock         clock.PassiveClock
+	interval      time.Duration
+	window        time.Duration
+	maxConcurrent int
+
+	mu    sync.Mutex
+	sites map[types.NamespacedName]*siteState
+}
+
+// siteState is what the autoscaler remembers about one StaticSite between passes, as the HPA controller keeps
+// recommendations and scale events in memory: it is rebuilt (conservatively, see hpa.State) after a restart.
+type siteState struct {
+	uid    types.UID
+	window *rps.Window
+	hpa    hpa.State
+	// lastScale is when this process last rescaled the site, kept here too so a lost status write cannot lose it.
+	lastScale *metav1.Time
+	// lastScaleAt is the same instant at full precision: rates only use samples taken after it.
+	lastScaleAt time.Time
+	// readyKey identifies the set of ready pods (their UIDs); readySince is when it last changed. Rates only use
+	// samples taken since then.
+	readyKey   string
+	readySince time.Time
+}
+
+// New returns the autoscaler. c should be the manager's client (pods are read from its cache), recorder the
+// manager's recorder for ControllerName, scraper podmetrics.NewHTTPScraper() in the operator.
+func New(c client.Client, recorder record.EventRecorder, scraper podmetrics.Scraper, opts ...Option) *Reconciler {
+	r := &Reconciler{
+		client:        c,
+		recorder:      recorder,
+		scraper:       scraper,
+		clock:         clock.RealClock{},
+		interval:      DefaultScrapeInterval,
+		maxConcurrent: 4,
+		sites:         map[types.NamespacedName]*siteState{},
+	}
+	for _, o := range opts {
+		o(r)
+	}
+	if r.window == 0 {
+		r.window = DefaultWindowIntervals * r.interval
+	}
+	return r
+}
+
+// SetupWithManager registers the controller. It watches StaticSites for spec changes (generation), creation and
+// deletion; the periodic pass comes from RequeueAfter, so the autoscaler's own status writes do not re-trigger it.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("autoscaler").
+		For(&v1alpha1.StaticSite{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		WithOptions(controller.Options{MaxConcurrentReconciles: r.maxConcurrent}).
+		Complete(r)
+}
+
+// Reconcile is one autoscaler pass for one StaticSite.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	site := &v1alpha1.StaticSite{}
+	if err := r.client.Get(ctx, req.NamespacedName, site); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.forget(req.NamespacedName)
+			return ctrl.Result{}, nil
+		}
+		return ctrl.Result{}, err
+	}
+	if site.DeletionTimestamp != nil {
+		r.forget(req.NamespacedName)
+		return ctrl.Result{}, nil
+	}
+	if site.Spec.Autoscaling == nil {
+		// The user owns spec.replicas. Only clear what the autoscaler itself reported while it was on.
+		r.forget(req.NamespacedName)
+		return ctrl.Result{}, r.clearStatus(ctx, req.NamespacedName)
+	}
+
+	state := r.stateFor(req.NamespacedName, site.UID)
+	pass := r.pass(ctx, site, state)
+	if pass.stale {
+		return ctrl.Result{RequeueAfter: staleRetry}, nil
+	}
+	if err := r.writeStatus(ctx, req.NamespacedName, pass); err != nil {
+		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+			log.FromContext(ctx).V(1).Info("status write lost a race; next pass rewrites it", "error", err.Error())
+			return ctrl.Result{RequeueAfter: r.interval}, nil
+		}
+		return ctrl.Result{}, err
+	}
+	return ctrl.Result{RequeueAfter: r.interval}, nil
+}
+
+func (r *Reconciler) stateFor(key types.NamespacedName, uid types.UID) *siteState {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s, ok := r.sites[key]
+	if !ok || s.uid != uid {
+		s = &siteState{uid: uid, window: rps.New(r.window)}
+		r.sites[key] = s
+	}
+	return s
+}
+
+func (r *Reconciler) forget(key types.NamespacedName) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.sites, key)
+}
+
+// podKey keys a pod's samples: its UID, so a pod re-created under the same name starts a new series.
+func podKey(p *corev1.Pod) string { return string(p.UID) }

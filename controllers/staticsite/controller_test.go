@@ -1,0 +1,632 @@
+package staticsite
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/apimachinery/pkg/version"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"hyperstatic.dev/hyperstatic/api/v1alpha1"
+	"hyperstatic.dev/hyperstatic/internal/podmetrics"
+	"hyperstatic.dev/hyperstatic/internal/testenv"
+)
+
+func createSite(t *testing.T, ns, name string, spec v1alpha1.StaticSiteSpec) *v1alpha1.StaticSite {
+	t.Helper()
+	site := &v1alpha1.StaticSite{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: spec}
+	must(t, k8s.Create(context.Background(), site))
+	return site
+}
+
+// updateSite changes a site's spec as a user would, retrying when the controller's status write came first.
+func updateSite(t *testing.T, site *v1alpha1.StaticSite, mutate func(*v1alpha1.StaticSite)) {
+	t.Helper()
+	eventually(t, "update site", func() error {
+		if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(site), site); err != nil {
+			return err
+		}
+		mutate(site)
+		return k8s.Update(context.Background(), site)
+	})
+}
+
+// scaleTo writes the scale subresource, retrying on conflicts.
+func scaleTo(t *testing.T, site *v1alpha1.StaticSite, n int32) {
+	t.Helper()
+	eventually(t, "scale", func() error {
+		scale := &autoscalingv1.Scale{}
+		if err := k8s.SubResource("scale").Get(context.Background(), site, scale); err != nil {
+			return err
+		}
+		scale.Spec.Replicas = n
+		return k8s.SubResource("scale").Update(context.Background(), site, client.WithSubResourceBody(scale))
+	})
+}
+
+func getDeployment(t *testing.T, ns, name string) *appsv1.Deployment {
+	t.Helper()
+	d := &appsv1.Deployment{}
+	eventually(t, "Deployment "+name, func() error { return k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, d) })
+	return d
+}
+
+// completeRollout plays the Deployment controller and kubelet: every replica updated, ready and available.
+func completeRollout(t *testing.T, d *appsv1.Deployment) {
+	t.Helper()
+	ctx := context.Background()
+	eventually(t, "Deployment status update", func() error {
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(d), d); err != nil {
+			return err
+		}
+		n := *d.Spec.Replicas
+		d.Status = appsv1.DeploymentStatus{ObservedGeneration: d.Generation, Replicas: n, UpdatedReplicas: n, ReadyReplicas: n, AvailableReplicas: n,
+			Conditions: []appsv1.DeploymentCondition{{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionTrue, Reason: "NewReplicaSetAvailable"}}}
+		return k8s.Status().Update(ctx, d)
+	})
+}
+
+func TestConfigMapSiteLifecycle(t *testing.T) {
+	ctx := context.Background()
+	ns := namespace(t)
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "pages"},
+		Data: map[string]string{"index.html": "<h1>hello</h1>"}, BinaryData: map[string][]byte{"favicon.ico": {0, 1, 2}}}
+	must(t, k8s.Create(ctx, cm))
+	createSite(t, ns, "docs", v1alpha1.StaticSiteSpec{
+		Content: v1alpha1.ContentSource{ConfigMaps: []v1alpha1.ConfigMapContent{{Name: "pages"}, {Name: "assets", PathPrefix: "static"}}},
+		CPU:     ptr.To(resource.MustParse("250m")),
+	})
+
+	// The second ConfigMap is missing: content is unavailable and the site is stalled, but the objects exist.
+	site := waitSite(t, ns, "docs", "ContentAvailable=False", func(s *v1alpha1.StaticSite) error {
+		if err := condition(s, v1alpha1.ConditionContentAvailable, metav1.ConditionFalse, "ConfigMapNotFound"); err != nil {
+			return err
+		}
+		return condition(s, v1alpha1.ConditionStalled, metav1.ConditionTrue, "ConfigMapNotFound")
+	})
+	if c := meta.FindStatusCondition(site.Status.Conditions, v1alpha1.ConditionContentAvailable); !strings.Contains(c.Message, "assets") ||
+		!c.LastTransitionTime.Time.Equal(clockTime) {
+		t.Errorf("ContentAvailable message should name the ConfigMap and use the injected clock: %+v", c)
+	}
+	waitEvent(t, ns, "docs", "Warning ConfigMapNotFound Stalled")
+
+	// Creating it makes the content available (the controller watches referenced ConfigMaps).
+	must(t, k8s.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "assets"}, Data: map[string]string{"site.css": "body{}"}}))
+	site = waitSite(t, ns, "docs", "ContentAvailable=True", func(s *v1alpha1.StaticSite) error {
+		if err := condition(s, v1alpha1.ConditionContentAvailable, metav1.ConditionTrue, "ConfigMapsFound"); err != nil {
+			return err
+		}
+		if err := condition(s, v1alpha1.ConditionStalled, "", ""); err != nil {
+			return err
+		}
+		return condition(s, v1alpha1.ConditionReconciling, metav1.ConditionTrue, "")
+	})
+	if err := condition(site, v1alpha1.ConditionReady, metav1.ConditionFalse, ""); err != nil {
+		t.Error(err)
+	}
+	if site.Status.ContentSource != "configMaps" || !strings.HasPrefix(site.Status.ContentRevision, "sha256:") ||
+		site.Status.Memory.String() != "64Mi" || site.Status.URL != "http://docs."+ns+".svc.cluster.local" {
+		t.Errorf("status: %+v", site.Status)
+	}
+
+	d := getDeployment(t, ns, "docs")
+	eventually(t, "Deployment with both projections", func() error {
+		must(t, k8s.Get(ctx, client.ObjectKeyFromObject(d), d))
+		srcs := d.Spec.Template.Spec.Volumes[0].Projected.Sources
+		if len(srcs) != 2 || len(srcs[1].ConfigMap.Items) != 1 || srcs[1].ConfigMap.Items[0].Path != "static/site.css" {
+			return fmt.Errorf("projection %+v", srcs)
+		}
+		return nil
+	})
+	c := d.Spec.Template.Spec.Containers[0]
+	if c.Image != testServerImage || c.VolumeMounts[0].MountPath != "/site" || !c.VolumeMounts[0].ReadOnly {
+		t.Errorf("container %+v", c)
+	}
+
+	// The Deployment rolls out: Ready, no Reconciling, replicas in status.
+	completeRollout(t, d)
+	site = waitSite(t, ns, "docs", "Ready", func(s *v1alpha1.StaticSite) error {
+		if err := condition(s, v1alpha1.ConditionReady, metav1.ConditionTrue, "Available"); err != nil {
+			return err
+		}
+		if s.Status.ReadyReplicas != 1 || s.Status.Replicas != 1 {
+			return fmt.Errorf("replicas %d/%d", s.Status.ReadyReplicas, s.Status.Replicas)
+		}
+		return condition(s, v1alpha1.ConditionReconciling, "", "")
+	})
+	if err := condition(site, v1alpha1.ConditionPinned, metav1.ConditionFalse, "FractionalCPU"); err != nil {
+		t.Error(err)
+	}
+	if site.Status.ObservedGeneration != site.Generation {
+		t.Errorf("observedGeneration %d, generation %d", site.Status.ObservedGeneration, site.Generation)
+	}
+	waitEvent(t, ns, "docs", "Normal Available Ready:")
+	waitEvent(t, ns, "docs", "Normal Created Created Deployment docs")
+
+	// A ConfigMap edit changes the revision but not the pod template: the server reloads live, no roll.
+	rev := site.Status.ContentRevision
+	tmplGen := d.Generation
+	cm.Data["index.html"] = "<h1>hello again</h1>"
+	must(t, k8s.Update(ctx, cm))
+	waitSite(t, ns, "docs", "new revision", func(s *v1alpha1.StaticSite) error {
+		if s.Status.ContentRevision == rev {
+			return fmt.Errorf("revision still %s", rev)
+		}
+		return nil
+	})
+	must(t, k8s.Get(ctx, client.ObjectKeyFromObject(d), d))
+	if d.Generation != tmplGen {
+		t.Errorf("a ConfigMap value edit changed the Deployment (generation %d → %d)", tmplGen, d.Generation)
+	}
+	waitEvent(t, ns, "docs", "ContentChanged")
+}
+
+func TestImageSiteRollsOnContentChange(t *testing.T) {
+	ctx := context.Background()
+	ns := namespace(t)
+	site := createSite(t, ns, "shop", v1alpha1.StaticSiteSpec{Content: v1alpha1.ContentSource{Image: "example/shop:v1"}})
+	d := getDeployment(t, ns, "shop")
+	pod := d.Spec.Template.Spec
+	if pod.Containers[0].Image != "example/shop:v1" || len(pod.Volumes) != 0 {
+		t.Fatalf("baked image pod: %+v", pod)
+	}
+	hash := d.Spec.Template.Annotations[AnnotationContentHash]
+	if hash == "" {
+		t.Fatal("no content hash on the pod template")
+	}
+	// Defaults from the CRD schema reached the pod: cpu 1, memory 256Mi (size unknown), replicas 1.
+	res := pod.Containers[0].Resources
+	if res.Limits.Cpu().String() != "1" || res.Limits.Memory().String() != "256Mi" || *d.Spec.Replicas != 1 {
+		t.Errorf("defaults: %+v replicas %d", res, *d.Spec.Replicas)
+	}
+
+	updateSite(t, site, func(s *v1alpha1.StaticSite) { s.Spec.Content.Image = "example/shop:v2" })
+	eventually(t, "new image rolled", func() error {
+		must(t, k8s.Get(ctx, client.ObjectKeyFromObject(d), d))
+		if d.Spec.Template.Spec.Containers[0].Image != "example/shop:v2" || d.Spec.Template.Annotations[AnnotationContentHash] == hash {
+			return fmt.Errorf("template still %s %s", d.Spec.Template.Spec.Containers[0].Image, d.Spec.Template.Annotations[AnnotationContentHash])
+		}
+		return nil
+	})
+	waitSite(t, ns, "shop", "rolling out", func(s *v1alpha1.StaticSite) error {
+		if s.Status.ContentRevision != "example/shop:v2" {
+			return fmt.Errorf("revision %s", s.Status.ContentRevision)
+		}
+		return condition(s, v1alpha1.ConditionReconciling, metav1.ConditionTrue, "")
+	})
+}
+
+func TestPersistentVolumeClaimSite(t *testing.T) {
+	ctx := context.Background()
+	ns := namespace(t)
+	createSite(t, ns, "archive", v1alpha1.StaticSiteSpec{Content: v1alpha1.ContentSource{
+		PersistentVolumeClaim: &v1alpha1.PersistentVolumeClaimContent{ClaimName: "archive-data", SubPath: "www"}}})
+	waitSite(t, ns, "archive", "ClaimNotFound", func(s *v1alpha1.StaticSite) error {
+		return condition(s, v1alpha1.ConditionContentAvailable, metav1.ConditionFalse, "ClaimNotFound")
+	})
+	must(t, k8s.Create(ctx, &corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "archive-data"},
+		Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadOnlyMany},
+			Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}},
+	}))
+	waitSite(t, ns, "archive", "ClaimFound", func(s *v1alpha1.StaticSite) error {
+		return condition(s, v1alpha1.ConditionContentAvailable, metav1.ConditionTrue, "ClaimFound")
+	})
+	d := getDeployment(t, ns, "archive")
+	v := d.Spec.Template.Spec.Volumes
+	m := d.Spec.Template.Spec.Containers[0].VolumeMounts
+	if len(v) != 1 || v[0].PersistentVolumeClaim == nil || v[0].PersistentVolumeClaim.ClaimName != "archive-data" || !v[0].PersistentVolumeClaim.ReadOnly ||
+		len(m) != 1 || !m[0].ReadOnly || m[0].SubPath != "www" || m[0].MountPath != "/site" {
+		t.Errorf("claim volume %+v mounts %+v", v, m)
+	}
+	if _, ok := d.Spec.Template.Annotations[AnnotationContentHash]; ok {
+		t.Error("a claim's content does not roll pods")
+	}
+}
+
+func TestImageVolumeOnOldCluster(t *testing.T) {
+	ns := namespace(t)
+	site := createSite(t, ns, "old", v1alpha1.StaticSiteSpec{Content: v1alpha1.ContentSource{
+		ImageVolume: &v1alpha1.ImageVolumeContent{Reference: "example/site-artifact:v1"}}})
+	// A reconciler that believes the API server is 1.30, driven directly (the manager's reconciler also acts on
+	// this site, but the direct one's status write is checked right after it, and both leave old sites alone).
+	r := &Reconciler{Client: k8s, Recorder: record.NewFakeRecorder(10), ServerImage: testServerImage, ServerVersion: func() (*version.Info, error) {
+		return &version.Info{Major: "1", Minor: "30"}, nil
+	}}
+	st := &state{site: site}
+	must(t, k8s.Get(context.Background(), client.ObjectKeyFromObject(site), site))
+	must(t, r.reconcileContent(context.Background(), st))
+	if st.contentProblem == nil || st.contentProblem.reason != "ImageVolumeUnsupported" || !strings.Contains(st.contentProblem.message, "1.30") || !st.skipDeployment {
+		t.Errorf("content on 1.30: %+v skip=%v", st.contentProblem, st.skipDeployment)
+	}
+}
+
+func TestInvalidSitesAreRefused(t *testing.T) {
+	ns := namespace(t)
+	img := v1alpha1.ContentSource{Image: "example/site:v1"}
+	for _, tc := range []struct {
+		name string
+		spec v1alpha1.StaticSiteSpec
+		want string
+	}{
+		{"no content", v1alpha1.StaticSiteSpec{}, "spec.content must set exactly one of image, configMaps, imageVolume, persistentVolumeClaim"},
+		{"two sources", v1alpha1.StaticSiteSpec{Content: v1alpha1.ContentSource{Image: "a", ConfigMaps: []v1alpha1.ConfigMapContent{{Name: "b"}}}}, "spec.content must set exactly one"},
+		{"zero cpu", v1alpha1.StaticSiteSpec{Content: img, CPU: ptr.To(resource.MustParse("0"))}, "spec.cpu must be greater than 0"},
+		{"tiny memory", v1alpha1.StaticSiteSpec{Content: img, Memory: ptr.To(resource.MustParse("8Mi"))}, "spec.memory must be at least 16Mi"},
+		{"negative replicas", v1alpha1.StaticSiteSpec{Content: img, Replicas: ptr.To[int32](-1)}, "spec.replicas"},
+		{"port too high", v1alpha1.StaticSiteSpec{Content: img, Service: v1alpha1.ServiceSpec{Port: 70000}}, "spec.service.port"},
+		{"admin port", v1alpha1.StaticSiteSpec{Content: img, Service: v1alpha1.ServiceSpec{Port: 9090}}, "spec.service.port must not be 9090"},
+		{"service type", v1alpha1.StaticSiteSpec{Content: img, Service: v1alpha1.ServiceSpec{Type: "ExternalName"}}, "spec.service.type"},
+		{"escaping prefix", v1alpha1.StaticSiteSpec{Content: v1alpha1.ContentSource{ConfigMaps: []v1alpha1.ConfigMapContent{{Name: "a", PathPrefix: "x/../../etc"}}}}, "pathPrefix must be a relative path"},
+		{"bad ConfigMap name", v1alpha1.StaticSiteSpec{Content: v1alpha1.ContentSource{ConfigMaps: []v1alpha1.ConfigMapContent{{Name: "Not_A_Name"}}}}, "spec.content.configMaps[0].name"},
+		{"relative 404 page", v1alpha1.StaticSiteSpec{Content: img, Server: v1alpha1.ServerSpec{NotFoundPage: "404.html"}}, "spec.server.notFoundPage must be an absolute site path"},
+		{"header injection", v1alpha1.StaticSiteSpec{Content: img, Server: v1alpha1.ServerSpec{Headers: []v1alpha1.Header{{Name: "X-A", Value: "a\r\nSet-Cookie: x"}}}}, "spec.server.headers[0].value"},
+		{"bad header name", v1alpha1.StaticSiteSpec{Content: img, Server: v1alpha1.ServerSpec{Headers: []v1alpha1.Header{{Name: "Bad Header", Value: "v"}}}}, "spec.server.headers[0].name"},
+		{"bad budget", v1alpha1.StaticSiteSpec{Content: img, Disruption: &v1alpha1.DisruptionSpec{MaxUnavailable: intstr.FromString("half")}}, "spec.disruption.maxUnavailable must be"},
+		{"empty image volume", v1alpha1.StaticSiteSpec{Content: v1alpha1.ContentSource{ImageVolume: &v1alpha1.ImageVolumeContent{}}}, "spec.content.imageVolume.reference"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			site := &v1alpha1.StaticSite{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "bad"}, Spec: tc.spec}
+			err := k8s.Create(context.Background(), site)
+			if err == nil {
+				_ = k8s.Delete(context.Background(), site)
+				t.Fatalf("accepted; want refusal mentioning %q", tc.want)
+			}
+			if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %q, want an Invalid error mentioning %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestDriftIsCorrected(t *testing.T) {
+	ctx := context.Background()
+	ns := namespace(t)
+	createSite(t, ns, "blog", v1alpha1.StaticSiteSpec{Content: v1alpha1.ContentSource{Image: "example/blog:v1"}, Replicas: ptr.To[int32](2)})
+	d := getDeployment(t, ns, "blog")
+
+	// Someone edits fields the operator owns (a plain update, as `kubectl edit` does).
+	eventually(t, "edit Deployment", func() error {
+		must(t, k8s.Get(ctx, client.ObjectKeyFromObject(d), d))
+		d.Spec.Replicas = ptr.To[int32](5)
+		d.Spec.Template.Spec.Containers[0].Image = "evil/image:latest"
+		d.Spec.Template.Spec.Containers[0].Resources.Limits[corev1.ResourceCPU] = resource.MustParse("3")
+		return k8s.Update(ctx, d)
+	})
+	eventually(t, "Deployment restored", func() error {
+		must(t, k8s.Get(ctx, client.ObjectKeyFromObject(d), d))
+		c := d.Spec.Template.Spec.Containers[0]
+		if *d.Spec.Replicas != 2 || c.Image != "example/blog:v1" || c.Resources.Limits.Cpu().String() != "1" {
+			return fmt.Errorf("replicas %d image %s cpu %s", *d.Spec.Replicas, c.Image, c.Resources.Limits.Cpu())
+		}
+		return nil
+	})
+	waitEvent(t, ns, "blog", "Updated Deployment blog")
+
+	// A deleted Service comes back; a changed selector is put back.
+	svc := &corev1.Service{}
+	eventually(t, "Service", func() error { return k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "blog"}, svc) })
+	must(t, k8s.Delete(ctx, svc))
+	eventually(t, "Service recreated", func() error {
+		fresh := &corev1.Service{}
+		if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "blog"}, fresh); err != nil {
+			return err
+		}
+		if fresh.UID == svc.UID {
+			return fmt.Errorf("still the old Service")
+		}
+		return nil
+	})
+	pdb := &policyv1.PodDisruptionBudget{}
+	eventually(t, "PDB", func() error { return k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "blog"}, pdb) })
+	eventually(t, "edit PDB", func() error {
+		must(t, k8s.Get(ctx, client.ObjectKeyFromObject(pdb), pdb))
+		pdb.Spec.MaxUnavailable = ptr.To(intstr.FromInt32(0))
+		return k8s.Update(ctx, pdb)
+	})
+	eventually(t, "PDB restored", func() error {
+		must(t, k8s.Get(ctx, client.ObjectKeyFromObject(pdb), pdb))
+		if pdb.Spec.MaxUnavailable.IntValue() != 1 {
+			return fmt.Errorf("maxUnavailable %s", pdb.Spec.MaxUnavailable.String())
+		}
+		return nil
+	})
+}
+
+func TestOwnerReferences(t *testing.T) {
+	// envtest runs no garbage collector, so deletion of the children cannot be observed here. What makes the
+	// collector delete them is their owner reference: controller, blockOwnerDeletion, the site's UID. Check that.
+	ctx := context.Background()
+	ns := namespace(t)
+	site := createSite(t, ns, "owned", v1alpha1.StaticSiteSpec{Content: v1alpha1.ContentSource{Image: "example/o:v1"}, Replicas: ptr.To[int32](3)})
+	must(t, k8s.Get(ctx, client.ObjectKeyFromObject(site), site))
+	for _, obj := range []client.Object{&appsv1.Deployment{}, &corev1.Service{}, &policyv1.PodDisruptionBudget{}} {
+		eventually(t, fmt.Sprintf("%T", obj), func() error { return k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "owned"}, obj) })
+		want := []metav1.OwnerReference{{APIVersion: "hyperstatic.dev/v1alpha1", Kind: "StaticSite", Name: "owned", UID: site.UID,
+			Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}}
+		if got := obj.GetOwnerReferences(); !reflect.DeepEqual(got, want) {
+			t.Errorf("%T owner references %+v, want %+v", obj, got, want)
+		}
+		if obj.GetLabels()[v1alpha1.LabelSite] != "owned" || obj.GetLabels()[v1alpha1.LabelManagedBy] != v1alpha1.ManagedByValue {
+			t.Errorf("%T labels %v", obj, obj.GetLabels())
+		}
+	}
+}
+
+func TestScaleSubresource(t *testing.T) {
+	ctx := context.Background()
+	ns := namespace(t)
+	site := createSite(t, ns, "scaled", v1alpha1.StaticSiteSpec{Content: v1alpha1.ContentSource{Image: "example/s:v1"}})
+	d := getDeployment(t, ns, "scaled")
+	completeRollout(t, d)
+	waitSite(t, ns, "scaled", "Ready", func(s *v1alpha1.StaticSite) error {
+		return condition(s, v1alpha1.ConditionReady, metav1.ConditionTrue, "")
+	})
+
+	scale := &autoscalingv1.Scale{}
+	must(t, k8s.SubResource("scale").Get(ctx, site, scale))
+	if scale.Spec.Replicas != 1 || scale.Status.Replicas != 1 || scale.Status.Selector != "app.kubernetes.io/name=hyperstatic-server,hyperstatic.dev/site=scaled" {
+		t.Errorf("scale %+v", scale)
+	}
+	// What `kubectl scale hss scaled --replicas 3` does.
+	scaleTo(t, site, 3)
+	eventually(t, "Deployment scaled", func() error {
+		must(t, k8s.Get(ctx, client.ObjectKeyFromObject(d), d))
+		if *d.Spec.Replicas != 3 {
+			return fmt.Errorf("replicas %d", *d.Spec.Replicas)
+		}
+		return nil
+	})
+	// More than one replica: a budget appears; the site is rolling out until the new pods are ready.
+	eventually(t, "PDB", func() error {
+		return k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "scaled"}, &policyv1.PodDisruptionBudget{})
+	})
+	waitSite(t, ns, "scaled", "scaling up", func(s *v1alpha1.StaticSite) error {
+		if err := condition(s, v1alpha1.ConditionReconciling, metav1.ConditionTrue, "Progressing"); err != nil {
+			return err
+		}
+		return condition(s, v1alpha1.ConditionReady, metav1.ConditionFalse, "Progressing")
+	})
+	completeRollout(t, d)
+	waitSite(t, ns, "scaled", "Ready at 3", func(s *v1alpha1.StaticSite) error {
+		if s.Status.Replicas != 3 {
+			return fmt.Errorf("status.replicas %d", s.Status.Replicas)
+		}
+		return condition(s, v1alpha1.ConditionReady, metav1.ConditionTrue, "Available")
+	})
+	// Back to one: the budget goes away.
+	scaleTo(t, site, 1)
+	eventually(t, "PDB deleted", func() error {
+		err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "scaled"}, &policyv1.PodDisruptionBudget{})
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("PDB still there (%v)", err)
+	})
+	waitEvent(t, ns, "scaled", "Deleted PodDisruptionBudget")
+}
+
+func TestRolloutStalls(t *testing.T) {
+	ctx := context.Background()
+	ns := namespace(t)
+	createSite(t, ns, "stuck", v1alpha1.StaticSiteSpec{Content: v1alpha1.ContentSource{Image: "example/stuck:v1"}})
+	d := getDeployment(t, ns, "stuck")
+	eventually(t, "Deployment status", func() error {
+		must(t, k8s.Get(ctx, client.ObjectKeyFromObject(d), d))
+		d.Status = appsv1.DeploymentStatus{ObservedGeneration: d.Generation, Replicas: 1, UpdatedReplicas: 1,
+			Conditions: []appsv1.DeploymentCondition{{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionFalse,
+				Reason: "ProgressDeadlineExceeded", Message: `ReplicaSet "stuck-1" has timed out progressing.`}}}
+		return k8s.Status().Update(ctx, d)
+	})
+	waitSite(t, ns, "stuck", "Stalled", func(s *v1alpha1.StaticSite) error {
+		if err := condition(s, v1alpha1.ConditionStalled, metav1.ConditionTrue, "ProgressDeadlineExceeded"); err != nil {
+			return err
+		}
+		if err := condition(s, v1alpha1.ConditionReconciling, "", ""); err != nil {
+			return err
+		}
+		return condition(s, v1alpha1.ConditionReady, metav1.ConditionFalse, "ProgressDeadlineExceeded")
+	})
+	waitEvent(t, ns, "stuck", "Warning ProgressDeadlineExceeded")
+}
+
+// serverPod plays the Deployment controller and kubelet for one pod of a site.
+func serverPod(t *testing.T, d *appsv1.Deployment, name, ip string) *corev1.Pod {
+	t.Helper()
+	ctx := context.Background()
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: d.Namespace, Name: name, Labels: d.Spec.Template.Labels,
+		Annotations: d.Spec.Template.Annotations}, Spec: *d.Spec.Template.Spec.DeepCopy()}
+	p.Spec.NodeName = "node-1"
+	must(t, k8s.Create(ctx, p))
+	if p.Status.QOSClass != corev1.PodQOSGuaranteed {
+		t.Errorf("pod %s QoS class %q, want Guaranteed", name, p.Status.QOSClass)
+	}
+	p.Status.Phase = corev1.PodRunning
+	p.Status.PodIP = ip
+	p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: metav1.Now()}}
+	p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: containerName, Ready: true, Image: p.Spec.Containers[0].Image,
+		ImageID: "docker.io/example/pinned@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"}}
+	must(t, k8s.Status().Update(ctx, p))
+	return p
+}
+
+func TestPinnedAndGuaranteedPods(t *testing.T) {
+	ns := namespace(t)
+	createSite(t, ns, "pinned", v1alpha1.StaticSiteSpec{Content: v1alpha1.ContentSource{Image: "example/pinned:v1"}, Replicas: ptr.To[int32](2)})
+	d := getDeployment(t, ns, "pinned")
+	completeRollout(t, d)
+	waitSite(t, ns, "pinned", "no pods yet", func(s *v1alpha1.StaticSite) error {
+		return condition(s, v1alpha1.ConditionPinned, metav1.ConditionUnknown, "NoReadyPods")
+	})
+
+	// The namespace enforces the restricted Pod Security Standard (see namespace()): a plain pod is refused, so the
+	// server pods created below from the operator's template prove that the template passes it.
+	plain := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "plain"},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}}
+	if err := k8s.Create(context.Background(), plain); !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "restricted") {
+		t.Fatalf("a non-restricted pod was not refused by PodSecurity admission: %v", err)
+	}
+
+	scraper.set(ns, "pinned-a", podmetrics.Sample{Workers: 1, CPUs: "2", Pinned: true})
+	serverPod(t, d, "pinned-a", "10.0.0.1")
+	serverPod(t, d, "pinned-b", "10.0.0.2") // its metrics cannot be read yet
+	waitSite(t, ns, "pinned", "metrics unavailable", func(s *v1alpha1.StaticSite) error {
+		return condition(s, v1alpha1.ConditionPinned, metav1.ConditionUnknown, "MetricsUnavailable")
+	})
+	// The controller retries unreadable pods on its own (RequeueAfter), no event needed.
+	scraper.set(ns, "pinned-b", podmetrics.Sample{Workers: 1, CPUs: "3", Pinned: true})
+	site := waitSite(t, ns, "pinned", "pinned", func(s *v1alpha1.StaticSite) error {
+		return condition(s, v1alpha1.ConditionPinned, metav1.ConditionTrue, "ExclusiveCPUs")
+	})
+	msg := meta.FindStatusCondition(site.Status.Conditions, v1alpha1.ConditionPinned).Message
+	if !strings.Contains(msg, "pinned-a=2") || !strings.Contains(msg, "pinned-b=3") {
+		t.Errorf("Pinned message %q should list each pod's CPUs", msg)
+	}
+	if !strings.HasPrefix(site.Status.ContentRevision, "example/pinned:v1@sha256:0123") {
+		t.Errorf("revision %q should carry the digest the pods report", site.Status.ContentRevision)
+	}
+	waitEvent(t, ns, "pinned", "PinnedTrue")
+	scraper.mu.Lock()
+	calls := scraper.calls[ns+"/pinned-a"]
+	scraper.mu.Unlock()
+	if calls != 1 {
+		t.Errorf("pod pinned-a scraped %d times; a pod's CPU set is read once", calls)
+	}
+
+	// A pod whose server reports shared CPUs (no static CPU manager) turns Pinned False.
+	scraper.set(ns, "pinned-c", podmetrics.Sample{Workers: 2, CPUs: "0-3", Pinned: false})
+	serverPod(t, d, "pinned-c", "10.0.0.3")
+	waitSite(t, ns, "pinned", "shared", func(s *v1alpha1.StaticSite) error {
+		return condition(s, v1alpha1.ConditionPinned, metav1.ConditionFalse, "SharedCPUs")
+	})
+}
+
+func TestKeepsTheAutoscalersStatus(t *testing.T) {
+	ctx := context.Background()
+	ns := namespace(t)
+	site := createSite(t, ns, "shared", v1alpha1.StaticSiteSpec{Content: v1alpha1.ContentSource{Image: "example/shared:v1"}})
+	waitSite(t, ns, "shared", "first status", func(s *v1alpha1.StaticSite) error {
+		return condition(s, v1alpha1.ConditionContentAvailable, metav1.ConditionTrue, "")
+	})
+	// The autoscaler writes its own condition.
+	eventually(t, "autoscaler status write", func() error {
+		must(t, k8s.Get(ctx, client.ObjectKeyFromObject(site), site))
+		meta.SetStatusCondition(&site.Status.Conditions, metav1.Condition{Type: "AbleToScale", Status: metav1.ConditionTrue, Reason: "ReadyForNewScale", Message: "test"})
+		return k8s.Status().Update(ctx, site)
+	})
+	// The site controller then rewrites its own status (a rollout completes) and must keep that condition.
+	completeRollout(t, getDeployment(t, ns, "shared"))
+	site = waitSite(t, ns, "shared", "Ready", func(s *v1alpha1.StaticSite) error {
+		return condition(s, v1alpha1.ConditionReady, metav1.ConditionTrue, "")
+	})
+	if err := condition(site, "AbleToScale", metav1.ConditionTrue, "ReadyForNewScale"); err != nil {
+		t.Error(err)
+	}
+}
+
+func TestSamplesAreValid(t *testing.T) {
+	// Every sample in config/samples is accepted by the API server (dry run: validation and CEL rules apply).
+	ns := namespace(t)
+	files, err := filepath.Glob(filepath.Join(testenv.RepoRoot(), "config", "samples", "staticsite_*.yaml"))
+	must(t, err)
+	if len(files) < 4 {
+		t.Fatalf("want a sample per content source, found %v", files)
+	}
+	sites := 0
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		must(t, err)
+		dec := yaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+		for {
+			u := &unstructured.Unstructured{}
+			if err := dec.Decode(&u.Object); err != nil {
+				if errors.Is(err, io.EOF) {
+					break
+				}
+				t.Fatalf("%s: %v", f, err)
+			}
+			if len(u.Object) == 0 {
+				continue
+			}
+			u.SetNamespace(ns)
+			if err := k8s.Create(context.Background(), u, client.DryRunAll); err != nil {
+				t.Errorf("%s: %s %s refused: %v", filepath.Base(f), u.GetKind(), u.GetName(), err)
+			}
+			if u.GetKind() == "StaticSite" {
+				sites++
+			}
+		}
+	}
+	if sites != len(files) {
+		t.Errorf("%d StaticSites in %d files", sites, len(files))
+	}
+}
+
+func TestApplyIsSkippedWhenUnchanged(t *testing.T) {
+	// The extracted fields the operator owns, read back from a real API server, equal the desired objects: a
+	// second apply of the same objects sends nothing.
+	ctx := context.Background()
+	ns := namespace(t)
+	site := &v1alpha1.StaticSite{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "noop", UID: "0000-noop"},
+		Spec: v1alpha1.StaticSiteSpec{Content: v1alpha1.ContentSource{ConfigMaps: []v1alpha1.ConfigMapContent{{Name: "a", PathPrefix: "p"}}},
+			Replicas: ptr.To[int32](3), CPU: ptr.To(resource.MustParse("1500m")), Memory: ptr.To(resource.MustParse("1Gi")),
+			PodTemplate: v1alpha1.PodTemplateOverrides{Tolerations: []corev1.Toleration{{Key: "k", Operator: corev1.TolerationOpExists}},
+				Affinity: &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{PreferredDuringSchedulingIgnoredDuringExecution: []corev1.WeightedPodAffinityTerm{{
+					Weight: 10, PodAffinityTerm: corev1.PodAffinityTerm{TopologyKey: corev1.LabelHostname}}}}}},
+			Server: v1alpha1.ServerSpec{DrainDelay: &metav1.Duration{Duration: 7 * 1e9}}}}
+	content := ConfigMapsContent(site, []corev1.ConfigMap{{ObjectMeta: metav1.ObjectMeta{Name: "a", ResourceVersion: "1"}, Data: map[string]string{"x.html": "x"}}})
+	key := client.ObjectKey{Namespace: ns, Name: "noop"}
+	for _, tc := range []struct {
+		kind    string
+		obj     func() client.Object
+		desired func() any
+		extract func(client.Object) (any, error)
+	}{
+		{"Deployment", func() client.Object { return &appsv1.Deployment{} }, func() any { return DesiredDeployment(site, testServerImage, content, MemoryFor(site, content)) }, extractDeployment},
+		{"Service", func() client.Object { return &corev1.Service{} }, func() any { return DesiredService(site) }, extractService},
+		{"PodDisruptionBudget", func() client.Object { return &policyv1.PodDisruptionBudget{} }, func() any { return DesiredPodDisruptionBudget(site) }, extractPodDisruptionBudget},
+	} {
+		var results []applyResult
+		for range 2 {
+			res, err := applyChild(ctx, k8s, tc.obj(), tc.desired().(runtime.ApplyConfiguration), key, tc.extract)
+			if err != nil {
+				t.Fatalf("%s: %v", tc.kind, err)
+			}
+			results = append(results, res)
+		}
+		if results[0] != applyCreated || results[1] != applyUnchanged {
+			live := tc.obj()
+			must(t, k8s.Get(ctx, key, live))
+			owned, _ := tc.extract(live)
+			t.Errorf("%s: results %v, want [Created Unchanged]\nowned:   %s\ndesired: %s", tc.kind, results, jsonOf(owned), jsonOf(tc.desired()))
+		}
+	}
+}
+
+func jsonOf(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
+}

@@ -1,0 +1,190 @@
+package staticsite
+
+import (
+	"maps"
+	"path"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
+
+	"hyperstatic.dev/hyperstatic/api/v1alpha1"
+)
+
+// ownerReference makes the site the controlling owner of a child, so deleting the site deletes the child
+// (foreground deletion waits for it: blockOwnerDeletion).
+func ownerReference(site *v1alpha1.StaticSite) *metav1ac.OwnerReferenceApplyConfiguration {
+	return metav1ac.OwnerReference().
+		WithAPIVersion(v1alpha1.GroupVersion.String()).
+		WithKind("StaticSite").
+		WithName(site.Name).
+		WithUID(site.UID).
+		WithController(true).
+		WithBlockOwnerDeletion(true)
+}
+
+// DesiredDeployment is the Deployment that runs a site's server pods. It is a pure function of the site, the
+// operator's default server image, what the controller learned about the content, and the memory to give.
+func DesiredDeployment(site *v1alpha1.StaticSite, serverImage string, content Content, memory resource.Quantity) *appsv1ac.DeploymentApplyConfiguration {
+	maxUnavailable, maxSurge := intstr.FromInt32(0), intstr.FromInt32(1)
+	return appsv1ac.Deployment(site.Name, site.Namespace).
+		WithLabels(objectLabels(site)).
+		WithOwnerReferences(ownerReference(site)).
+		WithSpec(appsv1ac.DeploymentSpec().
+			WithReplicas(replicasOf(site)).
+			WithSelector(metav1ac.LabelSelector().WithMatchLabels(selectorLabels(site))).
+			WithRevisionHistoryLimit(5).
+			WithProgressDeadlineSeconds(600).
+			WithStrategy(appsv1ac.DeploymentStrategy().
+				WithType(appsv1.RollingUpdateDeploymentStrategyType).
+				WithRollingUpdate(appsv1ac.RollingUpdateDeployment().
+					WithMaxUnavailable(maxUnavailable).
+					WithMaxSurge(maxSurge))).
+			WithTemplate(desiredPodTemplate(site, serverImage, content, memory)))
+}
+
+func desiredPodTemplate(site *v1alpha1.StaticSite, serverImage string, content Content, memory resource.Quantity) *corev1ac.PodTemplateSpecApplyConfiguration {
+	o := site.Spec.PodTemplate
+	podLabels := maps.Clone(o.Labels)
+	if podLabels == nil {
+		podLabels = map[string]string{}
+	}
+	maps.Copy(podLabels, objectLabels(site)) // the operator's labels win: the selector depends on them
+	annotations := maps.Clone(o.Annotations)
+	if content.RollHash != "" {
+		if annotations == nil {
+			annotations = map[string]string{}
+		}
+		annotations[AnnotationContentHash] = content.RollHash
+	}
+
+	grace := int64((drainDelayOf(site) + terminationMargin + 999_999_999) / 1_000_000_000)
+	spec := corev1ac.PodSpec().
+		WithAutomountServiceAccountToken(false).
+		WithEnableServiceLinks(false).
+		WithTerminationGracePeriodSeconds(grace).
+		WithSecurityContext(corev1ac.PodSecurityContext().
+			WithRunAsNonRoot(true).
+			WithRunAsUser(serverUID).
+			WithRunAsGroup(serverUID).
+			WithSeccompProfile(corev1ac.SeccompProfile().WithType(corev1.SeccompProfileTypeRuntimeDefault))).
+		WithContainers(serverContainer(site, serverImage, content, memory))
+	if v := siteVolume(site, content); v != nil {
+		spec.WithVolumes(v)
+	}
+	if len(o.NodeSelector) > 0 {
+		spec.WithNodeSelector(o.NodeSelector)
+	}
+	for i := range o.Tolerations {
+		spec.WithTolerations(viaJSON[corev1ac.TolerationApplyConfiguration](&o.Tolerations[i]))
+	}
+	if o.Affinity != nil {
+		spec.WithAffinity(affinityApplyConfiguration(o.Affinity))
+	}
+	if o.PriorityClassName != "" {
+		spec.WithPriorityClassName(o.PriorityClassName)
+	}
+	if len(o.TopologySpreadConstraints) > 0 {
+		for i := range o.TopologySpreadConstraints {
+			spec.WithTopologySpreadConstraints(topologySpreadApplyConfiguration(&o.TopologySpreadConstraints[i]))
+		}
+	} else {
+		// Default: spread replicas across nodes when the cluster has several, never refuse to schedule.
+		spec.WithTopologySpreadConstraints(corev1ac.TopologySpreadConstraint().
+			WithMaxSkew(1).
+			WithTopologyKey(corev1.LabelHostname).
+			WithWhenUnsatisfiable(corev1.ScheduleAnyway).
+			WithLabelSelector(metav1ac.LabelSelector().WithMatchLabels(selectorLabels(site))).
+			WithMatchLabelKeys(appsv1.DefaultDeploymentUniqueLabelKey))
+	}
+
+	t := corev1ac.PodTemplateSpec().WithLabels(podLabels).WithSpec(spec)
+	if len(annotations) > 0 {
+		t.WithAnnotations(annotations)
+	}
+	return t
+}
+
+func serverContainer(site *v1alpha1.StaticSite, serverImage string, content Content, memory resource.Quantity) *corev1ac.ContainerApplyConfiguration {
+	image := serverImage
+	if site.Spec.Server.Image != "" {
+		image = site.Spec.Server.Image
+	}
+	if content.Source == v1alpha1.ContentSourceImage {
+		image = site.Spec.Content.Image // built FROM the server image: it is the server
+	}
+	// requests == limits for every resource: the pod is in the Guaranteed QoS class.
+	res := corev1.ResourceList{corev1.ResourceCPU: cpuOf(site), corev1.ResourceMemory: memory}
+	c := corev1ac.Container().
+		WithName(containerName).
+		WithImage(image).
+		WithArgs(ServerArgs(site)...).
+		WithPorts(
+			corev1ac.ContainerPort().WithName(v1alpha1.ServerPortName).WithContainerPort(v1alpha1.ServerPort).WithProtocol(corev1.ProtocolTCP),
+			corev1ac.ContainerPort().WithName(v1alpha1.AdminPortName).WithContainerPort(v1alpha1.AdminPort).WithProtocol(corev1.ProtocolTCP)).
+		WithResources(corev1ac.ResourceRequirements().WithRequests(res).WithLimits(res)).
+		WithStartupProbe(httpProbe("/healthz", 1, 1, 120)).
+		WithReadinessProbe(httpProbe("/readyz", 2, 1, 1)).
+		WithLivenessProbe(httpProbe("/healthz", 10, 2, 3)).
+		WithSecurityContext(corev1ac.SecurityContext().
+			WithRunAsNonRoot(true).
+			WithAllowPrivilegeEscalation(false).
+			WithReadOnlyRootFilesystem(true).
+			WithCapabilities(corev1ac.Capabilities().WithDrop("ALL")).
+			WithSeccompProfile(corev1ac.SeccompProfile().WithType(corev1.SeccompProfileTypeRuntimeDefault)))
+	if site.Spec.Server.ImagePullPolicy != "" {
+		c.WithImagePullPolicy(site.Spec.Server.ImagePullPolicy)
+	}
+	if content.Source != v1alpha1.ContentSourceImage {
+		m := corev1ac.VolumeMount().WithName(siteVolumeName).WithMountPath(v1alpha1.SiteRoot).WithReadOnly(true)
+		if pvc := site.Spec.Content.PersistentVolumeClaim; pvc != nil && pvc.SubPath != "" {
+			m.WithSubPath(pvc.SubPath)
+		}
+		c.WithVolumeMounts(m)
+	}
+	return c
+}
+
+// httpProbe probes the admin port. Timeouts are short: the admin listener answers from memory.
+func httpProbe(p string, period, timeout, failures int32) *corev1ac.ProbeApplyConfiguration {
+	return corev1ac.Probe().
+		WithHTTPGet(corev1ac.HTTPGetAction().WithPath(p).WithPort(intstr.FromString(v1alpha1.AdminPortName))).
+		WithPeriodSeconds(period).
+		WithTimeoutSeconds(timeout).
+		WithFailureThreshold(failures)
+}
+
+// siteVolume is the volume mounted at /site, or nil for a baked image (the files are in the image).
+func siteVolume(site *v1alpha1.StaticSite, content Content) *corev1ac.VolumeApplyConfiguration {
+	c := site.Spec.Content
+	v := corev1ac.Volume().WithName(siteVolumeName)
+	switch content.Source {
+	case v1alpha1.ContentSourceConfigMaps:
+		p := corev1ac.ProjectedVolumeSource().WithDefaultMode(0o444)
+		for _, ref := range c.ConfigMaps {
+			cm := corev1ac.ConfigMapProjection().WithName(ref.Name)
+			if ref.PathPrefix != "" {
+				prefix := path.Clean(ref.PathPrefix)
+				for _, k := range content.ConfigMapKeys[ref.Name] {
+					cm.WithItems(corev1ac.KeyToPath().WithKey(k).WithPath(path.Join(prefix, k)))
+				}
+			}
+			p.WithSources(corev1ac.VolumeProjection().WithConfigMap(cm))
+		}
+		return v.WithProjected(p)
+	case v1alpha1.ContentSourceImageVolume:
+		iv := corev1ac.ImageVolumeSource().WithReference(c.ImageVolume.Reference)
+		if c.ImageVolume.PullPolicy != "" {
+			iv.WithPullPolicy(c.ImageVolume.PullPolicy)
+		}
+		return v.WithImage(iv)
+	case v1alpha1.ContentSourcePersistentVolumeClaim:
+		return v.WithPersistentVolumeClaim(corev1ac.PersistentVolumeClaimVolumeSource().
+			WithClaimName(c.PersistentVolumeClaim.ClaimName).WithReadOnly(true))
+	}
+	return nil
+}

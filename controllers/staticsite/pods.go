@@ -1,0 +1,183 @@
+package staticsite
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"hyperstatic.dev/hyperstatic/api/v1alpha1"
+	"hyperstatic.dev/hyperstatic/internal/podmetrics"
+)
+
+// defaultScrapeRetry is how soon a pod whose metrics could not be read is tried again.
+const defaultScrapeRetry = 15 * time.Second
+
+// imagePullReasons are the container waiting reasons that mean the content image cannot be pulled.
+var imagePullReasons = map[string]bool{"ErrImagePull": true, "ImagePullBackOff": true, "InvalidImageName": true, "ErrImageNeverPull": true}
+
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
+
+// reconcilePods looks at the site's pods: image pull failures, the digest they run, and their CPU pinning.
+func (r *Reconciler) reconcilePods(ctx context.Context, st *state) error {
+	site := st.site
+	list := &corev1.PodList{}
+	if err := r.List(ctx, list, client.InNamespace(site.Namespace), client.MatchingLabels(selectorLabels(site))); err != nil {
+		return fmt.Errorf("list pods: %w", err)
+	}
+	st.pods = st.pods[:0]
+	for _, p := range list.Items {
+		if p.DeletionTimestamp.IsZero() {
+			st.pods = append(st.pods, p)
+		}
+	}
+	r.prunePodSamples(types.NamespacedName{Namespace: site.Namespace, Name: site.Name}, st.pods)
+	if st.content.RollHash != "" {
+		r.observeImagePods(st)
+		// Keep the digest learned earlier while no ready pod shows it (e.g. during a restart of every pod).
+		if prev := site.Status.ContentRevision; !strings.Contains(st.content.Revision, "@") &&
+			strings.HasPrefix(prev, st.content.Revision+"@") {
+			st.content.Revision = prev
+		}
+	}
+	st.pinned = r.pinnedCondition(ctx, st)
+	return nil
+}
+
+// current says whether a pod runs the current content (its template carries the current content hash).
+func current(p *corev1.Pod, c Content) bool {
+	return p.Annotations[AnnotationContentHash] == c.RollHash
+}
+
+// observeImagePods reports pull failures of the current content image and, for a baked image, the digest the
+// ready pods run.
+func (r *Reconciler) observeImagePods(st *state) {
+	for i := range st.pods {
+		p := &st.pods[i]
+		if !current(p, st.content) {
+			continue
+		}
+		for _, cs := range p.Status.ContainerStatuses {
+			if w := cs.State.Waiting; w != nil && imagePullReasons[w.Reason] && st.contentProblem == nil {
+				st.contentProblem = &problem{"ImagePullFailed", fmt.Sprintf("pod %s: %s: %s", p.Name, w.Reason, w.Message)}
+			}
+			if st.content.Source == v1alpha1.ContentSourceImage && cs.Name == containerName && cs.Ready &&
+				!strings.Contains(st.content.Revision, "@") {
+				if _, digest, ok := strings.Cut(cs.ImageID, "@"); ok && strings.HasPrefix(digest, "sha256:") {
+					st.content.Revision += "@" + digest
+				}
+			}
+		}
+	}
+}
+
+func podReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// pinnedCondition: True when every ready pod is Guaranteed and its server reports workers pinned to exclusive
+// CPUs; False for a fractional CPU (the shared pool, by design) or when a pod reports unpinned workers (typically
+// a node without the static CPU manager policy); Unknown while no pod is ready or a pod's metrics cannot be read.
+func (r *Reconciler) pinnedCondition(ctx context.Context, st *state) metav1.Condition {
+	cpu := cpuOf(st.site)
+	if !wholeCPUs(cpu) {
+		return metav1.Condition{Type: v1alpha1.ConditionPinned, Status: metav1.ConditionFalse, Reason: "FractionalCPU",
+			Message: fmt.Sprintf("cpu %s is not a whole number of CPUs: the pods are Guaranteed but share the node's CPU pool", cpu.String())}
+	}
+	var pinned, unpinned, unknown []string
+	for i := range st.pods {
+		p := &st.pods[i]
+		if !podReady(p) {
+			continue
+		}
+		if p.Status.QOSClass != corev1.PodQOSGuaranteed {
+			unpinned = append(unpinned, fmt.Sprintf("%s is %s, not Guaranteed", p.Name, p.Status.QOSClass))
+			continue
+		}
+		s, err := r.podSample(ctx, st, p)
+		switch {
+		case err != nil:
+			log.FromContext(ctx).V(1).Info("cannot read pod metrics", "pod", p.Name, "error", err.Error())
+			unknown = append(unknown, fmt.Sprintf("%s: %v", p.Name, err))
+		case s.Pinned:
+			pinned = append(pinned, fmt.Sprintf("%s=%s", p.Name, s.CPUs))
+		default:
+			unpinned = append(unpinned, fmt.Sprintf("%s runs on shared CPUs %s", p.Name, s.CPUs))
+		}
+	}
+	c := metav1.Condition{Type: v1alpha1.ConditionPinned}
+	switch {
+	case len(unpinned) > 0:
+		c.Status, c.Reason = metav1.ConditionFalse, "SharedCPUs"
+		c.Message = strings.Join(unpinned, "; ") + " (does the node's kubelet use the static CPU manager policy?)"
+	case len(unknown) > 0:
+		c.Status, c.Reason, c.Message = metav1.ConditionUnknown, "MetricsUnavailable", strings.Join(unknown, "; ")
+		retry := r.ScrapeRetry
+		if retry == 0 {
+			retry = defaultScrapeRetry
+		}
+		st.requeue(retry)
+	case len(pinned) == 0:
+		c.Status, c.Reason, c.Message = metav1.ConditionUnknown, "NoReadyPods", "no ready pod has reported its CPUs yet"
+	default:
+		c.Status, c.Reason = metav1.ConditionTrue, "ExclusiveCPUs"
+		c.Message = "workers pinned to exclusive CPUs: " + strings.Join(pinned, ", ")
+	}
+	return c
+}
+
+// podSample returns a pod's metrics sample, scraping it once per pod: the CPU set a pod is given is fixed for its
+// life, so later reconciles cost no HTTP request.
+func (r *Reconciler) podSample(ctx context.Context, st *state, p *corev1.Pod) (podmetrics.Sample, error) {
+	r.samplesMu.Lock()
+	c, ok := r.samples[p.UID]
+	r.samplesMu.Unlock()
+	if ok {
+		return c.sample, nil
+	}
+	if r.Scraper == nil {
+		return podmetrics.Sample{}, fmt.Errorf("no metrics scraper configured")
+	}
+	s, err := r.Scraper.Scrape(ctx, p)
+	if err != nil {
+		return s, err
+	}
+	if s.CPUs == "" {
+		return s, fmt.Errorf("the server reports no worker CPU set yet")
+	}
+	r.samplesMu.Lock()
+	if r.samples == nil {
+		r.samples = map[types.UID]cachedSample{}
+	}
+	r.samples[p.UID] = cachedSample{site: types.NamespacedName{Namespace: st.site.Namespace, Name: st.site.Name}, sample: s}
+	r.samplesMu.Unlock()
+	return s, nil
+}
+
+// prunePodSamples forgets the samples of a site's pods that are gone.
+func (r *Reconciler) prunePodSamples(site types.NamespacedName, pods []corev1.Pod) {
+	live := make(map[types.UID]bool, len(pods))
+	for i := range pods {
+		live[pods[i].UID] = true
+	}
+	r.samplesMu.Lock()
+	defer r.samplesMu.Unlock()
+	for uid, c := range r.samples {
+		if c.site == site && !live[uid] {
+			delete(r.samples, uid)
+		}
+	}
+}
+
+func (r *Reconciler) forgetSite(site types.NamespacedName) { r.prunePodSamples(site, nil) }

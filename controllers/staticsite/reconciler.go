@@ -1,0 +1,364 @@
+// Package staticsite reconciles StaticSites into a Deployment, a Service and a PodDisruptionBudget, and reports
+// their state in conditions. docs/staticsite.md says when each child is created or updated.
+package staticsite
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/version"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"hyperstatic.dev/hyperstatic/api/v1alpha1"
+	"hyperstatic.dev/hyperstatic/internal/podmetrics"
+)
+
+// Reconciler reconciles a StaticSite.
+type Reconciler struct {
+	ctrl.Client
+	// Recorder records events on StaticSites.
+	Recorder record.EventRecorder
+	// Clock stamps condition transitions; tests inject a fake one.
+	Clock clock.PassiveClock
+	// Scraper reads a ready pod's metrics, for the Pinned condition.
+	Scraper podmetrics.Scraper
+	// ServerImage is the default server image (operator flag --server-image).
+	ServerImage string
+	// ServerVersion reports the API server's version (discovery), to know whether image volumes exist.
+	ServerVersion func() (*version.Info, error)
+	// ScrapeRetry is how soon a ready pod whose metrics could not be read is tried again (0: 15 s).
+	ScrapeRetry time.Duration
+
+	samplesMu sync.Mutex
+	samples   map[types.UID]cachedSample // a pod's CPU set never changes: scrape it once
+}
+
+type cachedSample struct {
+	site   types.NamespacedName
+	sample podmetrics.Sample
+}
+
+// state is what one reconcile pass learns; summarize turns it into conditions.
+type state struct {
+	site       *v1alpha1.StaticSite
+	content    Content
+	memory     resource.Quantity
+	deployment *appsv1.Deployment // live, before this pass's apply; nil when it did not exist
+	pods       []corev1.Pod       // the site's pods that are not terminating
+
+	contentProblem *problem // ContentAvailable=False reason and message
+	contentReason  string   // ContentAvailable=True reason and message
+	contentMessage string
+	rejected       *problem // an owned object the API server refused (Stalled)
+	skipDeployment bool     // content that cannot be mounted: leave the running Deployment alone
+	pinned         metav1.Condition
+	requeueAfter   time.Duration
+}
+
+type problem struct{ reason, message string }
+
+func (st *state) requeue(d time.Duration) {
+	if st.requeueAfter == 0 || d < st.requeueAfter {
+		st.requeueAfter = d
+	}
+}
+
+// step is one sub-reconciler. Steps run in order; an error stops the pass and is retried with backoff. Problems a
+// retry cannot fix are recorded in state instead, and end as conditions.
+type step func(ctx context.Context, st *state) error
+
+// +kubebuilder:rbac:groups=hyperstatic.dev,resources=staticsites,verbs=get;list;watch
+// +kubebuilder:rbac:groups=hyperstatic.dev,resources=staticsites/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=hyperstatic.dev,resources=staticsites/finalizers,verbs=update
+// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
+
+// Reconcile brings a site's children to the desired state and rebuilds the site's status from the world.
+func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	logger := log.FromContext(ctx)
+	site := &v1alpha1.StaticSite{}
+	if err := r.Get(ctx, req.NamespacedName, site); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.forgetSite(req.NamespacedName)
+			return reconcile.Result{}, nil
+		}
+		return reconcile.Result{}, err
+	}
+	if !site.DeletionTimestamp.IsZero() {
+		return reconcile.Result{}, nil // the garbage collector deletes the children through their owner references
+	}
+	before := site.DeepCopy()
+
+	st := &state{site: site}
+	var err error
+	for _, s := range []step{r.reconcileContent, r.reconcileDeployment, r.reconcileService, r.reconcileDisruptionBudget, r.reconcilePods} {
+		if err = s(ctx, st); err != nil {
+			break
+		}
+	}
+	r.summarize(st, err)
+	r.recordTransitions(before, site)
+
+	if !equality.Semantic.DeepEqual(before.Status, site.Status) {
+		// Update, not patch: the resourceVersion guards against overwriting the autoscaler's status fields.
+		if uerr := r.Status().Update(ctx, site); uerr != nil {
+			if apierrors.IsConflict(uerr) {
+				logger.V(1).Info("status changed meanwhile; requeueing")
+				return reconcile.Result{Requeue: true}, nil
+			}
+			return reconcile.Result{}, errors.Join(err, uerr)
+		}
+	}
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	return reconcile.Result{RequeueAfter: st.requeueAfter}, nil
+}
+
+func (r *Reconciler) now() time.Time {
+	if r.Clock == nil {
+		return time.Now()
+	}
+	return r.Clock.Now()
+}
+
+// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=get;list;watch
+
+// reconcileContent finds out whether the content source exists, its revision and size.
+func (r *Reconciler) reconcileContent(ctx context.Context, st *state) error {
+	site := st.site
+	c := site.Spec.Content
+	switch SourceOf(site) {
+	case v1alpha1.ContentSourceImage:
+		st.content = ImageContent(v1alpha1.ContentSourceImage, c.Image, site.Spec.Server.ImagePullPolicy)
+		st.contentReason, st.contentMessage = "ImageSpecified", "the pods run image "+c.Image
+	case v1alpha1.ContentSourceConfigMaps:
+		var found []corev1.ConfigMap
+		var missing []string
+		for _, ref := range c.ConfigMaps {
+			cm := corev1.ConfigMap{}
+			if err := r.Get(ctx, types.NamespacedName{Namespace: site.Namespace, Name: ref.Name}, &cm); err != nil {
+				if !apierrors.IsNotFound(err) {
+					return err
+				}
+				missing = append(missing, ref.Name)
+				continue
+			}
+			found = append(found, cm)
+		}
+		st.content = ConfigMapsContent(site, found)
+		if len(missing) > 0 {
+			st.contentProblem = &problem{"ConfigMapNotFound", fmt.Sprintf("ConfigMap %q not found in namespace %s", missing, site.Namespace)}
+		} else {
+			st.contentReason = "ConfigMapsFound"
+			st.contentMessage = fmt.Sprintf("%d ConfigMap(s), %d bytes, projected into %s", len(found), st.content.Size, v1alpha1.SiteRoot)
+		}
+	case v1alpha1.ContentSourceImageVolume:
+		st.content = ImageContent(v1alpha1.ContentSourceImageVolume, c.ImageVolume.Reference, c.ImageVolume.PullPolicy)
+		if ok, why := r.imageVolumeSupported(); !ok {
+			st.contentProblem = &problem{"ImageVolumeUnsupported", why}
+			st.skipDeployment = true
+		} else {
+			st.contentReason, st.contentMessage = "ImageVolumeSpecified", "image "+c.ImageVolume.Reference+" is mounted at "+v1alpha1.SiteRoot
+		}
+	case v1alpha1.ContentSourcePersistentVolumeClaim:
+		claim := corev1.PersistentVolumeClaim{}
+		err := r.Get(ctx, types.NamespacedName{Namespace: site.Namespace, Name: c.PersistentVolumeClaim.ClaimName}, &claim)
+		switch {
+		case apierrors.IsNotFound(err):
+			st.content = Content{Source: v1alpha1.ContentSourcePersistentVolumeClaim, Size: -1}
+			st.contentProblem = &problem{"ClaimNotFound", fmt.Sprintf("PersistentVolumeClaim %q not found in namespace %s", c.PersistentVolumeClaim.ClaimName, site.Namespace)}
+		case err != nil:
+			return err
+		case claim.Status.Phase == corev1.ClaimLost:
+			st.content = ClaimContent(&claim)
+			st.contentProblem = &problem{"ClaimLost", fmt.Sprintf("PersistentVolumeClaim %q lost its volume", claim.Name)}
+		default:
+			st.content = ClaimContent(&claim)
+			st.contentReason = "ClaimFound"
+			st.contentMessage = fmt.Sprintf("PersistentVolumeClaim %q (%s) is mounted read-only at %s", claim.Name, claim.Status.Phase, v1alpha1.SiteRoot)
+		}
+	default:
+		st.contentProblem = &problem{"NoContentSource", "spec.content sets no source"}
+		st.skipDeployment = true
+	}
+	st.memory = MemoryFor(site, st.content)
+	return nil
+}
+
+// imageVolumeSupported: the "image" volume source exists from Kubernetes 1.31 (behind the ImageVolume feature
+// gate until it is on by default); older API servers drop the field.
+func (r *Reconciler) imageVolumeSupported() (bool, string) {
+	if r.ServerVersion == nil {
+		return true, ""
+	}
+	v, err := r.ServerVersion()
+	if err != nil {
+		return false, "cannot read the API server version: " + err.Error()
+	}
+	major, minor := parseVersion(v)
+	if major < 1 || (major == 1 && minor < 31) {
+		return false, fmt.Sprintf("the cluster runs Kubernetes %s.%s; the image volume source needs 1.31 or later with the ImageVolume feature gate", v.Major, v.Minor)
+	}
+	return true, ""
+}
+
+func parseVersion(v *version.Info) (major, minor int) {
+	_, _ = fmt.Sscanf(v.Major, "%d", &major)
+	_, _ = fmt.Sscanf(v.Minor, "%d", &minor) // "31+" on some providers: Sscanf stops at '+'
+	return major, minor
+}
+
+// +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch;create;update;patch;delete
+
+// reconcileDeployment applies the Deployment that runs the server pods.
+func (r *Reconciler) reconcileDeployment(ctx context.Context, st *state) error {
+	if st.skipDeployment {
+		return nil
+	}
+	site := st.site
+	key := types.NamespacedName{Namespace: site.Namespace, Name: site.Name}
+	if st.content.Source == v1alpha1.ContentSourceImageVolume {
+		if ok, err := r.imageVolumeKept(ctx, st, key); err != nil || !ok {
+			return err
+		}
+	}
+	live := &appsv1.Deployment{}
+	desired := DesiredDeployment(site, r.ServerImage, st.content, st.memory)
+	res, err := applyChild(ctx, r.Client, live, desired, key, extractDeployment)
+	if err != nil {
+		return r.deploymentRefused(st, err)
+	}
+	if res != applyCreated {
+		st.deployment = live
+	}
+	r.recordApply(site, "Deployment", res)
+	return nil
+}
+
+// deploymentRefused turns an apply error into a condition when only a person can fix it, else returns it.
+func (r *Reconciler) deploymentRefused(st *state, err error) error {
+	if !apierrors.IsInvalid(err) && !apierrors.IsForbidden(err) {
+		return fmt.Errorf("apply Deployment: %w", err)
+	}
+	if st.content.Source == v1alpha1.ContentSourceImageVolume && apierrors.IsInvalid(err) {
+		st.contentProblem = &problem{"ImageVolumeUnsupported", "the API server refused the image volume (is the ImageVolume feature gate on?): " + err.Error()}
+	} else {
+		st.rejected = &problem{"DeploymentRejected", err.Error()}
+	}
+	return nil
+}
+
+// imageVolumeKept makes sure the API server keeps an image volume before the Deployment is written. With the
+// ImageVolume feature gate off (the default up to Kubernetes 1.34) the API server silently drops the volume and
+// its mounts, which would start servers with an empty site. A server-side dry run shows what would be stored;
+// it is only needed while the live Deployment does not already carry the image volume.
+func (r *Reconciler) imageVolumeKept(ctx context.Context, st *state, key types.NamespacedName) (bool, error) {
+	live := &appsv1.Deployment{}
+	if err := r.Get(ctx, key, live); ctrl.IgnoreNotFound(err) != nil {
+		return false, err
+	}
+	if hasImageVolume(live.Spec.Template.Spec.Volumes) {
+		return true, nil
+	}
+	// A raw apply patch, so the answer decodes into a fresh typed object (decoding into the apply configuration
+	// would keep the volumes the answer leaves out).
+	body, err := json.Marshal(DesiredDeployment(st.site, r.ServerImage, st.content, st.memory))
+	if err != nil {
+		return false, err
+	}
+	probe := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}
+	if err := r.Patch(ctx, probe, ctrl.RawPatch(types.ApplyPatchType, body), ctrl.FieldOwner(FieldOwner), ctrl.ForceOwnership, ctrl.DryRunAll); err != nil {
+		return false, r.deploymentRefused(st, err)
+	}
+	if hasImageVolume(probe.Spec.Template.Spec.Volumes) {
+		return true, nil
+	}
+	st.contentProblem = &problem{"ImageVolumeUnsupported", "the API server drops image volumes: the ImageVolume feature gate is off " +
+		"(it is off by default up to Kubernetes 1.34); the Deployment is left unchanged"}
+	return false, nil
+}
+
+func hasImageVolume(vs []corev1.Volume) bool {
+	for _, v := range vs {
+		if v.Name == siteVolumeName && v.Image != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;create;update;patch;delete
+
+// reconcileService applies the Service in front of the pods.
+func (r *Reconciler) reconcileService(ctx context.Context, st *state) error {
+	site := st.site
+	res, err := applyChild(ctx, r.Client, &corev1.Service{}, DesiredService(site), types.NamespacedName{Namespace: site.Namespace, Name: site.Name}, extractService)
+	if err != nil {
+		if apierrors.IsInvalid(err) || apierrors.IsForbidden(err) {
+			st.rejected = &problem{"ServiceRejected", err.Error()}
+			return nil
+		}
+		return fmt.Errorf("apply Service: %w", err)
+	}
+	r.recordApply(site, "Service", res)
+	return nil
+}
+
+// +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch;create;update;patch;delete
+
+// reconcileDisruptionBudget applies the PodDisruptionBudget, or deletes the one it made when none is wanted.
+func (r *Reconciler) reconcileDisruptionBudget(ctx context.Context, st *state) error {
+	site := st.site
+	key := types.NamespacedName{Namespace: site.Namespace, Name: site.Name}
+	desired := DesiredPodDisruptionBudget(site)
+	if desired == nil {
+		live := &policyv1.PodDisruptionBudget{}
+		if err := r.Get(ctx, key, live); err != nil {
+			return ctrl.IgnoreNotFound(err)
+		}
+		if !metav1.IsControlledBy(live, site) {
+			return nil // not ours: leave it
+		}
+		if err := r.Delete(ctx, live, ctrl.Preconditions{UID: &live.UID}); ctrl.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("delete PodDisruptionBudget: %w", err)
+		}
+		r.Recorder.Eventf(site, corev1.EventTypeNormal, "Deleted", "Deleted PodDisruptionBudget %s: %d replica(s) need no budget", site.Name, replicasOf(site))
+		return nil
+	}
+	res, err := applyChild(ctx, r.Client, &policyv1.PodDisruptionBudget{}, desired, key, extractPodDisruptionBudget)
+	if err != nil {
+		if apierrors.IsInvalid(err) || apierrors.IsForbidden(err) {
+			st.rejected = &problem{"PodDisruptionBudgetRejected", err.Error()}
+			return nil
+		}
+		return fmt.Errorf("apply PodDisruptionBudget: %w", err)
+	}
+	r.recordApply(site, "PodDisruptionBudget", res)
+	return nil
+}
+
+func (r *Reconciler) recordApply(site *v1alpha1.StaticSite, kind string, res applyResult) {
+	switch res {
+	case applyCreated:
+		r.Recorder.Eventf(site, corev1.EventTypeNormal, "Created", "Created %s %s", kind, site.Name)
+	case applyUpdated:
+		r.Recorder.Eventf(site, corev1.EventTypeNormal, "Updated", "Updated %s %s to the desired state", kind, site.Name)
+	}
+}

@@ -1,0 +1,87 @@
+package staticsite
+
+import (
+	"context"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"hyperstatic.dev/hyperstatic/api/v1alpha1"
+)
+
+// Field indexes over StaticSites, so a ConfigMap or claim event finds the sites that use it without a scan.
+const (
+	indexConfigMap = "spec.content.configMaps.name"
+	indexClaim     = "spec.content.persistentVolumeClaim.claimName"
+)
+
+// SetupWithManager registers the controller: it watches StaticSites, the children it owns, the ConfigMaps and
+// claims sites reference (to refresh ContentAvailable and the revision), and the sites' pods (readiness, pinning).
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	ctx := context.Background()
+	idx := mgr.GetFieldIndexer()
+	if err := idx.IndexField(ctx, &v1alpha1.StaticSite{}, indexConfigMap, func(o client.Object) []string {
+		var names []string
+		for _, cm := range o.(*v1alpha1.StaticSite).Spec.Content.ConfigMaps {
+			names = append(names, cm.Name)
+		}
+		return names
+	}); err != nil {
+		return err
+	}
+	if err := idx.IndexField(ctx, &v1alpha1.StaticSite{}, indexClaim, func(o client.Object) []string {
+		if c := o.(*v1alpha1.StaticSite).Spec.Content.PersistentVolumeClaim; c != nil {
+			return []string{c.ClaimName}
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	if r.Recorder == nil {
+		r.Recorder = mgr.GetEventRecorderFor(FieldOwner)
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("staticsite").
+		// Status writes (ours and the autoscaler's) do not change the generation: no reconcile for them.
+		For(&v1alpha1.StaticSite{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}))).
+		Owns(&appsv1.Deployment{}).
+		Owns(&corev1.Service{}).
+		Owns(&policyv1.PodDisruptionBudget{}).
+		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(r.sitesUsing(indexConfigMap))).
+		Watches(&corev1.PersistentVolumeClaim{}, handler.EnqueueRequestsFromMapFunc(r.sitesUsing(indexClaim))).
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(siteOfPod)).
+		Complete(r)
+}
+
+// sitesUsing maps an object to the sites in its namespace whose index field names it.
+func (r *Reconciler) sitesUsing(index string) handler.MapFunc {
+	return func(ctx context.Context, o client.Object) []reconcile.Request {
+		sites := &v1alpha1.StaticSiteList{}
+		if err := r.List(ctx, sites, client.InNamespace(o.GetNamespace()), client.MatchingFields{index: o.GetName()}); err != nil {
+			return nil
+		}
+		reqs := make([]reconcile.Request, 0, len(sites.Items))
+		for _, s := range sites.Items {
+			reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: s.Namespace, Name: s.Name}})
+		}
+		return reqs
+	}
+}
+
+// siteOfPod maps a server pod to its site through the site label.
+func siteOfPod(_ context.Context, o client.Object) []reconcile.Request {
+	l := o.GetLabels()
+	name, ok := l[v1alpha1.LabelSite]
+	if !ok || l[labelName] != appName {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: name}}}
+}

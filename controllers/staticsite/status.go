@@ -1,0 +1,144 @@
+package staticsite
+
+import (
+	"fmt"
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"hyperstatic.dev/hyperstatic/api/v1alpha1"
+)
+
+// rollout is the state of the Deployment's rollout, judged like `kubectl rollout status`.
+type rollout struct {
+	done            bool
+	stalled         bool
+	reason, message string
+}
+
+func rolloutOf(site *v1alpha1.StaticSite, d *appsv1.Deployment) rollout {
+	want := replicasOf(site)
+	if d == nil {
+		return rollout{reason: "Creating", message: "the Deployment is being created"}
+	}
+	for _, c := range d.Status.Conditions {
+		if c.Type == appsv1.DeploymentProgressing && c.Status == corev1.ConditionFalse && c.Reason == "ProgressDeadlineExceeded" {
+			return rollout{stalled: true, reason: "ProgressDeadlineExceeded", message: c.Message}
+		}
+	}
+	s := d.Status
+	switch {
+	case s.ObservedGeneration < d.Generation:
+		return rollout{reason: "Progressing", message: "the Deployment controller has not yet observed the latest spec"}
+	case s.UpdatedReplicas < want:
+		return rollout{reason: "RollingOut", message: fmt.Sprintf("%d of %d pods updated", s.UpdatedReplicas, want)}
+	case s.Replicas > s.UpdatedReplicas:
+		return rollout{reason: "RollingOut", message: fmt.Sprintf("%d old pods are terminating", s.Replicas-s.UpdatedReplicas)}
+	case s.ReadyReplicas < want:
+		return rollout{reason: "WaitingForReadyPods", message: fmt.Sprintf("%d of %d pods ready", s.ReadyReplicas, want)}
+	}
+	return rollout{done: true}
+}
+
+// summarize rebuilds the controller's own status fields and conditions from what the pass saw. It is the one place
+// Ready, Reconciling and Stalled are derived. It never touches status.autoscaling nor conditions it does not own.
+func (r *Reconciler) summarize(st *state, passErr error) {
+	site := st.site
+	s := &site.Status
+	set := func(t string, status metav1.ConditionStatus, reason, message string) {
+		meta.SetStatusCondition(&s.Conditions, metav1.Condition{Type: t, Status: status, Reason: reason, Message: message,
+			ObservedGeneration: site.Generation, LastTransitionTime: metav1.NewTime(r.now())})
+	}
+	if passErr != nil {
+		// A transient failure: say so and keep the rest of the status as it was; the pass is retried.
+		set(v1alpha1.ConditionReconciling, metav1.ConditionTrue, "RetryingAfterError", passErr.Error())
+		return
+	}
+
+	s.ObservedGeneration = site.Generation
+	s.Selector = Selector(site)
+	s.URL = URL(site)
+	s.ContentSource = st.content.Source
+	s.ContentRevision = st.content.Revision
+	mem := st.memory.DeepCopy()
+	s.Memory = &mem
+	if d := st.deployment; d != nil {
+		s.Replicas, s.ReadyReplicas, s.UpdatedReplicas = d.Status.Replicas, d.Status.ReadyReplicas, d.Status.UpdatedReplicas
+	} else if !st.skipDeployment {
+		s.Replicas, s.ReadyReplicas, s.UpdatedReplicas = 0, 0, 0
+	}
+
+	if p := st.contentProblem; p != nil {
+		set(v1alpha1.ConditionContentAvailable, metav1.ConditionFalse, p.reason, p.message)
+	} else {
+		set(v1alpha1.ConditionContentAvailable, metav1.ConditionTrue, st.contentReason, st.contentMessage)
+	}
+	set(st.pinned.Type, st.pinned.Status, st.pinned.Reason, st.pinned.Message)
+
+	ro := rolloutOf(site, st.deployment)
+	var stalled *problem
+	switch {
+	case st.contentProblem != nil:
+		stalled = st.contentProblem
+	case st.rejected != nil:
+		stalled = st.rejected
+	case ro.stalled:
+		stalled = &problem{ro.reason, ro.message}
+	}
+
+	switch {
+	case stalled != nil:
+		set(v1alpha1.ConditionStalled, metav1.ConditionTrue, stalled.reason, stalled.message)
+		meta.RemoveStatusCondition(&s.Conditions, v1alpha1.ConditionReconciling)
+		set(v1alpha1.ConditionReady, metav1.ConditionFalse, stalled.reason, stalled.message)
+	case !ro.done:
+		meta.RemoveStatusCondition(&s.Conditions, v1alpha1.ConditionStalled)
+		set(v1alpha1.ConditionReconciling, metav1.ConditionTrue, ro.reason, ro.message)
+		set(v1alpha1.ConditionReady, metav1.ConditionFalse, ro.reason, ro.message)
+	default:
+		meta.RemoveStatusCondition(&s.Conditions, v1alpha1.ConditionStalled)
+		meta.RemoveStatusCondition(&s.Conditions, v1alpha1.ConditionReconciling)
+		if want := replicasOf(site); want == 0 {
+			set(v1alpha1.ConditionReady, metav1.ConditionTrue, "ScaledToZero", "the site is scaled to zero replicas")
+		} else {
+			set(v1alpha1.ConditionReady, metav1.ConditionTrue, "Available",
+				fmt.Sprintf("%d of %d pods ready, serving %s at %s", s.ReadyReplicas, want, s.ContentRevision, s.URL))
+		}
+	}
+}
+
+// recordTransitions emits an event for each meaningful change of the controller's conditions.
+func (r *Reconciler) recordTransitions(before, after *v1alpha1.StaticSite) {
+	changed := func(t string) (*metav1.Condition, bool) {
+		old := meta.FindStatusCondition(before.Status.Conditions, t)
+		now := meta.FindStatusCondition(after.Status.Conditions, t)
+		if now == nil {
+			return nil, false
+		}
+		return now, old == nil || old.Status != now.Status || old.Reason != now.Reason
+	}
+	if c, ok := changed(v1alpha1.ConditionReady); ok {
+		if c.Status == metav1.ConditionTrue {
+			r.Recorder.Event(after, corev1.EventTypeNormal, c.Reason, "Ready: "+c.Message)
+		} else if old := meta.FindStatusCondition(before.Status.Conditions, v1alpha1.ConditionReady); old != nil && old.Status == metav1.ConditionTrue {
+			r.Recorder.Event(after, corev1.EventTypeWarning, c.Reason, "No longer ready: "+c.Message)
+		}
+	}
+	if c, ok := changed(v1alpha1.ConditionStalled); ok {
+		r.Recorder.Event(after, corev1.EventTypeWarning, c.Reason, "Stalled: "+c.Message)
+	}
+	if c, ok := changed(v1alpha1.ConditionContentAvailable); ok && c.Status == metav1.ConditionTrue &&
+		meta.FindStatusCondition(before.Status.Conditions, v1alpha1.ConditionContentAvailable) != nil {
+		r.Recorder.Event(after, corev1.EventTypeNormal, c.Reason, "Content available again: "+c.Message)
+	}
+	if c, ok := changed(v1alpha1.ConditionPinned); ok && c.Status != metav1.ConditionUnknown {
+		r.Recorder.Event(after, corev1.EventTypeNormal, "Pinned"+string(c.Status), c.Message)
+	}
+	if old, now := before.Status.ContentRevision, after.Status.ContentRevision; old != "" && old != now &&
+		!strings.HasPrefix(now, old+"@") { // learning the digest of the same image is no change
+		r.Recorder.Eventf(after, corev1.EventTypeNormal, "ContentChanged", "Content revision %s → %s", before.Status.ContentRevision, after.Status.ContentRevision)
+	}
+}

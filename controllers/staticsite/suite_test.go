@@ -1,0 +1,220 @@
+package staticsite
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/discovery"
+	clocktesting "k8s.io/utils/clock/testing"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"hyperstatic.dev/hyperstatic/api/v1alpha1"
+	"hyperstatic.dev/hyperstatic/internal/podmetrics"
+	"hyperstatic.dev/hyperstatic/internal/testenv"
+)
+
+// The envtest suite: a real kube-apiserver and etcd, the controller running in a real manager. There is no
+// kubelet, no Deployment controller and no garbage collector: tests play their part by writing Deployment and Pod
+// status themselves.
+
+var (
+	env       *testenv.Env
+	k8s       client.Client // direct client (no cache): what a user's kubectl sees
+	clockTime = time.Date(2026, 11, 22, 1, 2, 3, 0, time.UTC)
+	scraper   = &fakeScraper{samples: map[string]podmetrics.Sample{}}
+	nsCounter atomic.Int32
+)
+
+// fakeScraper stands in for the server pods' /metrics, which envtest cannot run.
+type fakeScraper struct {
+	mu      sync.Mutex
+	samples map[string]podmetrics.Sample // by namespace/pod
+	calls   map[string]int
+}
+
+func (f *fakeScraper) Scrape(_ context.Context, p *corev1.Pod) (podmetrics.Sample, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.calls == nil {
+		f.calls = map[string]int{}
+	}
+	f.calls[p.Namespace+"/"+p.Name]++
+	s, ok := f.samples[p.Namespace+"/"+p.Name]
+	if !ok {
+		return s, fmt.Errorf("connection refused")
+	}
+	return s, nil
+}
+
+func (f *fakeScraper) set(ns, pod string, s podmetrics.Sample) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.samples[ns+"/"+pod] = s
+}
+
+func TestMain(m *testing.M) {
+	os.Exit(runSuite(m))
+}
+
+func runSuite(m *testing.M) int {
+	logf.SetLogger(logr.Discard())
+	var err error
+	env, err = testenv.Start()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "envtest:", err)
+		return 1
+	}
+	defer func() { _ = env.Stop() }()
+	k8s = env.Client
+
+	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
+		Scheme:                 env.Scheme,
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
+	})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "manager:", err)
+		return 1
+	}
+	disco, err := discovery.NewDiscoveryClientForConfig(env.Config)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "discovery:", err)
+		return 1
+	}
+	r := &Reconciler{
+		Client:        mgr.GetClient(),
+		Recorder:      mgr.GetEventRecorderFor(FieldOwner),
+		Clock:         clocktesting.NewFakePassiveClock(clockTime),
+		Scraper:       scraper,
+		ServerImage:   testServerImage,
+		ServerVersion: disco.ServerVersion,
+		ScrapeRetry:   time.Second,
+	}
+	if err := r.SetupWithManager(mgr); err != nil {
+		fmt.Fprintln(os.Stderr, "setup:", err)
+		return 1
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	defer func() { cancel(); <-done }()
+	return m.Run()
+}
+
+// namespace creates a fresh namespace (and its default ServiceAccount, which pod admission wants) for one test.
+func namespace(t *testing.T) string {
+	t.Helper()
+	name := fmt.Sprintf("site-%d-%d", time.Now().Unix()%100000, nsCounter.Add(1))
+	ctx := context.Background()
+	// Enforce the restricted Pod Security Standard: pods made from the operator's template must pass it.
+	must(t, k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name,
+		Labels: map[string]string{"pod-security.kubernetes.io/enforce": "restricted"}}}))
+	if err := k8s.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default", Namespace: name}}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	return name
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// eventually retries check until it returns nil, failing the test with the last error after the timeout.
+func eventually(t *testing.T, what string, check func() error) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	var err error
+	for time.Now().Before(deadline) {
+		if err = check(); err == nil {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("%s: %v", what, err)
+}
+
+// condition checks a site's condition status and, when reason is not empty, its reason.
+func condition(site *v1alpha1.StaticSite, typ string, status metav1.ConditionStatus, reason string) error {
+	c := meta.FindStatusCondition(site.Status.Conditions, typ)
+	if c == nil {
+		if status == "" {
+			return nil
+		}
+		return fmt.Errorf("no %s condition in %s", typ, describe(site))
+	}
+	if status == "" {
+		return fmt.Errorf("%s condition present: %+v", typ, *c)
+	}
+	if c.Status != status || (reason != "" && c.Reason != reason) {
+		return fmt.Errorf("%s is %s/%s (%s), want %s/%s", typ, c.Status, c.Reason, c.Message, status, reason)
+	}
+	return nil
+}
+
+func describe(site *v1alpha1.StaticSite) string {
+	var b strings.Builder
+	for _, c := range site.Status.Conditions {
+		fmt.Fprintf(&b, "[%s=%s %s: %s] ", c.Type, c.Status, c.Reason, c.Message)
+	}
+	return b.String()
+}
+
+// waitSite polls the site until check passes.
+func waitSite(t *testing.T, ns, name, what string, check func(*v1alpha1.StaticSite) error) *v1alpha1.StaticSite {
+	t.Helper()
+	site := &v1alpha1.StaticSite{}
+	eventually(t, what, func() error {
+		if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, site); err != nil {
+			return err
+		}
+		return check(site)
+	})
+	return site
+}
+
+// events lists the events recorded for an object, as "Type Reason Message" lines.
+func events(t *testing.T, ns, name string) []string {
+	t.Helper()
+	list := &corev1.EventList{}
+	must(t, k8s.List(context.Background(), list, client.InNamespace(ns)))
+	var out []string
+	for _, e := range list.Items {
+		if e.InvolvedObject.Name == name && e.InvolvedObject.Kind == "StaticSite" {
+			out = append(out, e.Type+" "+e.Reason+" "+e.Message)
+		}
+	}
+	return out
+}
+
+func waitEvent(t *testing.T, ns, name, substr string) {
+	t.Helper()
+	eventually(t, "event "+substr, func() error {
+		ev := events(t, ns, name)
+		for _, e := range ev {
+			if strings.Contains(e, substr) {
+				return nil
+			}
+		}
+		return fmt.Errorf("no event containing %q in %q", substr, ev)
+	})
+}

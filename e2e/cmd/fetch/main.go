@@ -1,0 +1,125 @@
+// Command fetch is the e2e tests' in-cluster HTTP client: it runs in a pod (a FROM scratch image, no shell) and
+// prints, as one JSON line per URL, the status, size and SHA-256 of the body it received, so a test can compare the
+// exact bytes with the files on disk without any traffic leaving the cluster. It also reports the CPUs the pod may
+// run on (the shared pool, for a pod that is not Guaranteed with whole CPUs).
+//
+//	fetch [-body] [-want-sha256 HEX -poll 150s] URL...
+package main
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+)
+
+// Result is one fetched URL; the e2e tests decode these lines from the pod's log.
+type Result struct {
+	URL         string `json:"url"`
+	Status      int    `json:"status"`
+	Size        int    `json:"size"`
+	SHA256      string `json:"sha256"`
+	ContentType string `json:"contentType,omitempty"`
+	Body        string `json:"body,omitempty"`
+	Error       string `json:"error,omitempty"`
+}
+
+// Affinity is printed once, first.
+type Affinity struct {
+	CPUsAllowedList string `json:"cpusAllowedList"`
+}
+
+func main() {
+	withBody := flag.Bool("body", false, "include the body (as text) in each result")
+	wantSHA := flag.String("want-sha256", "", "poll the (single) URL until its body has this SHA-256")
+	poll := flag.Duration("poll", 150*time.Second, "how long -want-sha256 polls before giving up")
+	flag.Parse()
+
+	out := json.NewEncoder(os.Stdout)
+	_ = out.Encode(Affinity{CPUsAllowedList: cpusAllowed()})
+
+	// No Accept-Encoding (DisableCompression): the server must send the identity bytes we compare with the files.
+	client := &http.Client{
+		Timeout:   10 * time.Second,
+		Transport: &http.Transport{DisableCompression: true, MaxIdleConnsPerHost: 4},
+	}
+	if *wantSHA != "" {
+		if flag.NArg() != 1 {
+			fail("-want-sha256 takes exactly one URL")
+		}
+		deadline := time.Now().Add(*poll)
+		for {
+			r := get(client, flag.Arg(0), *withBody)
+			if r.Error == "" && r.Status == http.StatusOK && r.SHA256 == *wantSHA {
+				_ = out.Encode(r)
+				return
+			}
+			if time.Now().After(deadline) {
+				_ = out.Encode(r)
+				fail("gave up waiting for sha256 " + *wantSHA)
+			}
+			time.Sleep(time.Second)
+		}
+	}
+	failed := false
+	for _, u := range flag.Args() {
+		r := get(client, u, *withBody)
+		// Right after a Service is created, DNS may need a few tries; content errors are the test's to judge.
+		for try := 0; r.Error != "" && try < 20; try++ {
+			time.Sleep(time.Second)
+			r = get(client, u, *withBody)
+		}
+		failed = failed || r.Error != ""
+		_ = out.Encode(r)
+	}
+	if failed {
+		os.Exit(1)
+	}
+}
+
+func get(c *http.Client, url string, withBody bool) Result {
+	r := Result{URL: url}
+	resp, err := c.Get(url)
+	if err != nil {
+		r.Error = err.Error()
+		return r
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		r.Error = err.Error()
+		return r
+	}
+	sum := sha256.Sum256(body)
+	r.Status, r.Size, r.SHA256 = resp.StatusCode, len(body), hex.EncodeToString(sum[:])
+	r.ContentType = resp.Header.Get("Content-Type")
+	if withBody {
+		r.Body = string(body)
+	}
+	return r
+}
+
+// cpusAllowed returns Cpus_allowed_list from /proc/self/status ("" if unreadable).
+func cpusAllowed() string {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return ""
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "Cpus_allowed_list:"); ok {
+			return strings.TrimSpace(v)
+		}
+	}
+	return ""
+}
+
+func fail(msg string) {
+	fmt.Fprintln(os.Stderr, "fetch:", msg)
+	os.Exit(1)
+}

@@ -1,0 +1,3 @@
+module hyperstatic.dev/hyperstatic/e2e/kind/capfix
+
+go 1.24

@@ -1,0 +1,3 @@
+module hyperstatic.dev/hyperstatic/e2e/kind/pause
+
+go 1.24

@@ -1,0 +1,234 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"hyperstatic.dev/hyperstatic/api/v1alpha1"
+)
+
+// loadScript is the k6 script of the load scenarios: an open-model load (constant arrival rate, so a slow
+// response never hides behind a waiting VU) that also counts which version of the rollout site each 200 carried.
+// handleSummary prints one line, K6RESULT {...}, that the test parses.
+const loadScript = `import http from 'k6/http';
+import { Counter } from 'k6/metrics';
+
+const v1 = new Counter('body_v1');
+const v2 = new Counter('body_v2');
+
+export const options = {
+  summaryTrendStats: ['avg', 'p(99)', 'max'],
+  scenarios: {
+    load: {
+      executor: 'constant-arrival-rate',
+      rate: Number(__ENV.RATE), timeUnit: '1s', duration: __ENV.DURATION,
+      preAllocatedVUs: Number(__ENV.VUS), maxVUs: Number(__ENV.VUS),
+    },
+  },
+};
+
+export default function () {
+  const r = http.get(__ENV.TARGET);
+  if (r.status === 200 && r.body) {
+    if (r.body.includes('rollout-version-1')) v1.add(1);
+    if (r.body.includes('rollout-version-2')) v2.add(1);
+  }
+}
+
+function count(m) { return m ? m.values.count : 0; }
+
+export function handleSummary(data) {
+  const m = data.metrics;
+  const failed = m.http_req_failed ? m.http_req_failed.values.passes : -1;
+  const out = {
+    requests: count(m.http_reqs), failed: failed, dropped: count(m.dropped_iterations),
+    v1: count(m.body_v1), v2: count(m.body_v2),
+    p99ms: m.http_req_duration ? m.http_req_duration.values['p(99)'] : 0,
+  };
+  return { stdout: 'K6RESULT ' + JSON.stringify(out) + '\n' };
+}
+`
+
+type k6Result struct {
+	Requests int64   `json:"requests"`
+	Failed   int64   `json:"failed"`
+	Dropped  int64   `json:"dropped"`
+	V1       int64   `json:"v1"`
+	V2       int64   `json:"v2"`
+	P99ms    float64 `json:"p99ms"`
+}
+
+// startLoad runs k6 (our k6 image) in a Job against target at rate requests/s for duration.
+func startLoad(t *testing.T, ns, name, target string, rate int, duration time.Duration) {
+	t.Helper()
+	ctx := ctxFor(t, 30*time.Second)
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name + "-script"},
+		Data: map[string]string{"load.js": loadScript}}
+	if err := k8s.Create(ctx, cm); err != nil {
+		t.Fatal(err)
+	}
+	c := restrictedContainer("k6", cfg.k6Image, "run", "--quiet", "--no-usage-report", "/scripts/load.js")
+	c.Command = []string{"/k6"}
+	c.Env = []corev1.EnvVar{
+		{Name: "TARGET", Value: target}, {Name: "RATE", Value: fmt.Sprint(rate)},
+		{Name: "DURATION", Value: fmt.Sprintf("%ds", int(duration.Seconds()))},
+		{Name: "VUS", Value: "50"}, {Name: "HOME", Value: "/tmp"},
+	}
+	// Guaranteed with a fraction of a CPU: the node's only exclusive CPU is not for the client.
+	res := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("400m"), corev1.ResourceMemory: resource.MustParse("256Mi")}
+	c.Resources = corev1.ResourceRequirements{Requests: res, Limits: res}
+	c.VolumeMounts = []corev1.VolumeMount{{Name: "script", MountPath: "/scripts"}, {Name: "tmp", MountPath: "/tmp"}}
+	runJob(t, ns, name, corev1.PodSpec{
+		Containers: []corev1.Container{c},
+		Volumes: []corev1.Volume{
+			{Name: "script", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+				LocalObjectReference: corev1.LocalObjectReference{Name: cm.Name}}}},
+			{Name: "tmp", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+		},
+	}, duration+3*time.Minute)
+	// Wait for the k6 container to run, so the caller knows load is on.
+	eventually(t, 2*time.Minute, "k6 pod "+name+" running", func(ctx context.Context) (bool, string, error) {
+		pods, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "job-name=" + name})
+		if err != nil || len(pods.Items) == 0 {
+			return false, fmt.Sprint(err), nil
+		}
+		p := pods.Items[0]
+		if p.Status.Phase == corev1.PodFailed || p.Status.Phase == corev1.PodSucceeded {
+			return false, "", fmt.Errorf("k6 pod ended early: %s", p.Status.Phase)
+		}
+		return p.Status.Phase == corev1.PodRunning, string(p.Status.Phase), nil
+	})
+}
+
+// loadResult waits for the k6 Job and parses its K6RESULT line.
+func loadResult(t *testing.T, ns, name string, timeout time.Duration) k6Result {
+	t.Helper()
+	ok, log := waitJob(t, ns, name, timeout)
+	for _, line := range strings.Split(log, "\n") {
+		if rest, found := strings.CutPrefix(strings.TrimSpace(line), "K6RESULT "); found {
+			var r k6Result
+			if err := json.Unmarshal([]byte(rest), &r); err != nil {
+				t.Fatalf("k6 result %q: %v", rest, err)
+			}
+			if !ok {
+				t.Errorf("k6 job %s failed (result %+v)", name, r)
+			}
+			return r
+		}
+	}
+	t.Fatalf("k6 job %s (succeeded=%v) printed no result; log:\n%s", name, ok, shorten(log, 4000))
+	return k6Result{}
+}
+
+// testRolloutUnderLoad: while k6 loads the site, its content image changes; the rolling update (surge one, never
+// below the ready count, drain on SIGTERM) must not fail a single request, and both versions must have been served.
+func testRolloutUnderLoad(t *testing.T) {
+	requireOperator(t)
+	ns := newNamespace(t, "rollout", false)
+	ctx := ctxFor(t, 10*time.Minute)
+	site := newSite(ns, "rollout", v1alpha1.ContentSource{Image: cfg.rolloutV1Image}, "200m")
+	if err := k8s.Create(ctx, site); err != nil {
+		t.Fatal(err)
+	}
+	site = waitSiteReady(t, ns, "rollout", 3*time.Minute)
+
+	startLoad(t, ns, "load", site.Status.URL+"/", 200, 70*time.Second)
+	time.Sleep(10 * time.Second) // let the load settle on the v1 pod first
+	patch := fmt.Sprintf(`{"spec":{"content":{"image":%q}}}`, cfg.rolloutV2Image)
+	if err := k8s.Patch(ctx, site, client.RawPatch(types.MergePatchType, []byte(patch))); err != nil {
+		t.Fatal(err)
+	}
+	rolloutStart := time.Now()
+	waitSiteReady(t, ns, "rollout", 3*time.Minute)
+	eventually(t, 2*time.Minute, "only v2 pods left", func(ctx context.Context) (bool, string, error) {
+		pods, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: v1alpha1.LabelSite + "=rollout"})
+		if err != nil {
+			return false, err.Error(), nil
+		}
+		var images []string
+		for _, p := range pods.Items {
+			images = append(images, p.Spec.Containers[0].Image)
+		}
+		return len(images) == 1 && images[0] == cfg.rolloutV2Image, strings.Join(images, ","), nil
+	})
+	t.Logf("rollout under load took %s", time.Since(rolloutStart).Round(time.Second))
+
+	r := loadResult(t, ns, "load", 3*time.Minute)
+	t.Logf("k6: %d requests, %d failed, %d dropped, %d served v1, %d served v2, p99 %.1f ms",
+		r.Requests, r.Failed, r.Dropped, r.V1, r.V2, r.P99ms)
+	if r.Requests == 0 || r.Failed != 0 {
+		t.Errorf("want zero failed requests out of many, got %d failed of %d", r.Failed, r.Requests)
+	}
+	if r.V1 == 0 || r.V2 == 0 {
+		t.Errorf("the load did not span the rollout: %d v1 and %d v2 responses", r.V1, r.V2)
+	}
+}
+
+// testAutoscaling: under k6 load above the per-pod target, the operator's RPS autoscaler takes the site from 1 to
+// 2 replicas (ready), and back to 1 once the load stops (short scale-down stabilization for the test). Scaled
+// pods get a fraction of a CPU: the node has at most one exclusive CPU.
+func testAutoscaling(t *testing.T) {
+	requireOperator(t)
+	ns := newNamespace(t, "scale", false)
+	ctx := ctxFor(t, 10*time.Minute)
+	site := newSite(ns, "scale", v1alpha1.ContentSource{Image: cfg.siteImage}, "150m")
+	site.Spec.Autoscaling = &v1alpha1.AutoscalingSpec{
+		MinReplicas:     ptr.To[int32](1),
+		MaxReplicas:     2,
+		TargetRPSPerPod: ptr.To[int64](50),
+		Behavior: &autoscalingv2.HorizontalPodAutoscalerBehavior{
+			ScaleUp:   &autoscalingv2.HPAScalingRules{StabilizationWindowSeconds: ptr.To[int32](0)},
+			ScaleDown: &autoscalingv2.HPAScalingRules{StabilizationWindowSeconds: ptr.To[int32](10)},
+		},
+	}
+	if err := k8s.Create(ctx, site); err != nil {
+		t.Fatal(err)
+	}
+	site = waitSiteReady(t, ns, "scale", 3*time.Minute)
+
+	startLoad(t, ns, "load", site.Status.URL+"/", 300, 150*time.Second)
+	loadOn := time.Now()
+	eventually(t, 2*time.Minute, "scaled up to 2 ready replicas", func(ctx context.Context) (bool, string, error) {
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(site), site); err != nil {
+			return false, err.Error(), nil
+		}
+		return ptr.Deref(site.Spec.Replicas, 0) >= 2 && site.Status.ReadyReplicas >= 2, scaleState(site), nil
+	})
+	t.Logf("load step to 2 ready replicas: %s (%s)", time.Since(loadOn).Round(time.Second), scaleState(site))
+
+	// Stop the load: delete the k6 Job and its pod.
+	if err := cs.BatchV1().Jobs(ns).Delete(ctx, "load", metav1.DeleteOptions{PropagationPolicy: ptr.To(metav1.DeletePropagationForeground)}); err != nil {
+		t.Fatal(err)
+	}
+	loadOff := time.Now()
+	eventually(t, 3*time.Minute, "scaled back down to 1 replica", func(ctx context.Context) (bool, string, error) {
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(site), site); err != nil {
+			return false, err.Error(), nil
+		}
+		return ptr.Deref(site.Spec.Replicas, 0) == 1 && site.Status.Replicas == 1, scaleState(site), nil
+	})
+	t.Logf("load stop to 1 replica: %s", time.Since(loadOff).Round(time.Second))
+}
+
+func scaleState(s *v1alpha1.StaticSite) string {
+	a := s.Status.Autoscaling
+	if a == nil {
+		return fmt.Sprintf("spec.replicas=%d ready=%d, no autoscaling status", ptr.Deref(s.Spec.Replicas, 0), s.Status.ReadyReplicas)
+	}
+	return fmt.Sprintf("spec.replicas=%d ready=%d currentRPS=%d avg=%d desired=%d measuredPods=%d",
+		ptr.Deref(s.Spec.Replicas, 0), s.Status.ReadyReplicas, a.CurrentRPS, a.CurrentAverageRPS, a.DesiredReplicas, a.MeasuredPods)
+}

@@ -1,0 +1,130 @@
+//go:build e2e
+
+// Package e2e holds Hyperstatic's end-to-end tests: the real operator (installed with the Helm chart), the real
+// server and k6 images, on the local kind cluster. `make e2e` builds and loads every image and runs them; they are
+// behind the build tag "e2e" so `go test ./...` never compiles them.
+//
+// Every test makes its own namespace and deletes it when done. Clients run inside the cluster (the fetch image for
+// bytes, the k6 image for load); the test process itself talks only to the kind API server on loopback.
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"hyperstatic.dev/hyperstatic/api/v1alpha1"
+)
+
+// env is what `make e2e-test` passes in; see make/ship.mk.
+type env struct {
+	helm, chart, version                   string
+	fetchImage, siteImage, siteDir         string
+	rolloutV1Image, rolloutV2Image         string
+	serverImage, k6Image                   string
+	releaseName, releaseNamespace, kubeCfg string
+}
+
+var (
+	cfg  env
+	rcfg *rest.Config
+	k8s  client.Client         // controller-runtime client with Hyperstatic's types
+	cs   *kubernetes.Clientset // client-go, for logs, pod proxy and deletes with options
+)
+
+func TestMain(m *testing.M) {
+	if err := setup(); err != nil {
+		fmt.Fprintln(os.Stderr, "e2e setup:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.Exit(code)
+}
+
+func setup() error {
+	get := func(name, def string) string {
+		if v := os.Getenv(name); v != "" {
+			return v
+		}
+		return def
+	}
+	root, _ := filepath.Abs("..")
+	version := get("E2E_VERSION", "0.1.0")
+	cfg = env{
+		helm:             get("HELM", filepath.Join(root, "bin", "helm")),
+		chart:            get("E2E_CHART", filepath.Join(root, "charts", "hyperstatic")),
+		version:          version,
+		fetchImage:       get("E2E_FETCH_IMAGE", "hyperstatic/e2e-fetch:"+version),
+		siteImage:        get("E2E_SITE_IMAGE", "hyperstatic/example-site:"+version),
+		siteDir:          get("E2E_SITE_DIR", filepath.Join(root, "images", "server", "example", "site")),
+		rolloutV1Image:   get("E2E_ROLLOUT_V1_IMAGE", "hyperstatic/e2e-site-rollout:v1-"+version),
+		rolloutV2Image:   get("E2E_ROLLOUT_V2_IMAGE", "hyperstatic/e2e-site-rollout:v2-"+version),
+		serverImage:      get("E2E_SERVER_IMAGE", "hyperstatic/server:"+version),
+		k6Image:          get("E2E_K6_IMAGE", "hyperstatic/k6:"+version),
+		releaseName:      "hyperstatic",
+		releaseNamespace: "hyperstatic-system",
+		kubeCfg:          os.Getenv("KUBECONFIG"),
+	}
+	if cfg.kubeCfg == "" {
+		return fmt.Errorf("KUBECONFIG is not set: run the suite with `make e2e` (or `make e2e-test` once the cluster is up)")
+	}
+	var err error
+	rcfg, err = clientcmd.BuildConfigFromFlags("", cfg.kubeCfg)
+	if err != nil {
+		return err
+	}
+	rcfg.QPS, rcfg.Burst = 50, 100
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		return err
+	}
+	if err := apiextensionsv1.AddToScheme(scheme); err != nil {
+		return err
+	}
+	if err := v1alpha1.AddToScheme(scheme); err != nil {
+		return err
+	}
+	if k8s, err = client.New(rcfg, client.Options{Scheme: scheme}); err != nil {
+		return err
+	}
+	if cs, err = kubernetes.NewForConfig(rcfg); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	// kind returns before the cluster is fully usable: wait for the API and the default ServiceAccount.
+	for {
+		if _, err := cs.CoreV1().ServiceAccounts("default").Get(ctx, "default", metav1GetOptions); err == nil {
+			return nil
+		} else if ctx.Err() != nil {
+			return fmt.Errorf("cluster not ready: %w", err)
+		}
+		time.Sleep(time.Second)
+	}
+}
+
+// TestE2E runs the scenarios in order: the operator is installed first and uninstalled last; each scenario in
+// between needs it and installs it itself when run alone (`make e2e-test E2E_RUN=TestE2E/3`).
+func TestE2E(t *testing.T) {
+	if !t.Run("1-helm-install", testHelmInstall) {
+		t.Fatal("the operator could not be installed: the other scenarios would only repeat that failure")
+	}
+	t.Run("2-baked-site-pinned", testBakedSite)
+	t.Run("3-configmap-live-reload", testConfigMapSite)
+	t.Run("4-invalid-refused", testInvalidRefused)
+	t.Run("5-rollout-under-load", testRolloutUnderLoad)
+	t.Run("6-autoscaling", testAutoscaling)
+	t.Run("7-benchmark-sweep", testBenchmarkSweep)
+	t.Run("8-operator-restart-and-uninstall", testOperatorRestartAndUninstall)
+}

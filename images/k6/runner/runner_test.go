@@ -1,0 +1,130 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"hyperstatic.dev/hyperstatic/internal/benchresults"
+	"hyperstatic.dev/hyperstatic/internal/k6script"
+	"hyperstatic.dev/hyperstatic/internal/testenv"
+)
+
+func TestProcCPUSeconds(t *testing.T) {
+	before, err := procCPUSeconds(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Burn CPU until the reading grows by 0.1 s (the machine may be shared, so wall time says little).
+	deadline := time.Now().Add(20 * time.Second)
+	after := before
+	for x := 0; after-before < 0.1 && time.Now().Before(deadline); x++ {
+		if x%1000000 == 0 {
+			if after, err = procCPUSeconds(os.Getpid()); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if after-before < 0.1 {
+		t.Fatalf("busy for 20 s: cpu %.2f -> %.2f", before, after)
+	}
+	if _, err := procCPUSeconds(1 << 30); err == nil {
+		t.Fatal("no such process")
+	}
+	if l := cpuLimitCores(); l <= 0 {
+		t.Fatalf("limit %v", l)
+	}
+}
+
+// The runner, the generated script and the real k6 together: two "pods" (runner processes with indexes 0 and 1)
+// load a loopback HTTP server for two 1-second steps; their output parses and merges, and the server saw exactly
+// the requests the pods reported.
+func TestRunnerWithRealK6(t *testing.T) {
+	k6 := filepath.Join(testenv.RepoRoot(), "bin", "k6")
+	if _, err := os.Stat(k6); err != nil {
+		t.Fatalf("k6 not found at %s: run `make k6-build` (make go-test does)", k6)
+	}
+	var mu sync.Mutex
+	served := 0
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		served++
+		mu.Unlock()
+		if r.URL.Path == "/missing" {
+			http.NotFound(w, r)
+			return
+		}
+		fmt.Fprint(w, "hello")
+	}))
+	defer srv.Close()
+
+	plan := k6script.Plan{Kind: k6script.KindSweep, BaseURL: srv.URL, KeepAlive: true, Parallelism: 2, StrideSeconds: 3,
+		Steps: []benchresults.PlanStep{{Index: 0, VUs: 2, DurationSeconds: 1}, {Index: 1, VUs: 4, DurationSeconds: 1}}}
+	files, err := k6script.Files(plan, []string{"/a", "/b", "/missing"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	for name, content := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	start := time.Now().Add(500 * time.Millisecond).UnixMilli()
+	outs := make([]bytes.Buffer, 2)
+	errs := make([]error, 2)
+	var wg sync.WaitGroup
+	for i := 0; i < 2; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			errs[i] = run(context.Background(), k6, dir, start, i, 2, &outs[i])
+		}(i)
+	}
+	wg.Wait()
+	pods := map[int]benchresults.PodLog{}
+	var reported int64
+	for i := 0; i < 2; i++ {
+		if errs[i] != nil {
+			t.Fatalf("pod %d: %v\n%s", i, errs[i], outs[i].String())
+		}
+		log, err := benchresults.ParseLog(outs[i].Bytes())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(log.Steps) != 2 || log.Done == nil || log.Done.Error != "" {
+			t.Fatalf("pod %d:\n%s", i, outs[i].String())
+		}
+		for _, s := range log.Steps {
+			if s.Pod != i || s.Requests == 0 || s.Errors == 0 || s.Hist.Count() != s.Requests || s.CPU.WallSeconds < 0.9 || s.CPU.Seconds <= 0 {
+				t.Errorf("pod %d step %d: %+v", i, s.Step, s)
+			}
+			// Step 1 starts on schedule, 3 s after step 0.
+			if s.LateMs > 2000 {
+				t.Errorf("pod %d step %d started %d ms late", i, s.Step, s.LateMs)
+			}
+			reported += s.Requests
+			if len(s.ReqCounts) == 0 {
+				t.Errorf("pod %d step %d: no request counts polled from k6", i, s.Step)
+			}
+		}
+		pods[i] = log
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if int64(served) != reported {
+		t.Fatalf("server saw %d requests, pods reported %d", served, reported)
+	}
+	r := benchresults.Merge(benchresults.Input{Parallelism: 2, Steps: plan.Steps, Pods: pods, Thresholds: benchresults.Thresholds{MaxErrorRate: 0.5}})
+	// About a third of the requests go to /missing: the error rate is near 1/3 and the verdict says so.
+	if r.ErrorRate < 0.2 || r.ErrorRate > 0.5 || r.Verdict != "Pass" || r.Steps[1].Concurrency != 4 || r.Steps[0].PodsReporting != 2 {
+		t.Fatalf("merged: %+v", r)
+	}
+}

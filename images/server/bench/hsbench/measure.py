@@ -1,0 +1,121 @@
+"""One measured run: wrk against a server while its CPU time, peak RSS and cgroup throttling are recorded,
+and the 10k-idle-connections memory probe."""
+import os
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import asdict, dataclass
+
+from . import procstat, wrk
+from .placement import Client
+from .servers import Server
+from .workloads import Workload
+
+
+@dataclass
+class Run:
+    rep: int
+    workload: str
+    server: str
+    rps: float
+    requests: int
+    seconds: float
+    cpu_s: float            # server user+system CPU seconds during the run (all its processes)
+    req_per_cpu_s: float
+    p50_ms: float
+    p99_ms: float
+    rss_bytes: int          # peak summed VmRSS during the run
+    errors: int
+    non2xx: int
+    client_cpu_s: float
+    throttled_periods: int  # CFS periods in which the quota stopped the server
+    cap_use: float          # cpu_s / (seconds × quota): ≈1 means the server was saturated at its cap
+
+    def row(self) -> dict:
+        return asdict(self)
+
+
+class _RssSampler(threading.Thread):
+    def __init__(self, server: Server, every: float = 0.25):
+        super().__init__(daemon=True)
+        self.server, self.every, self.peak = server, every, 0
+        self._done = threading.Event()
+
+    def run(self) -> None:
+        while not self._done.is_set():
+            self.peak = max(self.peak, procstat.rss_bytes(self.server.pids()))
+            self._done.wait(self.every)
+
+    def stop(self) -> int:
+        self._done.set()
+        self.join()
+        self.peak = max(self.peak, procstat.rss_bytes(self.server.pids()))
+        return self.peak
+
+
+def run_workload(server: Server, wl: Workload, rep: int, seconds: float, warmup: float,
+                 client: Client, quota_percent: int) -> Run:
+    url = f"http://127.0.0.1:{server.port}{wl.path}"
+    wrk.warm(url, wl.connections, warmup, client, wl.script, wl.script_args)
+    pids = server.pids()
+    throttled0 = server.quota.throttled().get("nr_throttled", 0)
+    cpu0 = procstat.cpu_seconds(pids)
+    sampler = _RssSampler(server)
+    sampler.start()
+    try:
+        res = wrk.run(url, wl.connections, seconds, client, wl.script, wl.script_args)
+    finally:
+        peak = sampler.stop()
+    cpu = procstat.cpu_seconds(server.pids()) - cpu0
+    throttled = server.quota.throttled().get("nr_throttled", 0) - throttled0
+    if not server.alive():
+        raise RuntimeError(f"{server.name} died during {wl.key}:\n{server.log_tail()}")
+    cap = (quota_percent / 100.0) if quota_percent else 1.0
+    return Run(rep=rep, workload=wl.key, server=server.name, rps=res.rps, requests=res.requests,
+               seconds=res.seconds, cpu_s=cpu, req_per_cpu_s=res.requests / cpu if cpu > 0 else float("nan"),
+               p50_ms=res.p50_ms if wl.latency_valid else float("nan"),
+               p99_ms=res.p99_ms if wl.latency_valid else float("nan"),
+               rss_bytes=peak, errors=res.errors, non2xx=res.non2xx,
+               client_cpu_s=res.client_cpu_s, throttled_periods=throttled,
+               cap_use=cpu / (res.seconds * cap) if res.seconds else 0.0)
+
+
+@dataclass
+class IdleResult:
+    server: str
+    conns_wanted: int
+    conns_open: int
+    conns_failed: int
+    conns_alive: int        # still open when RSS was read
+    rss_before: int
+    rss_idle: int
+
+    def row(self) -> dict:
+        return asdict(self)
+
+
+def idle_connections(server: Server, n: int, path: str, client: Client, settle: float = 2.0) -> IdleResult:
+    """Open n keep-alive connections (one request each), let them sit idle, read the server's RSS."""
+    rss_before = procstat.rss_bytes(server.pids())
+    pkg_dir = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    child = subprocess.Popen(
+        [*client.taskset(), sys.executable, "-m", "hsbench.idle", str(server.port), str(n), path],
+        cwd=pkg_dir, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, preexec_fn=client.preexec)
+    try:
+        line = child.stdout.readline().split()
+        if not line or line[0] != "open":
+            raise RuntimeError(f"idle client failed against {server.name} (exit {child.poll()})")
+        opened, failed = int(line[1]), int(line[2])
+        time.sleep(settle)
+        rss = procstat.rss_bytes(server.pids())
+        child.stdin.write("check\n")
+        child.stdin.flush()
+        alive = int(child.stdout.readline().split()[1])
+    finally:
+        if child.stdin and not child.stdin.closed:
+            child.stdin.close()
+        child.wait(timeout=60)
+    time.sleep(1.0)  # let the server reap the closed connections before the next step
+    return IdleResult(server=server.name, conns_wanted=n, conns_open=opened, conns_failed=failed,
+                      conns_alive=alive, rss_before=rss_before, rss_idle=rss)

@@ -1,0 +1,218 @@
+"""The two servers under test, started the same way: pinned with taskset, inside their own CPU-quota cgroup,
+with a raised open-file limit, on 127.0.0.1 ports of their own, serving the same content tree.
+"""
+import grp
+import http.client
+import os
+import pwd
+import resource
+import shutil
+import signal
+import socket
+import string
+import subprocess
+import time
+
+from . import procstat
+from .cgroup import CpuQuota
+from .placement import boost
+
+HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+NGINX = os.environ.get("NGINX", "/usr/sbin/nginx")
+
+
+def raise_nofile() -> int:
+    """Lift RLIMIT_NOFILE as far as allowed (10k idle connections need >10k descriptors); returns the limit."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    want = 65536
+    if hard != resource.RLIM_INFINITY and hard < want:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (want, want))  # works as root
+            return want
+        except (ValueError, OSError):
+            want = hard
+    resource.setrlimit(resource.RLIMIT_NOFILE, (want, hard))
+    return want
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def pair(ours: str, root: str, cpu: int, quota_pct: int, work: str, extra_args: list[str], tag: str):
+    """(ours, nginx) set up identically. ours is a hyperstatic-server binary, or "nginx" for the self-check."""
+    common = dict(root=root, cpu=cpu)
+    if ours == "nginx":
+        a = Nginx(label="nginx-b", port=free_port(), quota=CpuQuota(f"{tag}-ours", quota_pct),
+                  workdir=os.path.join(work, "ours"), **common)
+    else:
+        binary = os.path.join(work, "hyperstatic-server")
+        shutil.copy2(ours, binary)  # a private copy: a rebuild during the run cannot swap it underneath
+        a = Hyperstatic(binary=binary, admin_port=free_port(), extra_args=extra_args, port=free_port(),
+                        quota=CpuQuota(f"{tag}-ours", quota_pct), workdir=os.path.join(work, "ours"), **common)
+    b = Nginx(port=free_port(), quota=CpuQuota(f"{tag}-nginx", quota_pct), workdir=os.path.join(work, "nginx"),
+              **common)
+    return a, b
+
+
+def http_get(port: int, path: str, timeout: float = 2.0) -> tuple[int, bytes]:
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+    try:
+        conn.request("GET", path)
+        resp = conn.getresponse()
+        return resp.status, resp.read()
+    finally:
+        conn.close()
+
+
+class Server:
+    """Common lifecycle; subclasses provide argv() and readiness details."""
+
+    name = "server"
+
+    def __init__(self, root: str, port: int, cpu: int, quota: CpuQuota, workdir: str):
+        self.root, self.port, self.cpu, self.quota, self.workdir = root, port, cpu, quota, workdir
+        self.proc: subprocess.Popen | None = None
+        os.makedirs(workdir, exist_ok=True)
+
+    def argv(self) -> list[str]:
+        raise NotImplementedError
+
+    def version(self) -> str:
+        raise NotImplementedError
+
+    def _preexec(self) -> None:
+        self.quota.join_self()
+        raise_nofile()
+        boost()
+
+    def start(self) -> None:
+        self.quota.create()
+        log = open(os.path.join(self.workdir, "server.log"), "wb")
+        self.proc = subprocess.Popen(
+            ["taskset", "-c", str(self.cpu), *self.argv()],
+            stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+            preexec_fn=self._preexec, start_new_session=True,
+        )
+        log.close()
+        self.wait_ready()
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def pids(self) -> list[int]:
+        return procstat.process_tree(self.proc.pid) if self.alive() else []
+
+    def log_tail(self, n: int = 20) -> str:
+        try:
+            with open(os.path.join(self.workdir, "server.log"), errors="replace") as f:
+                return "".join(f.readlines()[-n:])
+        except FileNotFoundError:
+            return ""
+
+    def wait_ready(self, timeout: float = 60.0) -> None:
+        deadline = time.monotonic() + timeout
+        last = ""
+        while time.monotonic() < deadline:
+            if not self.alive():
+                raise RuntimeError(f"{self.name} exited at start (code {self.proc.returncode}):\n{self.log_tail()}")
+            try:
+                if self.ready():
+                    return
+            except OSError as e:
+                last = str(e)
+            time.sleep(0.1)
+        raise RuntimeError(f"{self.name} not ready after {timeout:.0f}s ({last}):\n{self.log_tail()}")
+
+    def ready(self) -> bool:
+        status, _ = http_get(self.port, "/100.html")
+        return status == 200
+
+    def validate(self, files: dict[str, bytes]) -> None:
+        """The server must return exactly the bytes on disk, or its numbers mean nothing."""
+        for path, body in files.items():
+            status, got = http_get(self.port, path)
+            if status != 200 or got != body:
+                raise RuntimeError(f"{self.name}: GET {path} -> {status}, {len(got)} bytes (want 200, {len(body)} bytes)")
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGTERM)
+                self.proc.wait(timeout=3)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait()
+            except ProcessLookupError:
+                pass
+        self.quota.destroy()
+
+
+class Hyperstatic(Server):
+    name = "hyperstatic"
+
+    def __init__(self, binary: str, admin_port: int, extra_args: list[str], **kw):
+        super().__init__(**kw)
+        self.binary, self.admin_port, self.extra_args = binary, admin_port, extra_args
+
+    def argv(self) -> list[str]:
+        return [self.binary, "--root", self.root, "--listen", f"127.0.0.1:{self.port}",
+                "--admin-listen", f"127.0.0.1:{self.admin_port}", "--workers", "1", *self.extra_args]
+
+    def version(self) -> str:
+        try:
+            out = subprocess.run([self.binary, "--version"], capture_output=True, text=True, timeout=5)
+            return (out.stdout or out.stderr).strip().splitlines()[0]
+        except (OSError, IndexError, subprocess.TimeoutExpired):
+            return "unknown"
+
+    def ready(self) -> bool:
+        status, _ = http_get(self.admin_port, "/readyz")
+        return status == 200 and super().ready()
+
+    def metrics(self) -> dict[str, float]:
+        """Unlabelled samples of the admin /metrics endpoint (e.g. hyperstatic_content_bytes)."""
+        try:
+            status, body = http_get(self.admin_port, "/metrics")
+        except OSError:
+            return {}
+        out = {}
+        for line in body.decode(errors="replace").splitlines():
+            parts = line.split()
+            if len(parts) == 2 and not line.startswith("#"):
+                try:
+                    out[parts[0]] = float(parts[1])
+                except ValueError:
+                    pass
+        return out
+
+
+class Nginx(Server):
+    name = "nginx"
+
+    def __init__(self, label: str = "nginx", **kw):
+        super().__init__(**kw)
+        self.name = label
+        self.conf = os.path.join(self.workdir, "nginx.conf")
+
+    def _write_conf(self) -> None:
+        nofile = raise_nofile()
+        user_line = ""
+        if os.getuid() == 0:  # workers would otherwise drop to "nobody"; run as the invoking user instead
+            user_line = f"user {pwd.getpwuid(0).pw_name} {grp.getgrgid(os.getgid()).gr_name};"
+        with open(os.path.join(HERE, "nginx.conf.in")) as f:
+            tmpl = string.Template(f.read())
+        with open(self.conf, "w") as f:
+            f.write(tmpl.substitute(
+                user_line=user_line, cpu_mask=format(1 << self.cpu, "b"), nofile=nofile,
+                worker_connections=min(20000, nofile - 64), dir=self.workdir, port=self.port, root=self.root))
+
+    def argv(self) -> list[str]:
+        self._write_conf()
+        return [NGINX, "-c", self.conf, "-p", self.workdir, "-e", os.path.join(self.workdir, "error.log")]
+
+    def version(self) -> str:
+        out = subprocess.run([NGINX, "-v"], capture_output=True, text=True)
+        return (out.stderr or out.stdout).strip().replace("nginx version: ", "")

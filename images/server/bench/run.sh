@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Server benchmark entry point (make bench-server calls it).
+#   images/server/bench/run.sh PATH/TO/hyperstatic-server     our server vs nginx
+#   images/server/bench/run.sh nginx                          nginx vs nginx: the harness's own self-check
+#   BENCH_PROFILE=1 images/server/bench/run.sh PATH           syscalls per request and perf hot spots instead
+# Knobs (environment): BENCH_SECONDS REPS WARMUP_SECONDS BENCH_CPU_QUOTA SERVER_CPU CLIENT_CPU IDLE_CONNS
+#                      BENCH_WORKLOADS BENCH_OUT BENCH_SERVER_ARGS; see README.md.
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+say() { echo "==> [$(date +%H:%M:%S)] $*" >&2; }
+
+[ $# -eq 1 ] || { echo "usage: $0 <hyperstatic-server binary | nginx>" >&2; exit 2; }
+[ "$(id -u)" -eq 0 ] || { echo "needs root: the server's CPU cap is a cgroup" >&2; exit 2; }
+
+# The load tool and the reference server come from Debian; install them if missing.
+need=()
+command -v wrk >/dev/null || need+=(wrk)
+[ -x /usr/sbin/nginx ] || need+=(nginx-light)
+command -v taskset >/dev/null || need+=(util-linux)
+command -v rsvg-convert >/dev/null || need+=(librsvg2-bin)  # only to render the chart to PNG
+if [ -n "${BENCH_PROFILE:-}" ]; then
+  command -v strace >/dev/null || need+=(strace)
+  command -v perf >/dev/null || need+=(linux-perf)
+fi
+if [ ${#need[@]} -gt 0 ]; then
+  say "installing ${need[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get install -y -qq "${need[@]}" >/dev/null || { apt-get update -qq && apt-get install -y -qq "${need[@]}" >/dev/null; }
+  # Debian's package starts a system nginx on :80 when it can; the benchmark never uses it.
+fi
+
+ours="$1"
+[ "$ours" = nginx ] || ours="$(realpath "$ours")"
+out="$(realpath -m "${BENCH_OUT:-$PWD/_out/bench}")"
+cd "$here"
+if [ -n "${BENCH_PROFILE:-}" ]; then
+  exec python3 -m hsbench.profile --ours "$ours" --out "$out"
+fi
+exec python3 -m hsbench --ours "$ours" --out "$out"

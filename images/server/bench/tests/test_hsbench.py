@@ -1,0 +1,219 @@
+"""Unit tests of the harness's own logic (run: make bench-test). The servers and wrk are exercised by the
+benchmark itself; here: parsing, medians and verdicts, the chart, /proc readers, the idle client, the cgroup."""
+import http.server
+import os
+import subprocess
+import tempfile
+import threading
+import unittest
+import xml.etree.ElementTree as ET
+
+from hsbench import chart, content, idle, procstat, profile, report, wrk
+from hsbench.cgroup import CpuQuota
+from hsbench.measure import Run
+from hsbench.workloads import WORKLOADS, select
+
+WRK_OUT = """Running 10s test @ http://127.0.0.1:8080/100.html
+  1 threads and 100 connections
+  Thread Stats   Avg      Stdev     Max   +/- Stdev
+    Latency     3.94ms    1.02ms  52.11ms   91.20%
+    Req/Sec    25.12k     1.10k   27.00k    70.00%
+  Latency Distribution
+     50%    3.77ms
+     75%    4.01ms
+     90%    4.50ms
+     99%  812.00us
+  250123 requests in 10.00s, 56.12MB read
+  Socket errors: connect 0, read 2, write 0, timeout 3
+  Non-2xx or 3xx responses: 7
+Requests/sec:  25012.30
+Transfer/sec:      5.61MB
+"""
+
+
+class WrkParse(unittest.TestCase):
+    def test_fields(self):
+        r = wrk.parse(WRK_OUT, 1.5)
+        self.assertEqual(r.requests, 250123)
+        self.assertAlmostEqual(r.seconds, 10.0)
+        self.assertAlmostEqual(r.rps, 25012.30)
+        self.assertAlmostEqual(r.p50_ms, 3.77)
+        self.assertAlmostEqual(r.p99_ms, 0.812)
+        self.assertEqual(r.errors, 5)
+        self.assertEqual(r.non2xx, 7)
+        self.assertAlmostEqual(r.bytes_read, 56.12 * 1024 ** 2)
+
+    def test_seconds_latency_and_clean_run(self):
+        out = WRK_OUT.replace("812.00us", "1.20s").replace("  Socket errors: connect 0, read 2, write 0, timeout 3\n", "")
+        out = out.replace("  Non-2xx or 3xx responses: 7\n", "")
+        r = wrk.parse(out)
+        self.assertAlmostEqual(r.p99_ms, 1200.0)
+        self.assertEqual((r.errors, r.non2xx), (0, 0))
+
+    def test_wrk_zero_upper_percentile_is_unknown(self):
+        import math
+        r = wrk.parse(WRK_OUT.replace("812.00us", "0.00us"))
+        self.assertTrue(math.isnan(r.p99_ms))
+
+    def test_garbage_is_an_error(self):
+        with self.assertRaises(ValueError):
+            wrk.parse("unable to connect to 127.0.0.1:1 Connection refused")
+
+
+def _run(server, rps, rep=0, workload="100b-c100", cpu=4.0):
+    return Run(rep=rep, workload=workload, server=server, rps=rps, requests=int(rps * 10), seconds=10.0, cpu_s=cpu,
+               req_per_cpu_s=rps * 10 / cpu, p50_ms=1.0, p99_ms=2.0, rss_bytes=5_000_000, errors=0, non2xx=0,
+               client_cpu_s=5.0, throttled_periods=60, cap_use=1.0)
+
+
+class Summary(unittest.TestCase):
+    def setUp(self):
+        self.runs = [_run("ours", 30000, 0), _run("ours", 10000, 1), _run("ours", 33000, 2),
+                     _run("nginx", 25000, 0), _run("nginx", 24000, 1), _run("nginx", 90000, 2)]
+        self.summary = report.summarize(self.runs, [WORKLOADS[0]], "ours", "nginx")
+
+    def test_medians_not_means(self):
+        s = self.summary[0]["servers"]
+        self.assertEqual(s["ours"]["rps"], 30000)
+        self.assertEqual(s["nginx"]["rps"], 25000)
+        self.assertEqual((s["ours"]["rps_min"], s["ours"]["rps_max"]), (10000, 33000))
+
+    def test_ratio_and_target(self):
+        e = self.summary[0]
+        self.assertAlmostEqual(e["ratio_rps"], 1.2)
+        self.assertFalse(e["met"])  # 1.2 < 1.3
+        self.assertIn("missed (92% of target)", report.verdict(e["ratio_rps"], e["target"]))
+        self.assertIn("met", report.verdict(1.31, 1.3))
+
+    def test_idle_budget(self):
+        ok = {"rss_idle": 17_000_000, "conns_alive": 10000, "conns_wanted": 10000}
+        self.assertTrue(report.idle_verdict(ok, 8_192_100)["met"])
+        self.assertFalse(report.idle_verdict({**ok, "rss_idle": 19_000_000}, 8_192_100)["met"])
+        self.assertFalse(report.idle_verdict({**ok, "conns_alive": 9000}, 8_192_100)["met"])
+
+    def test_markdown_and_chart(self):
+        meta = {"server_cpu": 0, "client_cpu": 1, "cpu_quota_percent": 40, "reps": 3, "seconds": 10,
+                "idle_conns": 10000, "content_bytes": 8_192_100, "date": "today"}
+        idle_rows = {n: {"rss_before": 4e6, "rss_idle": 9e6, "conns_alive": 10000, "conns_wanted": 10000}
+                     for n in ("ours", "nginx")}
+        md = report.markdown(self.summary, idle_rows, meta, "ours", "nginx")
+        self.assertIn("**1.20×**", md)
+        self.assertIn("| 100 B keep-alive, c=100 | ours | 30.0k (10.0k–33.0k)", md)
+        svg = chart.svg(self.summary, idle_rows, meta, "ours", "nginx")
+        texts = [t.text for t in ET.fromstring(svg).iter("{http://www.w3.org/2000/svg}text")]
+        self.assertIn("1.20× req/s", texts)
+        self.assertIn("target 1.3×", texts)
+
+
+class StraceParse(unittest.TestCase):
+    def test_calls_by_syscall(self):
+        text = """% time     seconds  usecs/call     calls    errors syscall
+------ ----------- ----------- --------- --------- ----------------
+ 57.86    0.394658       98664         4           poll
+ 28.98    0.197677           5     35862           write
+ 10.10    0.068896           1     35963        11 read
+------ ----------- ----------- --------- --------- ----------------
+100.00    0.682035           9     71829        11 total
+"""
+        self.assertEqual(profile.parse_strace(text), {"poll": 4, "write": 35862, "read": 35963})
+
+
+class Workloads(unittest.TestCase):
+    def test_select(self):
+        self.assertEqual(select(""), WORKLOADS)
+        self.assertEqual([w.key for w in select("8k-set, 100b-c100")], ["8k-set", "100b-c100"])
+        with self.assertRaises(SystemExit):
+            select("nope")
+
+    def test_scripts_exist(self):
+        for w in WORKLOADS:
+            if w.script:
+                self.assertTrue(os.path.exists(w.script), w.script)
+
+
+class ContentAndProc(unittest.TestCase):
+    def test_content_tree(self):
+        with tempfile.TemporaryDirectory() as d:
+            c = content.generate(d)
+            self.assertEqual(c.files, 1001)
+            self.assertEqual(os.path.getsize(os.path.join(d, "100.html")), 100)
+            sizes = {os.path.getsize(os.path.join(d, "8k", f)) for f in os.listdir(os.path.join(d, "8k"))}
+            self.assertEqual(sizes, {8192})
+            self.assertEqual(len(os.listdir(os.path.join(d, "8k"))), 1000)
+            self.assertEqual(c.bytes, 100 + 1000 * 8192)
+
+    def test_proc_readers_see_a_child(self):
+        child = subprocess.Popen(["sleep", "5"])
+        try:
+            tree = procstat.process_tree(os.getpid())
+            self.assertIn(child.pid, tree)
+            self.assertGreater(procstat.rss_bytes([os.getpid()]), 1_000_000)
+            before = procstat.cpu_seconds([os.getpid()])
+            sum(i * i for i in range(3_000_000))
+            self.assertGreater(procstat.cpu_seconds([os.getpid()]), before)
+        finally:
+            child.kill()
+            child.wait()
+
+
+class _KeepAlive(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def do_GET(self):
+        self.send_response(200)
+        self.send_header("Content-Length", "5")
+        self.end_headers()
+        self.wfile.write(b"hello")
+
+    def log_message(self, *a):
+        pass
+
+
+class IdleClient(unittest.TestCase):
+    def test_response_done(self):
+        self.assertFalse(idle._response_done(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhel"))
+        self.assertTrue(idle._response_done(b"HTTP/1.1 200 OK\r\ncontent-length: 5\r\n\r\nhello"))
+
+    def test_opens_and_counts_live_connections(self):
+        srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _KeepAlive)
+        threading.Thread(target=srv.serve_forever, daemon=True).start()
+        try:
+            socks, failed = idle.open_idle(srv.server_address[1], 40, "/x")
+            self.assertEqual((len(socks), failed), (40, 0))
+            self.assertEqual(idle.count_alive(socks), 40)
+            for s in socks[:10]:
+                s.close()
+            self.assertEqual(idle.count_alive(socks[10:]), 30)
+            for s in socks[10:]:
+                s.close()
+        finally:
+            srv.shutdown()
+            srv.server_close()
+
+
+class Cgroup(unittest.TestCase):
+    """Real cgroup: needs root, like the benchmark itself."""
+
+    def test_quota_group_lifecycle(self):
+        self.assertEqual(os.getuid(), 0, "the benchmark and this test need root (cgroups)")
+        q = CpuQuota(f"hs-bench-test-{os.getpid()}", 40)
+        q.create()
+        try:
+            child = subprocess.Popen(["sleep", "5"], preexec_fn=q.join_self)
+            self.assertEqual(q.pids(), [child.pid])
+            if q.version == 1:
+                with open(os.path.join(q.path, "cpu.cfs_quota_us")) as f:
+                    self.assertEqual(f.read().strip(), "40000")
+            else:
+                with open(os.path.join(q.path, "cpu.max")) as f:
+                    self.assertEqual(f.read().split(), ["40000", "100000"])
+            self.assertIn("nr_throttled", q.throttled())
+        finally:
+            q.destroy()  # moves the still-running child out first
+            child.kill()
+            child.wait()
+        self.assertFalse(os.path.exists(q.path))
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,133 @@
+//! The content table: every servable file with its encoded variants and precomputed header blocks, looked
+//! up by normalised URL path. Built aside by the loader and swapped in whole; never mutated once built.
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::hash::{BuildHasherDefault, Hasher};
+
+use crate::encoding::Encoding;
+
+/// FxHash: a fast non-cryptographic hash for short keys (paths). The table is built from the site's own
+/// files, so hash flooding by clients is not a concern (lookups only read).
+#[derive(Default, Clone, Copy)]
+pub struct FxHasher(u64);
+
+impl Hasher for FxHasher {
+    #[inline]
+    fn write(&mut self, bytes: &[u8]) {
+        const K: u64 = 0x517c_c1b7_2722_0a95;
+        let mut h = self.0;
+        let mut chunks = bytes.chunks_exact(8);
+        for c in &mut chunks {
+            let w = u64::from_le_bytes(c.try_into().unwrap());
+            h = (h.rotate_left(5) ^ w).wrapping_mul(K);
+        }
+        for &b in chunks.remainder() {
+            h = (h.rotate_left(5) ^ b as u64).wrapping_mul(K);
+        }
+        self.0 = h;
+    }
+    #[inline]
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+pub type FxMap<K, V> = HashMap<K, V, BuildHasherDefault<FxHasher>>;
+
+pub enum Body {
+    Mem(Box<[u8]>),
+    /// Above the in-memory size cap: served with sendfile from this open file.
+    Disk(File),
+}
+
+pub struct Variant {
+    pub body: Body,
+    pub len: u64,
+    /// Quoted strong entity-tag, e.g. `"3f1c...-br"`.
+    pub etag: Box<[u8]>,
+    /// Representation header fields without Content-Length, each ending in CRLF.
+    pub fields: Box<[u8]>,
+    /// `HTTP/1.1 200 OK` + Content-Length + `fields`: everything a full response needs but Date/Connection.
+    pub head_200: Box<[u8]>,
+    /// Fields a 304 carries (ETag, Last-Modified, Cache-Control, Vary, extra headers).
+    pub fields_304: Box<[u8]>,
+}
+
+pub struct FileEntry {
+    /// URL path, e.g. `/css/site.css`.
+    pub path: String,
+    pub mime: &'static str,
+    pub last_modified: i64,
+    /// Indexed by `Encoding as usize`; identity is always present.
+    pub variants: [Option<Variant>; 3],
+}
+
+impl FileEntry {
+    pub fn identity(&self) -> &Variant {
+        self.variants[0].as_ref().expect("identity variant always exists")
+    }
+    pub fn has(&self, e: Encoding) -> bool {
+        self.variants[e as usize].is_some()
+    }
+    pub fn variant(&self, e: Encoding) -> &Variant {
+        self.variants[e as usize].as_ref().unwrap_or_else(|| self.identity())
+    }
+    pub fn negotiable(&self) -> bool {
+        self.has(Encoding::Br) || self.has(Encoding::Gzip)
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Target {
+    File(u32),
+    /// A directory named without its trailing slash: 301 to the slash form.
+    Redirect,
+}
+
+#[derive(Default)]
+pub struct Table {
+    pub entries: Vec<FileEntry>,
+    pub map: FxMap<Box<[u8]>, Target>,
+    /// `/index.html`, for the SPA fallback.
+    pub spa_index: Option<u32>,
+    /// The custom 404 page.
+    pub not_found: Option<u32>,
+    /// Sum of identity sizes.
+    pub bytes: u64,
+    /// Bytes held in memory, all variants.
+    pub memory_bytes: u64,
+}
+
+impl Table {
+    #[inline]
+    pub fn lookup(&self, path: &[u8]) -> Option<Target> {
+        self.map.get(path).copied()
+    }
+    pub fn entry(&self, i: u32) -> &FileEntry {
+        &self.entries[i as usize]
+    }
+    pub fn files(&self) -> usize {
+        self.entries.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::hash::Hash;
+
+    #[test]
+    fn fx_hash_distinguishes_paths() {
+        let h = |s: &[u8]| {
+            let mut f = FxHasher::default();
+            s.hash(&mut f);
+            f.finish()
+        };
+        assert_ne!(h(b"/a.html"), h(b"/b.html"));
+        assert_ne!(h(b"/index.html"), h(b"/index.htm"));
+        let mut m: FxMap<Box<[u8]>, Target> = FxMap::default();
+        m.insert(Box::from(&b"/x"[..]), Target::Redirect);
+        assert_eq!(m.get(&b"/x"[..]).copied(), Some(Target::Redirect));
+    }
+}

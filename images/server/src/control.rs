@@ -1,0 +1,203 @@
+//! The control thread: signals (SIGTERM/SIGINT drain, SIGHUP reload) through a signalfd, and live reload
+//! through inotify. Kubernetes updates ConfigMap and projected volumes by swapping the `..data` symlink
+//! in the root; any event anywhere in the watched tree schedules a rebuild (debounced), built aside and
+//! swapped in atomically. A failed rebuild keeps the old table serving.
+
+use std::ffi::CString;
+use std::os::fd::RawFd;
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crate::loader;
+use crate::log::{self, V};
+use crate::state::{bump, Shared};
+
+const DEBOUNCE: Duration = Duration::from_millis(150);
+
+/// Blocks the signals the control thread handles; call before spawning any other thread.
+pub fn block_signals() -> libc::sigset_t {
+    // SAFETY: sigset manipulation on a local set.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        for s in [libc::SIGTERM, libc::SIGINT, libc::SIGHUP] {
+            libc::sigaddset(&mut set, s);
+        }
+        libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
+        libc::signal(libc::SIGPIPE, libc::SIG_IGN);
+        set
+    }
+}
+
+pub struct Watcher {
+    fd: RawFd,
+}
+
+impl Watcher {
+    fn new() -> Watcher {
+        // SAFETY: creating an inotify instance.
+        Watcher { fd: unsafe { libc::inotify_init1(libc::IN_NONBLOCK | libc::IN_CLOEXEC) } }
+    }
+
+    fn add(&self, p: &Path) {
+        let Ok(c) = CString::new(p.as_os_str().as_bytes()) else { return };
+        let mask = libc::IN_CREATE
+            | libc::IN_DELETE
+            | libc::IN_MODIFY
+            | libc::IN_CLOSE_WRITE
+            | libc::IN_MOVED_FROM
+            | libc::IN_MOVED_TO
+            | libc::IN_ATTRIB
+            | libc::IN_DELETE_SELF
+            | libc::IN_MOVE_SELF;
+        // SAFETY: valid C string; inotify follows symlinks by default, which is what we want for `..data`.
+        unsafe { libc::inotify_add_watch(self.fd, c.as_ptr(), mask) };
+    }
+
+    /// Drains queued events; true when there were any.
+    fn drain(&self) -> bool {
+        let mut buf = [0u8; 8192];
+        let mut any = false;
+        loop {
+            // SAFETY: reading into a local buffer.
+            let n = unsafe { libc::read(self.fd, buf.as_mut_ptr() as *mut libc::c_void, buf.len()) };
+            if n <= 0 {
+                return any;
+            }
+            any = true;
+        }
+    }
+}
+
+impl Drop for Watcher {
+    fn drop(&mut self) {
+        // SAFETY: closing our own fd.
+        unsafe { libc::close(self.fd) };
+    }
+}
+
+/// Loads the site into a new table and installs it. Returns the watcher for the new tree.
+pub fn reload(shared: &Shared, why: &str) -> Option<Watcher> {
+    let first = !shared.loaded.load(Ordering::Acquire) && shared.reloads_ok.load(Ordering::Relaxed) == 0;
+    let started = Instant::now();
+    let w = Watcher::new();
+    w.add(&shared.cfg.root);
+    let r = loader::load(&shared.cfg, &mut |d| w.add(d));
+    match r {
+        Ok((_, report)) if !first && report.unreadable > 0 => {
+            bump(&shared.reloads_failed, 1);
+            for e in &report.errors {
+                log::warn("unreadable entry in the new content", &[("problem", V::S(e))]);
+            }
+            log::error(
+                "content reload failed: the new tree has unreadable entries; the previous content keeps serving",
+                &[("reason", V::S(why)), ("unreadable", V::U(report.unreadable as u64))],
+            );
+            Some(w)
+        }
+        Ok((table, report)) => {
+            for e in &report.errors {
+                log::warn("file skipped", &[("problem", V::S(e))]);
+            }
+            shared.swap(table);
+            bump(&shared.reloads_ok, 1);
+            log::info(
+                "content loaded",
+                &[
+                    ("reason", V::S(why)),
+                    ("files", V::U(report.files as u64)),
+                    ("bytes", V::U(report.bytes)),
+                    ("memory_bytes", V::U(report.memory_bytes)),
+                    ("disk_files", V::U(report.disk_files as u64)),
+                    ("compressed_variants", V::U(report.compressed_variants as u64)),
+                    ("ms", V::U(started.elapsed().as_millis() as u64)),
+                ],
+            );
+            Some(w)
+        }
+        Err(e) => {
+            bump(&shared.reloads_failed, 1);
+            log::error("content reload failed; the previous content keeps serving", &[("reason", V::S(why)), ("error", V::S(&e))]);
+            Some(w) // keep watching: the tree may be fixed later
+        }
+    }
+}
+
+/// Runs the control loop until the process should exit; returns after SIGTERM's drain delay has passed
+/// and workers were told to stop accepting.
+pub fn run(shared: Arc<Shared>, sigset: libc::sigset_t, mut watcher: Option<Watcher>) {
+    // SAFETY: signalfd over the blocked set.
+    let sfd = unsafe { libc::signalfd(-1, &sigset, libc::SFD_NONBLOCK | libc::SFD_CLOEXEC) };
+    let mut dirty_since: Option<Instant> = None;
+    let mut drain_deadline: Option<Instant> = None;
+    loop {
+        let wfd = watcher.as_ref().map_or(-1, |w| w.fd);
+        let mut fds = [
+            libc::pollfd { fd: sfd, events: libc::POLLIN, revents: 0 },
+            libc::pollfd { fd: wfd, events: libc::POLLIN, revents: 0 },
+        ];
+        let mut timeout = 1000;
+        if let Some(t) = dirty_since {
+            timeout = DEBOUNCE.saturating_sub(t.elapsed()).as_millis() as i32;
+        }
+        if let Some(d) = drain_deadline {
+            timeout = timeout.min(d.saturating_duration_since(Instant::now()).as_millis() as i32);
+        }
+        // SAFETY: polling two fds.
+        unsafe { libc::poll(fds.as_mut_ptr(), 2, timeout.max(0)) };
+        if fds[0].revents & libc::POLLIN != 0 {
+            let mut info: libc::signalfd_siginfo = unsafe { std::mem::zeroed() };
+            loop {
+                // SAFETY: reading one siginfo.
+                let n = unsafe {
+                    libc::read(sfd, &mut info as *mut _ as *mut libc::c_void, std::mem::size_of::<libc::signalfd_siginfo>())
+                };
+                if n <= 0 {
+                    break;
+                }
+                match info.ssi_signo as i32 {
+                    libc::SIGHUP => {
+                        log::info("SIGHUP: reloading", &[]);
+                        watcher = reload(&shared, "SIGHUP");
+                    }
+                    s => {
+                        if drain_deadline.is_some() {
+                            log::warn("second termination signal: exiting now", &[]);
+                            std::process::exit(0);
+                        }
+                        shared.draining.store(true, Ordering::Release);
+                        let delay = shared.cfg.drain_delay;
+                        log::info(
+                            "draining: readiness fails now, accepting stops after the drain delay",
+                            &[("signal", V::U(s as u64)), ("drain_delay_ms", V::U(delay.as_millis() as u64))],
+                        );
+                        drain_deadline = Some(Instant::now() + delay);
+                    }
+                }
+            }
+        }
+        if fds[1].revents & libc::POLLIN != 0 {
+            if let Some(w) = &watcher {
+                if w.drain() {
+                    dirty_since = Some(Instant::now());
+                }
+            }
+        }
+        if let Some(t) = dirty_since {
+            if t.elapsed() >= DEBOUNCE {
+                dirty_since = None;
+                watcher = reload(&shared, "inotify");
+            }
+        }
+        if let Some(d) = drain_deadline {
+            if Instant::now() >= d {
+                log::info("drain delay over: closing listeners, finishing open connections", &[]);
+                shared.stop_accepting.store(true, Ordering::Release);
+                return;
+            }
+        }
+    }
+}

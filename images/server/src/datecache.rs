@@ -1,0 +1,62 @@
+//! The `Date:` header line, formatted at most once per second per worker.
+
+use crate::httpdate;
+
+pub struct DateCache {
+    secs: i64,
+    line: [u8; 6 + httpdate::LEN + 2],
+}
+
+fn realtime_secs() -> i64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: valid out-pointer.
+    unsafe { libc::clock_gettime(libc::CLOCK_REALTIME_COARSE, &mut ts) };
+    ts.tv_sec
+}
+
+impl Default for DateCache {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl DateCache {
+    pub fn new() -> DateCache {
+        let mut d = DateCache { secs: i64::MIN, line: [0; 6 + httpdate::LEN + 2] };
+        d.line[..6].copy_from_slice(b"Date: ");
+        d.line[6 + httpdate::LEN..].copy_from_slice(b"\r\n");
+        d.refresh();
+        d
+    }
+
+    /// Reformats when the second changed. Cheap: one vDSO clock read.
+    #[inline]
+    pub fn refresh(&mut self) {
+        let s = realtime_secs();
+        if s != self.secs {
+            self.secs = s;
+            let mut b = [0u8; httpdate::LEN];
+            httpdate::format(s, &mut b);
+            self.line[6..6 + httpdate::LEN].copy_from_slice(&b);
+        }
+    }
+
+    #[inline]
+    pub fn line(&self) -> &[u8] {
+        &self.line
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn line_is_a_valid_header() {
+        let d = DateCache::new();
+        let s = std::str::from_utf8(d.line()).unwrap();
+        assert!(s.starts_with("Date: ") && s.ends_with(" GMT\r\n"), "{s}");
+        let parsed = httpdate::parse(s[6..s.len() - 2].as_bytes()).unwrap();
+        assert!((parsed - realtime_secs()).abs() <= 2);
+    }
+}

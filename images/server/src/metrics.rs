@@ -1,0 +1,98 @@
+//! Prometheus text exposition for the admin /metrics endpoint.
+
+use std::fmt::Write;
+use std::sync::atomic::Ordering;
+
+use crate::state::{Shared, CODES};
+
+/// process_cpu_seconds_total and process_resident_memory_bytes from /proc/self.
+pub fn process_stats() -> (f64, u64) {
+    let ticks = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
+    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) }.max(1) as u64;
+    let cpu = std::fs::read_to_string("/proc/self/stat")
+        .ok()
+        .and_then(|s| {
+            // Fields after the parenthesised command name; utime and stime are fields 14 and 15.
+            let rest = &s[s.rfind(')')? + 2..];
+            let f: Vec<&str> = rest.split_whitespace().collect();
+            Some((f.get(11)?.parse::<f64>().ok()? + f.get(12)?.parse::<f64>().ok()?) / ticks)
+        })
+        .unwrap_or(0.0);
+    let rss = std::fs::read_to_string("/proc/self/statm")
+        .ok()
+        .and_then(|s| s.split_whitespace().nth(1)?.parse::<u64>().ok())
+        .map_or(0, |p| p * page);
+    (cpu, rss)
+}
+
+fn family(out: &mut String, name: &str, kind: &str, help: &str) {
+    let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}");
+}
+
+pub fn render(s: &Shared) -> String {
+    let mut out = String::with_capacity(4096);
+    let sum = |f: &dyn Fn(&crate::state::WorkerStats) -> u64| s.stats.iter().map(f).sum::<u64>();
+    family(&mut out, "hyperstatic_requests_total", "counter", "HTTP responses sent, by status code.");
+    for (i, code) in CODES.iter().enumerate() {
+        let n = sum(&|w| w.requests[i].load(Ordering::Relaxed));
+        if n > 0 || *code == 200 {
+            let _ = writeln!(out, "hyperstatic_requests_total{{code=\"{code}\"}} {n}");
+        }
+    }
+    family(&mut out, "hyperstatic_response_bytes_total", "counter", "Response bytes queued for sending (headers and bodies).");
+    let _ = writeln!(out, "hyperstatic_response_bytes_total {}", sum(&|w| w.response_bytes.load(Ordering::Relaxed)));
+    family(&mut out, "hyperstatic_connections_open", "gauge", "Client connections currently open.");
+    let _ = writeln!(out, "hyperstatic_connections_open {}", sum(&|w| w.connections_open.load(Ordering::Relaxed)));
+    family(&mut out, "hyperstatic_connections_total", "counter", "Client connections accepted.");
+    let _ = writeln!(out, "hyperstatic_connections_total {}", sum(&|w| w.connections_total.load(Ordering::Relaxed)));
+    let (table, _) = s.table();
+    family(&mut out, "hyperstatic_content_files", "gauge", "Files in the served content table.");
+    let _ = writeln!(out, "hyperstatic_content_files {}", table.files());
+    family(&mut out, "hyperstatic_content_bytes", "gauge", "Total size of the served files (identity encoding).");
+    let _ = writeln!(out, "hyperstatic_content_bytes {}", table.bytes);
+    family(&mut out, "hyperstatic_content_memory_bytes", "gauge", "Bytes of content held in memory, all encodings.");
+    let _ = writeln!(out, "hyperstatic_content_memory_bytes {}", table.memory_bytes);
+    drop(table);
+    family(&mut out, "hyperstatic_reloads_total", "counter", "Content reloads, by result.");
+    let _ = writeln!(out, "hyperstatic_reloads_total{{result=\"success\"}} {}", s.reloads_ok.load(Ordering::Relaxed));
+    let _ = writeln!(out, "hyperstatic_reloads_total{{result=\"failure\"}} {}", s.reloads_failed.load(Ordering::Relaxed));
+    family(&mut out, "hyperstatic_worker_cpus", "gauge", "Worker threads; label cpus lists the CPUs they run on, pinned says one worker per CPU.");
+    let _ = writeln!(out, "hyperstatic_worker_cpus{{cpus=\"{}\",pinned=\"{}\"}} {}", s.worker_cpus, s.pinned, s.workers);
+    family(&mut out, "hyperstatic_ready", "gauge", "1 when /readyz answers 200.");
+    let _ = writeln!(out, "hyperstatic_ready {}", u8::from(s.ready()));
+    family(&mut out, "hyperstatic_build_info", "gauge", "Build information.");
+    let _ = writeln!(out, "hyperstatic_build_info{{version=\"{}\"}} 1", env!("CARGO_PKG_VERSION"));
+    let (cpu, rss) = process_stats();
+    family(&mut out, "process_cpu_seconds_total", "counter", "Total user and system CPU time spent in seconds.");
+    let _ = writeln!(out, "process_cpu_seconds_total {cpu}");
+    family(&mut out, "process_resident_memory_bytes", "gauge", "Resident memory size in bytes.");
+    let _ = writeln!(out, "process_resident_memory_bytes {rss}");
+    family(&mut out, "process_start_time_seconds", "gauge", "Start time of the process since unix epoch in seconds.");
+    let _ = writeln!(out, "process_start_time_seconds {}", s.start_time);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Config;
+    use crate::state::{bump, code_index};
+
+    #[test]
+    fn exposition_has_the_contract_names() {
+        let s = Shared::new(Config::default(), 2, "0,1".into(), true);
+        bump(&s.stats[0].requests[code_index(404)], 3);
+        bump(&s.stats[1].requests[code_index(404)], 2);
+        let text = render(&s);
+        assert!(text.contains("hyperstatic_requests_total{code=\"200\"} 0\n"));
+        assert!(text.contains("hyperstatic_requests_total{code=\"404\"} 5\n"));
+        assert!(text.contains("hyperstatic_worker_cpus{cpus=\"0,1\",pinned=\"true\"} 2\n"));
+        for name in ["hyperstatic_response_bytes_total ", "hyperstatic_connections_open ", "hyperstatic_connections_total ",
+                     "hyperstatic_content_files ", "hyperstatic_content_bytes ", "hyperstatic_reloads_total{result=\"failure\"} ",
+                     "process_cpu_seconds_total ", "process_resident_memory_bytes ", "hyperstatic_build_info{"] {
+            assert!(text.contains(name), "{name}");
+        }
+        let (_, rss) = process_stats();
+        assert!(rss > 0);
+    }
+}

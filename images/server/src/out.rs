@@ -1,0 +1,298 @@
+//! Response output for one batch of (pipelined) requests: header bytes and small bodies are copied into one
+//! buffer, larger bodies are referenced in place (table memory) or sent from a file with sendfile. The whole
+//! batch leaves with one writev; whatever the socket does not take moves to the connection's `Pending`.
+
+use std::collections::VecDeque;
+use std::os::fd::RawFd;
+use std::sync::Arc;
+
+use crate::content::Table;
+
+/// Bodies up to this size are copied next to their headers (one iovec for the whole response).
+pub const COPY_BODY_MAX: usize = 16 * 1024;
+const IOV_BATCH: usize = 64;
+
+#[derive(Clone, Copy, Debug)]
+pub enum Seg {
+    /// Bytes `start..end` of the batch buffer (or of `Pending::bytes`).
+    Buf { start: usize, end: usize },
+    /// Bytes owned by the content table.
+    Mem { ptr: *const u8, len: usize },
+    /// A file range sent with sendfile.
+    File { fd: RawFd, off: u64, len: u64 },
+}
+
+/// The worker's batch buffers, reused for every batch (no allocation once warmed up).
+pub struct Out {
+    pub buf: Vec<u8>,
+    pub segs: Vec<Seg>,
+    /// Start of the buffer run not yet covered by a segment.
+    run_start: usize,
+}
+
+impl Default for Out {
+    fn default() -> Self {
+        Out { buf: Vec::with_capacity(256 * 1024), segs: Vec::with_capacity(256), run_start: 0 }
+    }
+}
+
+impl Out {
+    pub fn clear(&mut self) {
+        self.buf.clear();
+        self.segs.clear();
+        self.run_start = 0;
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.segs.is_empty() && self.buf.is_empty()
+    }
+
+    /// Closes the open buffer run into a segment so that a reference segment can follow.
+    fn seal(&mut self) {
+        let end = self.buf.len();
+        if end > self.run_start {
+            self.segs.push(Seg::Buf { start: self.run_start, end });
+            self.run_start = end;
+        }
+    }
+
+    #[inline]
+    pub fn bytes(&mut self, b: &[u8]) {
+        self.buf.extend_from_slice(b);
+    }
+
+    #[inline]
+    pub fn num(&mut self, mut n: u64) {
+        let mut tmp = [0u8; 20];
+        let mut i = tmp.len();
+        loop {
+            i -= 1;
+            tmp[i] = b'0' + (n % 10) as u8;
+            n /= 10;
+            if n == 0 {
+                break;
+            }
+        }
+        self.buf.extend_from_slice(&tmp[i..]);
+    }
+
+    /// Adds a body that lives in table memory.
+    pub fn body(&mut self, b: &[u8]) {
+        if b.len() <= COPY_BODY_MAX {
+            self.buf.extend_from_slice(b);
+        } else {
+            self.seal_and_push(Seg::Mem { ptr: b.as_ptr(), len: b.len() });
+        }
+    }
+
+    pub fn file(&mut self, fd: RawFd, off: u64, len: u64) {
+        if len > 0 {
+            self.seal_and_push(Seg::File { fd, off, len });
+        }
+    }
+
+    fn seal_and_push(&mut self, s: Seg) {
+        self.seal();
+        self.segs.push(s);
+    }
+
+    /// Finalises the segment list (the trailing buffer run).
+    pub fn finish(&mut self) {
+        self.seal();
+    }
+}
+
+/// Output that the socket did not accept yet. Holds the table so referenced bodies and files stay alive
+/// even if a reload swapped it out.
+pub struct Pending {
+    pub bytes: Vec<u8>,
+    pub segs: VecDeque<Seg>,
+    pub _hold: Arc<Table>,
+}
+
+pub enum WriteResult {
+    Done,
+    Blocked,
+    Failed,
+}
+
+/// Writes segments starting at `segs[*cur]` (advancing it and trimming partially written segments).
+pub fn write_segs(fd: RawFd, base: &[u8], segs: &mut [Seg], cur: &mut usize, written: &mut u64) -> WriteResult {
+    let mut iov: [libc::iovec; IOV_BATCH] = [libc::iovec { iov_base: std::ptr::null_mut(), iov_len: 0 }; IOV_BATCH];
+    while *cur < segs.len() {
+        if let Seg::File { fd: ffd, off, len } = segs[*cur] {
+            let mut o = off as libc::off_t;
+            // SAFETY: valid fds; sendfile reads from `ffd` at `o` without moving its file position.
+            let n = unsafe { libc::sendfile(fd, ffd, &mut o, len.min(1 << 30) as usize) };
+            if n < 0 {
+                return match std::io::Error::last_os_error().raw_os_error() {
+                    Some(libc::EAGAIN) => WriteResult::Blocked,
+                    Some(libc::EINTR) => continue,
+                    _ => WriteResult::Failed,
+                };
+            }
+            if n == 0 {
+                return WriteResult::Failed; // file shrank under us
+            }
+            *written += n as u64;
+            let n = n as u64;
+            if n == len {
+                *cur += 1;
+            } else {
+                segs[*cur] = Seg::File { fd: ffd, off: off + n, len: len - n };
+            }
+            continue;
+        }
+        let mut k = 0;
+        let mut i = *cur;
+        while i < segs.len() && k < IOV_BATCH {
+            let (p, l) = match segs[i] {
+                Seg::Buf { start, end } => (base[start..end].as_ptr(), end - start),
+                Seg::Mem { ptr, len } => (ptr, len),
+                Seg::File { .. } => break,
+            };
+            iov[k] = libc::iovec { iov_base: p as *mut libc::c_void, iov_len: l };
+            k += 1;
+            i += 1;
+        }
+        // SAFETY: every iovec points into live memory (the batch buffer or the held table).
+        let n = unsafe {
+            if k == 1 {
+                libc::write(fd, iov[0].iov_base, iov[0].iov_len)
+            } else {
+                libc::writev(fd, iov.as_ptr(), k as i32)
+            }
+        };
+        if n < 0 {
+            return match std::io::Error::last_os_error().raw_os_error() {
+                Some(libc::EAGAIN) => WriteResult::Blocked,
+                Some(libc::EINTR) => continue,
+                _ => WriteResult::Failed,
+            };
+        }
+        *written += n as u64;
+        let mut n = n as usize;
+        while n > 0 {
+            let l = match segs[*cur] {
+                Seg::Buf { start, end } => end - start,
+                Seg::Mem { len, .. } => len,
+                Seg::File { .. } => unreachable!(),
+            };
+            if n >= l {
+                n -= l;
+                *cur += 1;
+            } else {
+                segs[*cur] = match segs[*cur] {
+                    Seg::Buf { start, end } => Seg::Buf { start: start + n, end },
+                    Seg::Mem { ptr, len } => Seg::Mem { ptr: ptr.wrapping_add(n), len: len - n },
+                    s => s,
+                };
+                n = 0;
+            }
+        }
+        // Partially accepted: the socket buffer is full.
+        if *cur < i {
+            return WriteResult::Blocked;
+        }
+    }
+    WriteResult::Done
+}
+
+impl Pending {
+    /// Moves the unwritten rest of a batch into an owned Pending.
+    pub fn from_rest(base: &[u8], segs: &[Seg], hold: Arc<Table>) -> Box<Pending> {
+        let mut bytes = Vec::new();
+        let mut out = VecDeque::with_capacity(segs.len());
+        for s in segs {
+            match *s {
+                Seg::Buf { start, end } => {
+                    let b = bytes.len();
+                    bytes.extend_from_slice(&base[start..end]);
+                    out.push_back(Seg::Buf { start: b, end: bytes.len() });
+                }
+                other => out.push_back(other),
+            }
+        }
+        Box::new(Pending { bytes, segs: out, _hold: hold })
+    }
+
+    pub fn write(&mut self, fd: RawFd, written: &mut u64) -> WriteResult {
+        let segs = self.segs.make_contiguous();
+        let mut cur = 0;
+        let r = write_segs(fd, &self.bytes, segs, &mut cur, written);
+        self.segs.drain(..cur);
+        r
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn small_bodies_merge_into_one_segment() {
+        let mut o = Out::default();
+        o.bytes(b"HTTP/1.1 200 OK\r\n\r\n");
+        o.body(b"hello");
+        o.bytes(b"HTTP/1.1 200 OK\r\n\r\n");
+        o.body(b"world");
+        o.finish();
+        assert_eq!(o.segs.len(), 1);
+        o.clear();
+        o.bytes(b"HTTP/1.1 200 OK\r\n\r\nhelloHTTP/1.1 200 OK\r\n\r\nworld");
+        let big = vec![7u8; COPY_BODY_MAX + 1];
+        o.bytes(b"H");
+        o.body(&big);
+        o.bytes(b"T");
+        o.finish();
+        assert!(matches!(o.segs[0], Seg::Buf { start: 0, .. }));
+        assert!(matches!(o.segs[1], Seg::Mem { .. }));
+        assert!(matches!(o.segs[2], Seg::Buf { .. }));
+        let Seg::Buf { end, .. } = o.segs[0] else { panic!() };
+        assert_eq!(&o.buf[..end], b"HTTP/1.1 200 OK\r\n\r\nhelloHTTP/1.1 200 OK\r\n\r\nworldH");
+    }
+
+    #[test]
+    fn writes_through_a_pipe_and_resumes() {
+        let mut fds = [0; 2];
+        unsafe { assert_eq!(libc::pipe2(fds.as_mut_ptr(), libc::O_NONBLOCK), 0) };
+        let mut o = Out::default();
+        let big = vec![b'x'; 200_000];
+        o.bytes(b"head");
+        o.body(&big);
+        o.bytes(b"tail");
+        o.finish();
+        let mut cur = 0;
+        let mut written = 0;
+        let r = write_segs(fds[1], &o.buf, &mut o.segs, &mut cur, &mut written);
+        assert!(matches!(r, WriteResult::Blocked), "a pipe buffer is smaller than 200 KB");
+        let mut p = Pending::from_rest(&o.buf, &o.segs[cur..], Arc::new(Table::default()));
+        let mut got = Vec::new();
+        let mut buf = vec![0u8; 65536];
+        loop {
+            let n = unsafe { libc::read(fds[0], buf.as_mut_ptr() as *mut libc::c_void, buf.len()) };
+            if n > 0 {
+                got.extend_from_slice(&buf[..n as usize]);
+            }
+            match p.write(fds[1], &mut written) {
+                WriteResult::Done => break,
+                WriteResult::Blocked => continue,
+                WriteResult::Failed => panic!("write failed"),
+            }
+        }
+        loop {
+            let n = unsafe { libc::read(fds[0], buf.as_mut_ptr() as *mut libc::c_void, buf.len()) };
+            if n <= 0 {
+                break;
+            }
+            got.extend_from_slice(&buf[..n as usize]);
+        }
+        assert_eq!(got.len(), 200_008);
+        assert_eq!(written, 200_008);
+        assert!(got.starts_with(b"headxx") && got.ends_with(b"xxtail"));
+        unsafe {
+            libc::close(fds[0]);
+            libc::close(fds[1]);
+        }
+    }
+}

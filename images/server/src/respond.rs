@@ -1,0 +1,252 @@
+//! Turns one parsed request into response bytes in the batch `Out`: method check, path normalisation,
+//! lookup (index, directory redirect, SPA fallback, custom 404), encoding negotiation, conditionals, ranges.
+//! Everything is copied from precomputed blocks; nothing is allocated.
+
+use crate::conditional::{self, Conditions, Outcome};
+use crate::content::{Body, FileEntry, Table, Target, Variant};
+use crate::encoding::{self, Encoding};
+use crate::out::Out;
+use crate::parser::{Method, ParseError, Request, Version};
+use crate::path;
+use crate::range::{self, RangeResult};
+use std::os::fd::AsRawFd;
+
+/// Per-response facts the worker needs: status for metrics/logs, whether to close, bytes queued.
+#[derive(Debug, Clone, Copy)]
+pub struct Resp {
+    pub status: u16,
+    pub close: bool,
+    pub bytes: u64,
+}
+
+pub struct Ctx<'a> {
+    pub table: &'a Table,
+    /// `Date: ...\r\n`
+    pub date_line: &'a [u8],
+    /// The server wants this connection closed after the response (limits reached, draining).
+    pub force_close: bool,
+    pub spa_fallback: bool,
+}
+
+pub fn reason(status: u16) -> &'static str {
+    match status {
+        200 => "OK",
+        206 => "Partial Content",
+        301 => "Moved Permanently",
+        304 => "Not Modified",
+        400 => "Bad Request",
+        404 => "Not Found",
+        405 => "Method Not Allowed",
+        408 => "Request Timeout",
+        412 => "Precondition Failed",
+        414 => "URI Too Long",
+        416 => "Range Not Satisfiable",
+        431 => "Request Header Fields Too Large",
+        501 => "Not Implemented",
+        503 => "Service Unavailable",
+        505 => "HTTP Version Not Supported",
+        _ => "Unknown",
+    }
+}
+
+fn status_line(out: &mut Out, status: u16) {
+    out.bytes(b"HTTP/1.1 ");
+    out.num(status as u64);
+    out.bytes(b" ");
+    out.bytes(reason(status).as_bytes());
+    out.bytes(b"\r\n");
+}
+
+fn end_head(out: &mut Out, ctx: &Ctx, close: bool, v10: bool) {
+    out.bytes(ctx.date_line);
+    if close {
+        out.bytes(b"Connection: close\r\n");
+    } else if v10 {
+        out.bytes(b"Connection: keep-alive\r\n");
+    }
+    out.bytes(b"\r\n");
+}
+
+/// A small text/plain error or redirect response.
+fn simple(out: &mut Out, ctx: &Ctx, status: u16, extra: &[&[u8]], close: bool, v10: bool, head: bool) -> Resp {
+    let start = out.buf.len();
+    status_line(out, status);
+    let r = reason(status).as_bytes();
+    out.bytes(b"Content-Type: text/plain; charset=utf-8\r\nContent-Length: ");
+    out.num(r.len() as u64 + 5);
+    out.bytes(b"\r\n");
+    for e in extra {
+        out.bytes(e);
+    }
+    end_head(out, ctx, close, v10);
+    if !head {
+        out.num(status as u64);
+        out.bytes(b" ");
+        out.bytes(r);
+        out.bytes(b"\n");
+    }
+    Resp { status, close, bytes: (out.buf.len() - start) as u64 }
+}
+
+/// The response to a request head the parser rejected; the connection always closes.
+pub fn parse_error(out: &mut Out, ctx: &Ctx, e: ParseError) -> Resp {
+    let status = match e {
+        ParseError::BadRequest => 400,
+        ParseError::UriTooLong => 414,
+        ParseError::HeadersTooLarge => 431,
+        ParseError::NotImplemented => 501,
+        ParseError::VersionNotSupported => 505,
+    };
+    simple(out, ctx, status, &[], true, false, false)
+}
+
+/// 408 for a connection that did not send a complete head in time.
+pub fn timeout(out: &mut Out, ctx: &Ctx) -> Resp {
+    simple(out, ctx, 408, &[], true, false, false)
+}
+
+fn body(out: &mut Out, v: &Variant, start: u64, len: u64) {
+    match &v.body {
+        Body::Mem(b) => out.body(&b[start as usize..(start + len) as usize]),
+        Body::Disk(f) => out.file(f.as_raw_fd(), start, len),
+    }
+}
+
+fn serve(out: &mut Out, ctx: &Ctx, req: &Request, e: &FileEntry, close: bool) -> Resp {
+    let v10 = req.version == Version::Http10;
+    let head = req.method == Method::Head;
+    let enc = if e.negotiable() {
+        encoding::negotiate(req.accept_encoding, e.has(Encoding::Br), e.has(Encoding::Gzip))
+    } else {
+        Encoding::Identity
+    };
+    let v = e.variant(enc);
+    let start = out.buf.len();
+    let conds = Conditions {
+        if_match: req.if_match,
+        if_unmodified_since: req.if_unmodified_since,
+        if_none_match: req.if_none_match,
+        if_modified_since: req.if_modified_since,
+    };
+    match conditional::evaluate(&conds, &v.etag, e.last_modified) {
+        Outcome::NotModified => {
+            out.bytes(b"HTTP/1.1 304 Not Modified\r\n");
+            out.bytes(&v.fields_304);
+            end_head(out, ctx, close, v10);
+            return Resp { status: 304, close, bytes: (out.buf.len() - start) as u64 };
+        }
+        Outcome::PreconditionFailed => return simple(out, ctx, 412, &[], close, v10, head),
+        Outcome::Proceed => {}
+    }
+    if let (Some(r), Method::Get) = (req.range, req.method) {
+        if conditional::if_range_allows(req.if_range, &v.etag, e.last_modified) {
+            match range::evaluate(r, v.len) {
+                RangeResult::Full => {}
+                RangeResult::Partial { start: s, end: last } => {
+                    let n = last - s + 1;
+                    out.bytes(b"HTTP/1.1 206 Partial Content\r\nContent-Range: bytes ");
+                    out.num(s);
+                    out.bytes(b"-");
+                    out.num(last);
+                    out.bytes(b"/");
+                    out.num(v.len);
+                    out.bytes(b"\r\nContent-Length: ");
+                    out.num(n);
+                    out.bytes(b"\r\n");
+                    out.bytes(&v.fields);
+                    end_head(out, ctx, close, v10);
+                    let hl = (out.buf.len() - start) as u64;
+                    body(out, v, s, n);
+                    return Resp { status: 206, close, bytes: hl + n };
+                }
+                RangeResult::Unsatisfiable => {
+                    let hs = out.buf.len();
+                    status_line(out, 416);
+                    out.bytes(b"Content-Range: bytes */");
+                    out.num(v.len);
+                    out.bytes(b"\r\nContent-Length: 0\r\n");
+                    if e.negotiable() {
+                        out.bytes(b"Vary: Accept-Encoding\r\n");
+                    }
+                    end_head(out, ctx, close, v10);
+                    return Resp { status: 416, close, bytes: (out.buf.len() - hs) as u64 };
+                }
+            }
+        }
+    }
+    out.bytes(&v.head_200);
+    end_head(out, ctx, close, v10);
+    let hl = (out.buf.len() - start) as u64;
+    if head {
+        return Resp { status: 200, close, bytes: hl };
+    }
+    body(out, v, 0, v.len);
+    Resp { status: 200, close, bytes: hl + v.len }
+}
+
+fn not_found_page(out: &mut Out, ctx: &Ctx, req: &Request, e: &FileEntry, close: bool) -> Resp {
+    let v10 = req.version == Version::Http10;
+    let v = e.identity();
+    let start = out.buf.len();
+    status_line(out, 404);
+    out.bytes(b"Content-Type: ");
+    out.bytes(e.mime.as_bytes());
+    out.bytes(b"\r\nContent-Length: ");
+    out.num(v.len);
+    out.bytes(b"\r\nCache-Control: no-cache\r\n");
+    end_head(out, ctx, close, v10);
+    let hl = (out.buf.len() - start) as u64;
+    if req.method == Method::Head {
+        return Resp { status: 404, close, bytes: hl };
+    }
+    body(out, v, 0, v.len);
+    Resp { status: 404, close, bytes: hl + v.len }
+}
+
+/// Appends the response to `req` to `out`. `pathbuf` is scratch space for the normalised path.
+pub fn respond(out: &mut Out, ctx: &Ctx, req: &Request, pathbuf: &mut [u8]) -> Resp {
+    let v10 = req.version == Version::Http10;
+    let head = req.method == Method::Head;
+    // A request body we do not read (GET with Content-Length, any Transfer-Encoding) ends the connection.
+    let close = ctx.force_close || !req.keep_alive() || req.has_body();
+    match req.method {
+        Method::Get | Method::Head => {}
+        Method::Other => return simple(out, ctx, 405, &[b"Allow: GET, HEAD\r\n"], close, v10, false),
+        Method::Unknown => return simple(out, ctx, 501, &[], true, v10, false),
+    }
+    let n = match path::normalize(req.path, pathbuf) {
+        Ok(n) => n,
+        Err(path::PathError::Bad) => return simple(out, ctx, 400, &[], close, v10, head),
+        Err(path::PathError::TooLong) => return simple(out, ctx, 414, &[], close, v10, head),
+    };
+    let p = &pathbuf[..n];
+    match ctx.table.lookup(p) {
+        Some(Target::File(i)) => serve(out, ctx, req, ctx.table.entry(i), close),
+        Some(Target::Redirect) => {
+            let start = out.buf.len();
+            status_line(out, 301);
+            // The raw (still percent-encoded, printable ASCII) path: decoded bytes never reach a header.
+            out.bytes(b"Location: ");
+            out.bytes(req.path);
+            out.bytes(b"/");
+            if let Some(q) = req.query {
+                out.bytes(b"?");
+                out.bytes(q);
+            }
+            out.bytes(b"\r\nContent-Length: 0\r\n");
+            end_head(out, ctx, close, v10);
+            Resp { status: 301, close, bytes: (out.buf.len() - start) as u64 }
+        }
+        None => {
+            if ctx.spa_fallback {
+                if let Some(i) = ctx.table.spa_index {
+                    return serve(out, ctx, req, ctx.table.entry(i), close);
+                }
+            }
+            if let Some(i) = ctx.table.not_found {
+                return not_found_page(out, ctx, req, ctx.table.entry(i), close);
+            }
+            simple(out, ctx, 404, &[], close, v10, head)
+        }
+    }
+}

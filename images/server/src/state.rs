@@ -1,0 +1,137 @@
+//! State shared by workers, the admin listener and the control thread. Workers read the content table
+//! through a generation counter: one atomic load per loop iteration, the mutex only when it changed.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use crate::config::Config;
+use crate::content::Table;
+
+/// Status codes counted in hyperstatic_requests_total.
+pub const CODES: [u16; 16] = [200, 206, 301, 304, 400, 404, 405, 408, 412, 414, 416, 431, 500, 501, 503, 505];
+
+#[inline]
+pub fn code_index(status: u16) -> usize {
+    match status {
+        200 => 0,
+        206 => 1,
+        301 => 2,
+        304 => 3,
+        400 => 4,
+        404 => 5,
+        405 => 6,
+        408 => 7,
+        412 => 8,
+        414 => 9,
+        416 => 10,
+        431 => 11,
+        501 => 13,
+        503 => 14,
+        505 => 15,
+        _ => 12,
+    }
+}
+
+/// Counters of one worker. Only that worker writes them (load + store, no locked instruction); the admin
+/// thread reads. Aligned so two workers never share a cache line.
+#[repr(align(128))]
+#[derive(Default)]
+pub struct WorkerStats {
+    pub requests: [AtomicU64; CODES.len()],
+    pub response_bytes: AtomicU64,
+    pub connections_open: AtomicU64,
+    pub connections_total: AtomicU64,
+}
+
+#[inline]
+pub fn bump(c: &AtomicU64, by: u64) {
+    c.store(c.load(Ordering::Relaxed).wrapping_add(by), Ordering::Relaxed);
+}
+
+pub struct Shared {
+    pub cfg: Config,
+    table: Mutex<Arc<Table>>,
+    generation: AtomicU64,
+    /// First load done.
+    pub loaded: AtomicBool,
+    /// SIGTERM received: /readyz fails.
+    pub draining: AtomicBool,
+    /// Drain delay over: workers stop accepting and close connections after their next response.
+    pub stop_accepting: AtomicBool,
+    pub reloads_ok: AtomicU64,
+    pub reloads_failed: AtomicU64,
+    pub stats: Vec<WorkerStats>,
+    pub workers: usize,
+    pub worker_cpus: String,
+    pub pinned: bool,
+    pub start_time: f64,
+}
+
+impl Shared {
+    pub fn new(cfg: Config, workers: usize, worker_cpus: String, pinned: bool) -> Shared {
+        let start_time = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0.0, |d| d.as_secs_f64());
+        Shared {
+            cfg,
+            table: Mutex::new(Arc::new(Table::default())),
+            generation: AtomicU64::new(0),
+            loaded: AtomicBool::new(false),
+            draining: AtomicBool::new(false),
+            stop_accepting: AtomicBool::new(false),
+            reloads_ok: AtomicU64::new(0),
+            reloads_failed: AtomicU64::new(0),
+            stats: (0..workers.max(1)).map(|_| WorkerStats::default()).collect(),
+            workers,
+            worker_cpus,
+            pinned,
+            start_time,
+        }
+    }
+
+    pub fn generation(&self) -> u64 {
+        self.generation.load(Ordering::Acquire)
+    }
+
+    /// The current table and its generation (takes the mutex: not for the per-request path).
+    pub fn table(&self) -> (Arc<Table>, u64) {
+        let g = self.table.lock().unwrap_or_else(|e| e.into_inner());
+        (g.clone(), self.generation.load(Ordering::Acquire))
+    }
+
+    /// Installs a new table; workers pick it up on their next loop iteration.
+    pub fn swap(&self, t: Table) {
+        let mut g = self.table.lock().unwrap_or_else(|e| e.into_inner());
+        *g = Arc::new(t);
+        self.generation.fetch_add(1, Ordering::AcqRel);
+    }
+
+    pub fn ready(&self) -> bool {
+        self.loaded.load(Ordering::Acquire) && !self.draining.load(Ordering::Acquire)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_counted_code_has_its_own_slot() {
+        let mut seen = std::collections::HashSet::new();
+        for c in CODES {
+            assert!(seen.insert(code_index(c)), "{c}");
+            assert_eq!(CODES[code_index(c)], c);
+        }
+    }
+
+    #[test]
+    fn swap_bumps_generation() {
+        let s = Shared::new(Config::default(), 1, "0".into(), false);
+        let g0 = s.generation();
+        s.swap(Table::default());
+        assert_eq!(s.generation(), g0 + 1);
+        assert!(!s.ready());
+        s.loaded.store(true, Ordering::Release);
+        assert!(s.ready());
+        s.draining.store(true, Ordering::Release);
+        assert!(!s.ready());
+    }
+}

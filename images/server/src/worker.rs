@@ -1,0 +1,666 @@
+//! One worker: its own SO_REUSEPORT listener and epoll loop, edge-triggered connections, pipelined
+//! requests answered in one write per batch, timeouts swept a few times per second. Nothing here takes a
+//! lock or allocates per request: connection slots, the read buffer and the batch output are reused; a
+//! connection only owns memory while it holds a partial request or unsent output.
+
+use std::os::fd::RawFd;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use crate::content::Table;
+use crate::datecache::DateCache;
+use crate::log;
+use crate::out::{self, Out, Pending, WriteResult};
+use crate::parser::{self, Parsed};
+use crate::respond::{self, Ctx, Resp};
+use crate::state::{bump, code_index, Shared, WorkerStats};
+
+const READ_BUF: usize = 64 * 1024;
+const MAX_EVENTS: usize = 512;
+const LISTENER: u64 = u64::MAX;
+/// A batch is written out once its buffer grows past this, even mid-pipeline.
+const FLUSH_AT: usize = 128 * 1024;
+/// How long a closing connection may keep sending before we drop it.
+const LINGER_MS: u64 = 2000;
+/// While draining, connections idle this long are closed.
+const DRAIN_IDLE_MS: u64 = 250;
+
+struct Conn {
+    fd: RawFd,
+    gen: u32,
+    active: bool,
+    born_ms: u64,
+    /// Last time bytes arrived or left.
+    last_ms: u64,
+    /// When the request head now being received started (0: none in progress).
+    head_since_ms: u64,
+    requests: u64,
+    /// Bytes of an incomplete request head (or unprocessed pipelined requests while output is pending).
+    stash: Vec<u8>,
+    pending: Option<Box<Pending>>,
+    /// Input is waiting for pending output to drain.
+    paused: bool,
+    /// After the pending output is sent, shut down.
+    close_after: bool,
+    /// Write side shut down; reading and discarding until EOF.
+    lingering: bool,
+}
+
+impl Conn {
+    fn empty() -> Conn {
+        Conn {
+            fd: -1,
+            gen: 0,
+            active: false,
+            born_ms: 0,
+            last_ms: 0,
+            head_since_ms: 0,
+            requests: 0,
+            stash: Vec::new(),
+            pending: None,
+            paused: false,
+            close_after: false,
+            lingering: false,
+        }
+    }
+}
+
+pub struct Worker {
+    id: usize,
+    shared: Arc<Shared>,
+    ep: RawFd,
+    listener: RawFd,
+    conns: Vec<Conn>,
+    free: Vec<u32>,
+    open: usize,
+    rbuf: Box<[u8]>,
+    out: Out,
+    pathbuf: Box<[u8]>,
+    table: Arc<Table>,
+    table_gen: u64,
+    date: DateCache,
+    now_ms: u64,
+    closing: bool,
+    /// Non-zero while the listener is out of the epoll set after an accept error.
+    accept_paused_until: u64,
+    log_counter: u64,
+    log_line: Vec<u8>,
+    header_timeout_ms: u64,
+    keepalive_ms: u64,
+    max_age_ms: u64,
+    max_requests: u64,
+}
+
+fn errno() -> i32 {
+    std::io::Error::last_os_error().raw_os_error().unwrap_or(0)
+}
+
+pub fn monotonic_ms() -> u64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: valid out-pointer.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC_COARSE, &mut ts) };
+    ts.tv_sec as u64 * 1000 + ts.tv_nsec as u64 / 1_000_000
+}
+
+/// Creates a non-blocking SO_REUSEPORT listener.
+pub fn listen(addr: std::net::SocketAddr) -> std::io::Result<RawFd> {
+    use std::net::SocketAddr;
+    // SAFETY: plain socket syscalls with correctly sized address structures.
+    unsafe {
+        let family = if addr.is_ipv4() { libc::AF_INET } else { libc::AF_INET6 };
+        let fd = libc::socket(family, libc::SOCK_STREAM | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC, 0);
+        if fd < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        let one: libc::c_int = 1;
+        let sz = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+        libc::setsockopt(fd, libc::SOL_SOCKET, libc::SO_REUSEADDR, &one as *const _ as *const libc::c_void, sz);
+        libc::setsockopt(fd, libc::SOL_SOCKET, libc::SO_REUSEPORT, &one as *const _ as *const libc::c_void, sz);
+        let rc = match addr {
+            SocketAddr::V4(a) => {
+                let sa = libc::sockaddr_in {
+                    sin_family: libc::AF_INET as libc::sa_family_t,
+                    sin_port: a.port().to_be(),
+                    sin_addr: libc::in_addr { s_addr: u32::from_ne_bytes(a.ip().octets()) },
+                    sin_zero: [0; 8],
+                };
+                libc::bind(fd, &sa as *const _ as *const libc::sockaddr, std::mem::size_of_val(&sa) as libc::socklen_t)
+            }
+            SocketAddr::V6(a) => {
+                let sa = libc::sockaddr_in6 {
+                    sin6_family: libc::AF_INET6 as libc::sa_family_t,
+                    sin6_port: a.port().to_be(),
+                    sin6_flowinfo: 0,
+                    sin6_addr: libc::in6_addr { s6_addr: a.ip().octets() },
+                    sin6_scope_id: a.scope_id(),
+                };
+                libc::bind(fd, &sa as *const _ as *const libc::sockaddr, std::mem::size_of_val(&sa) as libc::socklen_t)
+            }
+        };
+        if rc != 0 || libc::listen(fd, 4096) != 0 {
+            let e = std::io::Error::last_os_error();
+            libc::close(fd);
+            return Err(e);
+        }
+        Ok(fd)
+    }
+}
+
+/// The port a listener got (for `--listen 127.0.0.1:0`).
+pub fn local_port(fd: RawFd) -> u16 {
+    // SAFETY: getsockname into a large enough storage.
+    unsafe {
+        let mut ss: libc::sockaddr_storage = std::mem::zeroed();
+        let mut len = std::mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
+        libc::getsockname(fd, &mut ss as *mut _ as *mut libc::sockaddr, &mut len);
+        if ss.ss_family as i32 == libc::AF_INET {
+            u16::from_be((*(&ss as *const _ as *const libc::sockaddr_in)).sin_port)
+        } else {
+            u16::from_be((*(&ss as *const _ as *const libc::sockaddr_in6)).sin6_port)
+        }
+    }
+}
+
+impl Worker {
+    pub fn new(id: usize, shared: Arc<Shared>, listener: RawFd) -> Worker {
+        let (table, table_gen) = shared.table();
+        let cfg = &shared.cfg;
+        let ms = |d: std::time::Duration| (d.as_millis() as u64).max(1);
+        Worker {
+            id,
+            ep: -1,
+            listener,
+            conns: Vec::new(),
+            free: Vec::new(),
+            open: 0,
+            rbuf: vec![0u8; READ_BUF].into_boxed_slice(),
+            out: Out::default(),
+            pathbuf: vec![0u8; parser::MAX_REQUEST_LINE].into_boxed_slice(),
+            table,
+            table_gen,
+            date: DateCache::new(),
+            now_ms: monotonic_ms(),
+            closing: false,
+            accept_paused_until: 0,
+            log_counter: 0,
+            log_line: Vec::with_capacity(1024),
+            header_timeout_ms: ms(cfg.header_timeout),
+            keepalive_ms: ms(cfg.keepalive_timeout),
+            max_age_ms: ms(cfg.max_connection_age),
+            max_requests: cfg.max_requests_per_connection,
+            shared,
+        }
+    }
+
+    fn stats(&self) -> &WorkerStats {
+        &self.shared.stats[self.id]
+    }
+
+    pub fn run(mut self) {
+        // SAFETY: epoll syscalls on fds this worker owns.
+        unsafe {
+            self.ep = libc::epoll_create1(libc::EPOLL_CLOEXEC);
+            let mut ev = libc::epoll_event { events: libc::EPOLLIN as u32, u64: LISTENER };
+            libc::epoll_ctl(self.ep, libc::EPOLL_CTL_ADD, self.listener, &mut ev);
+        }
+        let mut events: Vec<libc::epoll_event> = vec![libc::epoll_event { events: 0, u64: 0 }; MAX_EVENTS];
+        let tick = (self.header_timeout_ms.min(self.keepalive_ms) / 4).clamp(5, 1000);
+        let mut next_sweep = monotonic_ms() + tick;
+        loop {
+            let timeout = if self.closing { 50 } else { tick as i32 };
+            // SAFETY: events buffer has MAX_EVENTS entries.
+            let n = unsafe { libc::epoll_wait(self.ep, events.as_mut_ptr(), MAX_EVENTS as i32, timeout) };
+            self.now_ms = monotonic_ms();
+            self.date.refresh();
+            let g = self.shared.generation();
+            if g != self.table_gen {
+                let (t, g) = self.shared.table();
+                self.table = t;
+                self.table_gen = g;
+            }
+            for ev in events.iter().take(n.max(0) as usize) {
+                let (data, flags) = (ev.u64, ev.events);
+                if data == LISTENER {
+                    if self.listener >= 0 && self.accept_paused_until == 0 {
+                        self.accept();
+                    }
+                    continue;
+                }
+                let idx = (data & 0xffff_ffff) as usize;
+                let gen = (data >> 32) as u32;
+                if idx >= self.conns.len() || !self.conns[idx].active || self.conns[idx].gen != gen {
+                    continue;
+                }
+                if flags & (libc::EPOLLIN | libc::EPOLLERR | libc::EPOLLHUP | libc::EPOLLRDHUP) as u32 != 0 {
+                    self.on_readable(idx);
+                }
+                if flags & libc::EPOLLOUT as u32 != 0 && self.conns[idx].active && self.conns[idx].gen == gen {
+                    self.on_writable(idx);
+                }
+            }
+            if self.now_ms >= next_sweep || self.closing {
+                next_sweep = self.now_ms + tick;
+                if !self.closing && self.shared.stop_accepting.load(Ordering::Acquire) {
+                    self.start_closing();
+                }
+                self.sweep();
+                if self.closing && self.open == 0 {
+                    break;
+                }
+                if self.accept_paused_until != 0 && self.now_ms >= self.accept_paused_until && !self.closing {
+                    self.accept_paused_until = 0;
+                    let mut ev = libc::epoll_event { events: libc::EPOLLIN as u32, u64: LISTENER };
+                    // SAFETY: re-adding our own listener.
+                    unsafe { libc::epoll_ctl(self.ep, libc::EPOLL_CTL_ADD, self.listener, &mut ev) };
+                }
+            }
+        }
+        // SAFETY: closing our own epoll fd.
+        unsafe { libc::close(self.ep) };
+    }
+
+    fn start_closing(&mut self) {
+        self.closing = true;
+        if self.listener >= 0 {
+            // SAFETY: our own fds.
+            unsafe {
+                libc::epoll_ctl(self.ep, libc::EPOLL_CTL_DEL, self.listener, std::ptr::null_mut());
+                libc::close(self.listener);
+            }
+            self.listener = -1;
+        }
+    }
+
+    fn accept(&mut self) {
+        for _ in 0..256 {
+            // SAFETY: accept4 on our listener.
+            let fd = unsafe {
+                libc::accept4(self.listener, std::ptr::null_mut(), std::ptr::null_mut(), libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC)
+            };
+            if fd < 0 {
+                match errno() {
+                    libc::EINTR | libc::ECONNABORTED => continue,
+                    libc::EAGAIN => return,
+                    e => {
+                        // Out of descriptors (or similar): stop polling the listener for a moment instead of
+                        // spinning on a readable listener we cannot accept from.
+                        log::warn("accept failed; pausing accepts for 100ms", &[("errno", log::V::U(e as u64)), ("worker", log::V::U(self.id as u64))]);
+                        // SAFETY: removing our own listener from our epoll set.
+                        unsafe { libc::epoll_ctl(self.ep, libc::EPOLL_CTL_DEL, self.listener, std::ptr::null_mut()) };
+                        self.accept_paused_until = self.now_ms + 100;
+                        return;
+                    }
+                }
+            }
+            let one: libc::c_int = 1;
+            // SAFETY: setting an int option on a socket we own.
+            unsafe {
+                libc::setsockopt(fd, libc::IPPROTO_TCP, libc::TCP_NODELAY, &one as *const _ as *const libc::c_void, 4);
+            }
+            let idx = match self.free.pop() {
+                Some(i) => i as usize,
+                None => {
+                    self.conns.push(Conn::empty());
+                    self.conns.len() - 1
+                }
+            };
+            let c = &mut self.conns[idx];
+            c.fd = fd;
+            c.gen = c.gen.wrapping_add(1);
+            c.active = true;
+            c.born_ms = self.now_ms;
+            c.last_ms = self.now_ms;
+            c.head_since_ms = self.now_ms;
+            c.requests = 0;
+            c.paused = false;
+            c.close_after = false;
+            c.lingering = false;
+            c.stash = Vec::new();
+            c.pending = None;
+            let data = (c.gen as u64) << 32 | idx as u64;
+            let mut ev = libc::epoll_event {
+                events: (libc::EPOLLIN | libc::EPOLLOUT | libc::EPOLLRDHUP | libc::EPOLLET) as u32,
+                u64: data,
+            };
+            // SAFETY: registering a fresh fd.
+            unsafe { libc::epoll_ctl(self.ep, libc::EPOLL_CTL_ADD, fd, &mut ev) };
+            self.open += 1;
+            let s = self.stats();
+            bump(&s.connections_total, 1);
+            bump(&s.connections_open, 1);
+        }
+    }
+
+    fn close(&mut self, idx: usize) {
+        let c = &mut self.conns[idx];
+        if !c.active {
+            return;
+        }
+        // SAFETY: closing the connection's own fd (also removes it from epoll).
+        unsafe { libc::close(c.fd) };
+        c.active = false;
+        c.fd = -1;
+        c.pending = None;
+        c.stash = Vec::new();
+        self.free.push(idx as u32);
+        self.open -= 1;
+        let s = self.stats();
+        s.connections_open.store(s.connections_open.load(Ordering::Relaxed).saturating_sub(1), Ordering::Relaxed);
+    }
+
+    /// Sends what is pending, then half-closes and waits for the client's EOF, so that the last response is
+    /// not destroyed by a reset when unread request bytes remain.
+    fn begin_close(&mut self, idx: usize) {
+        let c = &mut self.conns[idx];
+        // SAFETY: shutdown on our own fd.
+        unsafe { libc::shutdown(c.fd, libc::SHUT_WR) };
+        c.lingering = true;
+        c.stash = Vec::new();
+        c.last_ms = self.now_ms;
+        self.drain_linger(idx);
+    }
+
+    fn drain_linger(&mut self, idx: usize) {
+        let fd = self.conns[idx].fd;
+        loop {
+            // SAFETY: reading into our buffer.
+            let n = unsafe { libc::read(fd, self.rbuf.as_mut_ptr() as *mut libc::c_void, self.rbuf.len()) };
+            if n > 0 {
+                continue;
+            }
+            if n < 0 && errno() == libc::EAGAIN {
+                return;
+            }
+            if n < 0 && errno() == libc::EINTR {
+                continue;
+            }
+            self.close(idx);
+            return;
+        }
+    }
+
+    fn on_readable(&mut self, idx: usize) {
+        if self.conns[idx].lingering {
+            self.drain_linger(idx);
+            return;
+        }
+        if self.conns[idx].pending.is_some() {
+            self.conns[idx].paused = true;
+            return;
+        }
+        self.process(idx, true);
+    }
+
+    fn on_writable(&mut self, idx: usize) {
+        let c = &mut self.conns[idx];
+        let Some(p) = c.pending.as_mut() else { return };
+        let mut written = 0;
+        match p.write(c.fd, &mut written) {
+            WriteResult::Blocked => {
+                if written > 0 {
+                    c.last_ms = self.now_ms;
+                }
+            }
+            WriteResult::Failed => self.close(idx),
+            WriteResult::Done => {
+                c.pending = None;
+                c.last_ms = self.now_ms;
+                if c.close_after {
+                    self.begin_close(idx);
+                } else if c.paused {
+                    c.paused = false;
+                    self.process(idx, true);
+                }
+            }
+        }
+    }
+
+    /// Reads what the socket has (when `read` is set), answers every complete request in the buffer, writes
+    /// the batch, keeps an incomplete tail for later.
+    fn process(&mut self, idx: usize, mut read: bool) {
+        loop {
+            let mut len = 0;
+            if !self.conns[idx].stash.is_empty() {
+                let st = std::mem::take(&mut self.conns[idx].stash);
+                len = st.len();
+                self.rbuf[..len].copy_from_slice(&st);
+            }
+            let mut full = false;
+            if read {
+                let fd = self.conns[idx].fd;
+                // SAFETY: reading into the free tail of our buffer.
+                let n = unsafe { libc::read(fd, self.rbuf[len..].as_mut_ptr() as *mut libc::c_void, READ_BUF - len) };
+                if n == 0 {
+                    self.close(idx);
+                    return;
+                }
+                if n < 0 {
+                    match errno() {
+                        libc::EAGAIN => {}
+                        libc::EINTR => {
+                            if len > 0 {
+                                self.conns[idx].stash = self.rbuf[..len].to_vec();
+                            }
+                            continue;
+                        }
+                        _ => {
+                            self.close(idx);
+                            return;
+                        }
+                    }
+                } else {
+                    len += n as usize;
+                    full = len == READ_BUF;
+                    let c = &mut self.conns[idx];
+                    c.last_ms = self.now_ms;
+                    if c.head_since_ms == 0 {
+                        c.head_since_ms = self.now_ms;
+                    }
+                }
+            }
+            if len == 0 {
+                return;
+            }
+            match self.answer(idx, len) {
+                Flow::Continue if full => {
+                    read = true;
+                    continue;
+                }
+                _ => return,
+            }
+        }
+    }
+
+    /// Parses and answers the requests in rbuf[..len].
+    fn answer(&mut self, idx: usize, len: usize) -> Flow {
+        self.out.clear();
+        let mut pos = 0;
+        let mut close = false;
+        let table = self.table.clone_ref();
+        let force_close_base = self.closing;
+        loop {
+            let parsed = parser::parse(&self.rbuf[pos..len]);
+            let c = &self.conns[idx];
+            let ctx = Ctx {
+                table,
+                date_line: self.date.line(),
+                force_close: force_close_base
+                    || c.requests + 1 >= self.max_requests
+                    || self.now_ms.saturating_sub(c.born_ms) >= self.max_age_ms,
+                spa_fallback: self.shared.cfg.spa_fallback,
+            };
+            let resp: Resp = match parsed {
+                Ok(Parsed::Partial) => break,
+                Ok(Parsed::Complete(req, used)) => {
+                    let r = respond::respond(&mut self.out, &ctx, &req, &mut self.pathbuf);
+                    if self.shared.cfg.access_log {
+                        self.log_counter += 1;
+                        if self.log_counter % self.shared.cfg.access_log_sample == 0 {
+                            access_log(&mut self.log_line, self.id, &req, &r);
+                        }
+                    }
+                    pos += used;
+                    r
+                }
+                Err(e) => {
+                    pos = len;
+                    respond::parse_error(&mut self.out, &ctx, e)
+                }
+            };
+            let c = &mut self.conns[idx];
+            c.requests += 1;
+            c.head_since_ms = 0;
+            let s = &self.shared.stats[self.id];
+            bump(&s.requests[code_index(resp.status)], 1);
+            bump(&s.response_bytes, resp.bytes);
+            if resp.close {
+                close = true;
+                break;
+            }
+            if pos >= len {
+                break;
+            }
+            if self.out.buf.len() >= FLUSH_AT || self.out.segs.len() > 200 {
+                match self.flush(idx) {
+                    Flow::Continue => {}
+                    Flow::Stop => {
+                        // Output is pending: keep the unprocessed requests for when it drains.
+                        let c = &mut self.conns[idx];
+                        if !c.active {
+                            return Flow::Stop;
+                        }
+                        c.stash = self.rbuf[pos..len].to_vec();
+                        c.paused = true;
+                        return Flow::Stop;
+                    }
+                }
+            }
+        }
+        if !close && pos < len {
+            let c = &mut self.conns[idx];
+            c.stash = self.rbuf[pos..len].to_vec();
+            if c.head_since_ms == 0 {
+                c.head_since_ms = self.now_ms;
+            }
+        }
+        self.conns[idx].close_after = close;
+        match self.flush(idx) {
+            Flow::Continue => {
+                if close {
+                    self.begin_close(idx);
+                    return Flow::Stop;
+                }
+                Flow::Continue
+            }
+            Flow::Stop => Flow::Stop,
+        }
+    }
+
+    /// Writes the batch; what the socket does not take becomes the connection's Pending.
+    fn flush(&mut self, idx: usize) -> Flow {
+        self.out.finish();
+        if self.out.segs.is_empty() {
+            return Flow::Continue;
+        }
+        let fd = self.conns[idx].fd;
+        let mut cur = 0;
+        let mut written = 0;
+        let r = out::write_segs(fd, &self.out.buf, &mut self.out.segs, &mut cur, &mut written);
+        match r {
+            WriteResult::Done => {
+                self.out.clear();
+                Flow::Continue
+            }
+            WriteResult::Blocked => {
+                let p = Pending::from_rest(&self.out.buf, &self.out.segs[cur..], self.table.clone());
+                self.out.clear();
+                self.conns[idx].pending = Some(p);
+                Flow::Stop
+            }
+            WriteResult::Failed => {
+                self.out.clear();
+                self.close(idx);
+                Flow::Stop
+            }
+        }
+    }
+
+    /// Timeouts: 408 for slow request heads, idle keep-alive close, stuck writers, lingering closes, drain.
+    fn sweep(&mut self) {
+        for idx in 0..self.conns.len() {
+            let c = &self.conns[idx];
+            if !c.active {
+                continue;
+            }
+            let idle = self.now_ms.saturating_sub(c.last_ms);
+            if c.lingering {
+                if idle >= LINGER_MS {
+                    self.close(idx);
+                }
+            } else if c.pending.is_some() {
+                if idle >= self.keepalive_ms.max(10_000) {
+                    self.close(idx);
+                }
+            } else if c.head_since_ms != 0 {
+                if self.now_ms.saturating_sub(c.head_since_ms) >= self.header_timeout_ms {
+                    self.request_timeout(idx);
+                }
+            } else if idle >= self.keepalive_ms || (self.closing && idle >= DRAIN_IDLE_MS) {
+                self.close(idx);
+            }
+        }
+    }
+
+    fn request_timeout(&mut self, idx: usize) {
+        self.out.clear();
+        let ctx = Ctx { table: &Table::default(), date_line: self.date.line(), force_close: true, spa_fallback: false };
+        let r = respond::timeout(&mut self.out, &ctx);
+        let s = &self.shared.stats[self.id];
+        bump(&s.requests[code_index(408)], 1);
+        bump(&s.response_bytes, r.bytes);
+        self.conns[idx].stash = Vec::new();
+        self.conns[idx].head_since_ms = 0;
+        self.conns[idx].close_after = true;
+        if let Flow::Continue = self.flush(idx) {
+            self.begin_close(idx);
+        }
+    }
+}
+
+fn access_log(line: &mut Vec<u8>, worker: usize, req: &parser::Request, r: &Resp) {
+    line.clear();
+    log::format_line(
+        line,
+        "info",
+        "request",
+        &[
+            ("method", log::V::B(req.method_raw)),
+            ("target", log::V::B(req.target)),
+            ("status", log::V::U(r.status as u64)),
+            ("bytes", log::V::U(r.bytes)),
+            ("user_agent", log::V::B(req.user_agent.unwrap_or(b""))),
+            ("worker", log::V::U(worker as u64)),
+        ],
+    );
+    log::write_stderr(line);
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Flow {
+    Continue,
+    Stop,
+}
+
+/// A borrow of the worker's table that does not hold `self` borrowed (the table outlives the batch: the
+/// worker only swaps it between loop iterations).
+trait CloneRef {
+    fn clone_ref<'a>(&self) -> &'a Table;
+}
+
+impl CloneRef for Arc<Table> {
+    fn clone_ref<'a>(&self) -> &'a Table {
+        // SAFETY: the Arc is owned by the worker and replaced only at the top of the event loop, never while
+        // a batch is being answered; segments that outlive the batch hold their own Arc (Pending::_hold).
+        unsafe { &*Arc::as_ptr(self) }
+    }
+}

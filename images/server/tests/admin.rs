@@ -1,0 +1,102 @@
+//! The admin listener and the command line: health, readiness, metrics contract, content list, --check,
+//! --help.
+
+mod common;
+
+use common::*;
+use std::process::Command;
+
+#[test]
+fn health_readiness_metrics_and_content() {
+    let site = make_site("admin");
+    let s = Server::start(&site, &[]);
+    assert_eq!(s.admin_get("/healthz").status, 200);
+    assert_eq!(s.admin_get("/readyz").status, 200);
+    assert_eq!(s.admin_get("/nope").status, 404);
+    for _ in 0..3 {
+        s.get("/100.html", &[]);
+    }
+    s.get("/missing", &[]);
+    let m = s.admin_get("/metrics");
+    assert!(m.header("Content-Type").unwrap().starts_with("text/plain"));
+    let text = m.text();
+    for name in [
+        "hyperstatic_requests_total{code=\"200\"}",
+        "hyperstatic_requests_total{code=\"404\"}",
+        "hyperstatic_response_bytes_total",
+        "hyperstatic_connections_open",
+        "hyperstatic_connections_total",
+        "hyperstatic_content_files",
+        "hyperstatic_content_bytes",
+        "hyperstatic_reloads_total{result=\"success\"}",
+        "hyperstatic_reloads_total{result=\"failure\"}",
+        "hyperstatic_build_info{version=",
+        "process_cpu_seconds_total",
+        "process_resident_memory_bytes",
+    ] {
+        assert!(text.contains(name), "{name} missing:\n{text}");
+    }
+    assert!(s.metric("hyperstatic_requests_total{code=\"200\"}") >= 3.0);
+    assert_eq!(s.metric("hyperstatic_requests_total{code=\"404\"}"), 1.0);
+    assert_eq!(s.metric("hyperstatic_content_files"), 9.0);
+    assert!(s.metric("process_resident_memory_bytes") > 0.0);
+    // The worker CPU line: exactly the shape internal/podmetrics parses.
+    let line = text.lines().find(|l| l.starts_with("hyperstatic_worker_cpus{")).unwrap();
+    assert!(line.starts_with("hyperstatic_worker_cpus{cpus=\""), "{line}");
+    assert!(line.contains("\",pinned=\"true\"} ") || line.contains("\",pinned=\"false\"} "), "{line}");
+    assert!(line.ends_with(" 2"), "two workers requested: {line}");
+
+    let content = s.admin_get("/content").text();
+    let lines: Vec<&str> = content.lines().collect();
+    assert!(lines.contains(&"/index.html") && lines.contains(&"/css/site.css") && lines.contains(&"/docs/page.html"));
+    assert_eq!(lines.len(), 9);
+    for l in &lines {
+        assert!(l.starts_with('/'));
+    }
+}
+
+#[test]
+fn check_mode_reports_and_exits() {
+    let site = make_site("check");
+    let bin = env!("CARGO_BIN_EXE_hyperstatic-server");
+    let out = Command::new(bin).args(["--check", "--root", site.to_str().unwrap()]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stdout));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("9 files") && stdout.contains("ok"), "{stdout}");
+    let out = Command::new(bin).args(["--check", "--root", "/nonexistent/site"]).output().unwrap();
+    assert!(!out.status.success());
+    let out = Command::new(bin).env("HYPERSTATIC_ROOT", site.to_str().unwrap()).env("HYPERSTATIC_CHECK", "true").output().unwrap();
+    assert!(out.status.success(), "environment equivalents work");
+}
+
+#[test]
+fn help_version_and_bad_flags() {
+    let bin = env!("CARGO_BIN_EXE_hyperstatic-server");
+    let out = Command::new(bin).arg("--help").output().unwrap();
+    assert!(out.status.success());
+    let help = String::from_utf8_lossy(&out.stdout);
+    for f in ["--root", "--listen", "--admin-listen", "--workers", "--header-timeout", "--keepalive-timeout",
+              "--max-requests-per-connection", "--max-connection-age", "--drain-delay", "--check", "HYPERSTATIC_ROOT"] {
+        assert!(help.contains(f), "{f}");
+    }
+    let out = Command::new(bin).arg("--version").output().unwrap();
+    assert!(String::from_utf8_lossy(&out.stdout).starts_with("hyperstatic-server "));
+    let out = Command::new(bin).arg("--bogus").output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("unknown flag"));
+    let out = Command::new(bin).args(["--header-timeout", "ten"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn logs_are_json_lines() {
+    let site = make_site("logs");
+    let s = Server::start(&site, &["--access-log"]);
+    s.get("/100.html", &[]);
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    let logs = s.logs.lock().unwrap().clone();
+    assert!(logs.iter().any(|l| l.contains("\"msg\":\"request\"") && l.contains("\"status\":200")), "{logs:?}");
+    for l in &logs {
+        assert!(l.starts_with("{\"time\":\"") && l.ends_with('}'), "{l}");
+    }
+}

@@ -1,0 +1,142 @@
+// Package benchresults turns what each k6 pod of a Benchmark reports into one trustworthy table: requests summed,
+// latency percentiles from merged histograms, each step's client CPU (client-bound detection) and the target
+// server's CPU, memory and requests per CPU-second beside it. It renders that table as JSON, CSV and an SVG chart.
+// Everything here is pure: the controller feeds it pod logs and server samples.
+package benchresults
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+)
+
+// ResultPrefix starts every line the k6 runner prints for one finished step; DonePrefix its last line.
+// Other log lines (k6's own warnings) are ignored by the parser.
+const (
+	ResultPrefix = "HSRESULT "
+	DonePrefix   = "HSDONE "
+)
+
+// PodStep is one k6 pod's result for one step: the wire format between the runner in the k6 image and the operator.
+type PodStep struct {
+	// Pod is the pod's completion index (its execution segment).
+	Pod int `json:"pod"`
+	// Step is the step index in the plan.
+	Step int `json:"step"`
+	// LoadStartMs and LoadEndMs bound the load window in Unix milliseconds (k6's test run, from its summary).
+	LoadStartMs int64 `json:"loadStartMs"`
+	LoadEndMs   int64 `json:"loadEndMs"`
+	// LateMs is how late k6 started against the planned schedule (a late pod makes steps overlap less).
+	LateMs int64 `json:"lateMs"`
+	// Requests completed (any status), Errors (status 0 or >= 400), Dropped iterations (arrival-rate only:
+	// k6 had no free VU to start a request when it was due).
+	Requests int64 `json:"requests"`
+	Errors   int64 `json:"errors"`
+	Dropped  int64 `json:"dropped"`
+	// BytesReceived by k6.
+	BytesReceived int64 `json:"bytesReceived"`
+	// ReqCounts are k6's running request count, polled about once a second from its REST API on loopback:
+	// the per-second rates behind the step's min and max requests/s.
+	ReqCounts []CountSample `json:"reqCounts,omitempty"`
+	// Hist is the latency histogram (http_req_duration of responses with a status) by bucket index.
+	Hist Histogram `json:"hist"`
+	// K6 are k6's own percentiles for this pod (milliseconds), kept to cross-check the histogram.
+	K6 K6Trend `json:"k6"`
+	// CPU is what the k6 process used during the load window.
+	CPU CPUUse `json:"cpu"`
+	// Error is set when k6 failed for this step; the counts are then what k6 reported, if anything.
+	Error string `json:"error,omitempty"`
+}
+
+// CountSample is k6's cumulative http_reqs count at a moment.
+type CountSample struct {
+	UnixMs int64 `json:"t"`
+	Count  int64 `json:"n"`
+}
+
+// K6Trend is k6's summary of http_req_duration, in milliseconds.
+type K6Trend struct {
+	P50 float64 `json:"p50"`
+	P90 float64 `json:"p90"`
+	P99 float64 `json:"p99"`
+	Max float64 `json:"max"`
+}
+
+// CPUUse is the k6 process's CPU during a step's load window.
+type CPUUse struct {
+	// Seconds of CPU (user + system, all threads) the k6 process used in the load window.
+	Seconds float64 `json:"seconds"`
+	// WallSeconds is the window's length.
+	WallSeconds float64 `json:"wallSeconds"`
+	// LimitCores is the pod's CPU limit in cores (from its cgroup; the machine's CPU count when unlimited).
+	LimitCores float64 `json:"limitCores"`
+	// Fraction = Seconds / (WallSeconds·LimitCores): 1 means k6 used all the CPU it may use.
+	Fraction float64 `json:"fraction"`
+	// ThrottledSeconds is the container's CFS throttled time in the window (cgroup v2), when readable.
+	ThrottledSeconds float64 `json:"throttledSeconds"`
+	// Series is the fraction of the limit used per second of the window.
+	Series []float64 `json:"series,omitempty"`
+}
+
+// Done is the runner's last line.
+type Done struct {
+	Pod   int    `json:"pod"`
+	Steps int    `json:"steps"`
+	Error string `json:"error,omitempty"`
+}
+
+// PodLog is what one pod printed.
+type PodLog struct {
+	Steps []PodStep
+	Done  *Done
+}
+
+// ParseLog reads a k6 runner's output (the pod log). Lines without our prefixes are skipped; a line with our
+// prefix that does not parse is an error, since it means the results are damaged.
+func ParseLog(log []byte) (PodLog, error) {
+	var out PodLog
+	sc := bufio.NewScanner(bytes.NewReader(log))
+	sc.Buffer(make([]byte, 0, 64*1024), 16*1024*1024)
+	line := 0
+	for sc.Scan() {
+		line++
+		text := sc.Text()
+		// Container runtimes may prefix a timestamp when asked to; we never ask, but tolerate leading spaces.
+		text = strings.TrimLeft(text, " ")
+		switch {
+		case strings.HasPrefix(text, ResultPrefix):
+			var s PodStep
+			if err := json.Unmarshal([]byte(text[len(ResultPrefix):]), &s); err != nil {
+				return out, fmt.Errorf("line %d: bad step result: %w", line, err)
+			}
+			out.Steps = append(out.Steps, s)
+		case strings.HasPrefix(text, DonePrefix):
+			var d Done
+			if err := json.Unmarshal([]byte(text[len(DonePrefix):]), &d); err != nil {
+				return out, fmt.Errorf("line %d: bad done line: %w", line, err)
+			}
+			out.Done = &d
+		}
+	}
+	return out, sc.Err()
+}
+
+// FormatResult is the line the runner prints for a step.
+func FormatResult(s PodStep) (string, error) {
+	b, err := json.Marshal(s)
+	if err != nil {
+		return "", err
+	}
+	return ResultPrefix + string(b), nil
+}
+
+// FormatDone is the runner's last line.
+func FormatDone(d Done) (string, error) {
+	b, err := json.Marshal(d)
+	if err != nil {
+		return "", err
+	}
+	return DonePrefix + string(b), nil
+}
