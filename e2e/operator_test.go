@@ -28,6 +28,7 @@ const operatorSelector = "app.kubernetes.io/name=hyperstatic,app.kubernetes.io/c
 func testHelmInstall(t *testing.T) {
 	start := time.Now()
 	if _, err := helm(t, helmInstallArgs()...); err != nil {
+		dumpOperator(t)
 		t.Fatalf("helm install: %v", err)
 	}
 	t.Logf("helm install --wait took %s", time.Since(start).Round(time.Second))
@@ -76,6 +77,27 @@ func operatorPod(t *testing.T) *corev1.Pod {
 		return false, fmt.Sprintf("%d pods, none Ready", len(pods.Items)), nil
 	})
 	return found
+}
+
+// dumpOperator logs the operator pods' state and their last log lines, for a failed install.
+func dumpOperator(t *testing.T) {
+	ctx := ctxFor(t, 30*time.Second)
+	pods, err := cs.CoreV1().Pods(cfg.releaseNamespace).List(ctx, metav1.ListOptions{LabelSelector: operatorSelector})
+	if err != nil {
+		t.Logf("list operator pods: %v", err)
+		return
+	}
+	for _, p := range pods.Items {
+		for _, c := range p.Status.ContainerStatuses {
+			t.Logf("operator pod %s: ready=%v restarts=%d state=%+v last=%+v", p.Name, c.Ready, c.RestartCount, c.State, c.LastTerminationState)
+		}
+		for _, previous := range []bool{false, true} {
+			raw, err := cs.CoreV1().Pods(p.Namespace).GetLogs(p.Name, &corev1.PodLogOptions{Previous: previous, TailLines: ptr.To[int64](30)}).DoRaw(ctx)
+			if err == nil && len(raw) > 0 {
+				t.Logf("operator pod %s log (previous=%v):\n%s", p.Name, previous, raw)
+			}
+		}
+	}
 }
 
 func podReady(p *corev1.Pod) bool {

@@ -23,6 +23,8 @@ ROLLOUT_V1_IMAGE ?= hyperstatic/e2e-site-rollout:v1-$(VERSION)
 ROLLOUT_V2_IMAGE ?= hyperstatic/e2e-site-rollout:v2-$(VERSION)
 E2E_IMAGES := $(FETCH_IMAGE) $(EXAMPLE_SITE_IMAGE) $(ROLLOUT_V1_IMAGE) $(ROLLOUT_V2_IMAGE)
 DEMO_OUT ?= $(ROOT)/_out/demo
+# The chart the e2e suite installs (override to try a modified copy).
+E2E_CHART ?= $(CHART_DIR)
 DEMO_NAMESPACE ?= hyperstatic-demo
 
 # The operator asks for a fractional CPU. On the 2-CPU kind node the control plane reserves ~0.85 CPU, so 50m
@@ -115,7 +117,7 @@ e2e: ## End-to-end tests on the local kind cluster: kind-up, images, kind-load, 
 
 .PHONY: e2e-test
 e2e-test: $(HELM) ## Only the Go e2e tests (cluster up and images loaded already); E2E_RUN=<regexp> selects tests.
-	cd $(ROOT) && KUBECONFIG=$(E2E_KUBECONFIG) HELM=$(HELM) E2E_CHART=$(CHART_DIR) E2E_VERSION=$(VERSION) \
+	cd $(ROOT) && KUBECONFIG=$(E2E_KUBECONFIG) HELM=$(HELM) E2E_CHART=$(E2E_CHART) E2E_VERSION=$(VERSION) \
 	  E2E_FETCH_IMAGE=$(FETCH_IMAGE) E2E_SITE_IMAGE=$(EXAMPLE_SITE_IMAGE) E2E_SITE_DIR=$(ROOT)/images/server/example/site \
 	  E2E_ROLLOUT_V1_IMAGE=$(ROLLOUT_V1_IMAGE) E2E_ROLLOUT_V2_IMAGE=$(ROLLOUT_V2_IMAGE) \
 	  E2E_SERVER_IMAGE=$(SERVER_IMAGE) E2E_K6_IMAGE=$(K6_IMAGE) \

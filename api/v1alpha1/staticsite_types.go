@@ -220,7 +220,7 @@ type CacheControlRule struct {
 	// value of the Cache-Control header, e.g. "public, max-age=31536000, immutable".
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=255
-	// +kubebuilder:validation:Pattern=`^[^\r\n]*$`
+	// +kubebuilder:validation:Pattern=`^[^\x00-\x1f\x7f]*$`
 	// +required
 	Value string `json:"value"`
 }
@@ -233,9 +233,9 @@ type Header struct {
 	// +kubebuilder:validation:Pattern="^[A-Za-z0-9!#$%&'*+.^_`|~-]+$"
 	// +required
 	Name string `json:"name"`
-	// value of the header.
+	// value of the header (no control characters except tab).
 	// +kubebuilder:validation:MaxLength=1024
-	// +kubebuilder:validation:Pattern=`^[^\r\n]*$`
+	// +kubebuilder:validation:Pattern=`^[^\x00-\x08\x0a-\x1f\x7f]*$`
 	// +required
 	Value string `json:"value"`
 }

@@ -1,4 +1,5 @@
-// Command manager runs the Hyperstatic operator: the controller-runtime manager with the StaticSite controller.
+// Command manager runs the Hyperstatic operator: the controller-runtime manager with the StaticSite,
+// autoscaler and Benchmark controllers.
 package main
 
 import (
@@ -6,10 +7,12 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
@@ -19,6 +22,8 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"hyperstatic.dev/hyperstatic/api/v1alpha1"
+	"hyperstatic.dev/hyperstatic/controllers/autoscaling"
+	"hyperstatic.dev/hyperstatic/controllers/benchmark"
 	"hyperstatic.dev/hyperstatic/controllers/staticsite"
 	"hyperstatic.dev/hyperstatic/internal/podmetrics"
 )
@@ -34,6 +39,10 @@ type options struct {
 	leaderElectNS string
 	serverImage   string
 	printVersion  bool
+	// autoscaleInterval is how often autoscaled StaticSites are scraped and re-decided.
+	autoscaleInterval time.Duration
+	// k6Image is the default image of Benchmark Jobs.
+	k6Image string
 }
 
 func bindFlags(fs *flag.FlagSet) *options {
@@ -44,6 +53,8 @@ func bindFlags(fs *flag.FlagSet) *options {
 	fs.StringVar(&o.leaderElectNS, "leader-election-namespace", "", "Namespace of the leader election Lease (default: the pod's namespace).")
 	fs.StringVar(&o.serverImage, "server-image", "hyperstatic/server:"+version, "Default hyperstatic server image of StaticSite pods.")
 	fs.BoolVar(&o.printVersion, "version", false, "Print the version and exit.")
+	fs.StringVar(&o.k6Image, "k6-image", "hyperstatic/k6:"+version, "Default k6 image of Benchmark Jobs.")
+	fs.DurationVar(&o.autoscaleInterval, "autoscaler-scrape-interval", autoscaling.DefaultScrapeInterval, "How often autoscaled StaticSites' pods are scraped and the replica count re-decided.")
 	return o
 }
 
@@ -96,12 +107,32 @@ func run(ctx context.Context, cfg *rest.Config, o *options) error {
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up the StaticSite controller: %w", err)
 	}
+	if err := autoscaling.New(mgr.GetClient(), mgr.GetEventRecorderFor(autoscaling.ControllerName),
+		podmetrics.NewHTTPScraper(), autoscaling.WithScrapeInterval(o.autoscaleInterval)).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("set up the autoscaler: %w", err)
+	}
+	clientset, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("create a clientset: %w", err)
+	}
+	if err := (&benchmark.Reconciler{
+		Client:    mgr.GetClient(),
+		APIReader: mgr.GetAPIReader(),
+		Recorder:  mgr.GetEventRecorderFor(benchmark.FieldOwner),
+		Clock:     clock.RealClock{},
+		Image:     o.k6Image,
+		Logs:      benchmark.KubeLogs{Clientset: clientset},
+		Content:   benchmark.NewHTTPContentLister(),
+		Scraper:   podmetrics.NewHTTPScraper(),
+	}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("set up the Benchmark controller: %w", err)
+	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		return err
 	}
 	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
 		return err
 	}
-	log.Info("starting the manager", "version", version, "serverImage", o.serverImage, "leaderElection", o.leaderElect)
+	log.Info("starting the manager", "version", version, "serverImage", o.serverImage, "k6Image", o.k6Image, "leaderElection", o.leaderElect)
 	return mgr.Start(ctx)
 }

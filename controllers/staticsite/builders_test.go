@@ -172,14 +172,14 @@ func TestPodIsGuaranteedAndRestricted(t *testing.T) {
 	if pod.AutomountServiceAccountToken == nil || *pod.AutomountServiceAccountToken {
 		t.Error("service account token must not be mounted")
 	}
-	// Probes on the admin port; grace period = drain delay 5s + margin 10s.
+	// Probes on the admin port; grace period = drain delay 5s + shutdown timeout 10s + 5s to exit.
 	c := pod.Containers[0]
 	if c.ReadinessProbe.HTTPGet.Path != "/readyz" || c.LivenessProbe.HTTPGet.Path != "/healthz" || c.StartupProbe == nil ||
 		c.ReadinessProbe.HTTPGet.Port != intstr.FromString("admin") {
 		t.Errorf("probes: %+v %+v %+v", c.ReadinessProbe, c.LivenessProbe, c.StartupProbe)
 	}
-	if *pod.TerminationGracePeriodSeconds != 15 {
-		t.Errorf("grace = %d, want 15", *pod.TerminationGracePeriodSeconds)
+	if *pod.TerminationGracePeriodSeconds != 20 {
+		t.Errorf("grace = %d, want 20", *pod.TerminationGracePeriodSeconds)
 	}
 	wantPorts := []corev1.ContainerPort{{Name: "http", ContainerPort: 8080, Protocol: "TCP"}, {Name: "admin", ContainerPort: 9090, Protocol: "TCP"}}
 	if !reflect.DeepEqual(c.Ports, wantPorts) {
@@ -231,7 +231,7 @@ func TestDeploymentShape(t *testing.T) {
 
 func TestServerArgs(t *testing.T) {
 	site := newSite(v1alpha1.ContentSource{Image: "x"})
-	if got, want := ServerArgs(site), []string{"--root", "/site", "--listen", "0.0.0.0:8080", "--admin-listen", "0.0.0.0:9090", "--drain-delay", "5s"}; !reflect.DeepEqual(got, want) {
+	if got, want := ServerArgs(site), []string{"--root", "/site", "--listen", "0.0.0.0:8080", "--admin-listen", "0.0.0.0:9090", "--drain-delay", "5s", "--shutdown-timeout", "10s"}; !reflect.DeepEqual(got, want) {
 		t.Errorf("default args = %q, want %q", got, want)
 	}
 	site.Spec.Server = v1alpha1.ServerSpec{
@@ -244,15 +244,15 @@ func TestServerArgs(t *testing.T) {
 		DrainDelay:               &metav1.Duration{Duration: 20 * time.Second},
 		ExtraArgs:                []string{"--access-log"},
 	}
-	want := []string{"--root", "/site", "--listen", "0.0.0.0:8080", "--admin-listen", "0.0.0.0:9090", "--drain-delay", "20s",
+	want := []string{"--root", "/site", "--listen", "0.0.0.0:8080", "--admin-listen", "0.0.0.0:9090", "--drain-delay", "20s", "--shutdown-timeout", "10s",
 		"--max-requests-per-connection", "500", "--max-connection-age", "1500ms", "--cache-control", "*.css=public, max-age=600",
 		"--header", "X-Frame-Options:DENY", "--spa-fallback", "--not-found-page", "/404.html", "--access-log"}
 	if got := ServerArgs(site); !reflect.DeepEqual(got, want) {
 		t.Errorf("args = %q\nwant %q", got, want)
 	}
 	d := deploymentFor(t, site, ImageContent(v1alpha1.ContentSourceImage, "x", ""))
-	if *d.Spec.Template.Spec.TerminationGracePeriodSeconds != 30 {
-		t.Errorf("grace = %d, want 30", *d.Spec.Template.Spec.TerminationGracePeriodSeconds)
+	if *d.Spec.Template.Spec.TerminationGracePeriodSeconds != 35 {
+		t.Errorf("grace = %d, want 35", *d.Spec.Template.Spec.TerminationGracePeriodSeconds)
 	}
 }
 

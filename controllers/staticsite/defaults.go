@@ -19,9 +19,12 @@ const (
 	defaultMemory     = "256Mi"
 	defaultDrainDelay = 5 * time.Second
 	defaultPort       = 80
-	// terminationMargin is added to the drain delay: the time the server needs, after draining, to finish the
-	// responses in flight and exit.
-	terminationMargin = 10 * time.Second
+	// shutdownTimeout is the server's --shutdown-timeout: after the drain delay, the longest it waits for open
+	// connections to finish their responses.
+	shutdownTimeout = 10 * time.Second
+	// terminationMargin is added to the drain delay for terminationGracePeriodSeconds: the shutdown timeout plus
+	// time to exit, so the kubelet never kills a server that is still finishing responses.
+	terminationMargin = shutdownTimeout + 5*time.Second
 	// serverUID is the non-root user and group the server runs as (the conventional "nonroot" id).
 	serverUID = 65532
 	// containerName is the server container's name.
@@ -111,9 +114,9 @@ func formatDuration(d time.Duration) string {
 	return strconv.FormatInt(d.Milliseconds(), 10) + "ms"
 }
 
-// ServerArgs are the server's command-line arguments for a site. The server helper's flag spellings: --root,
-// --listen, --admin-listen, --drain-delay, --max-requests-per-connection, --max-connection-age, --cache-control
-// GLOB=VALUE (repeatable), --header NAME:VALUE (repeatable), --spa-fallback, --not-found-page PATH.
+// ServerArgs are the server's command-line arguments for a site (flags of images/server: --root, --listen,
+// --admin-listen, --drain-delay, --shutdown-timeout, --max-requests-per-connection, --max-connection-age,
+// --cache-control GLOB=VALUE and --header NAME:VALUE (both repeatable), --spa-fallback, --not-found-page PATH).
 func ServerArgs(site *v1alpha1.StaticSite) []string {
 	s := site.Spec.Server
 	args := []string{
@@ -121,6 +124,7 @@ func ServerArgs(site *v1alpha1.StaticSite) []string {
 		"--listen", "0.0.0.0:" + strconv.Itoa(v1alpha1.ServerPort),
 		"--admin-listen", "0.0.0.0:" + strconv.Itoa(v1alpha1.AdminPort),
 		"--drain-delay", formatDuration(drainDelayOf(site)),
+		"--shutdown-timeout", formatDuration(shutdownTimeout),
 	}
 	if s.MaxRequestsPerConnection != nil {
 		args = append(args, "--max-requests-per-connection", strconv.Itoa(int(*s.MaxRequestsPerConnection)))

@@ -127,9 +127,13 @@ func serverContainer(site *v1alpha1.StaticSite, serverImage string, content Cont
 			corev1ac.ContainerPort().WithName(v1alpha1.ServerPortName).WithContainerPort(v1alpha1.ServerPort).WithProtocol(corev1.ProtocolTCP),
 			corev1ac.ContainerPort().WithName(v1alpha1.AdminPortName).WithContainerPort(v1alpha1.AdminPort).WithProtocol(corev1.ProtocolTCP)).
 		WithResources(corev1ac.ResourceRequirements().WithRequests(res).WithLimits(res)).
+		// Startup: up to 2 minutes to load a large site. Readiness tolerates a slow answer or two: under full load
+		// the admin thread shares the CPU with the workers, and a flapping endpoint would drop requests; draining
+		// does not need it to be fast (terminating pods leave the endpoints at once). Liveness is lenient for the
+		// same reason: it restarts only a server that is really stuck.
 		WithStartupProbe(httpProbe("/healthz", 1, 1, 120)).
-		WithReadinessProbe(httpProbe("/readyz", 2, 1, 1)).
-		WithLivenessProbe(httpProbe("/healthz", 10, 2, 3)).
+		WithReadinessProbe(httpProbe("/readyz", 2, 2, 3)).
+		WithLivenessProbe(httpProbe("/healthz", 10, 5, 3)).
 		WithSecurityContext(corev1ac.SecurityContext().
 			WithRunAsNonRoot(true).
 			WithAllowPrivilegeEscalation(false).
@@ -149,7 +153,7 @@ func serverContainer(site *v1alpha1.StaticSite, serverImage string, content Cont
 	return c
 }
 
-// httpProbe probes the admin port. Timeouts are short: the admin listener answers from memory.
+// httpProbe probes the admin port.
 func httpProbe(p string, period, timeout, failures int32) *corev1ac.ProbeApplyConfiguration {
 	return corev1ac.Probe().
 		WithHTTPGet(corev1ac.HTTPGetAction().WithPath(p).WithPort(intstr.FromString(v1alpha1.AdminPortName))).

@@ -73,6 +73,9 @@ type state struct {
 
 type problem struct{ reason, message string }
 
+// conflictRetry is how soon a pass whose status write lost a race (with the autoscaler) runs again.
+const conflictRetry = 200 * time.Millisecond
+
 func (st *state) requeue(d time.Duration) {
 	if st.requeueAfter == 0 || d < st.requeueAfter {
 		st.requeueAfter = d
@@ -119,7 +122,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		if uerr := r.Status().Update(ctx, site); uerr != nil {
 			if apierrors.IsConflict(uerr) {
 				logger.V(1).Info("status changed meanwhile; requeueing")
-				return reconcile.Result{Requeue: true}, nil
+				return reconcile.Result{RequeueAfter: conflictRetry}, nil
 			}
 			return reconcile.Result{}, errors.Join(err, uerr)
 		}

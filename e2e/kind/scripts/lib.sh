@@ -8,6 +8,8 @@ LOG_DIR=$CACHE_DIR/logs
 export PATH=/usr/local/go/bin:$PATH
 export DOCKER_BUILDKIT=0 # the classic builder: BuildKit would try to resolve FROM scratch/local bases remotely
 mkdir -p "$LOG_DIR"
+# jq reads `go mod download -json` and docker's JSON; a fresh Debian may lack it
+command -v jq >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq jq >/dev/null; }
 
 say() { echo "==> [$(date +%H:%M:%S)] $*"; }
 

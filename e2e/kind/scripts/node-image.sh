@@ -27,6 +27,9 @@ save_tarball() {
   mv "$TARBALL.tmp" "$TARBALL"
   # keep only this tarball: older input hashes are dead weight (about 1 GB each)
   find "$CACHE_DIR/node-image" -name '*.tar' ! -path "$TARBALL" -delete
+  # and older builds in the daemon (one still used by a cluster stays: docker refuses to remove it)
+  docker images --format '{{.Repository}}:{{.Tag}}' "${NODE_IMAGE%:*}" | grep -vxF "$NODE_IMAGE" \
+    | xargs -r docker rmi >/dev/null 2>&1 || true
   say "node image $NODE_IMAGE ready in $((SECONDS - T0))s"
 }
 

@@ -88,3 +88,24 @@ fn handle(mut s: TcpStream, shared: &Shared) -> std::io::Result<()> {
     let _ = s.shutdown(std::net::Shutdown::Write);
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Config;
+    use std::sync::atomic::Ordering;
+
+    #[test]
+    fn readiness_follows_loading_and_draining() {
+        let s = Shared::new(Config::default(), 1, "0".into(), false);
+        assert_eq!(route(&s, b"/healthz").0, 200);
+        assert_eq!(route(&s, b"/readyz"), (503, "text/plain; charset=utf-8", "loading\n".to_string()));
+        s.loaded.store(true, Ordering::Release);
+        assert_eq!(route(&s, b"/readyz").0, 200);
+        s.draining.store(true, Ordering::Release);
+        assert_eq!(route(&s, b"/readyz").2, "draining\n");
+        assert_eq!(route(&s, b"/healthz").0, 200, "liveness is unaffected by draining");
+        assert_eq!(route(&s, b"/other").0, 404);
+        assert_eq!(route(&s, b"/content").2, "", "an empty table lists nothing");
+    }
+}

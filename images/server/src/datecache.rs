@@ -56,7 +56,7 @@ mod tests {
         let d = DateCache::new();
         let s = std::str::from_utf8(d.line()).unwrap();
         assert!(s.starts_with("Date: ") && s.ends_with(" GMT\r\n"), "{s}");
-        let parsed = httpdate::parse(s[6..s.len() - 2].as_bytes()).unwrap();
+        let parsed = httpdate::parse(&s.as_bytes()[6..s.len() - 2]).unwrap();
         assert!((parsed - realtime_secs()).abs() <= 2);
     }
 }

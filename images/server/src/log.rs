@@ -20,7 +20,7 @@ fn escape(out: &mut Vec<u8>, s: &[u8]) {
             b'\n' => out.extend_from_slice(b"\\n"),
             b'\r' => out.extend_from_slice(b"\\r"),
             b'\t' => out.extend_from_slice(b"\\t"),
-            c if c < 0x20 || c >= 0x7f => {
+            c if !(0x20..0x7f).contains(&c) => {
                 // Bytes outside printable ASCII are escaped one by one: logs stay valid JSON even for
                 // hostile request targets.
                 const HEX: &[u8; 16] = b"0123456789abcdef";

@@ -5,7 +5,7 @@ fn main() {
     let action = match config::parse(&args, &|k| std::env::var(k).ok()) {
         Ok(a) => a,
         Err(e) => {
-            eprintln!("hyperstatic-server: {e}");
+            hyperstatic_server::log::error("invalid configuration (see --help)", &[("error", hyperstatic_server::log::V::S(&e))]);
             std::process::exit(2);
         }
     };

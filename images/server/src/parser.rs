@@ -489,7 +489,7 @@ mod tests {
     #[test]
     fn limits() {
         let mut s = b"GET /".to_vec();
-        s.extend(std::iter::repeat(b'a').take(MAX_REQUEST_LINE));
+        s.extend(std::iter::repeat_n(b'a', MAX_REQUEST_LINE));
         assert_eq!(err(&s), ParseError::UriTooLong);
         let mut s = b"GET / HTTP/1.1\r\nHost: a\r\n".to_vec();
         while s.len() < MAX_HEADER_SECTION + 100 {

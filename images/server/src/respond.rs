@@ -250,3 +250,107 @@ pub fn respond(out: &mut Out, ctx: &Ctx, req: &Request, pathbuf: &mut [u8]) -> R
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Config;
+    use crate::loader;
+    use crate::parser::{self, Parsed};
+
+    fn table(name: &str, cfg: impl FnOnce(&mut Config)) -> (Table, std::path::PathBuf) {
+        let d = std::env::temp_dir().join(format!("hs-respond-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(d.join("dir")).unwrap();
+        std::fs::write(d.join("index.html"), "home").unwrap();
+        std::fs::write(d.join("dir/index.html"), "dir").unwrap();
+        std::fs::write(d.join("a.css"), "a { color: red }\n".repeat(100)).unwrap();
+        std::fs::write(d.join("404.html"), "custom").unwrap();
+        let mut c = Config { root: d.clone(), ..Config::default() };
+        cfg(&mut c);
+        (loader::load(&c, &mut |_| {}).unwrap().0, d)
+    }
+
+    fn run(t: &Table, spa: bool, req: &str) -> (Resp, String) {
+        let mut out = Out::default();
+        let ctx = Ctx { table: t, date_line: b"Date: Thu, 01 Jan 1970 00:00:00 GMT\r\n", force_close: false, spa_fallback: spa };
+        let Ok(Parsed::Complete(r, _)) = parser::parse(req.as_bytes()) else { panic!("test request must parse") };
+        let mut pb = [0u8; 1024];
+        let resp = respond(&mut out, &ctx, &r, &mut pb);
+        out.finish();
+        (resp, String::from_utf8_lossy(&out.buf).into_owned())
+    }
+
+    #[test]
+    fn lookup_index_redirect_and_404() {
+        let (t, d) = table("lookup", |_| {});
+        let (r, s) = run(&t, false, "GET / HTTP/1.1\r\nHost: a\r\n\r\n");
+        assert_eq!(r.status, 200);
+        assert!(s.ends_with("\r\n\r\nhome"));
+        assert!(s.contains("Date: Thu, 01 Jan 1970 00:00:00 GMT\r\n"));
+        let (r, s) = run(&t, false, "GET /dir?q=1 HTTP/1.1\r\nHost: a\r\n\r\n");
+        assert_eq!(r.status, 301);
+        assert!(s.contains("Location: /dir/?q=1\r\n"));
+        assert_eq!(run(&t, false, "GET /dir/ HTTP/1.1\r\nHost: a\r\n\r\n").1.rsplit("\r\n\r\n").next(), Some("dir"));
+        let (r, s) = run(&t, false, "GET /x HTTP/1.1\r\nHost: a\r\n\r\n");
+        assert_eq!(r.status, 404);
+        assert!(s.ends_with("404 Not Found\n"));
+        assert!(!r.close);
+        let (r, s) = run(&t, true, "GET /app/route HTTP/1.1\r\nHost: a\r\n\r\n");
+        assert_eq!(r.status, 200);
+        assert!(s.ends_with("home"));
+        std::fs::remove_dir_all(d).unwrap();
+    }
+
+    #[test]
+    fn custom_404_page() {
+        let (t, d) = table("nf", |c| c.not_found_page = Some("/404.html".into()));
+        let (r, s) = run(&t, false, "GET /x HTTP/1.1\r\nHost: a\r\n\r\n");
+        assert_eq!(r.status, 404);
+        assert!(s.contains("Content-Type: text/html; charset=utf-8\r\n") && s.ends_with("custom"));
+        let (r, s) = run(&t, false, "HEAD /x HTTP/1.1\r\nHost: a\r\n\r\n");
+        assert_eq!(r.status, 404);
+        assert!(s.ends_with("\r\n\r\n"), "HEAD has no body");
+        std::fs::remove_dir_all(d).unwrap();
+    }
+
+    #[test]
+    fn methods_and_connection_handling() {
+        let (t, d) = table("methods", |_| {});
+        let (r, s) = run(&t, false, "PUT / HTTP/1.1\r\nHost: a\r\n\r\n");
+        assert_eq!(r.status, 405);
+        assert!(s.contains("Allow: GET, HEAD\r\n"));
+        let (r, _) = run(&t, false, "BREW / HTTP/1.1\r\nHost: a\r\n\r\n");
+        assert_eq!((r.status, r.close), (501, true));
+        let (r, s) = run(&t, false, "GET / HTTP/1.0\r\nConnection: keep-alive\r\n\r\n");
+        assert!(!r.close && s.contains("Connection: keep-alive\r\n"));
+        let (r, s) = run(&t, false, "GET / HTTP/1.0\r\n\r\n");
+        assert!(r.close && s.contains("Connection: close\r\n"));
+        let (r, _) = run(&t, false, "GET / HTTP/1.1\r\nHost: a\r\nContent-Length: 3\r\n\r\nabc");
+        assert!(r.close, "an unread body ends the connection");
+        let (r, _) = run(&t, false, "GET /../x HTTP/1.1\r\nHost: a\r\n\r\n");
+        assert_eq!((r.status, r.close), (400, false));
+        std::fs::remove_dir_all(d).unwrap();
+    }
+
+    #[test]
+    fn negotiated_conditional_and_range_responses() {
+        let (t, d) = table("neg", |_| {});
+        let (r, s) = run(&t, false, "GET /a.css HTTP/1.1\r\nHost: a\r\nAccept-Encoding: gzip, br\r\n\r\n");
+        assert_eq!(r.status, 200);
+        assert!(s.contains("Content-Encoding: br\r\n") && s.contains("Vary: Accept-Encoding\r\n"));
+        let etag = s.lines().find_map(|l| l.strip_prefix("ETag: ")).unwrap().to_string();
+        let (r, s) = run(&t, false, &format!("GET /a.css HTTP/1.1\r\nHost: a\r\nAccept-Encoding: br\r\nIf-None-Match: {etag}\r\n\r\n"));
+        assert_eq!(r.status, 304);
+        assert!(s.contains(&format!("ETag: {etag}\r\n")) && s.contains("Vary: Accept-Encoding\r\n") && s.ends_with("\r\n\r\n"));
+        let (r, s) = run(&t, false, "GET /a.css HTTP/1.1\r\nHost: a\r\nRange: bytes=0-3\r\n\r\n");
+        assert_eq!(r.status, 206);
+        assert!(s.contains("Content-Range: bytes 0-3/1700\r\nContent-Length: 4\r\n") && s.ends_with("\r\n\r\na { "));
+        let (r, s) = run(&t, false, "GET /a.css HTTP/1.1\r\nHost: a\r\nRange: bytes=5000-\r\n\r\n");
+        assert_eq!(r.status, 416);
+        assert!(s.contains("Content-Range: bytes */1700\r\n"));
+        let (r, _) = run(&t, false, "HEAD /a.css HTTP/1.1\r\nHost: a\r\nRange: bytes=0-3\r\n\r\n");
+        assert_eq!(r.status, 200, "Range is ignored for HEAD");
+        std::fs::remove_dir_all(d).unwrap();
+    }
+}

@@ -495,7 +495,7 @@ impl Worker {
                     let r = respond::respond(&mut self.out, &ctx, &req, &mut self.pathbuf);
                     if self.shared.cfg.access_log {
                         self.log_counter += 1;
-                        if self.log_counter % self.shared.cfg.access_log_sample == 0 {
+                        if self.log_counter.is_multiple_of(self.shared.cfg.access_log_sample) {
                             access_log(&mut self.log_line, self.id, &req, &r);
                         }
                     }

@@ -135,7 +135,8 @@ def bench(cfg: Settings, work: str, cleanup: list) -> int:
             "server_cpu": cfg.server_cpu, "client_cpu": cfg.client_cpu, "idle_conns": cfg.idle_n,
             "content_bytes": site.bytes, "content_files": site.files, "kernel": os.uname().release,
             "cgroup": ours.quota.describe(), "versions": {s.name: s.version() for s in servers},
-            "server_args": cfg.extra_args, "nice": os.environ.get("BENCH_NICE", "-20")}
+            "server_args": cfg.extra_args, "nice": os.environ.get("BENCH_NICE", "-20"),
+            "loadavg_start": os.getloadavg()[0]}
     client.group.create()
     start(servers, site, meta)
     if isinstance(ours, Hyperstatic):
@@ -144,6 +145,7 @@ def bench(cfg: Settings, work: str, cleanup: list) -> int:
             meta["ours_content_bytes_metric"] = m["hyperstatic_content_bytes"]
     idle = idle_phase(cfg, servers, client) if cfg.idle_n else {}
     runs = load_phase(cfg, servers, client)
+    meta["loadavg_end"] = os.getloadavg()[0]
     for stop in cleanup:
         stop()
     cleanup.clear()

@@ -86,6 +86,10 @@ def markdown(summary: list[dict], idle: dict[str, dict], meta: dict, ours: str, 
         f"### {ours} vs {peer}: server on CPU {meta['server_cpu']} capped at {meta['cpu_quota_percent']}% of a core, "
         f"wrk on CPU {meta['client_cpu']}; medians of {meta['reps']} × {meta['seconds']} s runs",
         "",
+        f"{meta.get('date', '')}, git {meta.get('git', '?')}; {', '.join(f'{k} {v}' for k, v in meta.get('versions', {}).items())}; "
+        f"machine load average {meta.get('loadavg_start', float('nan')):.1f} → {meta.get('loadavg_end', float('nan')):.1f} "
+        f"(other work on the 2 cores adds noise: see README)",
+        "",
         f"| Workload | Server | req/s (min–max) | CPU-s | req/CPU-s | p99 | RSS | {ours}/{peer} req/s | "
         f"{ours}/{peer} req/CPU-s | Target |",
         "|---|---|--:|--:|--:|--:|--:|--:|--:|---|",
