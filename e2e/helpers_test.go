@@ -158,6 +158,23 @@ func helm(t *testing.T, args ...string) (string, error) {
 	return string(out), err
 }
 
+// helmReleaseDeployed says whether the release is installed and deployed (quietly: no NOTES in the test log).
+func helmReleaseDeployed(t *testing.T) bool {
+	t.Helper()
+	cmd := exec.CommandContext(ctxFor(t, time.Minute), cfg.helm, "status", cfg.releaseName, "--namespace", cfg.releaseNamespace, "-o", "json")
+	cmd.Env = append(cmd.Environ(), "KUBECONFIG="+cfg.kubeCfg)
+	out, err := cmd.Output()
+	if err != nil {
+		return false
+	}
+	var st struct {
+		Info struct {
+			Status string `json:"status"`
+		} `json:"info"`
+	}
+	return json.Unmarshal(out, &st) == nil && st.Info.Status == "deployed"
+}
+
 // helmInstallArgs installs the chart with the locally built images. The operator gets 50m CPU (the chart's
 // default is 100m): on the 2-CPU kind node this leaves room for one pinned `cpu: 1` site next to it.
 func helmInstallArgs() []string {
@@ -175,7 +192,7 @@ func helmInstallArgs() []string {
 // requireOperator installs the operator when a scenario runs without the install scenario before it.
 func requireOperator(t *testing.T) {
 	t.Helper()
-	if _, err := helm(t, "status", cfg.releaseName, "--namespace", cfg.releaseNamespace); err == nil {
+	if helmReleaseDeployed(t) {
 		return
 	}
 	if _, err := helm(t, helmInstallArgs()...); err != nil {

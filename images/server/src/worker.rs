@@ -44,6 +44,8 @@ struct Conn {
     close_after: bool,
     /// Write side shut down; reading and discarding until EOF.
     lingering: bool,
+    /// The client shut down its sending side (EPOLLRDHUP): answer what was received, then close.
+    peer_closed: bool,
 }
 
 impl Conn {
@@ -61,6 +63,7 @@ impl Conn {
             paused: false,
             close_after: false,
             lingering: false,
+            peer_closed: false,
         }
     }
 }
@@ -231,6 +234,9 @@ impl Worker {
                 if idx >= self.conns.len() || !self.conns[idx].active || self.conns[idx].gen != gen {
                     continue;
                 }
+                if flags & (libc::EPOLLHUP | libc::EPOLLRDHUP) as u32 != 0 {
+                    self.conns[idx].peer_closed = true;
+                }
                 if flags & (libc::EPOLLIN | libc::EPOLLERR | libc::EPOLLHUP | libc::EPOLLRDHUP) as u32 != 0 {
                     self.on_readable(idx);
                 }
@@ -315,6 +321,7 @@ impl Worker {
             c.paused = false;
             c.close_after = false;
             c.lingering = false;
+            c.peer_closed = false;
             c.stash = Vec::new();
             c.pending = None;
             let data = (c.gen as u64) << 32 | idx as u64;
@@ -410,6 +417,8 @@ impl Worker {
                 } else if c.paused {
                     c.paused = false;
                     self.process(idx, true);
+                } else if c.peer_closed {
+                    self.begin_close(idx);
                 }
             }
         }
@@ -459,6 +468,7 @@ impl Worker {
                 }
             }
             if len == 0 {
+                self.close_if_peer_closed(idx);
                 return;
             }
             match self.answer(idx, len) {
@@ -466,8 +476,21 @@ impl Worker {
                     read = true;
                     continue;
                 }
-                _ => return,
+                Flow::Continue => {
+                    self.close_if_peer_closed(idx);
+                    return;
+                }
+                Flow::Stop => return,
             }
+        }
+    }
+
+    /// A client that half-closed gets its complete requests answered, then the connection ends (an
+    /// incomplete head left behind can never be completed).
+    fn close_if_peer_closed(&mut self, idx: usize) {
+        let c = &self.conns[idx];
+        if c.active && c.peer_closed && !c.lingering && c.pending.is_none() {
+            self.begin_close(idx);
         }
     }
 

@@ -352,3 +352,50 @@ fn symlinks_never_escape_the_root() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stdout).contains("escapes the site root"));
 }
+
+#[test]
+fn garbage_never_crashes_or_stalls_the_server() {
+    let site = make_site("garbage");
+    let s = Server::start(&site, &["--header-timeout", "1s"]);
+    // A small deterministic PRNG (xorshift) so a failure reproduces.
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut next = move || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    let pieces: [&[u8]; 10] = [b"GET ", b"/", b" HTTP/1.1", b"\r\n", b"Host: a", b":", b"\r\n\r\n", b"%", b"\0", b"Content-Length: 5"];
+    for _ in 0..200 {
+        let mut req = Vec::new();
+        for _ in 0..(next() % 20) {
+            if next() % 3 == 0 {
+                req.push(next() as u8);
+            } else {
+                req.extend_from_slice(pieces[(next() % pieces.len() as u64) as usize]);
+            }
+        }
+        let mut c = s.connect();
+        c.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        let _ = c.write_all(&req);
+        let _ = c.shutdown(std::net::Shutdown::Write);
+        let mut out = Vec::new();
+        let _ = c.read_to_end(&mut out);
+        if !out.is_empty() {
+            assert!(out.starts_with(b"HTTP/1.1 "), "{:?} -> {:?}", String::from_utf8_lossy(&req), String::from_utf8_lossy(&out));
+        }
+    }
+    assert_eq!(s.get("/100.html", &[]).status, 200);
+    assert_eq!(s.metric("hyperstatic_connections_open"), 0.0);
+}
+
+#[test]
+fn transfer_encoding_request_is_answered_then_closed() {
+    let site = make_site("te");
+    let s = Server::start(&site, &[]);
+    let bytes = s.raw(b"GET /100.html HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\nGET /100.html HTTP/1.1\r\nHost: t\r\n\r\n");
+    let (rs, _) = parse_responses(&bytes, false);
+    assert_eq!(rs.len(), 1, "the body is never parsed as a request");
+    assert_eq!(rs[0].status, 200);
+    assert_eq!(rs[0].header("Connection"), Some("close"));
+}
