@@ -440,10 +440,13 @@ impl Worker {
                 // SAFETY: reading into the free tail of our buffer.
                 let n = unsafe { libc::read(fd, self.rbuf[len..].as_mut_ptr() as *mut libc::c_void, READ_BUF - len) };
                 if n == 0 {
-                    self.close(idx);
-                    return;
-                }
-                if n < 0 {
+                    if len == 0 {
+                        self.close(idx);
+                        return;
+                    }
+                    // EOF behind requests kept while output was pending: answer them, then close.
+                    self.conns[idx].peer_closed = true;
+                } else if n < 0 {
                     match errno() {
                         libc::EAGAIN => {}
                         libc::EINTR => {

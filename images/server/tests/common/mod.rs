@@ -205,16 +205,43 @@ pub fn parse_responses(mut b: &[u8], head_only: bool) -> (Vec<Response>, usize) 
     (out, total - b.len())
 }
 
+/// A temporary directory removed when the test is done with it.
+pub struct Site(PathBuf);
+
+impl std::ops::Deref for Site {
+    type Target = Path;
+    fn deref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl AsRef<Path> for Site {
+    fn as_ref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for Site {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
 /// A fresh temporary directory for a test site.
-pub fn tempdir(name: &str) -> PathBuf {
+pub fn tempdir(name: &str) -> Site {
     let d = std::env::temp_dir().join(format!("hs-it-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).unwrap();
-    d
+    Site(d)
 }
 
-/// A small site: index, a 100-byte file, compressible CSS, a subdirectory, a 404 page, a large file.
-pub fn make_site(name: &str) -> PathBuf {
+/// The 3 MB file some tests serve from disk: byte i is i % 251.
+pub fn big_content() -> Vec<u8> {
+    (0..3_000_000u32).map(|i| (i % 251) as u8).collect()
+}
+
+/// A small site: index, a 100-byte file, compressible CSS, a subdirectory, a 404 page, a 3 MB file.
+pub fn make_site(name: &str) -> Site {
     let d = tempdir(name);
     let w = |p: &str, c: &[u8]| {
         let path = d.join(p.trim_start_matches('/'));
@@ -229,7 +256,6 @@ pub fn make_site(name: &str) -> PathBuf {
     w("nodir/file.txt", b"x\n");
     w("404.html", b"<h1>custom not found</h1>\n");
     w("café.txt", b"accent\n");
-    let big: Vec<u8> = (0..3_000_000u32).map(|i| (i % 251) as u8).collect();
-    w("big.bin", &big);
+    w("big.bin", &big_content());
     d
 }
