@@ -18,6 +18,7 @@ import (
 	"hyperstatic.dev/hyperstatic/api/v1alpha1"
 	"hyperstatic.dev/hyperstatic/internal/benchresults"
 	"hyperstatic.dev/hyperstatic/internal/k6script"
+	"hyperstatic.dev/hyperstatic/internal/testenv"
 )
 
 var ctx = context.Background()
@@ -51,7 +52,7 @@ func urlBenchmark(ns, name string) *v1alpha1.Benchmark {
 // staticSite creates what the StaticSite controller would: the Service and one ready server pod.
 func staticSite(t *testing.T, ns string) {
 	t.Helper()
-	must(t, k8s.Create(ctx, &corev1.Service{
+	testenv.Must(t, k8s.Create(ctx, &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "site", Labels: map[string]string{v1alpha1.LabelSite: "site"}},
 		Spec: corev1.ServiceSpec{Selector: map[string]string{v1alpha1.LabelSite: "site"}, Ports: []corev1.ServicePort{
 			{Name: v1alpha1.ServerPortName, Port: 80}, {Name: v1alpha1.AdminPortName, Port: v1alpha1.AdminPort}}},
@@ -60,17 +61,17 @@ func staticSite(t *testing.T, ns string) {
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "site-0", Labels: map[string]string{v1alpha1.LabelSite: "site"}},
 		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "server", Image: "hyperstatic/server:test"}}},
 	}
-	must(t, k8s.Create(ctx, pod))
+	testenv.Must(t, k8s.Create(ctx, pod))
 	pod.Status = corev1.PodStatus{Phase: corev1.PodRunning, PodIP: "10.1.2.3",
 		Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}}
-	must(t, k8s.Status().Update(ctx, pod))
+	testenv.Must(t, k8s.Status().Update(ctx, pod))
 }
 
 // k6Pod creates the pod the Job controller would have created for a completion index, with its recorded output.
 func k6Pod(t *testing.T, ns, bench string, index int, log []byte) {
 	t.Helper()
 	name := fmt.Sprintf("%s-%d-x", bench, index)
-	must(t, k8s.Create(ctx, &corev1.Pod{
+	testenv.Must(t, k8s.Create(ctx, &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name,
 			Labels:      map[string]string{v1alpha1.LabelBenchmark: bench},
 			Annotations: map[string]string{batchv1.JobCompletionIndexAnnotation: strconv.Itoa(index)}},
@@ -84,7 +85,7 @@ func k6Pod(t *testing.T, ns, bench string, index int, log []byte) {
 func getJob(t *testing.T, ns, name string) *batchv1.Job {
 	t.Helper()
 	job := &batchv1.Job{}
-	eventually(t, "the k6 Job", func() error { return k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, job) })
+	testenv.Eventually(t, "the k6 Job", func() error { return k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, job) })
 	return job
 }
 
@@ -108,13 +109,13 @@ func finishJob(t *testing.T, job *batchv1.Job, succeeded bool) {
 			{Type: batchv1.JobFailed, Status: corev1.ConditionTrue, Reason: "BackoffLimitExceeded", Message: "Job has reached the specified backoff limit", LastTransitionTime: now, LastProbeTime: now},
 		}
 	}
-	must(t, k8s.Status().Update(ctx, job))
+	testenv.Must(t, k8s.Status().Update(ctx, job))
 }
 
 func TestSweepAgainstStaticSite(t *testing.T) {
 	ns := namespace(t)
 	staticSite(t, ns)
-	must(t, k8s.Create(ctx, sweepBenchmark(ns, "sweep")))
+	testenv.Must(t, k8s.Create(ctx, sweepBenchmark(ns, "sweep")))
 
 	b := waitBenchmark(t, ns, "sweep", "running", func(b *v1alpha1.Benchmark) error {
 		if b.Status.Phase != v1alpha1.BenchmarkPhaseRunning {
@@ -128,14 +129,14 @@ func TestSweepAgainstStaticSite(t *testing.T) {
 
 	// The script ConfigMap: the StaticSite's file list, the plan, and the script; immutable, owned.
 	script := &corev1.ConfigMap{}
-	must(t, k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "sweep-script"}, script))
+	testenv.Must(t, k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "sweep-script"}, script))
 	var paths []string
-	must(t, json.Unmarshal([]byte(script.Data[k6script.PathsFile]), &paths))
+	testenv.Must(t, json.Unmarshal([]byte(script.Data[k6script.PathsFile]), &paths))
 	if strings.Join(paths, " ") != strings.Join(content.paths, " ") {
 		t.Fatalf("paths %v", paths)
 	}
 	var plan k6script.Plan
-	must(t, json.Unmarshal([]byte(script.Data[k6script.PlanFile]), &plan))
+	testenv.Must(t, json.Unmarshal([]byte(script.Data[k6script.PlanFile]), &plan))
 	if len(plan.Steps) != 3 || plan.Parallelism != 2 || plan.BaseURL != b.Status.Target || !plan.KeepAlive {
 		t.Fatalf("plan %+v", plan)
 	}
@@ -150,7 +151,7 @@ func TestSweepAgainstStaticSite(t *testing.T) {
 		t.Fatalf("job %+v", job.Spec)
 	}
 	startAt, err := startAtOf(job)
-	must(t, err)
+	testenv.Must(t, err)
 	if !b.Status.StartAt.Time.Equal(startAt) || !startAt.After(clk.Now()) {
 		t.Fatalf("startAt %s (status %s, now %s)", startAt, b.Status.StartAt, clk.Now())
 	}
@@ -159,7 +160,7 @@ func TestSweepAgainstStaticSite(t *testing.T) {
 	clk.SetTime(samplePoints(plan, startAt)[0].Add(100 * time.Millisecond))
 	touch(t, ns, "sweep")
 	results := &corev1.ConfigMap{}
-	eventually(t, "a server sample", func() error {
+	testenv.Eventually(t, "a server sample", func() error {
 		if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "sweep-results"}, results); err != nil {
 			return err
 		}
@@ -185,13 +186,13 @@ func TestSweepAgainstStaticSite(t *testing.T) {
 		status metav1.ConditionStatus
 	}{{v1alpha1.BenchmarkComplete, metav1.ConditionTrue}, {v1alpha1.BenchmarkRunning, metav1.ConditionFalse},
 		{v1alpha1.BenchmarkFailed, metav1.ConditionFalse}, {v1alpha1.BenchmarkClientBound, metav1.ConditionFalse}} {
-		must(t, condition(b, c.typ, c.status, ""))
+		testenv.Must(t, condition(b, c.typ, c.status, ""))
 	}
 	// The summary comes from the merged recorded output.
 	var want int64
 	for _, f := range []string{"pod0.log", "pod1.log"} {
 		l, err := benchresults.ParseLog(recorded(t, f))
-		must(t, err)
+		testenv.Must(t, err)
 		for _, s := range l.Steps {
 			want += s.Requests
 		}
@@ -201,9 +202,9 @@ func TestSweepAgainstStaticSite(t *testing.T) {
 		s.Verdict != v1alpha1.VerdictPass || s.Steps != 3 || s.ClientBoundSteps != 0 || b.Status.CompletionTime == nil {
 		t.Fatalf("summary %+v (want %d requests)", s, want)
 	}
-	must(t, k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "sweep-results"}, results))
+	testenv.Must(t, k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "sweep-results"}, results))
 	var res benchresults.Results
-	must(t, json.Unmarshal([]byte(results.Data[benchresults.ResultsJSONKey]), &res))
+	testenv.Must(t, json.Unmarshal([]byte(results.Data[benchresults.ResultsJSONKey]), &res))
 	if len(res.Steps) != 3 || res.Requests != want || res.Steps[0].PodsReporting != 2 {
 		t.Fatalf("results.json %+v", res)
 	}
@@ -211,7 +212,7 @@ func TestSweepAgainstStaticSite(t *testing.T) {
 		t.Fatal("csv / chart missing")
 	}
 	// DeleteOnSuccess: the Job goes once the results are safe.
-	eventually(t, "job deleted", func() error {
+	testenv.Eventually(t, "job deleted", func() error {
 		err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "sweep"}, &batchv1.Job{})
 		if apierrors.IsNotFound(err) {
 			return nil
@@ -226,7 +227,7 @@ func TestSweepAgainstStaticSite(t *testing.T) {
 
 func TestFailedRunKeepsItsPods(t *testing.T) {
 	ns := namespace(t)
-	must(t, k8s.Create(ctx, urlBenchmark(ns, "broken")))
+	testenv.Must(t, k8s.Create(ctx, urlBenchmark(ns, "broken")))
 	job := getJob(t, ns, "broken")
 	k6Pod(t, ns, "broken", 0, recorded(t, "pod0.log"))
 	k6Pod(t, ns, "broken", 1, nil) // crashed before printing anything
@@ -238,7 +239,7 @@ func TestFailedRunKeepsItsPods(t *testing.T) {
 		}
 		return condition(b, v1alpha1.BenchmarkFailed, metav1.ConditionTrue, "JobFailed")
 	})
-	must(t, condition(b, v1alpha1.BenchmarkRunning, metav1.ConditionFalse, ""))
+	testenv.Must(t, condition(b, v1alpha1.BenchmarkRunning, metav1.ConditionFalse, ""))
 	if b.Status.Target != "http://nginx.example.svc:8080" || b.Status.Summary == nil || b.Status.Summary.Requests == 0 {
 		t.Fatalf("partial results expected: %+v", b.Status)
 	}
@@ -248,7 +249,7 @@ func TestFailedRunKeepsItsPods(t *testing.T) {
 	// DeleteOnSuccess keeps a failed run's Job (and so its pods) for debugging.
 	touch(t, ns, "broken")
 	time.Sleep(time.Second)
-	must(t, k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "broken"}, &batchv1.Job{}))
+	testenv.Must(t, k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "broken"}, &batchv1.Job{}))
 	if ev := events(t, ns, "broken"); !strings.Contains(ev, "Warning JobFailed") {
 		t.Fatalf("events:\n%s", ev)
 	}
@@ -256,7 +257,7 @@ func TestFailedRunKeepsItsPods(t *testing.T) {
 
 func TestTimeoutStopsTheRun(t *testing.T) {
 	ns := namespace(t)
-	must(t, k8s.Create(ctx, urlBenchmark(ns, "slow")))
+	testenv.Must(t, k8s.Create(ctx, urlBenchmark(ns, "slow")))
 	getJob(t, ns, "slow")
 	waitBenchmark(t, ns, "slow", "running", func(b *v1alpha1.Benchmark) error {
 		return condition(b, v1alpha1.BenchmarkRunning, metav1.ConditionTrue, "JobRunning")
@@ -267,7 +268,7 @@ func TestTimeoutStopsTheRun(t *testing.T) {
 	waitBenchmark(t, ns, "slow", "timed out", func(b *v1alpha1.Benchmark) error {
 		return condition(b, v1alpha1.BenchmarkFailed, metav1.ConditionTrue, "Timeout")
 	})
-	eventually(t, "job deleted to stop the load", func() error {
+	testenv.Eventually(t, "job deleted to stop the load", func() error {
 		err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "slow"}, &batchv1.Job{})
 		if apierrors.IsNotFound(err) {
 			return nil
@@ -280,7 +281,7 @@ func TestMissingTargetWaits(t *testing.T) {
 	ns := namespace(t)
 	b := sweepBenchmark(ns, "nosite")
 	b.Spec.Target.StaticSite = "missing"
-	must(t, k8s.Create(ctx, b))
+	testenv.Must(t, k8s.Create(ctx, b))
 	waitBenchmark(t, ns, "nosite", "target not resolved", func(b *v1alpha1.Benchmark) error {
 		if b.Status.Phase != v1alpha1.BenchmarkPhasePending {
 			return fmt.Errorf("%s", describe(b))
@@ -327,8 +328,8 @@ func TestInvalidBenchmarksAreRefused(t *testing.T) {
 	}
 	// A run is immutable.
 	b := urlBenchmark(ns, "frozen")
-	must(t, k8s.Create(ctx, b))
-	eventually(t, "update refused", func() error {
+	testenv.Must(t, k8s.Create(ctx, b))
+	testenv.Eventually(t, "update refused", func() error {
 		if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "frozen"}, b); err != nil {
 			return err
 		}
@@ -343,12 +344,12 @@ func TestInvalidBenchmarksAreRefused(t *testing.T) {
 
 func TestDeletedJobIsNotRerun(t *testing.T) {
 	ns := namespace(t)
-	must(t, k8s.Create(ctx, urlBenchmark(ns, "gone")))
+	testenv.Must(t, k8s.Create(ctx, urlBenchmark(ns, "gone")))
 	job := getJob(t, ns, "gone")
 	waitBenchmark(t, ns, "gone", "running", func(b *v1alpha1.Benchmark) error {
 		return condition(b, v1alpha1.BenchmarkRunning, metav1.ConditionTrue, "JobRunning")
 	})
-	must(t, k8s.Delete(ctx, job, client.PropagationPolicy(metav1.DeletePropagationBackground)))
+	testenv.Must(t, k8s.Delete(ctx, job, client.PropagationPolicy(metav1.DeletePropagationBackground)))
 	waitBenchmark(t, ns, "gone", "failed", func(b *v1alpha1.Benchmark) error {
 		return condition(b, v1alpha1.BenchmarkFailed, metav1.ConditionTrue, "JobDeleted")
 	})

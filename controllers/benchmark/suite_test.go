@@ -115,28 +115,8 @@ func runSuite(m *testing.M) int {
 func namespace(t *testing.T) string {
 	t.Helper()
 	name := fmt.Sprintf("bench-%d-%d", time.Now().Unix()%100000, nsCounter.Add(1))
-	must(t, k8s.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}))
+	testenv.Must(t, k8s.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}))
 	return name
-}
-
-func must(t *testing.T, err error) {
-	t.Helper()
-	if err != nil {
-		t.Fatal(err)
-	}
-}
-
-func eventually(t *testing.T, what string, check func() error) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	var err error
-	for time.Now().Before(deadline) {
-		if err = check(); err == nil {
-			return
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	t.Fatalf("%s: %v", what, err)
 }
 
 func condition(b *v1alpha1.Benchmark, typ string, status metav1.ConditionStatus, reason string) error {
@@ -162,7 +142,7 @@ func describe(b *v1alpha1.Benchmark) string {
 func waitBenchmark(t *testing.T, ns, name, what string, check func(*v1alpha1.Benchmark) error) *v1alpha1.Benchmark {
 	t.Helper()
 	b := &v1alpha1.Benchmark{}
-	eventually(t, what, func() error {
+	testenv.Eventually(t, what, func() error {
 		if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, b); err != nil {
 			return err
 		}
@@ -174,7 +154,7 @@ func waitBenchmark(t *testing.T, ns, name, what string, check func(*v1alpha1.Ben
 // touch changes an annotation so the controller runs a pass now (after the test moved the fake clock).
 func touch(t *testing.T, ns, name string) {
 	t.Helper()
-	eventually(t, "touch", func() error {
+	testenv.Eventually(t, "touch", func() error {
 		b := &v1alpha1.Benchmark{}
 		if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, b); err != nil {
 			return err
@@ -190,14 +170,14 @@ func touch(t *testing.T, ns, name string) {
 func recorded(t *testing.T, name string) []byte {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), "internal", "benchresults", "testdata", "sweep-2pods", name))
-	must(t, err)
+	testenv.Must(t, err)
 	return b
 }
 
 func events(t *testing.T, ns, name string) string {
 	t.Helper()
 	list := &corev1.EventList{}
-	must(t, k8s.List(context.Background(), list, client.InNamespace(ns)))
+	testenv.Must(t, k8s.List(context.Background(), list, client.InNamespace(ns)))
 	var out []string
 	for _, e := range list.Items {
 		if e.InvolvedObject.Name == name && e.InvolvedObject.Kind == "Benchmark" {

@@ -38,14 +38,14 @@ import (
 func createSite(t *testing.T, ns, name string, spec v1alpha1.StaticSiteSpec) *v1alpha1.StaticSite {
 	t.Helper()
 	site := &v1alpha1.StaticSite{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: spec}
-	must(t, k8s.Create(context.Background(), site))
+	testenv.Must(t, k8s.Create(context.Background(), site))
 	return site
 }
 
 // updateSite changes a site's spec as a user would, retrying when the controller's status write came first.
 func updateSite(t *testing.T, site *v1alpha1.StaticSite, mutate func(*v1alpha1.StaticSite)) {
 	t.Helper()
-	eventually(t, "update site", func() error {
+	testenv.Eventually(t, "update site", func() error {
 		if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(site), site); err != nil {
 			return err
 		}
@@ -57,7 +57,7 @@ func updateSite(t *testing.T, site *v1alpha1.StaticSite, mutate func(*v1alpha1.S
 // scaleTo writes the scale subresource, retrying on conflicts.
 func scaleTo(t *testing.T, site *v1alpha1.StaticSite, n int32) {
 	t.Helper()
-	eventually(t, "scale", func() error {
+	testenv.Eventually(t, "scale", func() error {
 		scale := &autoscalingv1.Scale{}
 		if err := k8s.SubResource("scale").Get(context.Background(), site, scale); err != nil {
 			return err
@@ -70,7 +70,7 @@ func scaleTo(t *testing.T, site *v1alpha1.StaticSite, n int32) {
 func getDeployment(t *testing.T, ns, name string) *appsv1.Deployment {
 	t.Helper()
 	d := &appsv1.Deployment{}
-	eventually(t, "Deployment "+name, func() error { return k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, d) })
+	testenv.Eventually(t, "Deployment "+name, func() error { return k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, d) })
 	return d
 }
 
@@ -78,7 +78,7 @@ func getDeployment(t *testing.T, ns, name string) *appsv1.Deployment {
 func completeRollout(t *testing.T, d *appsv1.Deployment) {
 	t.Helper()
 	ctx := context.Background()
-	eventually(t, "Deployment status update", func() error {
+	testenv.Eventually(t, "Deployment status update", func() error {
 		if err := k8s.Get(ctx, client.ObjectKeyFromObject(d), d); err != nil {
 			return err
 		}
@@ -94,7 +94,7 @@ func TestConfigMapSiteLifecycle(t *testing.T) {
 	ns := namespace(t)
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "pages"},
 		Data: map[string]string{"index.html": "<h1>hello</h1>"}, BinaryData: map[string][]byte{"favicon.ico": {0, 1, 2}}}
-	must(t, k8s.Create(ctx, cm))
+	testenv.Must(t, k8s.Create(ctx, cm))
 	createSite(t, ns, "docs", v1alpha1.StaticSiteSpec{
 		Content: v1alpha1.ContentSource{ConfigMaps: []v1alpha1.ConfigMapContent{{Name: "pages"}, {Name: "assets", PathPrefix: "static"}}},
 		CPU:     ptr.To(resource.MustParse("250m")),
@@ -114,7 +114,7 @@ func TestConfigMapSiteLifecycle(t *testing.T) {
 	waitEvent(t, ns, "docs", "Warning ConfigMapNotFound Stalled")
 
 	// Creating it makes the content available (the controller watches referenced ConfigMaps).
-	must(t, k8s.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "assets"}, Data: map[string]string{"site.css": "body{}"}}))
+	testenv.Must(t, k8s.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "assets"}, Data: map[string]string{"site.css": "body{}"}}))
 	site = waitSite(t, ns, "docs", "ContentAvailable=True", func(s *v1alpha1.StaticSite) error {
 		if err := condition(s, v1alpha1.ConditionContentAvailable, metav1.ConditionTrue, "ConfigMapsFound"); err != nil {
 			return err
@@ -133,8 +133,8 @@ func TestConfigMapSiteLifecycle(t *testing.T) {
 	}
 
 	d := getDeployment(t, ns, "docs")
-	eventually(t, "Deployment with both projections", func() error {
-		must(t, k8s.Get(ctx, client.ObjectKeyFromObject(d), d))
+	testenv.Eventually(t, "Deployment with both projections", func() error {
+		testenv.Must(t, k8s.Get(ctx, client.ObjectKeyFromObject(d), d))
 		srcs := d.Spec.Template.Spec.Volumes[0].Projected.Sources
 		if len(srcs) != 2 || len(srcs[1].ConfigMap.Items) != 1 || srcs[1].ConfigMap.Items[0].Path != "static/site.css" {
 			return fmt.Errorf("projection %+v", srcs)
@@ -170,14 +170,14 @@ func TestConfigMapSiteLifecycle(t *testing.T) {
 	rev := site.Status.ContentRevision
 	tmplGen := d.Generation
 	cm.Data["index.html"] = "<h1>hello again</h1>"
-	must(t, k8s.Update(ctx, cm))
+	testenv.Must(t, k8s.Update(ctx, cm))
 	waitSite(t, ns, "docs", "new revision", func(s *v1alpha1.StaticSite) error {
 		if s.Status.ContentRevision == rev {
 			return fmt.Errorf("revision still %s", rev)
 		}
 		return nil
 	})
-	must(t, k8s.Get(ctx, client.ObjectKeyFromObject(d), d))
+	testenv.Must(t, k8s.Get(ctx, client.ObjectKeyFromObject(d), d))
 	if d.Generation != tmplGen {
 		t.Errorf("a ConfigMap value edit changed the Deployment (generation %d → %d)", tmplGen, d.Generation)
 	}
@@ -204,8 +204,8 @@ func TestImageSiteRollsOnContentChange(t *testing.T) {
 	}
 
 	updateSite(t, site, func(s *v1alpha1.StaticSite) { s.Spec.Content.Image = "example/shop:v2" })
-	eventually(t, "new image rolled", func() error {
-		must(t, k8s.Get(ctx, client.ObjectKeyFromObject(d), d))
+	testenv.Eventually(t, "new image rolled", func() error {
+		testenv.Must(t, k8s.Get(ctx, client.ObjectKeyFromObject(d), d))
 		if d.Spec.Template.Spec.Containers[0].Image != "example/shop:v2" || d.Spec.Template.Annotations[AnnotationContentHash] == hash {
 			return fmt.Errorf("template still %s %s", d.Spec.Template.Spec.Containers[0].Image, d.Spec.Template.Annotations[AnnotationContentHash])
 		}
@@ -227,7 +227,7 @@ func TestPersistentVolumeClaimSite(t *testing.T) {
 	waitSite(t, ns, "archive", "ClaimNotFound", func(s *v1alpha1.StaticSite) error {
 		return condition(s, v1alpha1.ConditionContentAvailable, metav1.ConditionFalse, "ClaimNotFound")
 	})
-	must(t, k8s.Create(ctx, &corev1.PersistentVolumeClaim{
+	testenv.Must(t, k8s.Create(ctx, &corev1.PersistentVolumeClaim{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "archive-data"},
 		Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadOnlyMany},
 			Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}},
@@ -257,8 +257,8 @@ func TestImageVolumeOnOldCluster(t *testing.T) {
 		return &version.Info{Major: "1", Minor: "30"}, nil
 	}}
 	st := &state{site: site}
-	must(t, k8s.Get(context.Background(), client.ObjectKeyFromObject(site), site))
-	must(t, r.reconcileContent(context.Background(), st))
+	testenv.Must(t, k8s.Get(context.Background(), client.ObjectKeyFromObject(site), site))
+	testenv.Must(t, r.reconcileContent(context.Background(), st))
 	if st.contentProblem == nil || st.contentProblem.reason != "ImageVolumeUnsupported" || !strings.Contains(st.contentProblem.message, "1.30") || !st.skipDeployment {
 		t.Errorf("content on 1.30: %+v skip=%v", st.contentProblem, st.skipDeployment)
 	}
@@ -312,15 +312,15 @@ func TestDriftIsCorrected(t *testing.T) {
 	d := getDeployment(t, ns, "blog")
 
 	// Someone edits fields the operator owns (a plain update, as `kubectl edit` does).
-	eventually(t, "edit Deployment", func() error {
-		must(t, k8s.Get(ctx, client.ObjectKeyFromObject(d), d))
+	testenv.Eventually(t, "edit Deployment", func() error {
+		testenv.Must(t, k8s.Get(ctx, client.ObjectKeyFromObject(d), d))
 		d.Spec.Replicas = ptr.To[int32](5)
 		d.Spec.Template.Spec.Containers[0].Image = "evil/image:latest"
 		d.Spec.Template.Spec.Containers[0].Resources.Limits[corev1.ResourceCPU] = resource.MustParse("3")
 		return k8s.Update(ctx, d)
 	})
-	eventually(t, "Deployment restored", func() error {
-		must(t, k8s.Get(ctx, client.ObjectKeyFromObject(d), d))
+	testenv.Eventually(t, "Deployment restored", func() error {
+		testenv.Must(t, k8s.Get(ctx, client.ObjectKeyFromObject(d), d))
 		c := d.Spec.Template.Spec.Containers[0]
 		if *d.Spec.Replicas != 2 || c.Image != "example/blog:v1" || c.Resources.Limits.Cpu().String() != "1" {
 			return fmt.Errorf("replicas %d image %s cpu %s", *d.Spec.Replicas, c.Image, c.Resources.Limits.Cpu())
@@ -331,9 +331,9 @@ func TestDriftIsCorrected(t *testing.T) {
 
 	// A deleted Service comes back; a changed selector is put back.
 	svc := &corev1.Service{}
-	eventually(t, "Service", func() error { return k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "blog"}, svc) })
-	must(t, k8s.Delete(ctx, svc))
-	eventually(t, "Service recreated", func() error {
+	testenv.Eventually(t, "Service", func() error { return k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "blog"}, svc) })
+	testenv.Must(t, k8s.Delete(ctx, svc))
+	testenv.Eventually(t, "Service recreated", func() error {
 		fresh := &corev1.Service{}
 		if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "blog"}, fresh); err != nil {
 			return err
@@ -344,14 +344,14 @@ func TestDriftIsCorrected(t *testing.T) {
 		return nil
 	})
 	pdb := &policyv1.PodDisruptionBudget{}
-	eventually(t, "PDB", func() error { return k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "blog"}, pdb) })
-	eventually(t, "edit PDB", func() error {
-		must(t, k8s.Get(ctx, client.ObjectKeyFromObject(pdb), pdb))
+	testenv.Eventually(t, "PDB", func() error { return k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "blog"}, pdb) })
+	testenv.Eventually(t, "edit PDB", func() error {
+		testenv.Must(t, k8s.Get(ctx, client.ObjectKeyFromObject(pdb), pdb))
 		pdb.Spec.MaxUnavailable = ptr.To(intstr.FromInt32(0))
 		return k8s.Update(ctx, pdb)
 	})
-	eventually(t, "PDB restored", func() error {
-		must(t, k8s.Get(ctx, client.ObjectKeyFromObject(pdb), pdb))
+	testenv.Eventually(t, "PDB restored", func() error {
+		testenv.Must(t, k8s.Get(ctx, client.ObjectKeyFromObject(pdb), pdb))
 		if pdb.Spec.MaxUnavailable.IntValue() != 1 {
 			return fmt.Errorf("maxUnavailable %s", pdb.Spec.MaxUnavailable.String())
 		}
@@ -365,9 +365,9 @@ func TestOwnerReferences(t *testing.T) {
 	ctx := context.Background()
 	ns := namespace(t)
 	site := createSite(t, ns, "owned", v1alpha1.StaticSiteSpec{Content: v1alpha1.ContentSource{Image: "example/o:v1"}, Replicas: ptr.To[int32](3)})
-	must(t, k8s.Get(ctx, client.ObjectKeyFromObject(site), site))
+	testenv.Must(t, k8s.Get(ctx, client.ObjectKeyFromObject(site), site))
 	for _, obj := range []client.Object{&appsv1.Deployment{}, &corev1.Service{}, &policyv1.PodDisruptionBudget{}} {
-		eventually(t, fmt.Sprintf("%T", obj), func() error { return k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "owned"}, obj) })
+		testenv.Eventually(t, fmt.Sprintf("%T", obj), func() error { return k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "owned"}, obj) })
 		want := []metav1.OwnerReference{{APIVersion: "hyperstatic.dev/v1alpha1", Kind: "StaticSite", Name: "owned", UID: site.UID,
 			Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}}
 		if got := obj.GetOwnerReferences(); !reflect.DeepEqual(got, want) {
@@ -390,21 +390,21 @@ func TestScaleSubresource(t *testing.T) {
 	})
 
 	scale := &autoscalingv1.Scale{}
-	must(t, k8s.SubResource("scale").Get(ctx, site, scale))
+	testenv.Must(t, k8s.SubResource("scale").Get(ctx, site, scale))
 	if scale.Spec.Replicas != 1 || scale.Status.Replicas != 1 || scale.Status.Selector != "app.kubernetes.io/name=hyperstatic-server,hyperstatic.dev/site=scaled" {
 		t.Errorf("scale %+v", scale)
 	}
 	// What `kubectl scale hss scaled --replicas 3` does.
 	scaleTo(t, site, 3)
-	eventually(t, "Deployment scaled", func() error {
-		must(t, k8s.Get(ctx, client.ObjectKeyFromObject(d), d))
+	testenv.Eventually(t, "Deployment scaled", func() error {
+		testenv.Must(t, k8s.Get(ctx, client.ObjectKeyFromObject(d), d))
 		if *d.Spec.Replicas != 3 {
 			return fmt.Errorf("replicas %d", *d.Spec.Replicas)
 		}
 		return nil
 	})
 	// More than one replica: a budget appears; the site is rolling out until the new pods are ready.
-	eventually(t, "PDB", func() error {
+	testenv.Eventually(t, "PDB", func() error {
 		return k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "scaled"}, &policyv1.PodDisruptionBudget{})
 	})
 	waitSite(t, ns, "scaled", "scaling up", func(s *v1alpha1.StaticSite) error {
@@ -422,7 +422,7 @@ func TestScaleSubresource(t *testing.T) {
 	})
 	// Back to one: the budget goes away.
 	scaleTo(t, site, 1)
-	eventually(t, "PDB deleted", func() error {
+	testenv.Eventually(t, "PDB deleted", func() error {
 		err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "scaled"}, &policyv1.PodDisruptionBudget{})
 		if apierrors.IsNotFound(err) {
 			return nil
@@ -437,8 +437,8 @@ func TestRolloutStalls(t *testing.T) {
 	ns := namespace(t)
 	createSite(t, ns, "stuck", v1alpha1.StaticSiteSpec{Content: v1alpha1.ContentSource{Image: "example/stuck:v1"}})
 	d := getDeployment(t, ns, "stuck")
-	eventually(t, "Deployment status", func() error {
-		must(t, k8s.Get(ctx, client.ObjectKeyFromObject(d), d))
+	testenv.Eventually(t, "Deployment status", func() error {
+		testenv.Must(t, k8s.Get(ctx, client.ObjectKeyFromObject(d), d))
 		d.Status = appsv1.DeploymentStatus{ObservedGeneration: d.Generation, Replicas: 1, UpdatedReplicas: 1,
 			Conditions: []appsv1.DeploymentCondition{{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionFalse,
 				Reason: "ProgressDeadlineExceeded", Message: `ReplicaSet "stuck-1" has timed out progressing.`}}}
@@ -463,7 +463,7 @@ func serverPod(t *testing.T, d *appsv1.Deployment, name, ip string) *corev1.Pod 
 	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: d.Namespace, Name: name, Labels: d.Spec.Template.Labels,
 		Annotations: d.Spec.Template.Annotations}, Spec: *d.Spec.Template.Spec.DeepCopy()}
 	p.Spec.NodeName = "node-1"
-	must(t, k8s.Create(ctx, p))
+	testenv.Must(t, k8s.Create(ctx, p))
 	if p.Status.QOSClass != corev1.PodQOSGuaranteed {
 		t.Errorf("pod %s QoS class %q, want Guaranteed", name, p.Status.QOSClass)
 	}
@@ -472,7 +472,7 @@ func serverPod(t *testing.T, d *appsv1.Deployment, name, ip string) *corev1.Pod 
 	p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: metav1.Now()}}
 	p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: containerName, Ready: true, Image: p.Spec.Containers[0].Image,
 		ImageID: "docker.io/example/pinned@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"}}
-	must(t, k8s.Status().Update(ctx, p))
+	testenv.Must(t, k8s.Status().Update(ctx, p))
 	return p
 }
 
@@ -535,8 +535,8 @@ func TestKeepsTheAutoscalersStatus(t *testing.T) {
 		return condition(s, v1alpha1.ConditionContentAvailable, metav1.ConditionTrue, "")
 	})
 	// The autoscaler writes its own condition.
-	eventually(t, "autoscaler status write", func() error {
-		must(t, k8s.Get(ctx, client.ObjectKeyFromObject(site), site))
+	testenv.Eventually(t, "autoscaler status write", func() error {
+		testenv.Must(t, k8s.Get(ctx, client.ObjectKeyFromObject(site), site))
 		meta.SetStatusCondition(&site.Status.Conditions, metav1.Condition{Type: "AbleToScale", Status: metav1.ConditionTrue, Reason: "ReadyForNewScale", Message: "test"})
 		return k8s.Status().Update(ctx, site)
 	})
@@ -554,14 +554,14 @@ func TestSamplesAreValid(t *testing.T) {
 	// Every sample in config/samples is accepted by the API server (dry run: validation and CEL rules apply).
 	ns := namespace(t)
 	files, err := filepath.Glob(filepath.Join(testenv.RepoRoot(), "config", "samples", "staticsite_*.yaml"))
-	must(t, err)
+	testenv.Must(t, err)
 	if len(files) < 4 {
 		t.Fatalf("want a sample per content source, found %v", files)
 	}
 	sites := 0
 	for _, f := range files {
 		data, err := os.ReadFile(f)
-		must(t, err)
+		testenv.Must(t, err)
 		dec := yaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
 		for {
 			u := &unstructured.Unstructured{}
@@ -622,7 +622,7 @@ func TestApplyIsSkippedWhenUnchanged(t *testing.T) {
 		}
 		if results[0] != applyCreated || results[1] != applyUnchanged {
 			live := tc.obj()
-			must(t, k8s.Get(ctx, key, live))
+			testenv.Must(t, k8s.Get(ctx, key, live))
 			owned, _ := tc.extract(live)
 			t.Errorf("%s: results %v, want [Created Unchanged]\nowned:   %s\ndesired: %s", tc.kind, results, jsonOf(owned), jsonOf(tc.desired()))
 		}

@@ -57,21 +57,21 @@ func TestImageVolumeWithFeatureGate(t *testing.T) {
 	}
 	defer func() { _ = e.Stop() }()
 	c, err := client.New(cfg, client.Options{Scheme: env.Scheme})
-	must(t, err)
+	testenv.Must(t, err)
 	disco, err := discovery.NewDiscoveryClientForConfig(cfg)
-	must(t, err)
+	testenv.Must(t, err)
 	ctx := context.Background()
 
 	site := &v1alpha1.StaticSite{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "artifact"},
 		Spec: v1alpha1.StaticSiteSpec{Content: v1alpha1.ContentSource{ImageVolume: &v1alpha1.ImageVolumeContent{
 			Reference: "example/site-artifact:v1", PullPolicy: corev1.PullIfNotPresent}}}}
-	must(t, c.Create(ctx, site))
+	testenv.Must(t, c.Create(ctx, site))
 	r := &Reconciler{Client: c, Recorder: record.NewFakeRecorder(100), ServerImage: testServerImage, ServerVersion: disco.ServerVersion}
 	_, err = r.Reconcile(ctx, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(site)})
-	must(t, err)
+	testenv.Must(t, err)
 
 	d := &appsv1.Deployment{}
-	must(t, c.Get(ctx, client.ObjectKeyFromObject(site), d))
+	testenv.Must(t, c.Get(ctx, client.ObjectKeyFromObject(site), d))
 	v := d.Spec.Template.Spec.Volumes
 	if len(v) != 1 || v[0].Image == nil || v[0].Image.Reference != "example/site-artifact:v1" || v[0].Image.PullPolicy != corev1.PullIfNotPresent {
 		t.Fatalf("volumes %+v", v)
@@ -83,7 +83,7 @@ func TestImageVolumeWithFeatureGate(t *testing.T) {
 	if d.Spec.Template.Spec.Containers[0].Image != testServerImage || d.Spec.Template.Annotations[AnnotationContentHash] == "" {
 		t.Errorf("image %s annotations %v", d.Spec.Template.Spec.Containers[0].Image, d.Spec.Template.Annotations)
 	}
-	must(t, c.Get(ctx, client.ObjectKeyFromObject(site), site))
+	testenv.Must(t, c.Get(ctx, client.ObjectKeyFromObject(site), site))
 	if err := condition(site, v1alpha1.ConditionContentAvailable, metav1.ConditionTrue, "ImageVolumeSpecified"); err != nil {
 		t.Error(err)
 	}

@@ -124,33 +124,12 @@ func namespace(t *testing.T) string {
 	name := fmt.Sprintf("site-%d-%d", time.Now().Unix()%100000, nsCounter.Add(1))
 	ctx := context.Background()
 	// Enforce the restricted Pod Security Standard: pods made from the operator's template must pass it.
-	must(t, k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name,
+	testenv.Must(t, k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name,
 		Labels: map[string]string{"pod-security.kubernetes.io/enforce": "restricted"}}}))
 	if err := k8s.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default", Namespace: name}}); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
 	return name
-}
-
-func must(t *testing.T, err error) {
-	t.Helper()
-	if err != nil {
-		t.Fatal(err)
-	}
-}
-
-// eventually retries check until it returns nil, failing the test with the last error after the timeout.
-func eventually(t *testing.T, what string, check func() error) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	var err error
-	for time.Now().Before(deadline) {
-		if err = check(); err == nil {
-			return
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	t.Fatalf("%s: %v", what, err)
 }
 
 // condition checks a site's condition status and, when reason is not empty, its reason.
@@ -183,7 +162,7 @@ func describe(site *v1alpha1.StaticSite) string {
 func waitSite(t *testing.T, ns, name, what string, check func(*v1alpha1.StaticSite) error) *v1alpha1.StaticSite {
 	t.Helper()
 	site := &v1alpha1.StaticSite{}
-	eventually(t, what, func() error {
+	testenv.Eventually(t, what, func() error {
 		if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, site); err != nil {
 			return err
 		}
@@ -196,7 +175,7 @@ func waitSite(t *testing.T, ns, name, what string, check func(*v1alpha1.StaticSi
 func events(t *testing.T, ns, name string) []string {
 	t.Helper()
 	list := &corev1.EventList{}
-	must(t, k8s.List(context.Background(), list, client.InNamespace(ns)))
+	testenv.Must(t, k8s.List(context.Background(), list, client.InNamespace(ns)))
 	var out []string
 	for _, e := range list.Items {
 		if e.InvolvedObject.Name == name && e.InvolvedObject.Kind == "StaticSite" {
@@ -208,7 +187,7 @@ func events(t *testing.T, ns, name string) []string {
 
 func waitEvent(t *testing.T, ns, name, substr string) {
 	t.Helper()
-	eventually(t, "event "+substr, func() error {
+	testenv.Eventually(t, "event "+substr, func() error {
 		ev := events(t, ns, name)
 		for _, e := range ev {
 			if strings.Contains(e, substr) {
