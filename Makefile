@@ -36,7 +36,7 @@ include make/k6.mk
 include make/ship.mk
 
 .PHONY: test
-test: go-test server-test cluster-test bench-test ## Unit + envtest (Go), the server's Rust tests, the cluster tooling's and benchmark harness' tests: the README's test command.
+test: go-test server-test cluster-test bench-test chart-check ## Unit + envtest (Go), the server's Rust tests, the tooling's tests, the chart's drift check: the README's test command.
 
 .PHONY: help
 help: ## List targets.

@@ -26,6 +26,9 @@ const operatorSelector = "app.kubernetes.io/name=hyperstatic,app.kubernetes.io/c
 // testHelmInstall: `helm install` the chart; the operator Deployment becomes available, its pod is Ready, runs
 // with the restricted security context and Guaranteed QoS, and the CRDs are established.
 func testHelmInstall(t *testing.T) {
+	// The operator's namespace enforces the restricted Pod Security Standard: the ReplicaSet could not create
+	// an operator pod that breaks it, and helm --wait would fail.
+	restrictReleaseNamespace(t)
 	start := time.Now()
 	if _, err := helm(t, helmInstallArgs()...); err != nil {
 		dumpOperator(t)
@@ -56,6 +59,36 @@ func testHelmInstall(t *testing.T) {
 		t.Errorf("operator container security context is not restricted: %+v", sc)
 	}
 	t.Logf("operator pod %s Ready; images: %s", pod.Name, pod.Spec.Containers[0].Image)
+}
+
+// restrictReleaseNamespace creates the release namespace, or labels an existing one, to enforce the restricted
+// Pod Security Standard.
+func restrictReleaseNamespace(t *testing.T) {
+	t.Helper()
+	ctx := ctxFor(t, 30*time.Second)
+	labels := map[string]string{
+		"pod-security.kubernetes.io/enforce": "restricted",
+		"pod-security.kubernetes.io/warn":    "restricted",
+	}
+	ns := &corev1.Namespace{}
+	err := k8s.Get(ctx, client.ObjectKey{Name: cfg.releaseNamespace}, ns)
+	switch {
+	case apierrors.IsNotFound(err):
+		ns = &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: cfg.releaseNamespace, Labels: labels}}
+		err = k8s.Create(ctx, ns)
+	case err == nil:
+		patch := client.MergeFrom(ns.DeepCopy())
+		if ns.Labels == nil {
+			ns.Labels = map[string]string{}
+		}
+		for k, v := range labels {
+			ns.Labels[k] = v
+		}
+		err = k8s.Patch(ctx, ns, patch)
+	}
+	if err != nil {
+		t.Fatalf("release namespace %s: %v", cfg.releaseNamespace, err)
+	}
 }
 
 // operatorPod returns the one Ready, non-terminating operator pod (failing the test if there is none).
@@ -175,6 +208,9 @@ func testOperatorRestartAndUninstall(t *testing.T) {
 		}
 		return len(pods.Items) == 0, fmt.Sprintf("%d pods left", len(pods.Items)), nil
 	})
+	// The test made the release namespace (helm does not delete namespaces): remove it too.
+	deleteNamespace(t, cfg.releaseNamespace)
+
 	// Helm never deletes CRDs it installed from crds/ (so users' StaticSites survive an uninstall): check that the
 	// documented behaviour holds rather than pretend otherwise.
 	if err := k8s.Get(ctx, client.ObjectKey{Name: "staticsites.hyperstatic.dev"}, &apiextensionsv1.CustomResourceDefinition{}); err != nil {
