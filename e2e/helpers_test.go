@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"os/exec"
 	"strings"
 	"testing"
@@ -177,7 +178,13 @@ func helmReleaseDeployed(t *testing.T) bool {
 
 // helmInstallArgs installs the chart with the locally built images. The operator gets 50m CPU (the chart's
 // default is 100m): on the 2-CPU kind node this leaves room for one pinned `cpu: 1` site next to it.
+// E2E_AUTOSCALER_SCRAPE_INTERVAL overrides the test's short scrape interval, e.g. with the operator's default
+// (5s) to measure the load-step-to-Ready time as users get it.
 func helmInstallArgs() []string {
+	scrapeInterval := os.Getenv("E2E_AUTOSCALER_SCRAPE_INTERVAL")
+	if scrapeInterval == "" {
+		scrapeInterval = "2s"
+	}
 	return []string{"upgrade", "--install", cfg.releaseName, cfg.chart,
 		"--namespace", cfg.releaseNamespace, "--create-namespace", "--wait", "--timeout", "4m",
 		"--set", "operator.image.tag=" + cfg.version,
@@ -185,7 +192,7 @@ func helmInstallArgs() []string {
 		"--set", "k6.image.tag=" + cfg.version,
 		"--set", "operator.resources.cpu=50m",
 		// Scrape often so the autoscaling scenario reacts within the test's time.
-		"--set", "operator.autoscalerScrapeInterval=2s",
+		"--set", "operator.autoscalerScrapeInterval=" + scrapeInterval,
 	}
 }
 
