@@ -9,6 +9,11 @@ import (
 	"os"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/discovery"
@@ -17,6 +22,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -74,6 +81,20 @@ func main() {
 	}
 }
 
+// ownedObjectsOnly limits the manager's cache of the kinds the operator creates (pods through Deployments and
+// Jobs) to the objects it labelled as its own, so the operator's memory does not grow with everything else in the
+// cluster. ConfigMaps and PersistentVolumeClaims stay unfiltered: sites reference the user's own, by name.
+func ownedObjectsOnly() map[client.Object]cache.ByObject {
+	owned := cache.ByObject{Label: labels.SelectorFromSet(labels.Set{v1alpha1.LabelManagedBy: v1alpha1.ManagedByValue})}
+	return map[client.Object]cache.ByObject{
+		&corev1.Pod{}:                   owned,
+		&appsv1.Deployment{}:            owned,
+		&corev1.Service{}:               owned,
+		&policyv1.PodDisruptionBudget{}: owned,
+		&batchv1.Job{}:                  owned,
+	}
+}
+
 // run starts the manager and blocks until ctx ends.
 func run(ctx context.Context, cfg *rest.Config, o *options) error {
 	log := ctrl.Log.WithName("setup")
@@ -83,6 +104,7 @@ func run(ctx context.Context, cfg *rest.Config, o *options) error {
 
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                        scheme,
+		Cache:                         cache.Options{ByObject: ownedObjectsOnly()},
 		Metrics:                       metricsserver.Options{BindAddress: o.metricsAddr},
 		HealthProbeBindAddress:        o.probeAddr,
 		LeaderElection:                o.leaderElect,

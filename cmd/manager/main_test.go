@@ -11,7 +11,9 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"hyperstatic.dev/hyperstatic/api/v1alpha1"
@@ -104,4 +106,35 @@ func TestManagerRuns(t *testing.T) {
 		}
 		return nil
 	})
+
+	// The manager caches only objects labelled as the operator's own (ownedObjectsOnly): what it creates must
+	// carry that label, or it would never see its own children change. Deleting the Service must bring it back.
+	svc := &corev1.Service{}
+	within("Service created", func() error { return c.Get(ctx, client.ObjectKeyFromObject(site), svc) })
+	if err := c.Delete(ctx, svc); err != nil {
+		t.Fatal(err)
+	}
+	within("Service recreated after deletion", func() error {
+		fresh := &corev1.Service{}
+		if err := c.Get(ctx, client.ObjectKeyFromObject(site), fresh); err != nil {
+			return err
+		}
+		if fresh.UID == svc.UID {
+			return fmt.Errorf("still the deleted Service")
+		}
+		return nil
+	})
+}
+
+// The cache filter keeps the operator's own objects and drops everybody else's.
+func TestCacheKeepsOnlyOwnedObjects(t *testing.T) {
+	own := labels.Set{v1alpha1.LabelManagedBy: v1alpha1.ManagedByValue}
+	for obj, by := range ownedObjectsOnly() {
+		if !by.Label.Matches(own) {
+			t.Errorf("%T: the operator's own objects would not be cached", obj)
+		}
+		if by.Label.Matches(labels.Set{"app": "someone-else"}) {
+			t.Errorf("%T: other objects would be cached", obj)
+		}
+	}
 }
