@@ -15,7 +15,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"hyperstatic.dev/hyperstatic/api/v1alpha1"
 	"hyperstatic.dev/hyperstatic/internal/podmetrics"
@@ -54,7 +53,7 @@ func TestMain(m *testing.M) {
 	clk = clocktesting.NewFakeClock(start)
 	load = newLoadModel(clk)
 
-	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{Scheme: env.Scheme, Metrics: metricsserver.Options{BindAddress: "0"}})
+	mgr, err := env.NewManager()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)

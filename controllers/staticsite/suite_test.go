@@ -17,12 +17,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/discovery"
 	clocktesting "k8s.io/utils/clock/testing"
-	"k8s.io/utils/ptr"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"hyperstatic.dev/hyperstatic/api/v1alpha1"
 	"hyperstatic.dev/hyperstatic/internal/podmetrics"
@@ -83,12 +79,7 @@ func runSuite(m *testing.M) int {
 	defer func() { _ = env.Stop() }()
 	k8s = env.Client
 
-	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
-		Scheme:                 env.Scheme,
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
-	})
+	mgr, err := env.NewManager()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "manager:", err)
 		return 1

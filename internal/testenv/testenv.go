@@ -13,8 +13,12 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"hyperstatic.dev/hyperstatic/api/v1alpha1"
 )
@@ -63,4 +67,15 @@ func (e *Env) Stop() error { return e.env.Stop() }
 func RepoRoot() string {
 	_, file, _, _ := goruntime.Caller(0)
 	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
+}
+
+// NewManager returns a controller-runtime manager on this API server for a controller suite: nothing listens
+// (metrics and probes off), and controller name validation is off so a package may set up a controller twice.
+func (e *Env) NewManager() (ctrl.Manager, error) {
+	return ctrl.NewManager(e.Config, ctrl.Options{
+		Scheme:                 e.Scheme,
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
+	})
 }
