@@ -1,7 +1,7 @@
 //! Conditional requests (RFC 9110 §13): If-Match, If-Unmodified-Since, If-None-Match, If-Modified-Since
 //! evaluated in the order of §13.2.2, and If-Range for range requests.
 
-use crate::httpdate;
+use crate::dates;
 
 #[derive(Debug, PartialEq, Eq, Clone, Copy)]
 pub enum Outcome {
@@ -71,7 +71,7 @@ pub fn evaluate(c: &Conditions, etag: &[u8], last_modified: i64) -> Outcome {
             return Outcome::PreconditionFailed;
         }
     } else if let Some(ius) = c.if_unmodified_since {
-        if let Some(t) = httpdate::parse(ius) {
+        if let Some(t) = dates::parse(ius) {
             if last_modified > t {
                 return Outcome::PreconditionFailed;
             }
@@ -82,7 +82,7 @@ pub fn evaluate(c: &Conditions, etag: &[u8], last_modified: i64) -> Outcome {
             return Outcome::NotModified;
         }
     } else if let Some(ims) = c.if_modified_since {
-        if let Some(t) = httpdate::parse(ims) {
+        if let Some(t) = dates::parse(ims) {
             if last_modified <= t {
                 return Outcome::NotModified;
             }
@@ -101,7 +101,7 @@ pub fn if_range_allows(if_range: Option<&[u8]>, etag: &[u8], last_modified: i64)
         return !v.starts_with(b"W/") && v == etag;
     }
     // A date validator matches only an exactly equal Last-Modified.
-    httpdate::parse(v) == Some(last_modified)
+    dates::parse(v) == Some(last_modified)
 }
 
 #[cfg(test)]
@@ -111,7 +111,12 @@ mod tests {
     const ETAG: &[u8] = b"\"abc\"";
     const LM: i64 = 784111777; // Sun, 06 Nov 1994 08:49:37 GMT
 
-    fn cond<'a>(im: Option<&'a str>, ius: Option<&'a str>, inm: Option<&'a str>, ims: Option<&'a str>) -> Conditions<'a> {
+    fn cond<'a>(
+        im: Option<&'a str>,
+        ius: Option<&'a str>,
+        inm: Option<&'a str>,
+        ims: Option<&'a str>,
+    ) -> Conditions<'a> {
         Conditions {
             if_match: im.map(str::as_bytes),
             if_unmodified_since: ius.map(str::as_bytes),

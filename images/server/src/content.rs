@@ -57,7 +57,8 @@ pub struct Variant {
 pub struct FileEntry {
     /// URL path, e.g. `/css/site.css`.
     pub path: String,
-    pub mime: &'static str,
+    /// The Content-Type header value.
+    pub mime: Box<str>,
     pub last_modified: i64,
     /// Indexed by `Encoding as usize`; identity is always present.
     pub variants: [Option<Variant>; 3],

@@ -120,7 +120,10 @@ pub fn reload(shared: &Shared, why: &str) -> Option<Watcher> {
         }
         Err(e) => {
             bump(&shared.reloads_failed, 1);
-            log::error("content reload failed; the previous content keeps serving", &[("reason", V::S(why)), ("error", V::S(&e))]);
+            log::error(
+                "content reload failed; the previous content keeps serving",
+                &[("reason", V::S(why)), ("error", V::S(&e))],
+            );
             Some(w) // keep watching: the tree may be fixed later
         }
     }
@@ -153,7 +156,11 @@ pub fn run(shared: Arc<Shared>, sigset: libc::sigset_t, mut watcher: Option<Watc
             loop {
                 // SAFETY: reading one siginfo.
                 let n = unsafe {
-                    libc::read(sfd, &mut info as *mut _ as *mut libc::c_void, std::mem::size_of::<libc::signalfd_siginfo>())
+                    libc::read(
+                        sfd,
+                        &mut info as *mut _ as *mut libc::c_void,
+                        std::mem::size_of::<libc::signalfd_siginfo>(),
+                    )
                 };
                 if n <= 0 {
                     break;

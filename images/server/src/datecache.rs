@@ -1,10 +1,10 @@
 //! The `Date:` header line, formatted at most once per second per worker.
 
-use crate::httpdate;
+use crate::dates;
 
 pub struct DateCache {
     secs: i64,
-    line: [u8; 6 + httpdate::LEN + 2],
+    line: [u8; 6 + dates::LEN + 2],
 }
 
 fn realtime_secs() -> i64 {
@@ -22,9 +22,9 @@ impl Default for DateCache {
 
 impl DateCache {
     pub fn new() -> DateCache {
-        let mut d = DateCache { secs: i64::MIN, line: [0; 6 + httpdate::LEN + 2] };
+        let mut d = DateCache { secs: i64::MIN, line: [0; 6 + dates::LEN + 2] };
         d.line[..6].copy_from_slice(b"Date: ");
-        d.line[6 + httpdate::LEN..].copy_from_slice(b"\r\n");
+        d.line[6 + dates::LEN..].copy_from_slice(b"\r\n");
         d.refresh();
         d
     }
@@ -35,9 +35,9 @@ impl DateCache {
         let s = realtime_secs();
         if s != self.secs {
             self.secs = s;
-            let mut b = [0u8; httpdate::LEN];
-            httpdate::format(s, &mut b);
-            self.line[6..6 + httpdate::LEN].copy_from_slice(&b);
+            let mut b = [0u8; dates::LEN];
+            dates::format(s, &mut b);
+            self.line[6..6 + dates::LEN].copy_from_slice(&b);
         }
     }
 
@@ -56,7 +56,7 @@ mod tests {
         let d = DateCache::new();
         let s = std::str::from_utf8(d.line()).unwrap();
         assert!(s.starts_with("Date: ") && s.ends_with(" GMT\r\n"), "{s}");
-        let parsed = httpdate::parse(&s.as_bytes()[6..s.len() - 2]).unwrap();
+        let parsed = dates::parse(&s.as_bytes()[6..s.len() - 2]).unwrap();
         assert!((parsed - realtime_secs()).abs() <= 2);
     }
 }

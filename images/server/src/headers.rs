@@ -1,8 +1,8 @@
 //! Precomputed response header blocks per file variant, so a response is a copy of a ready-made block plus
 //! the cached Date line.
 
+use crate::dates;
 use crate::encoding::Encoding;
-use crate::httpdate;
 
 pub struct Inputs<'a> {
     pub mime: &'a str,
@@ -17,9 +17,10 @@ pub struct Inputs<'a> {
 
 /// (fields, head_200, fields_304) for one variant of `len` bytes.
 pub fn build(i: &Inputs, len: u64) -> (Vec<u8>, Vec<u8>, Vec<u8>) {
-    let lm = httpdate::format_string(i.last_modified);
+    let lm = dates::format_string(i.last_modified);
     let mut validators = String::new();
-    validators.push_str(&format!("ETag: {}\r\nLast-Modified: {}\r\nCache-Control: {}\r\n", i.etag, lm, i.cache_control));
+    validators
+        .push_str(&format!("ETag: {}\r\nLast-Modified: {}\r\nCache-Control: {}\r\n", i.etag, lm, i.cache_control));
     if i.negotiable {
         validators.push_str("Vary: Accept-Encoding\r\n");
     }
@@ -58,12 +59,23 @@ mod tests {
         let (fields, head, f304) = build(&i, 42);
         let head = String::from_utf8(head).unwrap();
         assert!(head.starts_with("HTTP/1.1 200 OK\r\nContent-Length: 42\r\nContent-Type: text/html; charset=utf-8\r\n"));
-        for h in ["Content-Encoding: br\r\n", "ETag: \"abc-br\"\r\n", "Last-Modified: Sun, 06 Nov 1994 08:49:37 GMT\r\n",
-                  "Cache-Control: no-cache\r\n", "Vary: Accept-Encoding\r\n", "Accept-Ranges: bytes\r\n", "X-Frame-Options: DENY\r\n"] {
+        for h in [
+            "Content-Encoding: br\r\n",
+            "ETag: \"abc-br\"\r\n",
+            "Last-Modified: Sun, 06 Nov 1994 08:49:37 GMT\r\n",
+            "Cache-Control: no-cache\r\n",
+            "Vary: Accept-Encoding\r\n",
+            "Accept-Ranges: bytes\r\n",
+            "X-Frame-Options: DENY\r\n",
+        ] {
             assert!(head.contains(h), "{h}");
         }
         let f304 = String::from_utf8(f304).unwrap();
-        assert!(f304.contains("ETag: \"abc-br\"") && f304.contains("Vary: Accept-Encoding") && !f304.contains("Content-Type"));
+        assert!(
+            f304.contains("ETag: \"abc-br\"")
+                && f304.contains("Vary: Accept-Encoding")
+                && !f304.contains("Content-Type")
+        );
         assert!(!String::from_utf8(fields).unwrap().contains("Content-Length"));
     }
 }

@@ -8,10 +8,10 @@ pub mod content;
 pub mod control;
 pub mod cpus;
 pub mod datecache;
+pub mod dates;
 pub mod encoding;
 pub mod glob;
 pub mod headers;
-pub mod httpdate;
 pub mod loader;
 pub mod log;
 pub mod metrics;
@@ -106,7 +106,10 @@ pub fn serve(cfg: Config) -> i32 {
     let admin = match TcpListener::bind(cfg.admin_listen) {
         Ok(l) => l,
         Err(e) => {
-            log::error("cannot listen (admin)", &[("address", V::S(&cfg.admin_listen.to_string())), ("error", V::S(&e.to_string()))]);
+            log::error(
+                "cannot listen (admin)",
+                &[("address", V::S(&cfg.admin_listen.to_string())), ("error", V::S(&e.to_string()))],
+            );
             return 1;
         }
     };
@@ -114,7 +117,10 @@ pub fn serve(cfg: Config) -> i32 {
     let shared = Arc::new(Shared::new(cfg, workers, worker_cpus.clone(), pinned));
     {
         let s = shared.clone();
-        std::thread::Builder::new().name("admin".into()).spawn(move || admin::serve(admin, s)).expect("spawn admin thread");
+        std::thread::Builder::new()
+            .name("admin".into())
+            .spawn(move || admin::serve(admin, s))
+            .expect("spawn admin thread");
     }
     log::info(
         "starting",

@@ -13,7 +13,7 @@ use sha2::{Digest, Sha256};
 use crate::config::Config;
 use crate::content::{Body, FileEntry, Table, Target, Variant};
 use crate::encoding::Encoding;
-use crate::{glob, headers, mime};
+use crate::{headers, mime};
 
 /// Files smaller than this are not worth compressing.
 const COMPRESS_MIN: u64 = 1024;
@@ -91,7 +91,11 @@ fn walk(root: &Path, on_dir: &mut dyn FnMut(&Path), report: &mut Report) -> Resu
                 }
             };
             if !canon.starts_with(&canon_root) {
-                report.errors.push(format!("{}: symlink escapes the site root (to {})", path.display(), canon.display()));
+                report.errors.push(format!(
+                    "{}: symlink escapes the site root (to {})",
+                    path.display(),
+                    canon.display()
+                ));
                 continue;
             }
             let meta = match fs::metadata(&canon) {
@@ -107,7 +111,11 @@ fn walk(root: &Path, on_dir: &mut dyn FnMut(&Path), report: &mut Report) -> Resu
                     stack.push((path, child_url));
                 }
             } else if meta.is_file() {
-                let mtime = meta.modified().ok().and_then(|t| t.duration_since(UNIX_EPOCH).ok()).map_or(0, |d| d.as_secs() as i64);
+                let mtime = meta
+                    .modified()
+                    .ok()
+                    .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
+                    .map_or(0, |d| d.as_secs() as i64);
                 files.push(Found { url: child_url, fs_path: path, len: meta.len(), mtime });
             }
         }
@@ -153,14 +161,14 @@ fn gzip(data: &[u8]) -> Vec<u8> {
 /// Everything needed to build one FileEntry, computed possibly in parallel.
 struct Loaded {
     url: String,
-    mime: &'static str,
+    content_type: mime::ContentType,
     mtime: i64,
     identity: (Body, u64, String),
     encoded: [Option<(Body, u64)>; 3],
 }
 
 fn load_one(f: &Found, siblings: &HashSet<&str>, cfg: &Config) -> Result<Loaded, String> {
-    let (mime, compressible) = mime::for_name(&f.url);
+    let content_type = mime::for_name(&f.url);
     let open = |p: &Path| File::open(p).map_err(|e| format!("{}: {e}", p.display()));
     let mut encoded: [Option<(Body, u64)>; 3] = [None, None, None];
     let identity = if f.len > cfg.max_memory_file_size {
@@ -170,7 +178,7 @@ fn load_one(f: &Found, siblings: &HashSet<&str>, cfg: &Config) -> Result<Loaded,
     } else {
         let data = fs::read(&f.fs_path).map_err(|e| format!("{}: {e}", f.fs_path.display()))?;
         let tag = etag_base(&data);
-        let want_compress = cfg.compress && compressible && data.len() as u64 >= COMPRESS_MIN;
+        let want_compress = cfg.compress && content_type.compressible && data.len() as u64 >= COMPRESS_MIN;
         for (enc, ext) in [(Encoding::Br, "br"), (Encoding::Gzip, "gz")] {
             let sib = format!("{}.{ext}", f.url);
             if siblings.contains(sib.as_str()) {
@@ -189,18 +197,19 @@ fn load_one(f: &Found, siblings: &HashSet<&str>, cfg: &Config) -> Result<Loaded,
         let n = data.len() as u64;
         (Body::Mem(data.into_boxed_slice()), n, tag)
     };
-    Ok(Loaded { url: f.url.clone(), mime, mtime: f.mtime, identity, encoded })
+    Ok(Loaded { url: f.url.clone(), content_type, mtime: f.mtime, identity, encoded })
 }
 
+/// The first `--cache-control` rule whose glob matches wins.
 fn cache_control_for<'a>(cfg: &'a Config, url: &str) -> &'a str {
-    cfg.cache_control.iter().find(|(g, _)| glob::matches(g, url)).map_or(cfg.default_cache_control.as_str(), |(_, v)| v)
+    cfg.cache_control.iter().find(|r| r.glob.matches(url)).map_or(cfg.default_cache_control.as_str(), |r| &r.value)
 }
 
 fn build_entry(l: Loaded, cfg: &Config) -> FileEntry {
     let negotiable = l.encoded.iter().any(Option::is_some);
     let cc = cache_control_for(cfg, &l.url);
     let extra: Vec<(String, String)> =
-        cfg.headers.iter().filter(|(g, _, _)| g == "*" || glob::matches(g, &l.url)).map(|(_, n, v)| (n.clone(), v.clone())).collect();
+        cfg.headers.iter().filter(|h| h.applies_to(&l.url)).map(|h| (h.name.clone(), h.value.clone())).collect();
     let (id_body, id_len, tag) = l.identity;
     let mk = |body: Body, len: u64, enc: Encoding| {
         let etag = match enc {
@@ -209,7 +218,7 @@ fn build_entry(l: Loaded, cfg: &Config) -> FileEntry {
             Encoding::Gzip => format!("\"{tag}-gz\""),
         };
         let inputs = headers::Inputs {
-            mime: l.mime,
+            mime: &l.content_type.value,
             etag: &etag,
             last_modified: l.mtime,
             cache_control: cc,
@@ -228,16 +237,12 @@ fn build_entry(l: Loaded, cfg: &Config) -> FileEntry {
         }
     };
     let [_, br, gz] = l.encoded;
-    FileEntry {
-        path: l.url.clone(),
-        mime: l.mime,
-        last_modified: l.mtime,
-        variants: [
-            Some(mk(id_body, id_len, Encoding::Identity)),
-            br.map(|(b, n)| mk(b, n, Encoding::Br)),
-            gz.map(|(b, n)| mk(b, n, Encoding::Gzip)),
-        ],
-    }
+    let variants = [
+        Some(mk(id_body, id_len, Encoding::Identity)),
+        br.map(|(b, n)| mk(b, n, Encoding::Br)),
+        gz.map(|(b, n)| mk(b, n, Encoding::Gzip)),
+    ];
+    FileEntry { path: l.url, mime: l.content_type.value.into_boxed_str(), last_modified: l.mtime, variants }
 }
 
 /// Loads the site. Files that cannot be read are left out and listed in the report; an unreadable root is

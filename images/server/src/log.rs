@@ -39,7 +39,7 @@ fn timestamp(out: &mut Vec<u8>) {
     let secs = now.as_secs() as i64;
     let days = secs.div_euclid(86400);
     let sod = secs.rem_euclid(86400);
-    // civil date (same algorithm as httpdate)
+    // Civil date from days since the epoch (Howard Hinnant's civil_from_days).
     let z = days + 719468;
     let era = z.div_euclid(146097);
     let doe = z - era * 146097;
@@ -119,7 +119,12 @@ mod tests {
     #[test]
     fn lines_are_json_objects() {
         let mut out = Vec::new();
-        format_line(&mut out, "info", "hello \"x\"", &[("path", V::B(b"/a\nb\xff")), ("n", V::U(3)), ("ok", V::Bool(true))]);
+        format_line(
+            &mut out,
+            "info",
+            "hello \"x\"",
+            &[("path", V::B(b"/a\nb\xff")), ("n", V::U(3)), ("ok", V::Bool(true))],
+        );
         let s = String::from_utf8(out).unwrap();
         assert!(s.starts_with("{\"time\":\""));
         assert!(s.ends_with("}\n"));

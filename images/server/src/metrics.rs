@@ -39,7 +39,12 @@ pub fn render(s: &Shared) -> String {
             let _ = writeln!(out, "hyperstatic_requests_total{{code=\"{code}\"}} {n}");
         }
     }
-    family(&mut out, "hyperstatic_response_bytes_total", "counter", "Response bytes queued for sending (headers and bodies).");
+    family(
+        &mut out,
+        "hyperstatic_response_bytes_total",
+        "counter",
+        "Response bytes queued for sending (headers and bodies).",
+    );
     let _ = writeln!(out, "hyperstatic_response_bytes_total {}", sum(&|w| w.response_bytes.load(Ordering::Relaxed)));
     family(&mut out, "hyperstatic_connections_open", "gauge", "Client connections currently open.");
     let _ = writeln!(out, "hyperstatic_connections_open {}", sum(&|w| w.connections_open.load(Ordering::Relaxed)));
@@ -55,9 +60,16 @@ pub fn render(s: &Shared) -> String {
     drop(table);
     family(&mut out, "hyperstatic_reloads_total", "counter", "Content reloads, by result.");
     let _ = writeln!(out, "hyperstatic_reloads_total{{result=\"success\"}} {}", s.reloads_ok.load(Ordering::Relaxed));
-    let _ = writeln!(out, "hyperstatic_reloads_total{{result=\"failure\"}} {}", s.reloads_failed.load(Ordering::Relaxed));
-    family(&mut out, "hyperstatic_worker_cpus", "gauge", "Worker threads; label cpus lists the CPUs they run on, pinned says one worker per CPU.");
-    let _ = writeln!(out, "hyperstatic_worker_cpus{{cpus=\"{}\",pinned=\"{}\"}} {}", s.worker_cpus, s.pinned, s.workers);
+    let _ =
+        writeln!(out, "hyperstatic_reloads_total{{result=\"failure\"}} {}", s.reloads_failed.load(Ordering::Relaxed));
+    family(
+        &mut out,
+        "hyperstatic_worker_cpus",
+        "gauge",
+        "Worker threads; label cpus lists the CPUs they run on, pinned says one worker per CPU.",
+    );
+    let _ =
+        writeln!(out, "hyperstatic_worker_cpus{{cpus=\"{}\",pinned=\"{}\"}} {}", s.worker_cpus, s.pinned, s.workers);
     family(&mut out, "hyperstatic_ready", "gauge", "1 when /readyz answers 200.");
     let _ = writeln!(out, "hyperstatic_ready {}", u8::from(s.ready()));
     family(&mut out, "hyperstatic_build_info", "gauge", "Build information.");
@@ -87,9 +99,17 @@ mod tests {
         assert!(text.contains("hyperstatic_requests_total{code=\"200\"} 0\n"));
         assert!(text.contains("hyperstatic_requests_total{code=\"404\"} 5\n"));
         assert!(text.contains("hyperstatic_worker_cpus{cpus=\"0,1\",pinned=\"true\"} 2\n"));
-        for name in ["hyperstatic_response_bytes_total ", "hyperstatic_connections_open ", "hyperstatic_connections_total ",
-                     "hyperstatic_content_files ", "hyperstatic_content_bytes ", "hyperstatic_reloads_total{result=\"failure\"} ",
-                     "process_cpu_seconds_total ", "process_resident_memory_bytes ", "hyperstatic_build_info{"] {
+        for name in [
+            "hyperstatic_response_bytes_total ",
+            "hyperstatic_connections_open ",
+            "hyperstatic_connections_total ",
+            "hyperstatic_content_files ",
+            "hyperstatic_content_bytes ",
+            "hyperstatic_reloads_total{result=\"failure\"} ",
+            "process_cpu_seconds_total ",
+            "process_resident_memory_bytes ",
+            "hyperstatic_build_info{",
+        ] {
             assert!(text.contains(name), "{name}");
         }
         let (_, rss) = process_stats();

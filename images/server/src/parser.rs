@@ -1,5 +1,22 @@
 //! Strict, zero-copy HTTP/1.1 request-head parser (RFC 9112). It borrows from the read buffer and never
 //! allocates; the result names the few header fields a static server acts on.
+//!
+//! Hand-written rather than httparse because it is faster on our workloads. `cargo bench --bench parser`
+//! (benches/parser.rs) runs both doing the same job — httparse tokenising into 64 uninitialised header slots,
+//! then the same `Request::new`/`apply_field`/`finish` and the limit checks httparse does not make. Best of 15
+//! rounds, ns per request, static release build, 2-core VM shared with other builds:
+//!
+//! | workload                         | this parser | httparse 1.10 + our checks |
+//! |----------------------------------|------------:|---------------------------:|
+//! | browser GET, 9 headers (376 B)   |         205 |                        256 |
+//! | wrk GET (`Host` only)            |          50 |                         72 |
+//! | wrk GET pipelined ×16, per head  |          50 |                         70 |
+//!
+//! Three later runs at load average 13–17 kept the order on every line (best: 238–366 vs 458–522 ns, 55–100 vs
+//! 89–124 ns, 87–100 vs 91–159 ns).
+//!
+//! Two details carry the browser case: header names are checked through a 256-byte table, and targets and
+//! values are checked without early exit so the loops vectorise (before that this parser took 405 ns there).
 
 /// Longest request line accepted; longer gets 414.
 pub const MAX_REQUEST_LINE: usize = 8 * 1024;
@@ -68,6 +85,109 @@ pub struct Request<'a> {
 }
 
 impl<'a> Request<'a> {
+    /// A request with its request line parsed and no header fields yet. The target of a GET or HEAD must be
+    /// origin-form or absolute-form (anything else is 400); other methods are answered before the path matters.
+    pub fn new(method_raw: &'a [u8], target: &'a [u8], version: Version) -> Result<Request<'a>, ParseError> {
+        let method = classify_method(method_raw);
+        let mut req = Request {
+            method,
+            method_raw,
+            target,
+            path: b"/",
+            query: None,
+            version,
+            host: None,
+            conn_close: false,
+            conn_keep_alive: false,
+            content_length: None,
+            transfer_encoding: false,
+            if_none_match: None,
+            if_modified_since: None,
+            if_match: None,
+            if_unmodified_since: None,
+            range: None,
+            if_range: None,
+            accept_encoding: None,
+            user_agent: None,
+        };
+        if matches!(method, Method::Get | Method::Head) {
+            let (path, query) = split_target(target).ok_or(ParseError::BadRequest)?;
+            req.path = path;
+            req.query = query;
+        }
+        Ok(req)
+    }
+
+    /// Takes in one header field: `name` is a valid token, `value` has its surrounding whitespace trimmed and no
+    /// control characters. Rejects a second Host and conflicting Content-Lengths.
+    pub fn apply_field(&mut self, name: &[u8], value: &'a [u8]) -> Result<(), ParseError> {
+        match name.len() {
+            4 if name.eq_ignore_ascii_case(b"host") => {
+                if self.host.is_some() {
+                    return Err(ParseError::BadRequest);
+                }
+                self.host = Some(value);
+            }
+            5 if name.eq_ignore_ascii_case(b"range") => {
+                self.range.get_or_insert(value);
+            }
+            8 if name.eq_ignore_ascii_case(b"if-match") => {
+                self.if_match.get_or_insert(value);
+            }
+            8 if name.eq_ignore_ascii_case(b"if-range") => {
+                self.if_range.get_or_insert(value);
+            }
+            10 if name.eq_ignore_ascii_case(b"connection") => {
+                for tok in value.split(|&b| b == b',') {
+                    let tok = trim_ows(tok);
+                    if tok.eq_ignore_ascii_case(b"close") {
+                        self.conn_close = true;
+                    } else if tok.eq_ignore_ascii_case(b"keep-alive") {
+                        self.conn_keep_alive = true;
+                    }
+                }
+            }
+            10 if name.eq_ignore_ascii_case(b"user-agent") => {
+                self.user_agent.get_or_insert(value);
+            }
+            13 if name.eq_ignore_ascii_case(b"if-none-match") => {
+                self.if_none_match.get_or_insert(value);
+            }
+            14 if name.eq_ignore_ascii_case(b"content-length") => {
+                let n = parse_content_length(value)?;
+                if self.content_length.is_some_and(|old| old != n) {
+                    return Err(ParseError::BadRequest);
+                }
+                self.content_length = Some(n);
+            }
+            15 if name.eq_ignore_ascii_case(b"accept-encoding") => {
+                self.accept_encoding.get_or_insert(value);
+            }
+            17 if name.eq_ignore_ascii_case(b"if-modified-since") => {
+                self.if_modified_since.get_or_insert(value);
+            }
+            17 if name.eq_ignore_ascii_case(b"transfer-encoding") => {
+                self.transfer_encoding = true;
+            }
+            19 if name.eq_ignore_ascii_case(b"if-unmodified-since") => {
+                self.if_unmodified_since.get_or_insert(value);
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// The checks that need the whole header section: Content-Length with Transfer-Encoding, Host on HTTP/1.1.
+    pub fn finish(&self) -> Result<(), ParseError> {
+        if self.transfer_encoding && self.content_length.is_some() {
+            return Err(ParseError::BadRequest);
+        }
+        if self.host.is_none() && self.version == Version::Http11 {
+            return Err(ParseError::BadRequest);
+        }
+        Ok(())
+    }
+
     /// Whether the connection may stay open after this request (before server-side limits apply).
     pub fn keep_alive(&self) -> bool {
         if self.conn_close {
@@ -86,6 +206,8 @@ impl<'a> Request<'a> {
 }
 
 #[derive(Debug)]
+// Boxing the request would cost an allocation per request; a `Parsed` lives on the stack for one parse.
+#[allow(clippy::large_enum_variant)]
 pub enum Parsed<'a> {
     /// A complete head and the number of bytes it used (leading empty lines included).
     Complete(Request<'a>, usize),
@@ -93,12 +215,37 @@ pub enum Parsed<'a> {
     Partial,
 }
 
+/// RFC 9110 token characters as a table: one load per byte of every method and header name.
+static TCHAR: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut i = 0;
+    while i < 256 {
+        t[i] = matches!(i as u8,
+            b'!' | b'#' | b'$' | b'%' | b'&' | b'\'' | b'*' | b'+' | b'-' | b'.' | b'^' | b'_' | b'`' | b'|' | b'~'
+            | b'0'..=b'9' | b'a'..=b'z' | b'A'..=b'Z');
+        i += 1;
+    }
+    t
+};
+
 #[inline]
 fn is_tchar(b: u8) -> bool {
-    // RFC 9110 token characters.
-    matches!(b,
-        b'!' | b'#' | b'$' | b'%' | b'&' | b'\'' | b'*' | b'+' | b'-' | b'.' | b'^' | b'_' | b'`' | b'|' | b'~'
-        | b'0'..=b'9' | b'a'..=b'z' | b'A'..=b'Z')
+    TCHAR[b as usize]
+}
+
+// The two byte checks below have no early exit so that they compile to SIMD: targets and field values
+// (User-Agent, Accept, cookies) are most of a browser's head.
+
+/// A request-target is visible ASCII only (0x21..=0x7e).
+#[inline]
+fn target_ok(t: &[u8]) -> bool {
+    t.iter().fold(true, |ok, &b| ok & (b.wrapping_sub(0x21) < 0x5e))
+}
+
+/// A field value may hold HTAB, SP, visible ASCII and obs-text (0x80..), but no other control byte and no DEL.
+#[inline]
+fn value_ok(v: &[u8]) -> bool {
+    v.iter().fold(true, |ok, &b| ok & ((b >= 0x20) | (b == b'\t')) & (b != 0x7f))
 }
 
 #[inline]
@@ -231,7 +378,7 @@ pub fn parse(buf: &[u8]) -> Result<Parsed<'_>, ParseError> {
     let sp = find(rest, b' ').ok_or(ParseError::BadRequest)?;
     let target = &rest[..sp];
     let version_raw = &rest[sp + 1..];
-    if target.is_empty() || target.iter().any(|&b| b <= 0x20 || b >= 0x7f) {
+    if target.is_empty() || !target_ok(target) {
         return Err(ParseError::BadRequest);
     }
     let version = match version_raw {
@@ -245,40 +392,12 @@ pub fn parse(buf: &[u8]) -> Result<Parsed<'_>, ParseError> {
         }
         _ => return Err(ParseError::BadRequest),
     };
-    let method = classify_method(method_raw);
-
-    let mut req = Request {
-        method,
-        method_raw,
-        target,
-        path: b"/",
-        query: None,
-        version,
-        host: None,
-        conn_close: false,
-        conn_keep_alive: false,
-        content_length: None,
-        transfer_encoding: false,
-        if_none_match: None,
-        if_modified_since: None,
-        if_match: None,
-        if_unmodified_since: None,
-        range: None,
-        if_range: None,
-        accept_encoding: None,
-        user_agent: None,
-    };
-    if matches!(method, Method::Get | Method::Head) {
-        let (path, query) = split_target(target).ok_or(ParseError::BadRequest)?;
-        req.path = path;
-        req.query = query;
-    }
+    let mut req = Request::new(method_raw, target, version)?;
 
     // Header fields.
     let hstart = nl + 1;
     let hlimit = (hstart + MAX_HEADER_SECTION).min(buf.len());
     let mut hp = hstart;
-    let mut hosts = 0;
     loop {
         let e = match find(&buf[hp..hlimit], b'\n') {
             Some(i) => hp + i,
@@ -302,69 +421,13 @@ pub fn parse(buf: &[u8]) -> Result<Parsed<'_>, ParseError> {
             Some(i) if line[i] == b':' && i > 0 => i,
             _ => return Err(ParseError::BadRequest), // whitespace before colon, bad name, no colon
         };
-        let name = &line[..colon];
         let value = trim_ows(&line[colon + 1..]);
-        if value.iter().any(|&b| (b < 0x20 && b != b'\t') || b == 0x7f) {
+        if !value_ok(value) {
             return Err(ParseError::BadRequest);
         }
-        match name.len() {
-            4 if name.eq_ignore_ascii_case(b"host") => {
-                hosts += 1;
-                req.host = Some(value);
-            }
-            5 if name.eq_ignore_ascii_case(b"range") => {
-                req.range.get_or_insert(value);
-            }
-            8 if name.eq_ignore_ascii_case(b"if-match") => {
-                req.if_match.get_or_insert(value);
-            }
-            8 if name.eq_ignore_ascii_case(b"if-range") => {
-                req.if_range.get_or_insert(value);
-            }
-            10 if name.eq_ignore_ascii_case(b"connection") => {
-                for tok in value.split(|&b| b == b',') {
-                    let tok = trim_ows(tok);
-                    if tok.eq_ignore_ascii_case(b"close") {
-                        req.conn_close = true;
-                    } else if tok.eq_ignore_ascii_case(b"keep-alive") {
-                        req.conn_keep_alive = true;
-                    }
-                }
-            }
-            10 if name.eq_ignore_ascii_case(b"user-agent") => {
-                req.user_agent.get_or_insert(value);
-            }
-            13 if name.eq_ignore_ascii_case(b"if-none-match") => {
-                req.if_none_match.get_or_insert(value);
-            }
-            14 if name.eq_ignore_ascii_case(b"content-length") => {
-                let n = parse_content_length(value)?;
-                if req.content_length.is_some_and(|old| old != n) {
-                    return Err(ParseError::BadRequest);
-                }
-                req.content_length = Some(n);
-            }
-            15 if name.eq_ignore_ascii_case(b"accept-encoding") => {
-                req.accept_encoding.get_or_insert(value);
-            }
-            17 if name.eq_ignore_ascii_case(b"if-modified-since") => {
-                req.if_modified_since.get_or_insert(value);
-            }
-            17 if name.eq_ignore_ascii_case(b"transfer-encoding") => {
-                req.transfer_encoding = true;
-            }
-            19 if name.eq_ignore_ascii_case(b"if-unmodified-since") => {
-                req.if_unmodified_since.get_or_insert(value);
-            }
-            _ => {}
-        }
+        req.apply_field(&line[..colon], value)?;
     }
-    if req.transfer_encoding && req.content_length.is_some() {
-        return Err(ParseError::BadRequest);
-    }
-    if hosts > 1 || (hosts == 0 && version == Version::Http11) {
-        return Err(ParseError::BadRequest);
-    }
+    req.finish()?;
     Ok(Parsed::Complete(req, hp))
 }
 
@@ -465,6 +528,18 @@ mod tests {
         assert_eq!(err(b"GET\t/ HTTP/1.1\r\nHost: a\r\n\r\n"), ParseError::BadRequest);
         assert_eq!(err(b"GET /\xff HTTP/1.1\r\nHost: a\r\n\r\n"), ParseError::BadRequest);
         assert_eq!(err(b"GET / HTTP/2.0\r\nHost: a\r\n\r\n"), ParseError::VersionNotSupported);
+    }
+
+    #[test]
+    fn field_value_bytes() {
+        let (r, _) = complete("GET / HTTP/1.1\r\nHost: a\r\nUser-Agent: gr\u{fc}\u{df}e\tx\r\n\r\n");
+        assert_eq!(r.user_agent, Some("grüße\tx".as_bytes()), "obs-text and HTAB are allowed");
+        assert_eq!(err(b"GET / HTTP/1.1\r\nHost: a\r\nX-A: a\x7fb\r\n\r\n"), ParseError::BadRequest);
+        assert_eq!(err(b"GET / HTTP/1.1\r\nHost: a\r\nX-A: a\x00b\r\n\r\n"), ParseError::BadRequest);
+        assert_eq!(err(b"GET /a\x7f HTTP/1.1\r\nHost: a\r\n\r\n"), ParseError::BadRequest);
+        assert_eq!(err(b"GET /a\x01 HTTP/1.1\r\nHost: a\r\n\r\n"), ParseError::BadRequest);
+        assert_eq!(err(b"GET / HTTP/1.1\r\nHost: a\r\nX\x80: a\r\n\r\n"), ParseError::BadRequest);
+        complete("GET /~a!$&'()*+,;=:@-._%20 HTTP/1.1\r\nHost: a\r\n\r\n");
     }
 
     #[test]

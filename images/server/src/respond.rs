@@ -273,7 +273,12 @@ mod tests {
 
     fn run(t: &Table, spa: bool, req: &str) -> (Resp, String) {
         let mut out = Out::default();
-        let ctx = Ctx { table: t, date_line: b"Date: Thu, 01 Jan 1970 00:00:00 GMT\r\n", force_close: false, spa_fallback: spa };
+        let ctx = Ctx {
+            table: t,
+            date_line: b"Date: Thu, 01 Jan 1970 00:00:00 GMT\r\n",
+            force_close: false,
+            spa_fallback: spa,
+        };
         let Ok(Parsed::Complete(r, _)) = parser::parse(req.as_bytes()) else { panic!("test request must parse") };
         let mut pb = [0u8; 1024];
         let resp = respond(&mut out, &ctx, &r, &mut pb);
@@ -340,9 +345,17 @@ mod tests {
         assert_eq!(r.status, 200);
         assert!(s.contains("Content-Encoding: br\r\n") && s.contains("Vary: Accept-Encoding\r\n"));
         let etag = s.lines().find_map(|l| l.strip_prefix("ETag: ")).unwrap().to_string();
-        let (r, s) = run(&t, false, &format!("GET /a.css HTTP/1.1\r\nHost: a\r\nAccept-Encoding: br\r\nIf-None-Match: {etag}\r\n\r\n"));
+        let (r, s) = run(
+            &t,
+            false,
+            &format!("GET /a.css HTTP/1.1\r\nHost: a\r\nAccept-Encoding: br\r\nIf-None-Match: {etag}\r\n\r\n"),
+        );
         assert_eq!(r.status, 304);
-        assert!(s.contains(&format!("ETag: {etag}\r\n")) && s.contains("Vary: Accept-Encoding\r\n") && s.ends_with("\r\n\r\n"));
+        assert!(
+            s.contains(&format!("ETag: {etag}\r\n"))
+                && s.contains("Vary: Accept-Encoding\r\n")
+                && s.ends_with("\r\n\r\n")
+        );
         let (r, s) = run(&t, false, "GET /a.css HTTP/1.1\r\nHost: a\r\nRange: bytes=0-3\r\n\r\n");
         assert_eq!(r.status, 206);
         assert!(s.contains("Content-Range: bytes 0-3/1700\r\nContent-Length: 4\r\n") && s.ends_with("\r\n\r\na { "));

@@ -69,7 +69,8 @@ pub struct Shared {
 
 impl Shared {
     pub fn new(cfg: Config, workers: usize, worker_cpus: String, pinned: bool) -> Shared {
-        let start_time = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0.0, |d| d.as_secs_f64());
+        let start_time =
+            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0.0, |d| d.as_secs_f64());
         Shared {
             cfg,
             table: Mutex::new(Arc::new(Table::default())),

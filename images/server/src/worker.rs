@@ -281,7 +281,12 @@ impl Worker {
         for _ in 0..256 {
             // SAFETY: accept4 on our listener.
             let fd = unsafe {
-                libc::accept4(self.listener, std::ptr::null_mut(), std::ptr::null_mut(), libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC)
+                libc::accept4(
+                    self.listener,
+                    std::ptr::null_mut(),
+                    std::ptr::null_mut(),
+                    libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
+                )
             };
             if fd < 0 {
                 match errno() {
@@ -290,7 +295,10 @@ impl Worker {
                     e => {
                         // Out of descriptors (or similar): stop polling the listener for a moment instead of
                         // spinning on a readable listener we cannot accept from.
-                        log::warn("accept failed; pausing accepts for 100ms", &[("errno", log::V::U(e as u64)), ("worker", log::V::U(self.id as u64))]);
+                        log::warn(
+                            "accept failed; pausing accepts for 100ms",
+                            &[("errno", log::V::U(e as u64)), ("worker", log::V::U(self.id as u64))],
+                        );
                         // SAFETY: removing our own listener from our epoll set.
                         unsafe { libc::epoll_ctl(self.ep, libc::EPOLL_CTL_DEL, self.listener, std::ptr::null_mut()) };
                         self.accept_paused_until = self.now_ms + 100;

@@ -65,7 +65,11 @@ fn check_mode_reports_and_exits() {
     assert!(stdout.contains("9 files") && stdout.contains("ok"), "{stdout}");
     let out = Command::new(bin).args(["--check", "--root", "/nonexistent/site"]).output().unwrap();
     assert!(!out.status.success());
-    let out = Command::new(bin).env("HYPERSTATIC_ROOT", site.to_str().unwrap()).env("HYPERSTATIC_CHECK", "true").output().unwrap();
+    let out = Command::new(bin)
+        .env("HYPERSTATIC_ROOT", site.to_str().unwrap())
+        .env("HYPERSTATIC_CHECK", "true")
+        .output()
+        .unwrap();
     assert!(out.status.success(), "environment equivalents work");
 }
 
@@ -75,17 +79,31 @@ fn help_version_and_bad_flags() {
     let out = Command::new(bin).arg("--help").output().unwrap();
     assert!(out.status.success());
     let help = String::from_utf8_lossy(&out.stdout);
-    for f in ["--root", "--listen", "--admin-listen", "--workers", "--header-timeout", "--keepalive-timeout",
-              "--max-requests-per-connection", "--max-connection-age", "--drain-delay", "--check", "HYPERSTATIC_ROOT"] {
+    for f in [
+        "--root",
+        "--listen",
+        "--admin-listen",
+        "--workers",
+        "--header-timeout",
+        "--keepalive-timeout",
+        "--max-requests-per-connection",
+        "--max-connection-age",
+        "--drain-delay",
+        "--check",
+        "HYPERSTATIC_ROOT",
+    ] {
         assert!(help.contains(f), "{f}");
     }
     let out = Command::new(bin).arg("--version").output().unwrap();
     assert!(String::from_utf8_lossy(&out.stdout).starts_with("hyperstatic-server "));
     let out = Command::new(bin).arg("--bogus").output().unwrap();
     assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("unknown flag"));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("unexpected argument '--bogus'"), "{err}");
     let out = Command::new(bin).args(["--header-timeout", "ten"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--header-timeout") && err.contains("invalid duration"), "{err}");
 }
 
 #[test]

@@ -87,7 +87,7 @@ fn sigterm_drains_with_zero_failed_requests() {
         std::thread::sleep(Duration::from_millis(20));
     }
     routed.store(false, Ordering::Relaxed); // endpoints removed
-    // Still serving during the drain delay.
+                                            // Still serving during the drain delay.
     std::thread::sleep(Duration::from_millis(500));
     let during = ok.load(Ordering::Relaxed);
     assert!(during > before, "requests continue during the drain delay");

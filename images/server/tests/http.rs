@@ -122,7 +122,8 @@ fn http10_and_absolute_form() {
     let rest = read_to_close(&mut c);
     assert_eq!(parse_responses(&rest, false).0.len(), 1);
     // absolute-form
-    let bytes = s.raw(b"GET http://example.test/docs/page.html?q=1 HTTP/1.1\r\nHost: example.test\r\nConnection: close\r\n\r\n");
+    let bytes = s
+        .raw(b"GET http://example.test/docs/page.html?q=1 HTTP/1.1\r\nHost: example.test\r\nConnection: close\r\n\r\n");
     assert_eq!(parse_responses(&bytes, false).0[0].text(), "<h1>page</h1>\n");
 }
 
@@ -141,7 +142,10 @@ fn conditional_requests_get_304_with_the_same_validators() {
     assert_eq!(r.header("Cache-Control"), full.header("Cache-Control"));
     assert!(r.header("Date").is_some());
     // weak comparison, lists, star
-    assert_eq!(s.get("/css/site.css", &[("Accept-Encoding", "br"), ("If-None-Match", &format!("\"x\", W/{etag}"))]).status, 304);
+    assert_eq!(
+        s.get("/css/site.css", &[("Accept-Encoding", "br"), ("If-None-Match", &format!("\"x\", W/{etag}"))]).status,
+        304
+    );
     assert_eq!(s.get("/css/site.css", &[("If-None-Match", "*")]).status, 304);
     // The identity ETag differs: a br ETag does not validate the identity variant.
     assert_eq!(s.get("/css/site.css", &[("If-None-Match", &etag)]).status, 200);
@@ -221,10 +225,18 @@ fn every_promised_4xx() {
         ("whitespace before colon", b"GET / HTTP/1.1\r\nHost : a\r\n\r\n".to_vec(), 400),
         ("obs-fold", b"GET / HTTP/1.1\r\nHost: a\r\nX: a\r\n  folded\r\n\r\n".to_vec(), 400),
         ("bad Content-Length", b"GET / HTTP/1.1\r\nHost: a\r\nContent-Length: 1x\r\n\r\n".to_vec(), 400),
-        ("CL and TE", b"GET / HTTP/1.1\r\nHost: a\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n".to_vec(), 400),
+        (
+            "CL and TE",
+            b"GET / HTTP/1.1\r\nHost: a\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n".to_vec(),
+            400,
+        ),
         ("garbage request line", b"HELLO\r\n\r\n".to_vec(), 400),
         ("dot-dot escape", b"GET /../etc/passwd HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n".to_vec(), 400),
-        ("encoded dot-dot escape", b"GET /%2e%2e/%2e%2e/etc/passwd HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n".to_vec(), 400),
+        (
+            "encoded dot-dot escape",
+            b"GET /%2e%2e/%2e%2e/etc/passwd HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n".to_vec(),
+            400,
+        ),
         ("NUL", b"GET /index.html%00.txt HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n".to_vec(), 400),
         ("backslash", b"GET /..%5c..%5cetc HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n".to_vec(), 400),
         ("invalid UTF-8", b"GET /%ff%fe HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n".to_vec(), 400),
@@ -233,10 +245,19 @@ fn every_promised_4xx() {
         ("unknown method", b"BREW / HTTP/1.1\r\nHost: a\r\n\r\n".to_vec(), 501),
         ("too-long method", [b"A".repeat(100), b" / HTTP/1.1\r\nHost: a\r\n\r\n".to_vec()].concat(), 501),
         ("HTTP/2 version", b"GET / HTTP/2.0\r\nHost: a\r\n\r\n".to_vec(), 505),
-        ("request line over 8 KiB", [b"GET /".to_vec(), b"a".repeat(9000), b" HTTP/1.1\r\nHost: a\r\n\r\n".to_vec()].concat(), 414),
+        (
+            "request line over 8 KiB",
+            [b"GET /".to_vec(), b"a".repeat(9000), b" HTTP/1.1\r\nHost: a\r\n\r\n".to_vec()].concat(),
+            414,
+        ),
         (
             "header section over 16 KiB",
-            [b"GET / HTTP/1.1\r\nHost: a\r\n".to_vec(), b"X-Big: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\r\n".repeat(400), b"\r\n".to_vec()].concat(),
+            [
+                b"GET / HTTP/1.1\r\nHost: a\r\n".to_vec(),
+                b"X-Big: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\r\n".repeat(400),
+                b"\r\n".to_vec(),
+            ]
+            .concat(),
             431,
         ),
     ];
@@ -246,8 +267,11 @@ fn every_promised_4xx() {
         if want == 405 {
             assert_eq!(rs[0].header("Allow"), Some("GET, HEAD"), "{name}");
         }
-        if matches!(want, 400 | 414 | 431 | 501 | 505) && !name.contains("escape") && !name.contains("NUL")
-            && !name.contains("backslash") && !name.contains("UTF-8")
+        if matches!(want, 400 | 414 | 431 | 501 | 505)
+            && !name.contains("escape")
+            && !name.contains("NUL")
+            && !name.contains("backslash")
+            && !name.contains("UTF-8")
         {
             assert_eq!(rs[0].header("Connection"), Some("close"), "{name}: framing errors close the connection");
         }
@@ -317,7 +341,15 @@ fn custom_404_spa_fallback_and_rules() {
 
     let s = Server::start(
         &site,
-        &["--spa-fallback", "--cache-control", "/css/**=public, max-age=31536000, immutable", "--header", "X-Frame-Options: DENY", "--header", "*.css=X-Kind: style"],
+        &[
+            "--spa-fallback",
+            "--cache-control",
+            "/css/**=public, max-age=31536000, immutable",
+            "--header",
+            "X-Frame-Options: DENY",
+            "--header",
+            "*.css=X-Kind: style",
+        ],
     );
     let r = s.get("/app/route/42", &[]);
     assert_eq!(r.status, 200);
@@ -365,7 +397,8 @@ fn garbage_never_crashes_or_stalls_the_server() {
         x ^= x << 17;
         x
     };
-    let pieces: [&[u8]; 10] = [b"GET ", b"/", b" HTTP/1.1", b"\r\n", b"Host: a", b":", b"\r\n\r\n", b"%", b"\0", b"Content-Length: 5"];
+    let pieces: [&[u8]; 10] =
+        [b"GET ", b"/", b" HTTP/1.1", b"\r\n", b"Host: a", b":", b"\r\n\r\n", b"%", b"\0", b"Content-Length: 5"];
     for _ in 0..200 {
         let mut req = Vec::new();
         for _ in 0..(next() % 20) {
@@ -382,14 +415,23 @@ fn garbage_never_crashes_or_stalls_the_server() {
         let mut out = Vec::new();
         let _ = c.read_to_end(&mut out);
         if !out.is_empty() {
-            assert!(out.starts_with(b"HTTP/1.1 "), "{:?} -> {:?}", String::from_utf8_lossy(&req), String::from_utf8_lossy(&out));
+            assert!(
+                out.starts_with(b"HTTP/1.1 "),
+                "{:?} -> {:?}",
+                String::from_utf8_lossy(&req),
+                String::from_utf8_lossy(&out)
+            );
         }
     }
     assert_eq!(s.get("/100.html", &[]).status, 200);
     // Every connection is gone once clients have closed (lingering closes finish on the client's EOF).
     let deadline = std::time::Instant::now() + Duration::from_secs(3);
     while s.metric("hyperstatic_connections_open") != 0.0 {
-        assert!(std::time::Instant::now() < deadline, "connections leaked: {}", s.metric("hyperstatic_connections_open"));
+        assert!(
+            std::time::Instant::now() < deadline,
+            "connections leaked: {}",
+            s.metric("hyperstatic_connections_open")
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
 }

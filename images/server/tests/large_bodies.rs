@@ -40,7 +40,12 @@ fn site(name: &str) -> Site {
 fn bodies_around_the_threshold_arrive_byte_exact() {
     let site = site("sf-exact");
     let s = Server::start(&site, &[]);
-    for (p, want) in [("/k8.bin", noise(8192, 1)), ("/k4.bin", noise(4096, 2)), ("/k4m.bin", noise(4095, 3)), ("/m200.bin", noise(200_000, 4))] {
+    for (p, want) in [
+        ("/k8.bin", noise(8192, 1)),
+        ("/k4.bin", noise(4096, 2)),
+        ("/k4m.bin", noise(4095, 3)),
+        ("/m200.bin", noise(200_000, 4)),
+    ] {
         let r = s.get(p, &[]);
         assert_eq!(r.status, 200, "{p}");
         assert_eq!(r.header("Content-Length"), Some(want.len().to_string().as_str()), "{p}");
@@ -74,7 +79,11 @@ fn slow_reader_gets_every_large_body_byte_exact() {
     let mut c = c;
     let mut req = Vec::new();
     for i in 0..20 {
-        req.extend_from_slice(if i % 2 == 0 { b"GET /m200.bin HTTP/1.1\r\nHost: t\r\n\r\n" } else { b"GET /k8.bin HTTP/1.1\r\nHost: t\r\n\r\n" });
+        req.extend_from_slice(if i % 2 == 0 {
+            b"GET /m200.bin HTTP/1.1\r\nHost: t\r\n\r\n"
+        } else {
+            b"GET /k8.bin HTTP/1.1\r\nHost: t\r\n\r\n"
+        });
         req.extend_from_slice(b"GET /100.html HTTP/1.1\r\nHost: t\r\n\r\n");
     }
     req.extend_from_slice(b"GET /k4.bin HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n");
@@ -121,7 +130,11 @@ fn socket2_small_rcvbuf(s: &Server) -> std::net::TcpStream {
             sin_addr: libc::in_addr { s_addr: u32::from_ne_bytes([127, 0, 0, 1]) },
             sin_zero: [0; 8],
         };
-        let r = libc::connect(fd, &addr as *const _ as *const libc::sockaddr, std::mem::size_of::<libc::sockaddr_in>() as u32);
+        let r = libc::connect(
+            fd,
+            &addr as *const _ as *const libc::sockaddr,
+            std::mem::size_of::<libc::sockaddr_in>() as u32,
+        );
         assert_eq!(r, 0, "connect");
         let t = std::net::TcpStream::from_raw_fd(fd);
         t.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
@@ -134,7 +147,17 @@ fn pipelined_mix_of_small_and_large_in_order_and_head_has_no_body() {
     let site = site("sf-pipe");
     let s = Server::start(&site, &[]);
     let mut req = Vec::new();
-    let order = ["/100.html", "/k8.bin", "/100.html", "/100.html", "/m200.bin", "/k4m.bin", "/k4.bin", "/index.html", "/k8.bin"];
+    let order = [
+        "/100.html",
+        "/k8.bin",
+        "/100.html",
+        "/100.html",
+        "/m200.bin",
+        "/k4m.bin",
+        "/k4.bin",
+        "/index.html",
+        "/k8.bin",
+    ];
     for _ in 0..3 {
         for p in order {
             req.extend_from_slice(format!("GET {p} HTTP/1.1\r\nHost: t\r\n\r\n").as_bytes());
@@ -173,7 +196,14 @@ fn ranges_on_large_bodies_and_compressed_variants_are_byte_exact() {
     let site = site("sf-range");
     let s = Server::start(&site, &[]);
     let m = noise(200_000, 4);
-    for (spec, a, b) in [("0-9999", 0, 9999), ("1000-1009", 1000, 1009), ("123457-", 123_457, 199_999), ("-5000", 195_000, 199_999), ("4096-8191", 4096, 8191), ("199999-", 199_999, 199_999)] {
+    for (spec, a, b) in [
+        ("0-9999", 0, 9999),
+        ("1000-1009", 1000, 1009),
+        ("123457-", 123_457, 199_999),
+        ("-5000", 195_000, 199_999),
+        ("4096-8191", 4096, 8191),
+        ("199999-", 199_999, 199_999),
+    ] {
         let r = s.get("/m200.bin", &[("Range", &format!("bytes={spec}"))]);
         assert_eq!(r.status, 206, "{spec}");
         assert_eq!(r.header("Content-Range"), Some(format!("bytes {a}-{b}/200000").as_str()));

@@ -52,9 +52,9 @@ impl Server {
                 }
             });
         }
-        let line = rx.recv_timeout(Duration::from_secs(30)).unwrap_or_else(|_| {
-            panic!("server did not start; logs: {:?}", logs.lock().unwrap())
-        });
+        let line = rx
+            .recv_timeout(Duration::from_secs(30))
+            .unwrap_or_else(|_| panic!("server did not start; logs: {:?}", logs.lock().unwrap()));
         let port_of = |key: &str| -> u16 {
             let i = line.find(key).unwrap() + key.len();
             let rest = &line[i..];
@@ -177,8 +177,7 @@ impl Response {
 pub fn parse_responses(mut b: &[u8], head_only: bool) -> (Vec<Response>, usize) {
     let total = b.len();
     let mut out = Vec::new();
-    loop {
-        let Some(end) = b.windows(4).position(|w| w == b"\r\n\r\n") else { break };
+    while let Some(end) = b.windows(4).position(|w| w == b"\r\n\r\n") {
         let head = std::str::from_utf8(&b[..end]).expect("response head is UTF-8");
         let mut lines = head.split("\r\n");
         let status_line = lines.next().unwrap();

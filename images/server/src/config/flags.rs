@@ -1,0 +1,137 @@
+//! The command line as clap sees it. Flag names, value syntax and defaults are a contract: the operator builds
+//! them (controllers/staticsite/defaults.go, ServerArgs) and users pass more through `spec.server.extraArgs`.
+//! Every flag reads `HYPERSTATIC_<NAME>` when it is not on the command line.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{ArgAction, Parser};
+
+use super::values::{at_least_one, number, parse_bool, parse_duration, parse_size, positive_duration};
+
+const AFTER_HELP: &str = "\
+Flags win over the environment. The repeatable flags (--cache-control, --header) take one rule per line in \
+the environment; on the command line, any --cache-control or --header replaces the environment's whole list.
+Durations: 10s, 500ms, 1m, 1h, 1.5s (a bare number is seconds). Sizes: 8MiB, 512KiB, 1000000, 1M.
+Booleans: --flag, --flag=true, --flag=false (also 1/0, yes/no, on/off).
+Globs: a pattern without '/' matches the file name at any depth (*.html); with '/' it matches the URL path \
+(/assets/**). '*' and '?' stay within a segment, '**' crosses segments; every other character is literal.";
+
+/// Raw flags; `from_flags` in config.rs turns them into a `Config` (and checks the rules).
+///
+/// Every flag that takes a value takes the next argument, even one starting with `-`: the StaticSite API admits
+/// header names and globs like `-X-A` and `-draft-*.html`, and a flag given twice keeps the last value.
+#[derive(Parser, Debug)]
+#[command(
+    name = "hyperstatic-server",
+    version,
+    about = "Serves a static site from memory over HTTP/1.1.",
+    after_help = AFTER_HELP,
+    // A flag given twice: the last one wins, as it always has. `spec.server.extraArgs` come after the operator's
+    // own flags and rely on this to override them.
+    args_override_self = true
+)]
+pub(super) struct Flags {
+    /// Site root, loaded into memory
+    #[arg(long, allow_hyphen_values = true, env = "HYPERSTATIC_ROOT", value_name = "DIR", default_value = "/site")]
+    pub root: PathBuf,
+
+    /// HTTP listen address; port 0 picks a free port
+    #[arg(
+        long,
+        allow_hyphen_values = true,
+        env = "HYPERSTATIC_LISTEN",
+        value_name = "ADDR",
+        default_value = "0.0.0.0:8080"
+    )]
+    pub listen: SocketAddr,
+
+    /// Admin listener for /healthz /readyz /metrics /content
+    #[arg(
+        long,
+        allow_hyphen_values = true,
+        env = "HYPERSTATIC_ADMIN_LISTEN",
+        value_name = "ADDR",
+        default_value = "0.0.0.0:9090"
+    )]
+    pub admin_listen: SocketAddr,
+
+    /// Worker threads; 0 = one per CPU of the affinity mask, capped by the cgroup CPU quota
+    #[arg(long, allow_hyphen_values = true, env = "HYPERSTATIC_WORKERS", value_name = "N", default_value = "0", value_parser = number::<usize>)]
+    pub workers: usize,
+
+    /// Time allowed to send a complete request head; then 408 and close
+    #[arg(long, allow_hyphen_values = true, env = "HYPERSTATIC_HEADER_TIMEOUT", value_name = "DUR", default_value = "10s", value_parser = positive_duration)]
+    pub header_timeout: Duration,
+
+    /// Idle keep-alive connections close after this
+    #[arg(long, allow_hyphen_values = true, env = "HYPERSTATIC_KEEPALIVE_TIMEOUT", value_name = "DUR", default_value = "60s", value_parser = positive_duration)]
+    pub keepalive_timeout: Duration,
+
+    /// Close a connection after N requests
+    #[arg(long, allow_hyphen_values = true, env = "HYPERSTATIC_MAX_REQUESTS_PER_CONNECTION", value_name = "N", default_value = "10000", value_parser = at_least_one)]
+    pub max_requests_per_connection: u64,
+
+    /// Close a connection after its next response once it is this old
+    #[arg(long, allow_hyphen_values = true, env = "HYPERSTATIC_MAX_CONNECTION_AGE", value_name = "DUR", default_value = "60s", value_parser = parse_duration)]
+    pub max_connection_age: Duration,
+
+    /// After SIGTERM: /readyz fails at once, serving goes on this long before accepting stops
+    #[arg(long, allow_hyphen_values = true, env = "HYPERSTATIC_DRAIN_DELAY", value_name = "DUR", default_value = "5s", value_parser = parse_duration)]
+    pub drain_delay: Duration,
+
+    /// After the drain delay: longest wait for open connections to finish
+    #[arg(long, allow_hyphen_values = true, env = "HYPERSTATIC_SHUTDOWN_TIMEOUT", value_name = "DUR", default_value = "20s", value_parser = parse_duration)]
+    pub shutdown_timeout: Duration,
+
+    /// Load and validate the site, print a report, exit non-zero on error
+    #[arg(long, env = "HYPERSTATIC_CHECK", value_name = "BOOL", num_args = 0..=1, require_equals = true,
+          default_value = "false", default_missing_value = "true", value_parser = parse_bool, action = ArgAction::Set)]
+    pub check: bool,
+
+    /// Cache-Control for matching files; repeatable, first match wins (e.g. '/assets/**=public, max-age=31536000, immutable')
+    #[arg(long, allow_hyphen_values = true, env = "HYPERSTATIC_CACHE_CONTROL", value_name = "GLOB=VALUE")]
+    pub cache_control: Vec<String>,
+
+    /// Cache-Control when no rule matches
+    #[arg(
+        long,
+        allow_hyphen_values = true,
+        env = "HYPERSTATIC_DEFAULT_CACHE_CONTROL",
+        value_name = "VALUE",
+        default_value = "no-cache"
+    )]
+    pub default_cache_control: String,
+
+    /// Extra response header on file responses (all files, or those matching GLOB); repeatable
+    #[arg(long, allow_hyphen_values = true, env = "HYPERSTATIC_HEADER", value_name = "[GLOB=]NAME: VALUE")]
+    pub header: Vec<String>,
+
+    /// Serve /index.html (200) for paths that match no file
+    #[arg(long, env = "HYPERSTATIC_SPA_FALLBACK", value_name = "BOOL", num_args = 0..=1, require_equals = true,
+          default_value = "false", default_missing_value = "true", value_parser = parse_bool, action = ArgAction::Set)]
+    pub spa_fallback: bool,
+
+    /// Site file served with status 404 for unknown paths (e.g. /404.html)
+    #[arg(long, allow_hyphen_values = true, env = "HYPERSTATIC_NOT_FOUND_PAGE", value_name = "PATH")]
+    pub not_found_page: Option<String>,
+
+    /// Files larger than this are served from disk with sendfile
+    #[arg(long, allow_hyphen_values = true, env = "HYPERSTATIC_MAX_MEMORY_FILE_SIZE", value_name = "SIZE", default_value = "8MiB", value_parser = parse_size)]
+    pub max_memory_file_size: u64,
+
+    /// Precompress compressible files over 1 KiB with brotli and gzip at load time
+    #[arg(long, env = "HYPERSTATIC_COMPRESS", value_name = "BOOL", num_args = 0..=1, require_equals = true,
+          default_value = "true", default_missing_value = "true", value_parser = parse_bool, action = ArgAction::Set)]
+    pub compress: bool,
+
+    /// Write a JSON access log line to stderr per (sampled) request
+    #[arg(long, env = "HYPERSTATIC_ACCESS_LOG", value_name = "BOOL", num_args = 0..=1, require_equals = true,
+          default_value = "false", default_missing_value = "true", value_parser = parse_bool, action = ArgAction::Set)]
+    pub access_log: bool,
+
+    /// Log one request in N when the access log is on (0 counts as 1)
+    #[arg(long, allow_hyphen_values = true, env = "HYPERSTATIC_ACCESS_LOG_SAMPLE", value_name = "N", default_value = "1", value_parser = number::<u64>)]
+    pub access_log_sample: u64,
+}
