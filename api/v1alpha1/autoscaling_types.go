@@ -54,6 +54,23 @@ type AutoscalingSpec struct {
 	// same defaults as an autoscaling/v2 HorizontalPodAutoscaler: scale up by at most max(4 pods, 100 %)
 	// per 15 s with no stabilization; scale down by at most 100 % per 15 s after a 300 s stabilization
 	// window (the highest recommendation of the last 300 s wins).
+	//
+	// It is validated as an HPA's behavior is (kube-apiserver's validateScalingRules): an empty policy list or
+	// a policy of an unknown type, which would silently allow no scale-up at all, is refused.
+	// +kubebuilder:validation:XValidation:rule="!has(self.scaleUp) || !has(self.scaleUp.policies) || size(self.scaleUp.policies) > 0",message="spec.autoscaling.behavior.scaleUp.policies must list at least one policy (omit it for the defaults; selectPolicy Disabled turns scaleUp off)"
+	// +kubebuilder:validation:XValidation:rule="!has(self.scaleUp) || !has(self.scaleUp.policies) || self.scaleUp.policies.all(p, p.type == 'Pods' || p.type == 'Percent')",message="spec.autoscaling.behavior.scaleUp.policies[*].type must be Pods or Percent"
+	// +kubebuilder:validation:XValidation:rule="!has(self.scaleUp) || !has(self.scaleUp.policies) || self.scaleUp.policies.all(p, p.value > 0)",message="spec.autoscaling.behavior.scaleUp.policies[*].value must be greater than zero"
+	// +kubebuilder:validation:XValidation:rule="!has(self.scaleUp) || !has(self.scaleUp.policies) || self.scaleUp.policies.all(p, p.periodSeconds > 0 && p.periodSeconds <= 1800)",message="spec.autoscaling.behavior.scaleUp.policies[*].periodSeconds must be greater than zero and at most 1800"
+	// +kubebuilder:validation:XValidation:rule="!has(self.scaleUp) || !has(self.scaleUp.selectPolicy) || self.scaleUp.selectPolicy in ['Max', 'Min', 'Disabled']",message="spec.autoscaling.behavior.scaleUp.selectPolicy must be Max, Min or Disabled"
+	// +kubebuilder:validation:XValidation:rule="!has(self.scaleUp) || !has(self.scaleUp.stabilizationWindowSeconds) || (self.scaleUp.stabilizationWindowSeconds >= 0 && self.scaleUp.stabilizationWindowSeconds <= 3600)",message="spec.autoscaling.behavior.scaleUp.stabilizationWindowSeconds must be between 0 and 3600"
+	// +kubebuilder:validation:XValidation:rule="!has(self.scaleUp) || !has(self.scaleUp.tolerance) || quantity(string(self.scaleUp.tolerance)).compareTo(quantity('0')) >= 0",message="spec.autoscaling.behavior.scaleUp.tolerance must be at least 0"
+	// +kubebuilder:validation:XValidation:rule="!has(self.scaleDown) || !has(self.scaleDown.policies) || size(self.scaleDown.policies) > 0",message="spec.autoscaling.behavior.scaleDown.policies must list at least one policy (omit it for the defaults; selectPolicy Disabled turns scaleDown off)"
+	// +kubebuilder:validation:XValidation:rule="!has(self.scaleDown) || !has(self.scaleDown.policies) || self.scaleDown.policies.all(p, p.type == 'Pods' || p.type == 'Percent')",message="spec.autoscaling.behavior.scaleDown.policies[*].type must be Pods or Percent"
+	// +kubebuilder:validation:XValidation:rule="!has(self.scaleDown) || !has(self.scaleDown.policies) || self.scaleDown.policies.all(p, p.value > 0)",message="spec.autoscaling.behavior.scaleDown.policies[*].value must be greater than zero"
+	// +kubebuilder:validation:XValidation:rule="!has(self.scaleDown) || !has(self.scaleDown.policies) || self.scaleDown.policies.all(p, p.periodSeconds > 0 && p.periodSeconds <= 1800)",message="spec.autoscaling.behavior.scaleDown.policies[*].periodSeconds must be greater than zero and at most 1800"
+	// +kubebuilder:validation:XValidation:rule="!has(self.scaleDown) || !has(self.scaleDown.selectPolicy) || self.scaleDown.selectPolicy in ['Max', 'Min', 'Disabled']",message="spec.autoscaling.behavior.scaleDown.selectPolicy must be Max, Min or Disabled"
+	// +kubebuilder:validation:XValidation:rule="!has(self.scaleDown) || !has(self.scaleDown.stabilizationWindowSeconds) || (self.scaleDown.stabilizationWindowSeconds >= 0 && self.scaleDown.stabilizationWindowSeconds <= 3600)",message="spec.autoscaling.behavior.scaleDown.stabilizationWindowSeconds must be between 0 and 3600"
+	// +kubebuilder:validation:XValidation:rule="!has(self.scaleDown) || !has(self.scaleDown.tolerance) || quantity(string(self.scaleDown.tolerance)).compareTo(quantity('0')) >= 0",message="spec.autoscaling.behavior.scaleDown.tolerance must be at least 0"
 	// +optional
 	Behavior *autoscalingv2.HorizontalPodAutoscalerBehavior `json:"behavior,omitempty"`
 }

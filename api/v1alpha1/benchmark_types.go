@@ -204,35 +204,12 @@ const (
 	CleanupKeep BenchmarkCleanupPolicy = "Keep"
 )
 
-// Benchmark condition types. Polarity is given for each: "normal-true" conditions are True when things are well,
-// "abnormal-true" ones are True when something needs attention.
-const (
-	// BenchmarkRunning (normal-true while running): the k6 Job exists and has not finished.
-	BenchmarkRunning = "Running"
-	// BenchmarkComplete (normal-true, terminal): every k6 pod finished and the merged results are published.
-	BenchmarkComplete = "Complete"
-	// BenchmarkFailed (abnormal-true, terminal): the run could not produce results (Job failed, timeout, target
-	// never resolved, unreadable results). The reason says which; partial results may still be published.
-	BenchmarkFailed = "Failed"
-	// BenchmarkClientBound (abnormal-true): in at least one step the k6 pods used >= 90% of their CPU, so that
-	// step measured the client, not the server. Such steps are never presented as server capacity.
-	BenchmarkClientBound = "ClientBound"
-	// BenchmarkTargetResolved (normal-true): the target's URL (and, for paths.allFiles, its file list) is known.
-	BenchmarkTargetResolved = "TargetResolved"
-)
+// Benchmark condition types, reasons and phases are in benchmark_conditions.go.
 
 // Benchmark verdicts.
 const (
 	VerdictPass = "Pass"
 	VerdictFail = "Fail"
-)
-
-// Benchmark phases, derived from the conditions (for display only: act on conditions).
-const (
-	BenchmarkPhasePending  = "Pending"
-	BenchmarkPhaseRunning  = "Running"
-	BenchmarkPhaseComplete = "Complete"
-	BenchmarkPhaseFailed   = "Failed"
 )
 
 // BenchmarkStatus is rebuilt from the world (Job, pods, results) on every reconcile.
@@ -266,6 +243,29 @@ type BenchmarkStatus struct {
 	// Summary is the compact result.
 	// +optional
 	Summary *BenchmarkSummary `json:"summary,omitempty"`
+	// TargetAtStart is the target StaticSite as it was when the k6 Job was created. A run whose target's spec
+	// (generation) or ready pod count changes before the outcome is recorded measured more than one
+	// configuration: condition TargetChanged says so.
+	// +optional
+	TargetAtStart *BenchmarkTargetState `json:"targetAtStart,omitempty"`
+	// Dropped lists what the results ConfigMap left out to stay under the 1 MiB object limit (empty: nothing).
+	// +optional
+	// +kubebuilder:validation:MaxItems=16
+	Dropped []string `json:"dropped,omitempty"`
+}
+
+// BenchmarkTargetState is a StaticSite's configuration at one moment, as far as it decides what a run measures.
+type BenchmarkTargetState struct {
+	// StaticSite is the target's name.
+	StaticSite string `json:"staticSite"`
+	// Generation is the StaticSite's metadata.generation: any spec change (content, cpu, replicas, ...) bumps it.
+	Generation int64 `json:"generation"`
+	// Replicas is the StaticSite's spec.replicas (what the scale subresource and autoscalers write).
+	// +optional
+	Replicas int32 `json:"replicas,omitempty"`
+	// ReadyReplicas is the StaticSite's status.readyReplicas: the server pods that took the load.
+	// +optional
+	ReadyReplicas int32 `json:"readyReplicas,omitempty"`
 }
 
 // BenchmarkSummary is the headline of a run. Latencies are strings with units ("1.25ms") so they read well.
@@ -311,6 +311,7 @@ type BenchmarkSummary struct {
 // +kubebuilder:printcolumn:name="p99",type=string,JSONPath=`.status.summary.p99`
 // +kubebuilder:printcolumn:name="Verdict",type=string,JSONPath=`.status.summary.verdict`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 60 && self.metadata.name.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')",message="metadata.name must be a DNS-1123 label of at most 60 characters (lowercase letters, digits and '-'): it names the k6 Job (its job-name label holds at most 63) and the Job's pods' hostnames <name>-<index>, index up to 63"
 
 // Benchmark is an in-cluster k6 load test of a StaticSite or URL.
 type Benchmark struct {

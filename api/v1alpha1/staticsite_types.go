@@ -102,7 +102,8 @@ type ContentSource struct {
 	// +optional
 	ImageVolume *ImageVolumeContent `json:"imageVolume,omitempty"`
 
-	// persistentVolumeClaim mounts an existing claim read-only at /site.
+	// persistentVolumeClaim mounts an existing claim read-only at /site. A claim whose volume one node mounts at a
+	// time (ReadWriteOnce, ReadWriteOncePod) allows replicas: 1 only; use ReadOnlyMany or ReadWriteMany to scale.
 	// +optional
 	PersistentVolumeClaim *PersistentVolumeClaimContent `json:"persistentVolumeClaim,omitempty"`
 }
@@ -193,6 +194,7 @@ type ServerSpec struct {
 	MaxRequestsPerConnection *int32 `json:"maxRequestsPerConnection,omitempty"`
 
 	// maxConnectionAge closes a keep-alive connection after this long. Default: the server's (60s).
+	// +kubebuilder:validation:XValidation:rule="!self.startsWith('-')",message="spec.server.maxConnectionAge must not be negative"
 	// +optional
 	MaxConnectionAge *metav1.Duration `json:"maxConnectionAge,omitempty"`
 
@@ -215,6 +217,7 @@ type CacheControlRule struct {
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=255
 	// +kubebuilder:validation:XValidation:rule="!self.contains('=')",message="spec.server.cacheControl[].glob must not contain '='"
+	// +kubebuilder:validation:XValidation:rule="self.trim() != ''",message="spec.server.cacheControl[].glob must not be blank"
 	// +required
 	Glob string `json:"glob"`
 	// value of the Cache-Control header, e.g. "public, max-age=31536000, immutable".
@@ -344,6 +347,8 @@ type StaticSiteStatus struct {
 // +kubebuilder:subresource:status
 // +kubebuilder:subresource:scale:specpath=.spec.replicas,statuspath=.status.replicas,selectorpath=.status.selector
 // +kubebuilder:resource:shortName=hss,categories=hyperstatic
+// The site's name becomes its Service's name, which must be a DNS-1035 label (a Deployment accepts more).
+// +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 63 && self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')",message="metadata.name must be a DNS-1035 label (at most 63 lowercase letters, digits and '-', starting with a letter and ending with a letter or digit): it names the site's Service"
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Replicas",type=integer,JSONPath=`.status.readyReplicas`,description="ready pods"
 // +kubebuilder:printcolumn:name="Desired",type=integer,JSONPath=`.spec.replicas`,priority=1

@@ -60,7 +60,7 @@ func run(name, ns, out string) error {
 		return err
 	}
 	if b.Status.Results == "" {
-		return fmt.Errorf("Benchmark %s/%s has no results yet (phase %q)", ns, name, b.Status.Phase)
+		return fmt.Errorf("no results yet for Benchmark %s/%s (phase %q)", ns, name, b.Status.Phase)
 	}
 	var cm corev1.ConfigMap
 	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: b.Status.Results}, &cm); err != nil {

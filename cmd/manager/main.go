@@ -9,11 +9,6 @@ import (
 	"os"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
-	batchv1 "k8s.io/api/batch/v1"
-	corev1 "k8s.io/api/core/v1"
-	policyv1 "k8s.io/api/policy/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/discovery"
@@ -23,7 +18,6 @@ import (
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -32,6 +26,7 @@ import (
 	"hyperstatic.dev/hyperstatic/controllers/autoscaling"
 	"hyperstatic.dev/hyperstatic/controllers/benchmark"
 	"hyperstatic.dev/hyperstatic/controllers/staticsite"
+	"hyperstatic.dev/hyperstatic/internal/managercache"
 	"hyperstatic.dev/hyperstatic/internal/podmetrics"
 )
 
@@ -50,6 +45,8 @@ type options struct {
 	autoscaleInterval time.Duration
 	// k6Image is the default image of Benchmark Jobs.
 	k6Image string
+	// serverImageRolloutConcurrency is how many StaticSites may roll to a new default server image at a time.
+	serverImageRolloutConcurrency int
 }
 
 func bindFlags(fs *flag.FlagSet) *options {
@@ -59,6 +56,8 @@ func bindFlags(fs *flag.FlagSet) *options {
 	fs.BoolVar(&o.leaderElect, "leader-elect", false, "Elect a leader, so only one of several replicas reconciles.")
 	fs.StringVar(&o.leaderElectNS, "leader-election-namespace", "", "Namespace of the leader election Lease (default: the pod's namespace).")
 	fs.StringVar(&o.serverImage, "server-image", "hyperstatic/server:"+version, "Default hyperstatic server image of StaticSite pods.")
+	fs.IntVar(&o.serverImageRolloutConcurrency, "server-image-rollout-concurrency", staticsite.DefaultServerImageRolloutConcurrency,
+		"How many StaticSites on the default server image may roll to a new --server-image at a time (after an operator upgrade); 0 means no limit.")
 	fs.BoolVar(&o.printVersion, "version", false, "Print the version and exit.")
 	fs.StringVar(&o.k6Image, "k6-image", "hyperstatic/k6:"+version, "Default k6 image of Benchmark Jobs.")
 	fs.DurationVar(&o.autoscaleInterval, "autoscaler-scrape-interval", autoscaling.DefaultScrapeInterval, "How often autoscaled StaticSites' pods are scraped and the replica count re-decided.")
@@ -81,20 +80,6 @@ func main() {
 	}
 }
 
-// ownedObjectsOnly limits the manager's cache of the kinds the operator creates (pods through Deployments and
-// Jobs) to the objects it labelled as its own, so the operator's memory does not grow with everything else in the
-// cluster. ConfigMaps and PersistentVolumeClaims stay unfiltered: sites reference the user's own, by name.
-func ownedObjectsOnly() map[client.Object]cache.ByObject {
-	owned := cache.ByObject{Label: labels.SelectorFromSet(labels.Set{v1alpha1.LabelManagedBy: v1alpha1.ManagedByValue})}
-	return map[client.Object]cache.ByObject{
-		&corev1.Pod{}:                   owned,
-		&appsv1.Deployment{}:            owned,
-		&corev1.Service{}:               owned,
-		&policyv1.PodDisruptionBudget{}: owned,
-		&batchv1.Job{}:                  owned,
-	}
-}
-
 // run starts the manager and blocks until ctx ends.
 func run(ctx context.Context, cfg *rest.Config, o *options) error {
 	log := ctrl.Log.WithName("setup")
@@ -104,7 +89,7 @@ func run(ctx context.Context, cfg *rest.Config, o *options) error {
 
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                        scheme,
-		Cache:                         cache.Options{ByObject: ownedObjectsOnly()},
+		Cache:                         cache.Options{ByObject: managercache.OwnedObjectsOnly()},
 		Metrics:                       metricsserver.Options{BindAddress: o.metricsAddr},
 		HealthProbeBindAddress:        o.probeAddr,
 		LeaderElection:                o.leaderElect,
@@ -126,6 +111,8 @@ func run(ctx context.Context, cfg *rest.Config, o *options) error {
 		Scraper:       podmetrics.NewHTTPScraper(),
 		ServerImage:   o.serverImage,
 		ServerVersion: disco.ServerVersion,
+		// An upgrade of the operator changes the default server image: roll the sites to it a few at a time.
+		ServerImageRolloutConcurrency: o.serverImageRolloutConcurrency,
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up the StaticSite controller: %w", err)
 	}
@@ -155,6 +142,6 @@ func run(ctx context.Context, cfg *rest.Config, o *options) error {
 	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
 		return err
 	}
-	log.Info("starting the manager", "version", version, "serverImage", o.serverImage, "k6Image", o.k6Image, "leaderElection", o.leaderElect)
+	log.Info("starting the manager", "version", version, "serverImage", o.serverImage, "serverImageRolloutConcurrency", o.serverImageRolloutConcurrency, "k6Image", o.k6Image, "leaderElection", o.leaderElect)
 	return mgr.Start(ctx)
 }

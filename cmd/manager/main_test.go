@@ -6,17 +6,26 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
 	"testing"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"hyperstatic.dev/hyperstatic/api/v1alpha1"
+	"hyperstatic.dev/hyperstatic/internal/managercache"
 	"hyperstatic.dev/hyperstatic/internal/testenv"
 )
 
@@ -41,20 +50,58 @@ func freeAddr(t *testing.T) string {
 	return l.Addr().String()
 }
 
-// The real manager against a real API server: it becomes ready, takes the leader Lease, reconciles a StaticSite
-// with the --server-image it was given, and stops cleanly.
+// operatorNamespace and operatorUser are where config/rbac installs the operator and who it runs as.
+const (
+	operatorNamespace = "hyperstatic-system"
+	operatorUser      = "system:serviceaccount:" + operatorNamespace + ":hyperstatic-operator"
+)
+
+// asOperator installs config/rbac (the generated ClusterRole, the leader election Role and their bindings) and
+// returns a config that acts as the operator's ServiceAccount: the manager then runs with exactly the permissions
+// a real installation grants, and a missing one fails the test.
+func asOperator(t *testing.T, env *testenv.Env) *rest.Config {
+	t.Helper()
+	ctx := context.Background()
+	testenv.Must(t, env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: operatorNamespace}}))
+	for _, f := range []struct {
+		file string
+		obj  client.Object
+	}{
+		{"role.yaml", &rbacv1.ClusterRole{}},
+		{"role_binding.yaml", &rbacv1.ClusterRoleBinding{}},
+		{"leader_election_role.yaml", &rbacv1.Role{}},
+		{"leader_election_role_binding.yaml", &rbacv1.RoleBinding{}},
+	} {
+		raw, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), "config", "rbac", f.file))
+		testenv.Must(t, err)
+		testenv.Must(t, yaml.Unmarshal(raw, f.obj))
+		testenv.Must(t, env.Client.Create(ctx, f.obj))
+	}
+	cfg := rest.CopyConfig(env.Config)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: operatorUser}
+	return cfg
+}
+
+// The real manager against a real API server, with the permissions config/rbac grants: it becomes ready, takes the
+// leader Lease, reconciles a StaticSite with the --server-image it was given, keeps its memory small in a cluster
+// full of large ConfigMaps, and stops cleanly. (One test: a process can run the manager's controllers only once.)
 func TestManagerRuns(t *testing.T) {
 	env, err := testenv.Start()
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer func() { _ = env.Stop() }()
+	cfg := asOperator(t, env)
+	// 50 ConfigMaps of 900 KiB: 44 MiB of data the operator must never cache.
+	const bigCount, bigSize = 50, 900 << 10
+	largeConfigMaps(t, env.Client, "big", bigCount, bigSize)
+	heapBefore := liveHeap()
 	probe, metrics := freeAddr(t), freeAddr(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		done <- run(ctx, env.Config, &options{metricsAddr: metrics, probeAddr: probe, leaderElect: true,
-			leaderElectNS: "default", serverImage: "hyperstatic/server:under-test"})
+		done <- run(ctx, cfg, &options{metricsAddr: metrics, probeAddr: probe, leaderElect: true,
+			leaderElectNS: operatorNamespace, serverImage: "hyperstatic/server:under-test"})
 	}()
 	defer func() {
 		cancel()
@@ -88,7 +135,7 @@ func TestManagerRuns(t *testing.T) {
 	within("metrics", func() error { return get("http://" + metrics + "/metrics") })
 	c := env.Client
 	within("leader lease", func() error {
-		return c.Get(ctx, client.ObjectKey{Namespace: "default", Name: "operator.hyperstatic.dev"}, &coordinationv1.Lease{})
+		return c.Get(ctx, client.ObjectKey{Namespace: operatorNamespace, Name: "operator.hyperstatic.dev"}, &coordinationv1.Lease{})
 	})
 
 	site := &v1alpha1.StaticSite{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "smoke"},
@@ -107,7 +154,7 @@ func TestManagerRuns(t *testing.T) {
 		return nil
 	})
 
-	// The manager caches only objects labelled as the operator's own (ownedObjectsOnly): what it creates must
+	// The manager caches only objects labelled as the operator's own (managercache.OwnedObjectsOnly): what it creates must
 	// carry that label, or it would never see its own children change. Deleting the Service must bring it back.
 	svc := &corev1.Service{}
 	within("Service created", func() error { return c.Get(ctx, client.ObjectKeyFromObject(site), svc) })
@@ -124,12 +171,33 @@ func TestManagerRuns(t *testing.T) {
 		}
 		return nil
 	})
+
+	// Memory: a site serving one of the large ConfigMaps makes the operator read it, and whatever watches
+	// ConfigMaps (the StaticSite controller's metadata-only watch, the Benchmark controller's watch of its own) must
+	// not make the manager cache the others. Its heap grows by its own structures only, far below the 44 MiB.
+	const heapBudget = 20 << 20
+	big := &v1alpha1.StaticSite{ObjectMeta: metav1.ObjectMeta{Namespace: "big", Name: "big"},
+		Spec: v1alpha1.StaticSiteSpec{Content: v1alpha1.ContentSource{ConfigMaps: []v1alpha1.ConfigMapContent{{Name: "big-07"}}}}}
+	testenv.Must(t, c.Create(ctx, big))
+	within("the large site's content read", func() error {
+		testenv.Must(t, c.Get(ctx, client.ObjectKeyFromObject(big), big))
+		if cond := meta.FindStatusCondition(big.Status.Conditions, v1alpha1.ConditionContentAvailable); cond == nil || cond.Reason != v1alpha1.ReasonConfigMapsFound {
+			return fmt.Errorf("ContentAvailable %+v", cond)
+		}
+		return nil
+	})
+	heapAfter := liveHeap()
+	t.Logf("live heap before the manager started %d MiB, with it running %d MiB", heapBefore>>20, heapAfter>>20)
+	if heapAfter > heapBefore+heapBudget {
+		t.Errorf("the manager's heap grew by %d MiB with %d MiB of ConfigMaps in the cluster (budget %d MiB)",
+			(heapAfter-heapBefore)>>20, bigCount*bigSize>>20, heapBudget>>20)
+	}
 }
 
 // The cache filter keeps the operator's own objects and drops everybody else's.
 func TestCacheKeepsOnlyOwnedObjects(t *testing.T) {
 	own := labels.Set{v1alpha1.LabelManagedBy: v1alpha1.ManagedByValue}
-	for obj, by := range ownedObjectsOnly() {
+	for obj, by := range managercache.OwnedObjectsOnly() {
 		if !by.Label.Matches(own) {
 			t.Errorf("%T: the operator's own objects would not be cached", obj)
 		}
@@ -137,4 +205,89 @@ func TestCacheKeepsOnlyOwnedObjects(t *testing.T) {
 			t.Errorf("%T: other objects would be cached", obj)
 		}
 	}
+}
+
+// The generated ClusterRole grants exactly the allow-list in docs/security.md: widening it (or leaving the docs
+// behind when narrowing it) fails here, so every permission has a documented reason.
+func TestClusterRoleIsTheDocumentedAllowList(t *testing.T) {
+	root := testenv.RepoRoot()
+	raw, err := os.ReadFile(filepath.Join(root, "config", "rbac", "role.yaml"))
+	testenv.Must(t, err)
+	role := &rbacv1.ClusterRole{}
+	testenv.Must(t, yaml.Unmarshal(raw, role))
+	granted := map[string]bool{}
+	for _, rule := range role.Rules {
+		if len(rule.ResourceNames) > 0 || len(rule.NonResourceURLs) > 0 {
+			t.Errorf("rule %+v: resourceNames and nonResourceURLs are not in the allow-list's vocabulary", rule)
+		}
+		for _, g := range rule.APIGroups {
+			for _, r := range rule.Resources {
+				for _, v := range rule.Verbs {
+					granted[g+"|"+r+"|"+v] = true
+				}
+			}
+		}
+	}
+
+	doc, err := os.ReadFile(filepath.Join(root, "docs", "security.md"))
+	testenv.Must(t, err)
+	allowed := documentedAllowList(t, string(doc))
+	for p := range granted {
+		if !allowed[p] {
+			t.Errorf("config/rbac/role.yaml grants %s, which the allow-list in docs/security.md does not list", p)
+		}
+	}
+	for p := range allowed {
+		if !granted[p] {
+			t.Errorf("docs/security.md lists %s, which config/rbac/role.yaml does not grant", p)
+		}
+	}
+}
+
+// documentedAllowList reads the table between the rbac-allow-list markers: rows of API group, resource, verbs
+// (comma-separated) and reason, names in backquotes, the core group an empty pair of backquotes followed by
+// " (core)". It returns "group|resource|verb" entries.
+func documentedAllowList(t *testing.T, doc string) map[string]bool {
+	t.Helper()
+	const begin, end = "<!-- rbac-allow-list: begin -->", "<!-- rbac-allow-list: end -->"
+	i, j := strings.Index(doc, begin), strings.Index(doc, end)
+	if i < 0 || j < i {
+		t.Fatalf("docs/security.md has no %s ... %s table", begin, end)
+	}
+	allowed := map[string]bool{}
+	for _, line := range strings.Split(doc[i+len(begin):j], "\n") {
+		cells := strings.Split(line, "|")
+		if len(cells) < 5 || !strings.HasPrefix(strings.TrimSpace(cells[1]), "`") {
+			continue // blank, header or separator
+		}
+		group := strings.Trim(strings.TrimSuffix(strings.TrimSpace(cells[1]), " (core)"), "`")
+		resource := strings.Trim(strings.TrimSpace(cells[2]), "`")
+		for _, v := range strings.Split(cells[3], ",") {
+			allowed[group+"|"+resource+"|"+strings.TrimSpace(v)] = true
+		}
+	}
+	if len(allowed) == 0 {
+		t.Fatal("the allow-list in docs/security.md is empty")
+	}
+	return allowed
+}
+
+// largeConfigMaps stands for a big cluster's ConfigMaps: count of them, size bytes each, none of them the
+// operator's.
+func largeConfigMaps(t *testing.T, c client.Client, ns string, count, size int) {
+	t.Helper()
+	ctx := context.Background()
+	testenv.Must(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
+	for i := range count {
+		testenv.Must(t, c.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("big-%02d", i)},
+			Data: map[string]string{"index.html": strings.Repeat("x", size)}}))
+	}
+}
+
+// liveHeap is the bytes of heap in use after a full collection.
+func liveHeap() uint64 {
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapAlloc
 }

@@ -50,6 +50,7 @@ type Reconciler struct {
 	clock         clock.PassiveClock
 	interval      time.Duration
 	window        time.Duration
+	scrapeTimeout time.Duration
 	maxConcurrent int
 
 	mu    sync.Mutex
@@ -66,10 +67,25 @@ type siteState struct {
 	lastScale *metav1.Time
 	// lastScaleAt is the same instant at full precision: rates only use samples taken after it.
 	lastScaleAt time.Time
-	// readyKey identifies the set of ready pods (their UIDs); readySince is when it last changed. Rates only use
-	// samples taken since then.
-	readyKey   string
+	// pods holds what the autoscaler tracks per ready pod, by podKey; a pod that is not ready is dropped, so its
+	// readiness starts over when it is Ready again.
+	pods map[string]*podState
+	// readyKey identifies the set of ready pods (their UIDs, sorted); readyChanged is the pass that last saw it
+	// change. Once a pod has two samples since then, its rate starts there (see Reconciler.rate).
+	readyKey     string
+	readyChanged time.Time
+}
+
+// podState is one ready pod's history.
+type podState struct {
+	// readySince is the first pass that found the pod Ready (since it last was not): its rate only uses samples
+	// taken since then, so the load it took while joining does not count, and other pods' windows are untouched.
 	readySince time.Time
+	// failures counts consecutive failed scrapes; skip is how many more passes leave the pod out (backoff).
+	failures int
+	skip     int
+	// lastErr is the last failed scrape's error, reported when no pod could be measured.
+	lastErr error
 }
 
 // New returns the autoscaler. c should be the manager's client (pods are read from its cache), recorder the
@@ -81,7 +97,7 @@ func New(c client.Client, recorder record.EventRecorder, scraper podmetrics.Scra
 		scraper:       scraper,
 		clock:         clock.RealClock{},
 		interval:      DefaultScrapeInterval,
-		maxConcurrent: 4,
+		maxConcurrent: DefaultMaxConcurrentReconciles,
 		sites:         map[types.NamespacedName]*siteState{},
 	}
 	for _, o := range opts {
@@ -89,6 +105,9 @@ func New(c client.Client, recorder record.EventRecorder, scraper podmetrics.Scra
 	}
 	if r.window == 0 {
 		r.window = DefaultWindowIntervals * r.interval
+	}
+	if r.scrapeTimeout == 0 {
+		r.scrapeTimeout = max(r.interval/2, time.Second)
 	}
 	return r
 }
@@ -143,7 +162,7 @@ func (r *Reconciler) stateFor(key types.NamespacedName, uid types.UID) *siteStat
 	defer r.mu.Unlock()
 	s, ok := r.sites[key]
 	if !ok || s.uid != uid {
-		s = &siteState{uid: uid, window: rps.New(r.window)}
+		s = &siteState{uid: uid, window: rps.New(r.window), pods: map[string]*podState{}}
 		r.sites[key] = s
 	}
 	return s

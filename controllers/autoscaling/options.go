@@ -16,6 +16,16 @@ const DefaultWindowIntervals = 3
 // DefaultMaxConcurrentScrapes bounds the scrapes in flight for one StaticSite.
 const DefaultMaxConcurrentScrapes = 16
 
+// DefaultMaxConcurrentReconciles is how many StaticSites are scraped and decided at once. It must stay above 1:
+// a pass waits up to the scrape timeout for pods that do not answer, and with a single worker every other site
+// would wait behind it (TestSlowSiteDoesNotHoldOthers).
+const DefaultMaxConcurrentReconciles = 4
+
+// maxBackoffPasses caps how many passes a pod whose scrapes keep failing is left out: 6 passes (30 s at the
+// default interval, two rate windows) after 1, 2 and 4. A pod that does not answer then costs a pass at most one
+// scrape timeout in six, and one that recovers is measured again within that.
+const maxBackoffPasses = 6
+
 // Option configures a Reconciler.
 type Option func(*Reconciler)
 
@@ -35,7 +45,14 @@ func WithClock(c clock.PassiveClock) Option {
 	return func(r *Reconciler) { r.clock = c }
 }
 
-// WithMaxConcurrentReconciles sets how many StaticSites are scraped and decided in parallel (default 4).
+// WithScrapeTimeout sets the one deadline all the scrapes of a pass share (default: half the scrape interval, at
+// least a second), so a site whose pods do not answer still gets a decision every interval from the others.
+func WithScrapeTimeout(d time.Duration) Option {
+	return func(r *Reconciler) { r.scrapeTimeout = d }
+}
+
+// WithMaxConcurrentReconciles sets how many StaticSites are scraped and decided in parallel (default
+// DefaultMaxConcurrentReconciles; keep it above 1, see there).
 func WithMaxConcurrentReconciles(n int) Option {
 	return func(r *Reconciler) { r.maxConcurrent = n }
 }

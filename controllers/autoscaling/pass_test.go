@@ -37,6 +37,7 @@ func TestClassifyGroupsPodsAsTheHPADoes(t *testing.T) {
 }
 
 func TestTargetPerPod(t *testing.T) {
+	defaultCPU := resource.MustParse(v1alpha1.DefaultCPU)
 	site := func(cpu string, a v1alpha1.AutoscalingSpec) *v1alpha1.StaticSite {
 		s := &v1alpha1.StaticSite{Spec: v1alpha1.StaticSiteSpec{Autoscaling: &a}}
 		if cpu != "" {
@@ -52,7 +53,8 @@ func TestTargetPerPod(t *testing.T) {
 		{"per pod", site("2", v1alpha1.AutoscalingSpec{TargetRPSPerPod: ptr.To[int64](5000)}), 5000},
 		{"per CPU × whole CPUs", site("2", v1alpha1.AutoscalingSpec{TargetRPSPerCPU: ptr.To[int64](20000)}), 40000},
 		{"per CPU × fraction", site("250m", v1alpha1.AutoscalingSpec{TargetRPSPerCPU: ptr.To[int64](20000)}), 5000},
-		{"per CPU, cpu unset means 1", site("", v1alpha1.AutoscalingSpec{TargetRPSPerCPU: ptr.To[int64](20000)}), 20000},
+		{"per CPU, cpu unset means DefaultCPU", site("", v1alpha1.AutoscalingSpec{TargetRPSPerCPU: ptr.To[int64](20000)}),
+			20000 * defaultCPU.AsApproximateFloat64()},
 	}
 	for _, tc := range cases {
 		got, err := targetPerPod(tc.site)

@@ -5,13 +5,11 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"hyperstatic.dev/hyperstatic/api/v1alpha1"
-	"hyperstatic.dev/hyperstatic/controllers/autoscaling/hpa"
 )
 
 // writeStatus puts the pass's result into status.autoscaling and the AbleToScale / ScalingActive conditions of
@@ -62,18 +60,5 @@ func (r *Reconciler) clearStatus(ctx context.Context, key types.NamespacedName) 
 			return nil
 		}
 		return r.client.Status().Update(ctx, site)
-	})
-}
-
-func setCondition(site *v1alpha1.StaticSite, condType string, c *hpa.Condition, generation int64) {
-	if c == nil {
-		return
-	}
-	status := metav1.ConditionFalse
-	if c.Status {
-		status = metav1.ConditionTrue
-	}
-	meta.SetStatusCondition(&site.Status.Conditions, metav1.Condition{
-		Type: condType, Status: status, Reason: c.Reason, Message: c.Message, ObservedGeneration: generation,
 	})
 }

@@ -2,6 +2,7 @@ package benchmark
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strconv"
@@ -10,6 +11,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"hyperstatic.dev/hyperstatic/api/v1alpha1"
@@ -17,18 +19,33 @@ import (
 	"hyperstatic.dev/hyperstatic/internal/k6script"
 )
 
-// LogSource reads a finished k6 pod's output. The operator reads pod logs (pods/log); the envtest suite, which
-// has no kubelet, feeds recorded k6 runner output for the pods it creates.
+// LogSource reads a finished k6 pod's output: at least its last result block (benchresults.ParseLog), at most
+// maxLogBytes. The operator reads pod logs (pods/log); the envtest suite, which has no kubelet, feeds recorded k6
+// runner output for the pods it creates.
 type LogSource interface {
 	PodLog(ctx context.Context, pod *corev1.Pod) ([]byte, error)
 }
 
+// Bounds of a pod log read. The runner prints its result block last, so the tail holds it: a sweep's largest
+// block (200 steps of a few KiB) is under 1 MiB and 210 lines, and the runner keeps what it prints before it to
+// 16 KiB of k6 output and one progress line per step. The bounds leave that room several times over while keeping
+// a log that is not our runner's (spec.image), or that k6 flooded, from exhausting the operator's memory: a block
+// they cut is reported as "results missing or truncated", never parsed as fewer steps.
+const (
+	maxLogBytes = 8 << 20
+	maxLogLines = 20000
+)
+
 // KubeLogs reads pod logs through the API server.
 type KubeLogs struct{ Clientset kubernetes.Interface }
 
-// PodLog implements LogSource: the k6 container's whole log (a run prints a few KiB per step).
+// PodLog implements LogSource: the k6 container's last maxLogLines lines, at most maxLogBytes of them.
 func (k KubeLogs) PodLog(ctx context.Context, pod *corev1.Pod) ([]byte, error) {
-	return k.Clientset.CoreV1().Pods(pod.Namespace).GetLogs(pod.Name, &corev1.PodLogOptions{Container: ContainerName}).DoRaw(ctx)
+	return k.Clientset.CoreV1().Pods(pod.Namespace).GetLogs(pod.Name, podLogOptions()).DoRaw(ctx)
+}
+
+func podLogOptions() *corev1.PodLogOptions {
+	return &corev1.PodLogOptions{Container: ContainerName, TailLines: ptr.To(int64(maxLogLines)), LimitBytes: ptr.To(int64(maxLogBytes))}
 }
 
 // jobPods are the pods of the run, by completion index; for an index with several pods (never with backoffLimit
@@ -56,11 +73,13 @@ func (r *Reconciler) jobPods(ctx context.Context, b *v1alpha1.Benchmark) (map[in
 	return out, nil
 }
 
-// collect reads every pod's output and merges it with the server samples.
-func (r *Reconciler) collect(ctx context.Context, b *v1alpha1.Benchmark, plan k6script.Plan, target string, samples []benchresults.ServerSample) (benchresults.Results, error) {
+// mergeRun reads every pod's output and merges it with the server samples. A pod whose output cannot be read or
+// parsed becomes a warning: the results say which pods reported nothing. unread counts the pods whose result block
+// was missing or cut (benchresults.ErrResultsIncomplete) of the pods found.
+func (r *Reconciler) mergeRun(ctx context.Context, b *v1alpha1.Benchmark, plan k6script.Plan, samples []benchresults.ServerSample) (res benchresults.Results, unread, found int, err error) {
 	pods, err := r.jobPods(ctx, b)
 	if err != nil {
-		return benchresults.Results{}, err
+		return benchresults.Results{}, 0, 0, err
 	}
 	logs := map[int]benchresults.PodLog{}
 	var problems []string
@@ -76,6 +95,12 @@ func (r *Reconciler) collect(ctx context.Context, b *v1alpha1.Benchmark, plan k6
 			continue
 		}
 		parsed, err := benchresults.ParseLog(raw)
+		if errors.Is(err, benchresults.ErrResultsIncomplete) {
+			unread++
+			problems = append(problems, fmt.Sprintf("pod %s: %v (read %d bytes of the log's tail, at most %d lines and %d MiB)",
+				pods[i].Name, err, len(raw), maxLogLines, maxLogBytes>>20))
+			continue
+		}
 		if err != nil {
 			problems = append(problems, fmt.Sprintf("pod %s: %v", pods[i].Name, err))
 			continue
@@ -84,12 +109,12 @@ func (r *Reconciler) collect(ctx context.Context, b *v1alpha1.Benchmark, plan k6
 	}
 	th, err := thresholdsOf(b)
 	if err != nil {
-		return benchresults.Results{}, err
+		return benchresults.Results{}, 0, 0, err
 	}
-	res := benchresults.Merge(benchresults.Input{Workload: plan.Kind, Target: target, KeepAlive: plan.KeepAlive,
+	res = benchresults.Merge(benchresults.Input{Workload: plan.Kind, Target: plan.BaseURL, KeepAlive: plan.KeepAlive,
 		Parallelism: plan.Parallelism, Steps: plan.Steps, Pods: logs, Server: samples, Thresholds: th})
 	res.Warnings = append(problems, res.Warnings...)
-	return res, nil
+	return res, unread, len(pods), nil
 }
 
 func thresholdsOf(b *v1alpha1.Benchmark) (benchresults.Thresholds, error) {
@@ -109,22 +134,4 @@ func thresholdsOf(b *v1alpha1.Benchmark) (benchresults.Thresholds, error) {
 		th.MaxErrorRate = v / 100
 	}
 	return th, nil
-}
-
-// resultsData renders the results for the results ConfigMap.
-func resultsData(b *v1alpha1.Benchmark, res benchresults.Results) (map[string]string, error) {
-	js, err := benchresults.JSON(res)
-	if err != nil {
-		return nil, err
-	}
-	csv, err := benchresults.CSV(res)
-	if err != nil {
-		return nil, err
-	}
-	title := fmt.Sprintf("Benchmark %s/%s: %s", b.Namespace, b.Name, res.Target)
-	return map[string]string{
-		benchresults.ResultsJSONKey: string(js),
-		benchresults.ResultsCSVKey:  string(csv),
-		benchresults.ChartKey:       string(benchresults.SVG(res, title)),
-	}, nil
 }

@@ -156,8 +156,9 @@ func TestSweepAgainstStaticSite(t *testing.T) {
 		t.Fatalf("startAt %s (status %s, now %s)", startAt, b.Status.StartAt, clk.Now())
 	}
 
-	// At the first sample point the controller scrapes the site's pod into the results ConfigMap.
-	clk.SetTime(samplePoints(plan, startAt)[0].Add(100 * time.Millisecond))
+	// At the first sample point the controller scrapes the site's pod into the results ConfigMap. The run is
+	// waiting for that point (status Running), so the clock may move there.
+	advanceClock(t, samplePoints(plan, startAt)[0].Add(100*time.Millisecond).Sub(clk.Now()))
 	touch(t, ns, "sweep")
 	results := &corev1.ConfigMap{}
 	testenv.Eventually(t, "a server sample", func() error {
@@ -217,7 +218,7 @@ func TestSweepAgainstStaticSite(t *testing.T) {
 		if apierrors.IsNotFound(err) {
 			return nil
 		}
-		return fmt.Errorf("job still there (%v)", err)
+		return fmt.Errorf("job still there (%w)", err)
 	})
 	ev := events(t, ns, "sweep")
 	if !strings.Contains(ev, "Normal Started") || !strings.Contains(ev, "Normal Completed") {
@@ -246,9 +247,9 @@ func TestFailedRunKeepsItsPods(t *testing.T) {
 	if c := b.Status.Conditions; !strings.Contains(fmt.Sprint(c), "BackoffLimitExceeded") {
 		t.Fatalf("the Job's reason must be in the message: %v", c)
 	}
-	// DeleteOnSuccess keeps a failed run's Job (and so its pods) for debugging.
-	touch(t, ns, "broken")
-	time.Sleep(time.Second)
+	// DeleteOnSuccess keeps a failed run's Job (and so its pods) for debugging: a pass that saw the recorded
+	// outcome (the touch came after it) leaves the Job.
+	awaitPass(t, ns, "broken", touch(t, ns, "broken"))
 	testenv.Must(t, k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "broken"}, &batchv1.Job{}))
 	if ev := events(t, ns, "broken"); !strings.Contains(ev, "Warning JobFailed") {
 		t.Fatalf("events:\n%s", ev)
@@ -262,8 +263,7 @@ func TestTimeoutStopsTheRun(t *testing.T) {
 	waitBenchmark(t, ns, "slow", "running", func(b *v1alpha1.Benchmark) error {
 		return condition(b, v1alpha1.BenchmarkRunning, metav1.ConditionTrue, "JobRunning")
 	})
-	clk.Step(2 * time.Minute) // spec.timeout is 1m
-	defer clk.Step(-2 * time.Minute)
+	advanceClock(t, 2*time.Minute) // spec.timeout is 1m
 	touch(t, ns, "slow")
 	waitBenchmark(t, ns, "slow", "timed out", func(b *v1alpha1.Benchmark) error {
 		return condition(b, v1alpha1.BenchmarkFailed, metav1.ConditionTrue, "Timeout")
@@ -273,7 +273,7 @@ func TestTimeoutStopsTheRun(t *testing.T) {
 		if apierrors.IsNotFound(err) {
 			return nil
 		}
-		return fmt.Errorf("job still there (%v)", err)
+		return fmt.Errorf("job still there (%w)", err)
 	})
 }
 
@@ -288,8 +288,29 @@ func TestMissingTargetWaits(t *testing.T) {
 		}
 		return condition(b, v1alpha1.BenchmarkTargetResolved, metav1.ConditionFalse, "ServiceNotFound")
 	})
+	// Still waiting after a later pass: no Job before the target is resolved.
+	awaitPass(t, ns, "nosite", touch(t, ns, "nosite"))
+	waitBenchmark(t, ns, "nosite", "still waiting", func(b *v1alpha1.Benchmark) error {
+		if b.Status.Phase != v1alpha1.BenchmarkPhasePending {
+			return fmt.Errorf("%s", describe(b))
+		}
+		return condition(b, v1alpha1.BenchmarkFailed, metav1.ConditionFalse, v1alpha1.BenchmarkReasonWaitingForTarget)
+	})
 	if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "nosite"}, &batchv1.Job{}); !apierrors.IsNotFound(err) {
 		t.Fatalf("no Job before the target is resolved: %v", err)
+	}
+
+	// The wait is bounded (spec.timeout, default 10 min) from when TargetResolved became False.
+	advanceClock(t, targetWait+time.Second)
+	touch(t, ns, "nosite")
+	waitBenchmark(t, ns, "nosite", "gave up", func(b *v1alpha1.Benchmark) error {
+		if b.Status.Phase != v1alpha1.BenchmarkPhaseFailed || b.Status.CompletionTime == nil {
+			return fmt.Errorf("%s", describe(b))
+		}
+		return condition(b, v1alpha1.BenchmarkFailed, metav1.ConditionTrue, v1alpha1.BenchmarkReasonTargetNotResolved)
+	})
+	if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "nosite"}, &batchv1.Job{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("no Job for a target never resolved: %v", err)
 	}
 }
 
@@ -313,6 +334,16 @@ func TestInvalidBenchmarksAreRefused(t *testing.T) {
 		"relative path": {func(b *v1alpha1.Benchmark) { b.Spec.Paths = &v1alpha1.BenchmarkPaths{List: []string{"index.html"}} }, "spec.paths.list[0]"},
 		"bad cleanup":   {func(b *v1alpha1.Benchmark) { b.Spec.Cleanup = "Sometimes" }, "spec.cleanup"},
 	}
+	// The name becomes the Job's name, its pods' job-name label (63 at most) and their hostnames <name>-<index>.
+	nameMsg := "metadata.name must be a DNS-1123 label of at most 60 characters"
+	cases["name too long for the Job's pods"] = struct {
+		mutate func(*v1alpha1.Benchmark)
+		want   string
+	}{func(b *v1alpha1.Benchmark) { b.Name = strings.Repeat("a", 61) }, nameMsg}
+	cases["name with a dot"] = struct {
+		mutate func(*v1alpha1.Benchmark)
+		want   string
+	}{func(b *v1alpha1.Benchmark) { b.Name = "run.1" }, nameMsg}
 	for name, c := range cases {
 		b := sweepBenchmark(ns, "invalid")
 		c.mutate(b)
@@ -326,6 +357,10 @@ func TestInvalidBenchmarksAreRefused(t *testing.T) {
 			t.Errorf("%s: %v (want %q)", name, err, c.want)
 		}
 	}
+	// The longest name accepted still makes valid Job pods: <name>-63 is 63 characters.
+	longest := urlBenchmark(ns, strings.Repeat("b", 60))
+	testenv.Must(t, k8s.Create(ctx, longest))
+
 	// A run is immutable.
 	b := urlBenchmark(ns, "frozen")
 	testenv.Must(t, k8s.Create(ctx, b))
@@ -336,7 +371,7 @@ func TestInvalidBenchmarksAreRefused(t *testing.T) {
 		b.Spec.Parallelism = 1
 		err := k8s.Update(ctx, b)
 		if err == nil || !strings.Contains(err.Error(), "spec is immutable") {
-			return fmt.Errorf("update: %v", err)
+			return fmt.Errorf("update: %w", err)
 		}
 		return nil
 	})
@@ -353,8 +388,7 @@ func TestDeletedJobIsNotRerun(t *testing.T) {
 	waitBenchmark(t, ns, "gone", "failed", func(b *v1alpha1.Benchmark) error {
 		return condition(b, v1alpha1.BenchmarkFailed, metav1.ConditionTrue, "JobDeleted")
 	})
-	touch(t, ns, "gone")
-	time.Sleep(time.Second)
+	awaitPass(t, ns, "gone", touch(t, ns, "gone"))
 	if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "gone"}, &batchv1.Job{}); !apierrors.IsNotFound(err) {
 		t.Fatalf("a second Job was started: %v", err)
 	}

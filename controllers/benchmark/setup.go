@@ -1,9 +1,16 @@
 package benchmark
 
 import (
+	"context"
+
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"hyperstatic.dev/hyperstatic/api/v1alpha1"
 )
@@ -14,6 +21,7 @@ const FieldOwner = "hyperstatic-benchmark-controller"
 // +kubebuilder:rbac:groups=hyperstatic.dev,resources=benchmarks,verbs=get;list;watch
 // +kubebuilder:rbac:groups=hyperstatic.dev,resources=benchmarks/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=hyperstatic.dev,resources=benchmarks/finalizers,verbs=update
+// +kubebuilder:rbac:groups=hyperstatic.dev,resources=staticsites,verbs=get;list;watch
 // +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;watch;create;delete
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;update
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
@@ -21,12 +29,38 @@ const FieldOwner = "hyperstatic-benchmark-controller"
 // +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 
-// SetupWithManager registers the controller: Benchmarks, and the Jobs and ConfigMaps they own.
-func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+// SetupWithManager registers the controller: Benchmarks, the Jobs and ConfigMaps they own, and the StaticSites they
+// load.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error { return r.setup(mgr, r) }
+
+// setup registers rec (the Reconciler itself, or a test's wrapper of it) for Benchmarks and their children.
+func (r *Reconciler) setup(mgr ctrl.Manager, rec reconcile.Reconciler) error {
+	if r.Clock == nil {
+		r.Clock = clock.RealClock{}
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("benchmark").
 		For(&v1alpha1.Benchmark{}).
 		Owns(&batchv1.Job{}).
 		Owns(&corev1.ConfigMap{}).
-		Complete(r)
+		// A change of a target StaticSite wakes the Benchmarks loading it, so TargetChanged sees even a brief one.
+		Watches(&v1alpha1.StaticSite{}, handler.EnqueueRequestsFromMapFunc(r.benchmarksTargeting)).
+		Complete(rec)
+}
+
+// benchmarksTargeting are the Benchmarks of the StaticSite's namespace that load it and have no outcome yet.
+func (r *Reconciler) benchmarksTargeting(ctx context.Context, site client.Object) []reconcile.Request {
+	var list v1alpha1.BenchmarkList
+	if err := r.List(ctx, &list, client.InNamespace(site.GetNamespace())); err != nil {
+		log.FromContext(ctx).Error(err, "list the Benchmarks of a changed StaticSite", "staticSite", site.GetName())
+		return nil
+	}
+	var out []reconcile.Request
+	for i := range list.Items {
+		b := &list.Items[i]
+		if b.Spec.Target.StaticSite == site.GetName() && !outcomeRecorded(b.Status) {
+			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(b)})
+		}
+	}
+	return out
 }

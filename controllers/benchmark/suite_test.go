@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -12,20 +13,26 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"hyperstatic.dev/hyperstatic/api/v1alpha1"
 	"hyperstatic.dev/hyperstatic/internal/podmetrics"
 	"hyperstatic.dev/hyperstatic/internal/testenv"
 )
 
-// The envtest suite: a real kube-apiserver and etcd, the controller in a real manager. There is no kubelet and no
-// Job controller: tests create the k6 pods themselves, feed their output through recordedLogs (recorded from real
-// k6 runs, internal/benchresults/testdata) and write the Job's status.
+// The envtest suite: a real kube-apiserver and etcd, the controller in a real manager. There is no kubelet, no Job
+// controller and no garbage collector: tests create the k6 pods themselves, feed their output through recordedLogs
+// (recorded from real k6 runs, internal/benchresults/testdata) and write the Job's status.
+//
+// Nothing here waits on wall-clock time. A test waits for what it can observe: the API (testenv.Eventually), or, to
+// know the controller has seen a change that leaves no trace (a pass that must NOT do something), passes: touch
+// stamps the Benchmark with a new token and awaitPass waits until a completed pass had read it. The fake clock is
+// shared by every test and only moves forward, and only when the Benchmark under test is waiting on a timer.
 
 var (
 	env       *testenv.Env
@@ -34,8 +41,46 @@ var (
 	logs      = &recordedLogs{byPod: map[string][]byte{}}
 	content   = &fakeContent{paths: []string{"/index.html", "/css/site.css", "/img/logo.png"}}
 	scraper   = &fakeScraper{}
+	passes    = &passRecorder{seen: map[types.NamespacedName]int64{}}
 	nsCounter atomic.Int32
+	touches   atomic.Int64
 )
+
+// touchAnnotation carries touch's token.
+const touchAnnotation = "test.hyperstatic.dev/touch"
+
+// passRecorder wraps the Reconciler and records, per Benchmark, the highest touch token that a pass which
+// completed without error had read. It reads the Benchmark from the manager's cache before the pass does; the cache
+// only moves forward, so the pass read that token or a later one.
+type passRecorder struct {
+	inner reconcile.Reconciler
+	cache client.Reader
+	mu    sync.Mutex
+	seen  map[types.NamespacedName]int64
+}
+
+func (p *passRecorder) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	var token int64
+	b := &v1alpha1.Benchmark{}
+	if err := p.cache.Get(ctx, req.NamespacedName, b); err == nil {
+		token, _ = strconv.ParseInt(b.Annotations[touchAnnotation], 10, 64)
+	}
+	res, err := p.inner.Reconcile(ctx, req)
+	if err == nil {
+		p.mu.Lock()
+		if token > p.seen[req.NamespacedName] {
+			p.seen[req.NamespacedName] = token
+		}
+		p.mu.Unlock()
+	}
+	return res, err
+}
+
+func (p *passRecorder) sawToken(key types.NamespacedName) int64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.seen[key]
+}
 
 type recordedLogs struct {
 	mu    sync.Mutex
@@ -92,21 +137,34 @@ func runSuite(m *testing.M) int {
 	}
 	r := &Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorderFor(FieldOwner), Clock: clk,
 		Image: "hyperstatic/k6:test", Logs: logs, Content: content, Scraper: scraper, APIReader: mgr.GetAPIReader()}
-	if err := r.SetupWithManager(mgr); err != nil {
+	passes.inner, passes.cache = r, mgr.GetClient()
+	if err := r.setup(mgr, passes); err != nil {
 		fmt.Fprintln(os.Stderr, "setup:", err)
 		return 1
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()
-	defer func() { cancel(); <-done }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			fmt.Fprintln(os.Stderr, "manager:", err)
+		}
+	}()
 	return m.Run()
 }
 
+// namespace creates a namespace for one test. Its Benchmarks are deleted when the test ends, so that later tests
+// moving the shared fake clock do not wake them (envtest never deletes a namespace's objects).
 func namespace(t *testing.T) string {
 	t.Helper()
 	name := fmt.Sprintf("bench-%d-%d", time.Now().Unix()%100000, nsCounter.Add(1))
 	testenv.Must(t, k8s.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}))
+	t.Cleanup(func() {
+		if err := k8s.DeleteAllOf(context.Background(), &v1alpha1.Benchmark{}, client.InNamespace(name)); err != nil {
+			t.Errorf("delete the Benchmarks of %s: %v", name, err)
+		}
+	})
 	return name
 }
 
@@ -142,9 +200,11 @@ func waitBenchmark(t *testing.T, ns, name, what string, check func(*v1alpha1.Ben
 	return b
 }
 
-// touch changes an annotation so the controller runs a pass now (after the test moved the fake clock).
-func touch(t *testing.T, ns, name string) {
+// touch stamps the Benchmark with a new token, so the controller runs a pass now (after the test moved the fake
+// clock), and returns the token for awaitPass.
+func touch(t *testing.T, ns, name string) int64 {
 	t.Helper()
+	token := touches.Add(1)
 	testenv.Eventually(t, "touch", func() error {
 		b := &v1alpha1.Benchmark{}
 		if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, b); err != nil {
@@ -153,9 +213,34 @@ func touch(t *testing.T, ns, name string) {
 		if b.Annotations == nil {
 			b.Annotations = map[string]string{}
 		}
-		b.Annotations["test/touch"] = fmt.Sprint(time.Now().UnixNano())
+		b.Annotations[touchAnnotation] = strconv.FormatInt(token, 10)
 		return k8s.Update(context.Background(), b)
 	})
+	return token
+}
+
+// awaitPass waits until a pass that read the Benchmark stamped with token (or later) completed: everything that
+// pass would do is done. Tests use it before checking that something did NOT happen.
+func awaitPass(t *testing.T, ns, name string, token int64) {
+	t.Helper()
+	key := types.NamespacedName{Namespace: ns, Name: name}
+	testenv.Eventually(t, "a pass after the touch", func() error {
+		if got := passes.sawToken(key); got < token {
+			return fmt.Errorf("the last completed pass read touch %d, want %d", got, token)
+		}
+		return nil
+	})
+}
+
+// advanceClock moves the shared fake clock forward by d. Call it only while the Benchmark under test is waiting on a
+// timer (the test has seen that state in its status); a pass reads the clock once, so whichever pass reads the new
+// time first acts on it, and a touch afterwards makes sure one does.
+func advanceClock(t *testing.T, d time.Duration) {
+	t.Helper()
+	if d <= 0 {
+		t.Fatalf("the fake clock only moves forward (asked to move by %s)", d)
+	}
+	clk.Step(d)
 }
 
 func recorded(t *testing.T, name string) []byte {
@@ -176,11 +261,4 @@ func events(t *testing.T, ns, name string) string {
 		}
 	}
 	return strings.Join(out, "\n")
-}
-
-func ignoreExists(err error) error {
-	if apierrors.IsAlreadyExists(err) {
-		return nil
-	}
-	return err
 }

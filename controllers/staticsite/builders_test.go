@@ -261,8 +261,8 @@ func TestService(t *testing.T) {
 	svc := typed[corev1.Service](t, DesiredService(site))
 	want := []corev1.ServicePort{
 		{Name: "http", Protocol: "TCP", AppProtocol: ptr.To("http"), Port: 80, TargetPort: intstr.FromString("http")},
-		{Name: "admin", Protocol: "TCP", AppProtocol: ptr.To("http"), Port: 9090, TargetPort: intstr.FromString("admin")},
 	}
+	// Only the site's port: the admin port (probes, metrics) must never be published on a NodePort/LoadBalancer.
 	if svc.Spec.Type != corev1.ServiceTypeClusterIP || !reflect.DeepEqual(svc.Spec.Ports, want) {
 		t.Errorf("service: %s %+v", svc.Spec.Type, svc.Spec.Ports)
 	}

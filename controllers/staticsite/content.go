@@ -27,6 +27,9 @@ type Content struct {
 	ConfigMapKeys map[string][]string
 	// Size is the content's total size in bytes, or -1 when the operator cannot know it.
 	Size int64
+	// SingleAttach: the content is a claim whose volume one node (or one pod) can mount at a time, so the pods
+	// must not surge during a rollout (see rolloutStrategy).
+	SingleAttach bool
 }
 
 // SourceOf names the content source a site uses ("" when none is set, which the CRD schema forbids).
@@ -59,7 +62,9 @@ func ImageContent(source, reference string, pullPolicy corev1.PullPolicy) Conten
 
 // ConfigMapsContent describes a configMaps source from the ConfigMaps found (in spec order). The revision hashes
 // the ConfigMaps' names and resourceVersions, so any edit shows in status; RollHash stays empty because the server
-// picks up projected changes live.
+// picks up projected changes live. It needs the data, not just the metadata: the size sets the pods' memory and a
+// prefixed ConfigMap's keys are listed in the projection. The controller reads the named ConfigMaps directly (the
+// manager caches no one else's ConfigMaps: see internal/managercache).
 func ConfigMapsContent(site *v1alpha1.StaticSite, cms []corev1.ConfigMap) Content {
 	c := Content{Source: v1alpha1.ContentSourceConfigMaps, ConfigMapKeys: map[string][]string{}}
 	parts := make([]string, 0, len(cms))
@@ -100,7 +105,7 @@ func ClaimContent(claim *corev1.PersistentVolumeClaim) Content {
 	if claim.Spec.VolumeName != "" {
 		rev += "@" + claim.Spec.VolumeName
 	}
-	return Content{Source: v1alpha1.ContentSourcePersistentVolumeClaim, Revision: rev, Size: -1}
+	return Content{Source: v1alpha1.ContentSourcePersistentVolumeClaim, Revision: rev, Size: -1, SingleAttach: singleAttach(claim)}
 }
 
 // MemoryFor is the memory request and limit of the server container: spec.memory when set; else, when the content

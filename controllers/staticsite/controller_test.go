@@ -12,6 +12,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
@@ -26,6 +27,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/apimachinery/pkg/version"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -219,6 +221,61 @@ func TestImageSiteRollsOnContentChange(t *testing.T) {
 	})
 }
 
+// A pod template change must never be reported Ready on the strength of the old ReplicaSet's pods: every status
+// the controller writes for the new generation, up to the completed rollout, says Ready=False. A watch sees every
+// status write, so a single wrong one (the pass that applies the change, judged by the pre-apply Deployment) fails.
+func TestTemplateChangeIsNotReadyUntilRolledOut(t *testing.T) {
+	ctx := context.Background()
+	ns := namespace(t)
+	createSite(t, ns, "gen", v1alpha1.StaticSiteSpec{Content: v1alpha1.ContentSource{Image: "example/gen:v1"}})
+	d := getDeployment(t, ns, "gen")
+	completeRollout(t, d)
+	site := waitSite(t, ns, "gen", "Ready", func(s *v1alpha1.StaticSite) error {
+		return condition(s, v1alpha1.ConditionReady, metav1.ConditionTrue, v1alpha1.ReasonAvailable)
+	})
+
+	wc, err := client.NewWithWatch(env.Config, client.Options{Scheme: env.Scheme})
+	testenv.Must(t, err)
+	w, err := wc.Watch(ctx, &v1alpha1.StaticSiteList{}, client.InNamespace(ns), client.MatchingFields{"metadata.name": "gen"},
+		&client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: site.ResourceVersion}})
+	testenv.Must(t, err)
+	defer w.Stop()
+
+	updateSite(t, site, func(s *v1alpha1.StaticSite) { s.Spec.Content.Image = "example/gen:v2" })
+	newGen := getSiteGeneration(t, ns, "gen")
+	// Wait (through the watch) for the controller's first status of the new generation, and check each one.
+	deadline := time.After(testenv.EventuallyTimeout)
+	for seen := false; !seen; {
+		select {
+		case ev, ok := <-w.ResultChan():
+			if !ok {
+				t.Fatal("watch closed")
+			}
+			s, isSite := ev.Object.(*v1alpha1.StaticSite)
+			if !isSite || s.Status.ObservedGeneration < newGen {
+				continue
+			}
+			seen = true
+			if meta.IsStatusConditionTrue(s.Status.Conditions, v1alpha1.ConditionReady) {
+				t.Errorf("generation %d reported Ready before its rollout: %s", newGen, describe(s))
+			}
+		case <-deadline:
+			t.Fatalf("no status for generation %d", newGen)
+		}
+	}
+	completeRollout(t, d)
+	waitSite(t, ns, "gen", "Ready after the rollout", func(s *v1alpha1.StaticSite) error {
+		return condition(s, v1alpha1.ConditionReady, metav1.ConditionTrue, v1alpha1.ReasonAvailable)
+	})
+}
+
+func getSiteGeneration(t *testing.T, ns, name string) int64 {
+	t.Helper()
+	s := &v1alpha1.StaticSite{}
+	testenv.Must(t, k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, s))
+	return s.Generation
+}
+
 func TestPersistentVolumeClaimSite(t *testing.T) {
 	ctx := context.Background()
 	ns := namespace(t)
@@ -287,6 +344,8 @@ func TestInvalidSitesAreRefused(t *testing.T) {
 		{"control character in header", v1alpha1.StaticSiteSpec{Content: img, Server: v1alpha1.ServerSpec{Headers: []v1alpha1.Header{{Name: "X-A", Value: "a\x01b"}}}}, "spec.server.headers[0].value"},
 		{"cache-control line break", v1alpha1.StaticSiteSpec{Content: img, Server: v1alpha1.ServerSpec{CacheControl: []v1alpha1.CacheControlRule{{Glob: "*.css", Value: "public\nX: y"}}}}, "spec.server.cacheControl[0].value"},
 		{"cache-control glob with =", v1alpha1.StaticSiteSpec{Content: img, Server: v1alpha1.ServerSpec{CacheControl: []v1alpha1.CacheControlRule{{Glob: "a=b", Value: "public"}}}}, "spec.server.cacheControl[].glob must not contain '='"},
+		{"blank cache-control glob", v1alpha1.StaticSiteSpec{Content: img, Server: v1alpha1.ServerSpec{CacheControl: []v1alpha1.CacheControlRule{{Glob: "  ", Value: "public"}}}}, "spec.server.cacheControl[].glob must not be blank"},
+		{"negative connection age", v1alpha1.StaticSiteSpec{Content: img, Server: v1alpha1.ServerSpec{MaxConnectionAge: &metav1.Duration{Duration: -5 * time.Second}}}, "spec.server.maxConnectionAge must not be negative"},
 		{"bad header name", v1alpha1.StaticSiteSpec{Content: img, Server: v1alpha1.ServerSpec{Headers: []v1alpha1.Header{{Name: "Bad Header", Value: "v"}}}}, "spec.server.headers[0].name"},
 		{"bad budget", v1alpha1.StaticSiteSpec{Content: img, Disruption: &v1alpha1.DisruptionSpec{MaxUnavailable: intstr.FromString("half")}}, "spec.disruption.maxUnavailable must be"},
 		{"empty image volume", v1alpha1.StaticSiteSpec{Content: v1alpha1.ContentSource{ImageVolume: &v1alpha1.ImageVolumeContent{}}}, "spec.content.imageVolume.reference"},
@@ -301,6 +360,116 @@ func TestInvalidSitesAreRefused(t *testing.T) {
 			if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("error %q, want an Invalid error mentioning %q", err, tc.want)
 			}
+		})
+	}
+}
+
+// A name the API server accepts for a custom resource (a DNS subdomain) but not for the site's Service is refused
+// up front, naming the field, instead of leaving a site whose Service can never be created.
+func TestSiteNamesThatCannotNameAServiceAreRefused(t *testing.T) {
+	ns := namespace(t)
+	img := v1alpha1.ContentSource{Image: "example/site:1"}
+	for _, name := range []string{"1site", "my.site", strings.Repeat("a", 64)} {
+		site := &v1alpha1.StaticSite{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: v1alpha1.StaticSiteSpec{Content: img}}
+		err := k8s.Create(context.Background(), site)
+		if err == nil {
+			_ = k8s.Delete(context.Background(), site)
+			t.Errorf("name %q accepted; want a refusal naming metadata.name", name)
+			continue
+		}
+		if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "metadata.name must be a DNS-1035 label") {
+			t.Errorf("name %q: error %q, want an Invalid error naming metadata.name", name, err)
+		}
+	}
+	ok := &v1alpha1.StaticSite{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "site-1"}, Spec: v1alpha1.StaticSiteSpec{Content: img}}
+	testenv.Must(t, k8s.Create(context.Background(), ok))
+}
+
+// Services written by operator versions that published the admin port lose it on upgrade: the new operator applies
+// the Service without it as the same field manager, so server-side apply removes the entry it no longer applies.
+func TestUpgradeRemovesTheAdminPortFromTheService(t *testing.T) {
+	ctx := context.Background()
+	ns := namespace(t)
+	site := createSite(t, ns, "legacy", v1alpha1.StaticSiteSpec{Content: v1alpha1.ContentSource{Image: "example/site:v1"}})
+	svc := &corev1.Service{}
+	testenv.Eventually(t, "Service", func() error { return k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "legacy"}, svc) })
+
+	// What the previous operator version applied: the site's port and the admin port.
+	old := DesiredService(site)
+	old.Spec.WithPorts(corev1ac.ServicePort().WithName(v1alpha1.AdminPortName).WithProtocol(corev1.ProtocolTCP).
+		WithAppProtocol("http").WithPort(v1alpha1.AdminPort).WithTargetPort(intstr.FromString(v1alpha1.AdminPortName)))
+	testenv.Must(t, k8s.Apply(ctx, old, client.FieldOwner(FieldOwner), client.ForceOwnership))
+
+	testenv.Eventually(t, "admin port removed from the Service", func() error {
+		fresh := &corev1.Service{}
+		if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "legacy"}, fresh); err != nil {
+			return err
+		}
+		for _, p := range fresh.Spec.Ports {
+			if p.Port == v1alpha1.AdminPort || p.Name == v1alpha1.AdminPortName {
+				return fmt.Errorf("Service still publishes %s/%d", p.Name, p.Port)
+			}
+		}
+		if len(fresh.Spec.Ports) != 1 {
+			return fmt.Errorf("ports %+v, want only the site's", fresh.Spec.Ports)
+		}
+		return nil
+	})
+}
+
+// An object with a child's name that the site does not own is never taken over (it would be deleted with the
+// site): the site is Stalled with reason NotOwned, the object is left as it was, and once it is gone the periodic
+// retry of stalled sites creates the site's own. The foreign objects carry no operator label, so the manager's
+// cache (production settings) cannot see them: only the direct read before the first apply finds them.
+func TestForeignObjectsAreNeverAdopted(t *testing.T) {
+	ctx := context.Background()
+	ns := namespace(t)
+	foreignSvc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "taken", Labels: map[string]string{"app": "theirs"}},
+		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "theirs", Port: 7000}}, Selector: map[string]string{"app": "theirs"}}}
+	testenv.Must(t, k8s.Create(ctx, foreignSvc))
+	foreignPDB := &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "taken"},
+		Spec: policyv1.PodDisruptionBudgetSpec{MaxUnavailable: ptr.To(intstr.FromInt32(3)), Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "theirs"}}}}
+	testenv.Must(t, k8s.Create(ctx, foreignPDB))
+
+	createSite(t, ns, "taken", v1alpha1.StaticSiteSpec{Content: v1alpha1.ContentSource{Image: "example/site:v1"}, Replicas: ptr.To[int32](2)})
+	waitSite(t, ns, "taken", "Stalled NotOwned naming the Service", func(s *v1alpha1.StaticSite) error {
+		if err := condition(s, v1alpha1.ConditionStalled, metav1.ConditionTrue, v1alpha1.ReasonNotOwned); err != nil {
+			return err
+		}
+		if c := meta.FindStatusCondition(s.Status.Conditions, v1alpha1.ConditionStalled); !strings.Contains(c.Message, "Service "+ns+"/taken") {
+			return fmt.Errorf("message %q does not name the Service", c.Message)
+		}
+		return condition(s, v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonNotOwned)
+	})
+	waitEvent(t, ns, "taken", "Stalled: Service "+ns+"/taken exists and is not owned by this StaticSite")
+
+	for _, obj := range []client.Object{&corev1.Service{}, &policyv1.PodDisruptionBudget{}} {
+		testenv.Must(t, k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "taken"}, obj))
+		if len(obj.GetOwnerReferences()) != 0 || obj.GetLabels()[v1alpha1.LabelManagedBy] != "" {
+			t.Errorf("%T was taken over: owners %v labels %v", obj, obj.GetOwnerReferences(), obj.GetLabels())
+		}
+	}
+	svc := &corev1.Service{}
+	testenv.Must(t, k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "taken"}, svc))
+	if len(svc.Spec.Ports) != 1 || svc.Spec.Ports[0].Port != 7000 || svc.Spec.Selector["app"] != "theirs" {
+		t.Errorf("foreign Service changed: %+v", svc.Spec)
+	}
+
+	// The owner removes them; nothing the controller watches changes, the periodic retry heals the site.
+	testenv.Must(t, k8s.Delete(ctx, foreignSvc))
+	testenv.Must(t, k8s.Delete(ctx, foreignPDB))
+	waitSite(t, ns, "taken", "no longer Stalled", func(s *v1alpha1.StaticSite) error {
+		return condition(s, v1alpha1.ConditionStalled, "", "")
+	})
+	for _, obj := range []client.Object{&corev1.Service{}, &policyv1.PodDisruptionBudget{}} {
+		testenv.Eventually(t, fmt.Sprintf("the site's own %T", obj), func() error {
+			if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "taken"}, obj); err != nil {
+				return err
+			}
+			if len(obj.GetOwnerReferences()) != 1 || obj.GetOwnerReferences()[0].Kind != "StaticSite" {
+				return fmt.Errorf("owners %v", obj.GetOwnerReferences())
+			}
+			return nil
 		})
 	}
 }
@@ -403,7 +572,8 @@ func TestScaleSubresource(t *testing.T) {
 		}
 		return nil
 	})
-	// More than one replica: a budget appears; the site is rolling out until the new pods are ready.
+	// More than one replica: a budget appears; the site is reconciling until the new pods are ready, but a scale-up
+	// is not an outage: the pod that served before still serves, so Ready stays True and no "No longer ready".
 	testenv.Eventually(t, "PDB", func() error {
 		return k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "scaled"}, &policyv1.PodDisruptionBudget{})
 	})
@@ -411,9 +581,14 @@ func TestScaleSubresource(t *testing.T) {
 		if err := condition(s, v1alpha1.ConditionReconciling, metav1.ConditionTrue, "Progressing"); err != nil {
 			return err
 		}
-		return condition(s, v1alpha1.ConditionReady, metav1.ConditionFalse, "Progressing")
+		return condition(s, v1alpha1.ConditionReady, metav1.ConditionTrue, "Available")
 	})
 	completeRollout(t, d)
+	for _, e := range events(t, ns, "scaled") {
+		if strings.Contains(e, "No longer ready") {
+			t.Errorf("a scale-up reported the site unready: %s", e)
+		}
+	}
 	waitSite(t, ns, "scaled", "Ready at 3", func(s *v1alpha1.StaticSite) error {
 		if s.Status.Replicas != 3 {
 			return fmt.Errorf("status.replicas %d", s.Status.Replicas)
@@ -427,7 +602,7 @@ func TestScaleSubresource(t *testing.T) {
 		if apierrors.IsNotFound(err) {
 			return nil
 		}
-		return fmt.Errorf("PDB still there (%v)", err)
+		return fmt.Errorf("PDB still there: %w", err)
 	})
 	waitEvent(t, ns, "scaled", "Deleted PodDisruptionBudget")
 }
@@ -614,7 +789,7 @@ func TestApplyIsSkippedWhenUnchanged(t *testing.T) {
 	} {
 		var results []applyResult
 		for range 2 {
-			res, err := applyChild(ctx, k8s, tc.obj(), tc.desired().(runtime.ApplyConfiguration), key, tc.extract)
+			res, err := applyChild(ctx, k8s, k8s, site, tc.kind, tc.obj(), tc.desired().(runtime.ApplyConfiguration), key, tc.extract)
 			if err != nil {
 				t.Fatalf("%s: %v", tc.kind, err)
 			}

@@ -15,7 +15,6 @@ import (
 // went through the API server (unit tests, old objects stored before a default existed).
 const (
 	defaultReplicas   = 1
-	defaultCPU        = "1"
 	defaultMemory     = "256Mi"
 	defaultDrainDelay = 5 * time.Second
 	defaultPort       = 80
@@ -49,12 +48,7 @@ func replicasOf(site *v1alpha1.StaticSite) int32 {
 	return *site.Spec.Replicas
 }
 
-func cpuOf(site *v1alpha1.StaticSite) resource.Quantity {
-	if site.Spec.CPU == nil {
-		return resource.MustParse(defaultCPU)
-	}
-	return *site.Spec.CPU
-}
+func cpuOf(site *v1alpha1.StaticSite) resource.Quantity { return site.CPUOrDefault() }
 
 // wholeCPUs reports whether a CPU quantity is a whole number of CPUs, the condition for exclusive CPUs under the
 // kubelet's static CPU manager policy.

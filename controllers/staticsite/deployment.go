@@ -30,7 +30,6 @@ func ownerReference(site *v1alpha1.StaticSite) *metav1ac.OwnerReferenceApplyConf
 // DesiredDeployment is the Deployment that runs a site's server pods. It is a pure function of the site, the
 // operator's default server image, what the controller learned about the content, and the memory to give.
 func DesiredDeployment(site *v1alpha1.StaticSite, serverImage string, content Content, memory resource.Quantity) *appsv1ac.DeploymentApplyConfiguration {
-	maxUnavailable, maxSurge := intstr.FromInt32(0), intstr.FromInt32(1)
 	return appsv1ac.Deployment(site.Name, site.Namespace).
 		WithLabels(objectLabels(site)).
 		WithOwnerReferences(ownerReference(site)).
@@ -39,11 +38,7 @@ func DesiredDeployment(site *v1alpha1.StaticSite, serverImage string, content Co
 			WithSelector(metav1ac.LabelSelector().WithMatchLabels(selectorLabels(site))).
 			WithRevisionHistoryLimit(5).
 			WithProgressDeadlineSeconds(600).
-			WithStrategy(appsv1ac.DeploymentStrategy().
-				WithType(appsv1.RollingUpdateDeploymentStrategyType).
-				WithRollingUpdate(appsv1ac.RollingUpdateDeployment().
-					WithMaxUnavailable(maxUnavailable).
-					WithMaxSurge(maxSurge))).
+			WithStrategy(rolloutStrategy(content)).
 			WithTemplate(desiredPodTemplate(site, serverImage, content, memory)))
 }
 

@@ -14,6 +14,7 @@ import (
 
 	"hyperstatic.dev/hyperstatic/api/v1alpha1"
 	"hyperstatic.dev/hyperstatic/internal/podmetrics"
+	"hyperstatic.dev/hyperstatic/internal/podstate"
 )
 
 // defaultScrapeRetry is how soon a pod whose metrics could not be read is tried again.
@@ -65,7 +66,7 @@ func (r *Reconciler) observeImagePods(st *state) {
 		}
 		for _, cs := range p.Status.ContainerStatuses {
 			if w := cs.State.Waiting; w != nil && imagePullReasons[w.Reason] && st.contentProblem == nil {
-				st.contentProblem = &problem{"ImagePullFailed", fmt.Sprintf("pod %s: %s: %s", p.Name, w.Reason, w.Message)}
+				st.contentProblem = &problem{v1alpha1.ReasonImagePullFailed, fmt.Sprintf("pod %s: %s: %s", p.Name, w.Reason, w.Message)}
 			}
 			if st.content.Source == v1alpha1.ContentSourceImage && cs.Name == containerName && cs.Ready &&
 				!strings.Contains(st.content.Revision, "@") {
@@ -77,28 +78,19 @@ func (r *Reconciler) observeImagePods(st *state) {
 	}
 }
 
-func podReady(p *corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
-}
-
 // pinnedCondition: True when every ready pod is Guaranteed and its server reports workers pinned to exclusive
 // CPUs; False for a fractional CPU (the shared pool, by design) or when a pod reports unpinned workers (typically
 // a node without the static CPU manager policy); Unknown while no pod is ready or a pod's metrics cannot be read.
 func (r *Reconciler) pinnedCondition(ctx context.Context, st *state) metav1.Condition {
 	cpu := cpuOf(st.site)
 	if !wholeCPUs(cpu) {
-		return metav1.Condition{Type: v1alpha1.ConditionPinned, Status: metav1.ConditionFalse, Reason: "FractionalCPU",
+		return metav1.Condition{Type: v1alpha1.ConditionPinned, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonFractionalCPU,
 			Message: fmt.Sprintf("cpu %s is not a whole number of CPUs: the pods are Guaranteed but share the node's CPU pool", cpu.String())}
 	}
 	var pinned, unpinned, unknown []string
 	for i := range st.pods {
 		p := &st.pods[i]
-		if !podReady(p) {
+		if !podstate.Ready(p) {
 			continue
 		}
 		if p.Status.QOSClass != corev1.PodQOSGuaranteed {
@@ -119,19 +111,19 @@ func (r *Reconciler) pinnedCondition(ctx context.Context, st *state) metav1.Cond
 	c := metav1.Condition{Type: v1alpha1.ConditionPinned}
 	switch {
 	case len(unpinned) > 0:
-		c.Status, c.Reason = metav1.ConditionFalse, "SharedCPUs"
+		c.Status, c.Reason = metav1.ConditionFalse, v1alpha1.ReasonSharedCPUs
 		c.Message = strings.Join(unpinned, "; ") + " (does the node's kubelet use the static CPU manager policy?)"
 	case len(unknown) > 0:
-		c.Status, c.Reason, c.Message = metav1.ConditionUnknown, "MetricsUnavailable", strings.Join(unknown, "; ")
+		c.Status, c.Reason, c.Message = metav1.ConditionUnknown, v1alpha1.ReasonMetricsUnavailable, strings.Join(unknown, "; ")
 		retry := r.ScrapeRetry
 		if retry == 0 {
 			retry = defaultScrapeRetry
 		}
 		st.requeue(retry)
 	case len(pinned) == 0:
-		c.Status, c.Reason, c.Message = metav1.ConditionUnknown, "NoReadyPods", "no ready pod has reported its CPUs yet"
+		c.Status, c.Reason, c.Message = metav1.ConditionUnknown, v1alpha1.ReasonNoReadyPods, "no ready pod has reported its CPUs yet"
 	default:
-		c.Status, c.Reason = metav1.ConditionTrue, "ExclusiveCPUs"
+		c.Status, c.Reason = metav1.ConditionTrue, v1alpha1.ReasonExclusiveCPUs
 		c.Message = "workers pinned to exclusive CPUs: " + strings.Join(pinned, ", ")
 	}
 	return c

@@ -44,6 +44,21 @@ type Reconciler struct {
 	ServerVersion func() (*version.Info, error)
 	// ScrapeRetry is how soon a ready pod whose metrics could not be read is tried again (0: 15 s).
 	ScrapeRetry time.Duration
+	// APIReader reads around the manager's cache, which only holds objects carrying the operator's label: it tells
+	// a foreign object with a child's name from a missing one, and gives the Deployment as an apply left it. Nil
+	// means the Client (tests that run without a cache).
+	APIReader ctrl.Reader
+	// StalledRetry is how often a Stalled site is tried again, so a problem fixed outside the operator's watches (a
+	// quota, an admission webhook, RBAC, a foreign object removed) heals without an edit (0: DefaultStalledRetry).
+	StalledRetry time.Duration
+	// ServerImageRolloutConcurrency is how many sites may roll to a new ServerImage at a time (operator flag
+	// --server-image-rollout-concurrency); 0 means no limit. See serverimage.go.
+	ServerImageRolloutConcurrency int
+	// ServerImageQueueRetry is how often a site waiting for its turn to move to a new ServerImage checks again (0:
+	// DefaultServerImageQueueRetry).
+	ServerImageQueueRetry time.Duration
+
+	serverImageMu sync.Mutex // serializes the admissions of sites to a new ServerImage (chooseServerImage)
 
 	samplesMu sync.Mutex
 	samples   map[types.UID]cachedSample // a pod's CPU set never changes: scrape it once
@@ -59,8 +74,11 @@ type state struct {
 	site       *v1alpha1.StaticSite
 	content    Content
 	memory     resource.Quantity
-	deployment *appsv1.Deployment // live, before this pass's apply; nil when it did not exist
-	pods       []corev1.Pod       // the site's pods that are not terminating
+	deployment *appsv1.Deployment // as this pass's apply left it; nil when it did not exist
+	// templateChanged: this pass's apply changed the pod template, so the Deployment's status (until the Deployment
+	// controller observes the new generation) describes pods of the old template.
+	templateChanged bool
+	pods            []corev1.Pod // the site's pods that are not terminating
 
 	contentProblem *problem // ContentAvailable=False reason and message
 	contentReason  string   // ContentAvailable=True reason and message
@@ -69,12 +87,25 @@ type state struct {
 	skipDeployment bool     // content that cannot be mounted: leave the running Deployment alone
 	pinned         metav1.Condition
 	requeueAfter   time.Duration
+
+	// serverImageQueued: the site waits for its turn to move to a new default server image (the Reconciling message).
+	serverImageQueued string
 }
 
 type problem struct{ reason, message string }
 
+// DefaultStalledRetry is how often a Stalled site is tried again when StalledRetry is not set.
+const DefaultStalledRetry = time.Minute
+
 // conflictRetry is how soon a pass whose status write lost a race (with the autoscaler) runs again.
 const conflictRetry = 200 * time.Millisecond
+
+// reject records a child the API server refused or that is not the site's; the first one found is reported.
+func (st *state) reject(p *problem) {
+	if st.rejected == nil {
+		st.rejected = p
+	}
+}
 
 func (st *state) requeue(d time.Duration) {
 	if st.requeueAfter == 0 || d < st.requeueAfter {
@@ -87,7 +118,7 @@ func (st *state) requeue(d time.Duration) {
 type step func(ctx context.Context, st *state) error
 
 // +kubebuilder:rbac:groups=hyperstatic.dev,resources=staticsites,verbs=get;list;watch
-// +kubebuilder:rbac:groups=hyperstatic.dev,resources=staticsites/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=hyperstatic.dev,resources=staticsites/status,verbs=get;update
 // +kubebuilder:rbac:groups=hyperstatic.dev,resources=staticsites/finalizers,verbs=update
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 
@@ -115,6 +146,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 	}
 	r.summarize(st, err)
+	r.reportServerImageQueue(st, before)
 	r.recordTransitions(before, site)
 
 	if !equality.Semantic.DeepEqual(before.Status, site.Status) {
@@ -143,20 +175,22 @@ func (r *Reconciler) now() time.Time {
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=get;list;watch
 
-// reconcileContent finds out whether the content source exists, its revision and size.
+// reconcileContent finds out whether the content source exists, its revision and size. The ConfigMaps and the claim
+// a site names are the user's: the manager's cache does not hold them (internal/managercache), so they are read
+// directly, by name; their metadata-only watch (setup.go) triggers the pass.
 func (r *Reconciler) reconcileContent(ctx context.Context, st *state) error {
 	site := st.site
 	c := site.Spec.Content
 	switch SourceOf(site) {
 	case v1alpha1.ContentSourceImage:
 		st.content = ImageContent(v1alpha1.ContentSourceImage, c.Image, site.Spec.Server.ImagePullPolicy)
-		st.contentReason, st.contentMessage = "ImageSpecified", "the pods run image "+c.Image
+		st.contentReason, st.contentMessage = v1alpha1.ReasonImageSpecified, "the pods run image "+c.Image
 	case v1alpha1.ContentSourceConfigMaps:
 		var found []corev1.ConfigMap
 		var missing []string
 		for _, ref := range c.ConfigMaps {
 			cm := corev1.ConfigMap{}
-			if err := r.Get(ctx, types.NamespacedName{Namespace: site.Namespace, Name: ref.Name}, &cm); err != nil {
+			if err := r.directReader().Get(ctx, types.NamespacedName{Namespace: site.Namespace, Name: ref.Name}, &cm); err != nil {
 				if !apierrors.IsNotFound(err) {
 					return err
 				}
@@ -167,38 +201,43 @@ func (r *Reconciler) reconcileContent(ctx context.Context, st *state) error {
 		}
 		st.content = ConfigMapsContent(site, found)
 		if len(missing) > 0 {
-			st.contentProblem = &problem{"ConfigMapNotFound", fmt.Sprintf("ConfigMap %q not found in namespace %s", missing, site.Namespace)}
+			st.contentProblem = &problem{v1alpha1.ReasonConfigMapNotFound, fmt.Sprintf("ConfigMap %q not found in namespace %s", missing, site.Namespace)}
 		} else {
-			st.contentReason = "ConfigMapsFound"
+			st.contentReason = v1alpha1.ReasonConfigMapsFound
 			st.contentMessage = fmt.Sprintf("%d ConfigMap(s), %d bytes, projected into %s", len(found), st.content.Size, v1alpha1.SiteRoot)
 		}
 	case v1alpha1.ContentSourceImageVolume:
 		st.content = ImageContent(v1alpha1.ContentSourceImageVolume, c.ImageVolume.Reference, c.ImageVolume.PullPolicy)
 		if ok, why := r.imageVolumeSupported(); !ok {
-			st.contentProblem = &problem{"ImageVolumeUnsupported", why}
+			st.contentProblem = &problem{v1alpha1.ReasonImageVolumeUnsupported, why}
 			st.skipDeployment = true
 		} else {
-			st.contentReason, st.contentMessage = "ImageVolumeSpecified", "image "+c.ImageVolume.Reference+" is mounted at "+v1alpha1.SiteRoot
+			st.contentReason, st.contentMessage = v1alpha1.ReasonImageVolumeSpecified, "image "+c.ImageVolume.Reference+" is mounted at "+v1alpha1.SiteRoot
 		}
 	case v1alpha1.ContentSourcePersistentVolumeClaim:
 		claim := corev1.PersistentVolumeClaim{}
-		err := r.Get(ctx, types.NamespacedName{Namespace: site.Namespace, Name: c.PersistentVolumeClaim.ClaimName}, &claim)
+		err := r.directReader().Get(ctx, types.NamespacedName{Namespace: site.Namespace, Name: c.PersistentVolumeClaim.ClaimName}, &claim)
 		switch {
 		case apierrors.IsNotFound(err):
 			st.content = Content{Source: v1alpha1.ContentSourcePersistentVolumeClaim, Size: -1}
-			st.contentProblem = &problem{"ClaimNotFound", fmt.Sprintf("PersistentVolumeClaim %q not found in namespace %s", c.PersistentVolumeClaim.ClaimName, site.Namespace)}
+			st.contentProblem = &problem{v1alpha1.ReasonClaimNotFound, fmt.Sprintf("PersistentVolumeClaim %q not found in namespace %s", c.PersistentVolumeClaim.ClaimName, site.Namespace)}
 		case err != nil:
 			return err
 		case claim.Status.Phase == corev1.ClaimLost:
 			st.content = ClaimContent(&claim)
-			st.contentProblem = &problem{"ClaimLost", fmt.Sprintf("PersistentVolumeClaim %q lost its volume", claim.Name)}
+			st.contentProblem = &problem{v1alpha1.ReasonClaimLost, fmt.Sprintf("PersistentVolumeClaim %q lost its volume", claim.Name)}
 		default:
 			st.content = ClaimContent(&claim)
-			st.contentReason = "ClaimFound"
+			if p := claimAccessProblem(site, &claim); p != nil {
+				st.contentProblem = p
+				st.skipDeployment = true // the one pod that can mount the claim keeps serving
+				break
+			}
+			st.contentReason = v1alpha1.ReasonClaimFound
 			st.contentMessage = fmt.Sprintf("PersistentVolumeClaim %q (%s) is mounted read-only at %s", claim.Name, claim.Status.Phase, v1alpha1.SiteRoot)
 		}
 	default:
-		st.contentProblem = &problem{"NoContentSource", "spec.content sets no source"}
+		st.contentProblem = &problem{v1alpha1.ReasonNoContentSource, "spec.content sets no source"}
 		st.skipDeployment = true
 	}
 	st.memory = MemoryFor(site, st.content)
@@ -228,7 +267,7 @@ func parseVersion(v *version.Info) (major, minor int) {
 	return major, minor
 }
 
-// +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch;create;patch
 
 // reconcileDeployment applies the Deployment that runs the server pods.
 func (r *Reconciler) reconcileDeployment(ctx context.Context, st *state) error {
@@ -242,28 +281,73 @@ func (r *Reconciler) reconcileDeployment(ctx context.Context, st *state) error {
 			return err
 		}
 	}
+	serverImage, release, err := r.chooseServerImage(ctx, st)
+	if err != nil {
+		return err
+	}
+	defer release() // after the apply: the next admission must see this one
 	live := &appsv1.Deployment{}
-	desired := DesiredDeployment(site, r.ServerImage, st.content, st.memory)
-	res, err := applyChild(ctx, r.Client, live, desired, key, extractDeployment)
+	desired := DesiredDeployment(site, serverImage.image, st.content, st.memory)
+	res, err := applyChild(ctx, r.Client, r.directReader(), site, "Deployment", live, desired, key, extractDeployment)
 	if err != nil {
 		return r.deploymentRefused(st, err)
 	}
-	if res != applyCreated {
+	switch res {
+	case applyUnchanged:
 		st.deployment = live
+	case applyUpdated:
+		// live is the Deployment before the apply: its status describes the old template's pods. Read the applied
+		// object so the rollout is judged against the new generation, not reported done by the old ReplicaSet.
+		applied := &appsv1.Deployment{}
+		if err := r.directReader().Get(ctx, key, applied); err != nil {
+			return fmt.Errorf("read the applied Deployment: %w", err)
+		}
+		st.deployment = applied
+		st.templateChanged = !equality.Semantic.DeepEqual(live.Spec.Template, applied.Spec.Template)
 	}
 	r.recordApply(site, "Deployment", res)
+	r.recordServerImageMove(site, serverImage, res)
 	return nil
+}
+
+func (r *Reconciler) stalledRetry() time.Duration {
+	if r.StalledRetry > 0 {
+		return r.StalledRetry
+	}
+	return DefaultStalledRetry
+}
+
+// directReader reads around the cache (see APIReader).
+func (r *Reconciler) directReader() ctrl.Reader {
+	if r.APIReader != nil {
+		return r.APIReader
+	}
+	return r.Client
+}
+
+// notOwned records a child that exists under the site's name without being the site's: the site is Stalled until
+// someone removes or renames it (periodic retries notice, see StalledRetry).
+func notOwned(st *state, err error) bool {
+	var e *notOwnedError
+	if !errors.As(err, &e) {
+		return false
+	}
+	st.reject(&problem{v1alpha1.ReasonNotOwned, e.Error()})
+	return true
 }
 
 // deploymentRefused turns an apply error into a condition when only a person can fix it, else returns it.
 func (r *Reconciler) deploymentRefused(st *state, err error) error {
+	if notOwned(st, err) {
+		return nil
+	}
 	if !apierrors.IsInvalid(err) && !apierrors.IsForbidden(err) {
 		return fmt.Errorf("apply Deployment: %w", err)
 	}
 	if st.content.Source == v1alpha1.ContentSourceImageVolume && apierrors.IsInvalid(err) {
-		st.contentProblem = &problem{"ImageVolumeUnsupported", "the API server refused the image volume (is the ImageVolume feature gate on?): " + err.Error()}
+		st.contentProblem = &problem{v1alpha1.ReasonImageVolumeUnsupported, "the API server refused the image volume (is the ImageVolume feature gate on?): " + err.Error()}
 	} else {
-		st.rejected = &problem{"DeploymentRejected", err.Error()}
+		st.reject(&problem{v1alpha1.ReasonDeploymentRejected, err.Error()})
 	}
 	return nil
 }
@@ -293,7 +377,7 @@ func (r *Reconciler) imageVolumeKept(ctx context.Context, st *state, key types.N
 	if hasImageVolume(probe.Spec.Template.Spec.Volumes) {
 		return true, nil
 	}
-	st.contentProblem = &problem{"ImageVolumeUnsupported", "the API server drops image volumes: the ImageVolume feature gate is off " +
+	st.contentProblem = &problem{v1alpha1.ReasonImageVolumeUnsupported, "the API server drops image volumes: the ImageVolume feature gate is off " +
 		"(it is off by default up to Kubernetes 1.34); the Deployment is left unchanged"}
 	return false, nil
 }
@@ -307,15 +391,19 @@ func hasImageVolume(vs []corev1.Volume) bool {
 	return false
 }
 
-// +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;create;patch
 
 // reconcileService applies the Service in front of the pods.
 func (r *Reconciler) reconcileService(ctx context.Context, st *state) error {
 	site := st.site
-	res, err := applyChild(ctx, r.Client, &corev1.Service{}, DesiredService(site), types.NamespacedName{Namespace: site.Namespace, Name: site.Name}, extractService)
+	res, err := applyChild(ctx, r.Client, r.directReader(), site, "Service", &corev1.Service{}, DesiredService(site),
+		types.NamespacedName{Namespace: site.Namespace, Name: site.Name}, extractService)
 	if err != nil {
+		if notOwned(st, err) {
+			return nil
+		}
 		if apierrors.IsInvalid(err) || apierrors.IsForbidden(err) {
-			st.rejected = &problem{"ServiceRejected", err.Error()}
+			st.reject(&problem{v1alpha1.ReasonServiceRejected, err.Error()})
 			return nil
 		}
 		return fmt.Errorf("apply Service: %w", err)
@@ -324,7 +412,7 @@ func (r *Reconciler) reconcileService(ctx context.Context, st *state) error {
 	return nil
 }
 
-// +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch;create;patch;delete
 
 // reconcileDisruptionBudget applies the PodDisruptionBudget, or deletes the one it made when none is wanted.
 func (r *Reconciler) reconcileDisruptionBudget(ctx context.Context, st *state) error {
@@ -342,13 +430,16 @@ func (r *Reconciler) reconcileDisruptionBudget(ctx context.Context, st *state) e
 		if err := r.Delete(ctx, live, ctrl.Preconditions{UID: &live.UID}); ctrl.IgnoreNotFound(err) != nil {
 			return fmt.Errorf("delete PodDisruptionBudget: %w", err)
 		}
-		r.Recorder.Eventf(site, corev1.EventTypeNormal, "Deleted", "Deleted PodDisruptionBudget %s: %d replica(s) need no budget", site.Name, replicasOf(site))
+		r.Recorder.Eventf(site, corev1.EventTypeNormal, eventDeleted, "Deleted PodDisruptionBudget %s: %d replica(s) need no budget", site.Name, replicasOf(site))
 		return nil
 	}
-	res, err := applyChild(ctx, r.Client, &policyv1.PodDisruptionBudget{}, desired, key, extractPodDisruptionBudget)
+	res, err := applyChild(ctx, r.Client, r.directReader(), site, "PodDisruptionBudget", &policyv1.PodDisruptionBudget{}, desired, key, extractPodDisruptionBudget)
 	if err != nil {
+		if notOwned(st, err) {
+			return nil
+		}
 		if apierrors.IsInvalid(err) || apierrors.IsForbidden(err) {
-			st.rejected = &problem{"PodDisruptionBudgetRejected", err.Error()}
+			st.reject(&problem{v1alpha1.ReasonPodDisruptionBudgetRejected, err.Error()})
 			return nil
 		}
 		return fmt.Errorf("apply PodDisruptionBudget: %w", err)
@@ -360,8 +451,8 @@ func (r *Reconciler) reconcileDisruptionBudget(ctx context.Context, st *state) e
 func (r *Reconciler) recordApply(site *v1alpha1.StaticSite, kind string, res applyResult) {
 	switch res {
 	case applyCreated:
-		r.Recorder.Eventf(site, corev1.EventTypeNormal, "Created", "Created %s %s", kind, site.Name)
+		r.Recorder.Eventf(site, corev1.EventTypeNormal, eventCreated, "Created %s %s", kind, site.Name)
 	case applyUpdated:
-		r.Recorder.Eventf(site, corev1.EventTypeNormal, "Updated", "Updated %s %s to the desired state", kind, site.Name)
+		r.Recorder.Eventf(site, corev1.EventTypeNormal, eventUpdated, "Updated %s %s to the desired state", kind, site.Name)
 	}
 }

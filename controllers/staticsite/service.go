@@ -10,8 +10,10 @@ import (
 	"hyperstatic.dev/hyperstatic/api/v1alpha1"
 )
 
-// DesiredService is the Service in front of a site's pods: spec.service.port to the pods' http port, and the admin
-// port (metrics, health, content listing) for the benchmark controller and metrics scrapers.
+// DesiredService is the Service in front of a site's pods: spec.service.port to the pods' http port, and nothing
+// else. The admin port (probes, metrics, content listing) is never published on it: a LoadBalancer or NodePort
+// Service would expose it to the public, where one slow client could starve the kubelet's probes. Everything that
+// reads the admin port (the kubelet, the operator's scrapes, Prometheus pod discovery) goes to pod IPs.
 func DesiredService(site *v1alpha1.StaticSite) *corev1ac.ServiceApplyConfiguration {
 	typ := site.Spec.Service.Type
 	if typ == "" {
@@ -26,10 +28,7 @@ func DesiredService(site *v1alpha1.StaticSite) *corev1ac.ServiceApplyConfigurati
 			WithPorts(
 				corev1ac.ServicePort().WithName(v1alpha1.ServerPortName).WithProtocol(corev1.ProtocolTCP).
 					WithAppProtocol("http").WithPort(servicePortOf(site)).
-					WithTargetPort(intstr.FromString(v1alpha1.ServerPortName)),
-				corev1ac.ServicePort().WithName(v1alpha1.AdminPortName).WithProtocol(corev1.ProtocolTCP).
-					WithAppProtocol("http").WithPort(v1alpha1.AdminPort).
-					WithTargetPort(intstr.FromString(v1alpha1.AdminPortName))))
+					WithTargetPort(intstr.FromString(v1alpha1.ServerPortName))))
 	if len(site.Spec.Service.Annotations) > 0 {
 		svc.WithAnnotations(maps.Clone(site.Spec.Service.Annotations))
 	}

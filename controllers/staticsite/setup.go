@@ -6,6 +6,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -13,8 +14,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"hyperstatic.dev/hyperstatic/api/v1alpha1"
+	"hyperstatic.dev/hyperstatic/internal/managercache"
 )
 
 // Field indexes over StaticSites, so a ConfigMap or claim event finds the sites that use it without a scan.
@@ -25,6 +28,10 @@ const (
 
 // SetupWithManager registers the controller: it watches StaticSites, the children it owns, the ConfigMaps and
 // claims sites reference (to refresh ContentAvailable and the revision), and the sites' pods (readiness, pinning).
+//
+// The referenced ConfigMaps and claims are the user's, unlabelled, anywhere in the cluster: they are watched as
+// metadata only, from a cache of their own (managercache.NewReferencedMetadata), so that the operator's memory
+// does not hold the cluster's ConfigMap data; reconcileContent reads the few a site names directly.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	ctx := context.Background()
 	idx := mgr.GetFieldIndexer()
@@ -48,6 +55,13 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Recorder == nil {
 		r.Recorder = mgr.GetEventRecorderFor(FieldOwner)
 	}
+	if r.APIReader == nil {
+		r.APIReader = mgr.GetAPIReader()
+	}
+	referenced, err := managercache.NewReferencedMetadata(mgr)
+	if err != nil {
+		return err
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("staticsite").
 		// Status writes (ours and the autoscaler's) do not change the generation: no reconcile for them.
@@ -55,10 +69,15 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Owns(&appsv1.Deployment{}).
 		Owns(&corev1.Service{}).
 		Owns(&policyv1.PodDisruptionBudget{}).
-		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(r.sitesUsing(indexConfigMap))).
-		Watches(&corev1.PersistentVolumeClaim{}, handler.EnqueueRequestsFromMapFunc(r.sitesUsing(indexClaim))).
+		WatchesRawSource(source.Kind(referenced, metadataOf("ConfigMap"), handler.EnqueueRequestsFromMapFunc(r.sitesUsing(indexConfigMap)))).
+		WatchesRawSource(source.Kind(referenced, metadataOf("PersistentVolumeClaim"), handler.EnqueueRequestsFromMapFunc(r.sitesUsing(indexClaim)))).
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(siteOfPod)).
 		Complete(r)
+}
+
+// metadataOf is the metadata-only form of a core/v1 kind, for watches that need no more than names and versions.
+func metadataOf(kind string) client.Object {
+	return &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: corev1.SchemeGroupVersion.String(), Kind: kind}}
 }
 
 // sitesUsing maps an object to the sites in its namespace whose index field names it.

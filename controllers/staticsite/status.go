@@ -14,31 +14,35 @@ import (
 
 // rollout is the state of the Deployment's rollout, judged like `kubectl rollout status`.
 type rollout struct {
-	done            bool
-	stalled         bool
+	done    bool
+	stalled bool
+	// sameTemplate: the pods counted in the Deployment's status run the current pod template; what is left is a
+	// change of replicas (pods still starting, or a generation the Deployment controller has not observed that this
+	// pass did not change the template in).
+	sameTemplate    bool
 	reason, message string
 }
 
-func rolloutOf(site *v1alpha1.StaticSite, d *appsv1.Deployment) rollout {
+func rolloutOf(site *v1alpha1.StaticSite, d *appsv1.Deployment, templateChanged bool) rollout {
 	want := replicasOf(site)
 	if d == nil {
-		return rollout{reason: "Creating", message: "the Deployment is being created"}
+		return rollout{reason: v1alpha1.ReasonCreating, message: "the Deployment is being created"}
 	}
 	for _, c := range d.Status.Conditions {
-		if c.Type == appsv1.DeploymentProgressing && c.Status == corev1.ConditionFalse && c.Reason == "ProgressDeadlineExceeded" {
-			return rollout{stalled: true, reason: "ProgressDeadlineExceeded", message: c.Message}
+		if c.Type == appsv1.DeploymentProgressing && c.Status == corev1.ConditionFalse && c.Reason == deploymentTimedOutReason {
+			return rollout{stalled: true, reason: v1alpha1.ReasonProgressDeadlineExceeded, message: c.Message}
 		}
 	}
 	s := d.Status
 	switch {
 	case s.ObservedGeneration < d.Generation:
-		return rollout{reason: "Progressing", message: "the Deployment controller has not yet observed the latest spec"}
+		return rollout{sameTemplate: !templateChanged, reason: v1alpha1.ReasonProgressing, message: "the Deployment controller has not yet observed the latest spec"}
 	case s.UpdatedReplicas < want:
-		return rollout{reason: "RollingOut", message: fmt.Sprintf("%d of %d pods updated", s.UpdatedReplicas, want)}
+		return rollout{reason: v1alpha1.ReasonRollingOut, message: fmt.Sprintf("%d of %d pods updated", s.UpdatedReplicas, want)}
 	case s.Replicas > s.UpdatedReplicas:
-		return rollout{reason: "RollingOut", message: fmt.Sprintf("%d old pods are terminating", s.Replicas-s.UpdatedReplicas)}
+		return rollout{reason: v1alpha1.ReasonRollingOut, message: fmt.Sprintf("%d old pods are terminating", s.Replicas-s.UpdatedReplicas)}
 	case s.ReadyReplicas < want:
-		return rollout{reason: "WaitingForReadyPods", message: fmt.Sprintf("%d of %d pods ready", s.ReadyReplicas, want)}
+		return rollout{sameTemplate: true, reason: v1alpha1.ReasonWaitingForReadyPods, message: fmt.Sprintf("%d of %d pods ready", s.ReadyReplicas, want)}
 	}
 	return rollout{done: true}
 }
@@ -48,13 +52,15 @@ func rolloutOf(site *v1alpha1.StaticSite, d *appsv1.Deployment) rollout {
 func (r *Reconciler) summarize(st *state, passErr error) {
 	site := st.site
 	s := &site.Status
+	// What the last complete pass reported: a scale-up keeps Ready only if no pod that was ready has been lost.
+	wasReady, readyBefore := meta.IsStatusConditionTrue(s.Conditions, v1alpha1.ConditionReady), s.ReadyReplicas
 	set := func(t string, status metav1.ConditionStatus, reason, message string) {
 		meta.SetStatusCondition(&s.Conditions, metav1.Condition{Type: t, Status: status, Reason: reason, Message: message,
 			ObservedGeneration: site.Generation, LastTransitionTime: metav1.NewTime(r.now())})
 	}
 	if passErr != nil {
 		// A transient failure: say so and keep the rest of the status as it was; the pass is retried.
-		set(v1alpha1.ConditionReconciling, metav1.ConditionTrue, "RetryingAfterError", passErr.Error())
+		set(v1alpha1.ConditionReconciling, metav1.ConditionTrue, v1alpha1.ReasonRetryingAfterError, passErr.Error())
 		return
 	}
 
@@ -78,7 +84,7 @@ func (r *Reconciler) summarize(st *state, passErr error) {
 	}
 	set(st.pinned.Type, st.pinned.Status, st.pinned.Reason, st.pinned.Message)
 
-	ro := rolloutOf(site, st.deployment)
+	ro := rolloutOf(site, st.deployment, st.templateChanged)
 	var stalled *problem
 	switch {
 	case st.contentProblem != nil:
@@ -94,6 +100,17 @@ func (r *Reconciler) summarize(st *state, passErr error) {
 		set(v1alpha1.ConditionStalled, metav1.ConditionTrue, stalled.reason, stalled.message)
 		meta.RemoveStatusCondition(&s.Conditions, v1alpha1.ConditionReconciling)
 		set(v1alpha1.ConditionReady, metav1.ConditionFalse, stalled.reason, stalled.message)
+		st.requeue(r.stalledRetry())
+	case ro.sameTemplate && wasReady && s.ReadyReplicas > 0 && s.ReadyReplicas >= readyBefore:
+		// A scale-up: the new pods are starting, the ones serving before still serve. Not "no longer ready".
+		reason := ro.reason
+		if reason == v1alpha1.ReasonWaitingForReadyPods {
+			reason = v1alpha1.ReasonScalingUp
+		}
+		meta.RemoveStatusCondition(&s.Conditions, v1alpha1.ConditionStalled)
+		set(v1alpha1.ConditionReconciling, metav1.ConditionTrue, reason, ro.message)
+		set(v1alpha1.ConditionReady, metav1.ConditionTrue, v1alpha1.ReasonAvailable,
+			fmt.Sprintf("%d of %d pods ready (scaling up), serving %s at %s", s.ReadyReplicas, replicasOf(site), s.ContentRevision, s.URL))
 	case !ro.done:
 		meta.RemoveStatusCondition(&s.Conditions, v1alpha1.ConditionStalled)
 		set(v1alpha1.ConditionReconciling, metav1.ConditionTrue, ro.reason, ro.message)
@@ -102,9 +119,9 @@ func (r *Reconciler) summarize(st *state, passErr error) {
 		meta.RemoveStatusCondition(&s.Conditions, v1alpha1.ConditionStalled)
 		meta.RemoveStatusCondition(&s.Conditions, v1alpha1.ConditionReconciling)
 		if want := replicasOf(site); want == 0 {
-			set(v1alpha1.ConditionReady, metav1.ConditionTrue, "ScaledToZero", "the site is scaled to zero replicas")
+			set(v1alpha1.ConditionReady, metav1.ConditionTrue, v1alpha1.ReasonScaledToZero, "the site is scaled to zero replicas")
 		} else {
-			set(v1alpha1.ConditionReady, metav1.ConditionTrue, "Available",
+			set(v1alpha1.ConditionReady, metav1.ConditionTrue, v1alpha1.ReasonAvailable,
 				fmt.Sprintf("%d of %d pods ready, serving %s at %s", s.ReadyReplicas, want, s.ContentRevision, s.URL))
 		}
 	}
@@ -135,10 +152,10 @@ func (r *Reconciler) recordTransitions(before, after *v1alpha1.StaticSite) {
 		r.Recorder.Event(after, corev1.EventTypeNormal, c.Reason, "Content available again: "+c.Message)
 	}
 	if c, ok := changed(v1alpha1.ConditionPinned); ok && c.Status != metav1.ConditionUnknown {
-		r.Recorder.Event(after, corev1.EventTypeNormal, "Pinned"+string(c.Status), c.Message)
+		r.Recorder.Event(after, corev1.EventTypeNormal, eventPinnedPrefix+string(c.Status), c.Message)
 	}
 	if old, now := before.Status.ContentRevision, after.Status.ContentRevision; old != "" && old != now &&
 		!strings.HasPrefix(now, old+"@") { // learning the digest of the same image is no change
-		r.Recorder.Eventf(after, corev1.EventTypeNormal, "ContentChanged", "Content revision %s → %s", before.Status.ContentRevision, after.Status.ContentRevision)
+		r.Recorder.Eventf(after, corev1.EventTypeNormal, eventContentChanged, "Content revision %s → %s", before.Status.ContentRevision, after.Status.ContentRevision)
 	}
 }

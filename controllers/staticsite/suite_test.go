@@ -17,10 +17,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/discovery"
 	clocktesting "k8s.io/utils/clock/testing"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"hyperstatic.dev/hyperstatic/api/v1alpha1"
+	"hyperstatic.dev/hyperstatic/internal/managercache"
 	"hyperstatic.dev/hyperstatic/internal/podmetrics"
 	"hyperstatic.dev/hyperstatic/internal/testenv"
 )
@@ -79,7 +82,8 @@ func runSuite(m *testing.M) int {
 	defer func() { _ = env.Stop() }()
 	k8s = env.Client
 
-	mgr, err := env.NewManager()
+	// The production cache: children the operator did not label are invisible to it, as in a real cluster.
+	mgr, err := env.NewManager(func(o *ctrl.Options) { o.Cache = cache.Options{ByObject: managercache.OwnedObjectsOnly()} })
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "manager:", err)
 		return 1
@@ -97,6 +101,7 @@ func runSuite(m *testing.M) int {
 		ServerImage:   testServerImage,
 		ServerVersion: disco.ServerVersion,
 		ScrapeRetry:   time.Second,
+		StalledRetry:  time.Second,
 	}
 	if err := r.SetupWithManager(mgr); err != nil {
 		fmt.Fprintln(os.Stderr, "setup:", err)
@@ -105,7 +110,12 @@ func runSuite(m *testing.M) int {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()
-	defer func() { cancel(); <-done }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			fmt.Fprintln(os.Stderr, "manager:", err)
+		}
+	}()
 	return m.Run()
 }
 

@@ -2,9 +2,12 @@ package benchresults
 
 import (
 	"encoding/json"
+	"errors"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -63,13 +66,46 @@ func TestParseRecordedLogs(t *testing.T) {
 	}
 }
 
-func TestParseLogRejectsDamagedResult(t *testing.T) {
-	if _, err := ParseLog([]byte("k6 warning\nHSRESULT {\"pod\":0,\n")); err == nil {
-		t.Fatal("a truncated result line must be an error")
+// ParseLog reads only the last whole result block; anything short of one is ErrResultsIncomplete, never fewer
+// steps.
+func TestParseLogReadsTheLastWholeBlock(t *testing.T) {
+	step := func(i int) string {
+		return fmt.Sprintf("HSRESULT {\"pod\":0,\"step\":%d,\"requests\":%d}\n", i, 10*(i+1))
 	}
-	log, err := ParseLog([]byte("some k6 noise\n\nHSDONE {\"pod\":3,\"steps\":0}\n"))
-	if err != nil || log.Done == nil || log.Done.Pod != 3 || len(log.Steps) != 0 {
-		t.Fatalf("got %+v, %v", log, err)
+	block := "HSBEGIN {\"pod\":0,\"steps\":2}\n" + step(0) + step(1) + "HSDONE {\"pod\":0,\"steps\":2,\"results\":2}\n"
+	noise := strings.Repeat("time=... level=warning msg=\"Request Failed\" error=\"connection refused\"\n", 100)
+	for _, tc := range []struct {
+		name, log  string
+		steps      int
+		incomplete bool // ErrResultsIncomplete
+	}{
+		{name: "whole block after noise", log: noise + block, steps: 2},
+		{name: "block without a final newline", log: noise + strings.TrimSuffix(block, "\n"), steps: 2},
+		{name: "an earlier block is superseded", log: "HSBEGIN {\"pod\":0,\"steps\":1}\n" + step(0) + noise + block, steps: 2},
+		{name: "no block at all", log: noise, incomplete: true},
+		{name: "empty log", log: "", incomplete: true},
+		{name: "head cut off (rotated)", log: step(1) + "HSDONE {\"pod\":0,\"steps\":2,\"results\":2}\n", incomplete: true},
+		{name: "tail cut off (read limit)", log: noise + block[:len(block)-30], incomplete: true},
+		{name: "a result line lost", log: "HSBEGIN {\"pod\":0,\"steps\":2}\n" + step(1) + "HSDONE {\"pod\":0,\"steps\":2,\"results\":2}\n", incomplete: true},
+		{name: "a damaged result line", log: "HSBEGIN {\"pod\":0,\"steps\":1}\nHSRESULT {\"pod\":0,\nHSDONE {\"pod\":0,\"steps\":1,\"results\":1}\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			log, err := ParseLog([]byte(tc.log))
+			switch {
+			case tc.incomplete:
+				if !errors.Is(err, ErrResultsIncomplete) {
+					t.Fatalf("got %+v, %v; want %v", log, err, ErrResultsIncomplete)
+				}
+			case tc.steps == 0:
+				if err == nil {
+					t.Fatalf("a damaged block must be an error, got %+v", log)
+				}
+			default:
+				if err != nil || log.Done == nil || len(log.Steps) != tc.steps || log.Steps[1].Requests != 20 {
+					t.Fatalf("got %+v, %v", log, err)
+				}
+			}
+		})
 	}
 }
 

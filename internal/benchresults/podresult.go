@@ -8,16 +8,30 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 )
 
-// ResultPrefix starts every line the k6 runner prints for one finished step; DonePrefix its last line.
-// Other log lines (k6's own warnings) are ignored by the parser.
+// The runner prints its results as one block, the last thing it prints:
+//
+//	HSBEGIN {"pod":0,"steps":20}
+//	HSRESULT {...step 0...}
+//	...
+//	HSDONE {"pod":0,"steps":20,"results":20}
+//
+// The block is last so that whatever k6 printed before it (a warning per failed request) cannot push it out of a
+// log read from its tail, and it is delimited and counted so that a block cut by log rotation or by the reader's
+// byte limit is detected ("results missing or truncated") instead of parsed as fewer steps. Other lines (k6's
+// output, the runner's progress) are ignored by the parser.
 const (
+	BeginPrefix  = "HSBEGIN "
 	ResultPrefix = "HSRESULT "
 	DonePrefix   = "HSDONE "
 )
+
+// ErrResultsIncomplete is the error of a log whose result block is missing or cut.
+var ErrResultsIncomplete = errors.New("results missing or truncated")
 
 // PodStep is one k6 pod's result for one step: the wire format between the runner in the k6 image and the operator.
 type PodStep struct {
@@ -80,11 +94,20 @@ type CPUUse struct {
 	Series []float64 `json:"series,omitempty"`
 }
 
+// Begin opens the runner's result block.
+type Begin struct {
+	Pod int `json:"pod"`
+	// Steps is how many steps the runner ran (or began) before it printed the block.
+	Steps int `json:"steps"`
+}
+
 // Done is the runner's last line.
 type Done struct {
-	Pod   int    `json:"pod"`
-	Steps int    `json:"steps"`
-	Error string `json:"error,omitempty"`
+	Pod   int `json:"pod"`
+	Steps int `json:"steps"`
+	// Results is how many HSRESULT lines the block holds: a reader that finds fewer lost some.
+	Results int    `json:"results"`
+	Error   string `json:"error,omitempty"`
 }
 
 // PodLog is what one pod printed.
@@ -93,34 +116,75 @@ type PodLog struct {
 	Done  *Done
 }
 
-// ParseLog reads a k6 runner's output (the pod log). Lines without our prefixes are skipped; a line with our
-// prefix that does not parse is an error, since it means the results are damaged.
+// ParseLog reads a k6 runner's output (the pod log, or its tail): the last result block in it. A block whose
+// HSBEGIN or HSDONE line is missing, or whose HSDONE counts more results than it holds, is ErrResultsIncomplete;
+// a line of the block that does not parse is an error too, since it means the results are damaged.
 func ParseLog(log []byte) (PodLog, error) {
+	begin := lastLineWith(log, BeginPrefix)
+	if begin < 0 {
+		return PodLog{}, fmt.Errorf("%w: no %sline", ErrResultsIncomplete, BeginPrefix)
+	}
 	var out PodLog
-	sc := bufio.NewScanner(bytes.NewReader(log))
-	sc.Buffer(make([]byte, 0, 64*1024), 16*1024*1024)
+	sc := bufio.NewScanner(bytes.NewReader(log[begin:]))
+	sc.Buffer(make([]byte, 0, 64*1024), len(log)+1)
 	line := 0
 	for sc.Scan() {
 		line++
-		text := sc.Text()
 		// Container runtimes may prefix a timestamp when asked to; we never ask, but tolerate leading spaces.
-		text = strings.TrimLeft(text, " ")
+		text := strings.TrimLeft(sc.Text(), " ")
 		switch {
 		case strings.HasPrefix(text, ResultPrefix):
 			var s PodStep
 			if err := json.Unmarshal([]byte(text[len(ResultPrefix):]), &s); err != nil {
-				return out, fmt.Errorf("line %d: bad step result: %w", line, err)
+				return out, damaged(sc, log, line, "step result", err)
 			}
 			out.Steps = append(out.Steps, s)
 		case strings.HasPrefix(text, DonePrefix):
 			var d Done
 			if err := json.Unmarshal([]byte(text[len(DonePrefix):]), &d); err != nil {
-				return out, fmt.Errorf("line %d: bad done line: %w", line, err)
+				return out, damaged(sc, log, line, "done line", err)
+			}
+			if d.Results != len(out.Steps) {
+				return out, fmt.Errorf("%w: the block announces %d step result(s) and holds %d", ErrResultsIncomplete, d.Results, len(out.Steps))
 			}
 			out.Done = &d
+			return out, nil
 		}
 	}
-	return out, sc.Err()
+	if err := sc.Err(); err != nil {
+		return out, err
+	}
+	return out, fmt.Errorf("%w: the block has %d step result(s) and no %sline", ErrResultsIncomplete, len(out.Steps), DonePrefix)
+}
+
+// damaged is the error of a block line that does not parse: a cut (the log's last line, without its newline: the
+// reader's byte limit stopped in it) is ErrResultsIncomplete; any other is damage.
+func damaged(sc *bufio.Scanner, log []byte, line int, what string, err error) error {
+	if !sc.Scan() && !bytes.HasSuffix(log, []byte("\n")) {
+		return fmt.Errorf("%w: result block line %d (%s) is cut short", ErrResultsIncomplete, line, what)
+	}
+	return fmt.Errorf("result block line %d: bad %s: %w", line, what, err)
+}
+
+// lastLineWith is the offset of the last line of log that starts with prefix, -1 when none does.
+func lastLineWith(log []byte, prefix string) int {
+	for end := len(log); end > 0; {
+		start := bytes.LastIndexByte(log[:end], '\n') + 1
+		if bytes.HasPrefix(bytes.TrimLeft(log[start:end], " "), []byte(prefix)) {
+			return start
+		}
+		end = start - 1
+	}
+	return -1
+}
+
+// FormatBegin is the first line of the runner's result block.
+func FormatBegin(b Begin) (string, error) {
+	raw, err := json.Marshal(b)
+	if err != nil {
+		return "", err
+	}
+	return BeginPrefix + string(raw), nil
 }
 
 // FormatResult is the line the runner prints for a step.
@@ -132,7 +196,7 @@ func FormatResult(s PodStep) (string, error) {
 	return ResultPrefix + string(b), nil
 }
 
-// FormatDone is the runner's last line.
+// FormatDone is the last line of the runner's result block.
 func FormatDone(d Done) (string, error) {
 	b, err := json.Marshal(d)
 	if err != nil {

@@ -119,10 +119,10 @@ func orDefault(d, def time.Duration) time.Duration {
 // all pods (k6 uses the sequence to split VUs and arrival rates without gaps or overlaps).
 func Segment(index, count int) (segment, sequence string) {
 	frac := func(i int) string {
-		switch {
-		case i == 0:
+		switch i {
+		case 0:
 			return "0"
-		case i == count:
+		case count:
 			return "1"
 		default:
 			return fmt.Sprintf("%d/%d", i, count)

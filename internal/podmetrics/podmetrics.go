@@ -4,7 +4,9 @@
 package podmetrics
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -26,6 +28,26 @@ const (
 	ProcessCPUSeconds   = "process_cpu_seconds_total"
 	ProcessResidentSize = "process_resident_memory_bytes"
 )
+
+// Limits on what one scrape reads. Users choose their pods' image, so whatever answers on the admin port may
+// send anything, and the operator that reads it is shared by every site: a body that never ends or a million
+// series must fail the scrape, not grow the operator's memory until it is OOM-killed.
+//
+// A hyperstatic server's /metrics (images/server/src/metrics.rs) is at most about 3.3 KiB in 58 lines: 14
+// families with HELP and TYPE, all 16 status codes of hyperstatic_requests_total, every counter at 20 digits.
+// TestLimitsAreFarAboveARealServer checks a generous worst case of that shape stays 100× under both limits.
+const (
+	// MaxBytes is the most of a /metrics body read. The body is buffered before it is parsed, so it is also
+	// about the most memory one scrape holds for the text.
+	MaxBytes = 1 << 20
+	// MaxLines bounds the lines (series, HELP and TYPE) parsed: the parser's memory grows with the series, many
+	// times faster than with the bytes, so short lines could otherwise fill it well inside MaxBytes.
+	MaxLines = 10_000
+)
+
+// ErrTooLarge is wrapped by the error of a scrape or Parse that hit MaxBytes or MaxLines. Nothing of such an
+// exposition is used: a truncated one could lack a request counter that exists, and read as a wrong rate.
+var ErrTooLarge = errors.New("metrics exposition too large")
 
 // Sample is one scrape of one pod.
 type Sample struct {
@@ -84,9 +106,14 @@ func (s *HTTPScraper) Scrape(ctx context.Context, pod *corev1.Pod) (Sample, erro
 	if err != nil {
 		return Sample{}, fmt.Errorf("scrape %s: %w", pod.Name, err)
 	}
+	// Closing without draining drops the connection: a hostile body is not read to its end to reuse it.
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		return Sample{}, fmt.Errorf("scrape %s: HTTP %d", pod.Name, resp.StatusCode)
+	}
+	if resp.ContentLength > MaxBytes {
+		return Sample{}, fmt.Errorf("scrape %s: %w: Content-Length %d is over the limit of %d bytes",
+			pod.Name, ErrTooLarge, resp.ContentLength, MaxBytes)
 	}
 	sample, err := Parse(resp.Body)
 	if err != nil {
@@ -102,10 +129,15 @@ func (s *HTTPScraper) Scrape(ctx context.Context, pod *corev1.Pod) (Sample, erro
 }
 
 // Parse reads a Prometheus text exposition. Metrics it does not know are ignored; a missing
-// hyperstatic_requests_total is an error, because a pod without it is not a hyperstatic server.
+// hyperstatic_requests_total is an error, because a pod without it is not a hyperstatic server. An exposition
+// over MaxBytes or MaxLines is an error wrapping ErrTooLarge; Parse reads at most MaxBytes+1 bytes of r.
 func Parse(r io.Reader) (Sample, error) {
+	text, err := readLimited(r)
+	if err != nil {
+		return Sample{}, err
+	}
 	var parser expfmt.TextParser
-	families, err := parser.TextToMetricFamilies(r)
+	families, err := parser.TextToMetricFamilies(bytes.NewReader(text))
 	if err != nil {
 		return Sample{}, fmt.Errorf("parse metrics: %w", err)
 	}
@@ -136,6 +168,49 @@ func Parse(r io.Reader) (Sample, error) {
 		}
 	}
 	return s, nil
+}
+
+// readLimited reads all of r, failing as soon as it passes MaxBytes or MaxLines: it never reads more than
+// MaxBytes+1 bytes, and stops at the first byte of line MaxLines+1.
+func readLimited(r io.Reader) ([]byte, error) {
+	text, err := io.ReadAll(&limitedReader{r: r})
+	if err != nil {
+		if errors.Is(err, ErrTooLarge) {
+			return nil, err
+		}
+		return nil, fmt.Errorf("read metrics: %w", err)
+	}
+	return text, nil
+}
+
+// limitedReader counts bytes and lines as they pass and fails a Read that crosses a limit.
+type limitedReader struct {
+	r     io.Reader
+	n     int  // bytes read
+	lines int  // lines started
+	open  bool // the last byte read was inside a line (not its newline)
+}
+
+func (l *limitedReader) Read(p []byte) (int, error) {
+	// Ask for one byte more than the limit allows, so "exactly MaxBytes" and "more" can be told apart.
+	if rest := MaxBytes + 1 - l.n; len(p) > rest {
+		p = p[:rest]
+	}
+	n, err := l.r.Read(p)
+	l.n += n
+	if l.n > MaxBytes {
+		return 0, fmt.Errorf("%w: the body is over the limit of %d bytes", ErrTooLarge, MaxBytes)
+	}
+	for _, b := range p[:n] {
+		if !l.open {
+			l.lines++
+			if l.lines > MaxLines {
+				return 0, fmt.Errorf("%w: more than the limit of %d lines", ErrTooLarge, MaxLines)
+			}
+		}
+		l.open = b != '\n'
+	}
+	return n, err
 }
 
 // value returns the number a counter, gauge or untyped metric carries.

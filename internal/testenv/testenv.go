@@ -48,6 +48,10 @@ func Start() (*Env, error) {
 		ErrorIfCRDPathMissing: true,
 		Scheme:                scheme,
 	}
+	// envtest has no garbage collector or namespace controller: every Service a suite creates keeps its cluster IP
+	// until the API server stops. The default range (a /24) runs out after ~250 Services, which a suite repeated
+	// with -count=20 passes; a /16 holds 65k.
+	env.ControlPlane.GetAPIServer().Configure().Set("service-cluster-ip-range", "10.0.0.0/16")
 	cfg, err := env.Start()
 	if err != nil {
 		return nil, fmt.Errorf("start envtest: %w", err)
@@ -71,11 +75,16 @@ func RepoRoot() string {
 
 // NewManager returns a controller-runtime manager on this API server for a controller suite: nothing listens
 // (metrics and probes off), and controller name validation is off so a package may set up a controller twice.
-func (e *Env) NewManager() (ctrl.Manager, error) {
-	return ctrl.NewManager(e.Config, ctrl.Options{
+// opts adjust the options further (e.g. the production cache settings).
+func (e *Env) NewManager(opts ...func(*ctrl.Options)) (ctrl.Manager, error) {
+	o := ctrl.Options{
 		Scheme:                 e.Scheme,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
-	})
+	}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	return ctrl.NewManager(e.Config, o)
 }

@@ -11,7 +11,7 @@ import (
 // Condition is a status condition the decision asks the caller to set (type, status, reason, message).
 type Condition struct {
 	Status  bool
-	Reason  string
+	Reason  Reason
 	Message string
 }
 
@@ -43,7 +43,7 @@ type Decision struct {
 	ScalingActive Condition
 	// Limited/LimitReason/LimitMessage: the rate policies or min/max held the count back (HPA's ScalingLimited).
 	Limited      bool
-	LimitReason  string
+	LimitReason  Reason
 	LimitMessage string
 }
 
@@ -79,15 +79,15 @@ func (s *State) Decide(in Input) Decision {
 	}
 	d := Decision{DesiredReplicas: in.CurrentReplicas}
 	if in.MetricErr != nil {
-		d.ScalingActive = Condition{false, "FailedGetRPS", fmt.Sprintf("the autoscaler was unable to compute the replica count: %v", in.MetricErr)}
+		d.ScalingActive = Condition{false, ReasonFailedGetMetric, fmt.Sprintf("the autoscaler was unable to compute the replica count: %v", in.MetricErr)}
 	} else {
-		d.ScalingActive = Condition{true, "ValidMetricFound", fmt.Sprintf("the autoscaler was able to successfully calculate a replica count from %s", in.MetricDescription)}
+		d.ScalingActive = Condition{true, ReasonValidMetricFound, fmt.Sprintf("the autoscaler was able to successfully calculate a replica count from %s", in.MetricDescription)}
 	}
-	d.AbleToScale = Condition{true, "ReadyForNewScale", "recommended size matches current size"}
+	d.AbleToScale = Condition{true, ReasonReadyForNewScale, "recommended size matches current size"}
 
 	switch {
 	case in.CurrentReplicas == 0 && in.MinReplicas != 0:
-		d.ScalingActive = Condition{false, "ScalingDisabled", "scaling is disabled since the replica count of the target is zero"}
+		d.ScalingActive = Condition{false, ReasonScalingDisabled, "scaling is disabled since the replica count of the target is zero"}
 		return d
 	case in.CurrentReplicas > in.MaxReplicas:
 		d.DesiredReplicas = in.MaxReplicas
@@ -125,7 +125,7 @@ func (s *State) normalize(in Input, desired int32, d *Decision) int32 {
 
 // stabilize bounds the recommendation by the lowest recommendation within the scale-up window and the highest
 // within the scale-down window, then records the unstabilized recommendation.
-func (s *State) stabilize(in Input, desired int32) (int32, string, string) {
+func (s *State) stabilize(in Input, desired int32) (int32, Reason, string) {
 	upCutoff := in.Now.Add(-time.Duration(*in.Behavior.ScaleUp.StabilizationWindowSeconds) * time.Second)
 	downCutoff := in.Now.Add(-time.Duration(*in.Behavior.ScaleDown.StabilizationWindowSeconds) * time.Second)
 	up, down := desired, desired
@@ -142,7 +142,8 @@ func (s *State) stabilize(in Input, desired int32) (int32, string, string) {
 		}
 		kept = append(kept, r)
 	}
-	s.recommendations = append(kept, recommendation{desired, in.Now})
+	kept = append(kept, recommendation{desired, in.Now})
+	s.recommendations = kept
 
 	rec := in.CurrentReplicas
 	if rec < up {
@@ -152,13 +153,13 @@ func (s *State) stabilize(in Input, desired int32) (int32, string, string) {
 		rec = down
 	}
 	if desired >= in.CurrentReplicas {
-		return rec, "ScaleUpStabilized", "recent recommendations were lower than current one, applying the lowest recent recommendation"
+		return rec, ReasonScaleUpStabilized, "recent recommendations were lower than current one, applying the lowest recent recommendation"
 	}
-	return rec, "ScaleDownStabilized", "recent recommendations were higher than current one, applying the highest recent recommendation"
+	return rec, ReasonScaleDownStabilized, "recent recommendations were higher than current one, applying the highest recent recommendation"
 }
 
 // rateLimit is convertDesiredReplicasWithBehaviorRate.
-func (s *State) rateLimit(in Input, desired int32) (int32, string, string) {
+func (s *State) rateLimit(in Input, desired int32) (int32, Reason, string) {
 	switch {
 	case desired > in.CurrentReplicas:
 		limit := scaleUpLimit(in.Now, in.CurrentReplicas, s.upEvents, s.downEvents, in.Behavior.ScaleUp)
@@ -166,10 +167,10 @@ func (s *State) rateLimit(in Input, desired int32) (int32, string, string) {
 			limit = in.CurrentReplicas // no further scale-up until older scale-ups leave the period
 		}
 		maxAllowed := in.MaxReplicas
-		reason, message := "TooManyReplicas", "the desired replica count is more than the maximum replica count"
+		reason, message := ReasonTooManyReplicas, "the desired replica count is more than the maximum replica count"
 		if maxAllowed > limit {
 			maxAllowed = limit
-			reason, message = "ScaleUpLimit", "the desired replica count is increasing faster than the maximum scale rate"
+			reason, message = ReasonScaleUpLimit, "the desired replica count is increasing faster than the maximum scale rate"
 		}
 		if desired > maxAllowed {
 			return maxAllowed, reason, message
@@ -180,16 +181,16 @@ func (s *State) rateLimit(in Input, desired int32) (int32, string, string) {
 			limit = in.CurrentReplicas
 		}
 		minAllowed := in.MinReplicas
-		reason, message := "TooFewReplicas", "the desired replica count is less than the minimum replica count"
+		reason, message := ReasonTooFewReplicas, "the desired replica count is less than the minimum replica count"
 		if minAllowed < limit {
 			minAllowed = limit
-			reason, message = "ScaleDownLimit", "the desired replica count is decreasing faster than the maximum scale rate"
+			reason, message = ReasonScaleDownLimit, "the desired replica count is decreasing faster than the maximum scale rate"
 		}
 		if desired < minAllowed {
 			return minAllowed, reason, message
 		}
 	}
-	return desired, "DesiredWithinRange", "the desired count is within the acceptable range"
+	return desired, ReasonDesiredWithinRange, "the desired count is within the acceptable range"
 }
 
 // scaleUpLimit is the highest count the scale-up policies allow now; each policy measures from the replica

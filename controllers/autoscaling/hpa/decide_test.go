@@ -22,7 +22,7 @@ type step struct {
 	current int32
 	metric  int32
 	want    int32
-	reason  string // expected AbleToScale reason or LimitReason when non-empty
+	reason  Reason // expected AbleToScale reason or LimitReason when non-empty
 }
 
 func run(t *testing.T, b *autoscalingv2.HorizontalPodAutoscalerBehavior, minR, maxR int32, steps []step) {

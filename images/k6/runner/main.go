@@ -1,7 +1,10 @@
 // Command runner is the entrypoint of the hyperstatic k6 image. It runs each step of a Benchmark's plan as its own
 // k6 process at the step's planned wall-clock time (so the k6 pods of one Job load together), samples that
-// process's CPU while it runs, and prints one result line per step (benchresults.ResultPrefix + JSON) that the
-// operator reads from the pod log. A FROM-scratch image has no shell, hence a small static Go program.
+// process's CPU while it runs, and, as the last thing it prints, the result block the operator reads from the tail
+// of the pod log (benchresults.ParseLog: HSBEGIN, one HSRESULT line per step, HSDONE). While it runs it prints one
+// progress line per step and at most k6OutputBudget bytes of k6's own output per step, so that k6 logging a
+// warning per failed request cannot make the log rotate the results away. A FROM-scratch image has no shell, hence
+// a small static Go program.
 package main
 
 import (
@@ -37,12 +40,20 @@ func main() {
 	flag.Parse()
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
-	defer stop()
-	if err := run(ctx, *k6, *dir, *startAt, *index, *count, os.Stdout); err != nil {
+	err := run(ctx, *k6, *dir, *startAt, *index, *count, os.Stdout, os.Stderr)
+	stop() // not deferred: os.Exit below would skip it
+	var inBlock reportedError
+	if err != nil && !errors.As(err, &inBlock) {
+		// A failure the result block already reports is not printed again: the block stays the last output.
 		fmt.Fprintln(os.Stderr, "runner:", err)
+	}
+	if err != nil {
 		os.Exit(1)
 	}
 }
+
+// reportedError is a failure that the result block's HSDONE line already carries.
+type reportedError struct{ error }
 
 func envInt(name string, def int64) int64 {
 	if v, err := strconv.ParseInt(os.Getenv(name), 10, 64); err == nil {
@@ -51,7 +62,8 @@ func envInt(name string, def int64) int64 {
 	return def
 }
 
-func run(ctx context.Context, k6, dir string, startAtMs int64, index, count int, out io.Writer) error {
+// run runs the plan, printing progress and k6's (bounded) output to logw, and the result block to out, last.
+func run(ctx context.Context, k6, dir string, startAtMs int64, index, count int, out, logw io.Writer) error {
 	raw, err := os.ReadFile(filepath.Join(dir, k6script.PlanFile))
 	if err != nil {
 		return err
@@ -69,15 +81,20 @@ func run(ctx context.Context, k6, dir string, startAtMs int64, index, count int,
 	}
 	segment, sequence := k6script.Segment(index, count)
 	limit := cpuLimitCores()
+	var results []benchresults.PodStep
 	var failed []string
 	for i, step := range plan.Steps {
 		due := plan.StepStart(start, i)
 		select {
 		case <-time.After(time.Until(due)):
 		case <-ctx.Done():
-			return finish(out, index, i, "interrupted")
+			return printBlock(out, index, i, results, "interrupted")
 		}
-		res := runStep(ctx, k6, dir, i, segment, sequence, limit, step.DurationSeconds)
+		k6out := newBoundedWriter(logw, k6OutputBudget)
+		res := runStep(ctx, k6, dir, i, segment, sequence, limit, step.DurationSeconds, k6out)
+		if lines, size := k6out.suppressed(); lines > 0 {
+			fmt.Fprintf(logw, "runner: step %d: %d more line(s) (%d bytes) of k6 output not shown (the first %d bytes per step are)\n", i, lines, size, k6OutputBudget)
+		}
 		res.Pod = index
 		if res.LoadStartMs > 0 {
 			res.LateMs = res.LoadStartMs - due.UnixMilli()
@@ -85,36 +102,56 @@ func run(ctx context.Context, k6, dir string, startAtMs int64, index, count int,
 		if res.Error != "" {
 			failed = append(failed, fmt.Sprintf("step %d: %s", i, res.Error))
 		}
+		fmt.Fprintf(logw, "runner: step %d of %d done: %d requests, %d errors, k6 CPU %.0f%% of its limit%s\n",
+			i, len(plan.Steps), res.Requests, res.Errors, res.CPU.Fraction*100, errorSuffix(res.Error))
+		results = append(results, res)
+		if ctx.Err() != nil {
+			return printBlock(out, index, i+1, results, "interrupted")
+		}
+	}
+	return printBlock(out, index, len(plan.Steps), results, strings.Join(failed, "; "))
+}
+
+func errorSuffix(msg string) string {
+	if msg == "" {
+		return ""
+	}
+	return ": " + msg
+}
+
+// printBlock prints the result block (see benchresults.ParseLog) and returns the run's outcome: nil, or a
+// reportedError carrying msg.
+func printBlock(out io.Writer, index, steps int, results []benchresults.PodStep, msg string) error {
+	lines := make([]string, 0, len(results)+2)
+	begin, err := benchresults.FormatBegin(benchresults.Begin{Pod: index, Steps: steps})
+	if err != nil {
+		return err
+	}
+	lines = append(lines, begin)
+	for _, res := range results {
 		line, err := benchresults.FormatResult(res)
 		if err != nil {
 			return err
 		}
-		fmt.Fprintln(out, line)
-		if ctx.Err() != nil {
-			return finish(out, index, i+1, "interrupted")
-		}
+		lines = append(lines, line)
 	}
-	if len(failed) > 0 {
-		_ = finish(out, index, len(plan.Steps), strings.Join(failed, "; "))
-		return errors.New(strings.Join(failed, "; "))
-	}
-	return finish(out, index, len(plan.Steps), "")
-}
-
-func finish(out io.Writer, index, steps int, msg string) error {
-	line, err := benchresults.FormatDone(benchresults.Done{Pod: index, Steps: steps, Error: msg})
+	done, err := benchresults.FormatDone(benchresults.Done{Pod: index, Steps: steps, Results: len(results), Error: msg})
 	if err != nil {
 		return err
 	}
-	fmt.Fprintln(out, line)
-	if msg == "interrupted" {
-		return errors.New(msg)
+	lines = append(lines, done)
+	// One write: the block is not interleaved with anything else written to the same log.
+	if _, err := io.WriteString(out, strings.Join(lines, "\n")+"\n"); err != nil {
+		return err
+	}
+	if msg != "" {
+		return reportedError{errors.New(msg)}
 	}
 	return nil
 }
 
 // runStep runs one k6 process for step i and measures its CPU.
-func runStep(ctx context.Context, k6, dir string, i int, segment, sequence string, limit float64, seconds float64) benchresults.PodStep {
+func runStep(ctx context.Context, k6, dir string, i int, segment, sequence string, limit float64, seconds float64, k6out io.Writer) benchresults.PodStep {
 	res := benchresults.PodStep{Step: i}
 	// A step that runs far past its length is stuck (e.g. a target that never answers and no timeout fits).
 	stepCtx, cancel := context.WithTimeout(ctx, time.Duration(seconds*float64(time.Second))+2*time.Minute)
@@ -126,7 +163,7 @@ func runStep(ctx context.Context, k6, dir string, i int, segment, sequence strin
 		"--execution-segment", segment, "--execution-segment-sequence", sequence, k6script.ScriptFile)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "K6_NO_USAGE_REPORT=true", "HOME="+os.TempDir())
-	cmd.Stderr = os.Stderr
+	cmd.Stderr = k6out // exec copies it in a goroutine that Wait waits for
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		res.Error = err.Error()
@@ -179,7 +216,7 @@ func runStep(ctx context.Context, k6, dir string, i int, segment, sequence strin
 				record(cpu)
 			}
 		} else {
-			fmt.Fprintln(os.Stderr, line)
+			fmt.Fprintln(k6out, line)
 		}
 	}
 	waitErr := cmd.Wait()

@@ -79,13 +79,14 @@ func TestRunnerWithRealK6(t *testing.T) {
 	}
 	start := time.Now().Add(500 * time.Millisecond).UnixMilli()
 	outs := make([]bytes.Buffer, 2)
+	progress := make([]bytes.Buffer, 2)
 	errs := make([]error, 2)
 	var wg sync.WaitGroup
 	for i := 0; i < 2; i++ {
 		wg.Add(1)
 		go func(i int) {
 			defer wg.Done()
-			errs[i] = run(context.Background(), k6, dir, start, i, 2, &outs[i])
+			errs[i] = run(context.Background(), k6, dir, start, i, 2, &outs[i], &progress[i])
 		}(i)
 	}
 	wg.Wait()
@@ -99,8 +100,11 @@ func TestRunnerWithRealK6(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(log.Steps) != 2 || log.Done == nil || log.Done.Error != "" {
+		if len(log.Steps) != 2 || log.Done == nil || log.Done.Error != "" || !bytes.HasPrefix(outs[i].Bytes(), []byte(benchresults.BeginPrefix)) {
 			t.Fatalf("pod %d:\n%s", i, outs[i].String())
+		}
+		if !bytes.Contains(progress[i].Bytes(), []byte("runner: step 1 of 2 done")) {
+			t.Errorf("pod %d: no progress line:\n%s", i, progress[i].String())
 		}
 		for _, s := range log.Steps {
 			if s.Pod != i || s.Requests == 0 || s.Errors == 0 || s.Hist.Count() != s.Requests || s.CPU.WallSeconds < 0.9 || s.CPU.Seconds <= 0 {
@@ -126,5 +130,54 @@ func TestRunnerWithRealK6(t *testing.T) {
 	// About a third of the requests go to /missing: the error rate is near 1/3 and the verdict says so.
 	if r.ErrorRate < 0.2 || r.ErrorRate > 0.5 || r.Verdict != "Pass" || r.Steps[1].Concurrency != 4 || r.Steps[0].PodsReporting != 2 {
 		t.Fatalf("merged: %+v", r)
+	}
+}
+
+// A target that refuses every connection makes k6 log a warning per request. The runner passes on at most
+// k6OutputBudget bytes of it, says how much it left out, and still ends with a whole result block.
+func TestNoisyK6OutputIsBounded(t *testing.T) {
+	k6 := filepath.Join(testenv.RepoRoot(), "bin", "k6")
+	if _, err := os.Stat(k6); err != nil {
+		t.Fatalf("k6 not found at %s: run `make k6-build` (make go-test does)", k6)
+	}
+	srv := httptest.NewServer(http.NotFoundHandler())
+	refused := srv.URL
+	srv.Close() // nothing listens there any more: every request fails and k6 warns about each
+	plan := k6script.Plan{Kind: k6script.KindConstant, BaseURL: refused, KeepAlive: true, Parallelism: 1, StrideSeconds: 3,
+		Steps: []benchresults.PlanStep{{Index: 0, VUs: 4, DurationSeconds: 2}}}
+	files, err := k6script.Files(plan, []string{"/"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	for name, content := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var out, logs bytes.Buffer
+	err = run(context.Background(), k6, dir, 0, 0, 1, &out, &logs)
+	log, perr := benchresults.ParseLog(out.Bytes())
+	if perr != nil || len(log.Steps) != 1 || log.Steps[0].Errors == 0 {
+		t.Fatalf("run: %v; parse: %v\n%s", err, perr, out.String())
+	}
+	if !bytes.Contains(logs.Bytes(), []byte("of k6 output not shown")) || logs.Len() > k6OutputBudget+1024 {
+		t.Fatalf("k6 output: %d bytes, want at most %d and a note of what was left out:\n%s", logs.Len(), k6OutputBudget+1024, logs.String())
+	}
+}
+
+func TestBoundedWriter(t *testing.T) {
+	var dst bytes.Buffer
+	w := newBoundedWriter(&dst, 10)
+	for _, chunk := range []string{"abc\n", "defghij", "klm\nnop\n", "q"} {
+		if n, err := w.Write([]byte(chunk)); n != len(chunk) || err != nil {
+			t.Fatalf("write %q: %d, %v", chunk, n, err)
+		}
+	}
+	if got := dst.String(); got != "abc\ndefghi\n" {
+		t.Fatalf("passed on %q", got)
+	}
+	if lines, n := w.suppressed(); lines != 2 || n != 10 {
+		t.Fatalf("suppressed %d line(s), %d bytes", lines, n)
 	}
 }

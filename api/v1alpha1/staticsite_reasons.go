@@ -1,0 +1,96 @@
+package v1alpha1
+
+// Reasons the StaticSite controller writes on its conditions, grouped by the condition and status they go with.
+// Polarity (kstatus): Ready, ContentAvailable and Pinned are normal-true (True is healthy); Reconciling and Stalled
+// are abnormal-true (present only while they hold, removed otherwise). A reason names the state in CamelCase; the
+// message carries the details. docs/staticsite.md lists them for users.
+
+// Ready=True reasons.
+const (
+	// ReasonAvailable: every desired replica runs the current spec and is ready.
+	ReasonAvailable = "Available"
+	// ReasonScaledToZero: spec.replicas is 0, so there is nothing to wait for.
+	ReasonScaledToZero = "ScaledToZero"
+)
+
+// Reconciling=True (and Ready=False) reasons: the operator or the Deployment is still moving towards the spec.
+const (
+	// ReasonCreating: the Deployment does not exist yet.
+	ReasonCreating = "Creating"
+	// ReasonProgressing: the Deployment controller has not observed the latest Deployment spec yet.
+	ReasonProgressing = "Progressing"
+	// ReasonRollingOut: pods of an older template are still being replaced or are terminating.
+	ReasonRollingOut = "RollingOut"
+	// ReasonWaitingForReadyPods: all pods run the current template but fewer than desired are ready.
+	ReasonWaitingForReadyPods = "WaitingForReadyPods"
+	// ReasonScalingUp: more replicas are wanted than are ready, every pod runs the current spec and none of the pods
+	// that were ready was lost. Ready stays True (reason Available): the site serves as it did before the scale-up.
+	ReasonScalingUp = "ScalingUp"
+	// ReasonRetryingAfterError: a pass failed on a transient error (API unavailable, conflict); it is retried with
+	// backoff and the rest of the status is left as the last complete pass wrote it.
+	ReasonRetryingAfterError = "RetryingAfterError"
+	// ReasonServerImageUpgradeQueued: the operator's default server image changed (an operator upgrade) and the
+	// site waits for its turn to move to it, so that only a few sites roll at a time (operator flag
+	// --server-image-rollout-concurrency). Unlike the reasons above it leaves Ready as it was: the site keeps
+	// serving on its current image, a queued upgrade is not an outage. The message names the image and how many
+	// sites are ahead.
+	ReasonServerImageUpgradeQueued = "ServerImageUpgradeQueued"
+)
+
+// Stalled=True (and Ready=False) reasons: progress needs someone to act.
+const (
+	// ReasonProgressDeadlineExceeded: the Deployment's rollout passed its progress deadline.
+	ReasonProgressDeadlineExceeded = "ProgressDeadlineExceeded"
+	// ReasonDeploymentRejected, ReasonServiceRejected, ReasonPodDisruptionBudgetRejected: the API server refused the
+	// child object (quota, admission webhook, policy); the message has its answer.
+	ReasonDeploymentRejected          = "DeploymentRejected"
+	ReasonServiceRejected             = "ServiceRejected"
+	ReasonPodDisruptionBudgetRejected = "PodDisruptionBudgetRejected"
+	// ReasonNotOwned: an object with a child's name (Deployment, Service or PodDisruptionBudget) exists and is not
+	// controlled by the site. The operator never takes it over (it would be deleted with the site).
+	ReasonNotOwned = "NotOwned"
+)
+
+// ContentAvailable reasons. True: the source exists and can be mounted or run. False (also Stalled=True): it
+// cannot, and the site keeps whatever it served before.
+const (
+	// True: spec.content.image is set; the image itself is checked by the kubelet's pull (see ImagePullFailed).
+	ReasonImageSpecified = "ImageSpecified"
+	// True: every ConfigMap in spec.content.configMaps exists.
+	ReasonConfigMapsFound = "ConfigMapsFound"
+	// True: spec.content.imageVolume is set and the cluster supports image volumes.
+	ReasonImageVolumeSpecified = "ImageVolumeSpecified"
+	// True: the PersistentVolumeClaim exists and is bound.
+	ReasonClaimFound = "ClaimFound"
+
+	// False: a ConfigMap named in spec.content.configMaps does not exist.
+	ReasonConfigMapNotFound = "ConfigMapNotFound"
+	// False: the cluster cannot mount OCI image volumes (feature gate off or Kubernetes too old).
+	ReasonImageVolumeUnsupported = "ImageVolumeUnsupported"
+	// False: the PersistentVolumeClaim does not exist.
+	ReasonClaimNotFound = "ClaimNotFound"
+	// False: the PersistentVolumeClaim lost its volume.
+	ReasonClaimLost = "ClaimLost"
+	// False: the claim's volume can be mounted by one node (ReadWriteOnce) or one pod (ReadWriteOncePod) at a time
+	// and the site asks for more than one replica.
+	ReasonClaimAccessMode = "ClaimAccessMode"
+	// False: spec.content sets no source (only possible for objects that bypassed validation).
+	ReasonNoContentSource = "NoContentSource"
+	// False: a pod cannot pull the site's image (ErrImagePull, ImagePullBackOff, InvalidImageName).
+	ReasonImagePullFailed = "ImagePullFailed"
+)
+
+// Pinned reasons. True: every ready pod's workers run on exclusive CPUs. False: by design (fractional spec.cpu) or
+// because the node does not give exclusive CPUs. Unknown: no pod has said yet.
+const (
+	// True: every ready pod reports workers pinned to exclusive CPUs.
+	ReasonExclusiveCPUs = "ExclusiveCPUs"
+	// False: spec.cpu is fractional, so pods share the node's CPU pool by design.
+	ReasonFractionalCPU = "FractionalCPU"
+	// False: a pod asked for whole CPUs but runs on shared ones (the node's CPU manager policy is not static).
+	ReasonSharedCPUs = "SharedCPUs"
+	// Unknown: a ready pod's metrics could not be read.
+	ReasonMetricsUnavailable = "MetricsUnavailable"
+	// Unknown: no pod is ready yet.
+	ReasonNoReadyPods = "NoReadyPods"
+)

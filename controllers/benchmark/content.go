@@ -1,0 +1,75 @@
+package benchmark
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"hyperstatic.dev/hyperstatic/api/v1alpha1"
+)
+
+// MaxPaths bounds the file list put in the script ConfigMap (ConfigMaps hold at most 1 MiB).
+const MaxPaths = 10000
+
+// ContentLister lists the URL paths a server pod serves (GET /content on its admin port). The operator uses
+// HTTPContentLister; the envtest suite, which has no running server, feeds its own.
+type ContentLister interface {
+	List(ctx context.Context, pod *corev1.Pod) ([]string, error)
+}
+
+// HTTPContentLister reads http://<podIP>:<admin>/content: text/plain, one URL path per line.
+type HTTPContentLister struct{ Client *http.Client }
+
+// NewHTTPContentLister returns a lister with a short timeout.
+func NewHTTPContentLister() *HTTPContentLister {
+	return &HTTPContentLister{Client: &http.Client{Timeout: 5 * time.Second}}
+}
+
+// List implements ContentLister.
+func (l *HTTPContentLister) List(ctx context.Context, pod *corev1.Pod) ([]string, error) {
+	if pod.Status.PodIP == "" {
+		return nil, fmt.Errorf("pod %s has no IP", pod.Name)
+	}
+	url := "http://" + net.JoinHostPort(pod.Status.PodIP, strconv.Itoa(v1alpha1.AdminPort)) + "/content"
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := l.Client.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("GET %s: HTTP %d", url, resp.StatusCode)
+	}
+	return parseContent(io.LimitReader(resp.Body, 8<<20))
+}
+
+// parseContent reads one URL path per line, skipping blank lines; paths must start with "/".
+func parseContent(r io.Reader) ([]string, error) {
+	var out []string
+	sc := bufio.NewScanner(r)
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" {
+			continue
+		}
+		if !strings.HasPrefix(line, "/") {
+			return nil, fmt.Errorf("content list: %q is not a URL path", line)
+		}
+		out = append(out, line)
+		if len(out) > MaxPaths {
+			return nil, fmt.Errorf("content list: more than %d files; list the paths to load in spec.paths.list", MaxPaths)
+		}
+	}
+	return out, sc.Err()
+}

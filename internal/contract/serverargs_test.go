@@ -1,0 +1,377 @@
+package contract
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"net"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"hyperstatic.dev/hyperstatic/api/v1alpha1"
+	"hyperstatic.dev/hyperstatic/controllers/staticsite"
+	"hyperstatic.dev/hyperstatic/internal/serverbin"
+)
+
+// The command-line contract: whatever a StaticSite says, the arguments the operator gives the server container
+// (staticsite.ServerArgs) are arguments the real server accepts. A rejected list is a pod in CrashLoopBackOff,
+// which no Go unit test would notice; here it is `hyperstatic-server --check ARGS...` exiting non-zero.
+
+// generatorSeed fixes the generated sites, so a failure names a case that reproduces on every run.
+const (
+	generatorSeed  = 20261123
+	generatedSites = 150
+)
+
+// argsCase is one StaticSite whose arguments are checked.
+type argsCase struct {
+	name string
+	spec v1alpha1.ServerSpec
+}
+
+func site(spec v1alpha1.ServerSpec) *v1alpha1.StaticSite {
+	return &v1alpha1.StaticSite{
+		ObjectMeta: metav1.ObjectMeta{Name: "contract", Namespace: "default"},
+		Spec:       v1alpha1.StaticSiteSpec{Server: spec},
+	}
+}
+
+func dur(d time.Duration) *metav1.Duration { return &metav1.Duration{Duration: d} }
+
+// tableCases cover every branch of ServerArgs by hand, with the values people write in real specs.
+func tableCases() []argsCase {
+	return []argsCase{
+		{name: "defaults only", spec: v1alpha1.ServerSpec{}},
+		{name: "drain delay whole seconds", spec: v1alpha1.ServerSpec{DrainDelay: dur(30 * time.Second)}},
+		{name: "drain delay fractional", spec: v1alpha1.ServerSpec{DrainDelay: dur(1500 * time.Millisecond)}},
+		{name: "drain delay zero", spec: v1alpha1.ServerSpec{DrainDelay: dur(0)}},
+		{name: "drain delay below a millisecond", spec: v1alpha1.ServerSpec{DrainDelay: dur(1500 * time.Microsecond)}},
+		{name: "drain delay negative falls back to the default", spec: v1alpha1.ServerSpec{DrainDelay: dur(-time.Second)}},
+		{name: "max requests per connection 1", spec: v1alpha1.ServerSpec{MaxRequestsPerConnection: ptr.To[int32](1)}},
+		{name: "max requests per connection int32 max", spec: v1alpha1.ServerSpec{MaxRequestsPerConnection: ptr.To[int32](math.MaxInt32)}},
+		{name: "max connection age whole", spec: v1alpha1.ServerSpec{MaxConnectionAge: dur(2 * time.Minute)}},
+		{name: "max connection age fractional", spec: v1alpha1.ServerSpec{MaxConnectionAge: dur(2500 * time.Millisecond)}},
+		{name: "max connection age zero", spec: v1alpha1.ServerSpec{MaxConnectionAge: dur(0)}},
+		{name: "cache control rules", spec: v1alpha1.ServerSpec{CacheControl: []v1alpha1.CacheControlRule{
+			{Glob: "/assets/**", Value: "public, max-age=31536000, immutable"},
+			{Glob: "*.html", Value: "no-cache"},
+			{Glob: "/about/*", Value: "public,max-age=60,stale-while-revalidate=30"},
+			{Glob: "/assets/img/a b.js", Value: "private, no-store"},
+			{Glob: "?*.css", Value: `public, max-age=600, s-maxage=3600, no-transform`},
+			{Glob: "/**", Value: "no-cache"},
+		}}},
+		{name: "headers", spec: v1alpha1.ServerSpec{Headers: []v1alpha1.Header{
+			{Name: "X-Frame-Options", Value: "DENY"},
+			{Name: "Content-Security-Policy", Value: "default-src 'self'; img-src https://cdn.example.com:8443 data:"},
+			{Name: "Strict-Transport-Security", Value: "max-age=63072000; includeSubDomains; preload"},
+			{Name: "Link", Value: `</assets/style.css>; rel=preload; as=style`},
+			{Name: "X-Time", Value: "12:30:45 UTC"},
+			{Name: "X-Equals", Value: "a=b; c=d"},
+			{Name: "X-Tab", Value: "a\tb"},
+			{Name: "X-Unicode", Value: "grüße, 世界"},
+			{Name: "X-Empty", Value: ""},
+			{Name: "x-lower_case.~!#$%&'*+^`|", Value: "token characters"},
+		}}},
+		// The CRD admits a header name (an HTTP token) or a glob that starts with '-'. A command-line parser that
+		// takes such a value for a flag would reject the whole list.
+		{name: "values starting with a hyphen", spec: v1alpha1.ServerSpec{
+			Headers:      []v1alpha1.Header{{Name: "-X-Leading-Hyphen", Value: "-1"}},
+			CacheControl: []v1alpha1.CacheControlRule{{Glob: "-draft-*.html", Value: "no-store"}},
+		}},
+		{name: "spa fallback", spec: v1alpha1.ServerSpec{SPAFallback: true}},
+		{name: "not found page", spec: v1alpha1.ServerSpec{NotFoundPage: "/404.html"}},
+		{name: "not found page nested", spec: v1alpha1.ServerSpec{NotFoundPage: "/about/index.html"}},
+		{name: "not found page with a space", spec: v1alpha1.ServerSpec{NotFoundPage: "/assets/img/a b.js"}},
+		{name: "extra args", spec: v1alpha1.ServerSpec{ExtraArgs: []string{
+			"--workers", "2", "--header-timeout=5s", "--keepalive-timeout", "30s",
+			"--default-cache-control", "public, max-age=60", "--max-memory-file-size", "1MiB",
+			"--compress=false", "--access-log", "--access-log-sample", "100",
+		}}},
+		// extraArgs are appended after the operator's flags (docs/staticsite.md) and are the only way to change
+		// what the operator sets without a field, such as --shutdown-timeout: a repeated flag must be accepted,
+		// the last one winning, or such a site's pods crash-loop.
+		{name: "extra args repeat operator flags", spec: v1alpha1.ServerSpec{
+			DrainDelay: dur(5 * time.Second), NotFoundPage: "/404.html",
+			ExtraArgs: []string{"--shutdown-timeout", "30s", "--drain-delay=1s", "--not-found-page", "/index.html"},
+		}},
+		{name: "image fields do not become flags", spec: v1alpha1.ServerSpec{Image: "example.com/site:1", ImagePullPolicy: "Always"}},
+		{name: "everything", spec: v1alpha1.ServerSpec{
+			Image:                    "example.com/site:1",
+			ImagePullPolicy:          "IfNotPresent",
+			DrainDelay:               dur(1500 * time.Millisecond),
+			MaxRequestsPerConnection: ptr.To[int32](1000),
+			MaxConnectionAge:         dur(90 * time.Second),
+			CacheControl: []v1alpha1.CacheControlRule{
+				{Glob: "/assets/**", Value: "public, max-age=31536000, immutable"},
+				{Glob: "*.html", Value: "no-cache"},
+			},
+			Headers: []v1alpha1.Header{
+				{Name: "X-Frame-Options", Value: "SAMEORIGIN"},
+				{Name: "Content-Security-Policy", Value: "default-src 'self' https://a.example:443"},
+			},
+			SPAFallback:  true,
+			NotFoundPage: "/404.html",
+			ExtraArgs:    []string{"--workers=1", "--access-log"},
+		}},
+	}
+}
+
+// Alphabets for generated values. They stay inside what the CRD admits (api/v1alpha1 validation markers):
+// header names are tokens; header values have no control characters but tab; cache-control values none at all;
+// globs have no '='.
+const (
+	tokenChars = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789!#$%&'*+-.^_`|~"
+	printable  = " !\"#$%&'()*+,-./0123456789:;<>?@ABCDEFGHIJKLMNOPQRSTUVWXYZ[\\]^_`abcdefghijklmnopqrstuvwxyz{|}~=éü世"
+	globChars  = "abcxyz0123456789-_.~ /:*?[]{}!@#,ü"
+)
+
+func pick(r *rand.Rand, alphabet string, n int) string {
+	runes := []rune(alphabet)
+	var b strings.Builder
+	for range n {
+		b.WriteRune(runes[r.IntN(len(runes))])
+	}
+	return b.String()
+}
+
+// genDuration draws the forms ServerArgs formats differently: whole seconds, milliseconds, sub-millisecond.
+func genDuration(r *rand.Rand) time.Duration {
+	switch r.IntN(3) {
+	case 0:
+		return time.Duration(r.IntN(3600)) * time.Second
+	case 1:
+		return time.Duration(r.IntN(600_000)) * time.Millisecond
+	default:
+		return time.Duration(r.IntN(10_000_000)) * time.Microsecond
+	}
+}
+
+func genGlob(r *rand.Rand) string {
+	shapes := []func() string{
+		func() string { return "/assets/**" },
+		func() string { return "*." + pick(r, "abcdefghijklmnopqrstuvwxyz", 1+r.IntN(4)) },
+		func() string { return "/" + pick(r, globChars, 1+r.IntN(12)) + "/**" },
+		func() string { return pick(r, globChars, 1+r.IntN(20)) },
+		func() string { return " /about/* " },
+	}
+	// Known gap, not generated: a glob of only spaces is admitted by the CRD (minLength 1, no pattern) but the
+	// server trims it to nothing and rejects the list. Generate it once the CRD forbids it (a pattern such as
+	// `\S`) or ServerArgs drops such rules.
+	for {
+		g := shapes[r.IntN(len(shapes))]()
+		if strings.TrimSpace(g) != "" {
+			return g
+		}
+	}
+}
+
+// extraFlags are server flags a user tunes through extraArgs, each with a generator of valid values. Boolean flags
+// take a value only as --flag=VALUE (a separate word after a boolean flag is an unexpected argument).
+var extraFlags = []struct {
+	flag    string
+	boolean bool
+	value   func(*rand.Rand) string
+}{
+	{"--workers", false, func(r *rand.Rand) string { return fmt.Sprint(r.IntN(5)) }},
+	{"--header-timeout", false, func(r *rand.Rand) string { return fmt.Sprintf("%ds", 1+r.IntN(60)) }},
+	{"--keepalive-timeout", false, func(r *rand.Rand) string { return fmt.Sprintf("%dms", 1+r.IntN(120_000)) }},
+	{"--default-cache-control", false, func(r *rand.Rand) string { return "public, max-age=" + fmt.Sprint(r.IntN(86400)) }},
+	{"--max-memory-file-size", false, func(r *rand.Rand) string {
+		return []string{"1MiB", "512KiB", "1000000", "8M"}[r.IntN(4)]
+	}},
+	{"--compress", true, func(r *rand.Rand) string { return []string{"true", "false"}[r.IntN(2)] }},
+	{"--access-log-sample", false, func(r *rand.Rand) string { return fmt.Sprint(1 + r.IntN(1000)) }},
+}
+
+// genCases draws n StaticSites from a fixed seed, each optional field set about half the time.
+func genCases(seed uint64, n int) []argsCase {
+	r := rand.New(rand.NewPCG(seed, seed))
+	half := func() bool { return r.IntN(2) == 0 }
+	cases := make([]argsCase, n)
+	for i := range cases {
+		var s v1alpha1.ServerSpec
+		if half() {
+			// Negative drain delays are included: ServerArgs replaces them with the default.
+			s.DrainDelay = dur(genDuration(r) - time.Duration(r.IntN(2))*time.Hour)
+		}
+		if half() {
+			s.MaxRequestsPerConnection = ptr.To(int32(1 + r.IntN(math.MaxInt32)))
+		}
+		if half() {
+			// Known gap, not generated: the CRD admits a negative duration ("-5s"), ServerArgs passes it on as
+			// --max-connection-age -5s and the server rejects the list. Generate negatives once the CRD or
+			// ServerArgs (as drainDelayOf does for drainDelay) handles them.
+			s.MaxConnectionAge = dur(genDuration(r))
+		}
+		if half() {
+			for range 1 + r.IntN(5) {
+				s.CacheControl = append(s.CacheControl, v1alpha1.CacheControlRule{
+					Glob:  genGlob(r),
+					Value: strings.ReplaceAll(pick(r, printable, 1+r.IntN(60)), "\t", " "),
+				})
+			}
+		}
+		if half() {
+			for range 1 + r.IntN(5) {
+				s.Headers = append(s.Headers, v1alpha1.Header{
+					Name:  pick(r, tokenChars, 1+r.IntN(24)),
+					Value: pick(r, printable+"\t", r.IntN(80)),
+				})
+			}
+		}
+		s.SPAFallback = half()
+		if half() {
+			s.NotFoundPage = []string{"/404.html", "/about/index.html", "/index.html"}[r.IntN(3)]
+		}
+		if half() {
+			for _, f := range extraFlags {
+				if !half() {
+					continue
+				}
+				if f.boolean || half() {
+					s.ExtraArgs = append(s.ExtraArgs, f.flag+"="+f.value(r))
+				} else {
+					s.ExtraArgs = append(s.ExtraArgs, f.flag, f.value(r))
+				}
+			}
+			if half() {
+				s.ExtraArgs = append(s.ExtraArgs, "--access-log")
+			}
+		}
+		cases[i] = argsCase{name: fmt.Sprintf("generated seed %d #%03d", seed, i), spec: s}
+	}
+	return cases
+}
+
+// flagsNotOnCommandLine are ServerSpec fields that choose the container, not the server's arguments.
+var flagsNotOnCommandLine = map[string]bool{"Image": true, "ImagePullPolicy": true}
+
+// TestContractServerArgsCoverEveryServerField keeps the cases honest: every ServerSpec field that becomes a flag
+// is set in some case and unset in another. A field added to the API without a case here fails this test, so the
+// contract test grows with the API instead of silently missing the new flag.
+func TestContractServerArgsCoverEveryServerField(t *testing.T) {
+	cases := append(tableCases(), genCases(generatorSeed, generatedSites)...)
+	typ := reflect.TypeOf(v1alpha1.ServerSpec{})
+	for i := range typ.NumField() {
+		f := typ.Field(i)
+		if flagsNotOnCommandLine[f.Name] {
+			continue
+		}
+		set, unset := 0, 0
+		for _, c := range cases {
+			if reflect.ValueOf(c.spec).Field(i).IsZero() {
+				unset++
+			} else {
+				set++
+			}
+		}
+		if set == 0 || unset == 0 {
+			t.Errorf("ServerSpec.%s is set in %d and unset in %d cases: add cases for both to serverargs_test.go",
+				f.Name, set, unset)
+		}
+	}
+}
+
+// TestContractServerArgsAcceptedByServer runs `hyperstatic-server --check` on the arguments of every case, with
+// --root swapped for a small real site (the container's /site does not exist here). The listen addresses stay as
+// generated (0.0.0.0:8080 and :9090): --check neither binds nor serves, which TestContractCheckDoesNotBind pins.
+func TestContractServerArgsAcceptedByServer(t *testing.T) {
+	bin := serverbin.Require(t)
+	root := writeSite(t)
+	for _, c := range append(tableCases(), genCases(generatorSeed, generatedSites)...) {
+		t.Run(c.name, func(t *testing.T) {
+			args := setFlag(t, staticsite.ServerArgs(site(c.spec)), "--root", root)
+			res, err := runCheck(bin, args)
+			if err != nil {
+				t.Fatalf("%v\nargs: %s", err, quoteArgs(args))
+			}
+			if res.exitCode != 0 {
+				t.Fatalf("the server rejects the operator's arguments (exit %d)\nargs: %s\nstderr: %s\nstdout: %s",
+					res.exitCode, quoteArgs(args), res.stderr, res.stdout)
+			}
+			// --check reports the root it loaded: proof that --root (and not a default) chose the site.
+			if !strings.Contains(res.stdout, "site "+root+":") || !strings.Contains(res.stdout, "\nok\n") {
+				t.Fatalf("--check accepted the arguments but did not report loading %s\nargs: %s\nstdout: %s",
+					root, quoteArgs(args), res.stdout)
+			}
+		})
+	}
+}
+
+// TestContractServerRejectsUnknownFlags shows the check above can fail: the server refuses a flag it does not
+// know, here one of the operator's own flags misspelled, or a value it cannot parse. Without this, a server that
+// ignored its arguments would pass every case.
+func TestContractServerRejectsUnknownFlags(t *testing.T) {
+	bin := serverbin.Require(t)
+	root := writeSite(t)
+	var everything v1alpha1.ServerSpec
+	for _, c := range tableCases() {
+		if c.name == "everything" {
+			everything = c.spec
+		}
+	}
+	good := setFlag(t, staticsite.ServerArgs(site(everything)), "--root", root)
+	if res, err := runCheck(bin, good); err != nil || res.exitCode != 0 {
+		t.Fatalf("the unmutated arguments must pass first: %v %+v\nargs: %s", err, res, quoteArgs(good))
+	}
+	mutations := []struct {
+		name   string
+		mutate func([]string) []string
+	}{
+		{"misspelled --drain-delay", func(a []string) []string { return replaceArg(a, "--drain-delay", "--drain-dealy") }},
+		{"misspelled --header", func(a []string) []string { return replaceArg(a, "--header", "--headers") }},
+		{"unknown flag", func(a []string) []string { return append(a, "--no-such-flag") }},
+		{"unparsable duration", func(a []string) []string { return append(a, "--max-connection-age", "soon") }},
+	}
+	for _, m := range mutations {
+		t.Run(m.name, func(t *testing.T) {
+			args := m.mutate(append([]string(nil), good...))
+			res, err := runCheck(bin, args)
+			if err != nil {
+				t.Fatalf("%v\nargs: %s", err, quoteArgs(args))
+			}
+			if res.exitCode == 0 {
+				t.Fatalf("the server accepted invalid arguments\nargs: %s\nstdout: %s", quoteArgs(args), res.stdout)
+			}
+		})
+	}
+}
+
+func replaceArg(args []string, from, to string) []string {
+	for i, a := range args {
+		if a == from {
+			args[i] = to
+			return args
+		}
+	}
+	panic(fmt.Sprintf("%s not in %q", from, args))
+}
+
+// TestContractCheckDoesNotBind pins what TestContractServerArgsAcceptedByServer relies on to keep the generated
+// listen addresses: --check must not bind them. Both addresses point at a port this test holds; a --check that
+// tried to listen would fail with "address in use" (or hang serving, which runCheck reports).
+func TestContractCheckDoesNotBind(t *testing.T) {
+	bin := serverbin.Require(t)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	args := staticsite.ServerArgs(site(v1alpha1.ServerSpec{}))
+	args = setFlag(t, args, "--root", writeSite(t))
+	args = setFlag(t, args, "--listen", l.Addr().String())
+	args = setFlag(t, args, "--admin-listen", l.Addr().String())
+	res, err := runCheck(bin, args)
+	if err != nil {
+		t.Fatalf("%v\nargs: %s", err, quoteArgs(args))
+	}
+	if res.exitCode != 0 {
+		t.Fatalf("--check failed with its listen addresses in use (does it bind?)\nargs: %s\nstderr: %s\nstdout: %s",
+			quoteArgs(args), res.stderr, res.stdout)
+	}
+}

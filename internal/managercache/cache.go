@@ -1,0 +1,40 @@
+// Package managercache holds the operator manager's cache settings, shared by the operator binary and the
+// controller suites so that tests run against the same partial view of the cluster as production.
+package managercache
+
+import (
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"hyperstatic.dev/hyperstatic/api/v1alpha1"
+)
+
+// OwnedObjectsOnly limits the manager's cache of the kinds the operator creates (pods through Deployments, Jobs
+// and the Benchmarks' script and results ConfigMaps) to the objects it labelled as its own, so the operator's
+// memory does not grow with everything else in the cluster.
+//
+// ConfigMaps are filtered too, although StaticSites serve the user's own: a cluster's ConfigMaps can add up to
+// gigabytes, and any full-object informer (a Get through the manager's client, an Owns or Watches of
+// corev1.ConfigMap) would hold them all. The StaticSite controller follows the ConfigMaps and claims that sites
+// name through a separate metadata-only cache (NewReferencedMetadata) and reads their data directly, by name.
+// The filter applies to every informer of the kind in this cache, metadata-only ones included: that is why the
+// referenced objects need a cache of their own.
+//
+// A consequence every controller must respect: an object missing from the cache may still exist (unlabelled, made
+// by someone else). Before creating a child, read around the cache (the manager's API reader).
+func OwnedObjectsOnly() map[client.Object]cache.ByObject {
+	owned := cache.ByObject{Label: labels.SelectorFromSet(labels.Set{v1alpha1.LabelManagedBy: v1alpha1.ManagedByValue})}
+	return map[client.Object]cache.ByObject{
+		&corev1.Pod{}:                   owned,
+		&appsv1.Deployment{}:            owned,
+		&corev1.Service{}:               owned,
+		&policyv1.PodDisruptionBudget{}: owned,
+		&batchv1.Job{}:                  owned,
+		&corev1.ConfigMap{}:             owned,
+	}
+}

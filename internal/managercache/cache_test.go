@@ -1,0 +1,115 @@
+package managercache
+
+import (
+	"context"
+	"errors"
+	"os"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"hyperstatic.dev/hyperstatic/api/v1alpha1"
+	"hyperstatic.dev/hyperstatic/internal/testenv"
+)
+
+var env *testenv.Env
+
+func TestMain(m *testing.M) {
+	var err error
+	if env, err = testenv.Start(); err != nil {
+		panic(err)
+	}
+	code := m.Run()
+	_ = env.Stop()
+	os.Exit(code)
+}
+
+// startManager runs a manager with the production cache settings and the referenced objects' cache.
+func startManager(t *testing.T) (ctrl.Manager, cache.Cache) {
+	t.Helper()
+	mgr, err := env.NewManager(func(o *ctrl.Options) { o.Cache = cache.Options{ByObject: OwnedObjectsOnly()} })
+	testenv.Must(t, err)
+	referenced, err := NewReferencedMetadata(mgr)
+	testenv.Must(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("manager: %v", err)
+		}
+	})
+	return mgr, referenced
+}
+
+func configMaps(t *testing.T) (own, users *corev1.ConfigMap) {
+	t.Helper()
+	ctx := context.Background()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "cache-"}}
+	testenv.Must(t, env.Client.Create(ctx, ns))
+	own = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, Name: "bench-script",
+		Labels: map[string]string{v1alpha1.LabelManagedBy: v1alpha1.ManagedByValue}}, Data: map[string]string{"k": "v"}}
+	users = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, Name: "pages"},
+		Data: map[string]string{"index.html": strings.Repeat("x", 100<<10)}}
+	testenv.Must(t, env.Client.Create(ctx, own))
+	testenv.Must(t, env.Client.Create(ctx, users))
+	return own, users
+}
+
+// Whatever makes the manager hold full ConfigMaps (a Benchmark's Owns, a Get through the manager's client), the
+// cache holds the operator's own only, never the user's (possibly huge) ones.
+func TestManagerCacheHoldsOnlyTheOperatorsConfigMaps(t *testing.T) {
+	own, users := configMaps(t)
+	mgr, _ := startManager(t)
+	ctx := context.Background()
+	testenv.Eventually(t, "the operator's ConfigMap in the cache", func() error {
+		return mgr.GetCache().Get(ctx, client.ObjectKeyFromObject(own), &corev1.ConfigMap{})
+	})
+	list := &corev1.ConfigMapList{}
+	testenv.Must(t, mgr.GetCache().List(ctx, list, client.InNamespace(own.Namespace)))
+	if len(list.Items) != 1 || list.Items[0].Name != own.Name {
+		var names []string
+		for _, cm := range list.Items {
+			names = append(names, cm.Name)
+		}
+		t.Errorf("the manager's cache holds ConfigMaps %v, want only %s", names, own.Name)
+	}
+	if err := mgr.GetClient().Get(ctx, client.ObjectKeyFromObject(users), &corev1.ConfigMap{}); err == nil {
+		t.Errorf("the manager's client found the user's ConfigMap %s in its cache", users.Name)
+	}
+}
+
+// The referenced objects' cache sees the user's ConfigMaps, as metadata without managed fields, and refuses to
+// become a full-object cache.
+func TestReferencedMetadataHoldsMetadataOnly(t *testing.T) {
+	_, users := configMaps(t)
+	_, referenced := startManager(t)
+	ctx := context.Background()
+	meta := &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"}}
+	testenv.Eventually(t, "the user's ConfigMap's metadata", func() error {
+		return referenced.Get(ctx, client.ObjectKeyFromObject(users), meta)
+	})
+	if meta.ResourceVersion != users.ResourceVersion || len(meta.ManagedFields) != 0 {
+		t.Errorf("metadata %+v: want resourceVersion %s and no managed fields", meta.ObjectMeta, users.ResourceVersion)
+	}
+	for what, err := range map[string]error{
+		"Get":         referenced.Get(ctx, client.ObjectKeyFromObject(users), &corev1.ConfigMap{}),
+		"List":        referenced.List(ctx, &corev1.ConfigMapList{}),
+		"GetInformer": func() error { _, err := referenced.GetInformer(ctx, &corev1.ConfigMap{}); return err }(),
+		"GetInformerForKind": func() error {
+			_, err := referenced.GetInformerForKind(ctx, corev1.SchemeGroupVersion.WithKind("ConfigMap"))
+			return err
+		}(),
+		"IndexField": referenced.IndexField(ctx, &corev1.ConfigMap{}, "x", func(client.Object) []string { return nil }),
+	} {
+		if !errors.Is(err, errNotMetadata) {
+			t.Errorf("%s of a full ConfigMap: %v, want refused", what, err)
+		}
+	}
+}
