@@ -121,7 +121,7 @@ func wellFormedSVG(doc string) error {
 	root, drawn := "", 0
 	for {
 		tok, err := dec.Token()
-		if err == io.EOF {
+		if errors.Is(err, io.EOF) {
 			break
 		}
 		if err != nil {

@@ -32,6 +32,7 @@ var metav1GetOptions = metav1.GetOptions{}
 
 // ctxFor returns a context bounded by d and cancelled when the test ends.
 func ctxFor(t *testing.T, d time.Duration) context.Context {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	t.Cleanup(cancel)
 	return ctx
@@ -92,6 +93,7 @@ func newNamespace(t *testing.T, prefix string, relaxed bool) string {
 }
 
 func deleteNamespace(t *testing.T, name string) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	if t.Failed() {
@@ -116,6 +118,7 @@ func deleteNamespace(t *testing.T, name string) {
 
 // dumpNamespace logs what a person debugging a failure looks at first: StaticSites, Benchmarks, pods, events.
 func dumpNamespace(t *testing.T, ns string) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	var sites v1alpha1.StaticSiteList
@@ -187,6 +190,9 @@ func helmInstallArgs() []string {
 	}
 	return []string{"upgrade", "--install", cfg.releaseName, cfg.chart,
 		"--namespace", cfg.releaseNamespace, "--create-namespace", "--wait", "--timeout", "4m",
+		// CRDs left by an earlier install (uninstall keeps them, and charts before 0.1.0's templates/crds put them
+		// in crds/, outside any release) are adopted instead of refused.
+		"--take-ownership",
 		"--set", "operator.image.tag=" + cfg.version,
 		"--set", "server.image.tag=" + cfg.version,
 		"--set", "k6.image.tag=" + cfg.version,
@@ -413,4 +419,14 @@ func cpuSet(list string) map[int]bool {
 		}
 	}
 	return set
+}
+
+// podCondition returns the pod's condition of type typ, or nil.
+func podCondition(p *corev1.Pod, typ corev1.PodConditionType) *corev1.PodCondition {
+	for i := range p.Status.Conditions {
+		if p.Status.Conditions[i].Type == typ {
+			return &p.Status.Conditions[i]
+		}
+	}
+	return nil
 }

@@ -114,6 +114,7 @@ func operatorPod(t *testing.T) *corev1.Pod {
 
 // dumpOperator logs the operator pods' state and their last log lines, for a failed install.
 func dumpOperator(t *testing.T) {
+	t.Helper()
 	ctx := ctxFor(t, 30*time.Second)
 	pods, err := cs.CoreV1().Pods(cfg.releaseNamespace).List(ctx, metav1.ListOptions{LabelSelector: operatorSelector})
 	if err != nil {
@@ -144,7 +145,7 @@ func podReady(p *corev1.Pod) bool {
 
 // testOperatorRestartAndUninstall: the operator pod is killed right after a StaticSite is created and while its
 // spec changes; the new operator pod converges the site (current generation, both replicas ready). Then
-// `helm uninstall` removes everything the chart installed; the CRDs stay, as Helm documents for crds/.
+// `helm uninstall` removes everything the chart installed; the CRDs stay: their templates carry helm.sh/resource-policy: keep.
 func testOperatorRestartAndUninstall(t *testing.T) {
 	requireOperator(t)
 	ns := newNamespace(t, "restart", false)
@@ -211,8 +212,8 @@ func testOperatorRestartAndUninstall(t *testing.T) {
 	// The test made the release namespace (helm does not delete namespaces): remove it too.
 	deleteNamespace(t, cfg.releaseNamespace)
 
-	// Helm never deletes CRDs it installed from crds/ (so users' StaticSites survive an uninstall): check that the
-	// documented behaviour holds rather than pretend otherwise.
+	// The chart's CRD templates carry helm.sh/resource-policy: keep, so uninstall leaves them (and users'
+	// StaticSites): check that the documented behaviour holds rather than pretend otherwise.
 	if err := k8s.Get(ctx, client.ObjectKey{Name: "staticsites.hyperstatic.dev"}, &apiextensionsv1.CustomResourceDefinition{}); err != nil {
 		t.Errorf("CRD staticsites.hyperstatic.dev should be kept by helm uninstall: %v", err)
 	}

@@ -126,5 +126,7 @@ func TestE2E(t *testing.T) {
 	t.Run("5-rollout-under-load", testRolloutUnderLoad)
 	t.Run("6-autoscaling", testAutoscaling)
 	t.Run("7-benchmark-sweep", testBenchmarkSweep)
+	t.Run("9a-admin-slowloris", testAdminSlowloris)
+	t.Run("9b-operator-upgrade-under-load", testOperatorUpgradeUnderLoad)
 	t.Run("8-operator-restart-and-uninstall", testOperatorRestartAndUninstall)
 }

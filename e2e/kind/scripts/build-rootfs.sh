@@ -27,9 +27,12 @@ slim=(--dpkgopt='path-exclude=/usr/share/doc/*' --dpkgopt='path-include=/usr/sha
 rootfs() {
   local image=$1 variant=$2 packages=$3
   if docker image inspect "$image" >/dev/null 2>&1; then say "rootfs $image present"; return; fi
-  local tar=$CACHE_DIR/rootfs/$(echo "$image" | tr '/:' '__').tar
+  local tar
+  tar=$CACHE_DIR/rootfs/$(echo "$image" | tr '/:' '__').tar
   if [ ! -s "$tar" ]; then
     say "rootfs $image: mmdebstrap --variant=$variant ($DEBIAN_SUITE) (log: $LOG_DIR/rootfs-$variant.log)"
+    # The hook is a shell snippet mmdebstrap runs with $1 = the new root: it must reach it unexpanded.
+    # shellcheck disable=SC2016
     logged "rootfs-$variant" mmdebstrap --format=tar --variant="$variant" --include="$packages" "${slim[@]}" \
       --customize-hook='rm -rf "$1"/var/lib/apt/lists/* "$1"/var/cache/apt/* "$1"/var/lib/dpkg/*-old' \
       "$DEBIAN_SUITE" "$tar.tmp" "${mirrors[@]}"

@@ -9,7 +9,7 @@ need KIND CLUSTER_NAME KUBECONFIG_PATH
 export KUBECONFIG=$KUBECONFIG_PATH
 NS=hyperstatic-smoke
 node=$CLUSTER_NAME-control-plane
-image=$(ROOT=$ROOT "$ROOT/hack/smoke-image.sh")
+image=$(export ROOT; "$ROOT/hack/smoke-image.sh")
 timed smoke-load logged smoke-load "$KIND" load docker-image "$image" --name "$CLUSTER_NAME"
 kubectl() { docker exec -i "$node" kubectl --kubeconfig /etc/kubernetes/admin.conf "$@"; }
 cleanup() { kubectl delete namespace "$NS" --wait=false >/dev/null 2>&1 || true; }

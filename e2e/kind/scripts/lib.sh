@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # lib.sh: shared helpers for the node-image and envtest scripts (source it).
 # Every pinned version comes from make/cluster.mk through the environment: scripts refuse to guess.
 set -euo pipefail

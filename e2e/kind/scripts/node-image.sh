@@ -91,7 +91,7 @@ timed node-stage-image logged node-stage-image docker build --build-arg BASE="$b
 
 # --- 5. preload the images into the node's containerd (k8s.io namespace), as `kind build node-image` does:
 # run the stage privileged, start containerd, import the content, pin it, stop, commit.
-say "node image: phase 4: preloading $(ls "$ctx/images" | wc -l) images into containerd"
+say "node image: phase 4: preloading $(find "$ctx/images" -mindepth 1 -maxdepth 1 | wc -l) images into containerd"
 preload() {
   docker run -d --name "$cid" --privileged --entrypoint sleep -v "$ctx/images:/kind/images:ro" "$stage" infinity >/dev/null
   docker exec "$cid" bash -c 'nohup containerd >/tmp/containerd.log 2>&1 &'
