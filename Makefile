@@ -2,7 +2,8 @@
 #
 # The two commands a new machine needs:   make demo    (kind cluster + operator + sample site + benchmark)
 #                                          make test    (Go unit + envtest, server unit + integration tests)
-# Then `make e2e` for the end-to-end suite on the local kind cluster. `make help` lists every target.
+# Then `make e2e` for the end-to-end suite on the local kind cluster, and `make verify` for every static check
+# (formatting, vet, lint, clippy, generated files, chart, shellcheck). `make help` lists every target, by group.
 #
 # Each concern keeps its targets in make/<concern>.mk; this file holds what they share.
 
@@ -34,10 +35,15 @@ include make/operator.mk
 include make/cluster.mk
 include make/k6.mk
 include make/ship.mk
+include make/verify.mk
 
+##@ General
 .PHONY: test
 test: go-test server-test cluster-test bench-test chart-check ## Unit + envtest (Go), the server's Rust tests, the tooling's tests, the chart's drift check: the README's test command.
 
+# help prints the targets that have a `## description`, under the `##@ Group` line above them; the files are read
+# in include order (this file first), so the groups come out in that order and targets in file order.
 .PHONY: help
-help: ## List targets.
-	@grep -hE '^[a-zA-Z0-9_.-]+:.*## ' $(MAKEFILE_LIST) | sort | awk -F':.*## ' '{printf "  %-22s %s\n", $$1, $$2}'
+help: ## List targets, grouped.
+	@awk -F':.*## ' '/^##@ / { printf "\n%s\n", substr($$0, 5); next } \
+	  /^[a-zA-Z0-9_.-]+:.*## / { printf "  %-22s %s\n", $$1, $$2 }' $(MAKEFILE_LIST)

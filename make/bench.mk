@@ -1,3 +1,4 @@
+##@ Benchmarks
 # make/bench.mk — benchmarks. The server benchmark's harness lives in images/server/bench/ (README.md there).
 
 # Knobs, all overridable on the command line: make bench-server BENCH_SECONDS=20 REPS=5

@@ -1,3 +1,4 @@
+##@ Cluster: Docker engine, envtest, kind
 # make/cluster.mk — the Docker engine, envtest binaries, the kind node image and the local kind cluster.
 #
 # Nothing here needs a container registry: when the public images cannot be pulled (air-gapped, like these

@@ -1,3 +1,4 @@
+##@ k6 load generator
 # make/k6.mk — the k6 load generator: a static k6 binary, the FROM-scratch k6 image with our runner, and a
 # helper that copies a Benchmark's results out of the cluster.
 #

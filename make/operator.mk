@@ -1,3 +1,4 @@
+##@ Operator (Go): code generation, tests, binary
 # make/operator.mk — the operator: API code generation, manifests, Go tests, the manager binary.
 
 OPERATOR_BIN := $(BIN)/manager
@@ -21,9 +22,9 @@ vet: ## go vet every package.
 	go vet $(GO_TEST_PACKAGES)
 
 .PHONY: go-test
-go-test: envtest-assets ## Go unit tests and envtest suites (real kube-apiserver and etcd).
-	@$(call progress,go test with envtest assets in $(ENVTEST_ASSETS))
-	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" go test $(GO_TEST_PACKAGES) -count=1
+go-test: envtest-assets server-build ## Go unit tests, envtest suites (real kube-apiserver and etcd), contract tests against the real server binary.
+	@$(call progress,go test with envtest assets in $(ENVTEST_ASSETS) and server $(SERVER_BIN))
+	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" HYPERSTATIC_SERVER_BIN="$(SERVER_BIN)" go test $(GO_TEST_PACKAGES) -count=1
 
 .PHONY: operator-build
 operator-build: ## Build the manager as a static binary into bin/manager.

@@ -1,3 +1,4 @@
+##@ Server (Rust, images/server)
 # make/server.mk — the native static server (images/server, Rust): build, tests, fuzzing, images.
 
 SERVER_DIR := $(ROOT)/images/server

@@ -1,3 +1,4 @@
+##@ Tools
 # Pinned tool versions, each installed into ./bin with `go install` from the Go module proxy.
 
 CONTROLLER_GEN_VERSION ?= v0.19.0
