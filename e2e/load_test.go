@@ -75,19 +75,26 @@ type k6Result struct {
 // startLoad runs k6 (our k6 image) in a Job against target at rate requests/s for duration.
 func startLoad(t *testing.T, ns, name, target string, rate int, duration time.Duration) {
 	t.Helper()
+	runK6(t, ns, name, loadScript, []corev1.EnvVar{
+		{Name: "TARGET", Value: target}, {Name: "RATE", Value: fmt.Sprint(rate)},
+		{Name: "DURATION", Value: fmt.Sprintf("%ds", int(duration.Seconds()))},
+		{Name: "VUS", Value: "50"},
+	}, duration)
+}
+
+// runK6 runs script with k6 (our k6 image) in a Job named name, with env, for about duration, and waits for the k6
+// container to run, so the caller knows load is on.
+func runK6(t *testing.T, ns, name, script string, env []corev1.EnvVar, duration time.Duration) {
+	t.Helper()
 	ctx := ctxFor(t, 30*time.Second)
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name + "-script"},
-		Data: map[string]string{"load.js": loadScript}}
+		Data: map[string]string{"load.js": script}}
 	if err := k8s.Create(ctx, cm); err != nil {
 		t.Fatal(err)
 	}
 	c := restrictedContainer("k6", cfg.k6Image, "run", "--quiet", "--no-usage-report", "/scripts/load.js")
 	c.Command = []string{"/k6"}
-	c.Env = []corev1.EnvVar{
-		{Name: "TARGET", Value: target}, {Name: "RATE", Value: fmt.Sprint(rate)},
-		{Name: "DURATION", Value: fmt.Sprintf("%ds", int(duration.Seconds()))},
-		{Name: "VUS", Value: "50"}, {Name: "HOME", Value: "/tmp"},
-	}
+	c.Env = append(append([]corev1.EnvVar{}, env...), corev1.EnvVar{Name: "HOME", Value: "/tmp"})
 	// Guaranteed with a fraction of a CPU: the node's only exclusive CPU is not for the client.
 	res := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("400m"), corev1.ResourceMemory: resource.MustParse("256Mi")}
 	c.Resources = corev1.ResourceRequirements{Requests: res, Limits: res}
@@ -100,7 +107,6 @@ func startLoad(t *testing.T, ns, name, target string, rate int, duration time.Du
 			{Name: "tmp", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
 		},
 	}, duration+3*time.Minute)
-	// Wait for the k6 container to run, so the caller knows load is on.
 	eventually(t, 2*time.Minute, "k6 pod "+name+" running", func(ctx context.Context) (bool, string, error) {
 		pods, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "job-name=" + name})
 		if err != nil || len(pods.Items) == 0 {

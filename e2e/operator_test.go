@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"hyperstatic.dev/hyperstatic/api/v1alpha1"
+	"hyperstatic.dev/hyperstatic/internal/podstate"
 )
 
 const operatorSelector = "app.kubernetes.io/name=hyperstatic,app.kubernetes.io/component=operator"
@@ -102,7 +103,7 @@ func operatorPod(t *testing.T) *corev1.Pod {
 		}
 		for i := range pods.Items {
 			p := &pods.Items[i]
-			if p.DeletionTimestamp == nil && podReady(p) {
+			if p.DeletionTimestamp == nil && podstate.Ready(p) {
 				found = p
 				return true, "", nil
 			}
@@ -134,18 +135,10 @@ func dumpOperator(t *testing.T) {
 	}
 }
 
-func podReady(p *corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
-}
-
 // testOperatorRestartAndUninstall: the operator pod is killed right after a StaticSite is created and while its
 // spec changes; the new operator pod converges the site (current generation, both replicas ready). Then
-// `helm uninstall` removes everything the chart installed; the CRDs stay: their templates carry helm.sh/resource-policy: keep.
+// `helm uninstall` removes everything the chart installed; the CRDs stay: their templates carry
+// helm.sh/resource-policy: keep.
 func testOperatorRestartAndUninstall(t *testing.T) {
 	requireOperator(t)
 	ns := newNamespace(t, "restart", false)

@@ -17,7 +17,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -389,44 +388,14 @@ func rolloutState(names []string, rollouts map[string]*siteRollout) string {
 // (one pod, so that three sites' load fits on the 2-CPU node next to the sites and their surge pods).
 func startUpgradeLoad(t *testing.T, ns, name string, targets, markers map[string]string) {
 	t.Helper()
-	ctx := ctxFor(t, 30*time.Second)
-	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name + "-script"},
-		Data: map[string]string{"load.js": upgradeLoadScript}}
-	if err := k8s.Create(ctx, cm); err != nil {
-		t.Fatal(err)
-	}
 	tj, _ := json.Marshal(targets)
 	mj, _ := json.Marshal(markers)
-	c := restrictedContainer("k6", cfg.k6Image, "run", "--quiet", "--no-usage-report", "/scripts/load.js")
-	c.Command = []string{"/k6"}
-	c.Env = []corev1.EnvVar{
+	runK6(t, ns, name, upgradeLoadScript, []corev1.EnvVar{
 		{Name: "TARGETS", Value: string(tj)}, {Name: "MARKERS", Value: string(mj)},
 		{Name: "RATE", Value: fmt.Sprint(upgradeLoadRate)},
 		{Name: "DURATION", Value: fmt.Sprintf("%ds", int(upgradeLoadDuration.Seconds()))},
-		{Name: "VUS", Value: fmt.Sprint(upgradeLoadRate)}, {Name: "HOME", Value: "/tmp"},
-	}
-	res := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("400m"), corev1.ResourceMemory: resource.MustParse("256Mi")}
-	c.Resources = corev1.ResourceRequirements{Requests: res, Limits: res}
-	c.VolumeMounts = []corev1.VolumeMount{{Name: "script", MountPath: "/scripts"}, {Name: "tmp", MountPath: "/tmp"}}
-	runJob(t, ns, name, corev1.PodSpec{
-		Containers: []corev1.Container{c},
-		Volumes: []corev1.Volume{
-			{Name: "script", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
-				LocalObjectReference: corev1.LocalObjectReference{Name: cm.Name}}}},
-			{Name: "tmp", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
-		},
-	}, upgradeLoadDuration+3*time.Minute)
-	eventually(t, 2*time.Minute, "k6 pod "+name+" running", func(ctx context.Context) (bool, string, error) {
-		pods, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "job-name=" + name})
-		if err != nil || len(pods.Items) == 0 {
-			return false, fmt.Sprint(err), nil
-		}
-		p := pods.Items[0]
-		if p.Status.Phase == corev1.PodFailed || p.Status.Phase == corev1.PodSucceeded {
-			return false, "", fmt.Errorf("k6 pod ended early: %s", p.Status.Phase)
-		}
-		return p.Status.Phase == corev1.PodRunning, string(p.Status.Phase), nil
-	})
+		{Name: "VUS", Value: fmt.Sprint(upgradeLoadRate)},
+	}, upgradeLoadDuration)
 }
 
 var upgradeResultLine = regexp.MustCompile(`K6UPGRADE (\{.*\})`)

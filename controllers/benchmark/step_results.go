@@ -54,14 +54,7 @@ func (r *Reconciler) updateResults(ctx context.Context, o *observation, data, an
 		}
 		want.Annotations[k] = v
 	}
-	if equality.Semantic.DeepEqual(want, o.results) {
-		return nil
-	}
-	if err := r.Update(ctx, want); err != nil {
-		return err
-	}
-	o.results = want
-	return nil
+	return r.writeResults(ctx, o, want)
 }
 
 // publishResults replaces the results ConfigMap's data with the final files (keys left out by the budget go,
@@ -69,6 +62,12 @@ func (r *Reconciler) updateResults(ctx context.Context, o *observation, data, an
 func (r *Reconciler) publishResults(ctx context.Context, o *observation, data map[string]string) error {
 	want := o.results.DeepCopy()
 	want.Data = data
+	return r.writeResults(ctx, o, want)
+}
+
+// writeResults updates the results ConfigMap to want unless it already holds it. The update carries the
+// resourceVersion of the object the pass read, so it fails on a concurrent change instead of overwriting it.
+func (r *Reconciler) writeResults(ctx context.Context, o *observation, want *corev1.ConfigMap) error {
 	if equality.Semantic.DeepEqual(want, o.results) {
 		return nil
 	}
