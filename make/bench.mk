@@ -2,33 +2,36 @@
 # make/bench.mk — benchmarks. The server benchmark's harness lives in images/server/bench/ (README.md there).
 
 # Knobs, all overridable on the command line: make bench-server BENCH_SECONDS=20 REPS=5
-BENCH_SECONDS ?= 10
+BENCH_SECONDS ?= 7
 REPS ?= 3
 WARMUP_SECONDS ?= 2
 BENCH_CPU_QUOTA ?= 40
 IDLE_CONNS ?= 10000
 BENCH_WORKLOADS ?=
+PEERS ?= nginx,lighttpd,h2o
+BENCH_FLOOR ?= 1
 BENCH_OUT ?= $(ROOT)/_out/bench
 BENCH_ENV = BENCH_SECONDS=$(BENCH_SECONDS) REPS=$(REPS) WARMUP_SECONDS=$(WARMUP_SECONDS) \
-  BENCH_CPU_QUOTA=$(BENCH_CPU_QUOTA) IDLE_CONNS=$(IDLE_CONNS) BENCH_WORKLOADS="$(BENCH_WORKLOADS)" BENCH_OUT="$(BENCH_OUT)"
+  BENCH_CPU_QUOTA=$(BENCH_CPU_QUOTA) IDLE_CONNS=$(IDLE_CONNS) BENCH_WORKLOADS="$(BENCH_WORKLOADS)" BENCH_OUT="$(BENCH_OUT)" \
+  PEERS="$(PEERS)" BENCH_FLOOR=$(BENCH_FLOOR)
 
 .PHONY: bench
 bench: bench-server ## Run every benchmark there is (today: bench-server).
 
 .PHONY: bench-server
-bench-server: ## Our server vs a tuned nginx on loopback, pinned + CPU-capped: req/s, CPU, p99, RSS, ratios; writes _out/bench/ (≈6 min).
+bench-server: ## Our server vs nginx, lighttpd, h2o and a canned-response floor on loopback, pinned + CPU-capped; writes _out/bench/ (≈14 min; PEERS=nginx REPS=1 BENCH_SECONDS=3 for less).
 	@$(call progress,building the server for the benchmark)
 	@bin="$$($(MAKE) -s server-build | tail -n 1)"; \
 	  if [ ! -x "$$bin" ]; then echo "make server-build did not print an executable path (got '$$bin')" >&2; exit 1; fi; \
-	  $(call progress,benchmarking $$bin against nginx); \
+	  $(call progress,benchmarking $$bin against $(PEERS) and the floor); \
 	  $(BENCH_ENV) images/server/bench/run.sh "$$bin"
 
 .PHONY: bench-self-check
 bench-self-check: ## nginx against itself through the same harness: every ratio should come out ≈ 1×.
-	@$(BENCH_ENV) images/server/bench/run.sh nginx
+	@$(BENCH_ENV) PEERS=nginx BENCH_FLOOR=0 images/server/bench/run.sh nginx
 
 .PHONY: bench-test
-bench-test: ## Unit tests of the benchmark harness (parsers, medians, report and chart).
+bench-test: ## Unit tests of the benchmark harness (configs, parsers, medians, ratios, report, chart, floor responder).
 	@cd images/server/bench && python3 -m unittest discover -s tests -t . -v
 
 .PHONY: bench-profile

@@ -3,7 +3,7 @@
 #   images/server/bench/run.sh PATH/TO/hyperstatic-server     our server vs nginx
 #   images/server/bench/run.sh nginx                          nginx vs nginx: the harness's own self-check
 #   BENCH_PROFILE=1 images/server/bench/run.sh PATH           syscalls per request and perf hot spots instead
-# Knobs (environment): BENCH_SECONDS REPS WARMUP_SECONDS BENCH_CPU_QUOTA SERVER_CPU CLIENT_CPU IDLE_CONNS
+# Knobs (environment): PEERS BENCH_FLOOR BENCH_SECONDS REPS WARMUP_SECONDS BENCH_CPU_QUOTA SERVER_CPU CLIENT_CPU IDLE_CONNS
 #                      BENCH_WORKLOADS BENCH_OUT BENCH_SERVER_ARGS; see README.md.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -16,6 +16,10 @@ say() { echo "==> [$(date +%H:%M:%S)] $*" >&2; }
 need=()
 command -v wrk >/dev/null || need+=(wrk)
 [ -x /usr/sbin/nginx ] || need+=(nginx-light)
+peers="${PEERS:-nginx,lighttpd,h2o}"
+case ",$peers," in *,lighttpd,*) [ -x /usr/sbin/lighttpd ] || need+=(lighttpd) ;; esac
+case ",$peers," in *,h2o,*) [ -x /usr/bin/h2o ] || need+=(h2o) ;; esac
+[ "${BENCH_FLOOR:-1}" = 0 ] || command -v gcc >/dev/null || need+=(gcc libc6-dev)  # builds floor.c
 command -v taskset >/dev/null || need+=(util-linux)
 command -v rsvg-convert >/dev/null || need+=(librsvg2-bin)  # only to render the chart to PNG
 if [ -n "${BENCH_PROFILE:-}" ]; then
@@ -26,7 +30,7 @@ if [ ${#need[@]} -gt 0 ]; then
   say "installing ${need[*]}"
   export DEBIAN_FRONTEND=noninteractive
   apt-get install -y -qq "${need[@]}" >/dev/null || { apt-get update -qq && apt-get install -y -qq "${need[@]}" >/dev/null; }
-  # Debian's package starts a system nginx on :80 when it can; the benchmark never uses it.
+  # Debian's packages start a system nginx/lighttpd/h2o on :80 when they can; the benchmark never uses them.
 fi
 
 ours="$1"

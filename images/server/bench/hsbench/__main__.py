@@ -1,8 +1,10 @@
-"""make bench-server: our server against a tuned nginx, interleaved, repeated, medians reported.
+"""make bench-server: our server against every peer (nginx, lighttpd, h2o, each tuned as its docs advise) and
+the floor (a canned-response loop), interleaved, repeated, medians and min–max reported.
 
 Usage: python3 -m hsbench --ours PATH_TO_hyperstatic-server   (or --ours nginx: nginx against itself,
        a self-check of the harness: every ratio should come out ≈ 1)
-Environment: BENCH_SECONDS (10), REPS (3), WARMUP_SECONDS (2), BENCH_CPU_QUOTA (40, percent of a core; 0 = no cap),
+Environment: PEERS (nginx,lighttpd,h2o; any subset), BENCH_FLOOR (1; 0 leaves the floor out),
+BENCH_SECONDS (7), REPS (3), WARMUP_SECONDS (2), BENCH_CPU_QUOTA (40, percent of a core; 0 = no cap),
 SERVER_CPU (0), CLIENT_CPU (1), IDLE_CONNS (10000; 0 skips), BENCH_WORKLOADS (subset, comma-separated),
 BENCH_OUT (_out/bench), BENCH_SERVER_ARGS (extra flags for our server), BENCH_NICE (-20), BENCH_KEEP_TMP.
 """
@@ -21,8 +23,7 @@ from . import content, measure, render, report
 from .cgroup import CgroupError, CpuQuota
 from .placement import Client
 from .progress import step, warn
-from .servers import Hyperstatic, Server
-from .servers import pair as servers_pair
+from .servers import H2O_BIN, LIGHTTPD, NGINX, Hyperstatic, Server, lineup, parse_peers
 from .workloads import Workload, select
 
 
@@ -43,14 +44,22 @@ class Settings:
     idle_n: int
     workloads: list[Workload]
     extra_args: list[str]
+    peers: list[str]
+    floor: bool
 
     @classmethod
     def from_env(cls, ours: str, out: str) -> "Settings":
-        return cls(ours=ours, out=out, seconds=_env_int("BENCH_SECONDS", 10), reps=_env_int("REPS", 3),
+        return cls(ours=ours, out=out, seconds=_env_int("BENCH_SECONDS", 7), reps=_env_int("REPS", 3),
                    warmup=_env_int("WARMUP_SECONDS", 2), quota_pct=_env_int("BENCH_CPU_QUOTA", 40),
                    server_cpu=_env_int("SERVER_CPU", 0), client_cpu=_env_int("CLIENT_CPU", 1),
                    idle_n=_env_int("IDLE_CONNS", 10000), workloads=select(os.environ.get("BENCH_WORKLOADS", "")),
-                   extra_args=shlex.split(os.environ.get("BENCH_SERVER_ARGS", "")))
+                   extra_args=shlex.split(os.environ.get("BENCH_SERVER_ARGS", "")),
+                   peers=[p for p in parse_peers(os.environ.get("PEERS", "")) if p != "floor"],
+                   floor=os.environ.get("BENCH_FLOOR", "1") not in ("0", ""))
+
+    def runs_per_rep(self) -> int:
+        n = len(self.workloads) * (1 + len(self.peers))
+        return n + (sum(1 for w in self.workloads if w.floor) if self.floor else 0)
 
     def problems(self) -> list[str]:
         out = []
@@ -59,6 +68,11 @@ class Settings:
             out.append(f"server CPU {self.server_cpu} and client CPU {self.client_cpu} must be two usable CPUs "
                        f"(usable: {sorted(cpus)})")
         out += [f"{t} not found (run.sh installs it)" for t in ("wrk", "taskset") if not shutil.which(t)]
+        out += [f"{p} not found at {b} (run.sh installs it)" for p, b in
+                (("nginx", NGINX), ("lighttpd", LIGHTTPD), ("h2o", H2O_BIN))
+                if (p in self.peers or (p == "nginx" and self.ours == "nginx")) and not os.access(b, os.X_OK)]
+        if self.floor and not shutil.which(os.environ.get("CC", "gcc")):
+            out.append("gcc not found: the floor responder is built from floor.c (BENCH_FLOOR=0 leaves it out)")
         if self.ours != "nginx" and not os.access(self.ours, os.X_OK):
             out.append(f"server binary {self.ours} is not executable")
         return out
@@ -104,13 +118,19 @@ def _note(r: measure.Run, quota_pct: int) -> str:
     return note
 
 
+def round_order(servers: list, rep: int, wi: int, floor_ok: bool) -> list:
+    """Every server back to back for one workload; the order rotates by one each round (and workload), so no
+    server always goes first or last on a "warmer" machine. The floor runs only where it can stand in."""
+    eligible = [s for s in servers if floor_ok or s.name != "floor"]
+    k = (rep + wi) % len(eligible) if eligible else 0
+    return eligible[k:] + eligible[:k]
+
+
 def load_phase(cfg: Settings, servers: list[Server], client: Client) -> list[measure.Run]:
-    runs, n, total = [], 0, cfg.reps * len(cfg.workloads) * len(servers)
+    runs, n, total = [], 0, cfg.reps * cfg.runs_per_rep()
     for rep in range(cfg.reps):
         for wi, wl in enumerate(cfg.workloads):
-            # back to back, and who goes first alternates: neither server always gets the "warmer" machine
-            order = servers if (rep + wi) % 2 == 0 else servers[::-1]
-            for s in order:
+            for s in round_order(servers, rep, wi, wl.floor):
                 n += 1
                 r = measure.run_workload(s, wl, rep, cfg.seconds, cfg.warmup, client, cfg.quota_pct)
                 runs.append(r)
@@ -124,9 +144,10 @@ def load_phase(cfg: Settings, servers: list[Server], client: Client) -> list[mea
 def bench(cfg: Settings, work: str, cleanup: list) -> int:
     step(f"generating content in {work}/site (1 × 100 B, {content.SET_COUNT} × {content.SET_SIZE} B)")
     site = content.generate(os.path.join(work, "site"))
-    ours, peer = servers_pair(cfg.ours, site.root, cfg.server_cpu, cfg.quota_pct, work, cfg.extra_args,
-                              f"hs-bench-{os.getpid()}")
-    servers = [ours, peer]
+    servers = lineup(cfg.ours, cfg.peers, cfg.floor, site.root, cfg.server_cpu, cfg.quota_pct, work,
+                     cfg.extra_args, f"hs-bench-{os.getpid()}")
+    ours = servers[0]
+    names = [s.name for s in servers]
     client = Client(cfg.client_cpu, CpuQuota(f"hs-bench-{os.getpid()}-client", 0))
     cleanup += [s.stop for s in servers] + [client.group.destroy]
 
@@ -134,7 +155,7 @@ def bench(cfg: Settings, work: str, cleanup: list) -> int:
             "reps": cfg.reps, "warmup_seconds": cfg.warmup, "cpu_quota_percent": cfg.quota_pct,
             "server_cpu": cfg.server_cpu, "client_cpu": cfg.client_cpu, "idle_conns": cfg.idle_n,
             "content_bytes": site.bytes, "content_files": site.files, "kernel": os.uname().release,
-            "cgroup": ours.quota.describe(), "versions": {s.name: s.version() for s in servers},
+            "cgroup": ours.quota.describe(), "versions": {s.name: s.version() for s in servers}, "servers": names,
             "server_args": cfg.extra_args, "nice": os.environ.get("BENCH_NICE", "-20"),
             "loadavg_start": os.getloadavg()[0]}
     client.group.create()
@@ -150,13 +171,19 @@ def bench(cfg: Settings, work: str, cleanup: list) -> int:
         stop()
     cleanup.clear()
 
-    summary = report.summarize(runs, cfg.workloads, ours.name, peer.name)
+    summary = report.summarize(runs, cfg.workloads, names)
     paths = report.write_files(cfg.out, runs, summary, idle, meta)
     md = render.render(cfg.out)  # summary.md, ratios.svg (+ ratios.png when rsvg-convert exists)
     step(f"results in {cfg.out}: {', '.join(os.path.basename(p) for p in paths.values())}, summary.md, ratios.svg"
          + (", ratios.png" if os.path.exists(os.path.join(cfg.out, "ratios.png")) else ""))
     print(md)
     return 0
+
+
+def estimate_seconds(cfg: Settings) -> float:
+    """Wall time: every run is warm-up + measured + ~1.5 s of wrk start/stop; the idle phase ~12 s per server."""
+    servers = 1 + len(cfg.peers) + (1 if cfg.floor else 0)
+    return cfg.reps * cfg.runs_per_rep() * (cfg.seconds + cfg.warmup + 1.5) + (12 * servers if cfg.idle_n else 0) + 15
 
 
 def main() -> int:
@@ -170,8 +197,9 @@ def main() -> int:
         warn(p)
     if problems:
         return 2
-    est = cfg.reps * len(cfg.workloads) * 2 * (cfg.seconds + cfg.warmup + 2.5) + (15 if cfg.idle_n else 0) + 10
-    step(f"plan: {len(cfg.workloads)} workloads × 2 servers × {cfg.reps} reps of {cfg.seconds} s "
+    est = estimate_seconds(cfg)
+    step(f"plan: {len(cfg.workloads)} workloads × {1 + len(cfg.peers)} servers{' + floor' if cfg.floor else ''}"
+         f" × {cfg.reps} reps of {cfg.seconds} s "
          f"(+{cfg.warmup} s warm-up) ≈ {est / 60:.1f} min; server on CPU {cfg.server_cpu} at "
          f"{cfg.quota_pct or 100}% of a core, wrk on CPU {cfg.client_cpu}")
 

@@ -57,14 +57,14 @@ class _RssSampler(threading.Thread):
 def run_workload(server: Server, wl: Workload, rep: int, seconds: float, warmup: float,
                  client: Client, quota_percent: int) -> Run:
     url = f"http://127.0.0.1:{server.port}{wl.path}"
-    wrk.warm(url, wl.connections, warmup, client, wl.script, wl.script_args)
+    wrk.warm(url, wl.connections, warmup, client, wl.script, wl.script_args, wl.headers)
     pids = server.pids()
     throttled0 = server.quota.throttled().get("nr_throttled", 0)
     cpu0 = procstat.cpu_seconds(pids)
     sampler = _RssSampler(server)
     sampler.start()
     try:
-        res = wrk.run(url, wl.connections, seconds, client, wl.script, wl.script_args)
+        res = wrk.run(url, wl.connections, seconds, client, wl.script, wl.script_args, headers=wl.headers)
     finally:
         peak = sampler.stop()
     cpu = procstat.cpu_seconds(server.pids()) - cpu0

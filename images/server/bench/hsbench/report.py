@@ -16,32 +16,58 @@ def _med(values):
     return statistics.median(values) if values else float("nan")
 
 
-def summarize(runs, workloads: list[Workload], ours: str, peer: str) -> list[dict]:
+FLOOR = "floor"
+
+
+def _stats(rs) -> dict:
+    return {
+        "runs": len(rs),
+        "rps": _med([r.rps for r in rs]),
+        "rps_min": min(r.rps for r in rs),
+        "rps_max": max(r.rps for r in rs),
+        "cpu_s": _med([r.cpu_s for r in rs]),
+        "req_per_cpu_s": _med([r.req_per_cpu_s for r in rs]),
+        "p50_ms": _med([r.p50_ms for r in rs]),
+        "p99_ms": _med([r.p99_ms for r in rs]),
+        "rss_bytes": _med([r.rss_bytes for r in rs]),
+        "cap_use": _med([r.cap_use for r in rs]),
+        "errors": sum(r.errors + r.non2xx for r in rs),
+    }
+
+
+def best_peer(servers: dict, ours: str) -> str | None:
+    """The peer with the highest median req/s in one workload (never ours, never the floor)."""
+    peers = [(s["rps"], n) for n, s in servers.items() if n not in (ours, FLOOR) and s["rps"] > 0]
+    return max(peers)[1] if peers else None
+
+
+def summarize(runs, workloads: list[Workload], names: list[str]) -> list[dict]:
+    """names[0] is our server; the others are peers, and "floor" the limit reference. Per workload: medians and
+    min–max per server; ours ÷ each peer (ratios); ours ÷ the best peer (ratio_rps, the headline, against the
+    target); each server's req/s as a fraction of the floor's (floor_frac), where the floor ran."""
+    ours = names[0]
     out = []
     for wl in workloads:
-        entry = {"key": wl.key, "title": wl.title, "target": wl.target, "servers": {}}
-        for name in (ours, peer):
+        entry = {"key": wl.key, "title": wl.title, "target": wl.target, "servers": {}, "ratios": {},
+                 "floor_frac": {}}
+        for name in names:
             rs = [r for r in runs if r.workload == wl.key and r.server == name]
-            if not rs:
-                continue
-            entry["servers"][name] = {
-                "runs": len(rs),
-                "rps": _med([r.rps for r in rs]),
-                "rps_min": min(r.rps for r in rs),
-                "rps_max": max(r.rps for r in rs),
-                "cpu_s": _med([r.cpu_s for r in rs]),
-                "req_per_cpu_s": _med([r.req_per_cpu_s for r in rs]),
-                "p50_ms": _med([r.p50_ms for r in rs]),
-                "p99_ms": _med([r.p99_ms for r in rs]),
-                "rss_bytes": _med([r.rss_bytes for r in rs]),
-                "cap_use": _med([r.cap_use for r in rs]),
-                "errors": sum(r.errors + r.non2xx for r in rs),
-            }
+            if rs:
+                entry["servers"][name] = _stats(rs)
         s = entry["servers"]
-        if ours in s and peer in s and s[peer]["rps"] > 0:
-            entry["ratio_rps"] = s[ours]["rps"] / s[peer]["rps"]
-            entry["ratio_req_per_cpu_s"] = s[ours]["req_per_cpu_s"] / s[peer]["req_per_cpu_s"]
-            entry["met"] = entry["ratio_rps"] >= wl.target
+        if ours in s:
+            for name in names[1:]:
+                if name != FLOOR and name in s and s[name]["rps"] > 0:
+                    entry["ratios"][name] = s[ours]["rps"] / s[name]["rps"]
+            best = best_peer(s, ours)
+            if best is not None:
+                entry["best_peer"] = best
+                entry["ratio_rps"] = s[ours]["rps"] / s[best]["rps"]
+                entry["ratio_req_per_cpu_s"] = s[ours]["req_per_cpu_s"] / s[best]["req_per_cpu_s"]
+                entry["met"] = entry["ratio_rps"] >= wl.target
+        if FLOOR in s and s[FLOOR]["rps"] > 0:
+            for name, st in s.items():
+                entry["floor_frac"][name] = st["rps"] / s[FLOOR]["rps"]
         out.append(entry)
     return out
 
@@ -81,40 +107,51 @@ def verdict(ratio: float, target: float) -> str:
     return f"≥{target:g}× missed ({ratio / target:.0%} of target)"
 
 
-def markdown(summary: list[dict], idle: dict[str, dict], meta: dict, ours: str, peer: str) -> str:
+def _pct(x) -> str:
+    return "–" if _unknown(x) else f"{x:.0%}"
+
+
+def markdown(summary: list[dict], idle: dict[str, dict], meta: dict, names: list[str]) -> str:
+    ours, peers = names[0], [n for n in names[1:] if n != FLOOR]
     lines = [
-        f"### {ours} vs {peer}: server on CPU {meta['server_cpu']} capped at {meta['cpu_quota_percent']}% of a core, "
-        f"wrk on CPU {meta['client_cpu']}; medians of {meta['reps']} × {meta['seconds']} s runs",
+        f"### {ours} vs {', '.join(peers)}: server on CPU {meta['server_cpu']} capped at "
+        f"{meta['cpu_quota_percent']}% of a core, wrk on CPU {meta['client_cpu']}; medians of {meta['reps']} × "
+        f"{meta['seconds']} s runs, interleaved",
         "",
         f"{meta.get('date', '')}, git {meta.get('git', '?')}; {', '.join(f'{k} {v}' for k, v in meta.get('versions', {}).items())}; "
         f"machine load average {meta.get('loadavg_start', float('nan')):.1f} → {meta.get('loadavg_end', float('nan')):.1f} "
         f"(other work on the 2 cores adds noise: see README)",
         "",
-        f"| Workload | Server | req/s (min–max) | CPU-s | req/CPU-s | p99 | RSS | {ours}/{peer} req/s | "
-        f"{ours}/{peer} req/CPU-s | Target |",
-        "|---|---|--:|--:|--:|--:|--:|--:|--:|---|",
+        f"| Workload | Server | req/s (min–max) | CPU-s | req/CPU-s | p99 | RSS | {ours} ÷ this | % of floor | "
+        f"{ours} ÷ best peer | Target |",
+        "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|---|",
     ]
     for e in summary:
-        for i, name in enumerate((ours, peer)):
-            s = e["servers"].get(name)
-            if s is None:
-                continue
+        for i, name in enumerate(names):
             first = i == 0
-            ratio = ratio_eff = target = ""
+            s = e["servers"].get(name)
+            title = e["title"] if first else ""
+            if s is None:
+                if name == FLOOR:
+                    lines.append(f"| {title} | {name} | – | – | – | – | – | – | – | | |")
+                continue
+            vs = ""
+            if name in e.get("ratios", {}):
+                vs = f"{e['ratios'][name]:.2f}×"
+            best = target = ""
             if first and "ratio_rps" in e:
-                ratio = f"**{e['ratio_rps']:.2f}×**"
-                ratio_eff = f"{e['ratio_req_per_cpu_s']:.2f}×"
+                best = f"**{e['ratio_rps']:.2f}×** ({e.get('best_peer', names[1])}; {e['ratio_req_per_cpu_s']:.2f}× per CPU-s)"
                 target = verdict(e["ratio_rps"], e["target"])
             errs = f" ⚠ {s['errors']} errors" if s["errors"] else ""
             lines.append(
-                f"| {e['title'] if first else ''} | {name} | {_k(s['rps'])} ({_k(s['rps_min'])}–{_k(s['rps_max'])})"
+                f"| {title} | {name} | {_k(s['rps'])} ({_k(s['rps_min'])}–{_k(s['rps_max'])})"
                 f"{errs} | {s['cpu_s']:.2f} | {_k(s['req_per_cpu_s'])} | {_ms(s['p99_ms'])} | {_mb(s['rss_bytes'])} | "
-                f"{ratio} | {ratio_eff} | {target} |")
+                f"{vs} | {_pct(e.get('floor_frac', {}).get(name))} | {best} | {target} |")
     if idle:
         lines += ["", f"| Server | RSS fresh | RSS with {meta['idle_conns']:,} idle keep-alive connections | "
                       f"per connection | still open | Target: ≤ 10 MB + {meta['content_bytes'] / MB:.1f} MB content |",
                   "|---|--:|--:|--:|--:|---|"]
-        for name in (ours, peer):
+        for name in names:
             r = idle.get(name)
             if r is None:
                 continue
@@ -127,7 +164,11 @@ def markdown(summary: list[dict], idle: dict[str, dict], meta: dict, ours: str, 
                          f"{r['conns_alive']:,} | {target} |")
     lines += ["", f"CPU-s: the server's user+system CPU seconds during one run (all its processes, from /proc). "
                   f"RSS: peak summed VmRSS during the run. MB = 10^6 bytes. "
-                  f"p99 from wrk; none for pipelining, where wrk's latency statistics do not apply."]
+                  f"p99 from wrk; none for pipelining, where wrk's latency statistics do not apply. "
+                  f"{ours} ÷ this: our median req/s over that server's. Best peer: the peer with the highest median "
+                  f"req/s in that row; the target applies to it. % of floor: req/s as a share of the floor's "
+                  f"(a canned-response loop that parses nothing, floor.c); – where the floor cannot stand in "
+                  f"(it only answers the 100-byte file)."]
     return "\n".join(lines) + "\n"
 
 
@@ -156,12 +197,15 @@ def write_files(out_dir: str, runs, summary, idle, meta) -> dict[str, str]:
     with open(paths["summary_csv"], "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(["workload", "server", "rps", "rps_min", "rps_max", "cpu_s", "req_per_cpu_s", "p50_ms", "p99_ms",
-                    "rss_bytes", "cap_use", "errors", "ratio_rps", "ratio_req_per_cpu_s", "target", "met"])
+                    "rss_bytes", "cap_use", "errors", "ours_over_this", "pct_of_floor", "best_peer",
+                    "ours_over_best_rps", "ours_over_best_req_per_cpu_s", "target", "met"])
         for e in summary:
             for name, s in e["servers"].items():
                 w.writerow([e["key"], name, f"{s['rps']:.0f}", f"{s['rps_min']:.0f}", f"{s['rps_max']:.0f}",
                             f"{s['cpu_s']:.3f}", f"{s['req_per_cpu_s']:.0f}", f"{s['p50_ms']:.3f}", f"{s['p99_ms']:.3f}",
                             int(s["rss_bytes"]), f"{s['cap_use']:.2f}", s["errors"],
+                            f"{e['ratios'].get(name, float('nan')):.3f}",
+                            f"{100 * e['floor_frac'].get(name, float('nan')):.1f}", e.get("best_peer", ""),
                             f"{e.get('ratio_rps', float('nan')):.3f}", f"{e.get('ratio_req_per_cpu_s', float('nan')):.3f}",
                             e["target"], e.get("met", "")])
     with open(paths["json"], "w") as f:

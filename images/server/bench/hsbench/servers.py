@@ -216,3 +216,121 @@ class Nginx(Server):
     def version(self) -> str:
         out = subprocess.run([NGINX, "-v"], capture_output=True, text=True)
         return (out.stderr or out.stdout).strip().replace("nginx version: ", "")
+
+
+LIGHTTPD = os.environ.get("LIGHTTPD", "/usr/sbin/lighttpd")
+H2O_BIN = os.environ.get("H2O", "/usr/bin/h2o")
+FLOOR_SRC = os.path.join(HERE, "floor.c")
+
+
+def render_template(name: str, **values) -> str:
+    """A config template of this directory (nginx.conf.in, lighttpd.conf.in, h2o.conf.in) with its ${...} filled."""
+    with open(os.path.join(HERE, name)) as f:
+        return string.Template(f.read()).substitute(**values)
+
+
+class Lighttpd(Server):
+    name = "lighttpd"
+
+    def __init__(self, **kw):
+        super().__init__(**kw)
+        self.conf = os.path.join(self.workdir, "lighttpd.conf")
+
+    def config(self, nofile: int) -> str:
+        return render_template("lighttpd.conf.in", root=self.root, port=self.port, dir=self.workdir, nofile=nofile,
+                               max_connections=max(1024, nofile // 2 - 64))
+
+    def argv(self) -> list[str]:
+        with open(self.conf, "w") as f:
+            f.write(self.config(raise_nofile()))
+        return [LIGHTTPD, "-D", "-f", self.conf]
+
+    def version(self) -> str:
+        out = subprocess.run([LIGHTTPD, "-v"], capture_output=True, text=True)
+        return (out.stdout or out.stderr).strip().split(" ")[0]
+
+
+class H2O(Server):
+    name = "h2o"
+
+    def __init__(self, **kw):
+        super().__init__(**kw)
+        self.conf = os.path.join(self.workdir, "h2o.conf")
+
+    def config(self, nofile: int) -> str:
+        text = render_template("h2o.conf.in", root=self.root, port=self.port, dir=self.workdir,
+                               max_connections=min(20000, nofile - 64))
+        if os.getuid() == 0:  # h2o refuses to run as root without a user directive; keep the invoking user
+            text = f"user: {pwd.getpwuid(0).pw_name}\n" + text
+        return text
+
+    def argv(self) -> list[str]:
+        with open(self.conf, "w") as f:
+            f.write(self.config(raise_nofile()))
+        return [H2O_BIN, "-c", self.conf]
+
+    def version(self) -> str:
+        out = subprocess.run([H2O_BIN, "-v"], capture_output=True, text=True)
+        return (out.stdout or out.stderr).strip().splitlines()[0].replace("h2o version ", "h2o/")
+
+
+def build_floor(workdir: str) -> str:
+    """Compiles floor.c (the canned-response limit reference) into workdir; returns the binary's path."""
+    os.makedirs(workdir, exist_ok=True)
+    binary = os.path.join(workdir, "floor")
+    cc = os.environ.get("CC", "gcc")
+    res = subprocess.run([cc, "-O2", "-Wall", "-o", binary, FLOOR_SRC], capture_output=True, text=True)
+    if res.returncode != 0:
+        raise RuntimeError(f"building the floor responder failed:\n{res.stderr}")
+    return binary
+
+
+class Floor(Server):
+    """Not a server: a canned 200 with the 100-byte body for every "\\r\\n\\r\\n", whatever was asked. It only
+    stands for the keep-alive 100 B, pipelined and Connection: close rows (see Workload.floor)."""
+    name = "floor"
+
+    def __init__(self, body_file: str, **kw):
+        super().__init__(**kw)
+        self.body_file = body_file
+        self.binary = build_floor(self.workdir)
+
+    def argv(self) -> list[str]:
+        return [self.binary, str(self.port), self.body_file]
+
+    def version(self) -> str:
+        return "canned-response epoll loop (floor.c)"
+
+    def validate(self, files: dict[str, bytes]) -> None:
+        from .content import SMALL_PATH  # it can only answer the 100-byte file
+        super().validate({SMALL_PATH: files[SMALL_PATH]})
+
+
+PEERS = ("nginx", "lighttpd", "h2o")
+
+
+def parse_peers(text: str) -> list[str]:
+    """PEERS=nginx,h2o picks peers; empty means all three; "floor" may be named too (it is on by default)."""
+    names = [p.strip() for p in text.replace(" ", ",").split(",") if p.strip()] or list(PEERS)
+    unknown = [p for p in names if p not in PEERS + ("floor",)]
+    if unknown:
+        raise SystemExit(f"unknown peer(s) {unknown}; known: {list(PEERS)} and floor")
+    return list(dict.fromkeys(names))
+
+
+def lineup(ours: str, peers: list[str], floor: bool, root: str, cpu: int, quota_pct: int, work: str,
+           extra_args: list[str], tag: str) -> list[Server]:
+    """Our server first, then each peer, then the floor: all pinned to the same CPU with the same quota."""
+    out = [pair(ours, root, cpu, quota_pct, work, extra_args, tag)[0]]
+    kinds = {"nginx": Nginx, "lighttpd": Lighttpd, "h2o": H2O}
+    for p in peers:
+        if p == "floor":
+            continue
+        out.append(kinds[p](port=free_port(), quota=CpuQuota(f"{tag}-{p}", quota_pct),
+                            workdir=os.path.join(work, p), root=root, cpu=cpu))
+    if floor:
+        from .content import SMALL_PATH
+        out.append(Floor(body_file=os.path.join(root, SMALL_PATH.lstrip("/")), port=free_port(),
+                         quota=CpuQuota(f"{tag}-floor", quota_pct), workdir=os.path.join(work, "floor"),
+                         root=root, cpu=cpu))
+    return out

@@ -59,15 +59,25 @@ def parse(out: str, client_cpu_s: float = 0.0) -> WrkResult:
         client_cpu_s=client_cpu_s, raw=out)
 
 
-def run(url: str, connections: int, seconds: float, client: Client, script: str | None = None,
-        script_args: list[str] | None = None, threads: int = 1, timeout_s: int = 5) -> WrkResult:
-    argv = [*client.taskset(), "wrk", f"-t{threads}", f"-c{connections}", f"-d{max(1, int(seconds))}s",
-            f"--timeout={timeout_s}s", "--latency"]
+def argv_for(url: str, connections: int, seconds: float, script: str | None = None,
+             script_args: list[str] | None = None, threads: int = 1, timeout_s: int = 5,
+             headers: list[str] | None = None) -> list[str]:
+    argv = ["wrk", f"-t{threads}", f"-c{connections}", f"-d{max(1, int(seconds))}s", f"--timeout={timeout_s}s",
+            "--latency"]
+    for h in headers or []:
+        argv += ["-H", h]
     if script:
         argv += ["-s", script]
     argv.append(url)
     if script_args:
         argv += ["--", *script_args]
+    return argv
+
+
+def run(url: str, connections: int, seconds: float, client: Client, script: str | None = None,
+        script_args: list[str] | None = None, threads: int = 1, timeout_s: int = 5,
+        headers: list[str] | None = None) -> WrkResult:
+    argv = [*client.taskset(), *argv_for(url, connections, seconds, script, script_args, threads, timeout_s, headers)]
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, preexec_fn=client.preexec)
     out = proc.stdout.read()
     _, status, usage = os.wait4(proc.pid, 0)
@@ -78,7 +88,7 @@ def run(url: str, connections: int, seconds: float, client: Client, script: str 
 
 
 def warm(url: str, connections: int, seconds: float, client: Client, script: str | None = None,
-         script_args: list[str] | None = None) -> None:
+         script_args: list[str] | None = None, headers: list[str] | None = None) -> None:
     if seconds > 0:
-        run(url, connections, seconds, client, script, script_args)
+        run(url, connections, seconds, client, script, script_args, headers=headers)
         time.sleep(0.2)

@@ -8,7 +8,12 @@ import threading
 import unittest
 import xml.etree.ElementTree as ET
 
-from hsbench import chart, content, idle, procstat, profile, report, wrk
+import math
+import socket
+import time
+
+from hsbench import chart, content, idle, procstat, profile, report, servers, wrk
+from hsbench.__main__ import round_order
 from hsbench.cgroup import CpuQuota
 from hsbench.measure import Run
 from hsbench.workloads import WORKLOADS, select
@@ -70,7 +75,7 @@ class Summary(unittest.TestCase):
     def setUp(self):
         self.runs = [_run("ours", 30000, 0), _run("ours", 10000, 1), _run("ours", 33000, 2),
                      _run("nginx", 25000, 0), _run("nginx", 24000, 1), _run("nginx", 90000, 2)]
-        self.summary = report.summarize(self.runs, [WORKLOADS[0]], "ours", "nginx")
+        self.summary = report.summarize(self.runs, [WORKLOADS[0]], ["ours", "nginx"])
 
     def test_medians_not_means(self):
         s = self.summary[0]["servers"]
@@ -96,13 +101,179 @@ class Summary(unittest.TestCase):
                 "idle_conns": 10000, "content_bytes": 8_192_100, "date": "today"}
         idle_rows = {n: {"rss_before": 4e6, "rss_idle": 9e6, "conns_alive": 10000, "conns_wanted": 10000}
                      for n in ("ours", "nginx")}
-        md = report.markdown(self.summary, idle_rows, meta, "ours", "nginx")
-        self.assertIn("**1.20×**", md)
+        md = report.markdown(self.summary, idle_rows, meta, ["ours", "nginx"])
+        self.assertIn("**1.20×** (nginx", md)
         self.assertIn("| 100 B keep-alive, c=100 | ours | 30.0k (10.0k–33.0k)", md)
-        svg = chart.svg(self.summary, idle_rows, meta, "ours", "nginx")
+        svg = chart.svg(self.summary, idle_rows, meta, ["ours", "nginx"])
         texts = [t.text for t in ET.fromstring(svg).iter("{http://www.w3.org/2000/svg}text")]
-        self.assertIn("1.20× req/s", texts)
+        self.assertIn("1.20× req/s vs nginx", texts)
         self.assertIn("target 1.3×", texts)
+
+
+class EveryPeer(unittest.TestCase):
+    """Three peers and the floor: ratios to each peer, the best peer per row, % of floor, "–" where no floor."""
+
+    NAMES = ["ours", "nginx", "lighttpd", "h2o", "floor"]
+
+    def setUp(self):
+        small, big = WORKLOADS[0], next(w for w in WORKLOADS if w.key == "8k-set")
+        rps = {"ours": 40000, "nginx": 25000, "lighttpd": 32000, "h2o": 20000, "floor": 80000}
+        self.runs = [_run(n, v * f, rep) for n, v in rps.items() for rep, f in enumerate((1.0, 0.9, 1.1))]
+        self.runs += [_run(n, v / 2, rep, workload="8k-set") for n, v in rps.items() if n != "floor"
+                      for rep in range(3)]
+        self.summary = report.summarize(self.runs, [small, big], self.NAMES)
+        self.meta = {"server_cpu": 0, "client_cpu": 1, "cpu_quota_percent": 40, "reps": 3, "seconds": 10,
+                     "idle_conns": 10000, "content_bytes": 8_192_100, "date": "today"}
+
+    def test_ratios_best_peer_and_floor(self):
+        e = self.summary[0]
+        self.assertEqual(e["best_peer"], "lighttpd")
+        self.assertAlmostEqual(e["ratio_rps"], 40000 / 32000)
+        self.assertAlmostEqual(e["ratios"]["nginx"], 1.6)
+        self.assertAlmostEqual(e["ratios"]["h2o"], 2.0)
+        self.assertNotIn("floor", e["ratios"])
+        self.assertAlmostEqual(e["floor_frac"]["ours"], 0.5)
+        self.assertAlmostEqual(e["floor_frac"]["floor"], 1.0)
+        self.assertEqual((e["servers"]["ours"]["rps_min"], e["servers"]["ours"]["rps_max"]), (36000, 44000))
+        self.assertEqual(self.summary[1]["floor_frac"], {})
+        self.assertEqual(self.summary[1]["best_peer"], "lighttpd")
+
+    def test_best_peer_ignores_ours_and_floor(self):
+        self.assertEqual(report.best_peer({"ours": {"rps": 9}, "floor": {"rps": 99}, "a": {"rps": 2},
+                                           "b": {"rps": 3}}, "ours"), "b")
+        self.assertIsNone(report.best_peer({"ours": {"rps": 9}}, "ours"))
+
+    def test_markdown_and_chart(self):
+        md = report.markdown(self.summary, {}, self.meta, self.NAMES)
+        self.assertIn("| 100 B keep-alive, c=100 | ours | 40.0k (36.0k–44.0k)", md)
+        self.assertIn("**1.25×** (lighttpd", md)
+        self.assertIn("| h2o | 20.0k (18.0k–22.0k) | 4.00 | 50.0k | 2.00 ms | 5.0 MB | 2.00× | 25% |", md)
+        self.assertIn("|  | floor | – | – | – | – | – | – | – | | |", md)  # the 8 KiB row has no floor
+        svg = chart.svg(self.summary, {}, self.meta, self.NAMES)
+        texts = [t.text for t in ET.fromstring(svg).iter("{http://www.w3.org/2000/svg}text")]
+        self.assertIn("1.25× req/s vs lighttpd", texts)
+        self.assertIn("ours 50%", texts)
+        self.assertIn("lighttpd 40%", texts)
+
+    def test_round_order_rotates_and_skips_floor(self):
+        class S:
+            def __init__(self, name):
+                self.name = name
+        ss = [S(n) for n in self.NAMES]
+        firsts = {round_order(ss, rep, 0, True)[0].name for rep in range(5)}
+        self.assertEqual(firsts, set(self.NAMES))  # everybody goes first once in five rounds
+        self.assertNotIn("floor", [s.name for s in round_order(ss, 0, 2, False)])
+        self.assertEqual(len(round_order(ss, 1, 1, False)), 4)
+
+
+class Configs(unittest.TestCase):
+    def _kw(self, d, name):
+        return dict(root="/srv/site", port=12345, cpu=0, quota=CpuQuota("hs-bench-unused", 40),
+                    workdir=os.path.join(d, name))
+
+    def test_lighttpd(self):
+        with tempfile.TemporaryDirectory() as d:
+            conf = servers.Lighttpd(**self._kw(d, "l")).config(65536)
+        self.assertIn('server.document-root = "/srv/site"', conf)
+        self.assertIn("server.port = 12345", conf)
+        self.assertIn('server.network-backend = "sendfile"', conf)
+        self.assertIn("server.max-keep-alive-requests = 100000000", conf)
+        self.assertIn("server.max-fds = 65536", conf)
+        self.assertNotIn("accesslog", conf.split("mod_accesslog not loaded")[1])
+        self.assertNotIn("${", conf)
+
+    def test_h2o(self):
+        with tempfile.TemporaryDirectory() as d:
+            conf = servers.H2O(**self._kw(d, "h")).config(65536)
+        self.assertIn("num-threads: 1\n", conf)
+        self.assertIn("file.dir: /srv/site", conf)
+        self.assertIn("port: 12345", conf)
+        self.assertIn("max-connections: 20000", conf)
+        self.assertNotIn("access-log:", conf)
+        self.assertNotIn("${", conf)
+
+    def test_nginx_template_renders(self):
+        conf = servers.render_template("nginx.conf.in", user_line="", cpu_mask="1", nofile=1024,
+                                       worker_connections=960, dir="/t", port=1, root="/srv/site")
+        self.assertIn("access_log off;", conf)
+        self.assertIn("sendfile on;", conf)
+
+    def test_peers(self):
+        self.assertEqual(servers.parse_peers(""), ["nginx", "lighttpd", "h2o"])
+        self.assertEqual(servers.parse_peers("nginx"), ["nginx"])
+        self.assertEqual(servers.parse_peers("h2o, nginx"), ["h2o", "nginx"])
+        with self.assertRaises(SystemExit):
+            servers.parse_peers("apache")
+
+    def test_close_workload_sends_the_header(self):
+        wl = next(w for w in WORKLOADS if w.key == "100b-close")
+        argv = wrk.argv_for("http://x/", wl.connections, 5, wl.script, wl.script_args, headers=wl.headers)
+        self.assertEqual(argv[argv.index("-H") + 1], "Connection: close")
+        self.assertTrue(wl.floor)
+        self.assertFalse(next(w for w in WORKLOADS if w.key == "8k-set").floor)
+
+
+class FloorResponder(unittest.TestCase):
+    """Builds floor.c, starts it on a free port, and checks its answers byte for byte."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.TemporaryDirectory()
+        cls.body = bytes(range(100))
+        cls.body_file = os.path.join(cls.tmp.name, "100.html")
+        with open(cls.body_file, "wb") as f:
+            f.write(cls.body)
+        binary = servers.build_floor(cls.tmp.name)
+        cls.port = servers.free_port()
+        cls.proc = subprocess.Popen([binary, str(cls.port), cls.body_file])
+        deadline = time.monotonic() + 5
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", cls.port), timeout=1).close()
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.05)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.proc.kill()
+        cls.proc.wait()
+        cls.tmp.cleanup()
+
+    def _read(self, sock, n):
+        data = b""
+        sock.settimeout(3)
+        while len(data) < n:
+            chunk = sock.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+        return data
+
+    def test_pipelined_burst_answered_in_order(self):
+        one = (b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: 100\r\n\r\n") + self.body
+        req = b"GET /100.html HTTP/1.1\r\nHost: x\r\n\r\n"
+        with socket.create_connection(("127.0.0.1", self.port)) as s:
+            s.sendall(req * 300)  # more than one write's worth (256 answers per write)
+            self.assertEqual(self._read(s, 300 * len(one)), one * 300)
+            # a request split across two writes, "\r\n\r\n" cut in the middle, is still one request
+            s.sendall(req[:-3])
+            time.sleep(0.05)
+            s.sendall(req[-3:])
+            self.assertEqual(self._read(s, len(one)), one)
+
+    def test_connection_close_is_answered_then_closed(self):
+        with socket.create_connection(("127.0.0.1", self.port)) as s:
+            s.sendall(b"GET /100.html HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            data = self._read(s, 10_000)
+        self.assertTrue(data.startswith(b"HTTP/1.1 200 OK\r\n"))
+        self.assertIn(b"Connection: close\r\n", data)
+        self.assertTrue(data.endswith(self.body))
+
+    def test_http_client_and_validate(self):
+        self.assertEqual(servers.http_get(self.port, "/100.html"), (200, self.body))
 
 
 class StraceParse(unittest.TestCase):
