@@ -13,6 +13,7 @@ use sha2::{Digest, Sha256};
 use crate::config::Config;
 use crate::content::{Body, FileEntry, Table, Target, Variant};
 use crate::encoding::Encoding;
+use crate::memory::{self, Reserve};
 use crate::{headers, mime};
 
 /// Files smaller than this are not worth compressing.
@@ -25,6 +26,8 @@ pub struct Report {
     pub memory_bytes: u64,
     pub disk_files: usize,
     pub compressed_variants: usize,
+    /// Limit, budget, bytes on disk, fit limit (memory.rs).
+    pub memory: memory::Summary,
     /// Problems that make `--check` fail; at serve time the files are skipped and logged.
     pub errors: Vec<String>,
     /// How many of the errors are files or directories that could not be read (dangling symlinks, I/O,
@@ -167,13 +170,29 @@ struct Loaded {
     encoded: [Option<(Body, u64)>; 3],
 }
 
-fn load_one(f: &Found, siblings: &HashSet<&str>, cfg: &Config) -> Result<Loaded, String> {
+/// `in_memory`: the memory plan's decision (memory.rs); `reserve`: the budget left for load-time variants.
+fn load_one(
+    f: &Found,
+    siblings: &HashSet<&str>,
+    cfg: &Config,
+    in_memory: bool,
+    reserve: &Reserve,
+) -> Result<Loaded, String> {
     let content_type = mime::for_name(&f.url);
     let open = |p: &Path| File::open(p).map_err(|e| format!("{}: {e}", p.display()));
     let mut encoded: [Option<(Body, u64)>; 3] = [None, None, None];
-    let identity = if f.len > cfg.max_memory_file_size {
+    let identity = if !in_memory {
+        // memory: served from disk, hashed streaming; its siblings are served from disk too.
         let mut file = open(&f.fs_path)?;
         let tag = etag_file(&mut file).map_err(|e| format!("{}: {e}", f.fs_path.display()))?;
+        for (enc, ext) in [(Encoding::Br, "br"), (Encoding::Gzip, "gz")] {
+            if siblings.contains(format!("{}.{ext}", f.url).as_str()) {
+                let p = PathBuf::from(format!("{}.{ext}", f.fs_path.display()));
+                let sfile = open(&p)?;
+                let n = sfile.metadata().map_err(|e| format!("{}: {e}", p.display()))?.len();
+                encoded[enc as usize] = Some((Body::Disk(sfile), n));
+            }
+        }
         (Body::Disk(file), f.len, tag)
     } else {
         let data = fs::read(&f.fs_path).map_err(|e| format!("{}: {e}", f.fs_path.display()))?;
@@ -188,7 +207,7 @@ fn load_one(f: &Found, siblings: &HashSet<&str>, cfg: &Config) -> Result<Loaded,
                 encoded[enc as usize] = Some((Body::Mem(sdata.into_boxed_slice()), n));
             } else if want_compress {
                 let c = if enc == Encoding::Br { brotli(&data) } else { gzip(&data) };
-                if c.len() < data.len() {
+                if c.len() < data.len() && reserve.take(c.len() as u64) {
                     let n = c.len() as u64;
                     encoded[enc as usize] = Some((Body::Mem(c.into_boxed_slice()), n));
                 }
@@ -251,14 +270,22 @@ pub fn load(cfg: &Config, on_dir: &mut dyn FnMut(&Path)) -> Result<(Table, Repor
     let mut report = Report::default();
     let (found, dirs) = walk(&cfg.root, on_dir, &mut report)?;
     let urls: HashSet<&str> = found.iter().map(|f| f.url.as_str()).collect();
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(8);
+    // memory: which files are held in memory (the rest, with their siblings, are served from disk).
+    let budget = memory::Budget::of(cfg);
+    let plan = memory::plan(&plan_items(&found), cfg.max_memory_file_size, budget.budget);
+    let reserve = Reserve::new(budget.budget.map(|b| b.saturating_sub(plan.memory_bytes)));
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get()).min(8);
+    let threads = memory::load_threads(cpus, budget.limit);
     let chunk = found.len().div_ceil(threads).max(1);
     let results: Vec<Result<Loaded, String>> = std::thread::scope(|s| {
         let handles: Vec<_> = found
             .chunks(chunk)
-            .map(|part| {
-                let urls = &urls;
-                s.spawn(move || part.iter().map(|f| load_one(f, urls, cfg)).collect::<Vec<_>>())
+            .zip(plan.in_memory.chunks(chunk))
+            .map(|(part, mem)| {
+                let (urls, reserve) = (&urls, &reserve);
+                s.spawn(move || {
+                    part.iter().zip(mem).map(|(f, &m)| load_one(f, urls, cfg, m, reserve)).collect::<Vec<_>>()
+                })
             })
             .collect();
         handles.into_iter().flat_map(|h| h.join().expect("loader thread panicked")).collect()
@@ -270,6 +297,9 @@ pub fn load(cfg: &Config, on_dir: &mut dyn FnMut(&Path)) -> Result<(Table, Repor
                 let e = build_entry(l, cfg);
                 report.files += 1;
                 report.bytes += e.identity().len;
+                if matches!(e.identity().body, Body::Disk(_)) {
+                    report.memory.disk_bytes += e.identity().len;
+                }
                 for v in e.variants.iter().flatten() {
                     match v.body {
                         Body::Mem(_) => report.memory_bytes += v.len,
@@ -308,7 +338,28 @@ pub fn load(cfg: &Config, on_dir: &mut dyn FnMut(&Path)) -> Result<(Table, Repor
     }
     t.bytes = report.bytes;
     t.memory_bytes = report.memory_bytes;
+    report.memory = memory::Summary {
+        limit: budget.limit,
+        budget: budget.budget,
+        over_budget_files: plan.over_budget_files,
+        over_budget_bytes: plan.over_budget_bytes,
+        fit_limit: plan.fit_limit,
+        ..report.memory
+    };
+    t.memory = report.memory;
     Ok((t, report))
+}
+
+/// memory: the planner's view of the walked files: each with the sizes of the sibling variants it will serve.
+fn plan_items(found: &[Found]) -> Vec<memory::Item> {
+    let lens: std::collections::HashMap<&str, u64> = found.iter().map(|f| (f.url.as_str(), f.len)).collect();
+    found
+        .iter()
+        .map(|f| memory::Item {
+            identity: f.len,
+            variants: ["br", "gz"].iter().filter_map(|ext| lens.get(format!("{}.{ext}", f.url).as_str())).sum(),
+        })
+        .collect()
 }
 
 #[cfg(test)]
