@@ -443,6 +443,51 @@ mod tests {
     }
 
     #[test]
+    fn over_the_budget_files_and_their_siblings_are_on_disk() {
+        let d = site("budget");
+        // Costs: index.html 11, sub/index.html 3, pre.js.gz 9, pre.js 3000 + 9, big.css 4200. A budget of 30 holds
+        // the three small ones; load-time compression finds no budget left.
+        let c = Config { memory_limit: Some(0), memory_budget: Some(30), ..cfg(&d) };
+        let (t, r) = load(&c, &mut |_| {}).unwrap();
+        assert!(r.errors.is_empty(), "{:?}", r.errors);
+        let on_disk = |p: &[u8]| {
+            let Some(Target::File(i)) = t.lookup(p) else { panic!() };
+            matches!(t.entry(i).identity().body, Body::Disk(_))
+        };
+        assert!(!on_disk(b"/index.html") && !on_disk(b"/sub/index.html") && !on_disk(b"/pre.js.gz"));
+        assert!(on_disk(b"/pre.js") && on_disk(b"/big.css"));
+        let Some(Target::File(i)) = t.lookup(b"/pre.js") else { panic!() };
+        let e = t.entry(i);
+        assert!(e.has(Encoding::Gzip), "a disk-served file keeps its sibling");
+        assert!(matches!(e.variant(Encoding::Gzip).body, Body::Disk(_)) && e.variant(Encoding::Gzip).len == 9);
+        assert!(!e.has(Encoding::Br));
+        let Some(Target::File(i)) = t.lookup(b"/big.css") else { panic!() };
+        assert!(!t.entry(i).negotiable(), "disk-served files are not compressed at load time");
+        assert_eq!(r.memory_bytes, 23);
+        assert!(r.memory_bytes <= 30);
+        assert_eq!(r.memory.disk_bytes, 3000 + 4200);
+        assert_eq!(r.memory.over_budget_files, 2);
+        assert_eq!(r.memory.budget, Some(30));
+        assert_eq!(r.memory.limit, None);
+        assert_eq!(r.memory.fit_limit, memory::fit_limit(11 + 3 + 9 + 3009 + 4200));
+        assert_eq!((t.memory, t.memory_bytes), (r.memory, 23));
+        fs::remove_dir_all(&d).unwrap();
+    }
+
+    #[test]
+    fn load_time_variants_stay_within_the_budget() {
+        let d = site("variants");
+        // Everything fits (7232 bytes), but only 60 bytes are left for load-time compression of big.css
+        // (its brotli variant is about 40 bytes, its gzip one about 60): whatever is made fits the budget.
+        let c = Config { memory_limit: Some(0), memory_budget: Some(7232 + 60), ..cfg(&d) };
+        let (t, r) = load(&c, &mut |_| {}).unwrap();
+        assert_eq!(r.memory.disk_bytes, 0);
+        assert!(r.memory_bytes <= 7232 + 60, "{}", r.memory_bytes);
+        assert!(t.memory_bytes > 7232, "some variant was made: {}", t.memory_bytes);
+        fs::remove_dir_all(&d).unwrap();
+    }
+
+    #[test]
     fn missing_root_is_an_error() {
         let c = cfg(Path::new("/nonexistent/hyperstatic"));
         assert!(load(&c, &mut |_| {}).is_err());
