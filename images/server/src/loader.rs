@@ -197,7 +197,8 @@ fn load_one(
     } else {
         let data = fs::read(&f.fs_path).map_err(|e| format!("{}: {e}", f.fs_path.display()))?;
         let tag = etag_base(&data);
-        let want_compress = cfg.compress && content_type.compressible && data.len() as u64 >= COMPRESS_MIN;
+        let want_compress =
+            cfg.compress && content_type.compressible && data.len() as u64 >= COMPRESS_MIN && reserve.left() > 0;
         for (enc, ext) in [(Encoding::Br, "br"), (Encoding::Gzip, "gz")] {
             let sib = format!("{}.{ext}", f.url);
             if siblings.contains(sib.as_str()) {

@@ -217,6 +217,10 @@ impl Reserve {
         Reserve(AtomicU64::new(left.unwrap_or(u64::MAX)))
     }
 
+    pub fn left(&self) -> u64 {
+        self.0.load(Ordering::Acquire)
+    }
+
     /// Takes `n` bytes if that many are left.
     pub fn take(&self, n: u64) -> bool {
         self.0.fetch_update(Ordering::AcqRel, Ordering::Acquire, |left| left.checked_sub(n)).is_ok()
