@@ -115,13 +115,31 @@ pub fn route(shared: &Shared, dropped: &Dropped, path: &[u8]) -> (u16, &'static 
             let (t, _) = shared.table();
             let mut s = String::with_capacity(t.files() * 24);
             for e in &t.entries {
-                s.push_str(&e.path);
-                s.push('\n');
+                content_line(&mut s, e);
             }
             (200, TEXT, s)
         }
         _ => (404, TEXT, "not found\n".into()),
     }
+}
+
+/// One /content line: the URL path, then tab-separated `memory` or `disk` (where its identity body is served
+/// from) and its encodings (`identity,br,gzip`).
+fn content_line(out: &mut String, e: &crate::content::FileEntry) {
+    use crate::encoding::Encoding;
+    out.push_str(&e.path);
+    out.push_str(if matches!(e.identity().body, crate::content::Body::Disk(_)) { "\tdisk\t" } else { "\tmemory\t" });
+    let mut first = true;
+    for enc in [Encoding::Identity, Encoding::Br, Encoding::Gzip] {
+        if e.has(enc) {
+            if !first {
+                out.push(',');
+            }
+            out.push_str(enc.token());
+            first = false;
+        }
+    }
+    out.push('\n');
 }
 
 /// A whole response; every admin response closes its connection.

@@ -40,6 +40,10 @@ pub struct Config {
     /// Always starts with `/`.
     pub not_found_page: Option<String>,
     pub max_memory_file_size: u64,
+    /// `--memory-limit`: overrides the cgroup's; Some(0) = no limit (see memory.rs).
+    pub memory_limit: Option<u64>,
+    /// `--memory-budget`: overrides the automatic content budget.
+    pub memory_budget: Option<u64>,
     pub compress: bool,
     pub access_log: bool,
     /// At least 1.
@@ -67,6 +71,8 @@ impl Default for Config {
             spa_fallback: false,
             not_found_page: None,
             max_memory_file_size: 8 << 20,
+            memory_limit: None,
+            memory_budget: None,
             compress: true,
             access_log: false,
             access_log_sample: 1,
@@ -134,6 +140,8 @@ fn from_flags(f: Flags, matches: &ArgMatches) -> Result<Config, String> {
         spa_fallback: f.spa_fallback,
         not_found_page: f.not_found_page.as_deref().and_then(values::site_path),
         max_memory_file_size: f.max_memory_file_size,
+        memory_limit: f.memory_limit,
+        memory_budget: f.memory_budget,
         compress: f.compress,
         access_log: f.access_log,
         access_log_sample: f.access_log_sample.max(1),
@@ -286,6 +294,21 @@ mod tests {
     }
 
     #[test]
+    fn memory_limit_and_budget() {
+        assert_eq!((Config::default().memory_limit, Config::default().memory_budget), (None, None));
+        let c = flags(&["--memory-limit", "256Mi", "--memory-budget=1000"]).unwrap();
+        assert_eq!((c.memory_limit, c.memory_budget), (Some(256 << 20), Some(1000)));
+        assert_eq!(flags(&["--memory-limit", "1Gi"]).unwrap().memory_limit, Some(1 << 30));
+        assert_eq!(flags(&["--memory-limit", "none"]).unwrap().memory_limit, Some(0));
+        assert_eq!(flags(&["--memory-limit", "max"]).unwrap().memory_limit, Some(0));
+        assert_eq!(flags(&["--memory-budget", "0"]).unwrap().memory_budget, Some(0));
+        let c = with_env(&[("HYPERSTATIC_MEMORY_LIMIT", "48Mi"), ("HYPERSTATIC_MEMORY_BUDGET", "4Ki")], &[]).unwrap();
+        assert_eq!((c.memory_limit, c.memory_budget), (Some(48 << 20), Some(4096)));
+        assert!(error(&["--memory-limit", "lots"]).contains("--memory-limit"));
+        assert!(error(&["--memory-budget", "none"]).contains("--memory-budget"));
+    }
+
+    #[test]
     fn errors_name_the_flag() {
         for (args, flag) in [
             (&["--listen", "nothing"][..], "--listen"),
@@ -324,6 +347,9 @@ mod tests {
             "--header",
             "--spa-fallback",
             "--not-found-page",
+            "--memory-limit",
+            "--memory-budget",
+            "HYPERSTATIC_MEMORY_LIMIT",
             "HYPERSTATIC_MAX_CONNECTION_AGE",
         ] {
             assert!(h.contains(f), "{f} missing from help");

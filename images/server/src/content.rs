@@ -98,6 +98,8 @@ pub struct Table {
     pub bytes: u64,
     /// Bytes held in memory, all variants.
     pub memory_bytes: u64,
+    /// Memory limit, budget, bytes served from disk, fit limit (memory.rs).
+    pub memory: crate::memory::Summary,
 }
 
 impl Table {

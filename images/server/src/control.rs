@@ -102,8 +102,21 @@ pub fn reload(shared: &Shared, why: &str) -> Option<Watcher> {
             for e in &report.errors {
                 log::warn("file skipped", &[("problem", V::S(e))]);
             }
+            let m = report.memory;
             shared.swap(table);
             bump(&shared.reloads_ok, 1);
+            if m.over_budget_files > 0 {
+                log::warn(
+                    "content does not fit its memory budget: part of it is served from disk",
+                    &[
+                        ("disk_bytes", V::U(m.disk_bytes)),
+                        ("over_budget_files", V::U(m.over_budget_files as u64)),
+                        ("memory_limit_bytes", V::U(m.limit.unwrap_or(0))),
+                        ("memory_budget_bytes", V::U(m.budget.unwrap_or(0))),
+                        ("fit_memory_limit_bytes", V::U(m.fit_limit)),
+                    ],
+                );
+            }
             log::info(
                 "content loaded",
                 &[

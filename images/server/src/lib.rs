@@ -14,6 +14,7 @@ pub mod glob;
 pub mod headers;
 pub mod loader;
 pub mod log;
+pub mod memory;
 pub mod metrics;
 pub mod mime;
 pub mod out;
@@ -45,6 +46,15 @@ pub fn check(cfg: &Config) -> i32 {
                 r.memory_bytes,
                 r.disk_files,
                 r.compressed_variants
+            );
+            let m = r.memory;
+            println!(
+                "memory: limit {}, content budget {}; {} bytes served from disk ({} files over the budget); a memory limit of {} would hold every file",
+                m.limit.map_or("none".to_string(), |n| n.to_string()),
+                m.budget.map_or("unlimited".to_string(), |n| n.to_string()),
+                m.disk_bytes,
+                m.over_budget_files,
+                m.fit_limit
             );
             for e in &r.errors {
                 println!("error: {e}");

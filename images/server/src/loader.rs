@@ -13,6 +13,7 @@ use sha2::{Digest, Sha256};
 use crate::config::Config;
 use crate::content::{Body, FileEntry, Table, Target, Variant};
 use crate::encoding::Encoding;
+use crate::memory::{self, Reserve};
 use crate::{headers, mime};
 
 /// Files smaller than this are not worth compressing.
@@ -25,6 +26,8 @@ pub struct Report {
     pub memory_bytes: u64,
     pub disk_files: usize,
     pub compressed_variants: usize,
+    /// Limit, budget, bytes on disk, fit limit (memory.rs).
+    pub memory: memory::Summary,
     /// Problems that make `--check` fail; at serve time the files are skipped and logged.
     pub errors: Vec<String>,
     /// How many of the errors are files or directories that could not be read (dangling symlinks, I/O,
@@ -167,18 +170,35 @@ struct Loaded {
     encoded: [Option<(Body, u64)>; 3],
 }
 
-fn load_one(f: &Found, siblings: &HashSet<&str>, cfg: &Config) -> Result<Loaded, String> {
+/// `in_memory`: the memory plan's decision (memory.rs); `reserve`: the budget left for load-time variants.
+fn load_one(
+    f: &Found,
+    siblings: &HashSet<&str>,
+    cfg: &Config,
+    in_memory: bool,
+    reserve: &Reserve,
+) -> Result<Loaded, String> {
     let content_type = mime::for_name(&f.url);
     let open = |p: &Path| File::open(p).map_err(|e| format!("{}: {e}", p.display()));
     let mut encoded: [Option<(Body, u64)>; 3] = [None, None, None];
-    let identity = if f.len > cfg.max_memory_file_size {
+    let identity = if !in_memory {
+        // memory: served from disk, hashed streaming; its siblings are served from disk too.
         let mut file = open(&f.fs_path)?;
         let tag = etag_file(&mut file).map_err(|e| format!("{}: {e}", f.fs_path.display()))?;
+        for (enc, ext) in [(Encoding::Br, "br"), (Encoding::Gzip, "gz")] {
+            if siblings.contains(format!("{}.{ext}", f.url).as_str()) {
+                let p = PathBuf::from(format!("{}.{ext}", f.fs_path.display()));
+                let sfile = open(&p)?;
+                let n = sfile.metadata().map_err(|e| format!("{}: {e}", p.display()))?.len();
+                encoded[enc as usize] = Some((Body::Disk(sfile), n));
+            }
+        }
         (Body::Disk(file), f.len, tag)
     } else {
         let data = fs::read(&f.fs_path).map_err(|e| format!("{}: {e}", f.fs_path.display()))?;
         let tag = etag_base(&data);
-        let want_compress = cfg.compress && content_type.compressible && data.len() as u64 >= COMPRESS_MIN;
+        let want_compress =
+            cfg.compress && content_type.compressible && data.len() as u64 >= COMPRESS_MIN && reserve.left() > 0;
         for (enc, ext) in [(Encoding::Br, "br"), (Encoding::Gzip, "gz")] {
             let sib = format!("{}.{ext}", f.url);
             if siblings.contains(sib.as_str()) {
@@ -188,7 +208,7 @@ fn load_one(f: &Found, siblings: &HashSet<&str>, cfg: &Config) -> Result<Loaded,
                 encoded[enc as usize] = Some((Body::Mem(sdata.into_boxed_slice()), n));
             } else if want_compress {
                 let c = if enc == Encoding::Br { brotli(&data) } else { gzip(&data) };
-                if c.len() < data.len() {
+                if c.len() < data.len() && reserve.take(c.len() as u64) {
                     let n = c.len() as u64;
                     encoded[enc as usize] = Some((Body::Mem(c.into_boxed_slice()), n));
                 }
@@ -251,14 +271,22 @@ pub fn load(cfg: &Config, on_dir: &mut dyn FnMut(&Path)) -> Result<(Table, Repor
     let mut report = Report::default();
     let (found, dirs) = walk(&cfg.root, on_dir, &mut report)?;
     let urls: HashSet<&str> = found.iter().map(|f| f.url.as_str()).collect();
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(8);
+    // memory: which files are held in memory (the rest, with their siblings, are served from disk).
+    let budget = memory::Budget::of(cfg);
+    let plan = memory::plan(&plan_items(&found), cfg.max_memory_file_size, budget.budget);
+    let reserve = Reserve::new(budget.budget.map(|b| b.saturating_sub(plan.memory_bytes)));
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get()).min(8);
+    let threads = memory::load_threads(cpus, budget.limit);
     let chunk = found.len().div_ceil(threads).max(1);
     let results: Vec<Result<Loaded, String>> = std::thread::scope(|s| {
         let handles: Vec<_> = found
             .chunks(chunk)
-            .map(|part| {
-                let urls = &urls;
-                s.spawn(move || part.iter().map(|f| load_one(f, urls, cfg)).collect::<Vec<_>>())
+            .zip(plan.in_memory.chunks(chunk))
+            .map(|(part, mem)| {
+                let (urls, reserve) = (&urls, &reserve);
+                s.spawn(move || {
+                    part.iter().zip(mem).map(|(f, &m)| load_one(f, urls, cfg, m, reserve)).collect::<Vec<_>>()
+                })
             })
             .collect();
         handles.into_iter().flat_map(|h| h.join().expect("loader thread panicked")).collect()
@@ -270,6 +298,9 @@ pub fn load(cfg: &Config, on_dir: &mut dyn FnMut(&Path)) -> Result<(Table, Repor
                 let e = build_entry(l, cfg);
                 report.files += 1;
                 report.bytes += e.identity().len;
+                if matches!(e.identity().body, Body::Disk(_)) {
+                    report.memory.disk_bytes += e.identity().len;
+                }
                 for v in e.variants.iter().flatten() {
                     match v.body {
                         Body::Mem(_) => report.memory_bytes += v.len,
@@ -308,7 +339,28 @@ pub fn load(cfg: &Config, on_dir: &mut dyn FnMut(&Path)) -> Result<(Table, Repor
     }
     t.bytes = report.bytes;
     t.memory_bytes = report.memory_bytes;
+    report.memory = memory::Summary {
+        limit: budget.limit,
+        budget: budget.budget,
+        over_budget_files: plan.over_budget_files,
+        over_budget_bytes: plan.over_budget_bytes,
+        fit_limit: plan.fit_limit,
+        ..report.memory
+    };
+    t.memory = report.memory;
     Ok((t, report))
+}
+
+/// memory: the planner's view of the walked files: each with the sizes of the sibling variants it will serve.
+fn plan_items(found: &[Found]) -> Vec<memory::Item> {
+    let lens: std::collections::HashMap<&str, u64> = found.iter().map(|f| (f.url.as_str(), f.len)).collect();
+    found
+        .iter()
+        .map(|f| memory::Item {
+            identity: f.len,
+            variants: ["br", "gz"].iter().filter_map(|ext| lens.get(format!("{}.{ext}", f.url).as_str())).sum(),
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -388,6 +440,51 @@ mod tests {
         assert!(matches!(t.entry(i).identity().body, Body::Disk(_)));
         assert!(!t.entry(i).negotiable());
         assert!(r.disk_files >= 2);
+        fs::remove_dir_all(&d).unwrap();
+    }
+
+    #[test]
+    fn over_the_budget_files_and_their_siblings_are_on_disk() {
+        let d = site("budget");
+        // Costs: index.html 11, sub/index.html 3, pre.js.gz 9, pre.js 3000 + 9, big.css 4200. A budget of 30 holds
+        // the three small ones; load-time compression finds no budget left.
+        let c = Config { memory_limit: Some(0), memory_budget: Some(30), ..cfg(&d) };
+        let (t, r) = load(&c, &mut |_| {}).unwrap();
+        assert!(r.errors.is_empty(), "{:?}", r.errors);
+        let on_disk = |p: &[u8]| {
+            let Some(Target::File(i)) = t.lookup(p) else { panic!() };
+            matches!(t.entry(i).identity().body, Body::Disk(_))
+        };
+        assert!(!on_disk(b"/index.html") && !on_disk(b"/sub/index.html") && !on_disk(b"/pre.js.gz"));
+        assert!(on_disk(b"/pre.js") && on_disk(b"/big.css"));
+        let Some(Target::File(i)) = t.lookup(b"/pre.js") else { panic!() };
+        let e = t.entry(i);
+        assert!(e.has(Encoding::Gzip), "a disk-served file keeps its sibling");
+        assert!(matches!(e.variant(Encoding::Gzip).body, Body::Disk(_)) && e.variant(Encoding::Gzip).len == 9);
+        assert!(!e.has(Encoding::Br));
+        let Some(Target::File(i)) = t.lookup(b"/big.css") else { panic!() };
+        assert!(!t.entry(i).negotiable(), "disk-served files are not compressed at load time");
+        assert_eq!(r.memory_bytes, 23);
+        assert!(r.memory_bytes <= 30);
+        assert_eq!(r.memory.disk_bytes, 3000 + 4200);
+        assert_eq!(r.memory.over_budget_files, 2);
+        assert_eq!(r.memory.budget, Some(30));
+        assert_eq!(r.memory.limit, None);
+        assert_eq!(r.memory.fit_limit, memory::fit_limit(11 + 3 + 9 + 3009 + 4200));
+        assert_eq!((t.memory, t.memory_bytes), (r.memory, 23));
+        fs::remove_dir_all(&d).unwrap();
+    }
+
+    #[test]
+    fn load_time_variants_stay_within_the_budget() {
+        let d = site("variants");
+        // Everything fits (7232 bytes), but only 60 bytes are left for load-time compression of big.css
+        // (its brotli variant is about 40 bytes, its gzip one about 60): whatever is made fits the budget.
+        let c = Config { memory_limit: Some(0), memory_budget: Some(7232 + 60), ..cfg(&d) };
+        let (t, r) = load(&c, &mut |_| {}).unwrap();
+        assert_eq!(r.memory.disk_bytes, 0);
+        assert!(r.memory_bytes <= 7232 + 60, "{}", r.memory_bytes);
+        assert!(t.memory_bytes > 7232, "some variant was made: {}", t.memory_bytes);
         fs::remove_dir_all(&d).unwrap();
     }
 

@@ -57,6 +57,25 @@ pub fn render(s: &Shared) -> String {
     let _ = writeln!(out, "hyperstatic_content_bytes {}", table.bytes);
     family(&mut out, "hyperstatic_content_memory_bytes", "gauge", "Bytes of content held in memory, all encodings.");
     let _ = writeln!(out, "hyperstatic_content_memory_bytes {}", table.memory_bytes);
+    let m = table.memory;
+    family(&mut out, "hyperstatic_content_disk_bytes", "gauge", "Bytes of the files served from disk (identity encoding).");
+    let _ = writeln!(out, "hyperstatic_content_disk_bytes {}", m.disk_bytes);
+    family(&mut out, "hyperstatic_memory_limit_bytes", "gauge", "The memory limit the server works under (0 = none).");
+    let _ = writeln!(out, "hyperstatic_memory_limit_bytes {}", m.limit.unwrap_or(0));
+    family(
+        &mut out,
+        "hyperstatic_content_memory_budget_bytes",
+        "gauge",
+        "The budget for content held in memory (0 = unlimited).",
+    );
+    let _ = writeln!(out, "hyperstatic_content_memory_budget_bytes {}", m.budget.unwrap_or(0));
+    family(
+        &mut out,
+        "hyperstatic_content_fit_memory_limit_bytes",
+        "gauge",
+        "The smallest memory limit under which the whole site with its known variants would be held in memory.",
+    );
+    let _ = writeln!(out, "hyperstatic_content_fit_memory_limit_bytes {}", m.fit_limit);
     drop(table);
     family(&mut out, "hyperstatic_reloads_total", "counter", "Content reloads, by result.");
     let _ = writeln!(out, "hyperstatic_reloads_total{{result=\"success\"}} {}", s.reloads_ok.load(Ordering::Relaxed));
@@ -105,6 +124,11 @@ mod tests {
             "hyperstatic_connections_total ",
             "hyperstatic_content_files ",
             "hyperstatic_content_bytes ",
+            "hyperstatic_content_memory_bytes ",
+            "hyperstatic_content_disk_bytes ",
+            "hyperstatic_memory_limit_bytes ",
+            "hyperstatic_content_memory_budget_bytes ",
+            "hyperstatic_content_fit_memory_limit_bytes ",
             "hyperstatic_reloads_total{result=\"failure\"} ",
             "process_cpu_seconds_total ",
             "process_resident_memory_bytes ",

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use clap::{ArgAction, Parser};
 
-use super::values::{at_least_one, number, parse_bool, parse_duration, parse_size, positive_duration};
+use super::values::{at_least_one, number, parse_bool, parse_duration, parse_limit_size, parse_size, positive_duration};
 
 const AFTER_HELP: &str = "\
 Flags win over the environment. The repeatable flags (--cache-control, --header) take one rule per line in \
@@ -120,6 +120,14 @@ pub(super) struct Flags {
     /// Files larger than this are served from disk with sendfile
     #[arg(long, allow_hyphen_values = true, env = "HYPERSTATIC_MAX_MEMORY_FILE_SIZE", value_name = "SIZE", default_value = "8MiB", value_parser = parse_size)]
     pub max_memory_file_size: u64,
+
+    /// Memory limit to keep within, overriding the cgroup's (bytes or Ki/Mi/Gi; none = no limit)
+    #[arg(long, allow_hyphen_values = true, env = "HYPERSTATIC_MEMORY_LIMIT", value_name = "SIZE", value_parser = parse_limit_size)]
+    pub memory_limit: Option<u64>,
+
+    /// Bytes of content held in memory, overriding the automatic budget (0 = serve every file from disk)
+    #[arg(long, allow_hyphen_values = true, env = "HYPERSTATIC_MEMORY_BUDGET", value_name = "SIZE", value_parser = parse_size)]
+    pub memory_budget: Option<u64>,
 
     /// Precompress compressible files over 1 KiB with brotli and gzip at load time
     #[arg(long, env = "HYPERSTATIC_COMPRESS", value_name = "BOOL", num_args = 0..=1, require_equals = true,

@@ -73,6 +73,14 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
     n.checked_mul(mult).ok_or_else(|| format!("size {s:?} too large"))
 }
 
+/// `--memory-limit`: a size, or `none`/`max` (also 0) for no limit, which is kept as 0.
+pub fn parse_limit_size(s: &str) -> Result<u64, String> {
+    match s.trim().to_ascii_lowercase().as_str() {
+        "none" | "max" => Ok(0),
+        _ => parse_size(s),
+    }
+}
+
 /// `true/false/1/0/yes/no/on/off`; empty is true, so `HYPERSTATIC_CHECK=` switches `--check` on.
 pub fn parse_bool(s: &str) -> Result<bool, String> {
     match s.trim().to_ascii_lowercase().as_str() {

@@ -18,6 +18,11 @@ pub struct Server {
 
 impl Server {
     pub fn start(root: &Path, extra: &[&str]) -> Server {
+        Server::start_with(root, extra, &mut |_| {})
+    }
+
+    /// `start` with a chance to adjust the command first (e.g. a pre_exec hook).
+    pub fn start_with(root: &Path, extra: &[&str], prepare: &mut dyn FnMut(&mut Command)) -> Server {
         let mut args: Vec<String> = vec![
             "--root".into(),
             root.display().to_string(),
@@ -31,12 +36,10 @@ impl Server {
             "200ms".into(),
         ];
         args.extend(extra.iter().map(|s| s.to_string()));
-        let mut child = Command::new(env!("CARGO_BIN_EXE_hyperstatic-server"))
-            .args(&args)
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("start hyperstatic-server");
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_hyperstatic-server"));
+        cmd.args(&args).stdout(Stdio::null()).stderr(Stdio::piped());
+        prepare(&mut cmd);
+        let mut child = cmd.spawn().expect("start hyperstatic-server");
         let stderr = child.stderr.take().unwrap();
         let logs = Arc::new(Mutex::new(Vec::new()));
         let (tx, rx) = std::sync::mpsc::channel();

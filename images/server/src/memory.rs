@@ -1,0 +1,385 @@
+//! The memory budget: how much content the server holds in memory, and which files.
+//!
+//! The server works under a memory limit: the cgroup's (v2 `memory.max`, v1 `memory.limit_in_bytes`, the
+//! smallest along the process's cgroup path and its ancestors) unless `--memory-limit` says otherwise. Content
+//! held in memory (identity bodies and their variants) stays within a budget derived from that limit; every other
+//! file is served from disk with sendfile (`Body::Disk`), its siblings too. The page cache that sendfile reads
+//! through is charged to the cgroup as well, but the kernel reclaims it under pressure: it never OOM-kills.
+//!
+//! ## The automatic budget
+//!
+//! `budget = (limit - RESERVE_FIXED - limit / RESERVE_DIVISOR) / 2`, i.e. `(7/8 limit - 16 MiB) / 2`.
+//!
+//! - Halved because a reload builds the new table while the old one still serves (in-flight responses hold it):
+//!   for a moment the process holds two tables, each within the budget.
+//! - `RESERVE_FIXED` (16 MiB) is the server itself: measured RSS of the release binary with an empty site and
+//!   2 workers is about 3 MiB; per worker a 256 KiB batch buffer and a 64 KiB read buffer; 10,000 idle
+//!   keep-alive connections about 1 MB more (README); the rest is room for the admin listener's `/content`
+//!   list (one copy, ~60 bytes a file), the path map and header blocks of the table (a few hundred bytes a
+//!   file, outside the content bytes counted here) and allocator slack. See the README for the measurements.
+//! - `limit / 8` scales with the pod: unsent output of slow clients (`Pending` copies headers and bodies up to
+//!   16 KiB), load-time work buffers, and the kernel memory (socket buffers) charged to the same cgroup.
+//!
+//! So 64 MiB → 20 MiB of content, 128 MiB → 48 MiB, 256 MiB → 104 MiB, 1 GiB → 440 MiB.
+//! `--memory-budget` overrides the rule (0 puts every file on disk).
+//!
+//! ## Which files: smallest first
+//!
+//! Files (each with the siblings it serves as variants) are taken in increasing size while they fit. Smallest
+//! first maximises the number of files, and so of requests, answered from memory for each byte of budget: the
+//! per-request cost that memory saves (an open file's sendfile, a page-cache lookup, a second syscall) is the
+//! same for a 2 KB icon as for a 2 MB PDF, while the large file's transfer time dwarfs it. On the Python 3.11
+//! docs (see README "Memory") a 64 MiB limit holds 93 % of the files in memory.
+//! Hotness is not known at load time and would change the table after every request mix; size is.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use crate::config::Config;
+
+const MIB: u64 = 1 << 20;
+/// What the server needs besides content: see the module documentation.
+pub const RESERVE_FIXED: u64 = 16 * MIB;
+/// The share of the limit kept for buffers that grow with load.
+pub const RESERVE_DIVISOR: u64 = 8;
+/// Limits at or above this are "no limit" (cgroup v1 writes 9223372036854771712 for unlimited).
+const NO_LIMIT_FROM: u64 = 1 << 60;
+
+/// The content budget for a memory limit, by the automatic rule.
+pub fn auto_budget(limit: u64) -> u64 {
+    limit.saturating_sub(RESERVE_FIXED + limit / RESERVE_DIVISOR) / 2
+}
+
+/// The smallest memory limit, in whole MiB, whose automatic budget holds `content` bytes (and leaves the
+/// server its reserve even with no content at all).
+pub fn fit_limit(content: u64) -> u64 {
+    // budget ≥ content ⇔ limit - limit/8 ≥ 2·content + RESERVE_FIXED; start from the real-number solution and
+    // step to the exact integer answer.
+    let need = content.saturating_mul(2).saturating_add(RESERVE_FIXED);
+    let mut mib = need.saturating_mul(8).div_ceil(7).div_ceil(MIB).max(1);
+    let ok = |mib: u64| {
+        let l = mib * MIB;
+        l - l / RESERVE_DIVISOR >= need
+    };
+    while !ok(mib) {
+        mib += 1;
+    }
+    while mib > 1 && ok(mib - 1) {
+        mib -= 1;
+    }
+    mib * MIB
+}
+
+/// A cgroup memory limit file's content: a number of bytes, or `max`; huge values mean no limit.
+pub fn parse_limit(s: &str) -> Option<u64> {
+    let n: u64 = s.trim().parse().ok()?;
+    (n > 0 && n < NO_LIMIT_FROM).then_some(n)
+}
+
+/// The smallest limit set on `dir` or any of its ancestors up to `top` (inclusive), reading `file` in each.
+fn smallest_up(top: &Path, rel: &str, file: &str) -> Option<u64> {
+    let mut dir: PathBuf = top.join(rel.trim_start_matches('/'));
+    let mut best: Option<u64> = None;
+    loop {
+        if let Some(n) = fs::read_to_string(dir.join(file)).ok().as_deref().and_then(parse_limit) {
+            best = Some(best.map_or(n, |b| b.min(n)));
+        }
+        if dir.as_path() == top || !dir.pop() || !dir.starts_with(top) {
+            return best;
+        }
+    }
+}
+
+/// The memory limit for the cgroup paths in a /proc/self/cgroup text, with the hierarchies mounted under
+/// `root` (normally /sys/fs/cgroup): the smallest of v2 `memory.max` and v1 `memory.limit_in_bytes` along
+/// the process's own cgroup and its ancestors. Inside a container the cgroup namespace makes the process's
+/// path `/`, which is the container's own cgroup: the same walk finds it.
+pub fn limit_from(proc_cgroup: &str, root: &Path) -> Option<u64> {
+    let mut best: Option<u64> = None;
+    let mut consider = |n: Option<u64>| {
+        if let Some(n) = n {
+            best = Some(best.map_or(n, |b: u64| b.min(n)));
+        }
+    };
+    for line in proc_cgroup.lines() {
+        let mut parts = line.splitn(3, ':');
+        let (Some(_), Some(controllers), Some(path)) = (parts.next(), parts.next(), parts.next()) else { continue };
+        if controllers.is_empty() {
+            // v2: the unified hierarchy at the root (pure v2) or at root/unified (hybrid, no memory controller
+            // there in practice, so usually nothing found).
+            for top in [root.to_path_buf(), root.join("unified")] {
+                if top.join("cgroup.controllers").exists() {
+                    consider(smallest_up(&top, path, "memory.max"));
+                }
+            }
+        } else if controllers.split(',').any(|c| c == "memory") {
+            consider(smallest_up(&root.join("memory"), path, "memory.limit_in_bytes"));
+        }
+    }
+    best
+}
+
+/// This process's cgroup memory limit, if one is set.
+pub fn cgroup_limit() -> Option<u64> {
+    limit_from(&fs::read_to_string("/proc/self/cgroup").unwrap_or_default(), Path::new("/sys/fs/cgroup"))
+}
+
+/// The limit the server works under and the content budget it derives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Budget {
+    /// None: no limit (neither a cgroup limit nor `--memory-limit`).
+    pub limit: Option<u64>,
+    /// None: unlimited (no limit and no `--memory-budget`).
+    pub budget: Option<u64>,
+}
+
+impl Budget {
+    /// From the flags, reading the cgroup unless `--memory-limit` is given (`--memory-limit 0`: no limit).
+    pub fn of(cfg: &Config) -> Budget {
+        let limit = match cfg.memory_limit {
+            Some(0) => None,
+            Some(n) => Some(n),
+            None => cgroup_limit(),
+        };
+        Budget { limit, budget: cfg.memory_budget.or(limit.map(auto_budget)) }
+    }
+}
+
+/// One file as the planner sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Item {
+    /// The file's own size.
+    pub identity: u64,
+    /// The sizes of the sibling variants it serves (`x.br`, `x.gz`), known at load.
+    pub variants: u64,
+}
+
+impl Item {
+    pub fn cost(&self) -> u64 {
+        self.identity.saturating_add(self.variants)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Plan {
+    /// Per item, in input order: held in memory (else served from disk).
+    pub in_memory: Vec<bool>,
+    /// Bytes the plan holds in memory (identity and sibling variants).
+    pub memory_bytes: u64,
+    /// Files (and their identity bytes) left on disk because of the budget, not of `--max-memory-file-size`.
+    pub over_budget_files: usize,
+    pub over_budget_bytes: u64,
+    /// `fit_limit` of everything that may be held in memory (files up to `--max-memory-file-size`).
+    pub fit_limit: u64,
+}
+
+/// Decides which files are held in memory: every file up to `max_file` bytes, smallest first (ties in input
+/// order) while the total cost stays within `budget` (None: unlimited). Pure.
+pub fn plan(items: &[Item], max_file: u64, budget: Option<u64>) -> Plan {
+    let mut order: Vec<usize> = (0..items.len()).filter(|&i| items[i].identity <= max_file).collect();
+    order.sort_by_key(|&i| items[i].cost());
+    let eligible: u64 = order.iter().map(|&i| items[i].cost()).fold(0, u64::saturating_add);
+    let mut in_memory = vec![false; items.len()];
+    let (mut memory_bytes, mut over_budget_files, mut over_budget_bytes) = (0u64, 0usize, 0u64);
+    for &i in &order {
+        let c = items[i].cost();
+        if budget.is_none_or(|b| memory_bytes + c <= b) {
+            in_memory[i] = true;
+            memory_bytes += c;
+        } else {
+            over_budget_files += 1;
+            over_budget_bytes += items[i].identity;
+        }
+    }
+    Plan { in_memory, memory_bytes, over_budget_files, over_budget_bytes, fit_limit: fit_limit(eligible) }
+}
+
+/// Working memory of one loader thread besides the bodies it keeps (which the plan counts): load-time brotli's
+/// encoder state at quality 11 and the output buffers (see README "Memory" for the measurement). It is paid from
+/// the reserve (the limit minus two budgets), so loader threads are as many as the reserve's eighth-of-the-limit
+/// share pays for, at least one.
+pub const LOAD_THREAD_WORK: u64 = 32 * MIB;
+
+/// Loader threads for `cpus` CPUs under `limit` (None: no limit).
+pub fn load_threads(cpus: usize, limit: Option<u64>) -> usize {
+    let by_memory = limit.map_or(usize::MAX, |l| (l / RESERVE_DIVISOR / LOAD_THREAD_WORK) as usize);
+    cpus.min(by_memory).max(1)
+}
+
+/// What is left of the budget while loading, for variants whose size is only known once made (load-time
+/// compression). Shared by the loader threads.
+pub struct Reserve(AtomicU64);
+
+impl Reserve {
+    /// `left` None: unlimited.
+    pub fn new(left: Option<u64>) -> Reserve {
+        Reserve(AtomicU64::new(left.unwrap_or(u64::MAX)))
+    }
+
+    pub fn left(&self) -> u64 {
+        self.0.load(Ordering::Acquire)
+    }
+
+    /// Takes `n` bytes if that many are left.
+    pub fn take(&self, n: u64) -> bool {
+        self.0.fetch_update(Ordering::AcqRel, Ordering::Acquire, |left| left.checked_sub(n)).is_ok()
+    }
+}
+
+/// The memory side of a loaded table, for /metrics, the log and `--check`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Summary {
+    /// None: no limit.
+    pub limit: Option<u64>,
+    /// None: unlimited.
+    pub budget: Option<u64>,
+    /// Identity bytes of the files served from disk (over the budget or over `--max-memory-file-size`).
+    pub disk_bytes: u64,
+    pub over_budget_files: usize,
+    pub over_budget_bytes: u64,
+    pub fit_limit: u64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn items(sizes: &[(u64, u64)]) -> Vec<Item> {
+        sizes.iter().map(|&(identity, variants)| Item { identity, variants }).collect()
+    }
+
+    #[test]
+    fn budget_rule_and_its_inverse() {
+        assert_eq!(auto_budget(0), 0);
+        assert_eq!(auto_budget(16 * MIB), 0, "below the reserve nothing is held");
+        assert_eq!(auto_budget(64 * MIB), 20 * MIB);
+        assert_eq!(auto_budget(128 * MIB), 48 * MIB);
+        assert_eq!(auto_budget(256 * MIB), 104 * MIB);
+        for content in [0, 1, 1000, 20 * MIB, 20 * MIB + 1, 67_000_000, 104 * MIB, 3 << 30] {
+            let l = fit_limit(content);
+            assert_eq!(l % MIB, 0);
+            assert!(auto_budget(l) >= content, "{content}: {l}");
+            assert!(l == MIB || auto_budget(l - MIB) < content || content == 0, "{content}: {l} is not the smallest");
+        }
+        assert_eq!(fit_limit(20 * MIB), 64 * MIB);
+        assert_eq!(fit_limit(20 * MIB + 1), 65 * MIB);
+        assert_eq!(fit_limit(0), 19 * MIB, "the reserve alone");
+    }
+
+    #[test]
+    fn smallest_first_within_the_budget() {
+        let it = items(&[(500, 0), (100, 50), (300, 0), (10_000, 0), (200, 0)]);
+        let p = plan(&it, 1 << 20, Some(650));
+        // Costs: 500, 150, 300, 10000, 200 → 150 + 200 + 300 = 650 fit, then 500 does not.
+        assert_eq!(p.in_memory, vec![false, true, true, false, true]);
+        assert_eq!(p.memory_bytes, 650);
+        assert_eq!((p.over_budget_files, p.over_budget_bytes), (2, 10_500));
+        assert_eq!(p.fit_limit, fit_limit(11_150));
+    }
+
+    #[test]
+    fn unlimited_holds_everything_but_files_over_the_size_cap() {
+        let it = items(&[(5, 1), (2000, 0), (7, 0)]);
+        let p = plan(&it, 1000, None);
+        assert_eq!(p.in_memory, vec![true, false, true]);
+        assert_eq!(p.memory_bytes, 13);
+        assert_eq!(p.over_budget_files, 0, "the big file is on disk by --max-memory-file-size, not by the budget");
+        assert_eq!(p.fit_limit, fit_limit(13));
+        let p = plan(&it, 1000, Some(0));
+        assert_eq!(p.in_memory, vec![false; 3]);
+        assert_eq!((p.memory_bytes, p.over_budget_files, p.over_budget_bytes), (0, 2, 12));
+    }
+
+    #[test]
+    fn equal_sizes_go_in_input_order() {
+        let it = items(&[(10, 0); 5]);
+        assert_eq!(plan(&it, 100, Some(35)).in_memory, vec![true, true, true, false, false]);
+    }
+
+    #[test]
+    fn loader_threads_fit_the_reserve() {
+        assert_eq!(load_threads(8, None), 8);
+        assert_eq!(load_threads(8, Some(48 * MIB)), 1);
+        assert_eq!(load_threads(8, Some(512 * MIB)), 2);
+        assert_eq!(load_threads(2, Some(4 << 30)), 2);
+        assert_eq!(load_threads(0, None), 1);
+    }
+
+    #[test]
+    fn reserve_takes_only_what_is_left() {
+        let r = Reserve::new(Some(100));
+        assert!(r.take(60));
+        assert!(!r.take(41));
+        assert!(r.take(40));
+        assert!(!r.take(1));
+        assert!(Reserve::new(None).take(u64::MAX / 2));
+    }
+
+    #[test]
+    fn limit_file_values() {
+        assert_eq!(parse_limit("max\n"), None);
+        assert_eq!(parse_limit("9223372036854771712\n"), None, "cgroup v1 unlimited");
+        assert_eq!(parse_limit("268435456\n"), Some(256 * MIB));
+        assert_eq!(parse_limit("0"), None);
+        assert_eq!(parse_limit(""), None);
+    }
+
+    fn tree(name: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("hs-memory-{name}-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&d);
+        fs::create_dir_all(&d).unwrap();
+        d
+    }
+
+    fn put(root: &Path, rel: &str, text: &str) {
+        let p = root.join(rel);
+        fs::create_dir_all(p.parent().unwrap()).unwrap();
+        fs::write(p, text).unwrap();
+    }
+
+    #[test]
+    fn cgroup_v2_own_group_and_ancestors() {
+        let r = tree("v2");
+        put(&r, "cgroup.controllers", "cpu memory\n");
+        put(&r, "memory.max", "max\n");
+        put(&r, "kubepods/memory.max", "1073741824\n");
+        put(&r, "kubepods/pod1/memory.max", "max\n");
+        put(&r, "kubepods/pod1/c1/memory.max", "268435456\n");
+        assert_eq!(limit_from("0::/kubepods/pod1/c1\n", &r), Some(256 * MIB));
+        assert_eq!(limit_from("0::/kubepods/pod1\n", &r), Some(1 << 30), "an ancestor's limit applies");
+        // In a container's cgroup namespace the path is "/": the root's own file.
+        put(&r, "memory.max", "50331648\n");
+        assert_eq!(limit_from("0::/\n", &r), Some(48 * MIB));
+        assert_eq!(limit_from("0::/elsewhere\n", &r), Some(48 * MIB), "a missing directory falls back upwards");
+        fs::write(r.join("memory.max"), "max\n").unwrap();
+        assert_eq!(limit_from("0::/\n", &r), None);
+        assert_eq!(limit_from("", &r), None);
+        fs::remove_dir_all(&r).unwrap();
+    }
+
+    #[test]
+    fn cgroup_v1_memory_hierarchy() {
+        let r = tree("v1");
+        put(&r, "memory/memory.limit_in_bytes", "9223372036854771712\n");
+        put(&r, "memory/process_api/x/memory.limit_in_bytes", "104857600\n");
+        put(&r, "cpu/cpu.cfs_quota_us", "-1\n");
+        let text = "9:name=systemd:/\n4:memory:/process_api/x\n1:cpu:/\n0::/\n";
+        assert_eq!(limit_from(text, &r), Some(100 * MIB));
+        assert_eq!(limit_from("4:memory:/\n", &r), None, "unlimited root");
+        assert_eq!(limit_from("4:cpuacct,memory:/process_api/x\n", &r), Some(100 * MIB), "co-mounted list");
+        fs::remove_dir_all(&r).unwrap();
+    }
+
+    #[test]
+    fn flags_override_the_cgroup() {
+        let c = Config { memory_limit: Some(256 * MIB), ..Config::default() };
+        assert_eq!(Budget::of(&c), Budget { limit: Some(256 * MIB), budget: Some(104 * MIB) });
+        let c = Config { memory_limit: Some(256 * MIB), memory_budget: Some(5), ..Config::default() };
+        assert_eq!(Budget::of(&c).budget, Some(5));
+        let c = Config { memory_limit: Some(0), ..Config::default() };
+        assert_eq!(Budget::of(&c), Budget { limit: None, budget: None });
+        let c = Config { memory_limit: Some(0), memory_budget: Some(7), ..Config::default() };
+        assert_eq!(Budget::of(&c), Budget { limit: None, budget: Some(7) });
+    }
+}

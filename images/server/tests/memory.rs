@@ -1,0 +1,479 @@
+//! The memory budget end to end: a site larger than its budget serves every file byte-exact, whether held in
+//! memory or served from disk (full, HEAD, ranges, br/gzip siblings), the metrics add up, and inside a real
+//! memory cgroup of half the site's size the server is never OOM-killed (while, as a control, the same server
+//! told to ignore the limit is).
+
+mod common;
+
+use common::*;
+use hyperstatic_server::memory;
+use std::collections::HashMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+/// Deterministic pseudo-random bytes (incompressible).
+fn noise(n: usize, seed: u64) -> Vec<u8> {
+    let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+    (0..n)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x >> 24) as u8
+        })
+        .collect()
+}
+
+/// Pseudo-random hex text: compresses to about half.
+fn hex_text(n: usize, seed: u64) -> Vec<u8> {
+    noise(n, seed).iter().map(|b| b"0123456789abcdef"[(b & 15) as usize]).collect()
+}
+
+fn gzip(data: &[u8]) -> Vec<u8> {
+    let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    e.write_all(data).unwrap();
+    e.finish().unwrap()
+}
+
+fn brotli(data: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    {
+        let mut w = brotli::CompressorWriter::new(&mut out, 4096, 4, 20);
+        w.write_all(data).unwrap();
+    }
+    out
+}
+
+/// Every file of a test site by URL path.
+type Files = HashMap<String, Vec<u8>>;
+
+fn write(root: &Path, files: &mut Files, url: &str, bytes: Vec<u8>) {
+    let p = root.join(url.trim_start_matches('/'));
+    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+    std::fs::write(&p, &bytes).unwrap();
+    files.insert(url.to_string(), bytes);
+}
+
+/// About 15 MB in 40 files from 300 bytes to 1 MB; every third one is text with real `.br` and `.gz` siblings.
+fn budget_site(name: &str) -> (Site, Files) {
+    let site = tempdir(name);
+    let mut files = Files::new();
+    for i in 0..40u64 {
+        let n = 300 + (i * i * 700) as usize;
+        if i % 3 == 0 {
+            let url = format!("/text/t{i:02}.css");
+            let text = hex_text(n, i);
+            write(&site, &mut files, &format!("{url}.gz"), gzip(&text));
+            write(&site, &mut files, &format!("{url}.br"), brotli(&text));
+            write(&site, &mut files, &url, text);
+        } else {
+            write(&site, &mut files, &format!("/bin/b{i:02}.bin"), noise(n, i));
+        }
+    }
+    (site, files)
+}
+
+/// The /content list: URL path → (served from disk, encodings).
+fn listing(s: &Server) -> HashMap<String, (bool, String)> {
+    let text = s.admin_get("/content").text();
+    text.lines()
+        .map(|l| {
+            let cols: Vec<&str> = l.split('\t').collect();
+            assert_eq!(cols.len(), 3, "{l:?}");
+            assert!(cols[1] == "memory" || cols[1] == "disk", "{l:?}");
+            (cols[0].to_string(), (cols[1] == "disk", cols[2].to_string()))
+        })
+        .collect()
+}
+
+fn head(s: &Server, path: &str, headers: &[(&str, &str)]) -> Response {
+    let mut req = format!("HEAD {path} HTTP/1.1\r\nHost: t\r\nConnection: close\r\n");
+    for (k, v) in headers {
+        req.push_str(&format!("{k}: {v}\r\n"));
+    }
+    req.push_str("\r\n");
+    let bytes = s.raw(req.as_bytes());
+    let (mut rs, used) = parse_responses(&bytes, true);
+    assert_eq!((rs.len(), used), (1, bytes.len()), "HEAD {path}: one response without a body");
+    rs.remove(0)
+}
+
+fn decode(enc: &str, body: &[u8]) -> Vec<u8> {
+    use std::io::Read;
+    let mut out = Vec::new();
+    match enc {
+        "gzip" => flate2::read::GzDecoder::new(body).read_to_end(&mut out).unwrap(),
+        "br" => brotli::Decompressor::new(body, 4096).read_to_end(&mut out).unwrap(),
+        _ => panic!("{enc}"),
+    };
+    out
+}
+
+/// Fetches every file of `files` every way a client can and compares with the bytes on disk.
+fn check_every_file(s: &Server, files: &Files, listed: &HashMap<String, (bool, String)>) {
+    for (url, want) in files {
+        let (disk, encodings) = &listed[url];
+        let what = format!("{url} ({})", if *disk { "disk" } else { "memory" });
+        let r = s.get(url, &[]);
+        assert_eq!(r.status, 200, "{what}");
+        assert_eq!(r.header("Content-Encoding"), None, "{what}");
+        assert!(r.body == *want, "{what}: body differs");
+        let h = head(s, url, &[]);
+        assert_eq!(h.status, 200, "{what}");
+        assert_eq!(h.header("Content-Length"), Some(want.len().to_string().as_str()), "HEAD {what}");
+        // Ranges: a middle slice and a suffix.
+        let (a, b) = (want.len() / 3, want.len() / 3 + want.len() / 4);
+        let r = s.get(url, &[("Range", &format!("bytes={a}-{b}"))]);
+        assert_eq!(r.status, 206, "{what}");
+        assert!(r.body == want[a..=b], "{what}: range {a}-{b} differs");
+        let r = s.get(url, &[("Range", "bytes=-100")]);
+        assert!(r.status == 206 && r.body == want[want.len() - 100.min(want.len())..], "{what}: suffix range");
+        // Each encoding: a sibling is sent as it is on disk; a load-time variant decodes to the file.
+        for (enc, ext) in [("br", "br"), ("gzip", "gz")] {
+            let r = s.get(url, &[("Accept-Encoding", enc)]);
+            assert_eq!(r.status, 200);
+            let sibling = files.get(&format!("{url}.{ext}"));
+            if sibling.is_some() {
+                assert!(encodings.contains(enc), "{what} lists its {enc} sibling: {encodings}");
+            }
+            if r.header("Content-Encoding") == Some(enc) {
+                assert!(encodings.contains(enc), "{what}: {encodings}");
+                match sibling {
+                    Some(sib) => assert!(r.body == *sib, "{what}: {enc} sibling differs"),
+                    None => assert!(decode(enc, &r.body) == *want, "{what}: {enc} variant does not decode"),
+                }
+                let h = head(s, url, &[("Accept-Encoding", enc)]);
+                assert_eq!(h.header("Content-Length"), Some(r.body.len().to_string().as_str()), "HEAD {enc} {what}");
+                let n = r.body.len();
+                let r2 = s.get(url, &[("Accept-Encoding", enc), ("Range", &format!("bytes=1-{}", n / 2))]);
+                assert!(r2.status == 206 && r2.body == r.body[1..=n / 2], "{what}: range of the {enc} variant");
+            } else {
+                assert!(sibling.is_none(), "{what}: its {enc} sibling is not served");
+                assert!(r.body == *want);
+            }
+        }
+    }
+}
+
+/// What the planner charges for a file: its bytes and its siblings'.
+fn cost(files: &Files, url: &str) -> u64 {
+    let sib = |ext: &str| files.get(&format!("{url}.{ext}")).map_or(0, |b| b.len() as u64);
+    files[url].len() as u64 + sib("br") + sib("gz")
+}
+
+fn content_bytes(files: &Files) -> u64 {
+    files.values().map(|b| b.len() as u64).sum()
+}
+
+#[test]
+fn a_site_twice_its_budget_serves_every_file_byte_exact() {
+    let (site, files) = budget_site("mem-half");
+    let total = content_bytes(&files);
+    let budget = total / 2;
+    let s = Server::start(&site, &["--memory-limit", "64Mi", "--memory-budget", &budget.to_string()]);
+    let listed = listing(&s);
+    assert_eq!(listed.len(), files.len());
+    let disk: Vec<&String> = listed.iter().filter(|(_, (d, _))| *d).map(|(u, _)| u).collect();
+    let mem: Vec<&String> = listed.iter().filter(|(_, (d, _))| !*d).map(|(u, _)| u).collect();
+    assert!(disk.len() >= 5 && mem.len() >= 20, "{} on disk, {} in memory", disk.len(), mem.len());
+    assert!(
+        disk.iter().any(|u| files.contains_key(&format!("{u}.br"))),
+        "some disk-served file has siblings: {disk:?}"
+    );
+    // Smallest first: every file held in memory costs no more than any file on disk.
+    let max_mem = mem.iter().map(|u| cost(&files, u)).max().unwrap();
+    let min_disk = disk.iter().map(|u| cost(&files, u)).min().unwrap();
+    assert!(max_mem <= min_disk, "{max_mem} in memory, {min_disk} on disk");
+
+    check_every_file(&s, &files, &listed);
+
+    // The metrics add up: identity bytes in memory + on disk = content; memory within the budget.
+    let disk_bytes: u64 = disk.iter().map(|u| files[*u].len() as u64).sum();
+    let mem_identity: u64 = mem.iter().map(|u| files[*u].len() as u64).sum();
+    assert_eq!(s.metric("hyperstatic_content_files"), files.len() as f64);
+    assert_eq!(s.metric("hyperstatic_content_bytes"), total as f64);
+    assert_eq!(s.metric("hyperstatic_content_disk_bytes"), disk_bytes as f64);
+    assert_eq!(mem_identity + disk_bytes, total);
+    let in_memory = s.metric("hyperstatic_content_memory_bytes");
+    assert!(in_memory >= mem_identity as f64 && in_memory <= budget as f64, "{in_memory} > {budget}");
+    assert_eq!(s.metric("hyperstatic_memory_limit_bytes"), (64u64 << 20) as f64);
+    assert_eq!(s.metric("hyperstatic_content_memory_budget_bytes"), budget as f64);
+    let all: u64 = files.keys().map(|u| cost(&files, u)).sum();
+    let fit = memory::fit_limit(all);
+    assert_eq!(s.metric("hyperstatic_content_fit_memory_limit_bytes"), fit as f64);
+    assert!(fit > 2 * all, "the fit limit leaves room for a reload's two tables");
+    // One log line says so, with the bytes on disk and the fit limit.
+    let logs = s.logs.lock().unwrap().clone();
+    let line = logs.iter().find(|l| l.contains("does not fit its memory budget")).expect("a does-not-fit log line");
+    assert!(line.contains(&format!("\"disk_bytes\":{disk_bytes},")), "{line}");
+    assert!(line.contains(&format!("\"fit_memory_limit_bytes\":{fit}")), "{line}");
+    assert!(line.contains("\"level\":\"warn\""), "{line}");
+}
+
+#[test]
+fn a_zero_budget_serves_everything_from_disk_and_a_big_one_from_memory() {
+    let (site, files) = budget_site("mem-zero");
+    let s = Server::start(&site, &["--memory-budget", "0"]);
+    let listed = listing(&s);
+    assert!(listed.values().all(|(disk, _)| *disk), "every file on disk");
+    check_every_file(&s, &files, &listed);
+    assert_eq!(s.metric("hyperstatic_content_memory_bytes"), 0.0);
+    assert_eq!(s.metric("hyperstatic_content_disk_bytes"), content_bytes(&files) as f64);
+    drop(s);
+
+    // With room for everything, nothing is on disk and nothing is logged.
+    let s = Server::start(&site, &["--memory-limit", "1Gi", "--compress=false"]);
+    let listed = listing(&s);
+    assert!(listed.values().all(|(disk, _)| !*disk), "every file in memory");
+    assert_eq!(s.metric("hyperstatic_content_disk_bytes"), 0.0);
+    assert_eq!(s.metric("hyperstatic_content_memory_budget_bytes"), memory::auto_budget(1 << 30) as f64);
+    let all: u64 = files.keys().map(|u| cost(&files, u)).sum();
+    assert_eq!(s.metric("hyperstatic_content_memory_bytes"), all as f64, "identity + siblings, no load-time variants");
+    assert!(!s.log_contains("does not fit"));
+    check_every_file(&s, &files, &listed);
+}
+
+#[test]
+fn the_automatic_budget_follows_the_limit() {
+    let (site, files) = budget_site("mem-auto");
+    let limit: u64 = 20 << 20;
+    let s = Server::start(&site, &["--memory-limit", "20Mi"]);
+    let budget = memory::auto_budget(limit);
+    assert_eq!(s.metric("hyperstatic_memory_limit_bytes"), limit as f64);
+    assert_eq!(s.metric("hyperstatic_content_memory_budget_bytes"), budget as f64);
+    assert!(s.metric("hyperstatic_content_memory_bytes") <= budget as f64);
+    assert!(s.metric("hyperstatic_content_disk_bytes") > 0.0);
+    // A reload plans again under the same rule.
+    s.signal(libc::SIGHUP);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while s.metric("hyperstatic_reloads_total{result=\"success\"}") < 2.0 {
+        assert!(Instant::now() < deadline, "no reload");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(s.metric("hyperstatic_content_memory_bytes") <= budget as f64);
+    let listed = listing(&s);
+    check_every_file(&s, &files, &listed);
+}
+
+// ---- A real memory cgroup ----
+
+/// A memory cgroup of our own (v2 at /sys/fs/cgroup/NAME, v1 at /sys/fs/cgroup/memory/NAME, as the bench harness
+/// does for CPU), removed on drop.
+struct MemCgroup {
+    dir: PathBuf,
+    v2: bool,
+}
+
+impl MemCgroup {
+    fn create(name: &str, limit: u64) -> Result<MemCgroup, String> {
+        let root = Path::new("/sys/fs/cgroup");
+        let v2 = root.join("cgroup.controllers").exists();
+        let base = if v2 { root.to_path_buf() } else { root.join("memory") };
+        if !v2 && !base.join("memory.limit_in_bytes").exists() {
+            return Err("no cgroup v2 and no cgroup v1 memory hierarchy under /sys/fs/cgroup".into());
+        }
+        if v2 {
+            let ctl = std::fs::read_to_string(base.join("cgroup.subtree_control")).map_err(|e| format!("{e}"))?;
+            if !ctl.split_whitespace().any(|c| c == "memory") {
+                std::fs::write(base.join("cgroup.subtree_control"), "+memory")
+                    .map_err(|e| format!("cannot enable the memory controller in {}: {e}", base.display()))?;
+            }
+        }
+        let dir = base.join(format!("{name}-{}", std::process::id()));
+        if dir.exists() {
+            let _ = std::fs::remove_dir(&dir);
+        }
+        std::fs::create_dir(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        let g = MemCgroup { dir, v2 };
+        let (file, swap) =
+            if v2 { ("memory.max", "memory.swap.max") } else { ("memory.limit_in_bytes", "memory.memsw.limit_in_bytes") };
+        std::fs::write(g.dir.join(file), limit.to_string()).map_err(|e| format!("cannot set {file}: {e}"))?;
+        // No escape into swap where the kernel offers the knob (v1 memsw needs the limit set first).
+        let _ = std::fs::write(g.dir.join(swap), if v2 { "0".to_string() } else { limit.to_string() });
+        Ok(g)
+    }
+
+    fn procs(&self) -> PathBuf {
+        self.dir.join("cgroup.procs")
+    }
+
+    /// OOM kills in the group so far (v2 memory.events, v1 memory.oom_control).
+    fn oom_kills(&self) -> u64 {
+        let file = if self.v2 { "memory.events" } else { "memory.oom_control" };
+        let text = std::fs::read_to_string(self.dir.join(file)).unwrap();
+        text.lines()
+            .find_map(|l| l.strip_prefix("oom_kill "))
+            .unwrap_or_else(|| panic!("no oom_kill in {file}: {text}"))
+            .trim()
+            .parse()
+            .unwrap()
+    }
+
+    /// Peak memory charged to the group.
+    fn peak(&self) -> u64 {
+        let file = if self.v2 { "memory.peak" } else { "memory.max_usage_in_bytes" };
+        std::fs::read_to_string(self.dir.join(file)).ok().and_then(|s| s.trim().parse().ok()).unwrap_or(0)
+    }
+
+    /// Makes `cmd` join the group between fork and exec, so the server is capped from its first instruction.
+    fn join(&self, cmd: &mut std::process::Command) {
+        use std::os::unix::process::CommandExt;
+        let path = std::ffi::CString::new(self.procs().to_str().unwrap()).unwrap();
+        // SAFETY: only async-signal-safe calls (getpid, open, write, close) on memory prepared before fork.
+        unsafe {
+            cmd.pre_exec(move || {
+                let mut digits = [0u8; 12];
+                let mut i = digits.len();
+                let mut pid = libc::getpid() as u32;
+                loop {
+                    i -= 1;
+                    digits[i] = b'0' + (pid % 10) as u8;
+                    pid /= 10;
+                    if pid == 0 {
+                        break;
+                    }
+                }
+                let fd = libc::open(path.as_ptr(), libc::O_WRONLY);
+                if fd < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                let n = libc::write(fd, digits[i..].as_ptr() as *const libc::c_void, digits.len() - i);
+                libc::close(fd);
+                if n < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+    }
+}
+
+impl Drop for MemCgroup {
+    fn drop(&mut self) {
+        // The processes are gone (killed and reaped) before this runs; rmdir may still race their exit briefly.
+        for _ in 0..100 {
+            if std::fs::remove_dir(&self.dir).is_ok() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+/// Says loudly, past the test harness's output capture, why a test did not run.
+fn skip(test: &str, why: &str) {
+    let msg = format!("\n*** SKIPPED {test}: {why} (needs root and a writable memory cgroup) ***\n\n");
+    let _ = std::io::stderr().write_all(msg.as_bytes());
+}
+
+/// Writes the files out of the page cache, so the server's own reads are charged to its cgroup.
+fn evict_from_page_cache(root: &Path) {
+    fn walk(d: &Path) {
+        for e in std::fs::read_dir(d).unwrap().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                walk(&p);
+            } else {
+                use std::os::fd::AsRawFd;
+                let f = std::fs::File::open(&p).unwrap();
+                f.sync_all().unwrap();
+                // SAFETY: advice on our own open file.
+                unsafe { libc::posix_fadvise(f.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
+            }
+        }
+    }
+    walk(root);
+}
+
+/// 64 MB: 2,000 files of 4 KiB and 40 of 1.4 MB.
+fn cgroup_site() -> (Site, Files) {
+    let site = tempdir("mem-cgroup");
+    let mut files = Files::new();
+    for i in 0..2000u64 {
+        write(&site, &mut files, &format!("/small/{i:04}.bin"), noise(4096, i));
+    }
+    for i in 0..40u64 {
+        write(&site, &mut files, &format!("/large/{i:02}.bin"), noise(1_400_000, 10_000 + i));
+    }
+    evict_from_page_cache(&site);
+    (site, files)
+}
+
+#[test]
+fn in_a_memory_cgroup_of_half_the_site_the_server_is_never_oom_killed() {
+    const TEST: &str = "in_a_memory_cgroup_of_half_the_site_the_server_is_never_oom_killed";
+    let (site, files) = cgroup_site();
+    let total = content_bytes(&files);
+    let limit = total / 2 / 4096 * 4096; // the kernel keeps whole pages
+    let (control, group) =
+        match (MemCgroup::create("hyperstatic-memtest-control", limit), MemCgroup::create("hyperstatic-memtest", limit)) {
+            (Ok(c), Ok(g)) => (c, g),
+            (Err(why), _) | (_, Err(why)) => return skip(TEST, &why),
+        };
+
+    // Control: the same server told to ignore the limit (holding all 64 MB) is OOM-killed, so the group bites.
+    {
+        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_hyperstatic-server"));
+        cmd.args(["--root", site.to_str().unwrap(), "--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0"])
+            .args(["--workers", "1", "--memory-limit", "none", "--compress=false"])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null());
+        control.join(&mut cmd);
+        let mut child = cmd.spawn().expect("start the control server");
+        let deadline = Instant::now() + Duration::from_secs(60);
+        let status = loop {
+            if let Some(st) = child.try_wait().unwrap() {
+                break Some(st);
+            }
+            if Instant::now() > deadline {
+                let _ = child.kill();
+                let _ = child.wait();
+                break None;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        use std::os::unix::process::ExitStatusExt;
+        assert_eq!(
+            status.and_then(|s| s.signal()),
+            Some(libc::SIGKILL),
+            "without its budget the server must not survive a {limit}-byte cgroup holding {total} bytes"
+        );
+        assert!(control.oom_kills() >= 1, "the control was killed by the OOM killer");
+    }
+
+    // The server reads the limit from its cgroup by itself (no --memory-limit).
+    let s = Server::start_with(&site, &[], &mut |cmd| group.join(cmd));
+    assert_eq!(s.metric("hyperstatic_memory_limit_bytes"), limit as f64, "the cgroup's limit is read");
+    assert_eq!(s.metric("hyperstatic_content_memory_budget_bytes"), memory::auto_budget(limit) as f64);
+    let listed = listing(&s);
+    assert!(listed.values().any(|(disk, _)| *disk) && listed.values().any(|(disk, _)| !*disk));
+    for (url, want) in &files {
+        let r = s.get(url, &[]);
+        assert!(r.status == 200 && r.body == *want, "{url} differs");
+    }
+    // A reload holds two tables at once for a moment.
+    s.signal(libc::SIGHUP);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while s.metric("hyperstatic_reloads_total{result=\"success\"}") < 2.0 {
+        assert!(Instant::now() < deadline, "no reload");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    for url in files.keys().filter(|u| u.starts_with("/large/")) {
+        assert!(s.get(url, &[]).body == files[url], "{url} differs after the reload");
+    }
+    let rss = s.metric("process_resident_memory_bytes");
+    let peak = group.peak();
+    let mut s = s;
+    assert!(s.child.try_wait().unwrap().is_none(), "the server is alive");
+    assert_eq!(group.oom_kills(), 0, "no OOM kill while serving");
+    let _ = std::io::stderr().write_all(
+        format!(
+            "cgroup {} limit {limit} (site {total} bytes): server RSS {rss}, group peak {peak}, budget {}\n",
+            group.dir.display(),
+            memory::auto_budget(limit)
+        )
+        .as_bytes(),
+    );
+    drop(s);
+}
