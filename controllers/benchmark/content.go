@@ -51,15 +51,18 @@ func (l *HTTPContentLister) List(ctx context.Context, pod *corev1.Pod) ([]string
 	if resp.StatusCode != http.StatusOK {
 		return nil, fmt.Errorf("GET %s: HTTP %d", url, resp.StatusCode)
 	}
-	return parseContent(io.LimitReader(resp.Body, 8<<20))
+	return ParseContentList(io.LimitReader(resp.Body, 8<<20))
 }
 
-// parseContent reads one URL path per line, skipping blank lines; paths must start with "/".
-func parseContent(r io.Reader) ([]string, error) {
+// ParseContentList reads the server's admin /content list: one file per line, its URL path first, then
+// tab-separated columns this controller does not use (where the file is served from, its encodings; see
+// images/server/README.md). Blank lines are skipped; paths must start with "/". The contract test
+// (internal/contract) runs it on the real server's output.
+func ParseContentList(r io.Reader) ([]string, error) {
 	var out []string
 	sc := bufio.NewScanner(r)
 	for sc.Scan() {
-		line := strings.TrimSpace(sc.Text())
+		line, _, _ := strings.Cut(strings.TrimSpace(sc.Text()), "\t")
 		if line == "" {
 			continue
 		}

@@ -127,11 +127,11 @@ func TestThresholdsAndPhase(t *testing.T) {
 }
 
 func TestParseContent(t *testing.T) {
-	got, err := parseContent(stringsReader("/index.html\n\n/a/b.css\n"))
-	if err != nil || len(got) != 2 || got[1] != "/a/b.css" {
-		t.Fatalf("%v %v", got, err)
+	got, err := ParseContentList(stringsReader("/index.html\n\n/a/b.css\tdisk\tidentity,br,gzip\n/c d.txt\tmemory\tidentity\n"))
+	if err != nil || len(got) != 3 || got[1] != "/a/b.css" || got[2] != "/c d.txt" {
+		t.Fatalf("%q %v", got, err)
 	}
-	if _, err := parseContent(stringsReader("index.html\n")); err == nil {
+	if _, err := ParseContentList(stringsReader("index.html\n")); err == nil {
 		t.Fatal("a line without / must be refused")
 	}
 }

@@ -18,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"hyperstatic.dev/hyperstatic/api/v1alpha1"
+	"hyperstatic.dev/hyperstatic/controllers/benchmark"
 	"hyperstatic.dev/hyperstatic/controllers/staticsite"
 	"hyperstatic.dev/hyperstatic/internal/podmetrics"
 	"hyperstatic.dev/hyperstatic/internal/serverbin"
@@ -143,29 +144,22 @@ func TestContractMetricsOperatorReadsExist(t *testing.T) {
 
 // TestContractAdminEndpoints checks the other admin paths the operator relies on: the server container's probes
 // (controllers/staticsite/deployment.go: startup and liveness GET /healthz, readiness GET /readyz) and the file
-// list the benchmark controller reads (controllers/benchmark HTTPContentLister: GET /content, text,
-// one URL path per line, each starting with "/"; that lister is fixed to port 9090, so this reads the endpoint
-// directly and applies the same rules).
+// list the benchmark controller reads (controllers/benchmark HTTPContentLister: GET /content, parsed by
+// benchmark.ParseContentList; that lister is fixed to port 9090, so this reads the endpoint directly and parses it
+// with the same function).
 func TestContractAdminEndpoints(t *testing.T) {
 	srv := startSite(t)
 	get(t, "http://"+srv.adminAddr+"/healthz", http.StatusOK)
 	get(t, "http://"+srv.adminAddr+"/readyz", http.StatusOK)
 
 	list := get(t, "http://"+srv.adminAddr+"/content", http.StatusOK)
-	seen := map[string]bool{}
-	for _, line := range strings.Split(list, "\n") {
-		line = strings.TrimSpace(line)
-		if line == "" {
-			continue
-		}
-		if !strings.HasPrefix(line, "/") {
-			t.Errorf("/content line %q is not a URL path", line)
-		}
-		seen[line] = true
+	paths, err := benchmark.ParseContentList(strings.NewReader(list))
+	if err != nil {
+		t.Fatalf("the benchmark controller cannot read /content: %v\n%s", err, list)
 	}
 	for _, p := range []string{"/index.html", "/404.html", "/assets/app.js", "/assets/style.css"} {
-		if !seen[p] {
-			t.Errorf("/content does not list %s:\n%s", p, list)
+		if !slices.Contains(paths, p) {
+			t.Errorf("/content as the benchmark controller reads it does not list %s: %q\n%s", p, paths, list)
 		}
 	}
 }

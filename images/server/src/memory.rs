@@ -29,7 +29,7 @@
 //! first maximises the number of files, and so of requests, answered from memory for each byte of budget: the
 //! per-request cost that memory saves (an open file's sendfile, a page-cache lookup, a second syscall) is the
 //! same for a 2 KB icon as for a 2 MB PDF, while the large file's transfer time dwarfs it. On the Python 3.11
-//! docs (see README "Memory") a 64 MiB limit holds 93 % of the files in memory.
+//! docs (see README "Memory") a 64 MiB limit holds 840 of the 1,065 files (79 %, 31 % of the bytes) in memory.
 //! Hotness is not known at load time and would change the table after every request mix; size is.
 
 use std::fs;

@@ -47,12 +47,16 @@ fn health_readiness_metrics_and_content() {
     assert!(line.ends_with(" 2"), "two workers requested: {line}");
 
     let content = s.admin_get("/content").text();
-    let lines: Vec<&str> = content.lines().collect();
-    assert!(lines.contains(&"/index.html") && lines.contains(&"/css/site.css") && lines.contains(&"/docs/page.html"));
-    assert_eq!(lines.len(), 9);
+    // One line per file: URL path, then tab-separated where it is served from and its encodings.
+    let lines: Vec<Vec<&str>> = content.lines().map(|l| l.split('\t').collect()).collect();
+    assert_eq!(lines.len(), 9, "{content}");
     for l in &lines {
-        assert!(l.starts_with('/'));
+        assert!(l.len() == 3 && l[0].starts_with('/'), "{l:?}");
+        assert!(l[1] == "memory" || l[1] == "disk", "{l:?}");
+        assert!(l[2].split(',').next() == Some("identity"), "{l:?}");
     }
+    let paths: Vec<&str> = lines.iter().map(|l| l[0]).collect();
+    assert!(paths.contains(&"/index.html") && paths.contains(&"/css/site.css") && paths.contains(&"/docs/page.html"));
 }
 
 #[test]

@@ -124,7 +124,7 @@ fn kubernetes_data_symlink_swap_under_load() {
     link_visible(&root, "index.html");
     let s = Server::start(&root, &[]);
     assert_eq!(s.get("/index.html", &[]).text(), "version one\n");
-    assert_eq!(s.admin_get("/content").text(), "/index.html\n", "kubelet internals are not served");
+    assert_eq!(s.admin_get("/content").text(), "/index.html\tmemory\tidentity\n", "kubelet internals are not served");
     let load = start_load(s.port, 4);
     std::thread::sleep(Duration::from_millis(300));
 
