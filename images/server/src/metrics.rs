@@ -58,7 +58,12 @@ pub fn render(s: &Shared) -> String {
     family(&mut out, "hyperstatic_content_memory_bytes", "gauge", "Bytes of content held in memory, all encodings.");
     let _ = writeln!(out, "hyperstatic_content_memory_bytes {}", table.memory_bytes);
     let m = table.memory;
-    family(&mut out, "hyperstatic_content_disk_bytes", "gauge", "Bytes of the files served from disk (identity encoding).");
+    family(
+        &mut out,
+        "hyperstatic_content_disk_bytes",
+        "gauge",
+        "Bytes of the files served from disk (identity encoding).",
+    );
     let _ = writeln!(out, "hyperstatic_content_disk_bytes {}", m.disk_bytes);
     family(&mut out, "hyperstatic_memory_limit_bytes", "gauge", "The memory limit the server works under (0 = none).");
     let _ = writeln!(out, "hyperstatic_memory_limit_bytes {}", m.limit.unwrap_or(0));

@@ -286,8 +286,11 @@ impl MemCgroup {
         }
         std::fs::create_dir(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
         let g = MemCgroup { dir, v2 };
-        let (file, swap) =
-            if v2 { ("memory.max", "memory.swap.max") } else { ("memory.limit_in_bytes", "memory.memsw.limit_in_bytes") };
+        let (file, swap) = if v2 {
+            ("memory.max", "memory.swap.max")
+        } else {
+            ("memory.limit_in_bytes", "memory.memsw.limit_in_bytes")
+        };
         std::fs::write(g.dir.join(file), limit.to_string()).map_err(|e| format!("cannot set {file}: {e}"))?;
         // No escape into swap where the kernel offers the knob (v1 memsw needs the limit set first).
         let _ = std::fs::write(g.dir.join(swap), if v2 { "0".to_string() } else { limit.to_string() });
@@ -408,11 +411,13 @@ fn in_a_memory_cgroup_of_half_the_site_the_server_is_never_oom_killed() {
     let (site, files) = cgroup_site();
     let total = content_bytes(&files);
     let limit = total / 2 / 4096 * 4096; // the kernel keeps whole pages
-    let (control, group) =
-        match (MemCgroup::create("hyperstatic-memtest-control", limit), MemCgroup::create("hyperstatic-memtest", limit)) {
-            (Ok(c), Ok(g)) => (c, g),
-            (Err(why), _) | (_, Err(why)) => return skip(TEST, &why),
-        };
+    let (control, group) = match (
+        MemCgroup::create("hyperstatic-memtest-control", limit),
+        MemCgroup::create("hyperstatic-memtest", limit),
+    ) {
+        (Ok(c), Ok(g)) => (c, g),
+        (Err(why), _) | (_, Err(why)) => return skip(TEST, &why),
+    };
 
     // Control: the same server told to ignore the limit (holding all 64 MB) is OOM-killed, so the group bites.
     {

@@ -8,7 +8,9 @@ use std::time::Duration;
 
 use clap::{ArgAction, Parser};
 
-use super::values::{at_least_one, number, parse_bool, parse_duration, parse_limit_size, parse_size, positive_duration};
+use super::values::{
+    at_least_one, number, parse_bool, parse_duration, parse_limit_size, parse_size, positive_duration,
+};
 
 const AFTER_HELP: &str = "\
 Flags win over the environment. The repeatable flags (--cache-control, --header) take one rule per line in \
