@@ -45,6 +45,8 @@ pub struct Config {
     /// `--memory-budget`: overrides the automatic content budget.
     pub memory_budget: Option<u64>,
     pub compress: bool,
+    /// `--compress-cache`: where background encodings persist across restarts (encoder.rs).
+    pub compress_cache: Option<PathBuf>,
     pub access_log: bool,
     /// At least 1.
     pub access_log_sample: u64,
@@ -74,6 +76,7 @@ impl Default for Config {
             memory_limit: None,
             memory_budget: None,
             compress: true,
+            compress_cache: None,
             access_log: false,
             access_log_sample: 1,
         }
@@ -143,6 +146,7 @@ fn from_flags(f: Flags, matches: &ArgMatches) -> Result<Config, String> {
         memory_limit: f.memory_limit,
         memory_budget: f.memory_budget,
         compress: f.compress,
+        compress_cache: f.compress_cache,
         access_log: f.access_log,
         access_log_sample: f.access_log_sample.max(1),
     })
