@@ -4,6 +4,7 @@
 use std::collections::HashMap;
 use std::fs::File;
 use std::hash::{BuildHasherDefault, Hasher};
+use std::sync::Arc;
 
 use crate::encoding::Encoding;
 
@@ -35,12 +36,16 @@ impl Hasher for FxHasher {
 
 pub type FxMap<K, V> = HashMap<K, V, BuildHasherDefault<FxHasher>>;
 
+/// Bodies are shared (`Arc`) so that adding background encodings builds a new table without copying content,
+/// and the encoding store (encodings.rs) and the table hold one copy between them.
+#[derive(Clone)]
 pub enum Body {
-    Mem(Box<[u8]>),
-    /// Above the in-memory size cap: served with sendfile from this open file.
-    Disk(File),
+    Mem(Arc<[u8]>),
+    /// Over the memory budget or the in-memory size cap: served with sendfile from this open file.
+    Disk(Arc<File>),
 }
 
+#[derive(Clone)]
 pub struct Variant {
     pub body: Body,
     pub len: u64,
@@ -54,9 +59,12 @@ pub struct Variant {
     pub fields_304: Box<[u8]>,
 }
 
+#[derive(Clone)]
 pub struct FileEntry {
     /// URL path, e.g. `/css/site.css`.
     pub path: String,
+    /// SHA-256 of the identity body: the ETag is its first 10 bytes; background encodings are keyed by it.
+    pub digest: [u8; 32],
     /// The Content-Type header value.
     pub mime: Box<str>,
     pub last_modified: i64,
@@ -86,7 +94,7 @@ pub enum Target {
     Redirect,
 }
 
-#[derive(Default)]
+#[derive(Default, Clone)]
 pub struct Table {
     pub entries: Vec<FileEntry>,
     pub map: FxMap<Box<[u8]>, Target>,

@@ -85,7 +85,8 @@ pub fn reload(shared: &Shared, why: &str) -> Option<Watcher> {
     let started = Instant::now();
     let w = Watcher::new();
     w.add(&shared.cfg.root);
-    let r = loader::load(&shared.cfg, &mut |d| w.add(d));
+    let store = Some(&shared.encoder.store).filter(|_| shared.cfg.compress);
+    let r = loader::load(&shared.cfg, store, &mut |d| w.add(d));
     match r {
         Ok((_, report)) if !first && report.unreadable > 0 => {
             bump(&shared.reloads_failed, 1);
@@ -103,7 +104,7 @@ pub fn reload(shared: &Shared, why: &str) -> Option<Watcher> {
                 log::warn("file skipped", &[("problem", V::S(e))]);
             }
             let m = report.memory;
-            shared.swap(table);
+            shared.encoder.install(table, |t| shared.swap(t));
             bump(&shared.reloads_ok, 1);
             if m.over_budget_files > 0 {
                 log::warn(

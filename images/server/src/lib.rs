@@ -2,6 +2,7 @@
 //! responses, runs one pinned epoll worker per CPU it may use, and reloads content live.
 
 pub mod admin;
+pub mod compress;
 pub mod conditional;
 pub mod config;
 pub mod content;
@@ -9,7 +10,9 @@ pub mod control;
 pub mod cpus;
 pub mod datecache;
 pub mod dates;
+pub mod encoder;
 pub mod encoding;
+pub mod encodings;
 pub mod glob;
 pub mod headers;
 pub mod loader;
@@ -20,6 +23,7 @@ pub mod mime;
 pub mod out;
 pub mod parser;
 pub mod path;
+pub mod precompress;
 pub mod range;
 pub mod respond;
 pub mod state;
@@ -36,7 +40,7 @@ use state::Shared;
 
 /// `--check`: load the site, print a report, fail on any problem.
 pub fn check(cfg: &Config) -> i32 {
-    match loader::load(cfg, &mut |_| {}) {
+    match loader::load(cfg, None, &mut |_| {}) {
         Ok((_, r)) => {
             println!(
                 "site {}: {} files, {} bytes ({} bytes in memory with encodings, {} files served from disk), {} compressed variants",
@@ -47,6 +51,12 @@ pub fn check(cfg: &Config) -> i32 {
                 r.disk_files,
                 r.compressed_variants
             );
+            if r.pending_encodings > 0 {
+                println!(
+                    "compression: {} files get brotli and gzip variants in the background once serving (none at load; `precompress` makes them at build time)",
+                    r.pending_encodings
+                );
+            }
             let m = r.memory;
             println!(
                 "memory: limit {}, content budget {}; {} bytes served from disk ({} files over the budget); a memory limit of {} would hold every file",
@@ -165,6 +175,9 @@ pub fn serve(cfg: Config) -> i32 {
             })
             .expect("spawn worker thread");
         handles.push(h);
+    }
+    if shared.cfg.compress {
+        encoder::spawn(shared.clone());
     }
     shared.loaded.store(true, Ordering::Release);
     log::info("listening", &[("http", V::S(&addr.to_string())), ("admin", V::S(&admin_addr))]);

@@ -1,23 +1,24 @@
 //! Loads a site root into a content Table: walks the tree (following symlinks that stay inside the root),
-//! reads files, picks up sibling `.br`/`.gz` variants, compresses the rest at load time, hashes ETags and
-//! precomputes header blocks. Used at start, on reload, and by `--check`.
+//! reads files, picks up sibling `.br`/`.gz` variants, hashes ETags and precomputes header blocks. It never
+//! compresses: a site is served as soon as it is read, and the background encoder (encoder.rs) adds variants
+//! afterwards; the loader only attaches those the encoding store already holds, so a reload keeps the variants
+//! of unchanged files. Used at start, on reload, and by `--check`.
 
 use std::collections::HashSet;
 use std::fs::{self, File};
-use std::io::{Read, Write};
+use std::io::Read;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::UNIX_EPOCH;
 
-use sha2::{Digest, Sha256};
+use sha2::{Digest as _, Sha256};
 
 use crate::config::Config;
 use crate::content::{Body, FileEntry, Table, Target, Variant};
 use crate::encoding::Encoding;
-use crate::memory::{self, Reserve};
+use crate::encodings::{self, Digest, Encoded, Store};
+use crate::memory;
 use crate::{headers, mime};
-
-/// Files smaller than this are not worth compressing.
-const COMPRESS_MIN: u64 = 1024;
 
 #[derive(Default, Debug)]
 pub struct Report {
@@ -26,6 +27,8 @@ pub struct Report {
     pub memory_bytes: u64,
     pub disk_files: usize,
     pub compressed_variants: usize,
+    /// Files the background encoder will give variants (compressible, in memory, no siblings, none attached).
+    pub pending_encodings: usize,
     /// Limit, budget, bytes on disk, fit limit (memory.rs).
     pub memory: memory::Summary,
     /// Problems that make `--check` fail; at serve time the files are skipped and logged.
@@ -36,16 +39,20 @@ pub struct Report {
     pub unreadable: usize,
 }
 
-struct Found {
-    url: String,
-    fs_path: PathBuf,
-    len: u64,
-    mtime: i64,
+pub(crate) struct Found {
+    pub url: String,
+    pub fs_path: PathBuf,
+    pub len: u64,
+    pub mtime: i64,
 }
 
 /// Walks `root`, calling `on_dir` for each directory before it is read (the reload watcher uses it to add
 /// inotify watches without a race).
-fn walk(root: &Path, on_dir: &mut dyn FnMut(&Path), report: &mut Report) -> Result<(Vec<Found>, Vec<String>), String> {
+pub(crate) fn walk(
+    root: &Path,
+    on_dir: &mut dyn FnMut(&Path),
+    report: &mut Report,
+) -> Result<(Vec<Found>, Vec<String>), String> {
     let canon_root = fs::canonicalize(root).map_err(|e| format!("site root {}: {e}", root.display()))?;
     if !canon_root.is_dir() {
         return Err(format!("site root {} is not a directory", root.display()));
@@ -127,12 +134,7 @@ fn walk(root: &Path, on_dir: &mut dyn FnMut(&Path), report: &mut Report) -> Resu
     Ok((files, dirs))
 }
 
-fn etag_base(data: &[u8]) -> String {
-    let d = Sha256::digest(data);
-    d[..10].iter().map(|b| format!("{b:02x}")).collect()
-}
-
-fn etag_file(f: &mut File) -> std::io::Result<String> {
+fn digest_file(f: &mut File) -> std::io::Result<Digest> {
     let mut h = Sha256::new();
     let mut buf = vec![0u8; 1 << 16];
     loop {
@@ -142,23 +144,12 @@ fn etag_file(f: &mut File) -> std::io::Result<String> {
         }
         h.update(&buf[..n]);
     }
-    Ok(h.finalize()[..10].iter().map(|b| format!("{b:02x}")).collect())
+    Ok(h.finalize().into())
 }
 
-fn brotli(data: &[u8]) -> Vec<u8> {
-    let quality = if data.len() <= 256 * 1024 { 11 } else { 9 };
-    let mut out = Vec::with_capacity(data.len() / 2);
-    {
-        let mut w = brotli::CompressorWriter::new(&mut out, 4096, quality, 22);
-        w.write_all(data).expect("writing to a Vec");
-    }
-    out
-}
-
-fn gzip(data: &[u8]) -> Vec<u8> {
-    let mut e = flate2::write::GzEncoder::new(Vec::with_capacity(data.len() / 2), flate2::Compression::best());
-    e.write_all(data).expect("writing to a Vec");
-    e.finish().expect("finishing gzip into a Vec")
+/// The ETag's opaque part: the first 80 bits of the content's SHA-256, in hex.
+fn tag_of(d: &Digest) -> String {
+    d[..10].iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// Everything needed to build one FileEntry, computed possibly in parallel.
@@ -166,58 +157,45 @@ struct Loaded {
     url: String,
     content_type: mime::ContentType,
     mtime: i64,
-    identity: (Body, u64, String),
+    digest: Digest,
+    identity: (Body, u64),
     encoded: [Option<(Body, u64)>; 3],
 }
 
-/// `in_memory`: the memory plan's decision (memory.rs); `reserve`: the budget left for load-time variants.
-fn load_one(
-    f: &Found,
-    siblings: &HashSet<&str>,
-    cfg: &Config,
-    in_memory: bool,
-    reserve: &Reserve,
-) -> Result<Loaded, String> {
+/// `in_memory`: the memory plan's decision (memory.rs).
+fn load_one(f: &Found, siblings: &HashSet<&str>, in_memory: bool) -> Result<Loaded, String> {
     let content_type = mime::for_name(&f.url);
     let open = |p: &Path| File::open(p).map_err(|e| format!("{}: {e}", p.display()));
     let mut encoded: [Option<(Body, u64)>; 3] = [None, None, None];
-    let identity = if !in_memory {
+    let identity: (Digest, (Body, u64)) = if !in_memory {
         // memory: served from disk, hashed streaming; its siblings are served from disk too.
         let mut file = open(&f.fs_path)?;
-        let tag = etag_file(&mut file).map_err(|e| format!("{}: {e}", f.fs_path.display()))?;
+        let digest = digest_file(&mut file).map_err(|e| format!("{}: {e}", f.fs_path.display()))?;
         for (enc, ext) in [(Encoding::Br, "br"), (Encoding::Gzip, "gz")] {
             if siblings.contains(format!("{}.{ext}", f.url).as_str()) {
                 let p = PathBuf::from(format!("{}.{ext}", f.fs_path.display()));
                 let sfile = open(&p)?;
                 let n = sfile.metadata().map_err(|e| format!("{}: {e}", p.display()))?.len();
-                encoded[enc as usize] = Some((Body::Disk(sfile), n));
+                encoded[enc as usize] = Some((Body::Disk(Arc::new(sfile)), n));
             }
         }
-        (Body::Disk(file), f.len, tag)
+        (digest, (Body::Disk(Arc::new(file)), f.len))
     } else {
         let data = fs::read(&f.fs_path).map_err(|e| format!("{}: {e}", f.fs_path.display()))?;
-        let tag = etag_base(&data);
-        let want_compress =
-            cfg.compress && content_type.compressible && data.len() as u64 >= COMPRESS_MIN && reserve.left() > 0;
+        let digest: Digest = Sha256::digest(&data).into();
         for (enc, ext) in [(Encoding::Br, "br"), (Encoding::Gzip, "gz")] {
-            let sib = format!("{}.{ext}", f.url);
-            if siblings.contains(sib.as_str()) {
+            if siblings.contains(format!("{}.{ext}", f.url).as_str()) {
                 let p = PathBuf::from(format!("{}.{ext}", f.fs_path.display()));
                 let sdata = fs::read(&p).map_err(|e| format!("{}: {e}", p.display()))?;
                 let n = sdata.len() as u64;
-                encoded[enc as usize] = Some((Body::Mem(sdata.into_boxed_slice()), n));
-            } else if want_compress {
-                let c = if enc == Encoding::Br { brotli(&data) } else { gzip(&data) };
-                if c.len() < data.len() && reserve.take(c.len() as u64) {
-                    let n = c.len() as u64;
-                    encoded[enc as usize] = Some((Body::Mem(c.into_boxed_slice()), n));
-                }
+                encoded[enc as usize] = Some((Body::Mem(Arc::from(sdata)), n));
             }
         }
         let n = data.len() as u64;
-        (Body::Mem(data.into_boxed_slice()), n, tag)
+        (digest, (Body::Mem(Arc::from(data)), n))
     };
-    Ok(Loaded { url: f.url.clone(), content_type, mtime: f.mtime, identity, encoded })
+    let (digest, identity) = identity;
+    Ok(Loaded { url: f.url.clone(), content_type, mtime: f.mtime, digest, identity, encoded })
 }
 
 /// The first `--cache-control` rule whose glob matches wins.
@@ -230,7 +208,8 @@ fn build_entry(l: Loaded, cfg: &Config) -> FileEntry {
     let cc = cache_control_for(cfg, &l.url);
     let extra: Vec<(String, String)> =
         cfg.headers.iter().filter(|h| h.applies_to(&l.url)).map(|h| (h.name.clone(), h.value.clone())).collect();
-    let (id_body, id_len, tag) = l.identity;
+    let (id_body, id_len) = l.identity;
+    let tag = tag_of(&l.digest);
     let mk = |body: Body, len: u64, enc: Encoding| {
         let etag = match enc {
             Encoding::Identity => format!("\"{tag}\""),
@@ -262,19 +241,40 @@ fn build_entry(l: Loaded, cfg: &Config) -> FileEntry {
         br.map(|(b, n)| mk(b, n, Encoding::Br)),
         gz.map(|(b, n)| mk(b, n, Encoding::Gzip)),
     ];
-    FileEntry { path: l.url, mime: l.content_type.value.into_boxed_str(), last_modified: l.mtime, variants }
+    FileEntry {
+        path: l.url,
+        digest: l.digest,
+        mime: l.content_type.value.into_boxed_str(),
+        last_modified: l.mtime,
+        variants,
+    }
+}
+
+/// `e` with `enc`'s variants added (its identity gains `Vary: Accept-Encoding`, so every header block is rebuilt);
+/// the bodies are shared, not copied.
+pub(crate) fn with_encodings(e: &FileEntry, enc: &Encoded, cfg: &Config) -> FileEntry {
+    let v = |x: Encoding| e.variants[x as usize].as_ref().map(|v| (v.body.clone(), v.len));
+    let from = |b: &Option<Arc<[u8]>>| b.as_ref().map(|b| (Body::Mem(b.clone()), b.len() as u64));
+    let l = Loaded {
+        url: e.path.clone(),
+        content_type: mime::ContentType { value: e.mime.to_string(), compressible: true },
+        mtime: e.last_modified,
+        digest: e.digest,
+        identity: (e.identity().body.clone(), e.identity().len),
+        encoded: [None, v(Encoding::Br).or_else(|| from(&enc.br)), v(Encoding::Gzip).or_else(|| from(&enc.gz))],
+    };
+    build_entry(l, cfg)
 }
 
 /// Loads the site. Files that cannot be read are left out and listed in the report; an unreadable root is
-/// an error (a reload then keeps the old table).
-pub fn load(cfg: &Config, on_dir: &mut dyn FnMut(&Path)) -> Result<(Table, Report), String> {
+/// an error (a reload then keeps the old table). With a `store`, files get the encodings it already holds.
+pub fn load(cfg: &Config, store: Option<&Store>, on_dir: &mut dyn FnMut(&Path)) -> Result<(Table, Report), String> {
     let mut report = Report::default();
     let (found, dirs) = walk(&cfg.root, on_dir, &mut report)?;
     let urls: HashSet<&str> = found.iter().map(|f| f.url.as_str()).collect();
     // memory: which files are held in memory (the rest, with their siblings, are served from disk).
     let budget = memory::Budget::of(cfg);
     let plan = memory::plan(&plan_items(&found), cfg.max_memory_file_size, budget.budget);
-    let reserve = Reserve::new(budget.budget.map(|b| b.saturating_sub(plan.memory_bytes)));
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get()).min(8);
     let threads = memory::load_threads(cpus, budget.limit);
     let chunk = found.len().div_ceil(threads).max(1);
@@ -283,10 +283,8 @@ pub fn load(cfg: &Config, on_dir: &mut dyn FnMut(&Path)) -> Result<(Table, Repor
             .chunks(chunk)
             .zip(plan.in_memory.chunks(chunk))
             .map(|(part, mem)| {
-                let (urls, reserve) = (&urls, &reserve);
-                s.spawn(move || {
-                    part.iter().zip(mem).map(|(f, &m)| load_one(f, urls, cfg, m, reserve)).collect::<Vec<_>>()
-                })
+                let urls = &urls;
+                s.spawn(move || part.iter().zip(mem).map(|(f, &m)| load_one(f, urls, m)).collect::<Vec<_>>())
             })
             .collect();
         handles.into_iter().flat_map(|h| h.join().expect("loader thread panicked")).collect()
@@ -338,7 +336,6 @@ pub fn load(cfg: &Config, on_dir: &mut dyn FnMut(&Path)) -> Result<(Table, Repor
         }
     }
     t.bytes = report.bytes;
-    t.memory_bytes = report.memory_bytes;
     report.memory = memory::Summary {
         limit: budget.limit,
         budget: budget.budget,
@@ -348,6 +345,14 @@ pub fn load(cfg: &Config, on_dir: &mut dyn FnMut(&Path)) -> Result<(Table, Repor
         ..report.memory
     };
     t.memory = report.memory;
+    t.memory_bytes = report.memory_bytes;
+    if let Some(store) = store.filter(|_| cfg.compress) {
+        encodings::attach(&mut t, store, cfg);
+        report.compressed_variants = t.entries.iter().map(|e| e.variants[1..].iter().flatten().count()).sum();
+        report.memory_bytes = t.memory_bytes;
+    }
+    report.pending_encodings =
+        if cfg.compress { t.entries.iter().filter(|e| encodings::wants_encoding(e)).count() } else { 0 };
     Ok((t, report))
 }
 
@@ -386,7 +391,7 @@ mod tests {
     #[test]
     fn loads_tree_with_indexes_and_redirects() {
         let d = site("tree");
-        let (t, r) = load(&cfg(&d), &mut |_| {}).unwrap();
+        let (t, r) = load(&cfg(&d), None, &mut |_| {}).unwrap();
         assert!(r.errors.is_empty(), "{:?}", r.errors);
         assert_eq!(t.files(), 5);
         assert!(matches!(t.lookup(b"/"), Some(Target::File(_))));
@@ -397,22 +402,46 @@ mod tests {
     }
 
     #[test]
-    fn compresses_and_uses_siblings() {
+    fn uses_siblings_and_never_compresses() {
         let d = site("enc");
-        let (t, _) = load(&cfg(&d), &mut |_| {}).unwrap();
+        let (t, r) = load(&cfg(&d), None, &mut |_| {}).unwrap();
         let Some(Target::File(i)) = t.lookup(b"/big.css") else { panic!() };
-        let e = t.entry(i);
-        assert!(e.has(Encoding::Br) && e.has(Encoding::Gzip));
-        assert!(e.variant(Encoding::Br).len < e.identity().len);
-        assert_ne!(e.variant(Encoding::Br).etag, e.identity().etag);
+        assert!(!t.entry(i).negotiable(), "no load-time compression");
         let Some(Target::File(i)) = t.lookup(b"/pre.js") else { panic!() };
         let e = t.entry(i);
         match &e.variant(Encoding::Gzip).body {
             Body::Mem(b) => assert_eq!(&b[..], b"fake-gzip"),
             _ => panic!(),
         }
-        let Some(Target::File(i)) = t.lookup(b"/index.html") else { panic!() };
-        assert!(!t.entry(i).negotiable(), "small files are not compressed");
+        assert_eq!(r.pending_encodings, 1, "big.css waits for the encoder; pre.js has a sibling, the rest are small");
+        fs::remove_dir_all(&d).unwrap();
+    }
+
+    #[test]
+    fn attaches_the_stores_encodings_by_content() {
+        let d = site("store");
+        let store = Store::new(None);
+        let (t, _) = load(&cfg(&d), Some(&store), &mut |_| {}).unwrap();
+        let Some(Target::File(i)) = t.lookup(b"/big.css") else { panic!() };
+        let css = t.entry(i);
+        store.insert(css.digest, Encoded::compute(&fs::read(d.join("big.css")).unwrap()));
+        // The same content under another name gets the variants too: the store is keyed by content.
+        fs::copy(d.join("big.css"), d.join("copy.css")).unwrap();
+        let (t, r) = load(&cfg(&d), Some(&store), &mut |_| {}).unwrap();
+        for p in [&b"/big.css"[..], b"/copy.css"] {
+            let Some(Target::File(i)) = t.lookup(p) else { panic!() };
+            let e = t.entry(i);
+            assert!(e.has(Encoding::Br) && e.has(Encoding::Gzip));
+            assert!(e.variant(Encoding::Br).len < e.identity().len);
+            assert_ne!(e.variant(Encoding::Br).etag, e.identity().etag);
+            assert!(std::str::from_utf8(&e.identity().fields).unwrap().contains("Vary: Accept-Encoding"));
+        }
+        assert_eq!(r.compressed_variants, 5, "two files with br and gzip, pre.js's sibling");
+        assert!(r.memory_bytes > r.bytes - 9, "variants are counted in memory");
+        let off = Config { compress: false, ..cfg(&d) };
+        let (t, _) = load(&off, Some(&store), &mut |_| {}).unwrap();
+        let Some(Target::File(i)) = t.lookup(b"/big.css") else { panic!() };
+        assert!(!t.entry(i).negotiable(), "--compress=false attaches nothing");
         fs::remove_dir_all(&d).unwrap();
     }
 
@@ -423,7 +452,7 @@ mod tests {
         fs::write(&outside, "secret").unwrap();
         std::os::unix::fs::symlink(&outside, d.join("leak.txt")).unwrap();
         std::os::unix::fs::symlink(d.join("index.html"), d.join("alias.html")).unwrap();
-        let (t, r) = load(&cfg(&d), &mut |_| {}).unwrap();
+        let (t, r) = load(&cfg(&d), None, &mut |_| {}).unwrap();
         assert_eq!(t.lookup(b"/leak.txt"), None);
         assert!(t.lookup(b"/alias.html").is_some());
         assert!(r.errors.iter().any(|e| e.contains("escapes")), "{:?}", r.errors);
@@ -435,7 +464,7 @@ mod tests {
     fn large_files_stay_on_disk() {
         let d = site("disk");
         let c = Config { max_memory_file_size: 100, ..cfg(&d) };
-        let (t, r) = load(&c, &mut |_| {}).unwrap();
+        let (t, r) = load(&c, None, &mut |_| {}).unwrap();
         let Some(Target::File(i)) = t.lookup(b"/big.css") else { panic!() };
         assert!(matches!(t.entry(i).identity().body, Body::Disk(_)));
         assert!(!t.entry(i).negotiable());
@@ -449,7 +478,7 @@ mod tests {
         // Costs: index.html 11, sub/index.html 3, pre.js.gz 9, pre.js 3000 + 9, big.css 4200. A budget of 30 holds
         // the three small ones; load-time compression finds no budget left.
         let c = Config { memory_limit: Some(0), memory_budget: Some(30), ..cfg(&d) };
-        let (t, r) = load(&c, &mut |_| {}).unwrap();
+        let (t, r) = load(&c, None, &mut |_| {}).unwrap();
         assert!(r.errors.is_empty(), "{:?}", r.errors);
         let on_disk = |p: &[u8]| {
             let Some(Target::File(i)) = t.lookup(p) else { panic!() };
@@ -463,7 +492,7 @@ mod tests {
         assert!(matches!(e.variant(Encoding::Gzip).body, Body::Disk(_)) && e.variant(Encoding::Gzip).len == 9);
         assert!(!e.has(Encoding::Br));
         let Some(Target::File(i)) = t.lookup(b"/big.css") else { panic!() };
-        assert!(!t.entry(i).negotiable(), "disk-served files are not compressed at load time");
+        assert!(!t.entry(i).negotiable(), "disk-served files get no encodings");
         assert_eq!(r.memory_bytes, 23);
         assert!(r.memory_bytes <= 30);
         assert_eq!(r.memory.disk_bytes, 3000 + 4200);
@@ -476,21 +505,28 @@ mod tests {
     }
 
     #[test]
-    fn load_time_variants_stay_within_the_budget() {
+    fn attached_variants_stay_within_the_budget() {
         let d = site("variants");
-        // Everything fits (7232 bytes), but only 60 bytes are left for load-time compression of big.css
-        // (its brotli variant is about 40 bytes, its gzip one about 60): whatever is made fits the budget.
+        let store = Store::new(None);
+        // Everything fits (7232 bytes) with 60 bytes to spare; big.css's encodings (about 100 bytes together)
+        // do not fit in them, so they stay in the store and the table stays within the budget.
         let c = Config { memory_limit: Some(0), memory_budget: Some(7232 + 60), ..cfg(&d) };
-        let (t, r) = load(&c, &mut |_| {}).unwrap();
+        let data = fs::read(d.join("big.css")).unwrap();
+        let enc = Encoded::compute(&data);
+        assert!(enc.bytes() > 60, "{}", enc.bytes());
+        store.insert(Sha256::digest(&data).into(), enc);
+        let (t, r) = load(&c, Some(&store), &mut |_| {}).unwrap();
         assert_eq!(r.memory.disk_bytes, 0);
-        assert!(r.memory_bytes <= 7232 + 60, "{}", r.memory_bytes);
-        assert!(t.memory_bytes > 7232, "some variant was made: {}", t.memory_bytes);
+        assert_eq!((r.memory_bytes, t.memory_bytes), (7232, 7232));
+        let big = Config { memory_budget: Some(7232 + 200), ..c };
+        let (t, _) = load(&big, Some(&store), &mut |_| {}).unwrap();
+        assert!(t.memory_bytes > 7232 && t.memory_bytes <= 7232 + 200, "{}", t.memory_bytes);
         fs::remove_dir_all(&d).unwrap();
     }
 
     #[test]
     fn missing_root_is_an_error() {
         let c = cfg(Path::new("/nonexistent/hyperstatic"));
-        assert!(load(&c, &mut |_| {}).is_err());
+        assert!(load(&c, None, &mut |_| {}).is_err());
     }
 }

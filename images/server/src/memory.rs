@@ -34,7 +34,6 @@
 
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::config::Config;
 
@@ -195,8 +194,9 @@ pub fn plan(items: &[Item], max_file: u64, budget: Option<u64>) -> Plan {
     Plan { in_memory, memory_bytes, over_budget_files, over_budget_bytes, fit_limit: fit_limit(eligible) }
 }
 
-/// Working memory of one loader thread besides the bodies it keeps (which the plan counts): load-time brotli's
-/// encoder state at quality 11 and the output buffers (see README "Memory" for the measurement). It is paid from
+/// Working memory of one loader thread besides the bodies it keeps (which the plan counts), sized for the
+/// heaviest work a thread does, the background encoder's brotli state at quality 11 and its output buffers
+/// (see README "Memory" for the measurement). It is paid from
 /// the reserve (the limit minus two budgets), so loader threads are as many as the reserve's eighth-of-the-limit
 /// share pays for, at least one.
 pub const LOAD_THREAD_WORK: u64 = 32 * MIB;
@@ -205,26 +205,6 @@ pub const LOAD_THREAD_WORK: u64 = 32 * MIB;
 pub fn load_threads(cpus: usize, limit: Option<u64>) -> usize {
     let by_memory = limit.map_or(usize::MAX, |l| (l / RESERVE_DIVISOR / LOAD_THREAD_WORK) as usize);
     cpus.min(by_memory).max(1)
-}
-
-/// What is left of the budget while loading, for variants whose size is only known once made (load-time
-/// compression). Shared by the loader threads.
-pub struct Reserve(AtomicU64);
-
-impl Reserve {
-    /// `left` None: unlimited.
-    pub fn new(left: Option<u64>) -> Reserve {
-        Reserve(AtomicU64::new(left.unwrap_or(u64::MAX)))
-    }
-
-    pub fn left(&self) -> u64 {
-        self.0.load(Ordering::Acquire)
-    }
-
-    /// Takes `n` bytes if that many are left.
-    pub fn take(&self, n: u64) -> bool {
-        self.0.fetch_update(Ordering::AcqRel, Ordering::Acquire, |left| left.checked_sub(n)).is_ok()
-    }
 }
 
 /// The memory side of a loaded table, for /metrics, the log and `--check`.
@@ -304,16 +284,6 @@ mod tests {
         assert_eq!(load_threads(8, Some(512 * MIB)), 2);
         assert_eq!(load_threads(2, Some(4 << 30)), 2);
         assert_eq!(load_threads(0, None), 1);
-    }
-
-    #[test]
-    fn reserve_takes_only_what_is_left() {
-        let r = Reserve::new(Some(100));
-        assert!(r.take(60));
-        assert!(!r.take(41));
-        assert!(r.take(40));
-        assert!(!r.take(1));
-        assert!(Reserve::new(None).take(u64::MAX / 2));
     }
 
     #[test]

@@ -82,6 +82,30 @@ pub fn render(s: &Shared) -> String {
     );
     let _ = writeln!(out, "hyperstatic_content_fit_memory_limit_bytes {}", m.fit_limit);
     drop(table);
+    let e = &s.encoder;
+    family(
+        &mut out,
+        "hyperstatic_content_encodings_pending",
+        "gauge",
+        "Files whose compressed variants the background encoder has yet to serve.",
+    );
+    let _ = writeln!(out, "hyperstatic_content_encodings_pending {}", e.pending.load(Ordering::Relaxed));
+    family(
+        &mut out,
+        "hyperstatic_content_encodings_total",
+        "counter",
+        "Files given compressed variants in the background, by source (computed, or read from --compress-cache).",
+    );
+    let _ = writeln!(
+        out,
+        "hyperstatic_content_encodings_total{{source=\"computed\"}} {}",
+        e.computed.load(Ordering::Relaxed)
+    );
+    let _ = writeln!(
+        out,
+        "hyperstatic_content_encodings_total{{source=\"cache\"}} {}",
+        e.from_cache.load(Ordering::Relaxed)
+    );
     family(&mut out, "hyperstatic_reloads_total", "counter", "Content reloads, by result.");
     let _ = writeln!(out, "hyperstatic_reloads_total{{result=\"success\"}} {}", s.reloads_ok.load(Ordering::Relaxed));
     let _ =

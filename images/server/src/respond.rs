@@ -268,7 +268,10 @@ mod tests {
         std::fs::write(d.join("404.html"), "custom").unwrap();
         let mut c = Config { root: d.clone(), ..Config::default() };
         cfg(&mut c);
-        (loader::load(&c, &mut |_| {}).unwrap().0, d)
+        // With every variant in place, as the background encoder leaves it.
+        let store = crate::encodings::Store::new(None);
+        crate::encodings::encode_now(&loader::load(&c, None, &mut |_| {}).unwrap().0, &store);
+        (loader::load(&c, Some(&store), &mut |_| {}).unwrap().0, d)
     }
 
     fn run(t: &Table, spa: bool, req: &str) -> (Resp, String) {

@@ -6,6 +6,7 @@ use std::sync::{Arc, Mutex};
 
 use crate::config::Config;
 use crate::content::Table;
+use crate::encoder;
 
 /// Status codes counted in hyperstatic_requests_total.
 pub const CODES: [u16; 16] = [200, 206, 301, 304, 400, 404, 405, 408, 412, 414, 416, 431, 500, 501, 503, 505];
@@ -65,6 +66,8 @@ pub struct Shared {
     pub worker_cpus: String,
     pub pinned: bool,
     pub start_time: f64,
+    /// The background encoder's store and progress (encoder.rs).
+    pub encoder: encoder::State,
 }
 
 impl Shared {
@@ -72,6 +75,7 @@ impl Shared {
         let start_time =
             std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0.0, |d| d.as_secs_f64());
         Shared {
+            encoder: encoder::State::new(&cfg),
             cfg,
             table: Mutex::new(Arc::new(Table::default())),
             generation: AtomicU64::new(0),
@@ -105,6 +109,17 @@ impl Shared {
         self.generation.fetch_add(1, Ordering::AcqRel);
     }
 
+    /// Installs `t` only if no other table was installed since `generation` was read; false otherwise.
+    pub fn swap_if(&self, generation: u64, t: Table) -> bool {
+        let mut g = self.table.lock().unwrap_or_else(|e| e.into_inner());
+        if self.generation.load(Ordering::Acquire) != generation {
+            return false;
+        }
+        *g = Arc::new(t);
+        self.generation.fetch_add(1, Ordering::AcqRel);
+        true
+    }
+
     pub fn ready(&self) -> bool {
         self.loaded.load(Ordering::Acquire) && !self.draining.load(Ordering::Acquire)
     }
@@ -129,6 +144,9 @@ mod tests {
         let g0 = s.generation();
         s.swap(Table::default());
         assert_eq!(s.generation(), g0 + 1);
+        assert!(!s.swap_if(g0, Table::default()), "a table read before the last swap is not installed");
+        assert!(s.swap_if(g0 + 1, Table::default()));
+        assert_eq!(s.generation(), g0 + 2);
         assert!(!s.ready());
         s.loaded.store(true, Ordering::Release);
         assert!(s.ready());

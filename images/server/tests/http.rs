@@ -131,6 +131,7 @@ fn http10_and_absolute_form() {
 fn conditional_requests_get_304_with_the_same_validators() {
     let site = make_site("cond");
     let s = Server::start(&site, &[]);
+    s.wait_encoded();
     let full = s.get("/css/site.css", &[("Accept-Encoding", "br")]);
     let etag = full.header("ETag").unwrap().to_string();
     let lm = full.header("Last-Modified").unwrap().to_string();
@@ -187,6 +188,7 @@ fn ranges() {
 fn encoding_negotiation() {
     let site = make_site("enc");
     let s = Server::start(&site, &[]);
+    s.wait_encoded();
     let id = s.get("/css/site.css", &[]);
     let br = s.get("/css/site.css", &[("Accept-Encoding", "gzip, deflate, br")]);
     let gz = s.get("/css/site.css", &[("Accept-Encoding", "gzip")]);

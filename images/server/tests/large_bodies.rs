@@ -195,6 +195,7 @@ fn pipelined_mix_of_small_and_large_in_order_and_head_has_no_body() {
 fn ranges_on_large_bodies_and_compressed_variants_are_byte_exact() {
     let site = site("sf-range");
     let s = Server::start(&site, &[]);
+    s.wait_encoded();
     let m = noise(200_000, 4);
     for (spec, a, b) in [
         ("0-9999", 0, 9999),

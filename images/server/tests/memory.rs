@@ -76,6 +76,8 @@ fn budget_site(name: &str) -> (Site, Files) {
 
 /// The /content list: URL path → (served from disk, encodings).
 fn listing(s: &Server) -> HashMap<String, (bool, String)> {
+    // The listing and the responses checked against it must see the same table: the encoder's last swap first.
+    s.wait_encoded();
     let text = s.admin_get("/content").text();
     text.lines()
         .map(|l| {

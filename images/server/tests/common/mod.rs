@@ -124,6 +124,24 @@ impl Server {
         self.logs.lock().unwrap().iter().any(|l| l.contains(s))
     }
 
+    /// Waits until the background encoder serves every variant it will make (its pending gauge is 0): a
+    /// condition, not a clock; the deadline only turns a hang into a failure.
+    pub fn wait_encoded(&self) {
+        let deadline = Instant::now() + Duration::from_secs(120);
+        loop {
+            let body = self.admin_get("/metrics").text();
+            let pending = body
+                .lines()
+                .find_map(|l| l.strip_prefix("hyperstatic_content_encodings_pending "))
+                .expect("the server exports hyperstatic_content_encodings_pending");
+            if pending.trim() == "0" {
+                return;
+            }
+            assert!(Instant::now() < deadline, "encodings still pending after 120 s: {pending}");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
     pub fn metric(&self, name_with_labels: &str) -> f64 {
         let body = self.admin_get("/metrics").text();
         for line in body.lines() {

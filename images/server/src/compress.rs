@@ -1,0 +1,85 @@
+//! The encoders and the rule for what is worth encoding, shared by the background encoder (encoder.rs) and the
+//! build-time `precompress` subcommand, so a baked site and a projected one end up with the same variants.
+
+use std::io::Write;
+
+/// Files smaller than this are not worth compressing: the saving is below one packet.
+pub const MIN_SIZE: u64 = 1024;
+
+/// Above this, brotli's best quality costs seconds per file for a point or two of ratio; quality 9 instead.
+const BROTLI_BEST_MAX: usize = 256 * 1024;
+
+/// Whether a file of this type and size gets compressed variants.
+pub fn worth(compressible: bool, len: u64) -> bool {
+    compressible && len >= MIN_SIZE
+}
+
+/// Whether `url` is itself a compressed sibling (`x.css.br`), which is never encoded again.
+pub fn is_sibling(url: &str) -> bool {
+    url.ends_with(".br") || url.ends_with(".gz")
+}
+
+pub fn brotli(data: &[u8]) -> Vec<u8> {
+    let quality = if data.len() <= BROTLI_BEST_MAX { 11 } else { 9 };
+    let mut out = Vec::with_capacity(data.len() / 2);
+    {
+        let mut w = brotli::CompressorWriter::new(&mut out, 4096, quality, 22);
+        w.write_all(data).expect("writing to a Vec");
+    }
+    out
+}
+
+pub fn gzip(data: &[u8]) -> Vec<u8> {
+    let mut e = flate2::write::GzEncoder::new(Vec::with_capacity(data.len() / 2), flate2::Compression::best());
+    e.write_all(data).expect("writing to a Vec");
+    e.finish().expect("finishing gzip into a Vec")
+}
+
+/// Both encodings of `data`, each kept only when smaller than the data itself.
+pub fn both(data: &[u8]) -> (Option<Vec<u8>>, Option<Vec<u8>>) {
+    let smaller = |c: Vec<u8>| if c.len() < data.len() { Some(c) } else { None };
+    (smaller(brotli(data)), smaller(gzip(data)))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Read;
+
+    use super::*;
+
+    #[test]
+    fn encodings_decode_to_the_input() {
+        let text = "body { color: red; }\n".repeat(300);
+        let (br, gz) = both(text.as_bytes());
+        let (br, gz) = (br.expect("text compresses with brotli"), gz.expect("text compresses with gzip"));
+        let mut out = Vec::new();
+        brotli::Decompressor::new(&br[..], 4096).read_to_end(&mut out).unwrap();
+        assert_eq!(out, text.as_bytes());
+        out.clear();
+        flate2::read::GzDecoder::new(&gz[..]).read_to_end(&mut out).unwrap();
+        assert_eq!(out, text.as_bytes());
+    }
+
+    #[test]
+    fn incompressible_data_gets_no_variant() {
+        // A xorshift stream: no redundancy for either encoder to find.
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let data: Vec<u8> = (0..4096)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                x as u8
+            })
+            .collect();
+        assert_eq!(both(&data), (None, None));
+    }
+
+    #[test]
+    fn what_is_worth_encoding() {
+        assert!(worth(true, MIN_SIZE));
+        assert!(!worth(true, MIN_SIZE - 1));
+        assert!(!worth(false, 1 << 20));
+        assert!(is_sibling("/a.css.br") && is_sibling("/a.css.gz") && !is_sibling("/a.css"));
+    }
+}

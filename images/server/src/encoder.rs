@@ -1,0 +1,183 @@
+//! The background encoder: after content is served (identity, plus any `.br`/`.gz` siblings), one thread at
+//! `SCHED_IDLE` gives every compressible in-memory file its brotli and gzip variants and swaps them in. Being
+//! the idle class, it runs only on CPU time the workers leave: on a one-CPU pod under load, encoding waits and
+//! the site's latency does not. Smallest files first (most files compressed soonest), within what the memory
+//! budget leaves; each encoding is read from `--compress-cache` when there, written there when made.
+//!
+//! `pending` (the `hyperstatic_content_encodings_pending` gauge) counts files whose variants are still to come;
+//! it is set with each new content and reaches 0 only once every variant that will be made is being served.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+use crate::config::Config;
+use crate::content::{Body, Table};
+use crate::encodings::{self, Encoded, Store};
+use crate::log::{self, V};
+use crate::state::{bump, Shared};
+
+/// Encodings made are swapped in at least this often, so a long pass serves what it has.
+const PUBLISH_EVERY: Duration = Duration::from_secs(1);
+
+pub struct State {
+    pub store: Store,
+    pub pending: AtomicU64,
+    /// Encodings read from `--compress-cache` and encodings computed, since start.
+    pub from_cache: AtomicU64,
+    pub computed: AtomicU64,
+    /// Bumped with each new content; the encoder waits on it.
+    epoch: Mutex<u64>,
+    changed: Condvar,
+}
+
+impl State {
+    pub fn new(cfg: &Config) -> State {
+        let dir = if cfg.compress { cfg.compress_cache.as_deref() } else { None };
+        State {
+            store: Store::new(dir),
+            pending: AtomicU64::new(0),
+            from_cache: AtomicU64::new(0),
+            computed: AtomicU64::new(0),
+            epoch: Mutex::new(0),
+            changed: Condvar::new(),
+        }
+    }
+
+    /// Installs new content: `swap` runs with the new `pending` already set, so no reader sees the new table
+    /// with the old content's count; then the encoder is woken.
+    pub fn install(&self, t: Table, swap: impl FnOnce(Table)) {
+        let mut e = self.epoch.lock().unwrap_or_else(|e| e.into_inner());
+        *e += 1;
+        self.pending.store(encodings::pending(&t, &self.store) as u64, Ordering::Relaxed);
+        swap(t);
+        drop(e);
+        self.changed.notify_all();
+    }
+
+    fn epoch(&self) -> u64 {
+        *self.epoch.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Sets `pending` unless new content arrived since `epoch` (its count then stands).
+    fn set_pending(&self, epoch: u64, n: usize) {
+        let e = self.epoch.lock().unwrap_or_else(|e| e.into_inner());
+        if *e == epoch {
+            self.pending.store(n as u64, Ordering::Relaxed);
+        }
+    }
+
+    /// Waits until the epoch differs from `seen`; returns the new one.
+    fn wait(&self, seen: u64) -> u64 {
+        let mut e = self.epoch.lock().unwrap_or_else(|e| e.into_inner());
+        while *e == seen {
+            e = self.changed.wait(e).unwrap_or_else(|e| e.into_inner());
+        }
+        *e
+    }
+}
+
+/// Starts the encoder thread (with `--compress`).
+pub fn spawn(shared: Arc<Shared>) {
+    std::thread::Builder::new()
+        .name("encoder".into())
+        .spawn(move || {
+            lower_priority();
+            let mut seen = 0;
+            loop {
+                seen = shared.encoder.wait(seen);
+                pass(&shared, seen);
+            }
+        })
+        .expect("spawn encoder thread");
+}
+
+/// `SCHED_IDLE` for this thread (Linux applies it per thread); where a profile forbids that, nice 19.
+fn lower_priority() {
+    let p = libc::sched_param { sched_priority: 0 };
+    // SAFETY: scheduling calls on the calling thread (pid 0) with a valid parameter struct.
+    let idle = unsafe { libc::sched_setscheduler(0, libc::SCHED_IDLE, &p) } == 0;
+    if !idle {
+        let err = std::io::Error::last_os_error().to_string();
+        // SAFETY: as above; PRIO_PROCESS with 0 is the calling thread on Linux.
+        unsafe { libc::setpriority(libc::PRIO_PROCESS, 0, 19) };
+        log::warn("encoder: SCHED_IDLE refused, running at nice 19", &[("error", V::S(&err))]);
+    }
+}
+
+/// Encodes the files of the current content that want it, publishing as it goes. Returns early when newer
+/// content arrives (the next pass starts from it; what was encoded stays in the store).
+fn pass(shared: &Shared, epoch: u64) {
+    let st = &shared.encoder;
+    let started = Instant::now();
+    let (table, _) = shared.table();
+    let mut todo: Vec<_> =
+        table.entries.iter().filter(|e| encodings::wants_encoding(e) && !st.store.contains(&e.digest)).collect();
+    todo.sort_by_key(|e| e.identity().len);
+    let mut left = table.memory.budget.map_or(u64::MAX, |b| b.saturating_sub(table.memory_bytes));
+    let (mut from_cache, mut computed, mut over_budget) = (0u64, 0u64, 0usize);
+    let mut last_publish = Instant::now();
+    for (k, e) in todo.iter().enumerate() {
+        if st.epoch() != epoch {
+            return;
+        }
+        let Body::Mem(data) = &e.identity().body else { continue };
+        if st.store.contains(&e.digest) {
+            continue; // the same content under another name
+        }
+        let enc = match st.store.read_disk(&e.digest) {
+            Some(enc) => {
+                from_cache += 1;
+                bump(&st.from_cache, 1);
+                enc
+            }
+            None => {
+                let enc = Encoded::compute(data);
+                st.store.write_disk(&e.digest, &enc);
+                computed += 1;
+                bump(&st.computed, 1);
+                enc
+            }
+        };
+        if enc.bytes() > left {
+            over_budget = todo.len() - k;
+            break;
+        }
+        left -= enc.bytes();
+        st.store.insert(e.digest, enc);
+        if last_publish.elapsed() >= PUBLISH_EVERY {
+            publish(shared);
+            st.set_pending(epoch, todo.len() - k - 1);
+            last_publish = Instant::now();
+        }
+    }
+    publish(shared);
+    st.set_pending(epoch, 0);
+    st.store.retain(&encodings::digests(&shared.table().0));
+    if over_budget > 0 {
+        log::warn(
+            "encoder: the memory budget is spent; the remaining files are served without compression",
+            &[("files", V::U(over_budget as u64))],
+        );
+    }
+    log::info(
+        "encodings ready",
+        &[
+            ("files", V::U(todo.len() as u64)),
+            ("from_cache", V::U(from_cache)),
+            ("computed", V::U(computed)),
+            ("ms", V::U(started.elapsed().as_millis() as u64)),
+        ],
+    );
+}
+
+/// Swaps in the current table with every encoding the store holds. A reload that lands in between wins; its
+/// table already has them (the loader attaches the store's encodings).
+fn publish(shared: &Shared) {
+    let (cur, generation) = shared.table();
+    let mut t = (*cur).clone();
+    drop(cur);
+    if encodings::attach(&mut t, &shared.encoder.store, &shared.cfg) > 0 {
+        shared.swap_if(generation, t);
+    }
+}
