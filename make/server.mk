@@ -55,7 +55,7 @@ server-image: server-build docker-engine ## Build the server image $(SERVER_IMAG
 	DOCKER_BUILDKIT=0 docker build --pull=false -q -t $(SERVER_IMAGE) "$$ctx"
 
 .PHONY: site-image
-site-image: server-image ## Bake SITE_DIR into SITE_IMAGE (FROM $(SERVER_IMAGE) + COPY site /site).
+site-image: server-image ## Bake SITE_DIR into SITE_IMAGE: images/server/example/Dockerfile, which precompresses the site in a build stage (no compression at pod start).
 	@$(call progress,baking $(SITE_DIR) into $(SITE_IMAGE))
 	@$(SERVER_BIN) --check --root $(SITE_DIR)
 	@ctx=$$(mktemp -d) && trap 'rm -rf "$$ctx"' EXIT && \

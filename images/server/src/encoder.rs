@@ -21,6 +21,8 @@ use crate::state::{bump, Shared};
 const PUBLISH_EVERY: Duration = Duration::from_secs(1);
 
 pub struct State {
+    /// `--compress`: without it no encoder runs and nothing is ever pending.
+    enabled: bool,
     pub store: Store,
     pub pending: AtomicU64,
     /// Encodings read from `--compress-cache` and encodings computed, since start.
@@ -35,6 +37,7 @@ impl State {
     pub fn new(cfg: &Config) -> State {
         let dir = if cfg.compress { cfg.compress_cache.as_deref() } else { None };
         State {
+            enabled: cfg.compress,
             store: Store::new(dir),
             pending: AtomicU64::new(0),
             from_cache: AtomicU64::new(0),
@@ -49,7 +52,8 @@ impl State {
     pub fn install(&self, t: Table, swap: impl FnOnce(Table)) {
         let mut e = self.epoch.lock().unwrap_or_else(|e| e.into_inner());
         *e += 1;
-        self.pending.store(encodings::pending(&t, &self.store) as u64, Ordering::Relaxed);
+        let pending = if self.enabled { encodings::pending(&t, &self.store) } else { 0 };
+        self.pending.store(pending as u64, Ordering::Relaxed);
         swap(t);
         drop(e);
         self.changed.notify_all();
