@@ -274,7 +274,8 @@ pub fn load(cfg: &Config, store: Option<&Store>, on_dir: &mut dyn FnMut(&Path)) 
     let urls: HashSet<&str> = found.iter().map(|f| f.url.as_str()).collect();
     // memory: which files are held in memory (the rest, with their siblings, are served from disk).
     let budget = memory::Budget::of(cfg);
-    let plan = memory::plan(&plan_items(&found), cfg.max_memory_file_size, budget.budget);
+    let mut plan = memory::plan(&plan_items(&found), cfg.max_memory_file_size, budget.budget);
+    siblings_follow_their_file(&found, &mut plan.in_memory);
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get()).min(8);
     let threads = memory::load_threads(cpus, budget.limit);
     let chunk = found.len().div_ceil(threads).max(1);
@@ -289,32 +290,37 @@ pub fn load(cfg: &Config, store: Option<&Store>, on_dir: &mut dyn FnMut(&Path)) 
             .collect();
         handles.into_iter().flat_map(|h| h.join().expect("loader thread panicked")).collect()
     });
-    let mut t = Table::default();
+    let mut entries = Vec::with_capacity(results.len());
     for r in results {
         match r {
-            Ok(l) => {
-                let e = build_entry(l, cfg);
-                report.files += 1;
-                report.bytes += e.identity().len;
-                if matches!(e.identity().body, Body::Disk(_)) {
-                    report.memory.disk_bytes += e.identity().len;
-                }
-                for v in e.variants.iter().flatten() {
-                    match v.body {
-                        Body::Mem(_) => report.memory_bytes += v.len,
-                        Body::Disk(_) => report.disk_files += 1,
-                    }
-                }
-                report.compressed_variants += e.variants[1..].iter().flatten().count();
-                let idx = t.entries.len() as u32;
-                t.map.insert(e.path.as_bytes().into(), Target::File(idx));
-                t.entries.push(e);
-            }
+            Ok(l) => entries.push(build_entry(l, cfg)),
             Err(e) => {
                 report.errors.push(e);
                 report.unreadable += 1;
             }
         }
+    }
+    let shared = share_sibling_bodies(&mut entries);
+    let mut t = Table::default();
+    for (i, e) in entries.into_iter().enumerate() {
+        report.files += 1;
+        report.bytes += e.identity().len;
+        if matches!(e.identity().body, Body::Disk(_)) {
+            report.memory.disk_bytes += e.identity().len;
+        }
+        for (k, v) in e.variants.iter().enumerate() {
+            let Some(v) = v else { continue };
+            match v.body {
+                // A sibling's bytes are its file's variant, counted there.
+                Body::Mem(_) if k == 0 && shared.contains(&i) => {}
+                Body::Mem(_) => report.memory_bytes += v.len,
+                Body::Disk(_) => report.disk_files += 1,
+            }
+        }
+        report.compressed_variants += e.variants[1..].iter().flatten().count();
+        let idx = t.entries.len() as u32;
+        t.map.insert(e.path.as_bytes().into(), Target::File(idx));
+        t.entries.push(e);
     }
     for d in &dirs {
         let slash = format!("{d}/");
@@ -356,16 +362,68 @@ pub fn load(cfg: &Config, store: Option<&Store>, on_dir: &mut dyn FnMut(&Path)) 
     Ok((t, report))
 }
 
+/// The file a sibling (`x.br`, `x.gz`) is a variant of, when the tree has that file. A sibling stays a URL of its
+/// own (a download site may offer `a.tar` and `a.tar.gz`), but its bytes are held once, as its file's variant.
+fn base_of<'a>(url: &'a str, urls: &HashSet<&str>) -> Option<&'a str> {
+    let base = url.strip_suffix(".br").or_else(|| url.strip_suffix(".gz"))?;
+    urls.contains(base).then_some(base)
+}
+
 /// memory: the planner's view of the walked files: each with the sizes of the sibling variants it will serve.
+/// A sibling costs nothing of its own: its bytes are in its file's cost.
 fn plan_items(found: &[Found]) -> Vec<memory::Item> {
     let lens: std::collections::HashMap<&str, u64> = found.iter().map(|f| (f.url.as_str(), f.len)).collect();
+    let urls: HashSet<&str> = lens.keys().copied().collect();
     found
         .iter()
-        .map(|f| memory::Item {
-            identity: f.len,
-            variants: ["br", "gz"].iter().filter_map(|ext| lens.get(format!("{}.{ext}", f.url).as_str())).sum(),
+        .map(|f| match base_of(&f.url, &urls) {
+            Some(_) => memory::Item { identity: 0, variants: 0 },
+            None => memory::Item {
+                identity: f.len,
+                variants: ["br", "gz"].iter().filter_map(|ext| lens.get(format!("{}.{ext}", f.url).as_str())).sum(),
+            },
         })
         .collect()
+}
+
+/// memory: a sibling is held where its file's variants are (memory or disk), so the two can share one body.
+fn siblings_follow_their_file(found: &[Found], in_memory: &mut [bool]) {
+    let index: std::collections::HashMap<&str, usize> =
+        found.iter().enumerate().map(|(i, f)| (f.url.as_str(), i)).collect();
+    let urls: HashSet<&str> = index.keys().copied().collect();
+    for (i, f) in found.iter().enumerate() {
+        if let Some(base) = base_of(&f.url, &urls) {
+            in_memory[i] = in_memory[index[base]];
+        }
+    }
+}
+
+/// Makes each in-memory sibling entry serve the very bytes its file holds as a variant (the copy read for the
+/// sibling is dropped). Returns the indexes of the entries whose identity body is now shared.
+fn share_sibling_bodies(entries: &mut [FileEntry]) -> HashSet<usize> {
+    let index: std::collections::HashMap<String, usize> =
+        entries.iter().enumerate().map(|(i, e)| (e.path.to_string(), i)).collect();
+    let mut moves = Vec::new();
+    for e in entries.iter() {
+        for (enc, ext) in [(Encoding::Br, "br"), (Encoding::Gzip, "gz")] {
+            let (Some(v), Some(&j)) = (&e.variants[enc as usize], index.get(&format!("{}.{ext}", e.path))) else {
+                continue;
+            };
+            if let (Body::Mem(body), Body::Mem(own)) = (&v.body, &entries[j].identity().body) {
+                if body[..] == own[..] {
+                    moves.push((j, body.clone()));
+                }
+            }
+        }
+    }
+    let mut shared = HashSet::new();
+    for (j, body) in moves {
+        if let Some(id) = entries[j].variants[0].as_mut() {
+            id.body = Body::Mem(body);
+            shared.insert(j);
+        }
+    }
+    shared
 }
 
 #[cfg(test)]
@@ -399,6 +457,24 @@ mod tests {
         assert_eq!(t.lookup(b"/sub"), Some(Target::Redirect));
         assert_eq!(t.lookup(b"/nope"), None);
         fs::remove_dir_all(&d).unwrap();
+    }
+
+    #[test]
+    fn a_sibling_is_served_as_itself_but_held_once() {
+        let d = site("shared-sibling");
+        let (t, r) = load(&cfg(&d), None, &mut |_| {}).unwrap();
+        let entry = |url: &[u8]| match t.lookup(url) {
+            Some(Target::File(i)) => t.entry(i),
+            other => panic!("{} is not a file: {other:?}", String::from_utf8_lossy(url)),
+        };
+        let gz_variant = &entry(b"/pre.js").variants[Encoding::Gzip as usize].as_ref().unwrap().body;
+        let (Body::Mem(variant), Body::Mem(own)) = (gz_variant, &entry(b"/pre.js.gz").identity().body) else {
+            panic!("both in memory");
+        };
+        assert!(Arc::ptr_eq(variant, own), "one body for /pre.js's gzip variant and /pre.js.gz");
+        // Every file once, the sibling's bytes not twice.
+        let identities: u64 = t.entries.iter().map(|e| e.identity().len).sum();
+        assert_eq!(r.memory_bytes, identities);
     }
 
     #[test]
@@ -475,8 +551,8 @@ mod tests {
     #[test]
     fn over_the_budget_files_and_their_siblings_are_on_disk() {
         let d = site("budget");
-        // Costs: index.html 11, sub/index.html 3, pre.js.gz 9, pre.js 3000 + 9, big.css 4200. A budget of 30 holds
-        // the three small ones; load-time compression finds no budget left.
+        // Costs: index.html 11, sub/index.html 3, pre.js 3000 + 9 (its sibling pre.js.gz costs nothing of its own
+        // and goes where pre.js goes), big.css 4200. A budget of 30 holds the two small ones.
         let c = Config { memory_limit: Some(0), memory_budget: Some(30), ..cfg(&d) };
         let (t, r) = load(&c, None, &mut |_| {}).unwrap();
         assert!(r.errors.is_empty(), "{:?}", r.errors);
@@ -484,8 +560,8 @@ mod tests {
             let Some(Target::File(i)) = t.lookup(p) else { panic!() };
             matches!(t.entry(i).identity().body, Body::Disk(_))
         };
-        assert!(!on_disk(b"/index.html") && !on_disk(b"/sub/index.html") && !on_disk(b"/pre.js.gz"));
-        assert!(on_disk(b"/pre.js") && on_disk(b"/big.css"));
+        assert!(!on_disk(b"/index.html") && !on_disk(b"/sub/index.html"));
+        assert!(on_disk(b"/pre.js") && on_disk(b"/pre.js.gz") && on_disk(b"/big.css"));
         let Some(Target::File(i)) = t.lookup(b"/pre.js") else { panic!() };
         let e = t.entry(i);
         assert!(e.has(Encoding::Gzip), "a disk-served file keeps its sibling");
@@ -493,14 +569,13 @@ mod tests {
         assert!(!e.has(Encoding::Br));
         let Some(Target::File(i)) = t.lookup(b"/big.css") else { panic!() };
         assert!(!t.entry(i).negotiable(), "disk-served files get no encodings");
-        assert_eq!(r.memory_bytes, 23);
-        assert!(r.memory_bytes <= 30);
-        assert_eq!(r.memory.disk_bytes, 3000 + 4200);
+        assert_eq!(r.memory_bytes, 14);
+        assert_eq!(r.memory.disk_bytes, 3000 + 9 + 4200);
         assert_eq!(r.memory.over_budget_files, 2);
         assert_eq!(r.memory.budget, Some(30));
         assert_eq!(r.memory.limit, None);
-        assert_eq!(r.memory.fit_limit, memory::fit_limit(11 + 3 + 9 + 3009 + 4200));
-        assert_eq!((t.memory, t.memory_bytes), (r.memory, 23));
+        assert_eq!(r.memory.fit_limit, memory::fit_limit(11 + 3 + 3009 + 4200));
+        assert_eq!((t.memory, t.memory_bytes), (r.memory, 14));
         fs::remove_dir_all(&d).unwrap();
     }
 
@@ -508,19 +583,19 @@ mod tests {
     fn attached_variants_stay_within_the_budget() {
         let d = site("variants");
         let store = Store::new(None);
-        // Everything fits (7232 bytes) with 60 bytes to spare; big.css's encodings (about 100 bytes together)
+        // Everything fits (7223 bytes: pre.js.gz is held once, as pre.js's variant) with 60 bytes to spare; big.css's encodings (about 100 bytes together)
         // do not fit in them, so they stay in the store and the table stays within the budget.
-        let c = Config { memory_limit: Some(0), memory_budget: Some(7232 + 60), ..cfg(&d) };
+        let c = Config { memory_limit: Some(0), memory_budget: Some(7223 + 60), ..cfg(&d) };
         let data = fs::read(d.join("big.css")).unwrap();
         let enc = Encoded::compute(&data);
         assert!(enc.bytes() > 60, "{}", enc.bytes());
         store.insert(Sha256::digest(&data).into(), enc);
         let (t, r) = load(&c, Some(&store), &mut |_| {}).unwrap();
         assert_eq!(r.memory.disk_bytes, 0);
-        assert_eq!((r.memory_bytes, t.memory_bytes), (7232, 7232));
-        let big = Config { memory_budget: Some(7232 + 200), ..c };
+        assert_eq!((r.memory_bytes, t.memory_bytes), (7223, 7223));
+        let big = Config { memory_budget: Some(7223 + 200), ..c };
         let (t, _) = load(&big, Some(&store), &mut |_| {}).unwrap();
-        assert!(t.memory_bytes > 7232 && t.memory_bytes <= 7232 + 200, "{}", t.memory_bytes);
+        assert!(t.memory_bytes > 7223 && t.memory_bytes <= 7223 + 200, "{}", t.memory_bytes);
         fs::remove_dir_all(&d).unwrap();
     }
 
