@@ -279,28 +279,63 @@ pub fn load(cfg: &Config, store: Option<&Store>, on_dir: &mut dyn FnMut(&Path)) 
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get()).min(8);
     let threads = memory::load_threads(cpus, budget.limit);
     let chunk = found.len().div_ceil(threads).max(1);
-    let results: Vec<Result<Loaded, String>> = std::thread::scope(|s| {
+    // A sibling held in memory is not read on its own: it is given its file's variant (the same bytes) below.
+    let via_file: Vec<bool> =
+        found.iter().zip(&plan.in_memory).map(|(f, &m)| m && base_of(&f.url, &urls).is_some()).collect();
+    let results: Vec<Option<Result<Loaded, String>>> = std::thread::scope(|s| {
         let handles: Vec<_> = found
             .chunks(chunk)
             .zip(plan.in_memory.chunks(chunk))
-            .map(|(part, mem)| {
+            .zip(via_file.chunks(chunk))
+            .map(|((part, mem), via)| {
                 let urls = &urls;
-                s.spawn(move || part.iter().zip(mem).map(|(f, &m)| load_one(f, urls, m)).collect::<Vec<_>>())
+                s.spawn(move || {
+                    part.iter()
+                        .zip(mem)
+                        .zip(via)
+                        .map(|((f, &m), &v)| (!v).then(|| load_one(f, urls, m)))
+                        .collect::<Vec<_>>()
+                })
             })
             .collect();
         handles.into_iter().flat_map(|h| h.join().expect("loader thread panicked")).collect()
     });
     let mut entries = Vec::with_capacity(results.len());
-    for r in results {
+    let mut later = Vec::new();
+    for (r, f) in results.into_iter().zip(&found) {
         match r {
-            Ok(l) => entries.push(build_entry(l, cfg)),
-            Err(e) => {
+            None => later.push(f),
+            Some(Ok(l)) => entries.push(build_entry(l, cfg)),
+            Some(Err(e)) => {
                 report.errors.push(e);
                 report.unreadable += 1;
             }
         }
     }
-    let shared = share_sibling_bodies(&mut entries);
+    // Entries whose identity body is their file's variant: counted once, as the variant.
+    let mut shared = HashSet::new();
+    let mut siblings = Vec::with_capacity(later.len());
+    {
+        let index: std::collections::HashMap<&str, usize> =
+            entries.iter().enumerate().map(|(i, e)| (e.path.as_str(), i)).collect();
+        for f in later {
+            let r = match sibling_from_its_file(f, &entries, &index) {
+                Some(l) => {
+                    shared.insert(entries.len() + siblings.len());
+                    Ok(l)
+                }
+                None => load_one(f, &urls, true),
+            };
+            match r {
+                Ok(l) => siblings.push(build_entry(l, cfg)),
+                Err(e) => {
+                    report.errors.push(e);
+                    report.unreadable += 1;
+                }
+            }
+        }
+    }
+    entries.append(&mut siblings);
     let mut t = Table::default();
     for (i, e) in entries.into_iter().enumerate() {
         report.files += 1;
@@ -398,32 +433,28 @@ fn siblings_follow_their_file(found: &[Found], in_memory: &mut [bool]) {
     }
 }
 
-/// Makes each in-memory sibling entry serve the very bytes its file holds as a variant (the copy read for the
-/// sibling is dropped). Returns the indexes of the entries whose identity body is now shared.
-fn share_sibling_bodies(entries: &mut [FileEntry]) -> HashSet<usize> {
-    let index: std::collections::HashMap<String, usize> =
-        entries.iter().enumerate().map(|(i, e)| (e.path.to_string(), i)).collect();
-    let mut moves = Vec::new();
-    for e in entries.iter() {
-        for (enc, ext) in [(Encoding::Br, "br"), (Encoding::Gzip, "gz")] {
-            let (Some(v), Some(&j)) = (&e.variants[enc as usize], index.get(&format!("{}.{ext}", e.path))) else {
-                continue;
-            };
-            if let (Body::Mem(body), Body::Mem(own)) = (&v.body, &entries[j].identity().body) {
-                if body[..] == own[..] {
-                    moves.push((j, body.clone()));
-                }
-            }
-        }
-    }
-    let mut shared = HashSet::new();
-    for (j, body) in moves {
-        if let Some(id) = entries[j].variants[0].as_mut() {
-            id.body = Body::Mem(body);
-            shared.insert(j);
-        }
-    }
-    shared
+/// A sibling held in memory, built on the bytes its file already holds as a variant; None when the file did not
+/// load with that variant in memory (the sibling is then read on its own).
+fn sibling_from_its_file(
+    f: &Found,
+    entries: &[FileEntry],
+    index: &std::collections::HashMap<&str, usize>,
+) -> Option<Loaded> {
+    let (base, enc) = match (f.url.strip_suffix(".br"), f.url.strip_suffix(".gz")) {
+        (Some(b), _) => (b, Encoding::Br),
+        (_, Some(b)) => (b, Encoding::Gzip),
+        _ => return None,
+    };
+    let file = &entries[*index.get(base)?];
+    let Body::Mem(bytes) = &file.variants[enc as usize].as_ref()?.body else { return None };
+    Some(Loaded {
+        url: f.url.clone(),
+        content_type: mime::for_name(&f.url),
+        mtime: f.mtime,
+        digest: Sha256::digest(&bytes[..]).into(),
+        identity: (Body::Mem(bytes.clone()), bytes.len() as u64),
+        encoded: [None, None, None],
+    })
 }
 
 #[cfg(test)]
