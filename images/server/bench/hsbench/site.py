@@ -171,7 +171,8 @@ def bench(cfg: Settings, work: str, cleanup: list) -> int:
     for s in servers:
         s.start()
     if isinstance(servers[0], Hyperstatic):  # how much of its RSS is the content it holds (bodies + variants)
-        meta["ours_content_bytes_metric"] = servers[0].metrics().get("hyperstatic_content_bytes")
+        meta["ours_content_metrics"] = {k: v for k, v in servers[0].metrics().items()
+                                        if k.startswith("hyperstatic_content_")}
     step(f"checking every one of the {len(ul.unique())} URLs on every server (Accept-Encoding: {cfg.accept})")
     meta["check"] = check_phase(cfg, servers, root, ul.unique())
     wls = workloads(cfg.conns, url_file, cfg.accept)

@@ -89,11 +89,14 @@ def markdown(data: dict) -> str:
                 continue
             lines.append(f"| {name} | {m['median'] * 1000:.0f} ms ({m['min'] * 1000:.0f}–{m['max'] * 1000:.0f} ms) | "
                          f"{'' if name == ours else _ratio(so['median'], m['median'])} | {_mb(m['rss'])} |")
-        held = meta.get("ours_content_bytes_metric")
-        if held:
-            lines += ["", f"{ours} holds the site in its own memory: its /metrics reported hyperstatic_content_bytes "
-                          f"= {_mb(held)} (bodies and their br/gzip variants), part of its RSS; the peers read "
-                          f"files through the kernel's page cache, which no RSS shows."]
+        held = meta.get("ours_content_metrics") or {}
+        if held.get("hyperstatic_content_memory_bytes"):
+            lines += ["", f"{ours} holds the site in its own memory, so it is in its RSS; its /metrics: "
+                          f"{held.get('hyperstatic_content_files', 0):,.0f} files, "
+                          f"{_mb(held.get('hyperstatic_content_bytes', 0))} of file bodies "
+                          f"(hyperstatic_content_bytes), {_mb(held['hyperstatic_content_memory_bytes'])} held in "
+                          f"memory (hyperstatic_content_memory_bytes: bodies plus the br/gzip variants attached to "
+                          f"them). The peers read files through the kernel's page cache, which no RSS shows."]
     chk = meta.get("check", {})
     if chk:
         lines += ["", "| Server | compressed responses from | Content-Encoding over the unique URLs | body bytes for one "

@@ -296,7 +296,8 @@ class Report(unittest.TestCase):
                 "startup": [{"rep": 0, "server": "hyperstatic", "seconds": 0.4, "rss_bytes": 5e6},
                             {"rep": 0, "server": "nginx", "seconds": 0.02, "rss_bytes": 2e6}],
                 "check": {"nginx": {"encodings": {"br": 2}, "bytes_sent": 2e6, "how": "brotli_static"}},
-                "ours_content_bytes_metric": 90e6}
+                "ours_content_metrics": {"hyperstatic_content_files": 3049.0, "hyperstatic_content_bytes": 90e6,
+                                         "hyperstatic_content_memory_bytes": 110e6}}
         md = sitereport.markdown(json.loads(json.dumps({"meta": meta, "summary": summary, "runs": runs})))
         self.assertIn("| c=10 | hyperstatic | 33.0k (30.0k–36.0k) |  |", md)
         self.assertIn("| nginx | 22.0k (20.0k–24.0k) | 1.50× |", md)
@@ -306,7 +307,8 @@ class Report(unittest.TestCase):
         self.assertIn("| nginx | 20 ms (20–20 ms) | 20.00× |", md)
         self.assertIn("| nginx | brotli_static | br 2 | 2.0 MB |", md)
         self.assertIn("html 25% of requests / 75% of identity bytes", md)
-        self.assertIn("hyperstatic_content_bytes = 90.0 MB", md)
+        self.assertIn("3,049 files, 90.0 MB of file bodies", md)
+        self.assertIn("110.0 MB held in memory", md)
 
 
 if __name__ == "__main__":
