@@ -32,7 +32,7 @@ SITE_CONNECTIONS ?= 10,100
 STARTUP_REPS ?= $(REPS)
 
 .PHONY: bench-site
-bench-site: ## Python 3.11 docs served by ours vs nginx, lighttpd, h2o: startup, RSS, req/s, req/CPU-s; writes _out/bench/site/ (≈7 min; REPS=1 BENCH_SECONDS=3 for less).
+bench-site: ## Python 3.11 docs served by ours vs nginx, lighttpd, h2o: startup, RSS, req/s, req/CPU-s; writes _out/bench/site/ (≈5 min, +2 min to precompress on the first run; REPS=1 BENCH_SECONDS=3 for less).
 	@$(call progress,building the server for the site benchmark)
 	@bin="$$($(MAKE) -s server-build | tail -n 1)"; \
 	  if [ ! -x "$$bin" ]; then echo "make server-build did not print an executable path (got '$$bin')" >&2; exit 1; fi; \
@@ -45,7 +45,7 @@ bench-self-check: ## nginx against itself through the same harness: every ratio 
 	@$(BENCH_ENV) PEERS=nginx BENCH_FLOOR=0 images/server/bench/run.sh nginx
 
 .PHONY: bench-test
-bench-test: ## Unit tests of the benchmark harness (configs, parsers, medians, ratios, report, chart, floor responder).
+bench-test: ## Unit tests of the benchmark harness (configs, parsers, medians, ratios, report, chart, floor responder, site URL list and checks).
 	@cd images/server/bench && python3 -m unittest discover -s tests -t . -v
 
 .PHONY: bench-profile
