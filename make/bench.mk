@@ -16,7 +16,7 @@ BENCH_ENV = BENCH_SECONDS=$(BENCH_SECONDS) REPS=$(REPS) WARMUP_SECONDS=$(WARMUP_
   PEERS="$(PEERS)" BENCH_FLOOR=$(BENCH_FLOOR)
 
 .PHONY: bench
-bench: bench-server ## Run every benchmark there is (today: bench-server).
+bench: bench-server bench-site ## Run every benchmark there is (bench-server, bench-site).
 
 .PHONY: bench-server
 bench-server: ## Our server vs nginx, lighttpd, h2o and a canned-response floor on loopback, pinned + CPU-capped; writes _out/bench/ (≈14 min; PEERS=nginx REPS=1 BENCH_SECONDS=3 for less).
@@ -26,12 +26,26 @@ bench-server: ## Our server vs nginx, lighttpd, h2o and a canned-response floor 
 	  $(call progress,benchmarking $$bin against $(PEERS) and the floor); \
 	  $(BENCH_ENV) images/server/bench/run.sh "$$bin"
 
+# Real-site workload: the Python 3.11 docs (Debian's python3.11-doc), precompressed by our server, served by ours and
+# every peer under the same pin and cap; startup time, RSS, req/s and req/CPU-s for a browser-like request mix.
+SITE_CONNECTIONS ?= 10,100
+STARTUP_REPS ?= $(REPS)
+
+.PHONY: bench-site
+bench-site: ## Python 3.11 docs served by ours vs nginx, lighttpd, h2o: startup, RSS, req/s, req/CPU-s; writes _out/bench/site/ (≈5 min, +2 min to precompress on the first run; REPS=1 BENCH_SECONDS=3 for less).
+	@$(call progress,building the server for the site benchmark)
+	@bin="$$($(MAKE) -s server-build | tail -n 1)"; \
+	  if [ ! -x "$$bin" ]; then echo "make server-build did not print an executable path (got '$$bin')" >&2; exit 1; fi; \
+	  $(call progress,site benchmark: $$bin against $(PEERS) on the Python 3.11 docs); \
+	  $(BENCH_ENV) SITE_CONNECTIONS="$(SITE_CONNECTIONS)" STARTUP_REPS=$(STARTUP_REPS) images/server/bench/site.sh "$$bin"; \
+	  rc=$$?; $(call progress,site benchmark finished (exit $$rc); results in $(BENCH_OUT)/site/); exit $$rc
+
 .PHONY: bench-self-check
 bench-self-check: ## nginx against itself through the same harness: every ratio should come out ≈ 1×.
 	@$(BENCH_ENV) PEERS=nginx BENCH_FLOOR=0 images/server/bench/run.sh nginx
 
 .PHONY: bench-test
-bench-test: ## Unit tests of the benchmark harness (configs, parsers, medians, ratios, report, chart, floor responder).
+bench-test: ## Unit tests of the benchmark harness (configs, parsers, medians, ratios, report, chart, floor responder, site URL list and checks).
 	@cd images/server/bench && python3 -m unittest discover -s tests -t . -v
 
 .PHONY: bench-profile

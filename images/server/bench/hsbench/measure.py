@@ -31,6 +31,9 @@ class Run:
     client_cpu_s: float
     throttled_periods: int  # CFS periods in which the quota stopped the server
     cap_use: float          # cpu_s / (seconds × quota): ≈1 means the server was saturated at its cap
+    rss_warm_bytes: int = 0     # summed VmRSS right after the warm-up, before the measured run
+    rss_end_bytes: int = 0      # summed VmRSS right after the measured run
+    bytes_read: float = 0.0     # response bytes wrk read (headers + bodies): shows what encoding was sent
 
     def row(self) -> dict:
         return asdict(self)
@@ -59,6 +62,7 @@ def run_workload(server: Server, wl: Workload, rep: int, seconds: float, warmup:
     url = f"http://127.0.0.1:{server.port}{wl.path}"
     wrk.warm(url, wl.connections, warmup, client, wl.script, wl.script_args, wl.headers)
     pids = server.pids()
+    rss_warm = procstat.rss_bytes(pids)
     throttled0 = server.quota.throttled().get("nr_throttled", 0)
     cpu0 = procstat.cpu_seconds(pids)
     sampler = _RssSampler(server)
@@ -68,6 +72,7 @@ def run_workload(server: Server, wl: Workload, rep: int, seconds: float, warmup:
     finally:
         peak = sampler.stop()
     cpu = procstat.cpu_seconds(server.pids()) - cpu0
+    rss_end = procstat.rss_bytes(server.pids())
     throttled = server.quota.throttled().get("nr_throttled", 0) - throttled0
     if not server.alive():
         raise RuntimeError(f"{server.name} died during {wl.key}:\n{server.log_tail()}")
@@ -78,7 +83,8 @@ def run_workload(server: Server, wl: Workload, rep: int, seconds: float, warmup:
                p99_ms=res.p99_ms if wl.latency_valid else float("nan"),
                rss_bytes=peak, errors=res.errors, non2xx=res.non2xx,
                client_cpu_s=res.client_cpu_s, throttled_periods=throttled,
-               cap_use=cpu / (res.seconds * cap) if res.seconds else 0.0)
+               cap_use=cpu / (res.seconds * cap) if res.seconds else 0.0,
+               rss_warm_bytes=rss_warm, rss_end_bytes=rss_end, bytes_read=res.bytes_read)
 
 
 @dataclass

@@ -194,9 +194,11 @@ class Configs(unittest.TestCase):
 
     def test_nginx_template_renders(self):
         conf = servers.render_template("nginx.conf.in", user_line="", cpu_mask="1", nofile=1024,
-                                       worker_connections=960, dir="/t", port=1, root="/srv/site")
+                                       worker_connections=960, dir="/t", port=1, root="/srv/site",
+                                       main_extra="", http_extra="")
         self.assertIn("access_log off;", conf)
         self.assertIn("sendfile on;", conf)
+        self.assertNotIn("gzip_static", conf)  # make bench-server serves identity only
 
     def test_peers(self):
         self.assertEqual(servers.parse_peers(""), ["nginx", "lighttpd", "h2o"])
