@@ -19,7 +19,7 @@ import (
 
 // siteFiles is the small real site every contract test serves: the pages the StaticSite fields refer to
 // (notFoundPage /404.html, spaFallback's /index.html), an /assets tree for the "/assets/**" rules, and one file
-// over 1 KiB so the server's load-time compression runs as it does in production.
+// over 1 KiB so the server's background encoder has work, as it does in production.
 var siteFiles = map[string]string{
 	"index.html":        "<!doctype html><title>contract</title><p>home</p>\n",
 	"404.html":          "<!doctype html><title>not found</title><p>404</p>\n",
