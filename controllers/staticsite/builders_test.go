@@ -233,8 +233,7 @@ func TestDeploymentShape(t *testing.T) {
 
 func TestServerArgs(t *testing.T) {
 	site := newSite(v1alpha1.ContentSource{Image: "x"})
-	if got, want := ServerArgs(site), []string{"--root", "/site", "--listen", "0.0.0.0:8080", "--admin-listen", "0.0.0.0:9090", "--drain-delay", "5s", "--shutdown-timeout", "10s",
-		"--compress-cache", "/var/cache/hyperstatic"}; !reflect.DeepEqual(got, want) {
+	if got, want := ServerArgs(site), []string{"--root", "/site", "--listen", "0.0.0.0:8080", "--admin-listen", "0.0.0.0:9090", "--drain-delay", "5s", "--shutdown-timeout", "10s"}; !reflect.DeepEqual(got, want) {
 		t.Errorf("default args = %q, want %q", got, want)
 	}
 	site.Spec.Server = v1alpha1.ServerSpec{
@@ -248,7 +247,7 @@ func TestServerArgs(t *testing.T) {
 		ExtraArgs:                []string{"--access-log"},
 	}
 	want := []string{"--root", "/site", "--listen", "0.0.0.0:8080", "--admin-listen", "0.0.0.0:9090", "--drain-delay", "20s", "--shutdown-timeout", "10s",
-		"--compress-cache", "/var/cache/hyperstatic", "--max-requests-per-connection", "500", "--max-connection-age", "1500ms", "--cache-control", "*.css=public, max-age=600",
+		"--max-requests-per-connection", "500", "--max-connection-age", "1500ms", "--cache-control", "*.css=public, max-age=600",
 		"--header", "X-Frame-Options:DENY", "--spa-fallback", "--not-found-page", "/404.html", "--access-log"}
 	if got := ServerArgs(site); !reflect.DeepEqual(got, want) {
 		t.Errorf("args = %q\nwant %q", got, want)

@@ -10,9 +10,15 @@ import (
 // directory, keyed by content digest. An emptyDir lives as long as the pod, not the container: a server that
 // restarts (liveness, OOM) reads its variants back instead of spending CPU on them again. The root file system
 // stays read-only; this is the one writable path.
+//
+// The server is told through its environment (HYPERSTATIC_COMPRESS_CACHE), not an argument: a server older than
+// the flag rejects an unknown argument and would crash-loop, and old servers keep running under a new operator
+// (content images built FROM an older server, spec.server.image, sites waiting for their turn on a new default
+// image). An unknown HYPERSTATIC_ variable is ignored. --compress-cache in extraArgs still wins (flags do).
 const (
 	compressCacheVolumeName = "compress-cache"
 	compressCacheDir        = "/var/cache/hyperstatic"
+	compressCacheEnv        = "HYPERSTATIC_COMPRESS_CACHE"
 )
 
 // compressCacheVolume is the cache's emptyDir. Its sizeLimit is the pod's memory: the server encodes only files
@@ -27,4 +33,8 @@ func compressCacheVolume(memory resource.Quantity) *corev1ac.VolumeApplyConfigur
 
 func compressCacheMount() *corev1ac.VolumeMountApplyConfiguration {
 	return corev1ac.VolumeMount().WithName(compressCacheVolumeName).WithMountPath(compressCacheDir)
+}
+
+func compressCacheEnvVar() *corev1ac.EnvVarApplyConfiguration {
+	return corev1ac.EnvVar().WithName(compressCacheEnv).WithValue(compressCacheDir)
 }

@@ -2,6 +2,7 @@ package staticsite
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -11,8 +12,9 @@ import (
 	"hyperstatic.dev/hyperstatic/api/v1alpha1"
 )
 
-// Every pod gets the compression cache: an emptyDir as large as its memory, mounted writable where --compress-cache
-// points, while the root file system stays read-only.
+// Every pod gets the compression cache: an emptyDir as large as its memory, mounted writable where
+// HYPERSTATIC_COMPRESS_CACHE points, while the root file system stays read-only; no argument an old server
+// would reject.
 func TestCompressCacheVolume(t *testing.T) {
 	for _, content := range []v1alpha1.ContentSource{
 		{Image: "example/docs:v3"},
@@ -39,8 +41,9 @@ func TestCompressCacheVolume(t *testing.T) {
 		if !*server.SecurityContext.ReadOnlyRootFilesystem {
 			t.Errorf("%s: the root file system must stay read-only", c.Source)
 		}
-		if k := slices.Index(server.Args, "--compress-cache"); k < 0 || k+1 >= len(server.Args) || server.Args[k+1] != compressCacheDir {
-			t.Errorf("%s: the server must be told --compress-cache %s: %q", c.Source, compressCacheDir, server.Args)
+		want := []corev1.EnvVar{{Name: "HYPERSTATIC_COMPRESS_CACHE", Value: "/var/cache/hyperstatic"}}
+		if !slices.Equal(server.Env, want) || slices.ContainsFunc(server.Args, func(a string) bool { return strings.HasPrefix(a, "--compress-cache") }) {
+			t.Errorf("%s: want the cache in the environment %v, not the arguments: env %v args %q", c.Source, want, server.Env, server.Args)
 		}
 	}
 }

@@ -110,8 +110,8 @@ func formatDuration(d time.Duration) string {
 
 // ServerArgs are the server's command-line arguments for a site (flags of images/server: --root, --listen,
 // --admin-listen, --drain-delay, --shutdown-timeout, --max-requests-per-connection, --max-connection-age,
-// --cache-control GLOB=VALUE and --header NAME:VALUE (both repeatable), --spa-fallback, --not-found-page PATH,
-// --compress-cache DIR).
+// --cache-control GLOB=VALUE and --header NAME:VALUE (both repeatable), --spa-fallback, --not-found-page PATH).
+// The compression cache is not an argument but an environment variable: see cachevolume.go.
 func ServerArgs(site *v1alpha1.StaticSite) []string {
 	s := site.Spec.Server
 	args := []string{
@@ -120,7 +120,6 @@ func ServerArgs(site *v1alpha1.StaticSite) []string {
 		"--admin-listen", "0.0.0.0:" + strconv.Itoa(v1alpha1.AdminPort),
 		"--drain-delay", formatDuration(drainDelayOf(site)),
 		"--shutdown-timeout", formatDuration(shutdownTimeout),
-		"--compress-cache", compressCacheDir, // the pod's emptyDir, see cachevolume.go
 	}
 	if s.MaxRequestsPerConnection != nil {
 		args = append(args, "--max-requests-per-connection", strconv.Itoa(int(*s.MaxRequestsPerConnection)))

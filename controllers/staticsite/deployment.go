@@ -146,7 +146,7 @@ func serverContainer(site *v1alpha1.StaticSite, serverImage string, content Cont
 		}
 		c.WithVolumeMounts(m)
 	}
-	c.WithVolumeMounts(compressCacheMount())
+	c.WithVolumeMounts(compressCacheMount()).WithEnv(compressCacheEnvVar())
 	return c
 }
 

@@ -66,8 +66,8 @@ func TestContentThatDoesNotFitItsMemory(t *testing.T) {
 		return condition(s, v1alpha1.ConditionContentInMemory, metav1.ConditionUnknown, v1alpha1.ReasonNotMeasured)
 	})
 
-	// The pod's server: the operator's arguments for this site, under the pod's memory limit.
-	small := startRealServer(t, ServerArgs(site), root, "20Mi")
+	// The pod's server: the container the operator wrote, under the pod's memory limit (20Mi).
+	small := startRealServer(t, d.Spec.Template.Spec.Containers[0], root)
 	scraper.serve(ns, "big-a", small.adminPort)
 	serverPod(t, d, "big-a", "127.0.0.1")
 	got := waitSite(t, ns, "big", "partly on disk", func(s *v1alpha1.StaticSite) error {
@@ -104,7 +104,7 @@ func TestContentThatDoesNotFitItsMemory(t *testing.T) {
 	})
 	testenv.Must(t, k8s.Delete(context.Background(), podNamed(ns, "big-a")))
 	completeRollout(t, d)
-	fits := startRealServer(t, ServerArgs(site), root, fit)
+	fits := startRealServer(t, d.Spec.Template.Spec.Containers[0], root)
 	scraper.serve(ns, "big-b", fits.adminPort)
 	serverPod(t, d, "big-b", "127.0.0.1")
 	got = waitSite(t, ns, "big", "all in memory", func(s *v1alpha1.StaticSite) error {

@@ -15,12 +15,15 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"hyperstatic.dev/hyperstatic/internal/serverbin"
 )
 
-// A real hyperstatic-server process playing a server pod's container: started from the operator's own arguments
-// (ServerArgs), with the container paths swapped for temporary directories, loopback ports, and --memory-limit
-// set to the pod's memory, as the container's cgroup would set it. envtest runs no kubelet; this is the part of
+// A real hyperstatic-server process playing a server pod's container: started with the arguments and environment
+// of the server container the operator wrote into the Deployment, with the container's paths swapped for
+// temporary directories, loopback ports, and --memory-limit set to the pod's memory, as the container's cgroup
+// would set it. envtest runs no kubelet; this is the part of
 // a pod the status under test is read from.
 
 // realServer is a running server process.
@@ -29,17 +32,26 @@ type realServer struct {
 	stderr    *syncBuffer
 }
 
-// startRealServer runs the server on args (ServerArgs of a site) serving root under memoryLimit, and returns once
-// its /readyz answers 200. The process is killed when the test ends.
+// startRealServer runs the server as container would run it, serving root under the container's memory limit, and
+// returns once its /readyz answers 200. The process is killed when the test ends.
 //
 // The ports are picked by binding port 0 and closing it, so another process may take one first: the server then
 // exits before it is ready, and a new pair is tried (three times). Readiness is polled to a deadline.
-func startRealServer(t *testing.T, args []string, root, memoryLimit string) *realServer {
+func startRealServer(t *testing.T, container corev1.Container, root string) *realServer {
 	t.Helper()
 	bin := serverbin.Require(t)
+	memoryLimit := container.Resources.Limits.Memory().String()
+	// The container's variables, with its cache directory (an emptyDir) swapped for a temporary one.
+	var env []string
+	for _, e := range container.Env {
+		if e.Value == compressCacheDir {
+			e.Value = t.TempDir()
+		}
+		env = append(env, e.Name+"="+e.Value)
+	}
 	var lastErr error
 	for range 3 {
-		s, exited, err := tryRealServer(t, bin, args, root, memoryLimit)
+		s, exited, err := tryRealServer(t, bin, container.Args, env, root, memoryLimit)
 		if err == nil {
 			return s
 		}
@@ -52,13 +64,12 @@ func startRealServer(t *testing.T, args []string, root, memoryLimit string) *rea
 	return nil
 }
 
-func tryRealServer(t *testing.T, bin string, args []string, root, memoryLimit string) (*realServer, bool, error) {
+func tryRealServer(t *testing.T, bin string, args, env []string, root, memoryLimit string) (*realServer, bool, error) {
 	t.Helper()
 	httpAddr, adminAddr := loopbackAddr(t), loopbackAddr(t)
 	args = swapFlag(t, args, "--root", root)
 	args = swapFlag(t, args, "--listen", httpAddr)
 	args = swapFlag(t, args, "--admin-listen", adminAddr)
-	args = swapFlag(t, args, "--compress-cache", t.TempDir())
 	args = append(args, "--memory-limit", memoryLimit, "--workers", "1")
 	s := &realServer{stderr: &syncBuffer{}}
 	_, port, _ := net.SplitHostPort(adminAddr)
@@ -67,6 +78,7 @@ func tryRealServer(t *testing.T, bin string, args []string, root, memoryLimit st
 	cmd := exec.Command(bin, args...)
 	// The server reads HYPERSTATIC_* variables as flag defaults: none of the shell's may leak in.
 	cmd.Env = slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, "HYPERSTATIC_") })
+	cmd.Env = append(cmd.Env, env...)
 	cmd.Stderr = s.stderr
 	if err := cmd.Start(); err != nil {
 		return nil, false, err
