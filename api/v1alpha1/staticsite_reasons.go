@@ -1,7 +1,7 @@
 package v1alpha1
 
 // Reasons the StaticSite controller writes on its conditions, grouped by the condition and status they go with.
-// Polarity (kstatus): Ready, ContentAvailable and Pinned are normal-true (True is healthy); Reconciling and Stalled
+// Polarity (kstatus): Ready, ContentAvailable, Pinned and ContentInMemory are normal-true (True is healthy); Reconciling and Stalled
 // are abnormal-true (present only while they hold, removed otherwise). A reason names the state in CamelCase; the
 // message carries the details. docs/staticsite.md lists them for users.
 
@@ -93,4 +93,19 @@ const (
 	ReasonMetricsUnavailable = "MetricsUnavailable"
 	// Unknown: no pod is ready yet.
 	ReasonNoReadyPods = "NoReadyPods"
+)
+
+// ContentInMemory reasons. Normal-true, informational: True when every file is served from memory; False when part
+// of the site is served from disk (correct, only slower: it does not affect Ready); Unknown while no ready pod
+// that runs the current spec has reported its content.
+const (
+	// True: a ready pod reports every file held in memory.
+	ReasonAllInMemory = "AllInMemory"
+	// False: a ready pod serves some bytes from disk. The message names them and the memory limit that would hold
+	// the whole site (status.content.fitMemoryLimit), or says that more memory would not help (files over the
+	// server's --max-memory-file-size, or a --memory-budget in spec.server.extraArgs).
+	ReasonPartlyOnDisk = "PartlyOnDisk"
+	// Unknown: no ready pod runs the current spec, or its admin port could not be read, or its server is too old
+	// to report content metrics. status.content is absent meanwhile.
+	ReasonNotMeasured = "NotMeasured"
 )

@@ -7,8 +7,9 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
-// StaticSite condition types. Polarity is documented in docs/staticsite.md: Ready, ContentAvailable and Pinned
-// are "normal-true"; Reconciling and Stalled are "abnormal-true" (kstatus), present only while they hold.
+// StaticSite condition types. Polarity is documented in docs/staticsite.md: Ready, ContentAvailable, Pinned and
+// ContentInMemory are "normal-true"; Reconciling and Stalled are "abnormal-true" (kstatus), present only while
+// they hold.
 const (
 	// ConditionReady is True when every replica serves the current spec.
 	ConditionReady = "Ready"
@@ -20,6 +21,10 @@ const (
 	ConditionContentAvailable = "ContentAvailable"
 	// ConditionPinned is True when every ready pod reports workers pinned to exclusive CPUs.
 	ConditionPinned = "Pinned"
+	// ConditionContentInMemory is True when a ready pod serves every file of the site from memory; False when part
+	// of the site is served from disk (correct, only slower: it never makes Ready False); Unknown while no pod
+	// has reported it.
+	ConditionContentInMemory = "ContentInMemory"
 )
 
 // Content source names, as shown in status.contentSource and the Content printer column.
@@ -304,7 +309,7 @@ type StaticSiteStatus struct {
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
-	// conditions: Ready, Reconciling, Stalled, ContentAvailable, Pinned (and the autoscaler's own).
+	// conditions: Ready, Reconciling, Stalled, ContentAvailable, Pinned, ContentInMemory (and the autoscaler's own).
 	// +listType=map
 	// +listMapKey=type
 	// +optional
@@ -336,10 +341,42 @@ type StaticSiteStatus struct {
 	// memory is the memory request and limit given to each server container (spec.memory or the sized default).
 	// +optional
 	Memory *resource.Quantity `json:"memory,omitempty"`
+	// content is what one ready server pod reports about the content it serves, read from its admin port in the
+	// latest reconcile. It is absent while no pod that runs the current spec could be read (the ContentInMemory
+	// condition is then Unknown and says why): never numbers from an earlier pass presented as current.
+	// +optional
+	Content *ServedContent `json:"content,omitempty"`
 
 	// autoscaling is written by the autoscaler only.
 	// +optional
 	Autoscaling *AutoscalingStatus `json:"autoscaling,omitempty"`
+}
+
+// ServedContent is one server pod's account of the site it serves: how big it is, how much of it is held in
+// memory and how much is served from disk, and the memory limit under which all of it would be in memory.
+type ServedContent struct {
+	// pod is the ready pod the numbers were read from.
+	Pod string `json:"pod"`
+	// files is the number of files served.
+	Files int64 `json:"files"`
+	// bytes is the total size of the files (identity encoding).
+	Bytes int64 `json:"bytes"`
+	// memoryBytes is the content held in memory, compressed variants included.
+	MemoryBytes int64 `json:"memoryBytes"`
+	// diskBytes is the size of the files served from disk because they do not fit the memory budget or are
+	// larger than the server's --max-memory-file-size.
+	DiskBytes int64 `json:"diskBytes"`
+	// memoryLimit is the memory limit the server works under (its container's, unless --memory-limit in
+	// spec.server.extraArgs says otherwise); absent when the server sees no limit.
+	// +optional
+	MemoryLimit *resource.Quantity `json:"memoryLimit,omitempty"`
+	// fitMemoryLimit is the smallest memory limit under which every file (up to --max-memory-file-size) with its
+	// compressed variants known so far would be held in memory: the spec.memory that would make ContentInMemory
+	// True when files over --max-memory-file-size are not the reason.
+	FitMemoryLimit resource.Quantity `json:"fitMemoryLimit"`
+	// encodingsPending is the number of files whose brotli and gzip variants the server is still making in the
+	// background; memoryBytes and fitMemoryLimit grow until it reaches 0.
+	EncodingsPending int64 `json:"encodingsPending"`
 }
 
 // StaticSite serves a static website from pinned, CPU-guaranteed hyperstatic server pods.
@@ -356,6 +393,9 @@ type StaticSiteStatus struct {
 // +kubebuilder:printcolumn:name="Pinned",type=string,JSONPath=`.status.conditions[?(@.type=="Pinned")].status`
 // +kubebuilder:printcolumn:name="Content",type=string,JSONPath=`.status.contentSource`
 // +kubebuilder:printcolumn:name="Revision",type=string,JSONPath=`.status.contentRevision`,priority=1
+// +kubebuilder:printcolumn:name="In-Memory",type=string,JSONPath=`.status.conditions[?(@.type=="ContentInMemory")].status`,priority=1,description="every file served from memory"
+// +kubebuilder:printcolumn:name="Memory",type=string,JSONPath=`.status.memory`,priority=1,description="memory limit of each pod"
+// +kubebuilder:printcolumn:name="Memory-Fit",type=string,JSONPath=`.status.content.fitMemoryLimit`,priority=1,description="memory limit that would hold every file in memory"
 // +kubebuilder:printcolumn:name="RPS",type=integer,JSONPath=`.status.autoscaling.currentRPS`
 // +kubebuilder:printcolumn:name="URL",type=string,JSONPath=`.status.url`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`

@@ -65,8 +65,8 @@ func TestDeploymentPerContentSource(t *testing.T) {
 		if got := pod.Containers[0].Image; got != testServerImage {
 			t.Errorf("image = %q, want the server image", got)
 		}
-		if len(pod.Volumes) != 1 || pod.Volumes[0].Projected == nil {
-			t.Fatalf("want one projected volume, got %+v", pod.Volumes)
+		if len(pod.Volumes) != 2 || pod.Volumes[0].Projected == nil {
+			t.Fatalf("want a projected volume and the compression cache, got %+v", pod.Volumes)
 		}
 		srcs := pod.Volumes[0].Projected.Sources
 		if srcs[0].ConfigMap.Name != "pages" || len(srcs[0].ConfigMap.Items) != 0 {
@@ -90,8 +90,9 @@ func TestDeploymentPerContentSource(t *testing.T) {
 		if got := pod.Containers[0].Image; got != "example/docs:v3" {
 			t.Errorf("image = %q, want the baked site image", got)
 		}
-		if len(pod.Volumes) != 0 || len(pod.Containers[0].VolumeMounts) != 0 {
-			t.Errorf("a baked image needs no volume: %+v %+v", pod.Volumes, pod.Containers[0].VolumeMounts)
+		if len(pod.Volumes) != 1 || pod.Volumes[0].Name != compressCacheVolumeName ||
+			len(pod.Containers[0].VolumeMounts) != 1 || pod.Containers[0].VolumeMounts[0].Name != compressCacheVolumeName {
+			t.Errorf("a baked image needs no site volume, only the compression cache: %+v %+v", pod.Volumes, pod.Containers[0].VolumeMounts)
 		}
 		if d.Spec.Template.Annotations[AnnotationContentHash] == "" {
 			t.Error("a baked image must put the content hash on the pod template")
@@ -107,7 +108,7 @@ func TestDeploymentPerContentSource(t *testing.T) {
 		if pod.Containers[0].Image != testServerImage {
 			t.Errorf("image = %q", pod.Containers[0].Image)
 		}
-		if len(pod.Volumes) != 1 || pod.Volumes[0].Image == nil ||
+		if len(pod.Volumes) != 2 || pod.Volumes[0].Image == nil ||
 			pod.Volumes[0].Image.Reference != "example/docs-content:v3" || pod.Volumes[0].Image.PullPolicy != corev1.PullIfNotPresent {
 			t.Fatalf("want an image volume, got %+v", pod.Volumes)
 		}
@@ -136,7 +137,8 @@ func TestDeploymentPerContentSource(t *testing.T) {
 
 func assertSiteMount(t *testing.T, pod corev1.PodSpec, subPath string) {
 	t.Helper()
-	want := []corev1.VolumeMount{{Name: siteVolumeName, MountPath: "/site", ReadOnly: true, SubPath: subPath}}
+	want := []corev1.VolumeMount{{Name: siteVolumeName, MountPath: "/site", ReadOnly: true, SubPath: subPath},
+		{Name: compressCacheVolumeName, MountPath: compressCacheDir}}
 	if got := pod.Containers[0].VolumeMounts; !reflect.DeepEqual(got, want) {
 		t.Errorf("mounts = %+v, want %+v", got, want)
 	}

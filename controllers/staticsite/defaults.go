@@ -111,6 +111,7 @@ func formatDuration(d time.Duration) string {
 // ServerArgs are the server's command-line arguments for a site (flags of images/server: --root, --listen,
 // --admin-listen, --drain-delay, --shutdown-timeout, --max-requests-per-connection, --max-connection-age,
 // --cache-control GLOB=VALUE and --header NAME:VALUE (both repeatable), --spa-fallback, --not-found-page PATH).
+// The compression cache is not an argument but an environment variable: see cachevolume.go.
 func ServerArgs(site *v1alpha1.StaticSite) []string {
 	s := site.Spec.Server
 	args := []string{

@@ -71,6 +71,7 @@ func desiredPodTemplate(site *v1alpha1.StaticSite, serverImage string, content C
 	if v := siteVolume(site, content); v != nil {
 		spec.WithVolumes(v)
 	}
+	spec.WithVolumes(compressCacheVolume(memory))
 	if len(o.NodeSelector) > 0 {
 		spec.WithNodeSelector(o.NodeSelector)
 	}
@@ -145,6 +146,7 @@ func serverContainer(site *v1alpha1.StaticSite, serverImage string, content Cont
 		}
 		c.WithVolumeMounts(m)
 	}
+	c.WithVolumeMounts(compressCacheMount()).WithEnv(compressCacheEnvVar())
 	return c
 }
 

@@ -12,6 +12,10 @@ const (
 	eventPinnedPrefix = "Pinned"
 	// eventContentChanged: status.contentRevision moved to a new revision.
 	eventContentChanged = "ContentChanged"
+	// eventContentPartlyOnDisk (Warning): ContentInMemory turned False; the message names the bytes served from
+	// disk and the memory limit that would hold the site. eventContentInMemory (Normal): it turned True after False.
+	eventContentPartlyOnDisk = "ContentPartlyOnDisk"
+	eventContentInMemory     = "ContentInMemory"
 )
 
 // deploymentTimedOutReason is the reason the Deployment controller puts on Progressing=False when a rollout passes

@@ -25,7 +25,8 @@ var imagePullReasons = map[string]bool{"ErrImagePull": true, "ImagePullBackOff":
 
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
 
-// reconcilePods looks at the site's pods: image pull failures, the digest they run, and their CPU pinning.
+// reconcilePods looks at the site's pods: image pull failures, the digest they run, the content one of them serves
+// (status.content, ContentInMemory), and their CPU pinning.
 func (r *Reconciler) reconcilePods(ctx context.Context, st *state) error {
 	site := st.site
 	list := &corev1.PodList{}
@@ -47,6 +48,7 @@ func (r *Reconciler) reconcilePods(ctx context.Context, st *state) error {
 			st.content.Revision = prev
 		}
 	}
+	r.observeServedContent(ctx, st)
 	st.pinned = r.pinnedCondition(ctx, st)
 	return nil
 }
@@ -115,11 +117,7 @@ func (r *Reconciler) pinnedCondition(ctx context.Context, st *state) metav1.Cond
 		c.Message = strings.Join(unpinned, "; ") + " (does the node's kubelet use the static CPU manager policy?)"
 	case len(unknown) > 0:
 		c.Status, c.Reason, c.Message = metav1.ConditionUnknown, v1alpha1.ReasonMetricsUnavailable, strings.Join(unknown, "; ")
-		retry := r.ScrapeRetry
-		if retry == 0 {
-			retry = defaultScrapeRetry
-		}
-		st.requeue(retry)
+		st.requeue(r.scrapeRetry())
 	case len(pinned) == 0:
 		c.Status, c.Reason, c.Message = metav1.ConditionUnknown, v1alpha1.ReasonNoReadyPods, "no ready pod has reported its CPUs yet"
 	default:
@@ -138,23 +136,36 @@ func (r *Reconciler) podSample(ctx context.Context, st *state, p *corev1.Pod) (p
 	if ok {
 		return c.sample, nil
 	}
-	if r.Scraper == nil {
-		return podmetrics.Sample{}, fmt.Errorf("no metrics scraper configured")
-	}
-	s, err := r.Scraper.Scrape(ctx, p)
+	s, err := r.scrape(ctx, p)
 	if err != nil {
 		return s, err
 	}
 	if s.CPUs == "" {
 		return s, fmt.Errorf("the server reports no worker CPU set yet")
 	}
+	r.rememberCPUs(st, p, s)
+	return s, nil
+}
+
+// scrape reads a pod's admin port: the one place the controller does.
+func (r *Reconciler) scrape(ctx context.Context, p *corev1.Pod) (podmetrics.Sample, error) {
+	if r.Scraper == nil {
+		return podmetrics.Sample{}, fmt.Errorf("no metrics scraper configured")
+	}
+	return r.Scraper.Scrape(ctx, p)
+}
+
+// rememberCPUs keeps a sample for the Pinned condition once it reports the pod's CPU set.
+func (r *Reconciler) rememberCPUs(st *state, p *corev1.Pod, s podmetrics.Sample) {
+	if s.CPUs == "" {
+		return
+	}
 	r.samplesMu.Lock()
+	defer r.samplesMu.Unlock()
 	if r.samples == nil {
 		r.samples = map[types.UID]cachedSample{}
 	}
 	r.samples[p.UID] = cachedSample{site: types.NamespacedName{Namespace: st.site.Namespace, Name: st.site.Name}, sample: s}
-	r.samplesMu.Unlock()
-	return s, nil
 }
 
 // prunePodSamples forgets the samples of a site's pods that are gone.
@@ -172,4 +183,9 @@ func (r *Reconciler) prunePodSamples(site types.NamespacedName, pods []corev1.Po
 	}
 }
 
-func (r *Reconciler) forgetSite(site types.NamespacedName) { r.prunePodSamples(site, nil) }
+func (r *Reconciler) forgetSite(site types.NamespacedName) {
+	r.prunePodSamples(site, nil)
+	r.contentMu.Lock()
+	delete(r.contentKnown, site)
+	r.contentMu.Unlock()
+}

@@ -36,7 +36,7 @@ type Reconciler struct {
 	Recorder record.EventRecorder
 	// Clock stamps condition transitions; tests inject a fake one.
 	Clock clock.PassiveClock
-	// Scraper reads a ready pod's metrics, for the Pinned condition.
+	// Scraper reads a ready pod's metrics, for the Pinned and ContentInMemory conditions and status.content.
 	Scraper podmetrics.Scraper
 	// ServerImage is the default server image (operator flag --server-image).
 	ServerImage string
@@ -44,6 +44,9 @@ type Reconciler struct {
 	ServerVersion func() (*version.Info, error)
 	// ScrapeRetry is how soon a ready pod whose metrics could not be read is tried again (0: 15 s).
 	ScrapeRetry time.Duration
+	// ContentRefresh is how often status.content is read again from a pod while one can be read (0:
+	// DefaultContentRefresh). See servedcontent.go.
+	ContentRefresh time.Duration
 	// APIReader reads around the manager's cache, which only holds objects carrying the operator's label: it tells
 	// a foreign object with a child's name from a missing one, and gives the Deployment as an apply left it. Nil
 	// means the Client (tests that run without a cache).
@@ -62,6 +65,9 @@ type Reconciler struct {
 
 	samplesMu sync.Mutex
 	samples   map[types.UID]cachedSample // a pod's CPU set never changes: scrape it once
+
+	contentMu    sync.Mutex
+	contentKnown map[types.NamespacedName]metav1.ConditionStatus // last known ContentInMemory (True/False), for its events
 }
 
 type cachedSample struct {
@@ -86,6 +92,8 @@ type state struct {
 	rejected       *problem // an owned object the API server refused (Stalled)
 	skipDeployment bool     // content that cannot be mounted: leave the running Deployment alone
 	pinned         metav1.Condition
+	served         *v1alpha1.ServedContent // a ready pod's content reading; nil: none, see notMeasured
+	notMeasured    string                  // why there is no reading (the ContentInMemory=Unknown message)
 	requeueAfter   time.Duration
 
 	// serverImageQueued: the site waits for its turn to move to a new default server image (the Reconciling message).

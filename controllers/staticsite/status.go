@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"hyperstatic.dev/hyperstatic/api/v1alpha1"
 )
@@ -83,6 +84,10 @@ func (r *Reconciler) summarize(st *state, passErr error) {
 		set(v1alpha1.ConditionContentAvailable, metav1.ConditionTrue, st.contentReason, st.contentMessage)
 	}
 	set(st.pinned.Type, st.pinned.Status, st.pinned.Reason, st.pinned.Message)
+	// Rebuilt every pass, like every field above: absent when no pod could be read (the condition says why).
+	s.Content = st.served
+	inMemory := contentInMemoryCondition(st.served, st.notMeasured)
+	set(inMemory.Type, inMemory.Status, inMemory.Reason, inMemory.Message)
 
 	ro := rolloutOf(site, st.deployment, st.templateChanged)
 	var stalled *problem
@@ -154,8 +159,39 @@ func (r *Reconciler) recordTransitions(before, after *v1alpha1.StaticSite) {
 	if c, ok := changed(v1alpha1.ConditionPinned); ok && c.Status != metav1.ConditionUnknown {
 		r.Recorder.Event(after, corev1.EventTypeNormal, eventPinnedPrefix+string(c.Status), c.Message)
 	}
+	r.recordContentInMemory(before, after)
 	if old, now := before.Status.ContentRevision, after.Status.ContentRevision; old != "" && old != now &&
 		!strings.HasPrefix(now, old+"@") { // learning the digest of the same image is no change
 		r.Recorder.Eventf(after, corev1.EventTypeNormal, eventContentChanged, "Content revision %s → %s", before.Status.ContentRevision, after.Status.ContentRevision)
+	}
+}
+
+// recordContentInMemory: a Warning when part of the site turns out to be served from disk (the message names the
+// bytes and the memory limit that would hold them), a Normal event when all of it is in memory again. Events mark
+// changes between known states, never a pass: Unknown in between (a pod that could not be read for a moment, a
+// rollout to a new memory limit, when the old pods no longer count and the new ones are not ready) neither records
+// anything nor makes the next known state news. The last known state is kept in memory, like the pods' CPU sets;
+// after an operator restart the condition as the last pass left it stands in.
+func (r *Reconciler) recordContentInMemory(before, after *v1alpha1.StaticSite) {
+	now := meta.FindStatusCondition(after.Status.Conditions, v1alpha1.ConditionContentInMemory)
+	if now == nil || now.Status == metav1.ConditionUnknown {
+		return
+	}
+	key := types.NamespacedName{Namespace: after.Namespace, Name: after.Name}
+	r.contentMu.Lock()
+	was, ok := r.contentKnown[key]
+	if r.contentKnown == nil {
+		r.contentKnown = map[types.NamespacedName]metav1.ConditionStatus{}
+	}
+	r.contentKnown[key] = now.Status
+	r.contentMu.Unlock()
+	if old := meta.FindStatusCondition(before.Status.Conditions, v1alpha1.ConditionContentInMemory); !ok && old != nil {
+		was = old.Status
+	}
+	switch {
+	case now.Status == metav1.ConditionFalse && was != metav1.ConditionFalse:
+		r.Recorder.Event(after, corev1.EventTypeWarning, eventContentPartlyOnDisk, now.Message)
+	case now.Status == metav1.ConditionTrue && was == metav1.ConditionFalse:
+		r.Recorder.Event(after, corev1.EventTypeNormal, eventContentInMemory, now.Message)
 	}
 }

@@ -3,6 +3,7 @@ package staticsite
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"os"
 	"strings"
 	"sync"
@@ -40,25 +41,42 @@ var (
 	nsCounter atomic.Int32
 )
 
-// fakeScraper stands in for the server pods' /metrics, which envtest cannot run.
+// fakeScraper stands in for the server pods' /metrics: envtest runs no kubelet, so no pod runs. A pod a test
+// backs with a real server process (servers, see realserver_test.go) is scraped by the operator's own
+// podmetrics.HTTPScraper on that process's admin port; the others answer canned samples.
 type fakeScraper struct {
 	mu      sync.Mutex
 	samples map[string]podmetrics.Sample // by namespace/pod
+	servers map[string]int               // by namespace/pod: the admin port of the real server behind it
 	calls   map[string]int
 }
 
-func (f *fakeScraper) Scrape(_ context.Context, p *corev1.Pod) (podmetrics.Sample, error) {
+func (f *fakeScraper) Scrape(ctx context.Context, p *corev1.Pod) (podmetrics.Sample, error) {
 	f.mu.Lock()
-	defer f.mu.Unlock()
 	if f.calls == nil {
 		f.calls = map[string]int{}
 	}
 	f.calls[p.Namespace+"/"+p.Name]++
+	port, real := f.servers[p.Namespace+"/"+p.Name]
 	s, ok := f.samples[p.Namespace+"/"+p.Name]
-	if !ok {
+	f.mu.Unlock()
+	switch {
+	case real:
+		return (&podmetrics.HTTPScraper{Client: &http.Client{Timeout: 5 * time.Second}, Port: port}).Scrape(ctx, p)
+	case !ok:
 		return s, fmt.Errorf("connection refused")
 	}
 	return s, nil
+}
+
+// serve makes the pod ns/pod answer from the real server whose admin port is port.
+func (f *fakeScraper) serve(ns, pod string, port int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.servers == nil {
+		f.servers = map[string]int{}
+	}
+	f.servers[ns+"/"+pod] = port
 }
 
 func (f *fakeScraper) set(ns, pod string, s podmetrics.Sample) {

@@ -144,17 +144,17 @@ type runningServer struct {
 	stderr    *lockedBuffer
 }
 
-// startServer runs bin with args, --listen and --admin-listen set to free loopback ports, and returns once the
-// admin /readyz answers 200. The process is killed when the test ends.
+// startServer runs bin with args, --listen and --admin-listen set to free loopback ports, and env (NAME=VALUE)
+// added to serverEnv, and returns once the admin /readyz answers 200. The process is killed when the test ends.
 //
 // The ports are picked by binding port 0 and closing it, so another process could take one before the server
 // binds it; the server then exits, and startServer tries again with new ports (a few times, then fails with the
 // server's stderr). Readiness is polled with a deadline, never assumed after a sleep.
-func startServer(t *testing.T, bin string, args []string) *runningServer {
+func startServer(t *testing.T, bin string, args []string, env ...string) *runningServer {
 	t.Helper()
 	var lastErr error
 	for attempt := 0; attempt < 3; attempt++ {
-		s, exitedEarly, err := tryStart(t, bin, args)
+		s, exitedEarly, err := tryStart(t, bin, args, env)
 		if err == nil {
 			return s
 		}
@@ -168,12 +168,12 @@ func startServer(t *testing.T, bin string, args []string) *runningServer {
 }
 
 // tryStart starts one server; exitedEarly says the process ended before it was ready (a port taken meanwhile).
-func tryStart(t *testing.T, bin string, args []string) (s *runningServer, exitedEarly bool, err error) {
+func tryStart(t *testing.T, bin string, args, env []string) (s *runningServer, exitedEarly bool, err error) {
 	t.Helper()
 	s = &runningServer{httpAddr: freeAddr(t), adminAddr: freeAddr(t), stderr: &lockedBuffer{}}
 	s.args = setFlag(t, setFlag(t, args, "--listen", s.httpAddr), "--admin-listen", s.adminAddr)
 	cmd := exec.Command(bin, s.args...)
-	cmd.Env = serverEnv()
+	cmd.Env = append(serverEnv(), env...)
 	cmd.Stderr = s.stderr
 	if err := cmd.Start(); err != nil {
 		return nil, false, err

@@ -42,6 +42,15 @@ var operatorReads = []metricRead{
 	{name: podmetrics.WorkerCPUs, labels: []string{"cpus", "pinned"}},
 	{name: podmetrics.ProcessCPUSeconds},
 	{name: podmetrics.ProcessResidentSize},
+	// The content gauges behind status.content and ContentInMemory (controllers/staticsite/servedcontent.go).
+	{name: podmetrics.ContentFiles},
+	{name: podmetrics.ContentBytes},
+	{name: podmetrics.ContentMemoryBytes},
+	{name: podmetrics.ContentDiskBytes},
+	{name: podmetrics.MemoryLimitBytes},
+	{name: podmetrics.ContentMemoryBudgetBytes},
+	{name: podmetrics.ContentFitMemoryLimitBytes},
+	{name: podmetrics.ContentEncodingsPending},
 }
 
 // servedSpec is the StaticSite the metrics tests run: the server starts from the operator's own arguments.
@@ -109,6 +118,16 @@ func TestContractMetricsOperatorReadsExist(t *testing.T) {
 	if before.Workers < 1 || before.CPUs == "" || before.ResidentBytes <= 0 {
 		t.Errorf("podmetrics read workers=%d cpus=%q resident=%v from the real server; want >=1, a CPU list, >0\n%s",
 			before.Workers, before.CPUs, before.ResidentBytes, body)
+	}
+	// The site is siteFiles, all of it in memory: the file count and size are exact.
+	wantBytes := 0
+	for _, b := range siteFiles {
+		wantBytes += len(b)
+	}
+	if c := before.Content; c == nil || c.Files != int64(len(siteFiles)) || c.Bytes != int64(wantBytes) ||
+		c.DiskBytes != 0 || c.MemoryBytes < c.Bytes || c.FitMemoryLimitBytes <= 0 {
+		t.Errorf("podmetrics read content %+v from the real server; want %d files, %d bytes, none on disk, a fit limit\n%s",
+			c, len(siteFiles), wantBytes, body)
 	}
 
 	// Requests on the HTTP port move the counter the autoscaler turns into requests per second, by exactly the

@@ -1,6 +1,6 @@
 // Package podmetrics reads the Prometheus text exposition of a hyperstatic-server pod's admin port
 // (/metrics) into the few numbers the operator acts on: request counts for autoscaling, CPU and memory
-// for benchmarks, and the CPU set the server pinned its workers to.
+// for benchmarks, the CPU set the server pinned its workers to, and how much of its content it holds in memory.
 package podmetrics
 
 import (
@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"strconv"
@@ -27,7 +28,22 @@ const (
 	WorkerCPUs          = "hyperstatic_worker_cpus"
 	ProcessCPUSeconds   = "process_cpu_seconds_total"
 	ProcessResidentSize = "process_resident_memory_bytes"
+
+	// The content gauges (images/server/src/metrics.rs), read into Sample.Content.
+	ContentFiles               = "hyperstatic_content_files"
+	ContentBytes               = "hyperstatic_content_bytes"
+	ContentMemoryBytes         = "hyperstatic_content_memory_bytes"
+	ContentDiskBytes           = "hyperstatic_content_disk_bytes"
+	MemoryLimitBytes           = "hyperstatic_memory_limit_bytes"
+	ContentMemoryBudgetBytes   = "hyperstatic_content_memory_budget_bytes"
+	ContentFitMemoryLimitBytes = "hyperstatic_content_fit_memory_limit_bytes"
+	ContentEncodingsPending    = "hyperstatic_content_encodings_pending"
 )
+
+// contentGauges are the families that make up a Content: a server that exports none of them predates them (nil
+// Content); one that exports only some is not a server this package understands (an error).
+var contentGauges = []string{ContentFiles, ContentBytes, ContentMemoryBytes, ContentDiskBytes, MemoryLimitBytes,
+	ContentMemoryBudgetBytes, ContentFitMemoryLimitBytes, ContentEncodingsPending}
 
 // Limits on what one scrape reads. Users choose their pods' image, so whatever answers on the admin port may
 // send anything, and the operator that reads it is shared by every site: a body that never ends or a million
@@ -67,6 +83,29 @@ type Sample struct {
 	CPUs string
 	// Pinned says whether each worker is pinned to one CPU (label "pinned").
 	Pinned bool
+	// Content is what the server says about the site it serves; nil when the server does not export the content
+	// gauges (an image older than them).
+	Content *Content
+}
+
+// Content is the server's content gauges. Bytes are int64: a site is far below 2^53 bytes, where the float the
+// exposition carries stops being exact.
+type Content struct {
+	Files int64
+	// Bytes is the size of every file, identity encoding.
+	Bytes int64
+	// MemoryBytes is the content held in memory, compressed variants included.
+	MemoryBytes int64
+	// DiskBytes is the size of the files served from disk (over the memory budget or --max-memory-file-size).
+	DiskBytes int64
+	// MemoryLimitBytes is the memory limit the server works under; 0 means none.
+	MemoryLimitBytes int64
+	// MemoryBudgetBytes is the budget for content held in memory; 0 means unlimited.
+	MemoryBudgetBytes int64
+	// FitMemoryLimitBytes is the smallest memory limit under which every file that may be held in memory would be.
+	FitMemoryLimitBytes int64
+	// EncodingsPending counts files whose compressed variants the background encoder has yet to make.
+	EncodingsPending int64
 }
 
 // Scraper fetches a Sample from a pod. The operator uses HTTPScraper; tests feed their own.
@@ -155,6 +194,9 @@ func Parse(r io.Reader) (Sample, error) {
 	if f, ok := families[ProcessResidentSize]; ok && len(f.GetMetric()) > 0 {
 		s.ResidentBytes = value(f.GetMetric()[0])
 	}
+	if s.Content, err = parseContent(families); err != nil {
+		return Sample{}, err
+	}
 	if f, ok := families[WorkerCPUs]; ok && len(f.GetMetric()) > 0 {
 		m := f.GetMetric()[0]
 		s.Workers = int(value(m))
@@ -168,6 +210,44 @@ func Parse(r io.Reader) (Sample, error) {
 		}
 	}
 	return s, nil
+}
+
+// maxGauge bounds a content gauge (8 EiB): above it the float does not convert to int64.
+const maxGauge = 1 << 62
+
+// parseContent reads the content gauges: nil when there are none, an error when only some are there.
+func parseContent(families map[string]*dto.MetricFamily) (*Content, error) {
+	v := make(map[string]int64, len(contentGauges))
+	var missing []string
+	for _, name := range contentGauges {
+		f, ok := families[name]
+		if !ok || len(f.GetMetric()) == 0 {
+			missing = append(missing, name)
+			continue
+		}
+		x := value(f.GetMetric()[0])
+		if math.IsNaN(x) || x < 0 || x > maxGauge {
+			return nil, fmt.Errorf("parse metrics: %s is %v, not a size or a count", name, x)
+		}
+		v[name] = int64(x)
+	}
+	switch len(missing) {
+	case 0:
+	case len(contentGauges):
+		return nil, nil
+	default:
+		return nil, fmt.Errorf("parse metrics: content gauges %v are missing", missing)
+	}
+	return &Content{
+		Files:               v[ContentFiles],
+		Bytes:               v[ContentBytes],
+		MemoryBytes:         v[ContentMemoryBytes],
+		DiskBytes:           v[ContentDiskBytes],
+		MemoryLimitBytes:    v[MemoryLimitBytes],
+		MemoryBudgetBytes:   v[ContentMemoryBudgetBytes],
+		FitMemoryLimitBytes: v[ContentFitMemoryLimitBytes],
+		EncodingsPending:    v[ContentEncodingsPending],
+	}, nil
 }
 
 // readLimited reads all of r, failing as soon as it passes MaxBytes or MaxLines: it never reads more than
