@@ -83,8 +83,9 @@ type loadSite struct {
 	v1Marker, v2Marker string
 	// v2Files are the files v2Image changes, with their new bytes: checked served once the rollout is done.
 	v2Files []siteFile
-	// memory is spec.memory ("" leaves it to the operator: 256Mi for an image). cpu is spec.cpu for rollout and
-	// autoscaling; both run next to a 400m k6 pod, two server pods at a time, on a node with 1 CPU to spare.
+	// memory is spec.memory ("" leaves it to the operator: 256Mi for an image); rolloutCPU and scaleCPU are spec.cpu in
+	// the rollout and autoscaling scenarios, which run two server pods at a time next to a 400m k6 pod, on a node with
+	// 1 CPU to spare.
 	memory, rolloutCPU, scaleCPU string
 	// scaleReadyBound, when set, is the most the autoscaling scenario accepts from the scale decision
 	// (status.autoscaling.lastScaleTime) to the new pod's Ready condition.
