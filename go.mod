@@ -3,6 +3,7 @@ module hyperstatic.dev/hyperstatic
 go 1.25.0
 
 require (
+	github.com/andybalholm/brotli v1.2.8
 	github.com/prometheus/client_model v0.6.1
 	github.com/prometheus/common v0.62.0
 	k8s.io/api v0.34.2

@@ -380,6 +380,9 @@ type fetchResult struct {
 	Body            string `json:"body"`
 	Error           string `json:"error"`
 	CPUsAllowedList string `json:"cpusAllowedList"`
+	ContentEncoding string `json:"contentEncoding"`
+	DecodedSize     int    `json:"decodedSize"`
+	DecodedSHA256   string `json:"decodedSha256"`
 }
 
 // fetch runs the fetch image in a pod with args and returns its JSON lines: the first carries the pod's

@@ -22,8 +22,9 @@ import (
 )
 
 // loadScript is the k6 script of the load scenarios: an open-model load (constant arrival rate, so a slow
-// response never hides behind a waiting VU) that also counts which version of the rollout site each 200 carried.
-// handleSummary prints one line, K6RESULT {...}, that the test parses.
+// response never hides behind a waiting VU) that also counts which version of the site each 200 carried: a body
+// with V1_MARKER is v1, one with V2_MARKER v2 (see loadSite). handleSummary prints one line, K6RESULT {...}, that
+// the test parses.
 const loadScript = `import http from 'k6/http';
 import { Counter } from 'k6/metrics';
 
@@ -44,8 +45,8 @@ export const options = {
 export default function () {
   const r = http.get(__ENV.TARGET);
   if (r.status === 200 && r.body) {
-    if (r.body.includes('rollout-version-1')) v1.add(1);
-    if (r.body.includes('rollout-version-2')) v2.add(1);
+    if (r.body.includes(__ENV.V1_MARKER)) v1.add(1);
+    if (r.body.includes(__ENV.V2_MARKER)) v2.add(1);
   }
 }
 
@@ -72,13 +73,54 @@ type k6Result struct {
 	P99ms    float64 `json:"p99ms"`
 }
 
-// startLoad runs k6 (our k6 image) in a Job against target at rate requests/s for duration.
-func startLoad(t *testing.T, ns, name, target string, rate int, duration time.Duration) {
+// loadSite is a site the load scenarios (rollout, autoscaling) run on: the synthetic sites built from
+// e2e/testdata and images/server/example, or the real one, the Python docs (make e2e-pydocs-images).
+type loadSite struct {
+	name           string // StaticSite name (and namespace prefix)
+	image, v2Image string // content images: the site, and the next version the rollout moves to
+	path           string // URL path under load; it differs between image and v2Image
+	// v1Marker and v2Marker are text that only the v1 body, respectively only the v2 body, at path contains.
+	v1Marker, v2Marker string
+	// v2Files are the files v2Image changes, with their new bytes: checked served once the rollout is done.
+	v2Files []siteFile
+	// memory is spec.memory ("" leaves it to the operator: 256Mi for an image); rolloutCPU and scaleCPU are spec.cpu in
+	// the rollout and autoscaling scenarios, which run two server pods at a time next to a 400m k6 pod, on a node with
+	// 1 CPU to spare.
+	memory, rolloutCPU, scaleCPU string
+	// scaleReadyBound, when set, is the most the autoscaling scenario accepts from the scale decision
+	// (status.autoscaling.lastScaleTime) to the new pod's Ready condition.
+	scaleReadyBound time.Duration
+}
+
+// syntheticSite is the tiny site of the original rollout and autoscaling scenarios, named name, with content
+// image (the example site for autoscaling, e2e/testdata/rollout-v1 for the rollout, which moves to rollout-v2).
+func syntheticSite(name, image string) loadSite {
+	return loadSite{name: name, image: image, v2Image: cfg.rolloutV2Image, path: "/",
+		v1Marker: "rollout-version-1", v2Marker: "rollout-version-2", memory: "64Mi",
+		rolloutCPU: "200m", scaleCPU: "150m"}
+}
+
+// newLoadSite returns the StaticSite for s (one replica, content s.image) in namespace ns.
+func newLoadSite(ns string, s loadSite, cpu string) *v1alpha1.StaticSite {
+	site := newSite(ns, s.name, v1alpha1.ContentSource{Image: s.image}, cpu)
+	if s.memory == "" {
+		site.Spec.Memory = nil
+	} else {
+		m := resource.MustParse(s.memory)
+		site.Spec.Memory = &m
+	}
+	return site
+}
+
+// startLoad runs k6 (our k6 image) in a Job against s.path of the site at base at rate requests/s for duration,
+// counting s's v1 and v2 bodies.
+func startLoad(t *testing.T, ns, name, base string, s loadSite, rate int, duration time.Duration) {
 	t.Helper()
 	runK6(t, ns, name, loadScript, []corev1.EnvVar{
-		{Name: "TARGET", Value: target}, {Name: "RATE", Value: fmt.Sprint(rate)},
+		{Name: "TARGET", Value: urlFor(base, s.path)}, {Name: "RATE", Value: fmt.Sprint(rate)},
 		{Name: "DURATION", Value: fmt.Sprintf("%ds", int(duration.Seconds()))},
 		{Name: "VUS", Value: "50"},
+		{Name: "V1_MARKER", Value: s.v1Marker}, {Name: "V2_MARKER", Value: s.v2Marker},
 	}, duration)
 }
 
@@ -143,25 +185,32 @@ func loadResult(t *testing.T, ns, name string, timeout time.Duration) k6Result {
 // testRolloutUnderLoad: while k6 loads the site, its content image changes; the rolling update (surge one, never
 // below the ready count, drain on SIGTERM) must not fail a single request, and both versions must have been served.
 func testRolloutUnderLoad(t *testing.T) {
+	rolloutUnderLoad(t, syntheticSite("rollout", cfg.rolloutV1Image))
+}
+
+// rolloutUnderLoad is testRolloutUnderLoad on site s; afterwards every file s.v2Files lists is served with its
+// new bytes.
+func rolloutUnderLoad(t *testing.T, s loadSite) {
+	t.Helper()
 	requireOperator(t)
-	ns := newNamespace(t, "rollout", false)
+	ns := newNamespace(t, s.name, false)
 	ctx := ctxFor(t, 10*time.Minute)
-	site := newSite(ns, "rollout", v1alpha1.ContentSource{Image: cfg.rolloutV1Image}, "200m")
+	site := newLoadSite(ns, s, s.rolloutCPU)
 	if err := k8s.Create(ctx, site); err != nil {
 		t.Fatal(err)
 	}
-	site = waitSiteReady(t, ns, "rollout", 3*time.Minute)
+	site = waitSiteReady(t, ns, s.name, 3*time.Minute)
 
-	startLoad(t, ns, "load", site.Status.URL+"/", 200, 70*time.Second)
+	startLoad(t, ns, "load", site.Status.URL, s, 200, 70*time.Second)
 	time.Sleep(10 * time.Second) // let the load settle on the v1 pod first
-	patch := fmt.Sprintf(`{"spec":{"content":{"image":%q}}}`, cfg.rolloutV2Image)
+	patch := fmt.Sprintf(`{"spec":{"content":{"image":%q}}}`, s.v2Image)
 	if err := k8s.Patch(ctx, site, client.RawPatch(types.MergePatchType, []byte(patch))); err != nil {
 		t.Fatal(err)
 	}
 	rolloutStart := time.Now()
-	waitSiteReady(t, ns, "rollout", 3*time.Minute)
+	waitSiteReady(t, ns, s.name, 3*time.Minute)
 	eventually(t, 2*time.Minute, "only v2 pods left", func(ctx context.Context) (bool, string, error) {
-		pods, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: v1alpha1.LabelSite + "=rollout"})
+		pods, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: v1alpha1.LabelSite + "=" + s.name})
 		if err != nil {
 			return false, err.Error(), nil
 		}
@@ -169,29 +218,39 @@ func testRolloutUnderLoad(t *testing.T) {
 		for _, p := range pods.Items {
 			images = append(images, p.Spec.Containers[0].Image)
 		}
-		return len(images) == 1 && images[0] == cfg.rolloutV2Image, strings.Join(images, ","), nil
+		return len(images) == 1 && images[0] == s.v2Image, strings.Join(images, ","), nil
 	})
 	t.Logf("rollout under load took %s", time.Since(rolloutStart).Round(time.Second))
 
 	r := loadResult(t, ns, "load", 3*time.Minute)
-	t.Logf("k6: %d requests, %d failed, %d dropped, %d served v1, %d served v2, p99 %.1f ms",
-		r.Requests, r.Failed, r.Dropped, r.V1, r.V2, r.P99ms)
+	t.Logf("MEASURED %s rollout under load: k6: %d requests, %d failed, %d dropped, %d served v1, %d served v2, p99 %.1f ms",
+		s.name, r.Requests, r.Failed, r.Dropped, r.V1, r.V2, r.P99ms)
 	if r.Requests == 0 || r.Failed != 0 {
 		t.Errorf("want zero failed requests out of many, got %d failed of %d", r.Failed, r.Requests)
 	}
 	if r.V1 == 0 || r.V2 == 0 {
 		t.Errorf("the load did not span the rollout: %d v1 and %d v2 responses", r.V1, r.V2)
 	}
+	if len(s.v2Files) > 0 {
+		checkBytes(t, ns, "fetch-v2", site.Status.URL, s.v2Files)
+		checkBrotli(t, ns, "fetch-v2-br", site.Status.URL, s.v2Files)
+	}
 }
 
 // testAutoscaling: under k6 load above the per-pod target, the operator's RPS autoscaler takes the site from 1 to
 // 2 replicas (ready), and back to 1 once the load stops (short scale-down stabilization for the test). Scaled
 // pods get a fraction of a CPU: the node has at most one exclusive CPU.
-func testAutoscaling(t *testing.T) {
+func testAutoscaling(t *testing.T) { autoscaleUnderLoad(t, syntheticSite("scale", cfg.siteImage)) }
+
+// autoscaleUnderLoad is testAutoscaling on site s. It also measures the time from the scale decision (the
+// autoscaler's status.autoscaling.lastScaleTime) to the new pod's Ready condition, both whole seconds on the
+// cluster's clock, and fails when it exceeds s.scaleReadyBound (if set).
+func autoscaleUnderLoad(t *testing.T, s loadSite) {
+	t.Helper()
 	requireOperator(t)
-	ns := newNamespace(t, "scale", false)
+	ns := newNamespace(t, s.name, false)
 	ctx := ctxFor(t, 10*time.Minute)
-	site := newSite(ns, "scale", v1alpha1.ContentSource{Image: cfg.siteImage}, "150m")
+	site := newLoadSite(ns, s, s.scaleCPU)
 	site.Spec.Autoscaling = &v1alpha1.AutoscalingSpec{
 		MinReplicas:     ptr.To[int32](1),
 		MaxReplicas:     2,
@@ -204,9 +263,13 @@ func testAutoscaling(t *testing.T) {
 	if err := k8s.Create(ctx, site); err != nil {
 		t.Fatal(err)
 	}
-	site = waitSiteReady(t, ns, "scale", 3*time.Minute)
+	site = waitSiteReady(t, ns, s.name, 3*time.Minute)
+	before := map[types.UID]bool{}
+	for _, p := range sitePods(ctx, t, ns, s.name) {
+		before[p.UID] = true
+	}
 
-	startLoad(t, ns, "load", site.Status.URL+"/", 300, 150*time.Second)
+	startLoad(t, ns, "load", site.Status.URL, s, 300, 150*time.Second)
 	loadOn := time.Now()
 	eventually(t, 2*time.Minute, "scaled up to 2 ready replicas", func(ctx context.Context) (bool, string, error) {
 		if err := k8s.Get(ctx, client.ObjectKeyFromObject(site), site); err != nil {
@@ -215,6 +278,7 @@ func testAutoscaling(t *testing.T) {
 		return ptr.Deref(site.Spec.Replicas, 0) >= 2 && site.Status.ReadyReplicas >= 2, scaleState(site), nil
 	})
 	t.Logf("load step to 2 ready replicas: %s (%s)", time.Since(loadOn).Round(time.Second), scaleState(site))
+	measureScaleOut(ctx, t, s, site, before)
 
 	// Stop the load: delete the k6 Job and its pod.
 	if err := cs.BatchV1().Jobs(ns).Delete(ctx, "load", metav1.DeleteOptions{PropagationPolicy: ptr.To(metav1.DeletePropagationForeground)}); err != nil {
@@ -228,6 +292,54 @@ func testAutoscaling(t *testing.T) {
 		return ptr.Deref(site.Spec.Replicas, 0) == 1 && site.Status.Replicas == 1, scaleState(site), nil
 	})
 	t.Logf("load stop to 1 replica: %s", time.Since(loadOff).Round(time.Second))
+}
+
+// measureScaleOut logs (and bounds, when s.scaleReadyBound is set) the time from the scale-up decision to the new
+// pod's Ready condition. Both are whole seconds from the cluster (the autoscaler truncates lastScaleTime, the
+// kubelet the condition's lastTransitionTime), so the figure is good to about a second either way.
+func measureScaleOut(ctx context.Context, t *testing.T, s loadSite, site *v1alpha1.StaticSite, before map[types.UID]bool) {
+	t.Helper()
+	a := site.Status.Autoscaling
+	if a == nil || a.LastScaleTime == nil {
+		t.Fatalf("scaled to 2 replicas but status.autoscaling has no lastScaleTime (%s)", scaleState(site))
+	}
+	var fresh []corev1.Pod
+	for _, p := range sitePods(ctx, t, site.Namespace, site.Name) {
+		if !before[p.UID] {
+			fresh = append(fresh, p)
+		}
+	}
+	if len(fresh) != 1 {
+		t.Fatalf("%d new server pods after the scale-up, want 1", len(fresh))
+	}
+	p := fresh[0]
+	ready := podCondition(&p, corev1.PodReady)
+	if ready == nil || ready.Status != corev1.ConditionTrue {
+		t.Fatalf("new pod %s is not Ready: %+v", p.Name, ready)
+	}
+	decisionToReady := ready.LastTransitionTime.Sub(a.LastScaleTime.Time)
+	startToReady, _ := containerStartToReady(&p)
+	t.Logf("MEASURED %s scale decision -> new pod Ready: %s (lastScaleTime %s, pod %s Ready %s; its container start -> Ready %s)",
+		s.name, decisionToReady, a.LastScaleTime.UTC().Format(time.TimeOnly), p.Name,
+		ready.LastTransitionTime.UTC().Format(time.TimeOnly), startToReady)
+	if s.scaleReadyBound > 0 && decisionToReady > s.scaleReadyBound {
+		t.Errorf("new pod Ready %s after the scale decision, want at most %s", decisionToReady, s.scaleReadyBound)
+	}
+}
+
+// containerStartToReady is the time from the server container's start (state.running.startedAt) to the pod's Ready
+// condition (lastTransitionTime), both whole seconds as the kubelet reports them; ok is false when either is missing.
+func containerStartToReady(p *corev1.Pod) (d time.Duration, ok bool) {
+	ready := podCondition(p, corev1.PodReady)
+	if ready == nil || ready.Status != corev1.ConditionTrue || len(p.Status.ContainerStatuses) == 0 {
+		return 0, false
+	}
+	for _, c := range p.Status.ContainerStatuses {
+		if c.Name == p.Spec.Containers[0].Name && c.State.Running != nil {
+			return ready.LastTransitionTime.Sub(c.State.Running.StartedAt.Time), true
+		}
+	}
+	return 0, false
 }
 
 func scaleState(s *v1alpha1.StaticSite) string {

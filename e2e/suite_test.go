@@ -32,6 +32,8 @@ type env struct {
 	helm, chart, version                   string
 	fetchImage, siteImage, siteDir         string
 	rolloutV1Image, rolloutV2Image         string
+	pydocsImage, pydocsV2Image             string // the real site (Python docs) and its one-page update
+	pydocsDir, pydocsV2Dir                 string // their trees: the whole v1, only v2's changed files
 	serverImage, k6Image                   string
 	releaseName, releaseNamespace, kubeCfg string
 }
@@ -70,6 +72,10 @@ func setup() error {
 		siteDir:          get("E2E_SITE_DIR", filepath.Join(root, "images", "server", "example", "site")),
 		rolloutV1Image:   get("E2E_ROLLOUT_V1_IMAGE", "hyperstatic/e2e-site-rollout:v1-"+version),
 		rolloutV2Image:   get("E2E_ROLLOUT_V2_IMAGE", "hyperstatic/e2e-site-rollout:v2-"+version),
+		pydocsImage:      get("E2E_PYDOCS_IMAGE", "hyperstatic/pydocs-site:"+version),
+		pydocsV2Image:    get("E2E_PYDOCS_V2_IMAGE", "hyperstatic/pydocs-site:v2-"+version),
+		pydocsDir:        get("E2E_PYDOCS_DIR", filepath.Join(root, "_out", "pydocs")),
+		pydocsV2Dir:      get("E2E_PYDOCS_V2_DIR", filepath.Join(root, "_out", "pydocs-v2")),
 		serverImage:      get("E2E_SERVER_IMAGE", "hyperstatic/server:"+version),
 		k6Image:          get("E2E_K6_IMAGE", "hyperstatic/k6:"+version),
 		releaseName:      "hyperstatic",
@@ -128,5 +134,8 @@ func TestE2E(t *testing.T) {
 	t.Run("7-benchmark-sweep", testBenchmarkSweep)
 	t.Run("9a-admin-slowloris", testAdminSlowloris)
 	t.Run("9b-operator-upgrade-under-load", testOperatorUpgradeUnderLoad)
+	t.Run("10a-pydocs-baked-start", testPydocsBakedStart)
+	t.Run("10b-pydocs-autoscaling", testPydocsAutoscaling)
+	t.Run("10c-pydocs-rollout-under-load", testPydocsRolloutUnderLoad)
 	t.Run("8-operator-restart-and-uninstall", testOperatorRestartAndUninstall)
 }

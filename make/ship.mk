@@ -26,7 +26,17 @@ SERVER_NEXT_IMAGE ?= $(SERVER_IMAGE)-next
 EXAMPLE_SITE_IMAGE ?= hyperstatic/example-site:$(VERSION)
 ROLLOUT_V1_IMAGE ?= hyperstatic/e2e-site-rollout:v1-$(VERSION)
 ROLLOUT_V2_IMAGE ?= hyperstatic/e2e-site-rollout:v2-$(VERSION)
-E2E_IMAGES := $(FETCH_IMAGE) $(EXAMPLE_SITE_IMAGE) $(ROLLOUT_V1_IMAGE) $(ROLLOUT_V2_IMAGE) $(SLOWLORIS_IMAGE) $(SERVER_NEXT_IMAGE)
+# The real site (issue 12): the Python 3.11 docs (hack/python-docs.sh, 1,065 files, 67 MB) baked like any site,
+# and a v2 for the rollout scenario: the same image plus one changed page (PYDOCS_PAGE with " (hyperstatic e2e
+# v2)" added to its <title>), layered by e2e/testdata/site-update.Dockerfile so only that page is encoded again.
+# The trees live under _out/ (PYDOCS_DIR, and PYDOCS_V2_DIR holding only the changed page).
+PYDOCS_DIR ?= $(ROOT)/_out/pydocs
+PYDOCS_V2_DIR ?= $(ROOT)/_out/pydocs-v2
+PYDOCS_PAGE ?= index.html
+PYDOCS_IMAGE ?= hyperstatic/pydocs-site:$(VERSION)
+PYDOCS_V2_IMAGE ?= hyperstatic/pydocs-site:v2-$(VERSION)
+E2E_IMAGES := $(FETCH_IMAGE) $(EXAMPLE_SITE_IMAGE) $(ROLLOUT_V1_IMAGE) $(ROLLOUT_V2_IMAGE) $(SLOWLORIS_IMAGE) $(SERVER_NEXT_IMAGE) \
+  $(PYDOCS_IMAGE) $(PYDOCS_V2_IMAGE)
 DEMO_OUT ?= $(ROOT)/_out/demo
 # The chart the e2e suite installs (override to try a modified copy).
 E2E_CHART ?= $(CHART_DIR)
@@ -53,11 +63,31 @@ operator-image: operator-build docker-engine ## Build $(OPERATOR_IMAGE): the sta
 	docker build --pull=false -q -t $(OPERATOR_IMAGE) $(OPERATOR_IMAGE_CONTEXT)
 
 .PHONY: e2e-images
-e2e-images: e2e-fetch-image e2e-slowloris-image server-image ## Build the e2e suite's images: the in-cluster fetch and slowloris clients, baked test sites, the server retagged -next.
+e2e-images: e2e-fetch-image e2e-slowloris-image server-image ## Build the e2e suite's images: the in-cluster fetch and slowloris clients, baked test sites (the real one too: the Python docs), the server retagged -next.
 	docker tag $(SERVER_IMAGE) $(SERVER_NEXT_IMAGE)
 	@$(MAKE) site-image SITE_DIR=$(ROOT)/images/server/example/site SITE_IMAGE=$(EXAMPLE_SITE_IMAGE)
 	@$(MAKE) site-image SITE_DIR=$(ROOT)/e2e/testdata/rollout-v1 SITE_IMAGE=$(ROLLOUT_V1_IMAGE)
 	@$(MAKE) site-image SITE_DIR=$(ROOT)/e2e/testdata/rollout-v2 SITE_IMAGE=$(ROLLOUT_V2_IMAGE)
+	@$(MAKE) e2e-pydocs-images
+
+# The v1 image is `make site-image` of the docs (its precompress stage is the one slow step, and Docker's build
+# cache skips it while the tree is unchanged). The v2 page is written from the v1 page every time, so it cannot go
+# stale; the check that it differs guards against a page without a <title>, where sed would change nothing.
+.PHONY: e2e-pydocs-images
+e2e-pydocs-images: server-image ## Build the real-site e2e images $(PYDOCS_IMAGE) and $(PYDOCS_V2_IMAGE) (Python 3.11 docs; v2 changes one page).
+	@start=$$(date +%s) && \
+	  $(ROOT)/hack/python-docs.sh $(PYDOCS_DIR) && \
+	  $(MAKE) --no-print-directory site-image SITE_DIR=$(PYDOCS_DIR) SITE_IMAGE=$(PYDOCS_IMAGE) && \
+	  $(call progress,$(PYDOCS_IMAGE) built in $$(( $$(date +%s) - start )) s; now $(PYDOCS_V2_IMAGE)) && \
+	  rm -rf $(PYDOCS_V2_DIR) && mkdir -p $(dir $(PYDOCS_V2_DIR)/$(PYDOCS_PAGE)) && \
+	  sed 's|</title>| (hyperstatic e2e v2)</title>|' $(PYDOCS_DIR)/$(PYDOCS_PAGE) > $(PYDOCS_V2_DIR)/$(PYDOCS_PAGE) && \
+	  if cmp -s $(PYDOCS_DIR)/$(PYDOCS_PAGE) $(PYDOCS_V2_DIR)/$(PYDOCS_PAGE); then \
+	    echo "e2e-pydocs-images: $(PYDOCS_PAGE) has no </title>: the v2 page would equal v1" >&2; exit 1; fi && \
+	  ctx=$$(mktemp -d) && trap 'rm -rf "$$ctx"' EXIT && \
+	  cp -r $(PYDOCS_V2_DIR) "$$ctx/site" && cp $(ROOT)/e2e/testdata/site-update.Dockerfile "$$ctx/Dockerfile" && \
+	  DOCKER_BUILDKIT=0 docker build --pull=false -q --build-arg SERVER_IMAGE=$(SERVER_IMAGE) \
+	    --build-arg BASE_IMAGE=$(PYDOCS_IMAGE) -t $(PYDOCS_V2_IMAGE) "$$ctx" && \
+	  $(call progress,real-site images $(PYDOCS_IMAGE) and $(PYDOCS_V2_IMAGE) built in $$(( $$(date +%s) - start )) s)
 
 .PHONY: e2e-fetch-image
 e2e-fetch-image: docker-engine ## Build $(FETCH_IMAGE): the e2e tests' static in-cluster HTTP client, FROM scratch.
@@ -144,6 +174,8 @@ e2e-test: $(HELM) ## Only the Go e2e tests (cluster up and images loaded already
 	cd $(ROOT) && KUBECONFIG=$(E2E_KUBECONFIG) HELM=$(HELM) E2E_CHART=$(E2E_CHART) E2E_VERSION=$(VERSION) \
 	  E2E_FETCH_IMAGE=$(FETCH_IMAGE) E2E_SITE_IMAGE=$(EXAMPLE_SITE_IMAGE) E2E_SITE_DIR=$(ROOT)/images/server/example/site \
 	  E2E_ROLLOUT_V1_IMAGE=$(ROLLOUT_V1_IMAGE) E2E_ROLLOUT_V2_IMAGE=$(ROLLOUT_V2_IMAGE) \
+	  E2E_PYDOCS_IMAGE=$(PYDOCS_IMAGE) E2E_PYDOCS_V2_IMAGE=$(PYDOCS_V2_IMAGE) \
+	  E2E_PYDOCS_DIR=$(PYDOCS_DIR) E2E_PYDOCS_V2_DIR=$(PYDOCS_V2_DIR) \
 	  E2E_SERVER_IMAGE=$(SERVER_IMAGE) E2E_K6_IMAGE=$(K6_IMAGE) \
 	  E2E_SLOWLORIS_IMAGE=$(SLOWLORIS_IMAGE) E2E_SERVER_NEXT_IMAGE=$(SERVER_NEXT_IMAGE) \
 	  go test -tags e2e ./e2e/... -count=1 -v -timeout 40m $(if $(E2E_RUN),-run '$(E2E_RUN)')

@@ -3,10 +3,15 @@
 // exact bytes with the files on disk without any traffic leaving the cluster. It also reports the CPUs the pod may
 // run on (the shared pool, for a pod that is not Guaranteed with whole CPUs).
 //
-//	fetch [-body] [-want-sha256 HEX -poll 150s] URL...
+// With -accept-encoding br it asks for brotli and, when the response is brotli-encoded, decodes it and reports the
+// decoded bytes' size and SHA-256 too: a test can then check both that the server compressed and that the encoding
+// holds exactly the file's bytes (a stale precompressed sibling would not).
+//
+//	fetch [-body] [-accept-encoding br] [-want-sha256 HEX -poll 150s] URL...
 package main
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -17,6 +22,8 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	"github.com/andybalholm/brotli"
 )
 
 // Result is one fetched URL; the e2e tests decode these lines from the pod's log.
@@ -26,8 +33,13 @@ type Result struct {
 	Size        int    `json:"size"`
 	SHA256      string `json:"sha256"`
 	ContentType string `json:"contentType,omitempty"`
-	Body        string `json:"body,omitempty"`
-	Error       string `json:"error,omitempty"`
+	// ContentEncoding, DecodedSize and DecodedSHA256 are set with -accept-encoding: the last two only for a
+	// brotli body (the one encoding this client decodes).
+	ContentEncoding string `json:"contentEncoding,omitempty"`
+	DecodedSize     int    `json:"decodedSize,omitempty"`
+	DecodedSHA256   string `json:"decodedSha256,omitempty"`
+	Body            string `json:"body,omitempty"`
+	Error           string `json:"error,omitempty"`
 }
 
 // Affinity is printed once, first.
@@ -39,6 +51,7 @@ func main() {
 	withBody := flag.Bool("body", false, "include the body (as text) in each result")
 	wantSHA := flag.String("want-sha256", "", "poll the (single) URL until its body has this SHA-256")
 	poll := flag.Duration("poll", 150*time.Second, "how long -want-sha256 polls before giving up")
+	flag.StringVar(&acceptEncoding, "accept-encoding", "", "send this Accept-Encoding (br bodies are also decoded)")
 	flag.Parse()
 
 	out := json.NewEncoder(os.Stdout)
@@ -83,9 +96,20 @@ func main() {
 	}
 }
 
+// acceptEncoding is the -accept-encoding flag: empty sends no Accept-Encoding at all.
+var acceptEncoding string
+
 func get(c *http.Client, url string, withBody bool) Result {
 	r := Result{URL: url}
-	resp, err := c.Get(url)
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	if err != nil {
+		r.Error = err.Error()
+		return r
+	}
+	if acceptEncoding != "" {
+		req.Header.Set("Accept-Encoding", acceptEncoding)
+	}
+	resp, err := c.Do(req)
 	if err != nil {
 		r.Error = err.Error()
 		return r
@@ -99,6 +123,18 @@ func get(c *http.Client, url string, withBody bool) Result {
 	sum := sha256.Sum256(body)
 	r.Status, r.Size, r.SHA256 = resp.StatusCode, len(body), hex.EncodeToString(sum[:])
 	r.ContentType = resp.Header.Get("Content-Type")
+	if acceptEncoding != "" {
+		r.ContentEncoding = resp.Header.Get("Content-Encoding")
+		if r.ContentEncoding == "br" {
+			decoded, err := io.ReadAll(brotli.NewReader(bytes.NewReader(body)))
+			if err != nil {
+				r.Error = "brotli: " + err.Error()
+				return r
+			}
+			dsum := sha256.Sum256(decoded)
+			r.DecodedSize, r.DecodedSHA256 = len(decoded), hex.EncodeToString(dsum[:])
+		}
+	}
 	if withBody {
 		r.Body = string(body)
 	}
