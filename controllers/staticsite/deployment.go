@@ -59,7 +59,6 @@ func desiredPodTemplate(site *v1alpha1.StaticSite, serverImage string, content C
 
 	grace := int64((drainDelayOf(site) + terminationMargin + 999_999_999) / 1_000_000_000)
 	spec := corev1ac.PodSpec().
-		WithAutomountServiceAccountToken(false).
 		WithEnableServiceLinks(false).
 		WithTerminationGracePeriodSeconds(grace).
 		WithSecurityContext(corev1ac.PodSecurityContext().
@@ -71,6 +70,7 @@ func desiredPodTemplate(site *v1alpha1.StaticSite, serverImage string, content C
 	if v := siteVolume(site, content); v != nil {
 		spec.WithVolumes(v)
 	}
+	withPodIdentity(spec, o.PodIdentity)
 	if len(o.NodeSelector) > 0 {
 		spec.WithNodeSelector(o.NodeSelector)
 	}
