@@ -167,6 +167,7 @@ func TestInvalidPodIdentityIsRefused(t *testing.T) {
 			if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("error %q, want an Invalid error mentioning %q", err, tc.want)
 			}
+			t.Logf("refused: %v", err) // what a user sees (go test -v)
 		})
 	}
 }
