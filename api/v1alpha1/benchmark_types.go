@@ -73,6 +73,10 @@ type BenchmarkSpec struct {
 	// +optional
 	// +kubebuilder:validation:MaxItems=32
 	Tolerations []corev1.Toleration `json:"tolerations,omitempty"`
+
+	// imagePullSecrets, serviceAccountName and automountServiceAccountToken of the k6 pods (e.g. for a k6 image
+	// in a private registry).
+	PodIdentity `json:",inline"`
 }
 
 // BenchmarkTarget names exactly one target.

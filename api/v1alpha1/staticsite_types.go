@@ -292,6 +292,9 @@ type PodTemplateOverrides struct {
 	// priorityClassName of the pods.
 	// +optional
 	PriorityClassName string `json:"priorityClassName,omitempty"`
+
+	// imagePullSecrets, serviceAccountName and automountServiceAccountToken of the pods. A change rolls them.
+	PodIdentity `json:",inline"`
 }
 
 // DisruptionSpec configures the PodDisruptionBudget.

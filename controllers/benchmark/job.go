@@ -101,7 +101,9 @@ func desiredJob(b *v1alpha1.Benchmark, image string, now, startAt time.Time, tim
 				ObjectMeta: metav1.ObjectMeta{Labels: labels},
 				Spec: corev1.PodSpec{
 					RestartPolicy:                 corev1.RestartPolicyNever,
-					AutomountServiceAccountToken:  ptr.To(false),
+					AutomountServiceAccountToken:  ptr.To(ptr.Deref(b.Spec.AutomountServiceAccountToken, false)), // k6 never calls the API: no token unless asked
+					ServiceAccountName:            b.Spec.ServiceAccountName,
+					ImagePullSecrets:              imagePullSecrets(b.Spec.ImagePullSecrets),
 					EnableServiceLinks:            ptr.To(false),
 					TerminationGracePeriodSeconds: ptr.To(int64(5)),
 					NodeSelector:                  b.Spec.NodeSelector,
@@ -149,6 +151,18 @@ func desiredJob(b *v1alpha1.Benchmark, image string, now, startAt time.Time, tim
 			},
 		},
 	}
+}
+
+// imagePullSecrets converts the API's references to the pod's, keeping their order; nil for none.
+func imagePullSecrets(refs []v1alpha1.LocalObjectReference) []corev1.LocalObjectReference {
+	if len(refs) == 0 {
+		return nil
+	}
+	out := make([]corev1.LocalObjectReference, len(refs))
+	for i, r := range refs {
+		out[i] = corev1.LocalObjectReference{Name: r.Name}
+	}
+	return out
 }
 
 // startAtOf and deadlineOf read the times a Job was created with.

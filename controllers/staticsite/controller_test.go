@@ -777,6 +777,7 @@ func TestApplyIsSkippedWhenUnchanged(t *testing.T) {
 		Spec: v1alpha1.StaticSiteSpec{Content: v1alpha1.ContentSource{ConfigMaps: []v1alpha1.ConfigMapContent{{Name: "a", PathPrefix: "p"}}},
 			Replicas: ptr.To[int32](3), CPU: ptr.To(resource.MustParse("1500m")), Memory: ptr.To(resource.MustParse("1Gi")),
 			PodTemplate: v1alpha1.PodTemplateOverrides{Tolerations: []corev1.Toleration{{Key: "k", Operator: corev1.TolerationOpExists}},
+				PodIdentity: v1alpha1.PodIdentity{ImagePullSecrets: []v1alpha1.LocalObjectReference{{Name: "b"}, {Name: "a"}}, ServiceAccountName: "sa"},
 				Affinity: &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{PreferredDuringSchedulingIgnoredDuringExecution: []corev1.WeightedPodAffinityTerm{{
 					Weight: 10, PodAffinityTerm: corev1.PodAffinityTerm{TopologyKey: corev1.LabelHostname}}}}}},
 			Server: v1alpha1.ServerSpec{DrainDelay: &metav1.Duration{Duration: 7 * 1e9}}}}

@@ -59,7 +59,6 @@ func desiredPodTemplate(site *v1alpha1.StaticSite, serverImage string, content C
 
 	grace := int64((drainDelayOf(site) + terminationMargin + 999_999_999) / 1_000_000_000)
 	spec := corev1ac.PodSpec().
-		WithAutomountServiceAccountToken(false).
 		WithEnableServiceLinks(false).
 		WithTerminationGracePeriodSeconds(grace).
 		WithSecurityContext(corev1ac.PodSecurityContext().
@@ -72,6 +71,7 @@ func desiredPodTemplate(site *v1alpha1.StaticSite, serverImage string, content C
 		spec.WithVolumes(v)
 	}
 	spec.WithVolumes(compressCacheVolume(memory))
+	withPodIdentity(spec, o.PodIdentity)
 	if len(o.NodeSelector) > 0 {
 		spec.WithNodeSelector(o.NodeSelector)
 	}
