@@ -1,6 +1,7 @@
 //! hyperstatic-server: a static HTTP/1.1 server that keeps the whole site in memory with precomputed
 //! responses, runs one pinned epoll worker per CPU it may use, and reloads content live.
 
+pub mod access;
 pub mod admin;
 pub mod compress;
 pub mod conditional;
@@ -27,6 +28,7 @@ pub mod precompress;
 pub mod range;
 pub mod respond;
 pub mod state;
+pub mod timing;
 pub mod worker;
 
 use std::net::TcpListener;

@@ -11,7 +11,9 @@ pub enum V<'a> {
     Bool(bool),
 }
 
-fn escape(out: &mut Vec<u8>, s: &[u8]) {
+/// Appends `s` as a JSON string. Request targets and user agents are attacker-controlled bytes (quotes,
+/// backslashes, control bytes, invalid UTF-8): everything outside printable ASCII becomes `\u00XX`.
+pub fn escape(out: &mut Vec<u8>, s: &[u8]) {
     out.push(b'"');
     for &c in s {
         match c {
@@ -34,7 +36,10 @@ fn escape(out: &mut Vec<u8>, s: &[u8]) {
     out.push(b'"');
 }
 
-fn timestamp(out: &mut Vec<u8>) {
+/// Appends the UTC time as RFC 3339 with milliseconds, written straight into `out` (no allocation: the
+/// access log calls this per request).
+pub fn timestamp(out: &mut Vec<u8>) {
+    use std::io::Write;
     let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
     let secs = now.as_secs() as i64;
     let days = secs.div_euclid(86400);
@@ -49,7 +54,8 @@ fn timestamp(out: &mut Vec<u8>) {
     let d = doy - (153 * mp + 2) / 5 + 1;
     let m = if mp < 10 { mp + 3 } else { mp - 9 };
     let y = yoe + era * 400 + if m <= 2 { 1 } else { 0 };
-    let s = format!(
+    let _ = write!(
+        out,
         "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}Z",
         y,
         m,
@@ -59,11 +65,11 @@ fn timestamp(out: &mut Vec<u8>) {
         sod % 60,
         now.subsec_millis()
     );
-    out.extend_from_slice(s.as_bytes());
 }
 
 /// Appends one JSON log line to `out`.
 pub fn format_line(out: &mut Vec<u8>, level: &str, msg: &str, fields: &[(&str, V)]) {
+    use std::io::Write;
     out.extend_from_slice(b"{\"time\":\"");
     timestamp(out);
     out.extend_from_slice(b"\",\"level\":");
@@ -77,8 +83,12 @@ pub fn format_line(out: &mut Vec<u8>, level: &str, msg: &str, fields: &[(&str, V
         match v {
             V::S(s) => escape(out, s.as_bytes()),
             V::B(b) => escape(out, b),
-            V::U(n) => out.extend_from_slice(n.to_string().as_bytes()),
-            V::F(f) if f.is_finite() => out.extend_from_slice(format!("{f}").as_bytes()),
+            V::U(n) => {
+                let _ = write!(out, "{n}");
+            }
+            V::F(f) if f.is_finite() => {
+                let _ = write!(out, "{f}");
+            }
             V::F(_) => out.extend_from_slice(b"null"),
             V::Bool(b) => out.extend_from_slice(if *b { b"true" } else { b"false" }),
         }

@@ -4,6 +4,7 @@ use std::fmt::Write;
 use std::sync::atomic::Ordering;
 
 use crate::state::{Shared, CODES};
+use crate::timing;
 
 /// process_cpu_seconds_total and process_resident_memory_bytes from /proc/self.
 pub fn process_stats() -> (f64, u64) {
@@ -46,6 +47,20 @@ pub fn render(s: &Shared) -> String {
         "Response bytes queued for sending (headers and bodies).",
     );
     let _ = writeln!(out, "hyperstatic_response_bytes_total {}", sum(&|w| w.response_bytes.load(Ordering::Relaxed)));
+    family(
+        &mut out,
+        "hyperstatic_request_duration_seconds",
+        "histogram",
+        "Time from a request head parsed to its response handed to the kernel (last byte written or sent).",
+    );
+    let (buckets, secs) = timing::cumulative(s.stats.iter().map(|w| &w.durations));
+    for (le, n) in timing::BUCKETS.iter().zip(&buckets) {
+        let _ = writeln!(out, "hyperstatic_request_duration_seconds_bucket{{le=\"{le}\"}} {n}");
+    }
+    let count = buckets[timing::BUCKETS.len()];
+    let _ = writeln!(out, "hyperstatic_request_duration_seconds_bucket{{le=\"+Inf\"}} {count}");
+    let _ = writeln!(out, "hyperstatic_request_duration_seconds_sum {secs}");
+    let _ = writeln!(out, "hyperstatic_request_duration_seconds_count {count}");
     family(&mut out, "hyperstatic_connections_open", "gauge", "Client connections currently open.");
     let _ = writeln!(out, "hyperstatic_connections_open {}", sum(&|w| w.connections_open.load(Ordering::Relaxed)));
     family(&mut out, "hyperstatic_connections_total", "counter", "Client connections accepted.");
@@ -143,8 +158,18 @@ mod tests {
         let s = Shared::new(Config::default(), 2, "0,1".into(), true);
         bump(&s.stats[0].requests[code_index(404)], 3);
         bump(&s.stats[1].requests[code_index(404)], 2);
+        s.stats[0].durations.observe(50_000);
+        s.stats[1].durations.observe(2_000_000);
         let text = render(&s);
         assert!(text.contains("hyperstatic_requests_total{code=\"200\"} 0\n"));
+        assert!(text.contains("# TYPE hyperstatic_request_duration_seconds histogram\n"));
+        assert!(text.contains("hyperstatic_request_duration_seconds_bucket{le=\"0.0001\"} 1\n"), "{text}");
+        assert!(text.contains("hyperstatic_request_duration_seconds_bucket{le=\"0.001\"} 1\n"));
+        assert!(text.contains("hyperstatic_request_duration_seconds_bucket{le=\"0.0025\"} 2\n"));
+        assert!(text.contains("hyperstatic_request_duration_seconds_bucket{le=\"10\"} 2\n"));
+        assert!(text.contains("hyperstatic_request_duration_seconds_bucket{le=\"+Inf\"} 2\n"));
+        assert!(text.contains("hyperstatic_request_duration_seconds_sum 0.00205\n"), "{text}");
+        assert!(text.contains("hyperstatic_request_duration_seconds_count 2\n"));
         assert!(text.contains("hyperstatic_requests_total{code=\"404\"} 5\n"));
         assert!(text.contains("hyperstatic_worker_cpus{cpus=\"0,1\",pinned=\"true\"} 2\n"));
         for name in [

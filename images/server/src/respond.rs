@@ -16,7 +16,10 @@ use std::os::fd::AsRawFd;
 pub struct Resp {
     pub status: u16,
     pub close: bool,
+    /// Head and body (hyperstatic_response_bytes_total).
     pub bytes: u64,
+    /// Body only (the access log's `bytes`).
+    pub body: u64,
 }
 
 pub struct Ctx<'a> {
@@ -79,13 +82,14 @@ fn simple(out: &mut Out, ctx: &Ctx, status: u16, extra: &[&[u8]], close: bool, v
         out.bytes(e);
     }
     end_head(out, ctx, close, v10);
+    let hl = out.buf.len();
     if !head {
         out.num(status as u64);
         out.bytes(b" ");
         out.bytes(r);
         out.bytes(b"\n");
     }
-    Resp { status, close, bytes: (out.buf.len() - start) as u64 }
+    Resp { status, close, bytes: (out.buf.len() - start) as u64, body: (out.buf.len() - hl) as u64 }
 }
 
 /// The response to a request head the parser rejected; the connection always closes.
@@ -133,7 +137,7 @@ fn serve(out: &mut Out, ctx: &Ctx, req: &Request, e: &FileEntry, close: bool) ->
             out.bytes(b"HTTP/1.1 304 Not Modified\r\n");
             out.bytes(&v.fields_304);
             end_head(out, ctx, close, v10);
-            return Resp { status: 304, close, bytes: (out.buf.len() - start) as u64 };
+            return Resp { status: 304, close, bytes: (out.buf.len() - start) as u64, body: 0 };
         }
         Outcome::PreconditionFailed => return simple(out, ctx, 412, &[], close, v10, head),
         Outcome::Proceed => {}
@@ -157,7 +161,7 @@ fn serve(out: &mut Out, ctx: &Ctx, req: &Request, e: &FileEntry, close: bool) ->
                     end_head(out, ctx, close, v10);
                     let hl = (out.buf.len() - start) as u64;
                     body(out, v, s, n);
-                    return Resp { status: 206, close, bytes: hl + n };
+                    return Resp { status: 206, close, bytes: hl + n, body: n };
                 }
                 RangeResult::Unsatisfiable => {
                     let hs = out.buf.len();
@@ -169,7 +173,7 @@ fn serve(out: &mut Out, ctx: &Ctx, req: &Request, e: &FileEntry, close: bool) ->
                         out.bytes(b"Vary: Accept-Encoding\r\n");
                     }
                     end_head(out, ctx, close, v10);
-                    return Resp { status: 416, close, bytes: (out.buf.len() - hs) as u64 };
+                    return Resp { status: 416, close, bytes: (out.buf.len() - hs) as u64, body: 0 };
                 }
             }
         }
@@ -178,10 +182,10 @@ fn serve(out: &mut Out, ctx: &Ctx, req: &Request, e: &FileEntry, close: bool) ->
     end_head(out, ctx, close, v10);
     let hl = (out.buf.len() - start) as u64;
     if head {
-        return Resp { status: 200, close, bytes: hl };
+        return Resp { status: 200, close, bytes: hl, body: 0 };
     }
     body(out, v, 0, v.len);
-    Resp { status: 200, close, bytes: hl + v.len }
+    Resp { status: 200, close, bytes: hl + v.len, body: v.len }
 }
 
 fn not_found_page(out: &mut Out, ctx: &Ctx, req: &Request, e: &FileEntry, close: bool) -> Resp {
@@ -197,10 +201,10 @@ fn not_found_page(out: &mut Out, ctx: &Ctx, req: &Request, e: &FileEntry, close:
     end_head(out, ctx, close, v10);
     let hl = (out.buf.len() - start) as u64;
     if req.method == Method::Head {
-        return Resp { status: 404, close, bytes: hl };
+        return Resp { status: 404, close, bytes: hl, body: 0 };
     }
     body(out, v, 0, v.len);
-    Resp { status: 404, close, bytes: hl + v.len }
+    Resp { status: 404, close, bytes: hl + v.len, body: v.len }
 }
 
 /// Appends the response to `req` to `out`. `pathbuf` is scratch space for the normalised path.
@@ -235,7 +239,7 @@ pub fn respond(out: &mut Out, ctx: &Ctx, req: &Request, pathbuf: &mut [u8]) -> R
             }
             out.bytes(b"\r\nContent-Length: 0\r\n");
             end_head(out, ctx, close, v10);
-            Resp { status: 301, close, bytes: (out.buf.len() - start) as u64 }
+            Resp { status: 301, close, bytes: (out.buf.len() - start) as u64, body: 0 }
         }
         None => {
             if ctx.spa_fallback {

@@ -42,6 +42,8 @@ pub struct WorkerStats {
     pub response_bytes: AtomicU64,
     pub connections_open: AtomicU64,
     pub connections_total: AtomicU64,
+    /// hyperstatic_request_duration_seconds (timing.rs).
+    pub durations: crate::timing::Histogram,
 }
 
 #[inline]

@@ -7,6 +7,7 @@ use std::os::fd::RawFd;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
+use crate::access;
 use crate::content::Table;
 use crate::datecache::DateCache;
 use crate::log;
@@ -14,6 +15,7 @@ use crate::out::{self, Out, Pending, WriteResult};
 use crate::parser::{self, Parsed};
 use crate::respond::{self, Ctx, Resp};
 use crate::state::{bump, code_index, Shared, WorkerStats};
+use crate::timing;
 
 const READ_BUF: usize = 64 * 1024;
 const MAX_EVENTS: usize = 512;
@@ -46,6 +48,20 @@ struct Conn {
     lingering: bool,
     /// The client shut down its sending side (EPOLLRDHUP): answer what was received, then close.
     peer_closed: bool,
+    /// The client's address, for the access log (read at accept: no syscall per request).
+    peer: Option<std::net::SocketAddr>,
+    /// Responses in `pending`, not yet observed, and their unfinished access-log lines: the worker's batch
+    /// vectors swapped in when a write blocks. The slot keeps their capacity across connections.
+    inflight: Vec<Done>,
+    inflight_log: Vec<u8>,
+}
+
+/// A queued response waiting for its write to complete: when its head was parsed, and its access-log line
+/// (`log_from..log_to` in the batch's log buffer; empty when not sampled).
+struct Done {
+    start_ns: u64,
+    log_from: u32,
+    log_to: u32,
 }
 
 impl Conn {
@@ -64,6 +80,9 @@ impl Conn {
             close_after: false,
             lingering: false,
             peer_closed: false,
+            peer: None,
+            inflight: Vec::new(),
+            inflight_log: Vec::new(),
         }
     }
 }
@@ -88,6 +107,9 @@ pub struct Worker {
     accept_paused_until: u64,
     log_counter: u64,
     log_line: Vec<u8>,
+    /// Responses of the batch being answered/written, and their unfinished access-log lines (access.rs).
+    batch: Vec<Done>,
+    batch_log: Vec<u8>,
     header_timeout_ms: u64,
     keepalive_ms: u64,
     max_age_ms: u64,
@@ -187,6 +209,8 @@ impl Worker {
             accept_paused_until: 0,
             log_counter: 0,
             log_line: Vec::with_capacity(1024),
+            batch: Vec::with_capacity(64),
+            batch_log: Vec::new(),
             header_timeout_ms: ms(cfg.header_timeout),
             keepalive_ms: ms(cfg.keepalive_timeout),
             max_age_ms: ms(cfg.max_connection_age),
@@ -279,12 +303,15 @@ impl Worker {
 
     fn accept(&mut self) {
         for _ in 0..256 {
-            // SAFETY: accept4 on our listener.
+            // SAFETY: zeroed sockaddr_storage is a valid value.
+            let mut ss: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
+            let mut sl = std::mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
+            // SAFETY: accept4 on our listener into a large enough address buffer.
             let fd = unsafe {
                 libc::accept4(
                     self.listener,
-                    std::ptr::null_mut(),
-                    std::ptr::null_mut(),
+                    &mut ss as *mut _ as *mut libc::sockaddr,
+                    &mut sl,
                     libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
                 )
             };
@@ -332,6 +359,9 @@ impl Worker {
             c.peer_closed = false;
             c.stash = Vec::new();
             c.pending = None;
+            c.peer = sockaddr(&ss);
+            c.inflight.clear();
+            c.inflight_log.clear();
             let data = (c.gen as u64) << 32 | idx as u64;
             let mut ev = libc::epoll_event {
                 events: (libc::EPOLLIN | libc::EPOLLOUT | libc::EPOLLRDHUP | libc::EPOLLET) as u32,
@@ -357,6 +387,9 @@ impl Worker {
         c.fd = -1;
         c.pending = None;
         c.stash = Vec::new();
+        // Responses never fully sent are not observed: the histogram counts delivered responses.
+        c.inflight.clear();
+        c.inflight_log.clear();
         self.free.push(idx as u32);
         self.open -= 1;
         let s = self.stats();
@@ -420,6 +453,7 @@ impl Worker {
             WriteResult::Done => {
                 c.pending = None;
                 c.last_ms = self.now_ms;
+                complete(&mut c.inflight, &mut c.inflight_log, &mut self.log_line, &self.shared.stats[self.id]);
                 if c.close_after {
                     self.begin_close(idx);
                 } else if c.paused {
@@ -526,18 +560,34 @@ impl Worker {
             let resp: Resp = match parsed {
                 Ok(Parsed::Partial) => break,
                 Ok(Parsed::Complete(req, used)) => {
+                    // The head is complete: the request's duration starts here.
+                    let start_ns = timing::now_ns();
                     let r = respond::respond(&mut self.out, &ctx, &req, &mut self.pathbuf);
+                    let log_from = self.batch_log.len() as u32;
                     if self.shared.cfg.access_log {
                         self.log_counter += 1;
                         if self.log_counter.is_multiple_of(self.shared.cfg.access_log_sample) {
-                            access_log(&mut self.log_line, self.id, &req, &r);
+                            let f = access::Fields {
+                                client: c.peer,
+                                method: req.method_raw,
+                                target: req.target,
+                                status: r.status,
+                                bytes: r.body,
+                                user_agent: req.user_agent.unwrap_or(b""),
+                                worker: self.id,
+                            };
+                            access::begin(&mut self.batch_log, &f);
                         }
                     }
+                    let log_to = self.batch_log.len() as u32;
+                    self.batch.push(Done { start_ns, log_from, log_to });
                     pos += used;
                     r
                 }
                 Err(e) => {
                     pos = len;
+                    let start_ns = timing::now_ns();
+                    self.batch.push(Done { start_ns, log_from: 0, log_to: 0 });
                     respond::parse_error(&mut self.out, &ctx, e)
                 }
             };
@@ -594,6 +644,7 @@ impl Worker {
     fn flush(&mut self, idx: usize) -> Flow {
         self.out.finish();
         if self.out.segs.is_empty() {
+            complete(&mut self.batch, &mut self.batch_log, &mut self.log_line, &self.shared.stats[self.id]);
             return Flow::Continue;
         }
         let fd = self.conns[idx].fd;
@@ -603,16 +654,24 @@ impl Worker {
         match r {
             WriteResult::Done => {
                 self.out.clear();
+                complete(&mut self.batch, &mut self.batch_log, &mut self.log_line, &self.shared.stats[self.id]);
                 Flow::Continue
             }
             WriteResult::Blocked => {
                 let p = Pending::from_rest(&self.out.buf, &self.out.segs[cur..], self.table.clone());
                 self.out.clear();
-                self.conns[idx].pending = Some(p);
+                let c = &mut self.conns[idx];
+                c.pending = Some(p);
+                // The batch finishes when the pending output does (on_writable); swapping keeps both
+                // vectors' capacity instead of allocating.
+                std::mem::swap(&mut self.batch, &mut c.inflight);
+                std::mem::swap(&mut self.batch_log, &mut c.inflight_log);
                 Flow::Stop
             }
             WriteResult::Failed => {
                 self.out.clear();
+                self.batch.clear();
+                self.batch_log.clear();
                 self.close(idx);
                 Flow::Stop
             }
@@ -649,6 +708,8 @@ impl Worker {
         self.out.clear();
         let ctx = Ctx { table: &Table::default(), date_line: self.date.line(), force_close: true, spa_fallback: false };
         let r = respond::timeout(&mut self.out, &ctx);
+        // No head was completed: the 408 is observed from the moment it is queued.
+        self.batch.push(Done { start_ns: timing::now_ns(), log_from: 0, log_to: 0 });
         let s = &self.shared.stats[self.id];
         bump(&s.requests[code_index(408)], 1);
         bump(&s.response_bytes, r.bytes);
@@ -661,22 +722,46 @@ impl Worker {
     }
 }
 
-fn access_log(line: &mut Vec<u8>, worker: usize, req: &parser::Request, r: &Resp) {
-    line.clear();
-    log::format_line(
-        line,
-        "info",
-        "request",
-        &[
-            ("method", log::V::B(req.method_raw)),
-            ("target", log::V::B(req.target)),
-            ("status", log::V::U(r.status as u64)),
-            ("bytes", log::V::U(r.bytes)),
-            ("user_agent", log::V::B(req.user_agent.unwrap_or(b""))),
-            ("worker", log::V::U(worker as u64)),
-        ],
-    );
-    log::write_stderr(line);
+/// The batch's responses were handed to the kernel: each is observed in the histogram and its access-log
+/// line (if sampled) is completed with the duration and written, one write(2) per line as log.rs does.
+fn complete(done: &mut Vec<Done>, lines: &mut Vec<u8>, line: &mut Vec<u8>, stats: &WorkerStats) {
+    if done.is_empty() {
+        return;
+    }
+    let now = timing::now_ns();
+    for d in done.iter() {
+        let ns = now.saturating_sub(d.start_ns);
+        stats.durations.observe(ns);
+        if d.log_to > d.log_from {
+            line.clear();
+            line.extend_from_slice(&lines[d.log_from as usize..d.log_to as usize]);
+            access::finish(line, ns);
+            log::write_stderr(line);
+        }
+    }
+    done.clear();
+    lines.clear();
+}
+
+/// The peer address accept4 filled in (None for families other than IPv4/IPv6).
+fn sockaddr(ss: &libc::sockaddr_storage) -> Option<std::net::SocketAddr> {
+    use std::net::{SocketAddrV4, SocketAddrV6};
+    // SAFETY: the family field says which sockaddr type the storage holds.
+    unsafe {
+        match ss.ss_family as i32 {
+            libc::AF_INET => {
+                let a = &*(ss as *const _ as *const libc::sockaddr_in);
+                let ip = std::net::Ipv4Addr::from(u32::from_be(a.sin_addr.s_addr));
+                Some(SocketAddrV4::new(ip, u16::from_be(a.sin_port)).into())
+            }
+            libc::AF_INET6 => {
+                let a = &*(ss as *const _ as *const libc::sockaddr_in6);
+                let ip = std::net::Ipv6Addr::from(a.sin6_addr.s6_addr);
+                Some(SocketAddrV6::new(ip, u16::from_be(a.sin6_port), a.sin6_flowinfo, a.sin6_scope_id).into())
+            }
+            _ => None,
+        }
+    }
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
