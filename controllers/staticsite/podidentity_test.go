@@ -72,7 +72,7 @@ func TestPodIdentityInTheTemplate(t *testing.T) {
 			if pod.AutomountServiceAccountToken == nil || *pod.AutomountServiceAccountToken != tc.wantToken {
 				t.Errorf("automountServiceAccountToken %v, want %v", pod.AutomountServiceAccountToken, tc.wantToken)
 			}
-			if tc.content.ImageVolume != nil && (len(pod.Volumes) != 1 || pod.Volumes[0].Image == nil) {
+			if tc.content.ImageVolume != nil && !hasImageVolume(pod.Volumes) {
 				t.Errorf("image volume missing: %+v", pod.Volumes)
 			}
 		})
