@@ -34,7 +34,7 @@ const BOUNDS_NS: [u64; 16] = [
 
 /// Nanoseconds of CLOCK_MONOTONIC. Not the _COARSE clock the worker uses for timeouts: that one ticks every
 /// 1-4 ms, so nearly every in-memory response would measure 0 and land in the first bucket. The fine clock
-/// is a vDSO call (tens of ns, no syscall), read twice per response.
+/// is a vDSO call (tens of ns, no syscall), read twice per batch of requests that arrived together.
 #[inline]
 pub fn now_ns() -> u64 {
     let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
