@@ -68,7 +68,7 @@ func TestContentThatDoesNotFitItsMemory(t *testing.T) {
 
 	// The pod's server: the container the operator wrote, under the pod's memory limit (20Mi).
 	small := startRealServer(t, d.Spec.Template.Spec.Containers[0], root)
-	scraper.serve(ns, "big-a", small.adminPort)
+	scraper.serve(ns, "big-a", small.AdminPort())
 	serverPod(t, d, "big-a", "127.0.0.1")
 	got := waitSite(t, ns, "big", "partly on disk", func(s *v1alpha1.StaticSite) error {
 		if err := condition(s, v1alpha1.ConditionContentInMemory, metav1.ConditionFalse, v1alpha1.ReasonPartlyOnDisk); err != nil {
@@ -80,7 +80,7 @@ func TestContentThatDoesNotFitItsMemory(t *testing.T) {
 	if c == nil || c.Pod != "big-a" || c.Files != blobs+1 || c.Bytes != size || c.DiskBytes <= 0 || c.DiskBytes >= c.Bytes ||
 		c.MemoryLimit == nil || c.MemoryLimit.Cmp(resource.MustParse("20Mi")) != 0 || c.FitMemoryLimit.Cmp(resource.MustParse("20Mi")) <= 0 {
 		t.Fatalf("status.content = %+v; want big-a's %d files, %d bytes, some on disk, limit 20Mi and a larger fit\nserver stderr:\n%s",
-			c, blobs+1, size, small.stderr)
+			c, blobs+1, size, small.Stderr)
 	}
 	fit := c.FitMemoryLimit.String()
 	msg := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionContentInMemory).Message
@@ -105,7 +105,7 @@ func TestContentThatDoesNotFitItsMemory(t *testing.T) {
 	testenv.Must(t, k8s.Delete(context.Background(), podNamed(ns, "big-a")))
 	completeRollout(t, d)
 	fits := startRealServer(t, d.Spec.Template.Spec.Containers[0], root)
-	scraper.serve(ns, "big-b", fits.adminPort)
+	scraper.serve(ns, "big-b", fits.AdminPort())
 	serverPod(t, d, "big-b", "127.0.0.1")
 	got = waitSite(t, ns, "big", "all in memory", func(s *v1alpha1.StaticSite) error {
 		return condition(s, v1alpha1.ConditionContentInMemory, metav1.ConditionTrue, v1alpha1.ReasonAllInMemory)

@@ -62,10 +62,10 @@ func TestContractCompressCacheFromTheContainerEnvironment(t *testing.T) {
 	if cacheDir == "" {
 		t.Fatalf("no variable of the server container points at an emptyDir mount: env %v mounts %v", server.Env, server.VolumeMounts)
 	}
-	srv := startServer(t, bin, setFlag(t, server.Args, "--root", writeSite(t)), env...)
+	srv := serverbin.Start(t, bin, serverbin.SetFlag(t, server.Args, "--root", writeSite(t)), env...)
 
 	// Wait for the background encoder to finish (it writes each encoding before it counts the file done).
-	host, port, _ := net.SplitHostPort(srv.adminAddr)
+	host, port, _ := net.SplitHostPort(srv.AdminAddr)
 	adminPort, _ := strconv.Atoi(port)
 	scraper := &podmetrics.HTTPScraper{Client: &http.Client{Timeout: 5 * time.Second}, Port: adminPort}
 	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "contract-0"}, Status: corev1.PodStatus{PodIP: host}}
@@ -78,7 +78,7 @@ func TestContractCompressCacheFromTheContainerEnvironment(t *testing.T) {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("encodings still pending after 30s: %+v\nstderr:\n%s", sample.Content, srv.stderr)
+			t.Fatalf("encodings still pending after 30s: %+v\nstderr:\n%s", sample.Content, srv.Stderr)
 		}
 		time.Sleep(20 * time.Millisecond) // poll interval: the encoder runs at idle priority
 	}
@@ -102,6 +102,6 @@ func TestContractCompressCacheFromTheContainerEnvironment(t *testing.T) {
 			names = append(names, e.Name())
 		}
 		t.Fatalf("the server wrote no encodings to the cache the container environment names (%s): %q\nenv: %q\nstderr:\n%s",
-			cacheDir, names, env, srv.stderr)
+			cacheDir, names, env, srv.Stderr)
 	}
 }

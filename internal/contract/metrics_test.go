@@ -61,11 +61,11 @@ var servedSpec = v1alpha1.ServerSpec{
 }
 
 // startSite starts the real server on the operator's arguments for servedSpec, on loopback ports.
-func startSite(t *testing.T) *runningServer {
+func startSite(t *testing.T) *serverbin.Process {
 	t.Helper()
 	bin := serverbin.Require(t)
-	args := setFlag(t, staticsite.ServerArgs(site(servedSpec)), "--root", writeSite(t))
-	return startServer(t, bin, args)
+	args := serverbin.SetFlag(t, staticsite.ServerArgs(site(servedSpec)), "--root", writeSite(t))
+	return serverbin.Start(t, bin, args)
 }
 
 // TestContractMetricsOperatorReadsExist scrapes the running server with the operator's own scraper and parser and
@@ -76,7 +76,7 @@ func TestContractMetricsOperatorReadsExist(t *testing.T) {
 	defer cancel()
 
 	// The operator's scraper (podmetrics.HTTPScraper) against the real admin port, addressed as a pod.
-	host, port, err := net.SplitHostPort(srv.adminAddr)
+	host, port, err := net.SplitHostPort(srv.AdminAddr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,12 +86,12 @@ func TestContractMetricsOperatorReadsExist(t *testing.T) {
 
 	before, err := scraper.Scrape(ctx, pod)
 	if err != nil {
-		t.Fatalf("the operator's scraper cannot read the real server: %v\nstderr:\n%s", err, srv.stderr.String())
+		t.Fatalf("the operator's scraper cannot read the real server: %v\nstderr:\n%s", err, srv.Stderr.String())
 	}
 
 	// Names and labels, from the raw exposition parsed with the same text parser podmetrics uses. podmetrics.Parse
 	// alone would not notice a missing gauge: it reads it as zero.
-	body := get(t, "http://"+srv.adminAddr+"/metrics", http.StatusOK)
+	body := get(t, "http://"+srv.AdminAddr+"/metrics", http.StatusOK)
 	var parser expfmt.TextParser
 	families, err := parser.TextToMetricFamilies(strings.NewReader(body))
 	if err != nil {
@@ -139,7 +139,7 @@ func TestContractMetricsOperatorReadsExist(t *testing.T) {
 		"/no-such-page":     http.StatusNotFound,
 	}
 	for p, code := range paths {
-		get(t, "http://"+srv.httpAddr+p, code)
+		get(t, "http://"+srv.HTTPAddr+p, code)
 	}
 	want := before.Requests + float64(len(paths))
 	// The server counts a response when it queues it, before the client can see it, so the first scrape should
@@ -168,10 +168,10 @@ func TestContractMetricsOperatorReadsExist(t *testing.T) {
 // with the same function).
 func TestContractAdminEndpoints(t *testing.T) {
 	srv := startSite(t)
-	get(t, "http://"+srv.adminAddr+"/healthz", http.StatusOK)
-	get(t, "http://"+srv.adminAddr+"/readyz", http.StatusOK)
+	get(t, "http://"+srv.AdminAddr+"/healthz", http.StatusOK)
+	get(t, "http://"+srv.AdminAddr+"/readyz", http.StatusOK)
 
-	list := get(t, "http://"+srv.adminAddr+"/content", http.StatusOK)
+	list := get(t, "http://"+srv.AdminAddr+"/content", http.StatusOK)
 	paths, err := benchmark.ParseContentList(strings.NewReader(list))
 	if err != nil {
 		t.Fatalf("the benchmark controller cannot read /content: %v\n%s", err, list)

@@ -285,19 +285,19 @@ func TestContractServerArgsAcceptedByServer(t *testing.T) {
 	root := writeSite(t)
 	for _, c := range append(tableCases(), genCases(generatorSeed, generatedSites)...) {
 		t.Run(c.name, func(t *testing.T) {
-			args := setFlag(t, staticsite.ServerArgs(site(c.spec)), "--root", root)
+			args := serverbin.SetFlag(t, staticsite.ServerArgs(site(c.spec)), "--root", root)
 			res, err := runCheck(bin, args)
 			if err != nil {
-				t.Fatalf("%v\nargs: %s", err, quoteArgs(args))
+				t.Fatalf("%v\nargs: %s", err, serverbin.QuoteArgs(args))
 			}
 			if res.exitCode != 0 {
 				t.Fatalf("the server rejects the operator's arguments (exit %d)\nargs: %s\nstderr: %s\nstdout: %s",
-					res.exitCode, quoteArgs(args), res.stderr, res.stdout)
+					res.exitCode, serverbin.QuoteArgs(args), res.stderr, res.stdout)
 			}
 			// --check reports the root it loaded: proof that --root (and not a default) chose the site.
 			if !strings.Contains(res.stdout, "site "+root+":") || !strings.Contains(res.stdout, "\nok\n") {
 				t.Fatalf("--check accepted the arguments but did not report loading %s\nargs: %s\nstdout: %s",
-					root, quoteArgs(args), res.stdout)
+					root, serverbin.QuoteArgs(args), res.stdout)
 			}
 		})
 	}
@@ -315,9 +315,9 @@ func TestContractServerRejectsUnknownFlags(t *testing.T) {
 			everything = c.spec
 		}
 	}
-	good := setFlag(t, staticsite.ServerArgs(site(everything)), "--root", root)
+	good := serverbin.SetFlag(t, staticsite.ServerArgs(site(everything)), "--root", root)
 	if res, err := runCheck(bin, good); err != nil || res.exitCode != 0 {
-		t.Fatalf("the unmutated arguments must pass first: %v %+v\nargs: %s", err, res, quoteArgs(good))
+		t.Fatalf("the unmutated arguments must pass first: %v %+v\nargs: %s", err, res, serverbin.QuoteArgs(good))
 	}
 	mutations := []struct {
 		name   string
@@ -333,10 +333,10 @@ func TestContractServerRejectsUnknownFlags(t *testing.T) {
 			args := m.mutate(append([]string(nil), good...))
 			res, err := runCheck(bin, args)
 			if err != nil {
-				t.Fatalf("%v\nargs: %s", err, quoteArgs(args))
+				t.Fatalf("%v\nargs: %s", err, serverbin.QuoteArgs(args))
 			}
 			if res.exitCode == 0 {
-				t.Fatalf("the server accepted invalid arguments\nargs: %s\nstdout: %s", quoteArgs(args), res.stdout)
+				t.Fatalf("the server accepted invalid arguments\nargs: %s\nstdout: %s", serverbin.QuoteArgs(args), res.stdout)
 			}
 		})
 	}
@@ -363,15 +363,15 @@ func TestContractCheckDoesNotBind(t *testing.T) {
 	}
 	defer l.Close()
 	args := staticsite.ServerArgs(site(v1alpha1.ServerSpec{}))
-	args = setFlag(t, args, "--root", writeSite(t))
-	args = setFlag(t, args, "--listen", l.Addr().String())
-	args = setFlag(t, args, "--admin-listen", l.Addr().String())
+	args = serverbin.SetFlag(t, args, "--root", writeSite(t))
+	args = serverbin.SetFlag(t, args, "--listen", l.Addr().String())
+	args = serverbin.SetFlag(t, args, "--admin-listen", l.Addr().String())
 	res, err := runCheck(bin, args)
 	if err != nil {
-		t.Fatalf("%v\nargs: %s", err, quoteArgs(args))
+		t.Fatalf("%v\nargs: %s", err, serverbin.QuoteArgs(args))
 	}
 	if res.exitCode != 0 {
 		t.Fatalf("--check failed with its listen addresses in use (does it bind?)\nargs: %s\nstderr: %s\nstdout: %s",
-			quoteArgs(args), res.stderr, res.stdout)
+			serverbin.QuoteArgs(args), res.stderr, res.stdout)
 	}
 }

@@ -1,5 +1,6 @@
 // Package serverbin finds the real hyperstatic-server binary (images/server) for Go tests that must run it: the
-// contract tests that check the operator's command lines and metric names against the server itself.
+// contract tests that check the operator's command lines and metric names against the server itself, and the
+// StaticSite envtest that reads a real server as a pod. Start (process.go) runs one on loopback for a test.
 //
 // `make go-test` builds the binary first (make server-build) and passes its path in HYPERSTATIC_SERVER_BIN. A
 // plain `go test` without that variable builds the binary with the same cargo command as make, when it is missing

@@ -1,0 +1,170 @@
+package serverbin
+
+import (
+	"bytes"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// Process is a real server running on loopback for one test: the contract tests and the StaticSite envtest (which
+// has no kubelet) use it as a server pod's container.
+type Process struct {
+	Args      []string // the arguments it runs with, ports filled in
+	HTTPAddr  string
+	AdminAddr string
+	Stderr    *LockedBuffer
+}
+
+// Start runs bin with args, their --listen and --admin-listen values (each present once, as the operator writes
+// them) replaced by free loopback ports, in this process's environment without HYPERSTATIC_* variables plus env
+// (NAME=VALUE), and returns once the admin /readyz answers 200. The process is killed when the test ends.
+//
+// The ports are picked by binding port 0 and closing it, so another process could take one before the server binds
+// it; the server then exits, and Start tries again with new ports (three times, then fails with the server's
+// stderr). Readiness is polled to a deadline, never assumed after a sleep.
+func Start(tb testing.TB, bin string, args []string, env ...string) *Process {
+	tb.Helper()
+	var lastErr error
+	for range 3 {
+		p, exitedEarly, err := tryStart(tb, bin, args, env)
+		if err == nil {
+			return p
+		}
+		lastErr = err
+		if !exitedEarly {
+			break // a server that runs but never gets ready would not do better on other ports
+		}
+	}
+	tb.Fatalf("hyperstatic-server did not become ready: %v", lastErr)
+	return nil
+}
+
+// tryStart starts one server; exitedEarly says the process ended before it was ready (a port taken meanwhile).
+func tryStart(tb testing.TB, bin string, args, env []string) (p *Process, exitedEarly bool, err error) {
+	tb.Helper()
+	p = &Process{HTTPAddr: freeAddr(tb), AdminAddr: freeAddr(tb), Stderr: &LockedBuffer{}}
+	p.Args = SetFlag(tb, SetFlag(tb, args, "--listen", p.HTTPAddr), "--admin-listen", p.AdminAddr)
+	cmd := exec.Command(bin, p.Args...)
+	cmd.Env = append(CleanEnv(), env...)
+	cmd.Stderr = p.Stderr
+	if err := cmd.Start(); err != nil {
+		return nil, false, err
+	}
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	stop := func() {
+		_ = cmd.Process.Kill()
+		<-exited
+	}
+
+	client := &http.Client{Timeout: time.Second}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		select {
+		case <-exited:
+			return nil, true, fmt.Errorf("server exited before it was ready (%s)\nargs: %s\nstderr:\n%s",
+				cmd.ProcessState, QuoteArgs(p.Args), p.Stderr.String())
+		default:
+		}
+		if resp, err := client.Get("http://" + p.AdminAddr + "/readyz"); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				tb.Cleanup(stop)
+				return p, false, nil
+			}
+		}
+		if time.Now().After(deadline) {
+			stop()
+			return nil, false, fmt.Errorf("/readyz on %s did not answer 200 within 30s\nargs: %s\nstderr:\n%s",
+				p.AdminAddr, QuoteArgs(p.Args), p.Stderr.String())
+		}
+		// Poll interval while the server loads the site: readiness is checked, not assumed.
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// AdminPort is the admin listener's port number.
+func (p *Process) AdminPort() int {
+	_, port, _ := net.SplitHostPort(p.AdminAddr)
+	n, _ := strconv.Atoi(port)
+	return n
+}
+
+// SetFlag returns a copy of args with the value after flag replaced. flag must appear exactly once, followed by a
+// value, as the operator's ServerArgs writes every flag it sets: anything else is a contract change the test names.
+func SetFlag(tb testing.TB, args []string, flag, value string) []string {
+	tb.Helper()
+	out := append([]string(nil), args...)
+	at := -1
+	for i, a := range out {
+		if a == flag {
+			if at >= 0 {
+				tb.Fatalf("%s appears twice in %q", flag, args)
+			}
+			at = i
+		}
+	}
+	if at < 0 || at+1 >= len(out) {
+		tb.Fatalf("ServerArgs no longer writes %s VALUE: %q", flag, args)
+	}
+	out[at+1] = value
+	return out
+}
+
+// CleanEnv is this process's environment without HYPERSTATIC_* variables: the server reads those as flag defaults,
+// and none of the shell's may leak into a test.
+func CleanEnv() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "HYPERSTATIC_") {
+			env = append(env, kv)
+		}
+	}
+	return env
+}
+
+// QuoteArgs renders an argument list so it can be pasted into a shell.
+func QuoteArgs(args []string) string {
+	q := make([]string, len(args))
+	for i, a := range args {
+		q[i] = strconv.Quote(a)
+	}
+	return strings.Join(q, " ")
+}
+
+// freeAddr returns a loopback address whose port was free a moment ago.
+func freeAddr(tb testing.TB) string {
+	tb.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// LockedBuffer collects a child's stderr while the test reads it.
+type LockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *LockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *LockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
