@@ -164,36 +164,17 @@ func checkBrotli(t *testing.T, ns, job, base string, files []siteFile) {
 	if len(files) == 0 {
 		t.Fatalf("no files to fetch with brotli")
 	}
-	args := []string{"-accept-encoding", "br"}
-	want := map[string]siteFile{}
-	for _, f := range files {
-		u := urlFor(base, f.path)
-		args = append(args, u)
-		want[u] = f
-	}
-	ok, results := fetch(t, ns, job, 2*time.Minute, args...)
-	if !ok {
-		t.Errorf("fetch job %s failed", job)
-	}
-	if len(results) != len(files)+1 {
-		t.Fatalf("fetch printed %d results, want %d (affinity + one per file)", len(results), len(files)+1)
-	}
 	var encoded, decoded int
-	for _, r := range results[1:] {
-		f, known := want[r.URL]
-		if !known {
-			t.Errorf("unexpected result for %s", r.URL)
-			continue
-		}
+	fetchFiles(t, ns, job, base, files, []string{"-accept-encoding", "br"}, func(f siteFile, r fetchResult) {
 		sum := sha256.Sum256(f.data)
 		if r.Error != "" || r.Status != 200 || r.ContentEncoding != "br" || r.DecodedSHA256 != hex.EncodeToString(sum[:]) {
 			t.Errorf("%s with br: status %d, Content-Encoding %q, decoded %d bytes sha256 %s, error %q; want 200, br, %d bytes sha256 %x",
 				f.path, r.Status, r.ContentEncoding, r.DecodedSize, r.DecodedSHA256, r.Error, len(f.data), sum)
-			continue
+			return
 		}
 		encoded += r.Size
 		decoded += r.DecodedSize
-	}
+	})
 	t.Logf("fetched %d pages from %s as brotli (%d bytes) decoding to their exact bytes (%d)", len(files), base, encoded, decoded)
 }
 

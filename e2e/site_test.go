@@ -67,7 +67,23 @@ func urlFor(base, path string) string {
 // It returns the fetch pod's allowed CPU list (the shared pool, since the fetch pod is BestEffort).
 func checkBytes(t *testing.T, ns, job, base string, files []siteFile) string {
 	t.Helper()
-	args := []string{}
+	results := fetchFiles(t, ns, job, base, files, nil, func(f siteFile, r fetchResult) {
+		sum := sha256.Sum256(f.data)
+		if r.Error != "" || r.Status != 200 || r.Size != len(f.data) || r.SHA256 != hex.EncodeToString(sum[:]) {
+			t.Errorf("%s: got status %d, %d bytes, sha256 %s, error %q; want 200, %d bytes, sha256 %x",
+				f.path, r.Status, r.Size, r.SHA256, r.Error, len(f.data), sum)
+		}
+	})
+	t.Logf("fetched %d files from %s with the exact bytes", len(files), base)
+	return results[0].CPUsAllowedList
+}
+
+// fetchFiles runs a fetch pod (flags first, then one URL per file) and calls check with each file's result. It
+// fails the test when the pod fails, prints a result count other than one per file plus its CPU affinity, or
+// answers a URL it was not given. It returns every result, the affinity first.
+func fetchFiles(t *testing.T, ns, job, base string, files []siteFile, flags []string, check func(siteFile, fetchResult)) []fetchResult {
+	t.Helper()
+	args := append([]string{}, flags...)
 	want := map[string]siteFile{}
 	for _, f := range files {
 		u := urlFor(base, f.path)
@@ -87,14 +103,9 @@ func checkBytes(t *testing.T, ns, job, base string, files []siteFile) string {
 			t.Errorf("unexpected result for %s", r.URL)
 			continue
 		}
-		sum := sha256.Sum256(f.data)
-		if r.Error != "" || r.Status != 200 || r.Size != len(f.data) || r.SHA256 != hex.EncodeToString(sum[:]) {
-			t.Errorf("%s: got status %d, %d bytes, sha256 %s, error %q; want 200, %d bytes, sha256 %x",
-				f.path, r.Status, r.Size, r.SHA256, r.Error, len(f.data), sum)
-		}
+		check(f, r)
 	}
-	t.Logf("fetched %d files from %s with the exact bytes", len(files), base)
-	return results[0].CPUsAllowedList
+	return results
 }
 
 // testBakedSite: a StaticSite whose content is an image baked FROM the server image becomes Ready; a client pod

@@ -203,13 +203,21 @@ def main() -> int:
          f"(+{cfg.warmup} s warm-up) ≈ {est / 60:.1f} min; server on CPU {cfg.server_cpu} at "
          f"{cfg.quota_pct or 100}% of a core, wrk on CPU {cfg.client_cpu}")
 
-    work = tempfile.mkdtemp(prefix="hs-bench-")
-    os.chmod(work, 0o755)  # nginx's workers read the content as the invoking user
+    return run_in_workdir("hs-bench-", "benchmark", lambda work, cleanup: bench(cfg, work, cleanup),
+                          (CgroupError, RuntimeError, OSError))
+
+
+def run_in_workdir(prefix: str, what: str, run, expected: tuple) -> int:
+    """Runs run(work, cleanup) in a fresh world-readable work directory (the peers' workers read configs and
+    content there as the invoking user). Every function run appends to cleanup is called afterwards, even when one
+    fails; the directory is removed unless BENCH_KEEP_TMP is set. An expected error is reported and gives 1."""
+    work = tempfile.mkdtemp(prefix=prefix)
+    os.chmod(work, 0o755)
     cleanup: list = []
     try:
-        return bench(cfg, work, cleanup)
-    except (CgroupError, RuntimeError, OSError) as e:
-        warn(f"benchmark failed: {e}")
+        return run(work, cleanup)
+    except expected as e:
+        warn(f"{what} failed: {e}")
         return 1
     finally:
         for stop in cleanup:

@@ -11,12 +11,11 @@ import shlex
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from dataclasses import dataclass
 
 from . import measure, procstat, report, sitecheck, sitemap, sitepeers, sitereport
-from .__main__ import _env_int, _git_rev, round_order
+from .__main__ import _env_int, _git_rev, round_order, run_in_workdir
 from .cgroup import CgroupError, CpuQuota
 from .placement import Client, boost
 from .progress import step, warn
@@ -215,24 +214,8 @@ def main() -> int:
          f"{cfg.reps} reps of {cfg.seconds} s (+{cfg.warmup} s warm-up), {cfg.startup_reps} startups each ≈ "
          f"{cfg.estimate_seconds() / 60:.1f} min; servers on CPU {cfg.server_cpu} at {cfg.quota_pct or 100}% of a "
          f"core, wrk on CPU {cfg.client_cpu}")
-    work = tempfile.mkdtemp(prefix="hs-site-")
-    os.chmod(work, 0o755)  # nginx/lighttpd/h2o read their configs and write logs there
-    cleanup: list = []
-    try:
-        return bench(cfg, work, cleanup)
-    except (CgroupError, RuntimeError, OSError, subprocess.CalledProcessError) as e:
-        warn(f"site benchmark failed: {e}")
-        return 1
-    finally:
-        for stop in cleanup:
-            try:
-                stop()
-            except Exception as e:  # keep cleaning up the rest
-                warn(f"cleanup: {e}")
-        if os.environ.get("BENCH_KEEP_TMP"):
-            step(f"kept {work}")
-        else:
-            shutil.rmtree(work, ignore_errors=True)
+    return run_in_workdir("hs-site-", "site benchmark", lambda work, cleanup: bench(cfg, work, cleanup),
+                          (CgroupError, RuntimeError, OSError, subprocess.CalledProcessError))
 
 
 if __name__ == "__main__":
