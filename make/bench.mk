@@ -49,7 +49,7 @@ bench-test: ## Unit tests of the benchmark harness (configs, parsers, medians, r
 	@cd images/server/bench && python3 -m unittest discover -s tests -t . -v
 
 .PHONY: bench-profile
-bench-profile: ## Diagnose the server vs nginx: syscalls per request (strace -c) and perf hot spots; writes _out/bench/profile/.
+bench-profile: ## Diagnose the server vs every peer and the floor: syscalls and user/system CPU per request, perf hot spots; writes _out/bench/profile/.
 	@bin="$$($(MAKE) -s server-build | tail -n 1)"; \
 	  if [ ! -x "$$bin" ]; then echo "make server-build did not print an executable path (got '$$bin')" >&2; exit 1; fi; \
-	  BENCH_PROFILE=1 BENCH_WORKLOADS="$(BENCH_WORKLOADS)" BENCH_OUT="$(BENCH_OUT)" images/server/bench/run.sh "$$bin"
+	  $(BENCH_ENV) BENCH_PROFILE=1 images/server/bench/run.sh "$$bin"

@@ -44,6 +44,9 @@ struct Conn {
     paused: bool,
     /// After the pending output is sent, shut down.
     close_after: bool,
+    /// The closing request was whole and bodiless and nothing followed it in the buffer: no client bytes can be
+    /// in flight, so the connection closes at once instead of lingering for the client's FIN.
+    close_clean: bool,
     /// Write side shut down; reading and discarding until EOF.
     lingering: bool,
     /// The client shut down its sending side (EPOLLRDHUP): answer what was received, then close.
@@ -78,6 +81,7 @@ impl Conn {
             pending: None,
             paused: false,
             close_after: false,
+            close_clean: false,
             lingering: false,
             peer_closed: false,
             peer: None,
@@ -141,6 +145,9 @@ pub fn listen(addr: std::net::SocketAddr) -> std::io::Result<RawFd> {
         let sz = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
         libc::setsockopt(fd, libc::SOL_SOCKET, libc::SO_REUSEADDR, &one as *const _ as *const libc::c_void, sz);
         libc::setsockopt(fd, libc::SOL_SOCKET, libc::SO_REUSEPORT, &one as *const _ as *const libc::c_void, sz);
+        // Accepted sockets inherit TCP_NODELAY from the listener (tested below), which saves a setsockopt per
+        // connection: responses go out in one write per batch, so Nagle only ever delays.
+        libc::setsockopt(fd, libc::IPPROTO_TCP, libc::TCP_NODELAY, &one as *const _ as *const libc::c_void, sz);
         let rc = match addr {
             SocketAddr::V4(a) => {
                 let sa = libc::sockaddr_in {
@@ -333,11 +340,7 @@ impl Worker {
                     }
                 }
             }
-            let one: libc::c_int = 1;
-            // SAFETY: setting an int option on a socket we own.
-            unsafe {
-                libc::setsockopt(fd, libc::IPPROTO_TCP, libc::TCP_NODELAY, &one as *const _ as *const libc::c_void, 4);
-            }
+            // TCP_NODELAY comes from the listener (see `listen`): no setsockopt per connection.
             let idx = match self.free.pop() {
                 Some(i) => i as usize,
                 None => {
@@ -355,6 +358,7 @@ impl Worker {
             c.requests = 0;
             c.paused = false;
             c.close_after = false;
+            c.close_clean = false;
             c.lingering = false;
             c.peer_closed = false;
             c.stash = Vec::new();
@@ -362,17 +366,27 @@ impl Worker {
             c.peer = sockaddr(&ss);
             c.inflight.clear();
             c.inflight_log.clear();
-            let data = (c.gen as u64) << 32 | idx as u64;
+            let gen = c.gen;
+            self.open += 1;
+            let s = self.stats();
+            bump(&s.connections_total, 1);
+            bump(&s.connections_open, 1);
+            // The request usually arrives with the connection (the client sends it right after the handshake,
+            // before we get to accept): answer it now, before any epoll_ctl. A connection that asked to close is
+            // then done in accept4 + read + write + close, never entering the epoll set; one that stays open
+            // joins it below, and edge-triggered registration reports whatever became ready meanwhile.
+            self.process(idx, true);
+            let c = &self.conns[idx];
+            if !c.active || c.gen != gen {
+                continue;
+            }
+            let data = (gen as u64) << 32 | idx as u64;
             let mut ev = libc::epoll_event {
                 events: (libc::EPOLLIN | libc::EPOLLOUT | libc::EPOLLRDHUP | libc::EPOLLET) as u32,
                 u64: data,
             };
             // SAFETY: registering a fresh fd.
             unsafe { libc::epoll_ctl(self.ep, libc::EPOLL_CTL_ADD, fd, &mut ev) };
-            self.open += 1;
-            let s = self.stats();
-            bump(&s.connections_total, 1);
-            bump(&s.connections_open, 1);
         }
     }
 
@@ -396,10 +410,18 @@ impl Worker {
         s.connections_open.store(s.connections_open.load(Ordering::Relaxed).saturating_sub(1), Ordering::Relaxed);
     }
 
-    /// Sends what is pending, then half-closes and waits for the client's EOF, so that the last response is
-    /// not destroyed by a reset when unread request bytes remain.
+    /// Ends a connection whose output is all written. When no client bytes can still arrive (the closing
+    /// request was whole and bodiless with nothing after it, or the client already sent its FIN) it closes at
+    /// once: the kernel sends the queued response, then FIN (what nginx and h2o do; it saves a shutdown, a
+    /// wake-up and a read per connection). Otherwise it half-closes and reads until the client's EOF, so that
+    /// the last response is not destroyed by a reset when unread request bytes (a body, pipelined requests
+    /// after an error) remain.
     fn begin_close(&mut self, idx: usize) {
         let c = &mut self.conns[idx];
+        if c.close_clean || c.peer_closed {
+            self.close(idx);
+            return;
+        }
         // SAFETY: shutdown on our own fd.
         unsafe { libc::shutdown(c.fd, libc::SHUT_WR) };
         c.lingering = true;
@@ -544,6 +566,8 @@ impl Worker {
         self.out.clear();
         let mut pos = 0;
         let mut close = false;
+        // Whether the last request answered was whole and without a body (see Conn::close_clean).
+        let mut bodiless = false;
         let table = self.table.clone_ref();
         let force_close_base = self.closing;
         // Every request in this read arrived together, so their durations start together: one clock read per
@@ -567,6 +591,7 @@ impl Worker {
                     // The head is complete: the request's duration starts here (or with its batch's first).
                     let start_ns = *batch_start.get_or_insert_with(timing::now_ns);
                     let r = respond::respond(&mut self.out, &ctx, &req, &mut self.pathbuf);
+                    bodiless = !req.has_body();
                     let log_from = self.batch_log.len() as u32;
                     if self.shared.cfg.access_log {
                         self.log_counter += 1;
@@ -590,6 +615,7 @@ impl Worker {
                 }
                 Err(e) => {
                     pos = len;
+                    bodiless = false;
                     let start_ns = *batch_start.get_or_insert_with(timing::now_ns);
                     self.batch.push(Done { start_ns, log_from: 0, log_to: 0 });
                     respond::parse_error(&mut self.out, &ctx, e)
@@ -632,6 +658,7 @@ impl Worker {
             }
         }
         self.conns[idx].close_after = close;
+        self.conns[idx].close_clean = close && bodiless && pos >= len;
         match self.flush(idx) {
             Flow::Continue => {
                 if close {
@@ -785,5 +812,48 @@ impl CloneRef for Arc<Table> {
         // SAFETY: the Arc is owned by the worker and replaced only at the top of the event loop, never while
         // a batch is being answered; segments that outlive the batch hold their own Arc (Pending::_hold).
         unsafe { &*Arc::as_ptr(self) }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    fn nodelay(fd: RawFd) -> libc::c_int {
+        let mut v: libc::c_int = 0;
+        let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+        // SAFETY: getsockopt of an int option into a correctly sized buffer.
+        let rc = unsafe {
+            libc::getsockopt(fd, libc::IPPROTO_TCP, libc::TCP_NODELAY, &mut v as *mut _ as *mut libc::c_void, &mut len)
+        };
+        assert_eq!(rc, 0, "getsockopt: {}", std::io::Error::last_os_error());
+        v
+    }
+
+    /// `accept` relies on this to skip a setsockopt per connection: if a kernel stopped copying the option to
+    /// accepted sockets, small responses would wait on Nagle and this test says why.
+    #[test]
+    fn accepted_sockets_inherit_nodelay_from_the_listener() {
+        let l = listen("127.0.0.1:0".parse().unwrap()).unwrap();
+        assert_ne!(nodelay(l), 0, "the listener itself has TCP_NODELAY");
+        let mut client = std::net::TcpStream::connect(("127.0.0.1", local_port(l))).unwrap();
+        client.write_all(b"x").unwrap();
+        let mut fd = -1;
+        for _ in 0..1000 {
+            // SAFETY: accept4 on our listener without an address buffer.
+            fd = unsafe { libc::accept4(l, std::ptr::null_mut(), std::ptr::null_mut(), libc::SOCK_CLOEXEC) };
+            if fd >= 0 || errno() != libc::EAGAIN {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        assert!(fd >= 0, "accept4: {}", std::io::Error::last_os_error());
+        assert_ne!(nodelay(fd), 0, "an accepted socket has TCP_NODELAY without a setsockopt of its own");
+        // SAFETY: closing the descriptors this test opened.
+        unsafe {
+            libc::close(fd);
+            libc::close(l);
+        }
     }
 }

@@ -472,3 +472,46 @@ fn half_closed_pipeline_behind_a_slow_reader_is_fully_answered() {
     assert_eq!(rs.len(), 2000, "every request sent before the half-close is answered");
     assert!(rs.iter().all(|r| r.status == 200 && r.body.len() == 4500));
 }
+
+/// Reads until the server's FIN; a reset instead fails (read_to_close tolerates one, this must not).
+fn read_to_fin(c: &mut std::net::TcpStream) -> Vec<u8> {
+    let mut out = Vec::new();
+    let mut buf = [0u8; 65536];
+    loop {
+        match c.read(&mut buf) {
+            Ok(0) => return out,
+            Ok(n) => out.extend_from_slice(&buf[..n]),
+            Err(e) => panic!("read after {} bytes: {e} (the close must be a FIN after the response)", out.len()),
+        }
+    }
+}
+
+#[test]
+fn connection_close_is_answered_whole_then_a_fin() {
+    // A closing request that is whole and bodiless is closed at once after its response (no lingering for the
+    // client's FIN): the response must still arrive whole, followed by a FIN, never a reset — for small bodies,
+    // for a large body behind a slow reader, over HTTP/1.0, and on a connection opened and used at once.
+    let site = make_site("close-fin");
+    let s = Server::start(&site, &["--max-memory-file-size", "1MiB"]);
+    for i in 0..200 {
+        let mut c = s.connect();
+        let req: &[u8] = if i % 2 == 0 {
+            b"GET /100.html HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n"
+        } else {
+            b"GET /100.html HTTP/1.0\r\n\r\n"
+        };
+        c.write_all(req).unwrap();
+        let bytes = read_to_fin(&mut c);
+        let (rs, used) = parse_responses(&bytes, false);
+        assert_eq!((rs.len(), used), (1, bytes.len()), "connection {i}");
+        assert_eq!((rs[0].status, rs[0].body.len()), (200, 100), "connection {i}");
+    }
+    let mut c = s.connect();
+    c.write_all(b"GET /big.bin HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n").unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    let bytes = read_to_fin(&mut c);
+    let (rs, _) = parse_responses(&bytes, false);
+    let expect: Vec<u8> = (0..3_000_000u32).map(|i| (i % 251) as u8).collect();
+    assert_eq!(rs.len(), 1);
+    assert!(rs[0].body == expect, "the 3 MB body arrives whole before the FIN");
+}

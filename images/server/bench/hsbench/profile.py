@@ -1,9 +1,11 @@
-"""Where the time goes, per server and workload: syscalls per request (strace -c) and the hottest functions
-(perf record), under the same pinning, priority and CPU cap as the benchmark. A diagnostic, not a benchmark:
-strace slows the server down a lot, but the counts *per request* stay true.
+"""Where the time goes, per server and workload: syscalls per request (strace -c), user and system CPU per request
+(from /proc, in an untraced run), and the hottest functions (perf record), for our server, every peer and the floor,
+under the same pinning and CPU cap as the benchmark. A diagnostic, not a benchmark: strace slows a server down a lot,
+but the counts *per request* stay true, and the CPU split comes from a run without a tracer.
 
-Usage: python3 -m hsbench.profile --ours PATH|nginx   (make bench-profile)
-Environment: BENCH_WORKLOADS (default 100b-c100,100b-pipe16), PROFILE_SECONDS (3), BENCH_CPU_QUOTA (40).
+Usage: python3 -m hsbench.profile --ours PATH   (make bench-profile)
+Environment: BENCH_WORKLOADS (default: all), PEERS (default nginx,lighttpd,h2o), BENCH_FLOOR (1),
+PROFILE_SECONDS (3), BENCH_CPU_QUOTA (40), PROFILE_PERF (1; 0 skips perf).
 """
 import argparse
 import os
@@ -19,7 +21,8 @@ from . import content, wrk
 from .cgroup import CpuQuota
 from .placement import Client
 from .progress import step, warn
-from .servers import pair
+from .procstat import CLK_TCK, _stat_fields
+from .servers import lineup, parse_peers
 from .workloads import select
 
 
@@ -31,6 +34,33 @@ def parse_strace(text: str) -> dict[str, int]:
         if len(f) in (5, 6) and re.fullmatch(r"[\d.]+", f[0]) and f[-1] != "total":
             calls[f[-1]] = int(f[3])
     return calls
+
+
+def cpu_ticks(pids: list[int]) -> tuple[int, int]:
+    """(utime, stime) clock ticks summed over the given processes (threads included)."""
+    user = system = 0
+    for pid in pids:
+        try:
+            f = _stat_fields(pid)
+        except FileNotFoundError:
+            continue
+        user, system = user + int(f[11]), system + int(f[12])
+    return user, system
+
+
+def _load(server, wl, client, seconds):
+    return wrk.run(f"http://127.0.0.1:{server.port}{wl.path}", wl.connections, seconds, client, wl.script,
+                   wl.script_args, headers=wl.headers)
+
+
+def cpu_per_request(server, wl, client, seconds) -> tuple[float, float, float]:
+    """(user µs, system µs, req/s) per request in an untraced run of the workload."""
+    pids = server.pids()
+    u0, s0 = cpu_ticks(pids)
+    res = _load(server, wl, client, seconds)
+    u1, s1 = cpu_ticks(pids)
+    n = max(1, res.requests)
+    return (u1 - u0) / CLK_TCK / n * 1e6, (s1 - s0) / CLK_TCK / n * 1e6, res.rps
 
 
 def _attach(cmd: list[str]) -> subprocess.Popen:
@@ -53,8 +83,7 @@ def syscalls_per_request(server, wl, client, seconds, out_dir) -> tuple[dict[str
     pids = [a for pid in server.pids() for a in ("-p", str(pid))]
     tracer = _attach(["strace", "-c", "-f", "-o", path, *pids])
     try:
-        res = wrk.run(f"http://127.0.0.1:{server.port}{wl.path}", wl.connections, seconds, client,
-                      wl.script, wl.script_args)
+        res = _load(server, wl, client, seconds)
     finally:
         _detach(tracer)
     with open(path) as f:
@@ -67,8 +96,7 @@ def hottest(server, wl, client, seconds, out_dir, top=12) -> list[str]:
     pids = ",".join(str(p) for p in server.pids())
     rec = _attach(["perf", "record", "-F", "1999", "-g", "-p", pids, "-o", data])
     try:
-        wrk.run(f"http://127.0.0.1:{server.port}{wl.path}", wl.connections, seconds, client, wl.script,
-                wl.script_args)
+        _load(server, wl, client, seconds)
     finally:
         _detach(rec)
     lines = []
@@ -88,7 +116,10 @@ def main() -> int:
     args = ap.parse_args()
     seconds = int(os.environ.get("PROFILE_SECONDS", "3"))
     quota = int(os.environ.get("BENCH_CPU_QUOTA", "40"))
-    workloads = select(os.environ.get("BENCH_WORKLOADS", "") or "100b-c100,100b-pipe16")
+    workloads = select(os.environ.get("BENCH_WORKLOADS", ""))
+    peers = [p for p in parse_peers(os.environ.get("PEERS", "")) if p != "floor"]
+    floor = os.environ.get("BENCH_FLOOR", "1") != "0"
+    use_perf = os.environ.get("PROFILE_PERF", "1") != "0" and shutil.which("perf")
     if not shutil.which("strace"):
         warn("strace not found (apt-get install -y strace)")
         return 2
@@ -98,24 +129,29 @@ def main() -> int:
     os.chmod(work, 0o755)
     tag = f"hs-profile-{os.getpid()}"
     servers, client = [], Client(1, CpuQuota(f"{tag}-client", 0))
-    report = ["| Server | Workload | syscalls per request (strace -c) |", "|---|---|---|"]
+    report = ["| Workload | Server | req/s (untraced) | user µs/req | system µs/req | syscalls/req | syscalls per "
+              "request (strace -c) |", "|---|---|--:|--:|--:|--:|---|"]
     hot = []
     try:
         site = content.generate(os.path.join(work, "site"))
-        servers = list(pair(args.ours, site.root, 0, quota, work, [], tag))
+        servers = lineup(args.ours, peers, floor, site.root, 0, quota, work, [], tag)
         client.group.create()
         for s in servers:
             s.start()
             s.validate(site.samples)
         for wl in workloads:
             for s in servers:
+                if s.name == "floor" and not wl.floor:
+                    continue  # the canned answer stands only for the 100-byte rows
+                step(f"CPU split: {s.name} under {wl.key}")
+                user_us, sys_us, rps = cpu_per_request(s, wl, client, seconds)
                 step(f"strace -c: {s.name} under {wl.key}")
                 per, n = syscalls_per_request(s, wl, client, seconds, out_dir)
                 top = sorted(per.items(), key=lambda kv: -kv[1])
                 total = sum(per.values())
-                report.append(f"| {s.name} | {wl.key} | **{total:.2f}**: "
+                report.append(f"| {wl.key} | {s.name} | {rps:,.0f} | {user_us:.1f} | {sys_us:.1f} | **{total:.2f}** | "
                               + ", ".join(f"{k} {v:.2f}" for k, v in top if v >= 0.005) + " |")
-                if shutil.which("perf"):
+                if use_perf:
                     step(f"perf record: {s.name} under {wl.key}")
                     hot.append((s.name, wl.key, hottest(s, wl, client, seconds, out_dir)))
     finally:
