@@ -48,6 +48,28 @@ def cpu_ticks(pids: list[int]) -> tuple[int, int]:
     return user, system
 
 
+def context_switches(pids: list[int]) -> tuple[int, int]:
+    """(voluntary, involuntary) context switches of every thread of the given processes: how often a server
+    sleeps (and is woken, on a VM by an inter-processor interrupt), and how often it is preempted."""
+    vol = invol = 0
+    for pid in pids:
+        try:
+            tids = os.listdir(f"/proc/{pid}/task")
+        except FileNotFoundError:
+            continue
+        for tid in tids:
+            try:
+                with open(f"/proc/{pid}/task/{tid}/status") as f:
+                    for line in f:
+                        if line.startswith("voluntary_ctxt_switches:"):
+                            vol += int(line.split()[-1])
+                        elif line.startswith("nonvoluntary_ctxt_switches:"):
+                            invol += int(line.split()[-1])
+            except (FileNotFoundError, ValueError):
+                continue
+    return vol, invol
+
+
 def ksoftirqd_pid(cpu: int) -> int | None:
     """The kernel thread that runs deferred softirqs (network receive work among them) on the given CPU."""
     for name in os.listdir("/proc"):
@@ -66,21 +88,24 @@ def _load(server, wl, client, seconds):
                    wl.script_args, headers=wl.headers)
 
 
-def cpu_per_request(server, wl, client, seconds, cpu: int = 0) -> tuple[float, float, float, float]:
-    """(user µs, system µs, ksoftirqd µs, req/s) per request in an untraced run of the workload. Network work the
-    kernel defers to ksoftirqd on the server's CPU is not charged to the server (nor to its CPU quota), so it is
-    shown beside the server's own time: a server can look cheap by leaving work there."""
+def cpu_per_request(server, wl, client, seconds, cpu: int = 0):
+    """(user µs, system µs, ksoftirqd µs, (voluntary, involuntary) context switches per 1,000 requests, req/s) in an untraced run of the
+    workload. Network work the kernel defers to ksoftirqd on the server's CPU is not charged to the server (nor to
+    its CPU quota), so it is shown beside the server's own time: a server can look cheap by leaving work there."""
     pids = server.pids()
     kpid = ksoftirqd_pid(cpu)
     kp = [kpid] if kpid else []
     u0, s0 = cpu_ticks(pids)
     k0 = sum(cpu_ticks(kp))
+    c0 = context_switches(pids)
     res = _load(server, wl, client, seconds)
     u1, s1 = cpu_ticks(pids)
     k1 = sum(cpu_ticks(kp))
+    c1 = context_switches(pids)
     n = max(1, res.requests)
     per = lambda ticks: ticks / CLK_TCK / n * 1e6  # noqa: E731
-    return per(u1 - u0), per(s1 - s0), per(k1 - k0), res.rps
+    return (per(u1 - u0), per(s1 - s0), per(k1 - k0), ((c1[0] - c0[0]) * 1000 / n, (c1[1] - c0[1]) * 1000 / n),
+            res.rps)
 
 
 def _attach(cmd: list[str]) -> subprocess.Popen:
@@ -149,8 +174,8 @@ def main() -> int:
     os.chmod(work, 0o755)
     tag = f"hs-profile-{os.getpid()}"
     servers, client = [], Client(1, CpuQuota(f"{tag}-client", 0))
-    report = ["| Workload | Server | req/s (untraced) | user µs/req | system µs/req | ksoftirqd µs/req | syscalls/req "
-              "| syscalls per request (strace -c) |", "|---|---|--:|--:|--:|--:|--:|---|"]
+    report = ["| Workload | Server | req/s (untraced) | user µs/req | system µs/req | ksoftirqd µs/req | context "
+              "switches per 1k req (voluntary / involuntary) | syscalls/req | syscalls per request (strace -c) |", "|---|---|--:|--:|--:|--:|--:|--:|---|"]
     hot = []
     try:
         site = content.generate(os.path.join(work, "site"))
@@ -164,12 +189,13 @@ def main() -> int:
                 if s.name == "floor" and not wl.floor:
                     continue  # the canned answer stands only for the 100-byte rows
                 step(f"CPU split: {s.name} under {wl.key}")
-                user_us, sys_us, soft_us, rps = cpu_per_request(s, wl, client, seconds)
+                user_us, sys_us, soft_us, switches, rps = cpu_per_request(s, wl, client, seconds)
                 step(f"strace -c: {s.name} under {wl.key}")
                 per, n = syscalls_per_request(s, wl, client, seconds, out_dir)
                 top = sorted(per.items(), key=lambda kv: -kv[1])
                 total = sum(per.values())
                 report.append(f"| {wl.key} | {s.name} | {rps:,.0f} | {user_us:.1f} | {sys_us:.1f} | {soft_us:.1f} | "
+                              f"{switches[0]:.1f} / {switches[1]:.1f} | "
                               f"**{total:.2f}** | "
                               + ", ".join(f"{k} {v:.2f}" for k, v in top if v >= 0.005) + " |")
                 if use_perf:

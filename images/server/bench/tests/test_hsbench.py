@@ -290,6 +290,26 @@ class StraceParse(unittest.TestCase):
 """
         self.assertEqual(profile.parse_strace(text), {"poll": 4, "write": 35862, "read": 35963})
 
+    def test_context_switches_count_every_thread_and_grow_with_sleeps(self):
+        import threading
+        import time
+        before = profile.context_switches([os.getpid()])
+        t = threading.Thread(target=lambda: [time.sleep(0.001) for _ in range(20)])
+        t.start()
+        for _ in range(20):
+            time.sleep(0.001)
+        after = profile.context_switches([os.getpid()])
+        t.join()
+        self.assertGreaterEqual(after[0] - before[0], 20, "each sleep is at least one voluntary switch")
+        self.assertGreaterEqual(after[1], before[1])
+        self.assertEqual(profile.context_switches([2 ** 22 + 7]), (0, 0), "a process that is gone counts nothing")
+
+    def test_cpu_ticks_split_user_and_system(self):
+        u, s = profile.cpu_ticks([os.getpid()])
+        self.assertGreaterEqual(u, 0)
+        self.assertGreaterEqual(s, 0)
+        self.assertEqual(profile.cpu_ticks([2 ** 22 + 7]), (0, 0))
+
 
 class Workloads(unittest.TestCase):
     def test_select(self):
