@@ -6,7 +6,7 @@ use std::fs::File;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::Arc;
 
-use crate::encoding::Encoding;
+use crate::encoding::{self, Encoding};
 
 /// FxHash: a fast non-cryptographic hash for short keys (paths). The table is built from the site's own
 /// files, so hash flooding by clients is not a concern (lookups only read).
@@ -69,7 +69,7 @@ pub struct FileEntry {
     pub mime: Box<str>,
     pub last_modified: i64,
     /// Indexed by `Encoding as usize`; identity is always present.
-    pub variants: [Option<Variant>; 3],
+    pub variants: [Option<Variant>; encoding::COUNT],
 }
 
 impl FileEntry {
@@ -83,7 +83,12 @@ impl FileEntry {
         self.variants[e as usize].as_ref().unwrap_or_else(|| self.identity())
     }
     pub fn negotiable(&self) -> bool {
-        self.has(Encoding::Br) || self.has(Encoding::Gzip)
+        self.variants[1..].iter().any(Option::is_some)
+    }
+    /// Which variants exist, by `Encoding as usize` (for `encoding::negotiate`).
+    #[inline]
+    pub fn available(&self) -> [bool; encoding::COUNT] {
+        std::array::from_fn(|i| self.variants[i].is_some())
     }
 }
 

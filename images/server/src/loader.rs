@@ -1,5 +1,5 @@
 //! Loads a site root into a content Table: walks the tree (following symlinks that stay inside the root),
-//! reads files, picks up sibling `.br`/`.gz` variants, hashes ETags and precomputes header blocks. It never
+//! reads files, picks up sibling `.br`/`.gz`/`.zst` variants, hashes ETags and precomputes header blocks. It never
 //! compresses: a site is served as soon as it is read, and the background encoder (encoder.rs) adds variants
 //! afterwards; the loader only attaches those the encoding store already holds, so a reload keeps the variants
 //! of unchanged files. Used at start, on reload, and by `--check`.
@@ -15,7 +15,7 @@ use sha2::{Digest as _, Sha256};
 
 use crate::config::Config;
 use crate::content::{Body, FileEntry, Table, Target, Variant};
-use crate::encoding::Encoding;
+use crate::encoding::{self, Encoding, COMPRESSED};
 use crate::encodings::{self, Digest, Encoded, Store};
 use crate::memory;
 use crate::{headers, mime};
@@ -159,19 +159,20 @@ struct Loaded {
     mtime: i64,
     digest: Digest,
     identity: (Body, u64),
-    encoded: [Option<(Body, u64)>; 3],
+    encoded: [Option<(Body, u64)>; encoding::COUNT],
 }
 
 /// `in_memory`: the memory plan's decision (memory.rs).
 fn load_one(f: &Found, siblings: &HashSet<&str>, in_memory: bool) -> Result<Loaded, String> {
     let content_type = mime::for_name(&f.url);
     let open = |p: &Path| File::open(p).map_err(|e| format!("{}: {e}", p.display()));
-    let mut encoded: [Option<(Body, u64)>; 3] = [None, None, None];
+    let mut encoded: [Option<(Body, u64)>; encoding::COUNT] = Default::default();
     let identity: (Digest, (Body, u64)) = if !in_memory {
         // memory: served from disk, hashed streaming; its siblings are served from disk too.
         let mut file = open(&f.fs_path)?;
         let digest = digest_file(&mut file).map_err(|e| format!("{}: {e}", f.fs_path.display()))?;
-        for (enc, ext) in [(Encoding::Br, "br"), (Encoding::Gzip, "gz")] {
+        for enc in COMPRESSED {
+            let ext = enc.ext();
             if siblings.contains(format!("{}.{ext}", f.url).as_str()) {
                 let p = PathBuf::from(format!("{}.{ext}", f.fs_path.display()));
                 let sfile = open(&p)?;
@@ -183,7 +184,8 @@ fn load_one(f: &Found, siblings: &HashSet<&str>, in_memory: bool) -> Result<Load
     } else {
         let data = fs::read(&f.fs_path).map_err(|e| format!("{}: {e}", f.fs_path.display()))?;
         let digest: Digest = Sha256::digest(&data).into();
-        for (enc, ext) in [(Encoding::Br, "br"), (Encoding::Gzip, "gz")] {
+        for enc in COMPRESSED {
+            let ext = enc.ext();
             if siblings.contains(format!("{}.{ext}", f.url).as_str()) {
                 let p = PathBuf::from(format!("{}.{ext}", f.fs_path.display()));
                 let sdata = fs::read(&p).map_err(|e| format!("{}: {e}", p.display()))?;
@@ -211,11 +213,7 @@ fn build_entry(l: Loaded, cfg: &Config) -> FileEntry {
     let (id_body, id_len) = l.identity;
     let tag = tag_of(&l.digest);
     let mk = |body: Body, len: u64, enc: Encoding| {
-        let etag = match enc {
-            Encoding::Identity => format!("\"{tag}\""),
-            Encoding::Br => format!("\"{tag}-br\""),
-            Encoding::Gzip => format!("\"{tag}-gz\""),
-        };
+        let etag = format!("\"{tag}{}\"", enc.etag_suffix());
         let inputs = headers::Inputs {
             mime: &l.content_type.value,
             etag: &etag,
@@ -235,12 +233,13 @@ fn build_entry(l: Loaded, cfg: &Config) -> FileEntry {
             fields_304: fields_304.into_boxed_slice(),
         }
     };
-    let [_, br, gz] = l.encoded;
-    let variants = [
-        Some(mk(id_body, id_len, Encoding::Identity)),
-        br.map(|(b, n)| mk(b, n, Encoding::Br)),
-        gz.map(|(b, n)| mk(b, n, Encoding::Gzip)),
-    ];
+    let mut identity = Some((id_body, id_len));
+    let mut encoded = l.encoded;
+    let variants = std::array::from_fn(|i| {
+        let e = encoding::ALL[i];
+        let body = if e == Encoding::Identity { identity.take() } else { encoded[i].take() };
+        body.map(|(b, n)| mk(b, n, e))
+    });
     FileEntry {
         path: l.url,
         digest: l.digest,
@@ -254,14 +253,17 @@ fn build_entry(l: Loaded, cfg: &Config) -> FileEntry {
 /// the bodies are shared, not copied.
 pub(crate) fn with_encodings(e: &FileEntry, enc: &Encoded, cfg: &Config) -> FileEntry {
     let v = |x: Encoding| e.variants[x as usize].as_ref().map(|v| (v.body.clone(), v.len));
-    let from = |b: &Option<Arc<[u8]>>| b.as_ref().map(|b| (Body::Mem(b.clone()), b.len() as u64));
+    let from = |b: Option<&Arc<[u8]>>| b.map(|b| (Body::Mem(b.clone()), b.len() as u64));
     let l = Loaded {
         url: e.path.clone(),
         content_type: mime::ContentType { value: e.mime.to_string(), compressible: true },
         mtime: e.last_modified,
         digest: e.digest,
         identity: (e.identity().body.clone(), e.identity().len),
-        encoded: [None, v(Encoding::Br).or_else(|| from(&enc.br)), v(Encoding::Gzip).or_else(|| from(&enc.gz))],
+        encoded: std::array::from_fn(|i| match encoding::ALL[i] {
+            Encoding::Identity => None,
+            x => v(x).or_else(|| from(enc.get(x))),
+        }),
     };
     build_entry(l, cfg)
 }
@@ -397,10 +399,10 @@ pub fn load(cfg: &Config, store: Option<&Store>, on_dir: &mut dyn FnMut(&Path)) 
     Ok((t, report))
 }
 
-/// The file a sibling (`x.br`, `x.gz`) is a variant of, when the tree has that file. A sibling stays a URL of its
+/// The file a sibling (`x.br`, `x.gz`, `x.zst`) is a variant of, when the tree has that file. A sibling stays a URL of its
 /// own (a download site may offer `a.tar` and `a.tar.gz`), but its bytes are held once, as its file's variant.
 fn base_of<'a>(url: &'a str, urls: &HashSet<&str>) -> Option<&'a str> {
-    let base = url.strip_suffix(".br").or_else(|| url.strip_suffix(".gz"))?;
+    let base = COMPRESSED.iter().find_map(|e| url.strip_suffix(e.ext())?.strip_suffix('.'))?;
     urls.contains(base).then_some(base)
 }
 
@@ -415,7 +417,7 @@ fn plan_items(found: &[Found]) -> Vec<memory::Item> {
             Some(_) => memory::Item { identity: 0, variants: 0 },
             None => memory::Item {
                 identity: f.len,
-                variants: ["br", "gz"].iter().filter_map(|ext| lens.get(format!("{}.{ext}", f.url).as_str())).sum(),
+                variants: COMPRESSED.iter().filter_map(|e| lens.get(format!("{}.{}", f.url, e.ext()).as_str())).sum(),
             },
         })
         .collect()
@@ -440,11 +442,7 @@ fn sibling_from_its_file(
     entries: &[FileEntry],
     index: &std::collections::HashMap<&str, usize>,
 ) -> Option<Loaded> {
-    let (base, enc) = match (f.url.strip_suffix(".br"), f.url.strip_suffix(".gz")) {
-        (Some(b), _) => (b, Encoding::Br),
-        (_, Some(b)) => (b, Encoding::Gzip),
-        _ => return None,
-    };
+    let (base, enc) = COMPRESSED.iter().find_map(|&e| Some((f.url.strip_suffix(e.ext())?.strip_suffix('.')?, e)))?;
     let file = &entries[*index.get(base)?];
     let Body::Mem(bytes) = &file.variants[enc as usize].as_ref()?.body else { return None };
     Some(Loaded {
@@ -453,7 +451,7 @@ fn sibling_from_its_file(
         mtime: f.mtime,
         digest: Sha256::digest(&bytes[..]).into(),
         identity: (Body::Mem(bytes.clone()), bytes.len() as u64),
-        encoded: [None, None, None],
+        encoded: Default::default(),
     })
 }
 
@@ -538,12 +536,13 @@ mod tests {
         for p in [&b"/big.css"[..], b"/copy.css"] {
             let Some(Target::File(i)) = t.lookup(p) else { panic!() };
             let e = t.entry(i);
-            assert!(e.has(Encoding::Br) && e.has(Encoding::Gzip));
+            assert!(e.has(Encoding::Br) && e.has(Encoding::Gzip) && e.has(Encoding::Zstd));
+            assert_eq!(&e.variant(Encoding::Zstd).etag[..], format!("\"{}-zst\"", tag_of(&e.digest)).as_bytes());
             assert!(e.variant(Encoding::Br).len < e.identity().len);
             assert_ne!(e.variant(Encoding::Br).etag, e.identity().etag);
             assert!(std::str::from_utf8(&e.identity().fields).unwrap().contains("Vary: Accept-Encoding"));
         }
-        assert_eq!(r.compressed_variants, 5, "two files with br and gzip, pre.js's sibling");
+        assert_eq!(r.compressed_variants, 7, "two files with br, gzip and zstd, pre.js's sibling");
         assert!(r.memory_bytes > r.bytes - 9, "variants are counted in memory");
         let off = Config { compress: false, ..cfg(&d) };
         let (t, _) = load(&off, Some(&store), &mut |_| {}).unwrap();

@@ -119,11 +119,7 @@ fn body(out: &mut Out, v: &Variant, start: u64, len: u64) {
 fn serve(out: &mut Out, ctx: &Ctx, req: &Request, e: &FileEntry, close: bool) -> Resp {
     let v10 = req.version == Version::Http10;
     let head = req.method == Method::Head;
-    let enc = if e.negotiable() {
-        encoding::negotiate(req.accept_encoding, e.has(Encoding::Br), e.has(Encoding::Gzip))
-    } else {
-        Encoding::Identity
-    };
+    let enc = if e.negotiable() { encoding::negotiate(req.accept_encoding, e.available()) } else { Encoding::Identity };
     let v = e.variant(enc);
     let start = out.buf.len();
     let conds = Conditions {

@@ -131,8 +131,8 @@ pub(super) struct Flags {
     #[arg(long, allow_hyphen_values = true, env = "HYPERSTATIC_MEMORY_BUDGET", value_name = "SIZE", value_parser = parse_size)]
     pub memory_budget: Option<u64>,
 
-    /// Encode compressible files over 1 KiB with brotli and gzip in the background, after the site is served
-    /// (files with .br/.gz siblings, e.g. from `precompress`, need no work)
+    /// Encode compressible files over 1 KiB with brotli, zstd and gzip in the background, after the site is served
+    /// (files with .br/.gz/.zst siblings, e.g. from `precompress`, need no work)
     #[arg(long, env = "HYPERSTATIC_COMPRESS", value_name = "BOOL", num_args = 0..=1, require_equals = true,
           default_value = "true", default_missing_value = "true", value_parser = parse_bool, action = ArgAction::Set)]
     pub compress: bool,
