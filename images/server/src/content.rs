@@ -70,6 +70,8 @@ pub struct FileEntry {
     pub last_modified: i64,
     /// Indexed by `Encoding as usize`; identity is always present.
     pub variants: [Option<Variant>; encoding::COUNT],
+    /// The headers decided for this file (file_headers.rs), kept to rebuild the blocks when encodings arrive.
+    pub headers: Arc<crate::file_headers::Resolved>,
 }
 
 impl FileEntry {
@@ -113,6 +115,8 @@ pub struct Table {
     pub memory_bytes: u64,
     /// Memory limit, budget, bytes served from disk, fit limit (memory.rs).
     pub memory: crate::memory::Summary,
+    /// `--cors` rules, indexed by `Resolved::cors`.
+    pub cors: Arc<[crate::cors::CorsRule]>,
 }
 
 impl Table {

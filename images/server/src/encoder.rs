@@ -181,7 +181,7 @@ fn publish(shared: &Shared) {
     let (cur, generation) = shared.table();
     let mut t = (*cur).clone();
     drop(cur);
-    if encodings::attach(&mut t, &shared.encoder.store, &shared.cfg) > 0 {
+    if encodings::attach(&mut t, &shared.encoder.store) > 0 {
         shared.swap_if(generation, t);
     }
 }

@@ -13,7 +13,6 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use crate::compress;
-use crate::config::Config;
 use crate::content::{Body, FileEntry, Table};
 use crate::encoding::{Encoding, COMPRESSED};
 use crate::log::{self, V};
@@ -186,7 +185,7 @@ pub fn pending(t: &Table, store: &Store) -> usize {
 
 /// Gives every file of `t` that wants encodings the ones the store holds, as long as the memory budget has room
 /// (`t.memory.budget` less what `t` already holds). Returns how many files gained variants.
-pub fn attach(t: &mut Table, store: &Store, cfg: &Config) -> usize {
+pub fn attach(t: &mut Table, store: &Store) -> usize {
     let mut left = t.memory.budget.map_or(u64::MAX, |b| b.saturating_sub(t.memory_bytes));
     let mut attached = 0;
     for i in 0..t.entries.len() {
@@ -200,7 +199,7 @@ pub fn attach(t: &mut Table, store: &Store, cfg: &Config) -> usize {
             continue;
         }
         left -= n;
-        t.entries[i] = loader::with_encodings(e, &enc, cfg);
+        t.entries[i] = loader::with_encodings(e, &enc);
         t.memory_bytes += n;
         attached += 1;
     }

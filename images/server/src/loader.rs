@@ -17,6 +17,7 @@ use crate::config::Config;
 use crate::content::{Body, FileEntry, Table, Target, Variant};
 use crate::encoding::{self, Encoding, COMPRESSED};
 use crate::encodings::{self, Digest, Encoded, Store};
+use crate::file_headers::{self, Resolved};
 use crate::memory;
 use crate::{headers, mime};
 
@@ -200,16 +201,14 @@ fn load_one(f: &Found, siblings: &HashSet<&str>, in_memory: bool) -> Result<Load
     Ok(Loaded { url: f.url.clone(), content_type, mtime: f.mtime, digest, identity, encoded })
 }
 
-/// The first `--cache-control` rule whose glob matches wins.
-fn cache_control_for<'a>(cfg: &'a Config, url: &str) -> &'a str {
-    cfg.cache_control.iter().find(|r| r.glob.matches(url)).map_or(cfg.default_cache_control.as_str(), |r| &r.value)
-}
-
-fn build_entry(l: Loaded, cfg: &Config) -> FileEntry {
+/// `hdrs`: the file's headers from every source (file_headers.rs).
+fn build_entry(hdrs: Arc<Resolved>, mut l: Loaded) -> FileEntry {
     let negotiable = l.encoded.iter().any(Option::is_some);
-    let cc = cache_control_for(cfg, &l.url);
-    let extra: Vec<(String, String)> =
-        cfg.headers.iter().filter(|h| h.applies_to(&l.url)).map(|h| (h.name.clone(), h.value.clone())).collect();
+    if let Some(ct) = &hdrs.content_type {
+        l.content_type.value = ct.clone();
+    }
+    let cc = hdrs.cache_control.as_str();
+    let extra = &hdrs.extra;
     let (id_body, id_len) = l.identity;
     let tag = tag_of(&l.digest);
     let mk = |body: Body, len: u64, enc: Encoding| {
@@ -221,7 +220,7 @@ fn build_entry(l: Loaded, cfg: &Config) -> FileEntry {
             cache_control: cc,
             negotiable,
             encoding: enc,
-            extra: &extra,
+            extra,
         };
         let (fields, head_200, fields_304) = headers::build(&inputs, len);
         Variant {
@@ -246,12 +245,13 @@ fn build_entry(l: Loaded, cfg: &Config) -> FileEntry {
         mime: l.content_type.value.into_boxed_str(),
         last_modified: l.mtime,
         variants,
+        headers: hdrs,
     }
 }
 
 /// `e` with `enc`'s variants added (its identity gains `Vary: Accept-Encoding`, so every header block is rebuilt);
 /// the bodies are shared, not copied.
-pub(crate) fn with_encodings(e: &FileEntry, enc: &Encoded, cfg: &Config) -> FileEntry {
+pub(crate) fn with_encodings(e: &FileEntry, enc: &Encoded) -> FileEntry {
     let v = |x: Encoding| e.variants[x as usize].as_ref().map(|v| (v.body.clone(), v.len));
     let from = |b: Option<&Arc<[u8]>>| b.map(|b| (Body::Mem(b.clone()), b.len() as u64));
     let l = Loaded {
@@ -265,14 +265,16 @@ pub(crate) fn with_encodings(e: &FileEntry, enc: &Encoded, cfg: &Config) -> File
             x => v(x).or_else(|| from(enc.get(x))),
         }),
     };
-    build_entry(l, cfg)
+    build_entry(e.headers.clone(), l)
 }
 
 /// Loads the site. Files that cannot be read are left out and listed in the report; an unreadable root is
 /// an error (a reload then keeps the old table). With a `store`, files get the encodings it already holds.
 pub fn load(cfg: &Config, store: Option<&Store>, on_dir: &mut dyn FnMut(&Path)) -> Result<(Table, Report), String> {
     let mut report = Report::default();
-    let (found, dirs) = walk(&cfg.root, on_dir, &mut report)?;
+    let (mut found, dirs) = walk(&cfg.root, on_dir, &mut report)?;
+    let site_headers = file_headers::take_site_file(&mut found)?;
+    let hdrs = |url: &str| Arc::new(file_headers::resolve(cfg, &site_headers, url));
     let urls: HashSet<&str> = found.iter().map(|f| f.url.as_str()).collect();
     // memory: which files are held in memory (the rest, with their siblings, are served from disk).
     let budget = memory::Budget::of(cfg);
@@ -307,7 +309,7 @@ pub fn load(cfg: &Config, store: Option<&Store>, on_dir: &mut dyn FnMut(&Path)) 
     for (r, f) in results.into_iter().zip(&found) {
         match r {
             None => later.push(f),
-            Some(Ok(l)) => entries.push(build_entry(l, cfg)),
+            Some(Ok(l)) => entries.push(build_entry(hdrs(&l.url), l)),
             Some(Err(e)) => {
                 report.errors.push(e);
                 report.unreadable += 1;
@@ -329,7 +331,7 @@ pub fn load(cfg: &Config, store: Option<&Store>, on_dir: &mut dyn FnMut(&Path)) 
                 None => load_one(f, &urls, true),
             };
             match r {
-                Ok(l) => siblings.push(build_entry(l, cfg)),
+                Ok(l) => siblings.push(build_entry(hdrs(&l.url), l)),
                 Err(e) => {
                     report.errors.push(e);
                     report.unreadable += 1;
@@ -338,7 +340,7 @@ pub fn load(cfg: &Config, store: Option<&Store>, on_dir: &mut dyn FnMut(&Path)) 
         }
     }
     entries.append(&mut siblings);
-    let mut t = Table::default();
+    let mut t = Table { cors: cfg.cors.clone().into(), ..Table::default() };
     for (i, e) in entries.into_iter().enumerate() {
         report.files += 1;
         report.bytes += e.identity().len;
@@ -390,7 +392,7 @@ pub fn load(cfg: &Config, store: Option<&Store>, on_dir: &mut dyn FnMut(&Path)) 
     t.memory = report.memory;
     t.memory_bytes = report.memory_bytes;
     if let Some(store) = store.filter(|_| cfg.compress) {
-        encodings::attach(&mut t, store, cfg);
+        encodings::attach(&mut t, store);
         report.compressed_variants = t.entries.iter().map(|e| e.variants[1..].iter().flatten().count()).sum();
         report.memory_bytes = t.memory_bytes;
     }
