@@ -333,6 +333,8 @@ mod tests {
             (&["--workers"], "--workers"),
             (&["--header", "Bad Name: x"], "--header"),
             (&["--cache-control", "no-glob"], "--cache-control"),
+            (&["--cors", "/a=example.com"], "--cors"),
+            (&["--security-headers=maybe"], "--security-headers"),
             (&["--nope"], "--nope"),
         ] {
             let e = error(args);
@@ -362,6 +364,8 @@ mod tests {
             "--not-found-page",
             "--memory-limit",
             "--memory-budget",
+            "--security-headers",
+            "--cors",
             "HYPERSTATIC_MEMORY_LIMIT",
             "HYPERSTATIC_MAX_CONNECTION_AGE",
         ] {
