@@ -176,11 +176,25 @@ type ServerSpec struct {
 	// +optional
 	CacheControl []CacheControlRule `json:"cacheControl,omitempty"`
 
-	// headers are added to every response.
+	// headers are added to every file response, or to those whose path matches the header's glob. They win over
+	// the site's own _headers file and over the default security headers of the same name.
 	// +kubebuilder:validation:MaxItems=64
 	// +listType=atomic
 	// +optional
 	Headers []Header `json:"headers,omitempty"`
+
+	// securityHeaders sends the default security headers on every file response: X-Content-Type-Options: nosniff,
+	// Referrer-Policy: strict-origin-when-cross-origin and a Permissions-Policy turning camera, microphone,
+	// geolocation, payment and usb off. No Content-Security-Policy (set one in headers). Default: true.
+	// +optional
+	SecurityHeaders *bool `json:"securityHeaders,omitempty"`
+
+	// cors rules: the first rule whose glob matches a file decides which origins may read it (preflights and
+	// Access-Control-Allow-Origin).
+	// +kubebuilder:validation:MaxItems=32
+	// +listType=atomic
+	// +optional
+	CORS []CORSRule `json:"cors,omitempty"`
 
 	// spaFallback serves /index.html for paths that match no file (single-page applications).
 	// +optional
@@ -235,6 +249,13 @@ type CacheControlRule struct {
 
 // Header is an extra response header.
 type Header struct {
+	// glob limits the header to request paths matching it, e.g. "/fonts/**" or "*.html" (default: every path).
+	// +kubebuilder:validation:MaxLength=255
+	// +kubebuilder:validation:XValidation:rule="!self.contains('=') && !self.contains(':')",message="spec.server.headers[].glob must not contain '=' or ':'"
+	// +kubebuilder:validation:XValidation:rule="self.trim() != ''",message="spec.server.headers[].glob must not be blank"
+	// +optional
+	Glob string `json:"glob,omitempty"`
+
 	// name of the header (an HTTP token).
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=128

@@ -233,12 +233,18 @@ func TestDeploymentShape(t *testing.T) {
 
 func TestServerArgs(t *testing.T) {
 	site := newSite(v1alpha1.ContentSource{Image: "x"})
-	if got, want := ServerArgs(site), []string{"--root", "/site", "--listen", "0.0.0.0:8080", "--admin-listen", "0.0.0.0:9090", "--drain-delay", "5s", "--shutdown-timeout", "10s"}; !reflect.DeepEqual(got, want) {
+	if got, want := ServerArgs(site), []string{"--root", "/site", "--listen", "0.0.0.0:8080", "--admin-listen", "0.0.0.0:9090", "--drain-delay", "5s", "--shutdown-timeout", "10s", "--security-headers"}; !reflect.DeepEqual(got, want) {
 		t.Errorf("default args = %q, want %q", got, want)
 	}
 	site.Spec.Server = v1alpha1.ServerSpec{
-		CacheControl:             []v1alpha1.CacheControlRule{{Glob: "*.css", Value: "public, max-age=600"}},
-		Headers:                  []v1alpha1.Header{{Name: "X-Frame-Options", Value: "DENY"}},
+		CacheControl:    []v1alpha1.CacheControlRule{{Glob: "*.css", Value: "public, max-age=600"}},
+		Headers:         []v1alpha1.Header{{Name: "X-Frame-Options", Value: "DENY"}, {Glob: "/fonts/**", Name: "X-Font", Value: "1"}},
+		SecurityHeaders: ptr.To(false),
+		CORS: []v1alpha1.CORSRule{
+			{Glob: "/fonts/**", AllowOrigins: []string{"*"}},
+			{Glob: "/api/**", AllowOrigins: []string{"https://a.example", "http://b.example:8080"}, AllowMethods: []string{"GET", "HEAD"},
+				AllowHeaders: []string{"X-Token"}, MaxAge: ptr.To[int32](600)},
+		},
 		SPAFallback:              true,
 		NotFoundPage:             "/404.html",
 		MaxRequestsPerConnection: ptr.To[int32](500),
@@ -248,7 +254,9 @@ func TestServerArgs(t *testing.T) {
 	}
 	want := []string{"--root", "/site", "--listen", "0.0.0.0:8080", "--admin-listen", "0.0.0.0:9090", "--drain-delay", "20s", "--shutdown-timeout", "10s",
 		"--max-requests-per-connection", "500", "--max-connection-age", "1500ms", "--cache-control", "*.css=public, max-age=600",
-		"--header", "X-Frame-Options:DENY", "--spa-fallback", "--not-found-page", "/404.html", "--access-log"}
+		"--header", "X-Frame-Options:DENY", "--header", "/fonts/**=X-Font:1",
+		"--cors", "/fonts/**=*", "--cors", "/api/**=https://a.example,http://b.example:8080;methods=GET,HEAD;headers=X-Token;max-age=600",
+		"--spa-fallback", "--not-found-page", "/404.html", "--access-log"}
 	if got := ServerArgs(site); !reflect.DeepEqual(got, want) {
 		t.Errorf("args = %q\nwant %q", got, want)
 	}

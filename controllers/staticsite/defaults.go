@@ -110,7 +110,9 @@ func formatDuration(d time.Duration) string {
 
 // ServerArgs are the server's command-line arguments for a site (flags of images/server: --root, --listen,
 // --admin-listen, --drain-delay, --shutdown-timeout, --max-requests-per-connection, --max-connection-age,
-// --cache-control GLOB=VALUE and --header NAME:VALUE (both repeatable), --spa-fallback, --not-found-page PATH).
+// --cache-control GLOB=VALUE and --header [GLOB=]NAME:VALUE (both repeatable), --security-headers (unless
+// securityHeaders is false), --cors GLOB=ORIGINS;methods=..;headers=..;max-age=.. (repeatable, see corsArg),
+// --spa-fallback, --not-found-page PATH).
 // The compression cache is not an argument but an environment variable: see cachevolume.go.
 func ServerArgs(site *v1alpha1.StaticSite) []string {
 	s := site.Spec.Server
@@ -131,7 +133,17 @@ func ServerArgs(site *v1alpha1.StaticSite) []string {
 		args = append(args, "--cache-control", r.Glob+"="+r.Value)
 	}
 	for _, h := range s.Headers {
-		args = append(args, "--header", h.Name+":"+h.Value)
+		rule := h.Name + ":" + h.Value
+		if h.Glob != "" {
+			rule = h.Glob + "=" + rule
+		}
+		args = append(args, "--header", rule)
+	}
+	if s.SecurityHeaders == nil || *s.SecurityHeaders {
+		args = append(args, "--security-headers")
+	}
+	for _, c := range s.CORS {
+		args = append(args, "--cors", corsArg(c))
 	}
 	if s.SPAFallback {
 		args = append(args, "--spa-fallback")

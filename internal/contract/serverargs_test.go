@@ -83,6 +83,21 @@ func tableCases() []argsCase {
 			Headers:      []v1alpha1.Header{{Name: "-X-Leading-Hyphen", Value: "-1"}},
 			CacheControl: []v1alpha1.CacheControlRule{{Glob: "-draft-*.html", Value: "no-store"}},
 		}},
+		{name: "headers scoped by glob", spec: v1alpha1.ServerSpec{Headers: []v1alpha1.Header{
+			{Glob: "/fonts/**", Name: "Access-Control-Allow-Origin", Value: "*"},
+			{Glob: "*.html", Name: "X-Frame-Options", Value: "DENY"},
+			{Glob: "-draft-*.html", Name: "X-Robots-Tag", Value: "noindex"},
+			{Glob: "/a b/[x]{y}/?.js", Name: "X-Odd", Value: "a=b: c"},
+		}}},
+		{name: "security headers off", spec: v1alpha1.ServerSpec{SecurityHeaders: ptr.To(false)}},
+		{name: "security headers on", spec: v1alpha1.ServerSpec{SecurityHeaders: ptr.To(true)}},
+		{name: "cors", spec: v1alpha1.ServerSpec{CORS: []v1alpha1.CORSRule{
+			{Glob: "/fonts/**", AllowOrigins: []string{"*"}},
+			{Glob: "*.woff2", AllowOrigins: []string{"*"}, MaxAge: ptr.To[int32](0)},
+			{Glob: "/api/**", AllowOrigins: []string{"https://app.example", "http://localhost:3000", "http://127.0.0.1:8080"},
+				AllowMethods: []string{"GET", "HEAD", "post"}, AllowHeaders: []string{"X-Token", "Content-Type"}, MaxAge: ptr.To[int32](86400)},
+			{Glob: "-x-*", AllowOrigins: []string{"app+x.y-z://h-1.example"}, AllowHeaders: []string{"x-lower_case.~!#$%&'*+^`|"}},
+		}}},
 		{name: "spa fallback", spec: v1alpha1.ServerSpec{SPAFallback: true}},
 		{name: "not found page", spec: v1alpha1.ServerSpec{NotFoundPage: "/404.html"}},
 		{name: "not found page nested", spec: v1alpha1.ServerSpec{NotFoundPage: "/about/index.html"}},
@@ -170,6 +185,33 @@ func genGlob(r *rand.Rand) string {
 	}
 }
 
+// genCORS draws a CORS rule within the CRD's validation: "*" alone or 1-3 origins scheme://host[:port], methods
+// and header names as tokens, maxAge 0-86400.
+func genCORS(r *rand.Rand) v1alpha1.CORSRule {
+	c := v1alpha1.CORSRule{Glob: genGlob(r)}
+	if r.IntN(3) == 0 {
+		c.AllowOrigins = []string{"*"}
+	} else {
+		for range 1 + r.IntN(3) {
+			o := []string{"https", "http", "app+x"}[r.IntN(3)] + "://" + pick(r, "abcxyz019.-", 1+r.IntN(20))
+			if r.IntN(2) == 0 {
+				o += ":" + fmt.Sprint(r.IntN(65536))
+			}
+			c.AllowOrigins = append(c.AllowOrigins, o)
+		}
+	}
+	for range r.IntN(4) {
+		c.AllowMethods = append(c.AllowMethods, pick(r, "GETHADPOSgethadpos", 1+r.IntN(8)))
+	}
+	for range r.IntN(4) {
+		c.AllowHeaders = append(c.AllowHeaders, pick(r, tokenChars, 1+r.IntN(20)))
+	}
+	if r.IntN(2) == 0 {
+		c.MaxAge = ptr.To(int32(r.IntN(86401)))
+	}
+	return c
+}
+
 // extraFlags are server flags a user tunes through extraArgs, each with a generator of valid values. Boolean flags
 // take a value only as --flag=VALUE (a separate word after a boolean flag is an unexpected argument).
 var extraFlags = []struct {
@@ -218,10 +260,26 @@ func genCases(seed uint64, n int) []argsCase {
 		}
 		if half() {
 			for range 1 + r.IntN(5) {
-				s.Headers = append(s.Headers, v1alpha1.Header{
+				h := v1alpha1.Header{
 					Name:  pick(r, tokenChars, 1+r.IntN(24)),
 					Value: pick(r, printable+"\t", r.IntN(80)),
-				})
+				}
+				if half() {
+					// The CRD keeps '=' and ':' out of a header's glob (the server splits GLOB=NAME:VALUE at them).
+					h.Glob = strings.ReplaceAll(genGlob(r), ":", "")
+					if strings.TrimSpace(h.Glob) == "" {
+						h.Glob = "*"
+					}
+				}
+				s.Headers = append(s.Headers, h)
+			}
+		}
+		if half() {
+			s.SecurityHeaders = ptr.To(half())
+		}
+		if half() {
+			for range 1 + r.IntN(3) {
+				s.CORS = append(s.CORS, genCORS(r))
 			}
 		}
 		s.SPAFallback = half()

@@ -124,13 +124,12 @@ pub fn route(shared: &Shared, dropped: &Dropped, path: &[u8]) -> (u16, &'static 
 }
 
 /// One /content line: the URL path, then tab-separated `memory` or `disk` (where its identity body is served
-/// from) and its encodings (`identity,br,gzip`).
+/// from) and its encodings (`identity,br,gzip,zstd`).
 fn content_line(out: &mut String, e: &crate::content::FileEntry) {
-    use crate::encoding::Encoding;
     out.push_str(&e.path);
     out.push_str(if matches!(e.identity().body, crate::content::Body::Disk(_)) { "\tdisk\t" } else { "\tmemory\t" });
     let mut first = true;
-    for enc in [Encoding::Identity, Encoding::Br, Encoding::Gzip] {
+    for enc in crate::encoding::ALL {
         if e.has(enc) {
             if !first {
                 out.push(',');

@@ -14,9 +14,12 @@ pub fn worth(compressible: bool, len: u64) -> bool {
     compressible && len >= MIN_SIZE
 }
 
-/// Whether `url` is itself a compressed sibling (`x.css.br`), which is never encoded again.
+/// Above this, zstd's level 19 costs more time than its ratio is worth; level 15 instead.
+const ZSTD_BEST_MAX: usize = 256 * 1024;
+
+/// Whether `url` is itself a compressed sibling (`x.css.br`, `.gz`, `.zst`), which is never encoded again.
 pub fn is_sibling(url: &str) -> bool {
-    url.ends_with(".br") || url.ends_with(".gz")
+    url.ends_with(".br") || url.ends_with(".gz") || url.ends_with(".zst")
 }
 
 pub fn brotli(data: &[u8]) -> Vec<u8> {
@@ -35,10 +38,23 @@ pub fn gzip(data: &[u8]) -> Vec<u8> {
     e.finish().expect("finishing gzip into a Vec")
 }
 
-/// Both encodings of `data`, each kept only when smaller than the data itself.
-pub fn both(data: &[u8]) -> (Option<Vec<u8>>, Option<Vec<u8>>) {
+/// A single zstd frame (with the content size in its header), as `zstd -19` writes it.
+pub fn zstd(data: &[u8]) -> Vec<u8> {
+    let level = if data.len() <= ZSTD_BEST_MAX { 19 } else { 15 };
+    zstd::bulk::compress(data, level).expect("zstd compressing into memory")
+}
+
+/// Every encoding of `data`, each kept only when smaller than the data itself.
+#[derive(Debug, Default, PartialEq)]
+pub struct All {
+    pub br: Option<Vec<u8>>,
+    pub gz: Option<Vec<u8>>,
+    pub zst: Option<Vec<u8>>,
+}
+
+pub fn all(data: &[u8]) -> All {
     let smaller = |c: Vec<u8>| if c.len() < data.len() { Some(c) } else { None };
-    (smaller(brotli(data)), smaller(gzip(data)))
+    All { br: smaller(brotli(data)), gz: smaller(gzip(data)), zst: smaller(zstd(data)) }
 }
 
 #[cfg(test)]
@@ -50,14 +66,16 @@ mod tests {
     #[test]
     fn encodings_decode_to_the_input() {
         let text = "body { color: red; }\n".repeat(300);
-        let (br, gz) = both(text.as_bytes());
-        let (br, gz) = (br.expect("text compresses with brotli"), gz.expect("text compresses with gzip"));
+        let a = all(text.as_bytes());
+        let (br, gz) = (a.br.expect("text compresses with brotli"), a.gz.expect("text compresses with gzip"));
+        let zst = a.zst.expect("text compresses with zstd");
         let mut out = Vec::new();
         brotli::Decompressor::new(&br[..], 4096).read_to_end(&mut out).unwrap();
         assert_eq!(out, text.as_bytes());
         out.clear();
         flate2::read::GzDecoder::new(&gz[..]).read_to_end(&mut out).unwrap();
         assert_eq!(out, text.as_bytes());
+        assert_eq!(zstd::decode_all(&zst[..]).unwrap(), text.as_bytes());
     }
 
     #[test]
@@ -72,7 +90,7 @@ mod tests {
                 x as u8
             })
             .collect();
-        assert_eq!(both(&data), (None, None));
+        assert_eq!(all(&data), All::default());
     }
 
     #[test]
@@ -80,6 +98,8 @@ mod tests {
         assert!(worth(true, MIN_SIZE));
         assert!(!worth(true, MIN_SIZE - 1));
         assert!(!worth(false, 1 << 20));
-        assert!(is_sibling("/a.css.br") && is_sibling("/a.css.gz") && !is_sibling("/a.css"));
+        assert!(
+            is_sibling("/a.css.br") && is_sibling("/a.css.gz") && is_sibling("/a.css.zst") && !is_sibling("/a.css")
+        );
     }
 }

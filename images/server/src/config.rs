@@ -1,6 +1,6 @@
 //! Configuration: command-line flags (clap, see `flags.rs`), each with a `HYPERSTATIC_*` environment equivalent
 //! (flags win). `--max-connection-age 30s` and `HYPERSTATIC_MAX_CONNECTION_AGE=30s` are the same setting.
-//! Repeatable flags (`--cache-control`, `--header`) take newline-separated lists in the environment.
+//! Repeatable flags (`--cache-control`, `--header`, `--cors`) take newline-separated lists in the environment.
 
 mod flags;
 mod values;
@@ -15,7 +15,7 @@ use clap::parser::ValueSource;
 use clap::{ArgMatches, Command, CommandFactory, FromArgMatches};
 
 use flags::Flags;
-pub use values::{parse_duration, parse_size, CacheRule, HeaderRule};
+pub use values::{parse_cache_rule, parse_duration, parse_header_rule, parse_size, CacheRule, HeaderRule};
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct Config {
@@ -50,6 +50,10 @@ pub struct Config {
     pub access_log: bool,
     /// At least 1.
     pub access_log_sample: u64,
+    /// `--security-headers`: the default set of security.rs on every file response.
+    pub security_headers: bool,
+    /// `--cors`: first match per file wins (cors.rs).
+    pub cors: Vec<crate::cors::CorsRule>,
 }
 
 /// The same defaults as the flags (a test holds them equal); tests of other modules start from here.
@@ -79,6 +83,8 @@ impl Default for Config {
             compress_cache: None,
             access_log: false,
             access_log_sample: 1,
+            security_headers: false,
+            cors: Vec::new(),
         }
     }
 }
@@ -125,6 +131,7 @@ fn rule_texts(values: Vec<String>, matches: &ArgMatches, id: &str) -> Vec<String
 fn from_flags(f: Flags, matches: &ArgMatches) -> Result<Config, String> {
     let cache_control = rule_texts(f.cache_control, matches, "cache_control");
     let headers = rule_texts(f.header, matches, "header");
+    let cors = rule_texts(f.cors, matches, "cors");
     Ok(Config {
         root: f.root,
         listen: f.listen,
@@ -149,6 +156,8 @@ fn from_flags(f: Flags, matches: &ArgMatches) -> Result<Config, String> {
         compress_cache: f.compress_cache,
         access_log: f.access_log,
         access_log_sample: f.access_log_sample.max(1),
+        security_headers: f.security_headers,
+        cors: cors.iter().map(|r| crate::cors::parse_rule(r)).collect::<Result<_, _>>()?,
     })
 }
 
@@ -324,6 +333,8 @@ mod tests {
             (&["--workers"], "--workers"),
             (&["--header", "Bad Name: x"], "--header"),
             (&["--cache-control", "no-glob"], "--cache-control"),
+            (&["--cors", "/a=example.com"], "--cors"),
+            (&["--security-headers=maybe"], "--security-headers"),
             (&["--nope"], "--nope"),
         ] {
             let e = error(args);
@@ -353,6 +364,8 @@ mod tests {
             "--not-found-page",
             "--memory-limit",
             "--memory-budget",
+            "--security-headers",
+            "--cors",
             "HYPERSTATIC_MEMORY_LIMIT",
             "HYPERSTATIC_MAX_CONNECTION_AGE",
         ] {

@@ -6,7 +6,7 @@ use std::fs::File;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::Arc;
 
-use crate::encoding::Encoding;
+use crate::encoding::{self, Encoding};
 
 /// FxHash: a fast non-cryptographic hash for short keys (paths). The table is built from the site's own
 /// files, so hash flooding by clients is not a concern (lookups only read).
@@ -69,7 +69,9 @@ pub struct FileEntry {
     pub mime: Box<str>,
     pub last_modified: i64,
     /// Indexed by `Encoding as usize`; identity is always present.
-    pub variants: [Option<Variant>; 3],
+    pub variants: [Option<Variant>; encoding::COUNT],
+    /// The headers decided for this file (file_headers.rs), kept to rebuild the blocks when encodings arrive.
+    pub headers: Arc<crate::file_headers::Resolved>,
 }
 
 impl FileEntry {
@@ -83,7 +85,12 @@ impl FileEntry {
         self.variants[e as usize].as_ref().unwrap_or_else(|| self.identity())
     }
     pub fn negotiable(&self) -> bool {
-        self.has(Encoding::Br) || self.has(Encoding::Gzip)
+        self.variants[1..].iter().any(Option::is_some)
+    }
+    /// Which variants exist, by `Encoding as usize` (for `encoding::negotiate`).
+    #[inline]
+    pub fn available(&self) -> [bool; encoding::COUNT] {
+        std::array::from_fn(|i| self.variants[i].is_some())
     }
 }
 
@@ -108,6 +115,8 @@ pub struct Table {
     pub memory_bytes: u64,
     /// Memory limit, budget, bytes served from disk, fit limit (memory.rs).
     pub memory: crate::memory::Summary,
+    /// `--cors` rules, indexed by `Resolved::cors`.
+    pub cors: Arc<[crate::cors::CorsRule]>,
 }
 
 impl Table {

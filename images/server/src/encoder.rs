@@ -1,5 +1,5 @@
-//! The background encoder: after content is served (identity, plus any `.br`/`.gz` siblings), one thread at
-//! `SCHED_IDLE` gives every compressible in-memory file its brotli and gzip variants and swaps them in. Being
+//! The background encoder: after content is served (identity, plus any `.br`/`.gz`/`.zst` siblings), one thread at
+//! `SCHED_IDLE` gives every compressible in-memory file its brotli, zstd and gzip variants and swaps them in. Being
 //! the idle class, it runs only on CPU time the workers leave: on a one-CPU pod under load, encoding waits and
 //! the site's latency does not. Smallest files first (most files compressed soonest), within what the memory
 //! budget leaves; each encoding is read from `--compress-cache` when there, written there when made.
@@ -181,7 +181,7 @@ fn publish(shared: &Shared) {
     let (cur, generation) = shared.table();
     let mut t = (*cur).clone();
     drop(cur);
-    if encodings::attach(&mut t, &shared.encoder.store, &shared.cfg) > 0 {
+    if encodings::attach(&mut t, &shared.encoder.store) > 0 {
         shared.swap_if(generation, t);
     }
 }

@@ -1,7 +1,8 @@
 //! The store of background encodings, keyed by the SHA-256 of the file's content (not its path): a reload
 //! that changes three files re-encodes three files, and a renamed file keeps its variants. With
-//! `--compress-cache DIR` the store also lives on disk (`<hex digest>.br`, `<hex digest>.gz`; an empty file
-//! means "not smaller than the original"), so a restarted pod reads its variants instead of recomputing them.
+//! `--compress-cache DIR` the store also lives on disk (`<hex digest>.br`, `.gz`, `.zst`; an empty file means
+//! "not smaller than the original"), so a restarted pod reads its variants instead of recomputing them. An entry
+//! counts only when all three files are there: a cache written before zstd existed is recomputed once.
 //!
 //! The store and the tables share bodies (`Arc`): an encoding held by both costs its bytes once.
 
@@ -12,8 +13,8 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use crate::compress;
-use crate::config::Config;
 use crate::content::{Body, FileEntry, Table};
+use crate::encoding::{Encoding, COMPRESSED};
 use crate::log::{self, V};
 use crate::{loader, mime};
 
@@ -24,16 +25,27 @@ pub type Digest = [u8; 32];
 pub struct Encoded {
     pub br: Option<Arc<[u8]>>,
     pub gz: Option<Arc<[u8]>>,
+    pub zst: Option<Arc<[u8]>>,
 }
 
 impl Encoded {
     pub fn compute(data: &[u8]) -> Encoded {
-        let (br, gz) = compress::both(data);
-        Encoded { br: br.map(Arc::from), gz: gz.map(Arc::from) }
+        let a = compress::all(data);
+        Encoded { br: a.br.map(Arc::from), gz: a.gz.map(Arc::from), zst: a.zst.map(Arc::from) }
+    }
+
+    /// The body of encoding `e` (None for identity and for encodings that were not smaller).
+    pub fn get(&self, e: Encoding) -> Option<&Arc<[u8]>> {
+        match e {
+            Encoding::Identity => None,
+            Encoding::Br => self.br.as_ref(),
+            Encoding::Gzip => self.gz.as_ref(),
+            Encoding::Zstd => self.zst.as_ref(),
+        }
     }
 
     pub fn bytes(&self) -> u64 {
-        [&self.br, &self.gz].iter().filter_map(|v| v.as_ref()).map(|b| b.len() as u64).sum()
+        COMPRESSED.iter().filter_map(|&e| self.get(e)).map(|b| b.len() as u64).sum()
     }
 }
 
@@ -58,7 +70,7 @@ fn parse_hex(s: &str) -> Option<Digest> {
     Some(d)
 }
 
-const EXTS: [&str; 2] = ["br", "gz"];
+const EXTS: [&str; 3] = ["br", "gz", "zst"];
 
 impl Store {
     /// `dir` is created if missing; an unwritable one is logged and not used (the store then lives in memory only).
@@ -92,7 +104,7 @@ impl Store {
         self.dir.lock().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
-    /// The encodings of `d` from the cache directory, when both are there.
+    /// The encodings of `d` from the cache directory, when all three are there.
     pub fn read_disk(&self, d: &Digest) -> Option<Encoded> {
         let dir = self.dir()?;
         let name = hex(d);
@@ -100,7 +112,7 @@ impl Store {
             let b = fs::read(dir.join(format!("{name}.{ext}"))).ok()?;
             Some(if b.is_empty() { None } else { Some(Arc::from(b)) })
         };
-        Some(Encoded { br: read("br")?, gz: read("gz")? })
+        Some(Encoded { br: read("br")?, gz: read("gz")?, zst: read("zst")? })
     }
 
     /// Writes `e` to the cache directory (each file whole or not at all: written aside, then renamed). A
@@ -108,7 +120,7 @@ impl Store {
     pub fn write_disk(&self, d: &Digest, e: &Encoded) {
         let Some(dir) = self.dir() else { return };
         let name = hex(d);
-        for (ext, body) in EXTS.iter().zip([&e.br, &e.gz]) {
+        for (ext, body) in EXTS.iter().zip([&e.br, &e.gz, &e.zst]) {
             let path = dir.join(format!("{name}.{ext}"));
             let tmp = dir.join(format!("{name}.{ext}.tmp"));
             let r = fs::write(&tmp, body.as_deref().unwrap_or(&[])).and_then(|()| fs::rename(&tmp, &path));
@@ -173,7 +185,7 @@ pub fn pending(t: &Table, store: &Store) -> usize {
 
 /// Gives every file of `t` that wants encodings the ones the store holds, as long as the memory budget has room
 /// (`t.memory.budget` less what `t` already holds). Returns how many files gained variants.
-pub fn attach(t: &mut Table, store: &Store, cfg: &Config) -> usize {
+pub fn attach(t: &mut Table, store: &Store) -> usize {
     let mut left = t.memory.budget.map_or(u64::MAX, |b| b.saturating_sub(t.memory_bytes));
     let mut attached = 0;
     for i in 0..t.entries.len() {
@@ -187,7 +199,7 @@ pub fn attach(t: &mut Table, store: &Store, cfg: &Config) -> usize {
             continue;
         }
         left -= n;
-        t.entries[i] = loader::with_encodings(e, &enc, cfg);
+        t.entries[i] = loader::with_encodings(e, &enc);
         t.memory_bytes += n;
         attached += 1;
     }
@@ -231,10 +243,13 @@ mod tests {
         let dir = tmp("disk");
         let s = Store::new(Some(&dir));
         let d = [1u8; 32];
-        let e = Encoded { br: Some(Arc::from(&b"br-bytes"[..])), gz: None };
+        let e = Encoded { br: Some(Arc::from(&b"br-bytes"[..])), gz: None, zst: Some(Arc::from(&b"zst"[..])) };
         assert_eq!(s.read_disk(&d), None);
         s.write_disk(&d, &e);
         assert_eq!(s.read_disk(&d), Some(e), "gz 'not smaller' survives as an empty file");
+        // A cache from before zstd (no .zst file) is no entry: it is recomputed rather than served without zstd.
+        fs::remove_file(dir.join(format!("{}.zst", hex(&d)))).unwrap();
+        assert_eq!(s.read_disk(&d), None);
         fs::remove_dir_all(&dir).unwrap();
     }
 

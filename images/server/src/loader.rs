@@ -1,5 +1,5 @@
 //! Loads a site root into a content Table: walks the tree (following symlinks that stay inside the root),
-//! reads files, picks up sibling `.br`/`.gz` variants, hashes ETags and precomputes header blocks. It never
+//! reads files, picks up sibling `.br`/`.gz`/`.zst` variants, hashes ETags and precomputes header blocks. It never
 //! compresses: a site is served as soon as it is read, and the background encoder (encoder.rs) adds variants
 //! afterwards; the loader only attaches those the encoding store already holds, so a reload keeps the variants
 //! of unchanged files. Used at start, on reload, and by `--check`.
@@ -15,8 +15,9 @@ use sha2::{Digest as _, Sha256};
 
 use crate::config::Config;
 use crate::content::{Body, FileEntry, Table, Target, Variant};
-use crate::encoding::Encoding;
+use crate::encoding::{self, Encoding, COMPRESSED};
 use crate::encodings::{self, Digest, Encoded, Store};
+use crate::file_headers::{self, Resolved};
 use crate::memory;
 use crate::{headers, mime};
 
@@ -159,19 +160,20 @@ struct Loaded {
     mtime: i64,
     digest: Digest,
     identity: (Body, u64),
-    encoded: [Option<(Body, u64)>; 3],
+    encoded: [Option<(Body, u64)>; encoding::COUNT],
 }
 
 /// `in_memory`: the memory plan's decision (memory.rs).
 fn load_one(f: &Found, siblings: &HashSet<&str>, in_memory: bool) -> Result<Loaded, String> {
     let content_type = mime::for_name(&f.url);
     let open = |p: &Path| File::open(p).map_err(|e| format!("{}: {e}", p.display()));
-    let mut encoded: [Option<(Body, u64)>; 3] = [None, None, None];
+    let mut encoded: [Option<(Body, u64)>; encoding::COUNT] = Default::default();
     let identity: (Digest, (Body, u64)) = if !in_memory {
         // memory: served from disk, hashed streaming; its siblings are served from disk too.
         let mut file = open(&f.fs_path)?;
         let digest = digest_file(&mut file).map_err(|e| format!("{}: {e}", f.fs_path.display()))?;
-        for (enc, ext) in [(Encoding::Br, "br"), (Encoding::Gzip, "gz")] {
+        for enc in COMPRESSED {
+            let ext = enc.ext();
             if siblings.contains(format!("{}.{ext}", f.url).as_str()) {
                 let p = PathBuf::from(format!("{}.{ext}", f.fs_path.display()));
                 let sfile = open(&p)?;
@@ -183,7 +185,8 @@ fn load_one(f: &Found, siblings: &HashSet<&str>, in_memory: bool) -> Result<Load
     } else {
         let data = fs::read(&f.fs_path).map_err(|e| format!("{}: {e}", f.fs_path.display()))?;
         let digest: Digest = Sha256::digest(&data).into();
-        for (enc, ext) in [(Encoding::Br, "br"), (Encoding::Gzip, "gz")] {
+        for enc in COMPRESSED {
+            let ext = enc.ext();
             if siblings.contains(format!("{}.{ext}", f.url).as_str()) {
                 let p = PathBuf::from(format!("{}.{ext}", f.fs_path.display()));
                 let sdata = fs::read(&p).map_err(|e| format!("{}: {e}", p.display()))?;
@@ -198,24 +201,18 @@ fn load_one(f: &Found, siblings: &HashSet<&str>, in_memory: bool) -> Result<Load
     Ok(Loaded { url: f.url.clone(), content_type, mtime: f.mtime, digest, identity, encoded })
 }
 
-/// The first `--cache-control` rule whose glob matches wins.
-fn cache_control_for<'a>(cfg: &'a Config, url: &str) -> &'a str {
-    cfg.cache_control.iter().find(|r| r.glob.matches(url)).map_or(cfg.default_cache_control.as_str(), |r| &r.value)
-}
-
-fn build_entry(l: Loaded, cfg: &Config) -> FileEntry {
+/// `hdrs`: the file's headers from every source (file_headers.rs).
+fn build_entry(hdrs: Arc<Resolved>, mut l: Loaded) -> FileEntry {
     let negotiable = l.encoded.iter().any(Option::is_some);
-    let cc = cache_control_for(cfg, &l.url);
-    let extra: Vec<(String, String)> =
-        cfg.headers.iter().filter(|h| h.applies_to(&l.url)).map(|h| (h.name.clone(), h.value.clone())).collect();
+    if let Some(ct) = &hdrs.content_type {
+        l.content_type.value = ct.clone();
+    }
+    let cc = hdrs.cache_control.as_str();
+    let extra = &hdrs.extra;
     let (id_body, id_len) = l.identity;
     let tag = tag_of(&l.digest);
     let mk = |body: Body, len: u64, enc: Encoding| {
-        let etag = match enc {
-            Encoding::Identity => format!("\"{tag}\""),
-            Encoding::Br => format!("\"{tag}-br\""),
-            Encoding::Gzip => format!("\"{tag}-gz\""),
-        };
+        let etag = format!("\"{tag}{}\"", enc.etag_suffix());
         let inputs = headers::Inputs {
             mime: &l.content_type.value,
             etag: &etag,
@@ -223,7 +220,7 @@ fn build_entry(l: Loaded, cfg: &Config) -> FileEntry {
             cache_control: cc,
             negotiable,
             encoding: enc,
-            extra: &extra,
+            extra,
         };
         let (fields, head_200, fields_304) = headers::build(&inputs, len);
         Variant {
@@ -235,42 +232,49 @@ fn build_entry(l: Loaded, cfg: &Config) -> FileEntry {
             fields_304: fields_304.into_boxed_slice(),
         }
     };
-    let [_, br, gz] = l.encoded;
-    let variants = [
-        Some(mk(id_body, id_len, Encoding::Identity)),
-        br.map(|(b, n)| mk(b, n, Encoding::Br)),
-        gz.map(|(b, n)| mk(b, n, Encoding::Gzip)),
-    ];
+    let mut identity = Some((id_body, id_len));
+    let mut encoded = l.encoded;
+    let variants = std::array::from_fn(|i| {
+        let e = encoding::ALL[i];
+        let body = if e == Encoding::Identity { identity.take() } else { encoded[i].take() };
+        body.map(|(b, n)| mk(b, n, e))
+    });
     FileEntry {
         path: l.url,
         digest: l.digest,
         mime: l.content_type.value.into_boxed_str(),
         last_modified: l.mtime,
         variants,
+        headers: hdrs,
     }
 }
 
 /// `e` with `enc`'s variants added (its identity gains `Vary: Accept-Encoding`, so every header block is rebuilt);
 /// the bodies are shared, not copied.
-pub(crate) fn with_encodings(e: &FileEntry, enc: &Encoded, cfg: &Config) -> FileEntry {
+pub(crate) fn with_encodings(e: &FileEntry, enc: &Encoded) -> FileEntry {
     let v = |x: Encoding| e.variants[x as usize].as_ref().map(|v| (v.body.clone(), v.len));
-    let from = |b: &Option<Arc<[u8]>>| b.as_ref().map(|b| (Body::Mem(b.clone()), b.len() as u64));
+    let from = |b: Option<&Arc<[u8]>>| b.map(|b| (Body::Mem(b.clone()), b.len() as u64));
     let l = Loaded {
         url: e.path.clone(),
         content_type: mime::ContentType { value: e.mime.to_string(), compressible: true },
         mtime: e.last_modified,
         digest: e.digest,
         identity: (e.identity().body.clone(), e.identity().len),
-        encoded: [None, v(Encoding::Br).or_else(|| from(&enc.br)), v(Encoding::Gzip).or_else(|| from(&enc.gz))],
+        encoded: std::array::from_fn(|i| match encoding::ALL[i] {
+            Encoding::Identity => None,
+            x => v(x).or_else(|| from(enc.get(x))),
+        }),
     };
-    build_entry(l, cfg)
+    build_entry(e.headers.clone(), l)
 }
 
 /// Loads the site. Files that cannot be read are left out and listed in the report; an unreadable root is
 /// an error (a reload then keeps the old table). With a `store`, files get the encodings it already holds.
 pub fn load(cfg: &Config, store: Option<&Store>, on_dir: &mut dyn FnMut(&Path)) -> Result<(Table, Report), String> {
     let mut report = Report::default();
-    let (found, dirs) = walk(&cfg.root, on_dir, &mut report)?;
+    let (mut found, dirs) = walk(&cfg.root, on_dir, &mut report)?;
+    let site_headers = file_headers::take_site_file(&mut found)?;
+    let hdrs = |url: &str| Arc::new(file_headers::resolve(cfg, &site_headers, url));
     let urls: HashSet<&str> = found.iter().map(|f| f.url.as_str()).collect();
     // memory: which files are held in memory (the rest, with their siblings, are served from disk).
     let budget = memory::Budget::of(cfg);
@@ -305,7 +309,7 @@ pub fn load(cfg: &Config, store: Option<&Store>, on_dir: &mut dyn FnMut(&Path)) 
     for (r, f) in results.into_iter().zip(&found) {
         match r {
             None => later.push(f),
-            Some(Ok(l)) => entries.push(build_entry(l, cfg)),
+            Some(Ok(l)) => entries.push(build_entry(hdrs(&l.url), l)),
             Some(Err(e)) => {
                 report.errors.push(e);
                 report.unreadable += 1;
@@ -327,7 +331,7 @@ pub fn load(cfg: &Config, store: Option<&Store>, on_dir: &mut dyn FnMut(&Path)) 
                 None => load_one(f, &urls, true),
             };
             match r {
-                Ok(l) => siblings.push(build_entry(l, cfg)),
+                Ok(l) => siblings.push(build_entry(hdrs(&l.url), l)),
                 Err(e) => {
                     report.errors.push(e);
                     report.unreadable += 1;
@@ -336,7 +340,7 @@ pub fn load(cfg: &Config, store: Option<&Store>, on_dir: &mut dyn FnMut(&Path)) 
         }
     }
     entries.append(&mut siblings);
-    let mut t = Table::default();
+    let mut t = Table { cors: cfg.cors.clone().into(), ..Table::default() };
     for (i, e) in entries.into_iter().enumerate() {
         report.files += 1;
         report.bytes += e.identity().len;
@@ -388,7 +392,7 @@ pub fn load(cfg: &Config, store: Option<&Store>, on_dir: &mut dyn FnMut(&Path)) 
     t.memory = report.memory;
     t.memory_bytes = report.memory_bytes;
     if let Some(store) = store.filter(|_| cfg.compress) {
-        encodings::attach(&mut t, store, cfg);
+        encodings::attach(&mut t, store);
         report.compressed_variants = t.entries.iter().map(|e| e.variants[1..].iter().flatten().count()).sum();
         report.memory_bytes = t.memory_bytes;
     }
@@ -397,10 +401,10 @@ pub fn load(cfg: &Config, store: Option<&Store>, on_dir: &mut dyn FnMut(&Path)) 
     Ok((t, report))
 }
 
-/// The file a sibling (`x.br`, `x.gz`) is a variant of, when the tree has that file. A sibling stays a URL of its
+/// The file a sibling (`x.br`, `x.gz`, `x.zst`) is a variant of, when the tree has that file. A sibling stays a URL of its
 /// own (a download site may offer `a.tar` and `a.tar.gz`), but its bytes are held once, as its file's variant.
 fn base_of<'a>(url: &'a str, urls: &HashSet<&str>) -> Option<&'a str> {
-    let base = url.strip_suffix(".br").or_else(|| url.strip_suffix(".gz"))?;
+    let base = COMPRESSED.iter().find_map(|e| url.strip_suffix(e.ext())?.strip_suffix('.'))?;
     urls.contains(base).then_some(base)
 }
 
@@ -415,7 +419,7 @@ fn plan_items(found: &[Found]) -> Vec<memory::Item> {
             Some(_) => memory::Item { identity: 0, variants: 0 },
             None => memory::Item {
                 identity: f.len,
-                variants: ["br", "gz"].iter().filter_map(|ext| lens.get(format!("{}.{ext}", f.url).as_str())).sum(),
+                variants: COMPRESSED.iter().filter_map(|e| lens.get(format!("{}.{}", f.url, e.ext()).as_str())).sum(),
             },
         })
         .collect()
@@ -440,11 +444,7 @@ fn sibling_from_its_file(
     entries: &[FileEntry],
     index: &std::collections::HashMap<&str, usize>,
 ) -> Option<Loaded> {
-    let (base, enc) = match (f.url.strip_suffix(".br"), f.url.strip_suffix(".gz")) {
-        (Some(b), _) => (b, Encoding::Br),
-        (_, Some(b)) => (b, Encoding::Gzip),
-        _ => return None,
-    };
+    let (base, enc) = COMPRESSED.iter().find_map(|&e| Some((f.url.strip_suffix(e.ext())?.strip_suffix('.')?, e)))?;
     let file = &entries[*index.get(base)?];
     let Body::Mem(bytes) = &file.variants[enc as usize].as_ref()?.body else { return None };
     Some(Loaded {
@@ -453,7 +453,7 @@ fn sibling_from_its_file(
         mtime: f.mtime,
         digest: Sha256::digest(&bytes[..]).into(),
         identity: (Body::Mem(bytes.clone()), bytes.len() as u64),
-        encoded: [None, None, None],
+        encoded: Default::default(),
     })
 }
 
@@ -538,12 +538,13 @@ mod tests {
         for p in [&b"/big.css"[..], b"/copy.css"] {
             let Some(Target::File(i)) = t.lookup(p) else { panic!() };
             let e = t.entry(i);
-            assert!(e.has(Encoding::Br) && e.has(Encoding::Gzip));
+            assert!(e.has(Encoding::Br) && e.has(Encoding::Gzip) && e.has(Encoding::Zstd));
+            assert_eq!(&e.variant(Encoding::Zstd).etag[..], format!("\"{}-zst\"", tag_of(&e.digest)).as_bytes());
             assert!(e.variant(Encoding::Br).len < e.identity().len);
             assert_ne!(e.variant(Encoding::Br).etag, e.identity().etag);
             assert!(std::str::from_utf8(&e.identity().fields).unwrap().contains("Vary: Accept-Encoding"));
         }
-        assert_eq!(r.compressed_variants, 5, "two files with br and gzip, pre.js's sibling");
+        assert_eq!(r.compressed_variants, 7, "two files with br, gzip and zstd, pre.js's sibling");
         assert!(r.memory_bytes > r.bytes - 9, "variants are counted in memory");
         let off = Config { compress: false, ..cfg(&d) };
         let (t, _) = load(&off, Some(&store), &mut |_| {}).unwrap();

@@ -29,6 +29,8 @@ pub const MAX_METHOD: usize = 32;
 pub enum Method {
     Get,
     Head,
+    /// Answered with `Allow` (and CORS preflights) by respond.rs; its target may be `*` (asterisk-form).
+    Options,
     /// A method this server knows but does not allow (405).
     Other,
     /// Unknown method (501).
@@ -81,6 +83,9 @@ pub struct Request<'a> {
     pub range: Option<&'a [u8]>,
     pub if_range: Option<&'a [u8]>,
     pub accept_encoding: Option<&'a [u8]>,
+    /// CORS (cors.rs): the requesting origin, and a preflight's intended method.
+    pub origin: Option<&'a [u8]>,
+    pub access_control_request_method: Option<&'a [u8]>,
     pub user_agent: Option<&'a [u8]>,
 }
 
@@ -108,9 +113,13 @@ impl<'a> Request<'a> {
             range: None,
             if_range: None,
             accept_encoding: None,
+            origin: None,
+            access_control_request_method: None,
             user_agent: None,
         };
-        if matches!(method, Method::Get | Method::Head) {
+        if method == Method::Options && target == b"*" {
+            req.path = b"*";
+        } else if matches!(method, Method::Get | Method::Head | Method::Options) {
             let (path, query) = split_target(target).ok_or(ParseError::BadRequest)?;
             req.path = path;
             req.query = query;
@@ -130,6 +139,9 @@ impl<'a> Request<'a> {
             }
             5 if name.eq_ignore_ascii_case(b"range") => {
                 self.range.get_or_insert(value);
+            }
+            6 if name.eq_ignore_ascii_case(b"origin") => {
+                self.origin.get_or_insert(value);
             }
             8 if name.eq_ignore_ascii_case(b"if-match") => {
                 self.if_match.get_or_insert(value);
@@ -171,6 +183,9 @@ impl<'a> Request<'a> {
             }
             19 if name.eq_ignore_ascii_case(b"if-unmodified-since") => {
                 self.if_unmodified_since.get_or_insert(value);
+            }
+            29 if name.eq_ignore_ascii_case(b"access-control-request-method") => {
+                self.access_control_request_method.get_or_insert(value);
             }
             _ => {}
         }
@@ -266,7 +281,8 @@ fn classify_method(m: &[u8]) -> Method {
     match m {
         b"GET" => Method::Get,
         b"HEAD" => Method::Head,
-        b"POST" | b"PUT" | b"DELETE" | b"CONNECT" | b"OPTIONS" | b"TRACE" | b"PATCH" => Method::Other,
+        b"OPTIONS" => Method::Options,
+        b"POST" | b"PUT" | b"DELETE" | b"CONNECT" | b"TRACE" | b"PATCH" => Method::Other,
         _ => Method::Unknown,
     }
 }
@@ -557,6 +573,15 @@ mod tests {
         assert_eq!(r.method, Method::Unknown);
         let (r, _) = complete("get / HTTP/1.1\r\nHost: a\r\n\r\n");
         assert_eq!(r.method, Method::Unknown, "methods are case-sensitive");
+        let (r, _) = complete("OPTIONS * HTTP/1.1\r\nHost: a\r\n\r\n");
+        assert_eq!((r.method, r.path), (Method::Options, &b"*"[..]));
+        let (r, _) = complete(
+            "OPTIONS /f.woff2?v=1 HTTP/1.1\r\nHost: a\r\nOrigin: https://a.example\r\nAccess-Control-Request-Method: GET\r\n\r\n",
+        );
+        assert_eq!((r.path, r.query), (&b"/f.woff2"[..], Some(&b"v=1"[..])));
+        assert_eq!(r.origin, Some(&b"https://a.example"[..]));
+        assert_eq!(r.access_control_request_method, Some(&b"GET"[..]));
+        assert_eq!(err(b"GET * HTTP/1.1\r\nHost: a\r\n\r\n"), ParseError::BadRequest, "asterisk-form is OPTIONS only");
         let long = "A".repeat(40);
         assert_eq!(err(long.as_bytes()), ParseError::NotImplemented);
     }

@@ -1,5 +1,5 @@
-//! `hyperstatic-server precompress [--force] DIR`: writes `x.br` and `x.gz` beside every file the server would
-//! encode (compressible type, at least 1 KiB), each only when smaller than the file. Run at image build time, so
+//! `hyperstatic-server precompress [--force] DIR`: writes `x.br`, `x.gz` and `x.zst` beside every file the server
+//! would encode (compressible type, at least 1 KiB), each only when smaller than the file. Run at image build time, so
 //! a baked pod serves every variant the moment it starts and never compresses. The loader takes siblings as
 //! they are; this is the one place that decides they are up to date: a sibling at least as new as its file is
 //! kept (a rerun after changing three files encodes three files), `--force` rewrites them all, and a sibling
@@ -18,7 +18,7 @@ use crate::{compress, loader, mime};
 #[derive(Parser, Debug)]
 #[command(
     name = "hyperstatic-server precompress",
-    about = "Writes .br and .gz siblings beside the site's compressible files (for baked images: no compression at start)"
+    about = "Writes .br, .gz and .zst siblings beside the site's compressible files (for baked images: no compression at start)"
 )]
 struct Args {
     /// Rewrite every sibling, even those newer than their file
@@ -36,6 +36,7 @@ struct Tally {
     bytes_in: AtomicU64,
     bytes_br: AtomicU64,
     bytes_gz: AtomicU64,
+    bytes_zst: AtomicU64,
     errors: std::sync::Mutex<Vec<String>>,
 }
 
@@ -74,12 +75,13 @@ pub fn main(args: impl IntoIterator<Item = OsString>) -> i32 {
         eprintln!("precompress: error: {e}");
     }
     println!(
-        "precompress {}: {} files encoded ({} bytes -> brotli {}, gzip {}), {} up to date, {} not worth it, {} errors, {:.1} s",
+        "precompress {}: {} files encoded ({} bytes -> brotli {}, gzip {}, zstd {}), {} up to date, {} not worth it, {} errors, {:.1} s",
         a.dir.display(),
         tally.encoded.load(Ordering::Relaxed),
         tally.bytes_in.load(Ordering::Relaxed),
         tally.bytes_br.load(Ordering::Relaxed),
         tally.bytes_gz.load(Ordering::Relaxed),
+        tally.bytes_zst.load(Ordering::Relaxed),
         tally.up_to_date.load(Ordering::Relaxed),
         tally.not_smaller.load(Ordering::Relaxed),
         errors.len(),
@@ -100,22 +102,24 @@ fn sibling(p: &Path, ext: &str) -> PathBuf {
 
 /// Brings `path`'s siblings up to date.
 fn one(path: &Path, force: bool, tally: &Tally) {
-    let (br_path, gz_path) = (sibling(path, "br"), sibling(path, "gz"));
+    let (br_path, gz_path, zst_path) = (sibling(path, "br"), sibling(path, "gz"), sibling(path, "zst"));
     let src_time = mtime(path);
     let fresh = |p: &Path| matches!((mtime(p), src_time), (Some(s), Some(f)) if s >= f);
-    if !force && fresh(&br_path) && fresh(&gz_path) {
+    if !force && fresh(&br_path) && fresh(&gz_path) && fresh(&zst_path) {
         tally.up_to_date.fetch_add(1, Ordering::Relaxed);
         return;
     }
     let result = fs::read(path).map_err(|e| e.to_string()).and_then(|data| {
-        let (br, gz) = compress::both(&data);
-        if br.is_none() && gz.is_none() {
+        let compress::All { br, gz, zst } = compress::all(&data);
+        if br.is_none() && gz.is_none() && zst.is_none() {
             tally.not_smaller.fetch_add(1, Ordering::Relaxed);
         } else {
             tally.encoded.fetch_add(1, Ordering::Relaxed);
             tally.bytes_in.fetch_add(data.len() as u64, Ordering::Relaxed);
         }
-        for (p, body, sum) in [(&br_path, br, &tally.bytes_br), (&gz_path, gz, &tally.bytes_gz)] {
+        for (p, body, sum) in
+            [(&br_path, br, &tally.bytes_br), (&gz_path, gz, &tally.bytes_gz), (&zst_path, zst, &tally.bytes_zst)]
+        {
             match body {
                 Some(b) => {
                     sum.fetch_add(b.len() as u64, Ordering::Relaxed);

@@ -1,6 +1,6 @@
 //! Turns one parsed request into response bytes in the batch `Out`: method check, path normalisation,
-//! lookup (index, directory redirect, SPA fallback, custom 404), encoding negotiation, conditionals, ranges.
-//! Everything is copied from precomputed blocks; nothing is allocated.
+//! lookup (index, directory redirect, SPA fallback, custom 404), encoding negotiation, conditionals, ranges,
+//! OPTIONS and CORS (cors.rs). Everything is copied from precomputed blocks; nothing is allocated.
 
 use crate::conditional::{self, Conditions, Outcome};
 use crate::content::{Body, FileEntry, Table, Target, Variant};
@@ -34,6 +34,7 @@ pub struct Ctx<'a> {
 pub fn reason(status: u16) -> &'static str {
     match status {
         200 => "OK",
+        204 => "No Content",
         206 => "Partial Content",
         301 => "Moved Permanently",
         304 => "Not Modified",
@@ -116,14 +117,58 @@ fn body(out: &mut Out, v: &Variant, start: u64, len: u64) {
     }
 }
 
+/// The methods every path allows (405 and OPTIONS say so).
+const ALLOW: &[u8] = b"Allow: GET, HEAD, OPTIONS\r\n";
+
+/// The `Access-Control-Allow-Origin` line a GET/HEAD of `e` gets for its `Origin`, when the file's CORS rule
+/// lists that origin (`*` rules have theirs in the header block).
+#[inline]
+fn cors_line<'t>(ctx: &Ctx<'t>, req: &Request, e: &'t FileEntry) -> Option<&'t [u8]> {
+    let (origin, i) = (req.origin?, e.headers.cors?);
+    ctx.table.cors[i as usize].allow_line(origin)
+}
+
+/// `OPTIONS *` and `OPTIONS /path`: 204 with `Allow`. A CORS preflight (with `Origin` and
+/// `Access-Control-Request-Method`) for a file under a `--cors` rule that allows the origin and method also gets
+/// the rule's `Access-Control-Allow-*` lines; refused, it gets none (the browser then blocks the request).
+fn options(out: &mut Out, ctx: &Ctx, req: &Request, pathbuf: &mut [u8], close: bool) -> Resp {
+    let v10 = req.version == Version::Http10;
+    let (mut granted, mut vary) = (None, false);
+    if req.path != b"*" {
+        let n = match path::normalize(req.path, pathbuf) {
+            Ok(n) => n,
+            Err(path::PathError::Bad) => return simple(out, ctx, 400, &[], close, v10, false),
+            Err(path::PathError::TooLong) => return simple(out, ctx, 414, &[], close, v10, false),
+        };
+        if let (Some(origin), Some(method), Some(Target::File(i))) =
+            (req.origin, req.access_control_request_method, ctx.table.lookup(&pathbuf[..n]))
+        {
+            if let Some(r) = ctx.table.entry(i).headers.cors {
+                let rule = &ctx.table.cors[r as usize];
+                vary = !rule.any;
+                granted = rule.preflight(origin, method);
+            }
+        }
+    }
+    let start = out.buf.len();
+    status_line(out, 204);
+    out.bytes(ALLOW);
+    if let Some((origin_line, lines)) = granted {
+        out.bytes(origin_line);
+        out.bytes(lines);
+    }
+    if vary {
+        out.bytes(b"Vary: Origin\r\n");
+    }
+    end_head(out, ctx, close, v10);
+    Resp { status: 204, close, bytes: (out.buf.len() - start) as u64, body: 0 }
+}
+
 fn serve(out: &mut Out, ctx: &Ctx, req: &Request, e: &FileEntry, close: bool) -> Resp {
     let v10 = req.version == Version::Http10;
+    let cors = cors_line(ctx, req, e);
     let head = req.method == Method::Head;
-    let enc = if e.negotiable() {
-        encoding::negotiate(req.accept_encoding, e.has(Encoding::Br), e.has(Encoding::Gzip))
-    } else {
-        Encoding::Identity
-    };
+    let enc = if e.negotiable() { encoding::negotiate(req.accept_encoding, e.available()) } else { Encoding::Identity };
     let v = e.variant(enc);
     let start = out.buf.len();
     let conds = Conditions {
@@ -136,6 +181,9 @@ fn serve(out: &mut Out, ctx: &Ctx, req: &Request, e: &FileEntry, close: bool) ->
         Outcome::NotModified => {
             out.bytes(b"HTTP/1.1 304 Not Modified\r\n");
             out.bytes(&v.fields_304);
+            if let Some(c) = cors {
+                out.bytes(c);
+            }
             end_head(out, ctx, close, v10);
             return Resp { status: 304, close, bytes: (out.buf.len() - start) as u64, body: 0 };
         }
@@ -158,6 +206,9 @@ fn serve(out: &mut Out, ctx: &Ctx, req: &Request, e: &FileEntry, close: bool) ->
                     out.num(n);
                     out.bytes(b"\r\n");
                     out.bytes(&v.fields);
+                    if let Some(c) = cors {
+                        out.bytes(c);
+                    }
                     end_head(out, ctx, close, v10);
                     let hl = (out.buf.len() - start) as u64;
                     body(out, v, s, n);
@@ -179,6 +230,9 @@ fn serve(out: &mut Out, ctx: &Ctx, req: &Request, e: &FileEntry, close: bool) ->
         }
     }
     out.bytes(&v.head_200);
+    if let Some(c) = cors {
+        out.bytes(c);
+    }
     end_head(out, ctx, close, v10);
     let hl = (out.buf.len() - start) as u64;
     if head {
@@ -215,7 +269,8 @@ pub fn respond(out: &mut Out, ctx: &Ctx, req: &Request, pathbuf: &mut [u8]) -> R
     let close = ctx.force_close || !req.keep_alive() || req.has_body();
     match req.method {
         Method::Get | Method::Head => {}
-        Method::Other => return simple(out, ctx, 405, &[b"Allow: GET, HEAD\r\n"], close, v10, false),
+        Method::Options => return options(out, ctx, req, pathbuf, close),
+        Method::Other => return simple(out, ctx, 405, &[ALLOW], close, v10, false),
         Method::Unknown => return simple(out, ctx, 501, &[], true, v10, false),
     }
     let n = match path::normalize(req.path, pathbuf) {
@@ -331,7 +386,7 @@ mod tests {
         let (t, d) = table("methods", |_| {});
         let (r, s) = run(&t, false, "PUT / HTTP/1.1\r\nHost: a\r\n\r\n");
         assert_eq!(r.status, 405);
-        assert!(s.contains("Allow: GET, HEAD\r\n"));
+        assert!(s.contains("Allow: GET, HEAD, OPTIONS\r\n"));
         let (r, _) = run(&t, false, "BREW / HTTP/1.1\r\nHost: a\r\n\r\n");
         assert_eq!((r.status, r.close), (501, true));
         let (r, s) = run(&t, false, "GET / HTTP/1.0\r\nConnection: keep-alive\r\n\r\n");

@@ -267,7 +267,7 @@ fn every_promised_4xx() {
         let (got, rs) = status_of(&s, &req);
         assert_eq!(got, want, "{name}");
         if want == 405 {
-            assert_eq!(rs[0].header("Allow"), Some("GET, HEAD"), "{name}");
+            assert_eq!(rs[0].header("Allow"), Some("GET, HEAD, OPTIONS"), "{name}");
         }
         if matches!(want, 400 | 414 | 431 | 501 | 505)
             && !name.contains("escape")

@@ -79,7 +79,7 @@ def prepare(cfg: Settings) -> tuple[str, dict]:
     for d in (cfg.out, root):
         os.chmod(d, 0o755)  # every server reads the tree
     t0 = time.monotonic()
-    step("precompressing the copy: hyperstatic-server precompress (writes .br/.gz siblings)")
+    step("precompressing the copy: hyperstatic-server precompress (writes .br/.gz/.zst siblings)")
     res = subprocess.run([cfg.ours, "precompress", root], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     if res.returncode != 0:
         raise RuntimeError(f"precompress failed ({res.returncode}):\n{res.stdout}")

@@ -13,8 +13,8 @@ use super::values::{
 };
 
 const AFTER_HELP: &str = "\
-Flags win over the environment. The repeatable flags (--cache-control, --header) take one rule per line in \
-the environment; on the command line, any --cache-control or --header replaces the environment's whole list.
+Flags win over the environment. The repeatable flags (--cache-control, --header, --cors) take one rule per line \
+in the environment; on the command line, any of them replaces the environment's whole list.
 Durations: 10s, 500ms, 1m, 1h, 1.5s (a bare number is seconds). Sizes: 8MiB, 512KiB, 1000000, 1M.
 Booleans: --flag, --flag=true, --flag=false (also 1/0, yes/no, on/off).
 Globs: a pattern without '/' matches the file name at any depth (*.html); with '/' it matches the URL path \
@@ -131,8 +131,8 @@ pub(super) struct Flags {
     #[arg(long, allow_hyphen_values = true, env = "HYPERSTATIC_MEMORY_BUDGET", value_name = "SIZE", value_parser = parse_size)]
     pub memory_budget: Option<u64>,
 
-    /// Encode compressible files over 1 KiB with brotli and gzip in the background, after the site is served
-    /// (files with .br/.gz siblings, e.g. from `precompress`, need no work)
+    /// Encode compressible files over 1 KiB with brotli, zstd and gzip in the background, after the site is served
+    /// (files with .br/.gz/.zst siblings, e.g. from `precompress`, need no work)
     #[arg(long, env = "HYPERSTATIC_COMPRESS", value_name = "BOOL", num_args = 0..=1, require_equals = true,
           default_value = "true", default_missing_value = "true", value_parser = parse_bool, action = ArgAction::Set)]
     pub compress: bool,
@@ -140,6 +140,16 @@ pub(super) struct Flags {
     /// Writable directory keeping background encodings by content hash, so a restart or reload does not redo them
     #[arg(long, allow_hyphen_values = true, env = "HYPERSTATIC_COMPRESS_CACHE", value_name = "DIR")]
     pub compress_cache: Option<PathBuf>,
+
+    /// Send the default security headers (X-Content-Type-Options, Referrer-Policy, Permissions-Policy; no CSP)
+    #[arg(long, env = "HYPERSTATIC_SECURITY_HEADERS", value_name = "BOOL", num_args = 0..=1, require_equals = true,
+          default_value = "false", default_missing_value = "true", value_parser = parse_bool, action = ArgAction::Set)]
+    pub security_headers: bool,
+
+    /// CORS for matching files; repeatable, first match wins (e.g. '/fonts/**=*' or
+    /// '/api/**=https://a.example;methods=GET,HEAD;headers=X-Token;max-age=600')
+    #[arg(long, allow_hyphen_values = true, env = "HYPERSTATIC_CORS", value_name = "GLOB=ORIGINS[;KEY=VALUE]")]
+    pub cors: Vec<String>,
 
     /// Write a JSON access log line to stderr per (sampled) request
     #[arg(long, env = "HYPERSTATIC_ACCESS_LOG", value_name = "BOOL", num_args = 0..=1, require_equals = true,
