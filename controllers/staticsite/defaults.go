@@ -139,8 +139,11 @@ func ServerArgs(site *v1alpha1.StaticSite) []string {
 		}
 		args = append(args, "--header", rule)
 	}
-	if s.SecurityHeaders == nil || *s.SecurityHeaders {
-		args = append(args, "--security-headers")
+	// The server sends its security headers unless told otherwise, so only "off" is an argument: a site that does
+	// not set the field gets no new argument (no pod template change on operator upgrade, and older pinned
+	// server images, which reject unknown flags, keep starting).
+	if s.SecurityHeaders != nil && !*s.SecurityHeaders {
+		args = append(args, "--security-headers=false")
 	}
 	for _, c := range s.CORS {
 		args = append(args, "--cors", corsArg(c))

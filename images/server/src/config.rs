@@ -50,7 +50,10 @@ pub struct Config {
     pub access_log: bool,
     /// At least 1.
     pub access_log_sample: u64,
-    /// `--security-headers`: the default set of security.rs on every file response.
+    /// `--security-headers`: the default set of security.rs on every file response. On by default: security by
+    /// default, and the operator relies on it (it passes only `--security-headers=false`, so that sites on older
+    /// pinned server images, which do not know the flag, keep starting, and an operator upgrade changes no pod
+    /// template; the headers arrive with the new server image, which moves sites a few at a time).
     pub security_headers: bool,
     /// `--cors`: first match per file wins (cors.rs).
     pub cors: Vec<crate::cors::CorsRule>,
@@ -83,7 +86,7 @@ impl Default for Config {
             compress_cache: None,
             access_log: false,
             access_log_sample: 1,
-            security_headers: false,
+            security_headers: true,
             cors: Vec::new(),
         }
     }

@@ -110,8 +110,10 @@ fn header_flags_scope_by_glob_and_win_over_the_file_and_the_defaults() {
     let count = home.headers.iter().filter(|(n, _)| n.eq_ignore_ascii_case("referrer-policy")).count();
     assert_eq!(count, 1, "one Referrer-Policy, not the default and the user's");
 
-    // Without --security-headers, none of the defaults.
-    let plain = Server::start(&d, &[]);
+    // The defaults are on without the flag (the operator relies on it); --security-headers=false turns them off.
+    let default = Server::start(&d, &[]);
+    assert_eq!(default.get("/index.html", &[]).header("x-content-type-options"), Some("nosniff"));
+    let plain = Server::start(&d, &["--security-headers=false"]);
     assert_eq!(plain.get("/index.html", &[]).header("x-content-type-options"), None);
 }
 

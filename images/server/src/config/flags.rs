@@ -141,9 +141,10 @@ pub(super) struct Flags {
     #[arg(long, allow_hyphen_values = true, env = "HYPERSTATIC_COMPRESS_CACHE", value_name = "DIR")]
     pub compress_cache: Option<PathBuf>,
 
-    /// Send the default security headers (X-Content-Type-Options, Referrer-Policy, Permissions-Policy; no CSP)
+    /// Send the default security headers (X-Content-Type-Options, Referrer-Policy, Permissions-Policy; no CSP);
+    /// on unless set to false
     #[arg(long, env = "HYPERSTATIC_SECURITY_HEADERS", value_name = "BOOL", num_args = 0..=1, require_equals = true,
-          default_value = "false", default_missing_value = "true", value_parser = parse_bool, action = ArgAction::Set)]
+          default_value = "true", default_missing_value = "true", value_parser = parse_bool, action = ArgAction::Set)]
     pub security_headers: bool,
 
     /// CORS for matching files; repeatable, first match wins (e.g. '/fonts/**=*' or
