@@ -9,7 +9,7 @@ use crate::content::Table;
 use crate::encoder;
 
 /// Status codes counted in hyperstatic_requests_total.
-pub const CODES: [u16; 16] = [200, 206, 301, 304, 400, 404, 405, 408, 412, 414, 416, 431, 500, 501, 503, 505];
+pub const CODES: [u16; 17] = [200, 206, 301, 304, 400, 404, 405, 408, 412, 414, 416, 431, 500, 501, 503, 505, 308];
 
 #[inline]
 pub fn code_index(status: u16) -> usize {
@@ -29,6 +29,7 @@ pub fn code_index(status: u16) -> usize {
         501 => 13,
         503 => 14,
         505 => 15,
+        308 => 16,
         _ => 12,
     }
 }
@@ -44,6 +45,10 @@ pub struct WorkerStats {
     pub connections_total: AtomicU64,
     /// hyperstatic_request_duration_seconds (timing.rs).
     pub durations: crate::timing::Histogram,
+    /// hyperstatic_tls_handshakes_total by outcome.
+    pub tls_handshakes_full: AtomicU64,
+    pub tls_handshakes_resumed: AtomicU64,
+    pub tls_handshake_failures: AtomicU64,
 }
 
 #[inline]
@@ -70,6 +75,8 @@ pub struct Shared {
     pub start_time: f64,
     /// The background encoder's store and progress (encoder.rs).
     pub encoder: encoder::State,
+    /// HTTPS configuration and certificate reload state; None when TLS is off (set before the Arc is made).
+    pub tls: Option<crate::tls::Published>,
 }
 
 impl Shared {
@@ -91,6 +98,7 @@ impl Shared {
             worker_cpus,
             pinned,
             start_time,
+            tls: None,
         }
     }
 
