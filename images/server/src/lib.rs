@@ -44,10 +44,8 @@ use state::Shared;
 /// `--check` for the TLS flags: the material must load as it would at start. True when fine (or no TLS).
 fn check_tls(cfg: &Config) -> bool {
     let Some(files) = &cfg.tls else { return true };
-    let built = tls::material::Resumption::new()
-        .and_then(|r| tls::material::read_files(files).and_then(|m| tls::material::build(files, &m, &r)));
-    match built {
-        Ok(b) => {
+    match tls::material::load(files) {
+        Ok((_, b, _)) => {
             println!(
                 "tls: {} and {} load; certificate valid until {} (unix {}); https on {}",
                 files.cert.display(),
@@ -126,6 +124,27 @@ fn raise_fd_limit() {
     }
 }
 
+/// One SO_REUSEPORT listener per worker on `addr`; with port 0 the first picks the port and the others join
+/// it. None (after logging `what`) when the address cannot be bound.
+fn listen_all(mut addr: std::net::SocketAddr, workers: usize, what: &str) -> Option<(Vec<i32>, std::net::SocketAddr)> {
+    let mut fds = Vec::with_capacity(workers);
+    for _ in 0..workers {
+        match worker::listen(addr) {
+            Ok(fd) => {
+                if addr.port() == 0 {
+                    addr.set_port(worker::local_port(fd));
+                }
+                fds.push(fd);
+            }
+            Err(e) => {
+                log::error(what, &[("address", V::S(&addr.to_string())), ("error", V::S(&e.to_string()))]);
+                return None;
+            }
+        }
+    }
+    Some((fds, addr))
+}
+
 /// Runs the server until SIGTERM/SIGINT has drained it. Returns the exit code.
 pub fn serve(cfg: Config) -> i32 {
     let sigset = control::block_signals();
@@ -138,33 +157,13 @@ pub fn serve(cfg: Config) -> i32 {
 
     // Listeners first, so a bad address fails fast. With port 0 the first listener picks the port and
     // the others join it.
-    let mut listeners = Vec::with_capacity(workers);
-    let mut addr = cfg.listen;
-    for _ in 0..workers {
-        match worker::listen(addr) {
-            Ok(fd) => {
-                if addr.port() == 0 {
-                    addr.set_port(worker::local_port(fd));
-                }
-                listeners.push(fd);
-            }
-            Err(e) => {
-                log::error("cannot listen", &[("address", V::S(&addr.to_string())), ("error", V::S(&e.to_string()))]);
-                return 1;
-            }
-        }
-    }
+    let Some((listeners, addr)) = listen_all(cfg.listen, workers, "cannot listen") else { return 1 };
     // HTTPS: the material must load now (a start failure naming the file otherwise), then its listeners.
     let mut tls_state = None;
     let mut tls_listeners = Vec::new();
     let mut tls_addr = cfg.tls_listen;
     if let Some(files) = &cfg.tls {
-        let loaded = tls::material::Resumption::new().and_then(|r| {
-            let m = tls::material::read_files(files)?;
-            let b = tls::material::build(files, &m, &r)?;
-            Ok((m, b, r))
-        });
-        let (material, built, resumption) = match loaded {
+        let (material, built, resumption) = match tls::material::load(files) {
             Ok(x) => x,
             Err(e) => {
                 log::error("cannot load the TLS certificate", &[("error", V::S(&e))]);
@@ -176,23 +175,8 @@ pub fn serve(cfg: Config) -> i32 {
             &[("cert", V::S(&files.cert.display().to_string())), ("not_after", V::U(built.not_after as u64))],
         );
         tls_state = Some((tls::Published::new(built, resumption), tls::watch::CertWatch::new(files.clone(), material)));
-        for _ in 0..workers {
-            match worker::listen(tls_addr) {
-                Ok(fd) => {
-                    if tls_addr.port() == 0 {
-                        tls_addr.set_port(worker::local_port(fd));
-                    }
-                    tls_listeners.push(fd);
-                }
-                Err(e) => {
-                    log::error(
-                        "cannot listen (https)",
-                        &[("address", V::S(&tls_addr.to_string())), ("error", V::S(&e.to_string()))],
-                    );
-                    return 1;
-                }
-            }
-        }
+        let Some((fds, a)) = listen_all(cfg.tls_listen, workers, "cannot listen (https)") else { return 1 };
+        (tls_listeners, tls_addr) = (fds, a);
     }
     let admin = match TcpListener::bind(cfg.admin_listen) {
         Ok(l) => l,

@@ -140,13 +140,19 @@ pub fn https_redirect(out: &mut Out, ctx: &Ctx, req: &Request, port: u16) -> Res
     }
     // The path and query as sent (printable ASCII: the parser admits nothing else in a target).
     out.bytes(if req.path.starts_with(b"/") { req.path } else { b"/" });
+    end_redirect(out, ctx, req, Resp { status: 308, close, bytes: start as u64, body: 0 })
+}
+
+/// The rest of a redirect after its Location path: the query, an empty body, the end of the head. `r.bytes`
+/// holds where the response started in `out`.
+fn end_redirect(out: &mut Out, ctx: &Ctx, req: &Request, r: Resp) -> Resp {
     if let Some(q) = req.query {
         out.bytes(b"?");
         out.bytes(q);
     }
     out.bytes(b"\r\nContent-Length: 0\r\n");
-    end_head(out, ctx, close, v10);
-    Resp { status: 308, close, bytes: (out.buf.len() - start) as u64, body: 0 }
+    end_head(out, ctx, r.close, req.version == Version::Http10);
+    Resp { bytes: out.buf.len() as u64 - r.bytes, ..r }
 }
 
 fn body(out: &mut Out, v: &Variant, start: u64, len: u64) {
@@ -273,13 +279,7 @@ pub fn respond(out: &mut Out, ctx: &Ctx, req: &Request, pathbuf: &mut [u8]) -> R
             out.bytes(b"Location: ");
             out.bytes(req.path);
             out.bytes(b"/");
-            if let Some(q) = req.query {
-                out.bytes(b"?");
-                out.bytes(q);
-            }
-            out.bytes(b"\r\nContent-Length: 0\r\n");
-            end_head(out, ctx, close, v10);
-            Resp { status: 301, close, bytes: (out.buf.len() - start) as u64, body: 0 }
+            end_redirect(out, ctx, req, Resp { status: 301, close, bytes: start as u64, body: 0 })
         }
         None => {
             if ctx.spa_fallback {

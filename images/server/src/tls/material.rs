@@ -51,6 +51,14 @@ pub fn read_files(f: &TlsFiles) -> Result<Material, String> {
     Ok(Material { cert: read("--tls-cert", &f.cert)?, key: read("--tls-key", &f.key)? })
 }
 
+/// The first load (at start and for `--check`): the files read, the configuration built, fresh resumption state.
+pub fn load(f: &TlsFiles) -> Result<(Material, Built, Resumption), String> {
+    let r = Resumption::new()?;
+    let m = read_files(f)?;
+    let b = build(f, &m, &r)?;
+    Ok((m, b, r))
+}
+
 /// Parses and checks the material (the key must match the leaf certificate); error messages name the file.
 pub fn build(f: &TlsFiles, m: &Material, r: &Resumption) -> Result<Built, String> {
     let cert_err = |what: &dyn std::fmt::Display| format!("--tls-cert {}: {what}", f.cert.display());

@@ -15,7 +15,7 @@ use std::os::fd::RawFd;
 
 use rustls::ServerConnection;
 
-use crate::out::{Seg, WriteResult};
+use crate::out::{self, Seg, WriteResult};
 
 /// File-backed bodies are read this much at a time (one TLS record's worth of plaintext).
 pub const SCRATCH: usize = 16 * 1024;
@@ -165,30 +165,13 @@ pub fn write_segs(
                 conn.writer().write_vectored(&iov[..k])
             }
         };
-        let Ok(mut n) = taken else { return WriteResult::Failed };
+        let Ok(n) = taken else { return WriteResult::Failed };
         if n == 0 && !conn.wants_write() {
             // Nothing taken with room to spare: only an empty segment does that; step over it.
             *cur += 1;
             continue;
         }
         *written += n as u64;
-        while n > 0 {
-            let l = match segs[*cur] {
-                Seg::Buf { start, end } => end - start,
-                Seg::Mem { len, .. } => len,
-                Seg::File { len, .. } => len as usize,
-            };
-            if n >= l {
-                n -= l;
-                *cur += 1;
-            } else {
-                segs[*cur] = match segs[*cur] {
-                    Seg::Buf { start, end } => Seg::Buf { start: start + n, end },
-                    Seg::Mem { ptr, len } => Seg::Mem { ptr: ptr.wrapping_add(n), len: len - n },
-                    Seg::File { fd, off, len } => Seg::File { fd, off: off + n as u64, len: len - n as u64 },
-                };
-                n = 0;
-            }
-        }
+        out::advance(segs, cur, n);
     }
 }
