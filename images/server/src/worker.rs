@@ -2,6 +2,8 @@
 //! requests answered in one write per batch, timeouts swept a few times per second. Nothing here takes a
 //! lock or allocates per request: connection slots, the read buffer and the batch output are reused; a
 //! connection only owns memory while it holds a partial request or unsent output.
+//! With TLS on, each worker also owns an HTTPS listener; its connections are the same slots with a rustls
+//! session attached (tls/stream.rs), decrypting into the same read buffer and encrypting the same batches.
 
 use std::os::fd::RawFd;
 use std::sync::atomic::Ordering;
