@@ -466,3 +466,29 @@ fn malformed_tls_bytes_never_crash_or_stall_and_slow_handshakes_time_out() {
     assert_eq!(get(&mut connect(&cfg, srv.https), "/100.html").status, 200, "still serving");
     assert!(srv.metric("hyperstatic_tls_handshakes_total{result=\"error\",resumed=\"false\"}") >= 40.0);
 }
+
+#[test]
+fn sigterm_drains_https_connections_with_close_notify() {
+    let s = setup("drain");
+    let mut srv = start(&s, &["--drain-delay", "300ms"]);
+    let mut t = connect(&client_config(&s.ca, &[&TLS13]), srv.https);
+    assert_eq!(get(&mut t, "/100.html").status, 200);
+    srv.signal(libc::SIGTERM);
+    // Served through the drain delay; once it is over, the next response says close and the session ends
+    // with a close_notify (a clean EOF for rustls, not an error).
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let r = get(&mut t, "/100.html");
+        assert_eq!(r.body, vec![b'a'; 100]);
+        if r.header("Connection") == Some("close") {
+            break;
+        }
+        assert!(Instant::now() < deadline, "no Connection: close within 5 s of SIGTERM");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let mut rest = Vec::new();
+    t.read_to_end(&mut rest).expect("a clean close_notify");
+    assert!(rest.is_empty());
+    assert_eq!(srv.wait_exit(Duration::from_secs(5)), Some(0));
+    assert!(TcpStream::connect(("127.0.0.1", srv.https)).is_err(), "the HTTPS listener is closed");
+}
