@@ -25,28 +25,13 @@ fn openssl(dir: &Path, args: &[&str]) {
     assert!(out.status.success(), "openssl {args:?}: {}", String::from_utf8_lossy(&out.stderr));
 }
 
+/// `openssl req` arguments that make a new P-256 key, unencrypted, written to the file that follows.
+const NEW_P256_KEY: [&str; 6] = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout"];
+
 /// A test CA in `dir` (ca.pem, ca.key).
 pub fn make_ca(dir: &Path) -> PathBuf {
-    openssl(
-        dir,
-        &[
-            "req",
-            "-x509",
-            "-newkey",
-            "ec",
-            "-pkeyopt",
-            "ec_paramgen_curve:P-256",
-            "-nodes",
-            "-keyout",
-            "ca.key",
-            "-out",
-            "ca.pem",
-            "-days",
-            "2",
-            "-subj",
-            "/CN=hyperstatic test CA",
-        ],
-    );
+    let rest = ["ca.key", "-out", "ca.pem", "-days", "2", "-subj", "/CN=hyperstatic test CA"];
+    openssl(dir, &[&["req", "-x509"][..], &NEW_P256_KEY, &rest].concat());
     dir.join("ca.pem")
 }
 
@@ -58,44 +43,11 @@ pub fn make_leaf(dir: &Path, name: &str, days: u32) -> (PathBuf, PathBuf) {
     )
     .unwrap();
     let (crt, key, csr) = (format!("{name}.crt"), format!("{name}.key"), format!("{name}.csr"));
-    openssl(
-        dir,
-        &[
-            "req",
-            "-newkey",
-            "ec",
-            "-pkeyopt",
-            "ec_paramgen_curve:P-256",
-            "-nodes",
-            "-keyout",
-            &key,
-            "-out",
-            &csr,
-            "-subj",
-            &format!("/CN={name}"),
-        ],
-    );
-    openssl(
-        dir,
-        &[
-            "x509",
-            "-req",
-            "-in",
-            &csr,
-            "-CA",
-            "ca.pem",
-            "-CAkey",
-            "ca.key",
-            "-set_serial",
-            &format!("{}", 1000 + days),
-            "-out",
-            &crt,
-            "-days",
-            &days.to_string(),
-            "-extfile",
-            "leaf.ext",
-        ],
-    );
+    let subject = format!("/CN={name}");
+    openssl(dir, &[&["req"][..], &NEW_P256_KEY, &[&key, "-out", &csr, "-subj", &subject]].concat());
+    let (serial, days) = (format!("{}", 1000 + days), days.to_string());
+    let sign = ["x509", "-req", "-in", &csr, "-CA", "ca.pem", "-CAkey", "ca.key", "-set_serial", &serial];
+    openssl(dir, &[&sign[..], &["-out", &crt, "-days", &days, "-extfile", "leaf.ext"]].concat());
     (dir.join(crt), dir.join(key))
 }
 
