@@ -57,6 +57,20 @@ pub struct Config {
     pub security_headers: bool,
     /// `--cors`: first match per file wins (cors.rs).
     pub cors: Vec<crate::cors::CorsRule>,
+    /// `--tls-cert`/`--tls-key`: HTTPS is served on `tls_listen` when set (tls/).
+    pub tls: Option<TlsFiles>,
+    pub tls_listen: SocketAddr,
+    /// `--https-redirect`: the port in the Location, or None when the plain port serves content.
+    pub https_redirect: Option<u16>,
+    /// `--hsts`: the Strict-Transport-Security value for HTTPS responses.
+    pub hsts: Option<String>,
+}
+
+/// The PEM files of the serving certificate (a `kubernetes.io/tls` Secret's `tls.crt` and `tls.key`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct TlsFiles {
+    pub cert: PathBuf,
+    pub key: PathBuf,
 }
 
 /// The same defaults as the flags (a test holds them equal); tests of other modules start from here.
@@ -88,6 +102,10 @@ impl Default for Config {
             access_log_sample: 1,
             security_headers: true,
             cors: Vec::new(),
+            tls: None,
+            tls_listen: "0.0.0.0:8443".parse().unwrap(),
+            https_redirect: None,
+            hsts: None,
         }
     }
 }
@@ -161,7 +179,34 @@ fn from_flags(f: Flags, matches: &ArgMatches) -> Result<Config, String> {
         access_log_sample: f.access_log_sample.max(1),
         security_headers: f.security_headers,
         cors: cors.iter().map(|r| crate::cors::parse_rule(r)).collect::<Result<_, _>>()?,
+        tls_listen: f.tls_listen,
+        https_redirect: f.https_redirect.then_some(f.https_redirect_port),
+        hsts: f.hsts.as_deref().map(values::parse_hsts).transpose()?,
+        tls: tls_files(f.tls_cert, f.tls_key, f.https_redirect, matches)?,
     })
+}
+
+/// Both files or neither; the redirect and HSTS only make sense with HTTPS served here (a redirect in front of
+/// a proxy that terminates TLS and forwards to the plain port would loop).
+fn tls_files(
+    cert: Option<PathBuf>,
+    key: Option<PathBuf>,
+    redirect: bool,
+    matches: &ArgMatches,
+) -> Result<Option<TlsFiles>, String> {
+    let files = match (cert, key) {
+        (Some(cert), Some(key)) => Some(TlsFiles { cert, key }),
+        (None, None) => None,
+        (Some(_), None) => return Err("--tls-cert needs --tls-key (both or neither)".into()),
+        (None, Some(_)) => return Err("--tls-key needs --tls-cert (both or neither)".into()),
+    };
+    if files.is_none() && redirect {
+        return Err("--https-redirect needs --tls-cert and --tls-key".into());
+    }
+    if files.is_none() && matches.get_one::<String>("hsts").is_some() {
+        return Err("--hsts needs --tls-cert and --tls-key".into());
+    }
+    Ok(files)
 }
 
 #[cfg(test)]
@@ -378,5 +423,54 @@ mod tests {
         let v = flags(&["--version"]).unwrap_err();
         assert_eq!(v.kind(), ErrorKind::DisplayVersion);
         assert_eq!(v.to_string(), format!("hyperstatic-server {}\n", env!("CARGO_PKG_VERSION")));
+    }
+
+    /// The TLS flag contract the operator builds against (branch `exposure`): both files or neither, redirect
+    /// and HSTS only with TLS, and the environment equivalents.
+    #[test]
+    fn tls_flags() {
+        let c = flags(&[
+            "--tls-cert",
+            "/etc/hyperstatic/tls/tls.crt",
+            "--tls-key",
+            "/etc/hyperstatic/tls/tls.key",
+            "--tls-listen",
+            "0.0.0.0:9443",
+            "--https-redirect",
+            "--https-redirect-port",
+            "8443",
+            "--hsts",
+            "max-age=31536000; includeSubDomains",
+        ])
+        .unwrap();
+        let files = c.tls.unwrap();
+        assert_eq!(files.cert, PathBuf::from("/etc/hyperstatic/tls/tls.crt"));
+        assert_eq!(files.key, PathBuf::from("/etc/hyperstatic/tls/tls.key"));
+        assert_eq!(c.tls_listen, "0.0.0.0:9443".parse().unwrap());
+        assert_eq!(c.https_redirect, Some(8443));
+        assert_eq!(c.hsts.as_deref(), Some("max-age=31536000; includeSubDomains"));
+        let c = flags(&["--tls-cert", "c", "--tls-key", "k", "--https-redirect=true"]).unwrap();
+        assert_eq!(c.https_redirect, Some(443));
+        assert_eq!(c.tls_listen, "0.0.0.0:8443".parse().unwrap());
+        assert!(error(&["--tls-cert", "c"]).contains("--tls-cert needs --tls-key"));
+        assert!(error(&["--tls-key", "k"]).contains("--tls-key needs --tls-cert"));
+        assert!(error(&["--https-redirect"]).contains("--https-redirect needs --tls-cert"));
+        assert!(error(&["--hsts", "max-age=1"]).contains("--hsts needs --tls-cert"));
+        assert!(error(&["--tls-cert", "c", "--tls-key", "k", "--hsts", "a\u{1}b"]).contains("--hsts"));
+        assert!(error(&["--tls-cert", "c", "--tls-key", "k", "--https-redirect-port", "70000"]).contains("70000"));
+        let c = with_env(
+            &[
+                ("HYPERSTATIC_TLS_CERT", "/c"),
+                ("HYPERSTATIC_TLS_KEY", "/k"),
+                ("HYPERSTATIC_TLS_LISTEN", "127.0.0.1:1443"),
+                ("HYPERSTATIC_HTTPS_REDIRECT", "true"),
+                ("HYPERSTATIC_HTTPS_REDIRECT_PORT", "1443"),
+                ("HYPERSTATIC_HSTS", "max-age=5"),
+            ],
+            &[],
+        )
+        .unwrap();
+        assert_eq!(c.tls, Some(TlsFiles { cert: "/c".into(), key: "/k".into() }));
+        assert_eq!((c.tls_listen.port(), c.https_redirect, c.hsts.as_deref()), (1443, Some(1443), Some("max-age=5")));
     }
 }

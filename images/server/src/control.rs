@@ -145,7 +145,13 @@ pub fn reload(shared: &Shared, why: &str) -> Option<Watcher> {
 
 /// Runs the control loop until the process should exit; returns after SIGTERM's drain delay has passed
 /// and workers were told to stop accepting.
-pub fn run(shared: Arc<Shared>, sigset: libc::sigset_t, mut watcher: Option<Watcher>) {
+/// `cert_watch` checks the TLS files once a second (tls/watch.rs).
+pub fn run(
+    shared: Arc<Shared>,
+    sigset: libc::sigset_t,
+    mut watcher: Option<Watcher>,
+    mut cert_watch: Option<crate::tls::watch::CertWatch>,
+) {
     // SAFETY: signalfd over the blocked set.
     let sfd = unsafe { libc::signalfd(-1, &sigset, libc::SFD_NONBLOCK | libc::SFD_CLOEXEC) };
     let mut dirty_since: Option<Instant> = None;
@@ -157,6 +163,9 @@ pub fn run(shared: Arc<Shared>, sigset: libc::sigset_t, mut watcher: Option<Watc
             libc::pollfd { fd: wfd, events: libc::POLLIN, revents: 0 },
         ];
         let mut timeout = 1000;
+        if let Some(w) = &cert_watch {
+            timeout = timeout.min(w.due_in().as_millis() as i32);
+        }
         if let Some(t) = dirty_since {
             timeout = DEBOUNCE.saturating_sub(t.elapsed()).as_millis() as i32;
         }
@@ -212,6 +221,9 @@ pub fn run(shared: Arc<Shared>, sigset: libc::sigset_t, mut watcher: Option<Watc
                 dirty_since = None;
                 watcher = reload(&shared, "inotify");
             }
+        }
+        if let (Some(w), Some(p)) = (cert_watch.as_mut(), shared.tls.as_ref()) {
+            w.poll(p);
         }
         if let Some(d) = drain_deadline {
             if Instant::now() >= d {

@@ -33,6 +33,7 @@ pub mod respond;
 pub mod security;
 pub mod state;
 pub mod timing;
+pub mod tls;
 pub mod worker;
 
 use std::net::TcpListener;
@@ -44,8 +45,34 @@ use config::Config;
 use log::V;
 use state::Shared;
 
-/// `--check`: load the site, print a report, fail on any problem.
+/// `--check` for the TLS flags: the material must load as it would at start. True when fine (or no TLS).
+fn check_tls(cfg: &Config) -> bool {
+    let Some(files) = &cfg.tls else { return true };
+    match tls::material::load(files) {
+        Ok((_, b, _)) => {
+            println!(
+                "tls: {} and {} load; certificate valid until {} (unix {}); https on {}",
+                files.cert.display(),
+                files.key.display(),
+                dates::format_string(b.not_after),
+                b.not_after,
+                cfg.tls_listen
+            );
+            true
+        }
+        Err(e) => {
+            println!("error: {e}");
+            false
+        }
+    }
+}
+
+/// `--check`: load the site and the TLS material, print a report, fail on any problem.
 pub fn check(cfg: &Config) -> i32 {
+    if !check_tls(cfg) {
+        println!("1 problem(s) found");
+        return 1;
+    }
     match loader::load(cfg, None, &mut |_| {}) {
         Ok((_, r)) => {
             println!(
@@ -101,6 +128,27 @@ fn raise_fd_limit() {
     }
 }
 
+/// One SO_REUSEPORT listener per worker on `addr`; with port 0 the first picks the port and the others join
+/// it. None (after logging `what`) when the address cannot be bound.
+fn listen_all(mut addr: std::net::SocketAddr, workers: usize, what: &str) -> Option<(Vec<i32>, std::net::SocketAddr)> {
+    let mut fds = Vec::with_capacity(workers);
+    for _ in 0..workers {
+        match worker::listen(addr) {
+            Ok(fd) => {
+                if addr.port() == 0 {
+                    addr.set_port(worker::local_port(fd));
+                }
+                fds.push(fd);
+            }
+            Err(e) => {
+                log::error(what, &[("address", V::S(&addr.to_string())), ("error", V::S(&e.to_string()))]);
+                return None;
+            }
+        }
+    }
+    Some((fds, addr))
+}
+
 /// Runs the server until SIGTERM/SIGINT has drained it. Returns the exit code.
 pub fn serve(cfg: Config) -> i32 {
     let sigset = control::block_signals();
@@ -113,21 +161,26 @@ pub fn serve(cfg: Config) -> i32 {
 
     // Listeners first, so a bad address fails fast. With port 0 the first listener picks the port and
     // the others join it.
-    let mut listeners = Vec::with_capacity(workers);
-    let mut addr = cfg.listen;
-    for _ in 0..workers {
-        match worker::listen(addr) {
-            Ok(fd) => {
-                if addr.port() == 0 {
-                    addr.set_port(worker::local_port(fd));
-                }
-                listeners.push(fd);
-            }
+    let Some((listeners, addr)) = listen_all(cfg.listen, workers, "cannot listen") else { return 1 };
+    // HTTPS: the material must load now (a start failure naming the file otherwise), then its listeners.
+    let mut tls_state = None;
+    let mut tls_listeners = Vec::new();
+    let mut tls_addr = cfg.tls_listen;
+    if let Some(files) = &cfg.tls {
+        let (material, built, resumption) = match tls::material::load(files) {
+            Ok(x) => x,
             Err(e) => {
-                log::error("cannot listen", &[("address", V::S(&addr.to_string())), ("error", V::S(&e.to_string()))]);
+                log::error("cannot load the TLS certificate", &[("error", V::S(&e))]);
                 return 1;
             }
-        }
+        };
+        log::info(
+            "tls certificate loaded",
+            &[("cert", V::S(&files.cert.display().to_string())), ("not_after", V::U(built.not_after as u64))],
+        );
+        tls_state = Some((tls::Published::new(built, resumption), tls::watch::CertWatch::new(files.clone(), material)));
+        let Some((fds, a)) = listen_all(cfg.tls_listen, workers, "cannot listen (https)") else { return 1 };
+        (tls_listeners, tls_addr) = (fds, a);
     }
     let admin = match TcpListener::bind(cfg.admin_listen) {
         Ok(l) => l,
@@ -140,7 +193,12 @@ pub fn serve(cfg: Config) -> i32 {
         }
     };
     let admin_addr = admin.local_addr().map(|a| a.to_string()).unwrap_or_default();
-    let shared = Arc::new(Shared::new(cfg, workers, worker_cpus.clone(), pinned));
+    let mut shared = Shared::new(cfg, workers, worker_cpus.clone(), pinned);
+    let cert_watch = tls_state.map(|(published, watch)| {
+        shared.tls = Some(published);
+        watch
+    });
+    let shared = Arc::new(shared);
     {
         let s = shared.clone();
         std::thread::Builder::new()
@@ -168,6 +226,7 @@ pub fn serve(cfg: Config) -> i32 {
     let mut handles = Vec::with_capacity(workers);
     for (i, fd) in listeners.into_iter().enumerate() {
         let s = shared.clone();
+        let tls_fd = tls_listeners.get(i).copied().unwrap_or(-1);
         let cpu = if pinned { Some(mask[i]) } else { None };
         let h = std::thread::Builder::new()
             .name(format!("worker-{i}"))
@@ -177,7 +236,7 @@ pub fn serve(cfg: Config) -> i32 {
                         log::warn("could not pin worker", &[("worker", V::U(i as u64)), ("cpu", V::U(c as u64))]);
                     }
                 }
-                worker::Worker::new(i, s, fd).run();
+                worker::Worker::new(i, s, fd, tls_fd).run();
             })
             .expect("spawn worker thread");
         handles.push(h);
@@ -186,8 +245,9 @@ pub fn serve(cfg: Config) -> i32 {
         encoder::spawn(shared.clone());
     }
     shared.loaded.store(true, Ordering::Release);
-    log::info("listening", &[("http", V::S(&addr.to_string())), ("admin", V::S(&admin_addr))]);
-    control::run(shared.clone(), sigset, watcher);
+    let https = if shared.tls.is_some() { tls_addr.to_string() } else { "off".to_string() };
+    log::info("listening", &[("http", V::S(&addr.to_string())), ("https", V::S(&https)), ("admin", V::S(&admin_addr))]);
+    control::run(shared.clone(), sigset, watcher, cert_watch);
     // Drain: workers stop accepting and finish their connections; give them the shutdown timeout.
     let deadline = Instant::now() + shared.cfg.shutdown_timeout;
     for h in handles {

@@ -30,6 +30,44 @@ fn family(out: &mut String, name: &str, kind: &str, help: &str) {
     let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}");
 }
 
+/// HTTPS: certificate expiry and reloads, handshakes by outcome (only present when TLS is on).
+fn tls_families(out: &mut String, s: &Shared, t: &crate::tls::Published) {
+    let sum = |f: &dyn Fn(&crate::state::WorkerStats) -> u64| s.stats.iter().map(f).sum::<u64>();
+    family(
+        out,
+        "hyperstatic_tls_certificate_not_after_timestamp_seconds",
+        "gauge",
+        "notAfter of the certificate new handshakes are served with, in seconds since the epoch.",
+    );
+    let _ = writeln!(
+        out,
+        "hyperstatic_tls_certificate_not_after_timestamp_seconds {}",
+        t.not_after.load(Ordering::Relaxed)
+    );
+    family(
+        out,
+        "hyperstatic_tls_certificate_reloads_total",
+        "counter",
+        "Certificate changes noticed on disk, by result (error: the previous certificate kept serving).",
+    );
+    let ok = t.reloads_ok.load(Ordering::Relaxed);
+    let _ = writeln!(out, "hyperstatic_tls_certificate_reloads_total{{result=\"success\"}} {ok}");
+    let failed = t.reloads_failed.load(Ordering::Relaxed);
+    let _ = writeln!(out, "hyperstatic_tls_certificate_reloads_total{{result=\"error\"}} {failed}");
+    family(
+        out,
+        "hyperstatic_tls_handshakes_total",
+        "counter",
+        "TLS handshakes by result; resumed says whether a session was resumed (tickets or session cache).",
+    );
+    let full = sum(&|w| w.tls_handshakes_full.load(Ordering::Relaxed));
+    let resumed = sum(&|w| w.tls_handshakes_resumed.load(Ordering::Relaxed));
+    let failed = sum(&|w| w.tls_handshake_failures.load(Ordering::Relaxed));
+    let _ = writeln!(out, "hyperstatic_tls_handshakes_total{{result=\"success\",resumed=\"false\"}} {full}");
+    let _ = writeln!(out, "hyperstatic_tls_handshakes_total{{result=\"success\",resumed=\"true\"}} {resumed}");
+    let _ = writeln!(out, "hyperstatic_tls_handshakes_total{{result=\"error\",resumed=\"false\"}} {failed}");
+}
+
 pub fn render(s: &Shared) -> String {
     let mut out = String::with_capacity(4096);
     let sum = |f: &dyn Fn(&crate::state::WorkerStats) -> u64| s.stats.iter().map(f).sum::<u64>();
@@ -125,6 +163,9 @@ pub fn render(s: &Shared) -> String {
     let _ = writeln!(out, "hyperstatic_reloads_total{{result=\"success\"}} {}", s.reloads_ok.load(Ordering::Relaxed));
     let _ =
         writeln!(out, "hyperstatic_reloads_total{{result=\"failure\"}} {}", s.reloads_failed.load(Ordering::Relaxed));
+    if let Some(t) = &s.tls {
+        tls_families(&mut out, s, t);
+    }
     family(
         &mut out,
         "hyperstatic_worker_cpus",

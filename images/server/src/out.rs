@@ -116,6 +116,28 @@ pub enum WriteResult {
     Failed,
 }
 
+/// Marks `n` bytes from `segs[*cur]` on as sent: whole segments are stepped over, a partly sent one is trimmed.
+pub fn advance(segs: &mut [Seg], cur: &mut usize, mut n: usize) {
+    while n > 0 {
+        let l = match segs[*cur] {
+            Seg::Buf { start, end } => end - start,
+            Seg::Mem { len, .. } => len,
+            Seg::File { len, .. } => len as usize,
+        };
+        if n >= l {
+            n -= l;
+            *cur += 1;
+        } else {
+            segs[*cur] = match segs[*cur] {
+                Seg::Buf { start, end } => Seg::Buf { start: start + n, end },
+                Seg::Mem { ptr, len } => Seg::Mem { ptr: ptr.wrapping_add(n), len: len - n },
+                Seg::File { fd, off, len } => Seg::File { fd, off: off + n as u64, len: len - n as u64 },
+            };
+            n = 0;
+        }
+    }
+}
+
 /// Writes segments starting at `segs[*cur]` (advancing it and trimming partially written segments).
 pub fn write_segs(fd: RawFd, base: &[u8], segs: &mut [Seg], cur: &mut usize, written: &mut u64) -> WriteResult {
     let mut iov: [libc::iovec; IOV_BATCH] = [libc::iovec { iov_base: std::ptr::null_mut(), iov_len: 0 }; IOV_BATCH];
@@ -171,25 +193,7 @@ pub fn write_segs(fd: RawFd, base: &[u8], segs: &mut [Seg], cur: &mut usize, wri
             };
         }
         *written += n as u64;
-        let mut n = n as usize;
-        while n > 0 {
-            let l = match segs[*cur] {
-                Seg::Buf { start, end } => end - start,
-                Seg::Mem { len, .. } => len,
-                Seg::File { .. } => unreachable!(),
-            };
-            if n >= l {
-                n -= l;
-                *cur += 1;
-            } else {
-                segs[*cur] = match segs[*cur] {
-                    Seg::Buf { start, end } => Seg::Buf { start: start + n, end },
-                    Seg::Mem { ptr, len } => Seg::Mem { ptr: ptr.wrapping_add(n), len: len - n },
-                    s => s,
-                };
-                n = 0;
-            }
-        }
+        advance(segs, cur, n as usize);
         // Partially accepted: the socket buffer is full.
         if *cur < i {
             return WriteResult::Blocked;
@@ -220,6 +224,21 @@ impl Pending {
         let segs = self.segs.make_contiguous();
         let mut cur = 0;
         let r = write_segs(fd, &self.bytes, segs, &mut cur, written);
+        self.segs.drain(..cur);
+        r
+    }
+
+    /// `write` through a TLS connection (tls/stream.rs); with no segments left it still sends queued records.
+    pub fn write_tls(
+        &mut self,
+        conn: &mut rustls::ServerConnection,
+        fd: RawFd,
+        written: &mut u64,
+        scratch: &mut [u8],
+    ) -> WriteResult {
+        let segs = self.segs.make_contiguous();
+        let mut cur = 0;
+        let r = crate::tls::stream::write_segs(conn, fd, &self.bytes, segs, &mut cur, written, scratch);
         self.segs.drain(..cur);
         r
     }

@@ -37,6 +37,7 @@ pub fn reason(status: u16) -> &'static str {
         204 => "No Content",
         206 => "Partial Content",
         301 => "Moved Permanently",
+        308 => "Permanent Redirect",
         304 => "Not Modified",
         400 => "Bad Request",
         404 => "Not Found",
@@ -108,6 +109,51 @@ pub fn parse_error(out: &mut Out, ctx: &Ctx, e: ParseError) -> Resp {
 /// 408 for a connection that did not send a complete head in time.
 pub fn timeout(out: &mut Out, ctx: &Ctx) -> Resp {
     simple(out, ctx, 408, &[], true, false, false)
+}
+
+/// The host of a Host header without its port (`example.com:8080` → `example.com`, `[::1]:80` → `[::1]`), if it
+/// is a plausible host name or address literal: it goes into a Location header and a URL.
+fn host_without_port(h: &[u8]) -> Option<&[u8]> {
+    let host = if h.first() == Some(&b'[') {
+        &h[..=h.iter().position(|&b| b == b']')?]
+    } else {
+        h.split(|&b| b == b':').next()?
+    };
+    let ok = |b: &u8| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b'_' | b'[' | b']' | b':');
+    (!host.is_empty() && host.iter().all(ok)).then_some(host)
+}
+
+/// `--https-redirect`: 308 to the same target over https on `port` (left out when 443). A request without a
+/// usable Host gets 400: there is no URL to send it to.
+pub fn https_redirect(out: &mut Out, ctx: &Ctx, req: &Request, port: u16) -> Resp {
+    let v10 = req.version == Version::Http10;
+    let close = ctx.force_close || !req.keep_alive() || req.has_body();
+    let Some(host) = req.host.and_then(host_without_port) else {
+        return simple(out, ctx, 400, &[], close, v10, req.method == Method::Head);
+    };
+    let start = out.buf.len();
+    status_line(out, 308);
+    out.bytes(b"Location: https://");
+    out.bytes(host);
+    if port != 443 {
+        out.bytes(b":");
+        out.num(port as u64);
+    }
+    // The path and query as sent (printable ASCII: the parser admits nothing else in a target).
+    out.bytes(if req.path.starts_with(b"/") { req.path } else { b"/" });
+    end_redirect(out, ctx, req, Resp { status: 308, close, bytes: start as u64, body: 0 })
+}
+
+/// The rest of a redirect after its Location path: the query, an empty body, the end of the head. `r.bytes`
+/// holds where the response started in `out`.
+fn end_redirect(out: &mut Out, ctx: &Ctx, req: &Request, r: Resp) -> Resp {
+    if let Some(q) = req.query {
+        out.bytes(b"?");
+        out.bytes(q);
+    }
+    out.bytes(b"\r\nContent-Length: 0\r\n");
+    end_head(out, ctx, r.close, req.version == Version::Http10);
+    Resp { bytes: out.buf.len() as u64 - r.bytes, ..r }
 }
 
 fn body(out: &mut Out, v: &Variant, start: u64, len: u64) {
@@ -288,13 +334,7 @@ pub fn respond(out: &mut Out, ctx: &Ctx, req: &Request, pathbuf: &mut [u8]) -> R
             out.bytes(b"Location: ");
             out.bytes(req.path);
             out.bytes(b"/");
-            if let Some(q) = req.query {
-                out.bytes(b"?");
-                out.bytes(q);
-            }
-            out.bytes(b"\r\nContent-Length: 0\r\n");
-            end_head(out, ctx, close, v10);
-            Resp { status: 301, close, bytes: (out.buf.len() - start) as u64, body: 0 }
+            end_redirect(out, ctx, req, Resp { status: 301, close, bytes: start as u64, body: 0 })
         }
         None => {
             if ctx.spa_fallback {
@@ -346,6 +386,32 @@ mod tests {
         let resp = respond(&mut out, &ctx, &r, &mut pb);
         out.finish();
         (resp, String::from_utf8_lossy(&out.buf).into_owned())
+    }
+
+    #[test]
+    fn https_redirect_keeps_path_and_query_and_drops_the_host_port() {
+        let (t, _d) = table("redirect", |_| {});
+        let go = |raw: &str, port: u16| {
+            let Ok(Parsed::Complete(req, _)) = parser::parse(raw.as_bytes()) else { panic!("{raw}") };
+            let mut out = Out::default();
+            let ctx = Ctx {
+                table: &t,
+                date_line: b"Date: Thu, 01 Jan 1970 00:00:00 GMT\r\n",
+                force_close: false,
+                spa_fallback: false,
+            };
+            let r = https_redirect(&mut out, &ctx, &req, port);
+            (r.status, String::from_utf8(out.buf).unwrap())
+        };
+        let (st, s) = go("GET /a/b?x=1&y HTTP/1.1\r\nHost: example.com:8080\r\n\r\n", 443);
+        assert_eq!(st, 308);
+        assert!(s.contains("\r\nLocation: https://example.com/a/b?x=1&y\r\n"), "{s}");
+        let (_, s) = go("HEAD / HTTP/1.1\r\nHost: [::1]:80\r\n\r\n", 8443);
+        assert!(s.contains("\r\nLocation: https://[::1]:8443/\r\n"), "{s}");
+        let (_, s) = go("GET http://other.test/p?q HTTP/1.1\r\nHost: site.test\r\n\r\n", 443);
+        assert!(s.contains("\r\nLocation: https://site.test/p?q\r\n"), "{s}");
+        assert_eq!(go("GET / HTTP/1.0\r\n\r\n", 443).0, 400);
+        assert_eq!(go("GET / HTTP/1.1\r\nHost: a b\r\n\r\n", 443).0, 400);
     }
 
     #[test]

@@ -9,8 +9,9 @@ use crate::content::Table;
 use crate::encoder;
 
 /// Status codes counted in hyperstatic_requests_total.
-/// 204 (OPTIONS, cors.rs) came later and sits at the end, so the older slots keep their indexes.
-pub const CODES: [u16; 17] = [200, 206, 301, 304, 400, 404, 405, 408, 412, 414, 416, 431, 500, 501, 503, 505, 204];
+/// 204 (OPTIONS, cors.rs) and 308 (--https-redirect) came later and sit at the end, so the older slots keep their
+/// indexes.
+pub const CODES: [u16; 18] = [200, 206, 301, 304, 400, 404, 405, 408, 412, 414, 416, 431, 500, 501, 503, 505, 204, 308];
 
 #[inline]
 pub fn code_index(status: u16) -> usize {
@@ -31,6 +32,7 @@ pub fn code_index(status: u16) -> usize {
         503 => 14,
         505 => 15,
         204 => 16,
+        308 => 17,
         _ => 12,
     }
 }
@@ -46,6 +48,10 @@ pub struct WorkerStats {
     pub connections_total: AtomicU64,
     /// hyperstatic_request_duration_seconds (timing.rs).
     pub durations: crate::timing::Histogram,
+    /// hyperstatic_tls_handshakes_total by outcome.
+    pub tls_handshakes_full: AtomicU64,
+    pub tls_handshakes_resumed: AtomicU64,
+    pub tls_handshake_failures: AtomicU64,
 }
 
 #[inline]
@@ -72,6 +78,8 @@ pub struct Shared {
     pub start_time: f64,
     /// The background encoder's store and progress (encoder.rs).
     pub encoder: encoder::State,
+    /// HTTPS configuration and certificate reload state; None when TLS is off (set before the Arc is made).
+    pub tls: Option<crate::tls::Published>,
 }
 
 impl Shared {
@@ -93,6 +101,7 @@ impl Shared {
             worker_cpus,
             pinned,
             start_time,
+            tls: None,
         }
     }
 

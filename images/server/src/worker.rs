@@ -2,6 +2,8 @@
 //! requests answered in one write per batch, timeouts swept a few times per second. Nothing here takes a
 //! lock or allocates per request: connection slots, the read buffer and the batch output are reused; a
 //! connection only owns memory while it holds a partial request or unsent output.
+//! With TLS on, each worker also owns an HTTPS listener; its connections are the same slots with a rustls
+//! session attached (tls/stream.rs), decrypting into the same read buffer and encrypting the same batches.
 
 use std::os::fd::RawFd;
 use std::sync::atomic::Ordering;
@@ -16,10 +18,13 @@ use crate::parser::{self, Parsed};
 use crate::respond::{self, Ctx, Resp};
 use crate::state::{bump, code_index, Shared, WorkerStats};
 use crate::timing;
+use crate::tls;
+use rustls::{ServerConfig, ServerConnection};
 
 const READ_BUF: usize = 64 * 1024;
 const MAX_EVENTS: usize = 512;
 const LISTENER: u64 = u64::MAX;
+const TLS_LISTENER: u64 = u64::MAX - 1;
 /// A batch is written out once its buffer grows past this, even mid-pipeline.
 const FLUSH_AT: usize = 128 * 1024;
 /// How long a closing connection may keep sending before we drop it.
@@ -57,6 +62,10 @@ struct Conn {
     /// vectors swapped in when a write blocks. The slot keeps their capacity across connections.
     inflight: Vec<Done>,
     inflight_log: Vec<u8>,
+    /// Accepted on the HTTPS listener: the rustls state (boxed: a few KB, allocated once per connection).
+    tls: Option<Box<ServerConnection>>,
+    /// The handshake's outcome was counted (hyperstatic_tls_handshakes_total).
+    handshake_counted: bool,
 }
 
 /// A queued response waiting for its write to complete: when its head was parsed, and its access-log line
@@ -87,6 +96,8 @@ impl Conn {
             peer: None,
             inflight: Vec::new(),
             inflight_log: Vec::new(),
+            tls: None,
+            handshake_counted: false,
         }
     }
 }
@@ -118,6 +129,16 @@ pub struct Worker {
     keepalive_ms: u64,
     max_age_ms: u64,
     max_requests: u64,
+    /// HTTPS: the listener (-1 without TLS), the configuration new handshakes use and its generation.
+    tls_listener: RawFd,
+    tls_config: Option<Arc<ServerConfig>>,
+    tls_gen: u64,
+    /// File-backed bodies pass through here on their way into TLS records (empty without TLS).
+    scratch: Box<[u8]>,
+    /// The Date line followed by Strict-Transport-Security, for HTTPS responses when `--hsts` is set.
+    hsts_date: Vec<u8>,
+    /// `--https-redirect`: plain-port requests get a 308 to this port.
+    redirect_port: Option<u16>,
 }
 
 fn errno() -> i32 {
@@ -201,8 +222,16 @@ pub fn local_port(fd: RawFd) -> u16 {
 }
 
 impl Worker {
-    pub fn new(id: usize, shared: Arc<Shared>, listener: RawFd) -> Worker {
+    /// `tls_listener` is -1 when HTTPS is off.
+    pub fn new(id: usize, shared: Arc<Shared>, listener: RawFd, tls_listener: RawFd) -> Worker {
         let (table, table_gen) = shared.table();
+        let (tls_config, tls_gen) = match &shared.tls {
+            Some(p) => {
+                let (c, g) = p.config();
+                (Some(c), g)
+            }
+            None => (None, 0),
+        };
         let cfg = &shared.cfg;
         let ms = |d: std::time::Duration| (d.as_millis() as u64).max(1);
         Worker {
@@ -229,6 +258,12 @@ impl Worker {
             keepalive_ms: ms(cfg.keepalive_timeout),
             max_age_ms: ms(cfg.max_connection_age),
             max_requests: cfg.max_requests_per_connection,
+            tls_listener,
+            scratch: vec![0u8; if tls_config.is_some() { tls::stream::SCRATCH } else { 0 }].into_boxed_slice(),
+            tls_config,
+            tls_gen,
+            hsts_date: Vec::new(),
+            redirect_port: cfg.https_redirect,
             shared,
         }
     }
@@ -243,6 +278,10 @@ impl Worker {
             self.ep = libc::epoll_create1(libc::EPOLL_CLOEXEC);
             let mut ev = libc::epoll_event { events: libc::EPOLLIN as u32, u64: LISTENER };
             libc::epoll_ctl(self.ep, libc::EPOLL_CTL_ADD, self.listener, &mut ev);
+            if self.tls_listener >= 0 {
+                let mut ev = libc::epoll_event { events: libc::EPOLLIN as u32, u64: TLS_LISTENER };
+                libc::epoll_ctl(self.ep, libc::EPOLL_CTL_ADD, self.tls_listener, &mut ev);
+            }
         }
         let mut events: Vec<libc::epoll_event> = vec![libc::epoll_event { events: 0, u64: 0 }; MAX_EVENTS];
         let tick = (self.header_timeout_ms.min(self.keepalive_ms) / 4).clamp(5, 1000);
@@ -259,11 +298,12 @@ impl Worker {
                 self.table = t;
                 self.table_gen = g;
             }
+            self.refresh_tls();
             for ev in events.iter().take(n.max(0) as usize) {
                 let (data, flags) = (ev.u64, ev.events);
-                if data == LISTENER {
+                if data == LISTENER || data == TLS_LISTENER {
                     if self.listener >= 0 && self.accept_paused_until == 0 {
-                        self.accept();
+                        self.accept(data == TLS_LISTENER);
                     }
                     continue;
                 }
@@ -293,9 +333,13 @@ impl Worker {
                 }
                 if self.accept_paused_until != 0 && self.now_ms >= self.accept_paused_until && !self.closing {
                     self.accept_paused_until = 0;
-                    let mut ev = libc::epoll_event { events: libc::EPOLLIN as u32, u64: LISTENER };
-                    // SAFETY: re-adding our own listener.
-                    unsafe { libc::epoll_ctl(self.ep, libc::EPOLL_CTL_ADD, self.listener, &mut ev) };
+                    for (fd, data) in [(self.listener, LISTENER), (self.tls_listener, TLS_LISTENER)] {
+                        if fd >= 0 {
+                            let mut ev = libc::epoll_event { events: libc::EPOLLIN as u32, u64: data };
+                            // SAFETY: re-adding our own listener.
+                            unsafe { libc::epoll_ctl(self.ep, libc::EPOLL_CTL_ADD, fd, &mut ev) };
+                        }
+                    }
                 }
             }
         }
@@ -303,19 +347,45 @@ impl Worker {
         unsafe { libc::close(self.ep) };
     }
 
-    fn start_closing(&mut self) {
-        self.closing = true;
-        if self.listener >= 0 {
-            // SAFETY: our own fds.
-            unsafe {
-                libc::epoll_ctl(self.ep, libc::EPOLL_CTL_DEL, self.listener, std::ptr::null_mut());
-                libc::close(self.listener);
+    /// Once per loop iteration: a rotated certificate (one atomic load; the mutex only when it changed), and
+    /// the Date line with HSTS when the second turned.
+    fn refresh_tls(&mut self) {
+        let Some(p) = &self.shared.tls else { return };
+        if p.generation() != self.tls_gen {
+            let (c, g) = p.config();
+            self.tls_config = Some(c);
+            self.tls_gen = g;
+        }
+        if let Some(h) = &self.shared.cfg.hsts {
+            let d = self.date.line();
+            if !self.hsts_date.starts_with(d) {
+                self.hsts_date.clear();
+                self.hsts_date.extend_from_slice(d);
+                self.hsts_date.extend_from_slice(b"Strict-Transport-Security: ");
+                self.hsts_date.extend_from_slice(h.as_bytes());
+                self.hsts_date.extend_from_slice(b"\r\n");
             }
-            self.listener = -1;
         }
     }
 
-    fn accept(&mut self) {
+    fn start_closing(&mut self) {
+        self.closing = true;
+        for fd in [self.listener, self.tls_listener] {
+            if fd >= 0 {
+                // SAFETY: our own fds.
+                unsafe {
+                    libc::epoll_ctl(self.ep, libc::EPOLL_CTL_DEL, fd, std::ptr::null_mut());
+                    libc::close(fd);
+                }
+            }
+        }
+        self.listener = -1;
+        self.tls_listener = -1;
+    }
+
+    /// Accepts on the plain listener, or on the HTTPS one when `tls` is set.
+    fn accept(&mut self, tls: bool) {
+        let listener = if tls { self.tls_listener } else { self.listener };
         for _ in 0..256 {
             // SAFETY: zeroed sockaddr_storage is a valid value.
             let mut ss: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
@@ -323,7 +393,7 @@ impl Worker {
             // SAFETY: accept4 on our listener into a large enough address buffer.
             let fd = unsafe {
                 libc::accept4(
-                    self.listener,
+                    listener,
                     &mut ss as *mut _ as *mut libc::sockaddr,
                     &mut sl,
                     libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
@@ -340,13 +410,27 @@ impl Worker {
                             "accept failed; pausing accepts for 100ms",
                             &[("errno", log::V::U(e as u64)), ("worker", log::V::U(self.id as u64))],
                         );
-                        // SAFETY: removing our own listener from our epoll set.
-                        unsafe { libc::epoll_ctl(self.ep, libc::EPOLL_CTL_DEL, self.listener, std::ptr::null_mut()) };
+                        for fd in [self.listener, self.tls_listener] {
+                            // SAFETY: removing our own listeners from our epoll set.
+                            unsafe { libc::epoll_ctl(self.ep, libc::EPOLL_CTL_DEL, fd, std::ptr::null_mut()) };
+                        }
                         self.accept_paused_until = self.now_ms + 100;
                         return;
                     }
                 }
             }
+            let conn = match (tls, &self.tls_config) {
+                (false, _) => None,
+                (true, Some(cfg)) => match ServerConnection::new(cfg.clone()) {
+                    Ok(c) => Some(Box::new(c)),
+                    Err(_) => {
+                        // SAFETY: closing the fd just accepted.
+                        unsafe { libc::close(fd) };
+                        continue;
+                    }
+                },
+                (true, None) => unreachable!("a TLS listener without a TLS configuration"),
+            };
             // TCP_NODELAY comes from the listener (see `listen`): no setsockopt per connection.
             let idx = match self.free.pop() {
                 Some(i) => i as usize,
@@ -373,6 +457,8 @@ impl Worker {
             c.peer = sockaddr(&ss);
             c.inflight.clear();
             c.inflight_log.clear();
+            c.tls = conn;
+            c.handshake_counted = false;
             let gen = c.gen;
             self.open += 1;
             let s = self.stats();
@@ -407,6 +493,7 @@ impl Worker {
         c.active = false;
         c.fd = -1;
         c.pending = None;
+        c.tls = None;
         c.stash = Vec::new();
         // Responses never fully sent are not observed: the histogram counts delivered responses.
         c.inflight.clear();
@@ -425,7 +512,14 @@ impl Worker {
     /// after an error) remain.
     fn begin_close(&mut self, idx: usize) {
         let c = &mut self.conns[idx];
-        if c.close_clean || c.peer_closed {
+        if let Some(t) = c.tls.as_mut() {
+            // close_notify, if the socket takes it now; the TCP FIN follows either way.
+            t.send_close_notify();
+            let _ = tls::stream::drain(t, c.fd);
+        }
+        // Over TLS a client may send records of its own (close_notify, a ticket acknowledgement) that are not
+        // requests, so a TLS connection always lingers.
+        if (c.close_clean && c.tls.is_none()) || c.peer_closed {
             self.close(idx);
             return;
         }
@@ -472,7 +566,11 @@ impl Worker {
         let c = &mut self.conns[idx];
         let Some(p) = c.pending.as_mut() else { return };
         let mut written = 0;
-        match p.write(c.fd, &mut written) {
+        let r = match c.tls.as_deref_mut() {
+            Some(t) => p.write_tls(t, c.fd, &mut written, &mut self.scratch),
+            None => p.write(c.fd, &mut written),
+        };
+        match r {
             WriteResult::Blocked => {
                 if written > 0 {
                     c.last_ms = self.now_ms;
@@ -485,7 +583,9 @@ impl Worker {
                 complete(&mut c.inflight, &mut c.inflight_log, &mut self.log_line, &self.shared.stats[self.id]);
                 if c.close_after {
                     self.begin_close(idx);
-                } else if c.paused {
+                } else if c.paused || c.tls.is_some() {
+                    // A TLS connection may hold decrypted requests inside rustls that no new socket event
+                    // will announce: always look.
                     c.paused = false;
                     self.process(idx, true);
                 } else if c.peer_closed {
@@ -506,7 +606,11 @@ impl Worker {
                 self.rbuf[..len].copy_from_slice(&st);
             }
             let mut full = false;
-            if read {
+            if read && self.conns[idx].tls.is_some() {
+                let Some((n, more)) = self.read_tls(idx, len) else { return };
+                len += n;
+                full = more;
+            } else if read {
                 let fd = self.conns[idx].fd;
                 // SAFETY: reading into the free tail of our buffer.
                 let n = unsafe { libc::read(fd, self.rbuf[len..].as_mut_ptr() as *mut libc::c_void, READ_BUF - len) };
@@ -559,6 +663,52 @@ impl Worker {
         }
     }
 
+    /// `process`'s read for a TLS connection: decrypts into rbuf[len..]; counts the handshake once it is over.
+    /// Some((plaintext bytes, maybe more)) when there is something to answer; None when the connection closed
+    /// or nothing but handshake records had to go out.
+    fn read_tls(&mut self, idx: usize, len: usize) -> Option<(usize, bool)> {
+        let c = &mut self.conns[idx];
+        let t = c.tls.as_deref_mut().expect("a TLS connection");
+        let (n, st) = tls::stream::fill(t, c.fd, &mut self.rbuf[len..]);
+        if !c.handshake_counted {
+            let s = &self.shared.stats[self.id];
+            if !t.is_handshaking() {
+                c.handshake_counted = true;
+                let resumed = t.handshake_kind() == Some(rustls::HandshakeKind::Resumed);
+                bump(if resumed { &s.tls_handshakes_resumed } else { &s.tls_handshakes_full }, 1);
+            } else if st == tls::stream::Fill::Failed {
+                c.handshake_counted = true;
+                bump(&s.tls_handshake_failures, 1);
+            }
+        }
+        if n > 0 {
+            c.last_ms = self.now_ms;
+            if c.head_since_ms == 0 {
+                c.head_since_ms = self.now_ms;
+            }
+        }
+        match st {
+            tls::stream::Fill::Failed => {
+                self.close(idx);
+                return None;
+            }
+            tls::stream::Fill::Eof if len + n == 0 => {
+                self.close(idx);
+                return None;
+            }
+            tls::stream::Fill::Eof => c.peer_closed = true,
+            _ => {}
+        }
+        if len + n == 0 {
+            // Nothing to answer; handshake records or session tickets may be waiting to go out.
+            if let Flow::Continue = self.flush(idx) {
+                self.close_if_peer_closed(idx);
+            }
+            return None;
+        }
+        Some((n, st == tls::stream::Fill::Full))
+    }
+
     /// A client that half-closed gets its complete requests answered, then the connection ends (an
     /// incomplete head left behind can never be completed).
     fn close_if_peer_closed(&mut self, idx: usize) {
@@ -586,7 +736,12 @@ impl Worker {
             let c = &self.conns[idx];
             let ctx = Ctx {
                 table,
-                date_line: self.date.line(),
+                // HTTPS responses carry HSTS (when set) right after the Date line.
+                date_line: if c.tls.is_some() && !self.hsts_date.is_empty() {
+                    &self.hsts_date
+                } else {
+                    self.date.line()
+                },
                 force_close: force_close_base
                     || c.requests + 1 >= self.max_requests
                     || self.now_ms.saturating_sub(c.born_ms) >= self.max_age_ms,
@@ -597,7 +752,10 @@ impl Worker {
                 Ok(Parsed::Complete(req, used)) => {
                     // The head is complete: the request's duration starts here (or with its batch's first).
                     let start_ns = *batch_start.get_or_insert_with(timing::now_ns);
-                    let r = respond::respond(&mut self.out, &ctx, &req, &mut self.pathbuf);
+                    let r = match self.redirect_port {
+                        Some(port) if c.tls.is_none() => respond::https_redirect(&mut self.out, &ctx, &req, port),
+                        _ => respond::respond(&mut self.out, &ctx, &req, &mut self.pathbuf),
+                    };
                     bodiless = !req.has_body();
                     let log_from = self.batch_log.len() as u32;
                     if self.shared.cfg.access_log {
@@ -681,14 +839,26 @@ impl Worker {
     /// Writes the batch; what the socket does not take becomes the connection's Pending.
     fn flush(&mut self, idx: usize) -> Flow {
         self.out.finish();
-        if self.out.segs.is_empty() {
+        let c = &mut self.conns[idx];
+        if self.out.segs.is_empty() && !c.tls.as_ref().is_some_and(|t| t.wants_write()) {
             complete(&mut self.batch, &mut self.batch_log, &mut self.log_line, &self.shared.stats[self.id]);
             return Flow::Continue;
         }
-        let fd = self.conns[idx].fd;
+        let fd = c.fd;
         let mut cur = 0;
         let mut written = 0;
-        let r = out::write_segs(fd, &self.out.buf, &mut self.out.segs, &mut cur, &mut written);
+        let r = match c.tls.as_deref_mut() {
+            Some(t) => tls::stream::write_segs(
+                t,
+                fd,
+                &self.out.buf,
+                &mut self.out.segs,
+                &mut cur,
+                &mut written,
+                &mut self.scratch,
+            ),
+            None => out::write_segs(fd, &self.out.buf, &mut self.out.segs, &mut cur, &mut written),
+        };
         match r {
             WriteResult::Done => {
                 self.out.clear();
@@ -743,6 +913,11 @@ impl Worker {
     }
 
     fn request_timeout(&mut self, idx: usize) {
+        if self.conns[idx].tls.as_ref().is_some_and(|t| t.is_handshaking()) {
+            // No TLS session to say 408 over: a handshake that takes too long just ends.
+            self.close(idx);
+            return;
+        }
         self.out.clear();
         let ctx = Ctx { table: &Table::default(), date_line: self.date.line(), force_close: true, spa_fallback: false };
         let r = respond::timeout(&mut self.out, &ctx);

@@ -160,4 +160,35 @@ pub(super) struct Flags {
     /// Log one request in N when the access log is on (0 counts as 1)
     #[arg(long, allow_hyphen_values = true, env = "HYPERSTATIC_ACCESS_LOG_SAMPLE", value_name = "N", default_value = "1", value_parser = number::<u64>)]
     pub access_log_sample: u64,
+
+    /// PEM certificate chain for HTTPS (needs --tls-key); rotation is picked up without a restart
+    #[arg(long, allow_hyphen_values = true, env = "HYPERSTATIC_TLS_CERT", value_name = "PATH")]
+    pub tls_cert: Option<PathBuf>,
+
+    /// PEM private key (PKCS#8, PKCS#1 or SEC1) of --tls-cert
+    #[arg(long, allow_hyphen_values = true, env = "HYPERSTATIC_TLS_KEY", value_name = "PATH")]
+    pub tls_key: Option<PathBuf>,
+
+    /// HTTPS listen address (used when --tls-cert and --tls-key are given); port 0 picks a free port
+    #[arg(
+        long,
+        allow_hyphen_values = true,
+        env = "HYPERSTATIC_TLS_LISTEN",
+        value_name = "ADDR",
+        default_value = "0.0.0.0:8443"
+    )]
+    pub tls_listen: SocketAddr,
+
+    /// Answer every request on --listen with 308 to the same URL over https (needs TLS)
+    #[arg(long, env = "HYPERSTATIC_HTTPS_REDIRECT", value_name = "BOOL", num_args = 0..=1, require_equals = true,
+          default_value = "false", default_missing_value = "true", value_parser = parse_bool, action = ArgAction::Set)]
+    pub https_redirect: bool,
+
+    /// Port in the --https-redirect Location (left out of the URL when 443)
+    #[arg(long, allow_hyphen_values = true, env = "HYPERSTATIC_HTTPS_REDIRECT_PORT", value_name = "N", default_value = "443", value_parser = number::<u16>)]
+    pub https_redirect_port: u16,
+
+    /// Strict-Transport-Security value sent on HTTPS responses (e.g. 'max-age=31536000; includeSubDomains')
+    #[arg(long, allow_hyphen_values = true, env = "HYPERSTATIC_HSTS", value_name = "VALUE")]
+    pub hsts: Option<String>,
 }

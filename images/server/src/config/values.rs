@@ -90,6 +90,15 @@ pub fn parse_bool(s: &str) -> Result<bool, String> {
     }
 }
 
+/// A Strict-Transport-Security value: one header line's worth of printable text.
+pub fn parse_hsts(v: &str) -> Result<String, String> {
+    let v = v.trim();
+    if v.is_empty() || !v.bytes().all(|b| b == b' ' || b == b'\t' || b.is_ascii_graphic()) {
+        return Err(format!("--hsts: invalid header value {v:?} (printable ASCII, e.g. 'max-age=31536000')"));
+    }
+    Ok(v.to_string())
+}
+
 /// A non-negative integer; surrounding whitespace (a trailing newline from a ConfigMap) is fine.
 pub fn number<T: FromStr>(s: &str) -> Result<T, String> {
     s.trim().parse().map_err(|_| format!("invalid number {s:?}"))

@@ -2,6 +2,8 @@
 //! back from its "listening" log line), speak raw bytes, split response streams.
 #![allow(dead_code)]
 
+pub mod tls;
+
 use std::io::{Read, Write};
 use std::net::{Shutdown, TcpStream};
 use std::path::{Path, PathBuf};
@@ -12,6 +14,8 @@ use std::time::{Duration, Instant};
 pub struct Server {
     pub child: Child,
     pub port: u16,
+    /// The HTTPS port (0 when TLS is off).
+    pub https: u16,
     pub admin: u16,
     pub logs: Arc<Mutex<Vec<String>>>,
 }
@@ -66,7 +70,8 @@ impl Server {
         };
         let port = port_of("\"http\":\"");
         let admin = port_of("\"admin\":\"");
-        Server { child, port, admin, logs }
+        let https = if line.contains("\"https\":\"off\"") { 0 } else { port_of("\"https\":\"") };
+        Server { child, port, https, admin, logs }
     }
 
     pub fn connect(&self) -> TcpStream {

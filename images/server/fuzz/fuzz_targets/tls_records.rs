@@ -1,0 +1,58 @@
+//! Whatever bytes arrive on the HTTPS port, `tls::stream::fill` (rustls driven over a non-blocking socket, as
+//! the workers do it) must neither panic nor loop: it ends with EOF or a failure once the peer's bytes are
+//! consumed, and never reports more plaintext than the buffer holds. Seeds are real ClientHellos (TLS 1.3 and
+//! 1.2); the certificate and key in testdata/ are throwaway material made for this target only.
+#![no_main]
+
+use std::sync::{Arc, OnceLock};
+
+use hyperstatic_server::config::TlsFiles;
+use hyperstatic_server::tls::material::{self, Material, Resumption};
+use hyperstatic_server::tls::stream::{self, Fill};
+use libfuzzer_sys::fuzz_target;
+
+fn config() -> Arc<rustls::ServerConfig> {
+    static CONFIG: OnceLock<Arc<rustls::ServerConfig>> = OnceLock::new();
+    CONFIG
+        .get_or_init(|| {
+            let files = TlsFiles { cert: "testdata/fuzz-only.crt".into(), key: "testdata/fuzz-only.key".into() };
+            let m = Material {
+                cert: include_bytes!("../testdata/fuzz-only.crt").to_vec(),
+                key: include_bytes!("../testdata/fuzz-only.key").to_vec(),
+            };
+            material::build(&files, &m, &Resumption::new().unwrap()).unwrap().config
+        })
+        .clone()
+}
+
+fuzz_target!(|data: &[u8]| {
+    let mut fds = [0; 2];
+    // SAFETY: a socket pair for this input; both ends closed below.
+    unsafe {
+        assert_eq!(libc::socketpair(libc::AF_UNIX, libc::SOCK_STREAM | libc::SOCK_NONBLOCK, 0, fds.as_mut_ptr()), 0);
+        let n = libc::write(fds[1], data.as_ptr() as *const libc::c_void, data.len());
+        assert_eq!(n as usize, data.len(), "libFuzzer inputs fit a socket buffer");
+        libc::shutdown(fds[1], libc::SHUT_WR);
+    }
+    let mut conn = rustls::ServerConnection::new(config()).unwrap();
+    let mut buf = vec![0u8; 16 * 1024];
+    let mut rounds = 0;
+    loop {
+        let (n, why) = stream::fill(&mut conn, fds[0], &mut buf);
+        assert!(n <= buf.len());
+        match why {
+            Fill::Eof | Fill::Failed => break,
+            // The peer's side is shut: everything is readable, so "nothing more for now" cannot happen.
+            Fill::Again => panic!("Again with the peer's bytes all delivered"),
+            Fill::Full => {}
+        }
+        rounds += 1;
+        assert!(rounds <= data.len() / buf.len() + 2, "fill keeps returning Full");
+    }
+    let _ = stream::drain(&mut conn, fds[0]);
+    // SAFETY: closing our own fds.
+    unsafe {
+        libc::close(fds[0]);
+        libc::close(fds[1]);
+    }
+});
