@@ -50,6 +50,12 @@ pub struct Config {
     pub access_log: bool,
     /// At least 1.
     pub access_log_sample: u64,
+    /// `--redirect`: redirect and rewrite rules ahead of the site's `_redirects` (rules/).
+    pub redirects: Vec<crate::rules::Rule>,
+    /// `--clean-urls`: `/about` serves `about.html` (rules/clean.rs).
+    pub clean_urls: bool,
+    /// `--error-page`: pages for error statuses per path prefix.
+    pub error_pages: Vec<crate::rules::ErrorPage>,
 }
 
 /// The same defaults as the flags (a test holds them equal); tests of other modules start from here.
@@ -79,6 +85,9 @@ impl Default for Config {
             compress_cache: None,
             access_log: false,
             access_log_sample: 1,
+            redirects: Vec::new(),
+            clean_urls: false,
+            error_pages: Vec::new(),
         }
     }
 }
@@ -120,6 +129,19 @@ fn rule_texts(values: Vec<String>, matches: &ArgMatches, id: &str) -> Vec<String
     values.iter().flat_map(|v| v.lines()).map(str::trim).filter(|l| !l.is_empty()).map(String::from).collect()
 }
 
+/// `--redirect` rules, in the `_redirects` line syntax; a comment or blank value is an error (it would be a
+/// rule silently missing).
+fn redirect_rules(texts: Vec<String>) -> Result<Vec<crate::rules::Rule>, String> {
+    texts
+        .iter()
+        .map(|t| match crate::rules::parse_rule(t, "--redirect") {
+            Ok(Some(r)) => Ok(r),
+            Ok(None) => Err(format!("--redirect {t:?}: expected 'FROM TO [STATUS]'")),
+            Err(e) => Err(format!("--redirect {t:?}: {e}")),
+        })
+        .collect()
+}
+
 /// The rules are parsed here rather than by clap value parsers because, in the environment, one variable holds
 /// several of them; the error messages name the flag all the same.
 fn from_flags(f: Flags, matches: &ArgMatches) -> Result<Config, String> {
@@ -149,6 +171,12 @@ fn from_flags(f: Flags, matches: &ArgMatches) -> Result<Config, String> {
         compress_cache: f.compress_cache,
         access_log: f.access_log,
         access_log_sample: f.access_log_sample.max(1),
+        redirects: redirect_rules(rule_texts(f.redirect, matches, "redirect"))?,
+        clean_urls: f.clean_urls,
+        error_pages: rule_texts(f.error_page, matches, "error_page")
+            .iter()
+            .map(|r| crate::rules::parse_error_page(r))
+            .collect::<Result<_, _>>()?,
     })
 }
 

@@ -92,6 +92,8 @@ pub enum Target {
     File(u32),
     /// A directory named without its trailing slash: 301 to the slash form.
     Redirect,
+    /// A clean URL's other forms (rules/clean.rs): 301 to `rules.moved[k]`.
+    Moved(u32),
 }
 
 #[derive(Default, Clone)]
@@ -108,6 +110,8 @@ pub struct Table {
     pub memory_bytes: u64,
     /// Memory limit, budget, bytes served from disk, fit limit (memory.rs).
     pub memory: crate::memory::Summary,
+    /// Redirects, rewrites, clean-URL redirects and error pages (rules/).
+    pub rules: crate::rules::Site,
 }
 
 impl Table {

@@ -27,6 +27,7 @@ pub mod path;
 pub mod precompress;
 pub mod range;
 pub mod respond;
+pub mod rules;
 pub mod state;
 pub mod timing;
 pub mod worker;

@@ -81,6 +81,8 @@ pub struct Request<'a> {
     pub range: Option<&'a [u8]>,
     pub if_range: Option<&'a [u8]>,
     pub accept_encoding: Option<&'a [u8]>,
+    /// For the SPA fallback's navigation test (rules/navigation.rs).
+    pub accept: Option<&'a [u8]>,
     pub user_agent: Option<&'a [u8]>,
 }
 
@@ -108,6 +110,7 @@ impl<'a> Request<'a> {
             range: None,
             if_range: None,
             accept_encoding: None,
+            accept: None,
             user_agent: None,
         };
         if matches!(method, Method::Get | Method::Head) {
@@ -130,6 +133,9 @@ impl<'a> Request<'a> {
             }
             5 if name.eq_ignore_ascii_case(b"range") => {
                 self.range.get_or_insert(value);
+            }
+            6 if name.eq_ignore_ascii_case(b"accept") => {
+                self.accept.get_or_insert(value);
             }
             8 if name.eq_ignore_ascii_case(b"if-match") => {
                 self.if_match.get_or_insert(value);

@@ -9,7 +9,8 @@ use crate::content::Table;
 use crate::encoder;
 
 /// Status codes counted in hyperstatic_requests_total.
-pub const CODES: [u16; 16] = [200, 206, 301, 304, 400, 404, 405, 408, 412, 414, 416, 431, 500, 501, 503, 505];
+pub const CODES: [u16; 19] =
+    [200, 206, 301, 304, 400, 404, 405, 408, 412, 414, 416, 431, 500, 501, 503, 505, 302, 307, 308];
 
 #[inline]
 pub fn code_index(status: u16) -> usize {
@@ -29,6 +30,10 @@ pub fn code_index(status: u16) -> usize {
         501 => 13,
         503 => 14,
         505 => 15,
+        // Redirect rules (rules/).
+        302 => 16,
+        307 => 17,
+        308 => 18,
         _ => 12,
     }
 }
