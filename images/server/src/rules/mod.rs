@@ -17,13 +17,12 @@ use std::path::Path;
 
 pub use clean::apply as clean_urls;
 pub use error_pages::{parse_error_page, ErrorPage};
-pub use matcher::Captures;
+pub use matcher::{Captures, Matcher};
 pub use navigation::is_navigation;
 pub use parse::{parse_file, parse_rule, Piece, Rule, Seg};
 
 use crate::config::Config;
 use crate::content::{Table, Target};
-use matcher::Matcher;
 
 /// The rules file at the content root. It is configuration, never served.
 pub const REDIRECTS_FILE: &str = "/_redirects";
