@@ -200,6 +200,7 @@ fn clean_urls_and_the_trailing_slash_policy() {
             ("docs/intro.html", "intro"),
             ("both.html", "both file"),
             ("both/index.html", "both dir"),
+            ("my page.html", "spaced"),
         ],
     );
     let s = Server::start(&root, &["--clean-urls"]);
@@ -216,6 +217,10 @@ fn clean_urls_and_the_trailing_slash_policy() {
     assert_eq!((r.status, r.header("Location")), (301, Some("/docs/")));
     let r = s.get("/index.html", &[]);
     assert_eq!((r.status, r.header("Location")), (301, Some("/")));
+    // A canonical Location is percent-encoded.
+    let r = s.get("/my%20page.html", &[]);
+    assert_eq!((r.status, r.header("Location")), (301, Some("/my%20page")));
+    assert_eq!(s.get("/my%20page", &[]).text(), "spaced");
     // A page beside a directory of the same name: /both is the directory's.
     assert_eq!(s.get("/both", &[]).status, 301);
     assert_eq!(s.get("/both/", &[]).text(), "both dir");

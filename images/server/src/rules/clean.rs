@@ -9,11 +9,11 @@
 
 use crate::content::{Table, Target};
 
-/// Bytes that go into a Location unchanged; the rest of a file name is percent-encoded.
+/// The Location of a canonical URL: a file name's bytes outside the safe set (target.rs) percent-encoded.
 fn location(path: &str) -> Box<[u8]> {
     let mut out = Vec::with_capacity(path.len());
     for &b in path.as_bytes() {
-        if b.is_ascii_alphanumeric() || b"-._~!$&'()*+,;=:@/".contains(&b) {
+        if super::target::keep(b) {
             out.push(b);
         } else {
             out.extend_from_slice(format!("%{b:02X}").as_bytes());

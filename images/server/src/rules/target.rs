@@ -17,7 +17,7 @@ fn capture<'p>(piece: &Piece, path: &'p [u8], caps: &Captures) -> &'p [u8] {
 
 /// Bytes that go into a Location as they are (RFC 3986 unreserved, sub-delims, `:`, `@`, `/`). Captures come
 /// from the decoded path, so anything else — a decoded CR or LF above all — is percent-encoded again.
-fn keep(b: u8) -> bool {
+pub(super) fn keep(b: u8) -> bool {
     b.is_ascii_alphanumeric() || b"-._~!$&'()*+,;=:@/".contains(&b)
 }
 
