@@ -110,6 +110,8 @@ mod tests {
             None,
             "normalised paths have no . segment, still checked"
         );
+        assert_eq!(run("/u/* /y/..:splat 200", "/u", None).1, None, "an empty splat next to dots makes a .. segment");
+        assert_eq!(run("/u/* /y/..:splat 200", "/u/a", None).1.as_deref(), Some("/y/..a"));
         let long = format!("/u/{}", "a".repeat(100));
         assert_eq!(run("/u/:id /x/:id 200", &long, None).1, None, "does not fit");
     }
