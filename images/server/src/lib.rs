@@ -44,7 +44,7 @@ use state::Shared;
 /// `--check`: load the site, print a report, fail on any problem.
 pub fn check(cfg: &Config) -> i32 {
     match loader::load(cfg, None, &mut |_| {}) {
-        Ok((_, r)) => {
+        Ok((t, r)) => {
             println!(
                 "site {}: {} files, {} bytes ({} bytes in memory with encodings, {} files served from disk), {} compressed variants",
                 cfg.root.display(),
@@ -59,6 +59,9 @@ pub fn check(cfg: &Config) -> i32 {
                     "compression: {} files get brotli and gzip variants in the background once serving (none at load; `precompress` makes them at build time)",
                     r.pending_encodings
                 );
+            }
+            if t.rules.rule_count() > 0 {
+                println!("redirects: {} rules (--redirect flags, then _redirects)", t.rules.rule_count());
             }
             let m = r.memory;
             println!(

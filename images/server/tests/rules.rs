@@ -85,6 +85,9 @@ fn redirects_and_rewrites_from_the_file_and_flags() {
     assert_eq!(s.get("/unknown", &[]).status, 404);
     assert_eq!(s.metric("hyperstatic_redirect_rules"), 10.0);
     assert_eq!(s.metric("hyperstatic_requests_total{code=\"308\"}"), 2.0);
+    drop(s);
+    let (ok, text) = check(&root, &["--redirect", "/x /new.html"]);
+    assert!(ok && text.contains("redirects: 9 rules"), "{text}");
     let _ = std::fs::remove_dir_all(root);
 }
 
