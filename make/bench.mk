@@ -40,6 +40,13 @@ bench-site: ## Python 3.11 docs served by ours vs nginx, lighttpd, h2o: startup,
 	  $(BENCH_ENV) SITE_CONNECTIONS="$(SITE_CONNECTIONS)" STARTUP_REPS=$(STARTUP_REPS) images/server/bench/site.sh "$$bin"; \
 	  rc=$$?; $(call progress,site benchmark finished (exit $$rc); results in $(BENCH_OUT)/site/); exit $$rc
 
+.PHONY: bench-rules
+bench-rules: ## Our server on the benchmark site with 1,000 redirect rules (_redirects) and 100 header rules vs the same site without, interleaved; goal within 5 %; writes _out/bench/rules/ (≈2 min with REPS=3 BENCH_SECONDS=7).
+	@bin="$$($(MAKE) -s server-build | tail -n 1)"; \
+	  if [ ! -x "$$bin" ]; then echo "make server-build did not print an executable path (got '$$bin')" >&2; exit 1; fi; \
+	  $(call progress,site rules overhead: $$bin with and without 1000 redirect + 100 header rules); \
+	  $(BENCH_ENV) BENCH_RULES=1 PEERS=nginx BENCH_FLOOR=0 images/server/bench/run.sh "$$bin"
+
 .PHONY: bench-self-check
 bench-self-check: ## nginx against itself through the same harness: every ratio should come out ≈ 1×.
 	@$(BENCH_ENV) PEERS=nginx BENCH_FLOOR=0 images/server/bench/run.sh nginx

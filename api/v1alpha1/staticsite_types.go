@@ -196,7 +196,8 @@ type ServerSpec struct {
 	// +optional
 	CORS []CORSRule `json:"cors,omitempty"`
 
-	// spaFallback serves /index.html for paths that match no file (single-page applications).
+	// spaFallback serves /index.html for missing paths that look like page navigations (no file extension, or
+	// Accept preferring text/html), for single-page applications; a missing asset such as /app.js stays 404.
 	// +optional
 	SPAFallback bool `json:"spaFallback,omitempty"`
 
@@ -205,6 +206,24 @@ type ServerSpec struct {
 	// +kubebuilder:validation:XValidation:rule="self.startsWith('/') && !self.split('/').exists(s, s == '..')",message="spec.server.notFoundPage must be an absolute site path without '..'"
 	// +optional
 	NotFoundPage string `json:"notFoundPage,omitempty"`
+
+	// redirects are redirect and rewrite rules, applied before the site's own `_redirects` file; the first
+	// matching rule wins (siterules_types.go).
+	// +kubebuilder:validation:MaxItems=256
+	// +listType=atomic
+	// +optional
+	Redirects []Redirect `json:"redirects,omitempty"`
+
+	// cleanURLs serves /about from about.html; /about.html and /about/ redirect (301) to /about.
+	// +optional
+	CleanURLs bool `json:"cleanURLs,omitempty"`
+
+	// errorPages are site pages served with an error status, per path prefix (longest wins); notFoundPage
+	// remains the 404 page where none matches.
+	// +kubebuilder:validation:MaxItems=32
+	// +listType=atomic
+	// +optional
+	ErrorPages []ErrorPage `json:"errorPages,omitempty"`
 
 	// maxRequestsPerConnection closes a keep-alive connection after this many requests, so load spreads to new
 	// replicas. Default: the server's (10000).

@@ -356,6 +356,19 @@ func TestInvalidSitesAreRefused(t *testing.T) {
 		{"cors bad method", v1alpha1.StaticSiteSpec{Content: img, Server: v1alpha1.ServerSpec{CORS: []v1alpha1.CORSRule{{Glob: "/a", AllowOrigins: []string{"*"}, AllowMethods: []string{"GET,PUT"}}}}}, "spec.server.cors[0].allowMethods[0]"},
 		{"cors max age too long", v1alpha1.StaticSiteSpec{Content: img, Server: v1alpha1.ServerSpec{CORS: []v1alpha1.CORSRule{{Glob: "/a", AllowOrigins: []string{"*"}, MaxAge: ptr.To[int32](86401)}}}}, "spec.server.cors[0].maxAge"},
 		{"bad budget", v1alpha1.StaticSiteSpec{Content: img, Disruption: &v1alpha1.DisruptionSpec{MaxUnavailable: intstr.FromString("half")}}, "spec.disruption.maxUnavailable must be"},
+		{"redirect status", v1alpha1.StaticSiteSpec{Content: img, Server: v1alpha1.ServerSpec{Redirects: []v1alpha1.Redirect{{From: "/a", To: "/b", Status: 303}}}}, "spec.server.redirects[0].status: Unsupported value: 303"},
+		{"relative redirect from", v1alpha1.StaticSiteSpec{Content: img, Server: v1alpha1.ServerSpec{Redirects: []v1alpha1.Redirect{{From: "old", To: "/b"}}}}, "spec.server.redirects[0].from"},
+		{"splat mid-path", v1alpha1.StaticSiteSpec{Content: img, Server: v1alpha1.ServerSpec{Redirects: []v1alpha1.Redirect{{From: "/a/*/b", To: "/b"}}}}, "spec.server.redirects[0].from"},
+		{"redirect from with ..", v1alpha1.StaticSiteSpec{Content: img, Server: v1alpha1.ServerSpec{Redirects: []v1alpha1.Redirect{{From: "/a/../b", To: "/b"}}}}, "spec.server.redirects[].from must not hold '.' or '..' segments"},
+		{"nine placeholders", v1alpha1.StaticSiteSpec{Content: img, Server: v1alpha1.ServerSpec{Redirects: []v1alpha1.Redirect{{From: "/:a/x/:b/:c/:d/:e/:f/:g/:h/:i", To: "/b"}}}}, "spec.server.redirects[].from must have at most 8 placeholders"},
+		{"redirect to with a space", v1alpha1.StaticSiteSpec{Content: img, Server: v1alpha1.ServerSpec{Redirects: []v1alpha1.Redirect{{From: "/a", To: "/b c"}}}}, "spec.server.redirects[0].to"},
+		{"redirect to another host's path", v1alpha1.StaticSiteSpec{Content: img, Server: v1alpha1.ServerSpec{Redirects: []v1alpha1.Redirect{{From: "/a", To: "//evil.example/"}}}}, "spec.server.redirects[0].to"},
+		{"rewrite to a URL", v1alpha1.StaticSiteSpec{Content: img, Server: v1alpha1.ServerSpec{Redirects: []v1alpha1.Redirect{{From: "/a", To: "https://example.com/", Status: 200}}}}, "spec.server.redirects[].to of a 200 rewrite must be a site path"},
+		{"rewrite out of the site", v1alpha1.StaticSiteSpec{Content: img, Server: v1alpha1.ServerSpec{Redirects: []v1alpha1.Redirect{{From: "/a/*", To: "/../etc/passwd", Status: 200}}}}, "spec.server.redirects[].to of a 200 rewrite must be a site path"},
+		{"too many redirects", v1alpha1.StaticSiteSpec{Content: img, Server: v1alpha1.ServerSpec{Redirects: manyRedirects(v1alpha1.MaxRedirects + 1)}}, "spec.server.redirects: Too many"},
+		{"error page status", v1alpha1.StaticSiteSpec{Content: img, Server: v1alpha1.ServerSpec{ErrorPages: []v1alpha1.ErrorPage{{Status: 500, Path: "/500.html"}}}}, "spec.server.errorPages[0].status: Unsupported value: 500"},
+		{"relative error page", v1alpha1.StaticSiteSpec{Content: img, Server: v1alpha1.ServerSpec{ErrorPages: []v1alpha1.ErrorPage{{Status: 404, Path: "404.html"}}}}, "spec.server.errorPages[0].path"},
+		{"error page prefix", v1alpha1.StaticSiteSpec{Content: img, Server: v1alpha1.ServerSpec{ErrorPages: []v1alpha1.ErrorPage{{Status: 404, Path: "/404.html", PathPrefix: "docs/"}}}}, "spec.server.errorPages[0].pathPrefix"},
 		{"empty image volume", v1alpha1.StaticSiteSpec{Content: v1alpha1.ContentSource{ImageVolume: &v1alpha1.ImageVolumeContent{}}}, "spec.content.imageVolume.reference"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -369,6 +382,35 @@ func TestInvalidSitesAreRefused(t *testing.T) {
 				t.Errorf("error %q, want an Invalid error mentioning %q", err, tc.want)
 			}
 		})
+	}
+}
+
+func manyRedirects(n int) []v1alpha1.Redirect {
+	rs := make([]v1alpha1.Redirect, n)
+	for i := range rs {
+		rs[i] = v1alpha1.Redirect{From: fmt.Sprintf("/old/%d", i), To: fmt.Sprintf("/new/%d", i)}
+	}
+	return rs
+}
+
+// Site rules the server accepts are accepted by the API server too, with status defaulted to 301.
+func TestSiteRulesAreAccepted(t *testing.T) {
+	ns := namespace(t)
+	site := createSite(t, ns, "rules", v1alpha1.StaticSiteSpec{Content: v1alpha1.ContentSource{Image: "example/site:1"}, Server: v1alpha1.ServerSpec{
+		Redirects: append(manyRedirects(v1alpha1.MaxRedirects-5),
+			v1alpha1.Redirect{From: "/blog/*", To: "/news/:splat", Status: 302},
+			v1alpha1.Redirect{From: "/:year/:slug/", To: "https://example.com:8443/p/:slug?y=:year", Status: 308, Force: true},
+			v1alpha1.Redirect{From: "/app/*", To: "/app/index.html", Status: 200},
+			v1alpha1.Redirect{From: "/", To: "/home", Status: 307},
+			v1alpha1.Redirect{From: "/café/a:b", To: "/x"},
+		),
+		CleanURLs:  true,
+		ErrorPages: []v1alpha1.ErrorPage{{Status: 404, Path: "/docs/404.html", PathPrefix: "/docs/"}, {Status: 405, Path: "/405.html"}},
+	}})
+	got := &v1alpha1.StaticSite{}
+	testenv.Must(t, k8s.Get(context.Background(), client.ObjectKeyFromObject(site), got))
+	if s := got.Spec.Server.Redirects[0].Status; s != 301 {
+		t.Errorf("redirects[0].status defaulted to %d, want 301", s)
 	}
 }
 

@@ -110,9 +110,10 @@ func formatDuration(d time.Duration) string {
 
 // ServerArgs are the server's command-line arguments for a site (flags of images/server: --root, --listen,
 // --admin-listen, --drain-delay, --shutdown-timeout, --max-requests-per-connection, --max-connection-age,
-// --cache-control GLOB=VALUE and --header [GLOB=]NAME:VALUE (both repeatable), --security-headers (unless
+// --cache-control GLOB=VALUE and --header [GLOB=]NAME:VALUE (both repeatable), --security-headers=false (when
 // securityHeaders is false), --cors GLOB=ORIGINS;methods=..;headers=..;max-age=.. (repeatable, see corsArg),
-// --spa-fallback, --not-found-page PATH).
+// --spa-fallback, --not-found-page PATH, and the site rules of siteRuleArgs: --redirect 'FROM TO STATUS[!]',
+// --clean-urls, --error-page 'STATUS PATH PREFIX').
 // The compression cache is not an argument but an environment variable: see cachevolume.go.
 func ServerArgs(site *v1alpha1.StaticSite) []string {
 	s := site.Spec.Server
@@ -154,5 +155,6 @@ func ServerArgs(site *v1alpha1.StaticSite) []string {
 	if s.NotFoundPage != "" {
 		args = append(args, "--not-found-page", s.NotFoundPage)
 	}
+	args = append(args, siteRuleArgs(s)...)
 	return append(args, s.ExtraArgs...)
 }

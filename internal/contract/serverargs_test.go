@@ -114,6 +114,23 @@ func tableCases() []argsCase {
 			DrainDelay: dur(5 * time.Second), NotFoundPage: "/404.html",
 			ExtraArgs: []string{"--shutdown-timeout", "30s", "--drain-delay=1s", "--not-found-page", "/index.html"},
 		}},
+		{name: "redirects", spec: v1alpha1.ServerSpec{Redirects: []v1alpha1.Redirect{
+			{From: "/old", To: "/new", Status: 301},
+			{From: "/blog/*", To: "/news/:splat", Status: 302},
+			{From: "/:year/:month/:slug", To: "https://example.com:8443/:slug?y=:year", Status: 308, Force: true},
+			{From: "/app/*", To: "/index.html", Status: 200},
+			{From: "/docs/:page/", To: "/about/index.html", Status: 200, Force: true},
+			{From: "/", To: "/about/", Status: 307},
+			{From: "/unset-status", To: "/x"},
+			{From: "/caf\u00e9/ü:x", To: "/:undefined/:splat", Status: 301},
+		}}},
+		{name: "clean urls", spec: v1alpha1.ServerSpec{CleanURLs: true}},
+		{name: "error pages", spec: v1alpha1.ServerSpec{ErrorPages: []v1alpha1.ErrorPage{
+			{Status: 404, Path: "/404.html", PathPrefix: "/docs/"},
+			{Status: 405, Path: "/index.html"},
+			{Status: 400, Path: "/about/index.html", PathPrefix: "/a"},
+			{Status: 414, Path: "/404.html", PathPrefix: "/"},
+		}}},
 		{name: "image fields do not become flags", spec: v1alpha1.ServerSpec{Image: "example.com/site:1", ImagePullPolicy: "Always"}},
 		{name: "everything", spec: v1alpha1.ServerSpec{
 			Image:                    "example.com/site:1",
@@ -212,6 +229,84 @@ func genCORS(r *rand.Rand) v1alpha1.CORSRule {
 	return c
 }
 
+// sitePages are files of siteFiles that pages and rewrite targets name.
+var sitePages = []string{"/index.html", "/404.html", "/about/index.html", "/about/"}
+
+// Alphabets of a literal segment of redirects[].from, as the CRD's pattern admits them: no whitespace, '\', '%',
+// '?', '#', '/' or '*', and no ':' first (that is a placeholder).
+const (
+	segmentFirst = "abcxyz019-_.~!$&'()+,;=@éü世"
+	segmentRest  = segmentFirst + ":"
+	// urlChars may follow a redirect target's first character: printable ASCII without whitespace.
+	urlChars = "abcxyz019-_.~!$&'()*+,;=@:/?#%[]"
+)
+
+func genSegment(r *rand.Rand) string {
+	for {
+		seg := pick(r, segmentFirst, 1) + pick(r, segmentRest, r.IntN(10))
+		if seg != "." && seg != ".." {
+			return seg
+		}
+	}
+}
+
+// genRedirect draws a rule the CRD admits: literal and placeholder segments, an optional final splat or slash; a
+// redirect to a path or URL using the placeholders (and undefined ones), or a rewrite to a site file or a splat.
+func genRedirect(r *rand.Rand) v1alpha1.Redirect {
+	var from strings.Builder
+	var names []string
+	for range r.IntN(5) {
+		if r.IntN(3) == 0 && len(names) < 8 {
+			name := pick(r, "abcxyz_", 1) + pick(r, "abcxyz_019", r.IntN(6))
+			names = append(names, name)
+			from.WriteString("/:" + name)
+		} else {
+			from.WriteString("/" + genSegment(r))
+		}
+	}
+	splat := false
+	switch r.IntN(3) {
+	case 0:
+		from.WriteString("/*")
+		splat = true
+	case 1:
+		from.WriteString("/")
+	}
+	if from.Len() == 0 {
+		from.WriteString("/")
+	}
+	rule := v1alpha1.Redirect{From: from.String(), Force: r.IntN(2) == 0}
+	status := []int32{0, 200, 301, 302, 307, 308}[r.IntN(6)]
+	rule.Status = status
+	if status == 200 {
+		if splat && r.IntN(2) == 0 {
+			rule.To = "/:splat"
+		} else {
+			rule.To = sitePages[r.IntN(len(sitePages))]
+		}
+		return rule
+	}
+	to := []string{"/", "https://example.com", "http://a.example:8080/"}[r.IntN(3)]
+	for range r.IntN(4) {
+		switch {
+		case len(names) > 0 && r.IntN(2) == 0:
+			to += ":" + names[r.IntN(len(names))] + "/"
+		case r.IntN(3) == 0:
+			to += ":splat"
+		default:
+			to += pick(r, urlChars, 1+r.IntN(8))
+		}
+	}
+	if to == "/" && r.IntN(2) == 0 {
+		to = "/x"
+	}
+	if strings.HasPrefix(to, "//") {
+		to = "/x" + to
+	}
+	rule.To = to
+	return rule
+}
+
 // extraFlags are server flags a user tunes through extraArgs, each with a generator of valid values. Boolean flags
 // take a value only as --flag=VALUE (a separate word after a boolean flag is an unexpected argument).
 var extraFlags = []struct {
@@ -285,6 +380,23 @@ func genCases(seed uint64, n int) []argsCase {
 		s.SPAFallback = half()
 		if half() {
 			s.NotFoundPage = []string{"/404.html", "/about/index.html", "/index.html"}[r.IntN(3)]
+		}
+		if half() {
+			for range 1 + r.IntN(6) {
+				s.Redirects = append(s.Redirects, genRedirect(r))
+			}
+		}
+		s.CleanURLs = half()
+		if half() {
+			for range 1 + r.IntN(4) {
+				s.ErrorPages = append(s.ErrorPages, v1alpha1.ErrorPage{
+					Status: []int32{400, 404, 405, 414}[r.IntN(4)],
+					// Known gap, not generated: a page the site does not have passes the CRD but fails --check
+					// (a content problem, like notFoundPage).
+					Path:       sitePages[r.IntN(len(sitePages))],
+					PathPrefix: []string{"", "/", "/" + genSegment(r) + "/", "/" + genSegment(r)}[r.IntN(4)],
+				})
+			}
 		}
 		if half() {
 			for _, f := range extraFlags {
@@ -385,6 +497,8 @@ func TestContractServerRejectsUnknownFlags(t *testing.T) {
 		{"misspelled --header", func(a []string) []string { return replaceArg(a, "--header", "--headers") }},
 		{"unknown flag", func(a []string) []string { return append(a, "--no-such-flag") }},
 		{"unparsable duration", func(a []string) []string { return append(a, "--max-connection-age", "soon") }},
+		{"redirect status the server does not know", func(a []string) []string { return append(a, "--redirect", "/a /b 303") }},
+		{"error page status the server does not know", func(a []string) []string { return append(a, "--error-page", "500 /404.html") }},
 	}
 	for _, m := range mutations {
 		t.Run(m.name, func(t *testing.T) {

@@ -3,6 +3,7 @@
 #   images/server/bench/run.sh PATH/TO/hyperstatic-server     our server vs nginx
 #   images/server/bench/run.sh nginx                          nginx vs nginx: the harness's own self-check
 #   BENCH_PROFILE=1 images/server/bench/run.sh PATH           syscalls per request and perf hot spots instead
+#   BENCH_RULES=1 images/server/bench/run.sh PATH             site with 1,000 redirect + 100 header rules vs none
 # Knobs (environment): PEERS BENCH_FLOOR BENCH_SECONDS REPS WARMUP_SECONDS BENCH_CPU_QUOTA SERVER_CPU CLIENT_CPU IDLE_CONNS
 #                      BENCH_WORKLOADS BENCH_OUT BENCH_SERVER_ARGS; see README.md.
 set -euo pipefail
@@ -39,5 +40,8 @@ out="$(realpath -m "${BENCH_OUT:-$PWD/_out/bench}")"
 cd "$here"
 if [ -n "${BENCH_PROFILE:-}" ]; then
   exec python3 -m hsbench.profile --ours "$ours" --out "$out"
+fi
+if [ -n "${BENCH_RULES:-}" ]; then
+  exec python3 -m hsbench.rules --ours "$ours" --out "$out/rules"
 fi
 exec python3 -m hsbench --ours "$ours" --out "$out"

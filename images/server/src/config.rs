@@ -64,6 +64,12 @@ pub struct Config {
     pub https_redirect: Option<u16>,
     /// `--hsts`: the Strict-Transport-Security value for HTTPS responses.
     pub hsts: Option<String>,
+    /// `--redirect`: redirect and rewrite rules ahead of the site's `_redirects` (rules/).
+    pub redirects: Vec<crate::rules::Rule>,
+    /// `--clean-urls`: `/about` serves `about.html` (rules/clean.rs).
+    pub clean_urls: bool,
+    /// `--error-page`: pages for error statuses per path prefix.
+    pub error_pages: Vec<crate::rules::ErrorPage>,
 }
 
 /// The PEM files of the serving certificate (a `kubernetes.io/tls` Secret's `tls.crt` and `tls.key`).
@@ -106,6 +112,9 @@ impl Default for Config {
             tls_listen: "0.0.0.0:8443".parse().unwrap(),
             https_redirect: None,
             hsts: None,
+            redirects: Vec::new(),
+            clean_urls: false,
+            error_pages: Vec::new(),
         }
     }
 }
@@ -147,6 +156,19 @@ fn rule_texts(values: Vec<String>, matches: &ArgMatches, id: &str) -> Vec<String
     values.iter().flat_map(|v| v.lines()).map(str::trim).filter(|l| !l.is_empty()).map(String::from).collect()
 }
 
+/// `--redirect` rules, in the `_redirects` line syntax; a comment or blank value is an error (it would be a
+/// rule silently missing).
+fn redirect_rules(texts: Vec<String>) -> Result<Vec<crate::rules::Rule>, String> {
+    texts
+        .iter()
+        .map(|t| match crate::rules::parse_rule(t, "--redirect") {
+            Ok(Some(r)) => Ok(r),
+            Ok(None) => Err(format!("--redirect {t:?}: expected 'FROM TO [STATUS]'")),
+            Err(e) => Err(format!("--redirect {t:?}: {e}")),
+        })
+        .collect()
+}
+
 /// The rules are parsed here rather than by clap value parsers because, in the environment, one variable holds
 /// several of them; the error messages name the flag all the same.
 fn from_flags(f: Flags, matches: &ArgMatches) -> Result<Config, String> {
@@ -183,6 +205,12 @@ fn from_flags(f: Flags, matches: &ArgMatches) -> Result<Config, String> {
         https_redirect: f.https_redirect.then_some(f.https_redirect_port),
         hsts: f.hsts.as_deref().map(values::parse_hsts).transpose()?,
         tls: tls_files(f.tls_cert, f.tls_key, f.https_redirect, matches)?,
+        redirects: redirect_rules(rule_texts(f.redirect, matches, "redirect"))?,
+        clean_urls: f.clean_urls,
+        error_pages: rule_texts(f.error_page, matches, "error_page")
+            .iter()
+            .map(|r| crate::rules::parse_error_page(r))
+            .collect::<Result<_, _>>()?,
     })
 }
 

@@ -99,6 +99,8 @@ pub enum Target {
     File(u32),
     /// A directory named without its trailing slash: 301 to the slash form.
     Redirect,
+    /// A clean URL's other forms (rules/clean.rs): 301 to `rules.moved[k]`.
+    Moved(u32),
 }
 
 #[derive(Default, Clone)]
@@ -117,6 +119,8 @@ pub struct Table {
     pub memory: crate::memory::Summary,
     /// `--cors` rules, indexed by `Resolved::cors`.
     pub cors: Arc<[crate::cors::CorsRule]>,
+    /// Redirects, rewrites, clean-URL redirects and error pages (rules/).
+    pub rules: crate::rules::Site,
 }
 
 impl Table {

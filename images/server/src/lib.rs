@@ -30,6 +30,7 @@ pub mod path;
 pub mod precompress;
 pub mod range;
 pub mod respond;
+pub mod rules;
 pub mod security;
 pub mod state;
 pub mod timing;
@@ -74,7 +75,7 @@ pub fn check(cfg: &Config) -> i32 {
         return 1;
     }
     match loader::load(cfg, None, &mut |_| {}) {
-        Ok((_, r)) => {
+        Ok((t, r)) => {
             println!(
                 "site {}: {} files, {} bytes ({} bytes in memory with encodings, {} files served from disk), {} compressed variants",
                 cfg.root.display(),
@@ -89,6 +90,9 @@ pub fn check(cfg: &Config) -> i32 {
                     "compression: {} files get brotli and gzip variants in the background once serving (none at load; `precompress` makes them at build time)",
                     r.pending_encodings
                 );
+            }
+            if t.rules.rule_count() > 0 {
+                println!("redirects: {} rules (--redirect flags, then _redirects)", t.rules.rule_count());
             }
             let m = r.memory;
             println!(

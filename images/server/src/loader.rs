@@ -275,6 +275,9 @@ pub fn load(cfg: &Config, store: Option<&Store>, on_dir: &mut dyn FnMut(&Path)) 
     let (mut found, dirs) = walk(&cfg.root, on_dir, &mut report)?;
     let site_headers = file_headers::take_site_file(&mut found)?;
     let hdrs = |url: &str| Arc::new(file_headers::resolve(cfg, &site_headers, url));
+    // `_redirects` is configuration (rules/), never served.
+    let redirects_file =
+        found.iter().position(|f| f.url == crate::rules::REDIRECTS_FILE).map(|i| found.remove(i).fs_path);
     let urls: HashSet<&str> = found.iter().map(|f| f.url.as_str()).collect();
     // memory: which files are held in memory (the rest, with their siblings, are served from disk).
     let budget = memory::Budget::of(cfg);
@@ -379,6 +382,10 @@ pub fn load(cfg: &Config, store: Option<&Store>, on_dir: &mut dyn FnMut(&Path)) 
             Some(Target::File(i)) => t.not_found = Some(*i),
             _ => report.errors.push(format!("--not-found-page {p}: no such file in the site")),
         }
+    }
+    crate::rules::install(&mut t, cfg, redirects_file.as_deref(), &mut report.errors)?;
+    if cfg.clean_urls {
+        crate::rules::clean_urls(&mut t);
     }
     t.bytes = report.bytes;
     report.memory = memory::Summary {

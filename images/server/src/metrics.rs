@@ -106,6 +106,13 @@ pub fn render(s: &Shared) -> String {
     let (table, _) = s.table();
     family(&mut out, "hyperstatic_content_files", "gauge", "Files in the served content table.");
     let _ = writeln!(out, "hyperstatic_content_files {}", table.files());
+    family(
+        &mut out,
+        "hyperstatic_redirect_rules",
+        "gauge",
+        "Redirect and rewrite rules in force (flags and _redirects).",
+    );
+    let _ = writeln!(out, "hyperstatic_redirect_rules {}", table.rules.rule_count());
     family(&mut out, "hyperstatic_content_bytes", "gauge", "Total size of the served files (identity encoding).");
     let _ = writeln!(out, "hyperstatic_content_bytes {}", table.bytes);
     family(&mut out, "hyperstatic_content_memory_bytes", "gauge", "Bytes of content held in memory, all encodings.");

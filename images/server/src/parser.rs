@@ -86,6 +86,8 @@ pub struct Request<'a> {
     /// CORS (cors.rs): the requesting origin, and a preflight's intended method.
     pub origin: Option<&'a [u8]>,
     pub access_control_request_method: Option<&'a [u8]>,
+    /// For the SPA fallback's navigation test (rules/navigation.rs).
+    pub accept: Option<&'a [u8]>,
     pub user_agent: Option<&'a [u8]>,
 }
 
@@ -115,6 +117,7 @@ impl<'a> Request<'a> {
             accept_encoding: None,
             origin: None,
             access_control_request_method: None,
+            accept: None,
             user_agent: None,
         };
         if method == Method::Options && target == b"*" {
@@ -142,6 +145,9 @@ impl<'a> Request<'a> {
             }
             6 if name.eq_ignore_ascii_case(b"origin") => {
                 self.origin.get_or_insert(value);
+            }
+            6 if name.eq_ignore_ascii_case(b"accept") => {
+                self.accept.get_or_insert(value);
             }
             8 if name.eq_ignore_ascii_case(b"if-match") => {
                 self.if_match.get_or_insert(value);

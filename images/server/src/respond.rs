@@ -9,6 +9,7 @@ use crate::out::Out;
 use crate::parser::{Method, ParseError, Request, Version};
 use crate::path;
 use crate::range::{self, RangeResult};
+use crate::rules;
 use std::os::fd::AsRawFd;
 
 /// Per-response facts the worker needs: status for metrics/logs, whether to close, bytes queued.
@@ -37,6 +38,8 @@ pub fn reason(status: u16) -> &'static str {
         204 => "No Content",
         206 => "Partial Content",
         301 => "Moved Permanently",
+        302 => "Found",
+        307 => "Temporary Redirect",
         308 => "Permanent Redirect",
         304 => "Not Modified",
         400 => "Bad Request",
@@ -54,7 +57,7 @@ pub fn reason(status: u16) -> &'static str {
     }
 }
 
-fn status_line(out: &mut Out, status: u16) {
+pub(crate) fn status_line(out: &mut Out, status: u16) {
     out.bytes(b"HTTP/1.1 ");
     out.num(status as u64);
     out.bytes(b" ");
@@ -62,7 +65,7 @@ fn status_line(out: &mut Out, status: u16) {
     out.bytes(b"\r\n");
 }
 
-fn end_head(out: &mut Out, ctx: &Ctx, close: bool, v10: bool) {
+pub(crate) fn end_head(out: &mut Out, ctx: &Ctx, close: bool, v10: bool) {
     out.bytes(ctx.date_line);
     if close {
         out.bytes(b"Connection: close\r\n");
@@ -210,7 +213,7 @@ fn options(out: &mut Out, ctx: &Ctx, req: &Request, pathbuf: &mut [u8], close: b
     Resp { status: 204, close, bytes: (out.buf.len() - start) as u64, body: 0 }
 }
 
-fn serve(out: &mut Out, ctx: &Ctx, req: &Request, e: &FileEntry, close: bool) -> Resp {
+pub(crate) fn serve(out: &mut Out, ctx: &Ctx, req: &Request, e: &FileEntry, close: bool) -> Resp {
     let v10 = req.version == Version::Http10;
     let cors = cors_line(ctx, req, e);
     let head = req.method == Method::Head;
@@ -288,43 +291,76 @@ fn serve(out: &mut Out, ctx: &Ctx, req: &Request, e: &FileEntry, close: bool) ->
     Resp { status: 200, close, bytes: hl + v.len, body: v.len }
 }
 
-fn not_found_page(out: &mut Out, ctx: &Ctx, req: &Request, e: &FileEntry, close: bool) -> Resp {
+/// A site page (error page, not-found page) served with an error status.
+fn error_page(
+    out: &mut Out,
+    ctx: &Ctx,
+    req: &Request,
+    status: u16,
+    e: &FileEntry,
+    extra: &[&[u8]],
+    close: bool,
+) -> Resp {
     let v10 = req.version == Version::Http10;
     let v = e.identity();
     let start = out.buf.len();
-    status_line(out, 404);
+    status_line(out, status);
     out.bytes(b"Content-Type: ");
     out.bytes(e.mime.as_bytes());
     out.bytes(b"\r\nContent-Length: ");
     out.num(v.len);
     out.bytes(b"\r\nCache-Control: no-cache\r\n");
+    for x in extra {
+        out.bytes(x);
+    }
     end_head(out, ctx, close, v10);
     let hl = (out.buf.len() - start) as u64;
     if req.method == Method::Head {
-        return Resp { status: 404, close, bytes: hl, body: 0 };
+        return Resp { status, close, bytes: hl, body: 0 };
     }
     body(out, v, 0, v.len);
-    Resp { status: 404, close, bytes: hl + v.len, body: v.len }
+    Resp { status, close, bytes: hl + v.len, body: v.len }
+}
+
+/// An error for a request: the site's error page for the status and path (`--error-page`, longest prefix; for
+/// 404 then `--not-found-page`), else the plain text one. `path` is the normalised path, or the raw one when
+/// the path did not normalise.
+#[allow(clippy::too_many_arguments)]
+fn error(out: &mut Out, ctx: &Ctx, req: &Request, status: u16, path: &[u8], extra: &[&[u8]], close: bool) -> Resp {
+    let page = ctx.table.rules.error_page(status, path).or(if status == 404 { ctx.table.not_found } else { None });
+    match page {
+        Some(i) => error_page(out, ctx, req, status, ctx.table.entry(i), extra, close),
+        None => simple(out, ctx, status, extra, close, req.version == Version::Http10, req.method == Method::Head),
+    }
 }
 
 /// Appends the response to `req` to `out`. `pathbuf` is scratch space for the normalised path.
 pub fn respond(out: &mut Out, ctx: &Ctx, req: &Request, pathbuf: &mut [u8]) -> Resp {
     let v10 = req.version == Version::Http10;
-    let head = req.method == Method::Head;
     // A request body we do not read (GET with Content-Length, any Transfer-Encoding) ends the connection.
     let close = ctx.force_close || !req.keep_alive() || req.has_body();
     match req.method {
         Method::Get | Method::Head => {}
         Method::Options => return options(out, ctx, req, pathbuf, close),
-        Method::Other => return simple(out, ctx, 405, &[ALLOW], close, v10, false),
+        Method::Other => return error(out, ctx, req, 405, req.path, &[ALLOW], close),
         Method::Unknown => return simple(out, ctx, 501, &[], true, v10, false),
     }
     let n = match path::normalize(req.path, pathbuf) {
         Ok(n) => n,
-        Err(path::PathError::Bad) => return simple(out, ctx, 400, &[], close, v10, head),
-        Err(path::PathError::TooLong) => return simple(out, ctx, 414, &[], close, v10, head),
+        Err(path::PathError::Bad) => return error(out, ctx, req, 400, req.path, &[], close),
+        Err(path::PathError::TooLong) => return error(out, ctx, req, 414, req.path, &[], close),
     };
-    let p = &pathbuf[..n];
+    // The normalised path, and the rest of the buffer as scratch for a rewrite's target.
+    let (p, scratch) = pathbuf.split_at_mut(n);
+    let p: &[u8] = p;
+    let rules = &ctx.table.rules;
+    let mut caps = rules::Captures::default();
+    // Forced (`!`) rules apply even where a file matches; the others only where none does.
+    if let Some(rule) = rules.forced(p, &mut caps) {
+        if let Some(r) = rules::reply::apply(out, ctx, req, rule, p, &caps, scratch, close) {
+            return r;
+        }
+    }
     match ctx.table.lookup(p) {
         Some(Target::File(i)) => serve(out, ctx, req, ctx.table.entry(i), close),
         Some(Target::Redirect) => {
@@ -336,16 +372,20 @@ pub fn respond(out: &mut Out, ctx: &Ctx, req: &Request, pathbuf: &mut [u8]) -> R
             out.bytes(b"/");
             end_redirect(out, ctx, req, Resp { status: 301, close, bytes: start as u64, body: 0 })
         }
+        Some(Target::Moved(k)) => rules::reply::moved(out, ctx, req, &rules.moved[k as usize].0, close),
         None => {
-            if ctx.spa_fallback {
+            if let Some(rule) = rules.any(p, &mut caps) {
+                if let Some(r) = rules::reply::apply(out, ctx, req, rule, p, &caps, scratch, close) {
+                    return r;
+                }
+            }
+            // Page navigations only: a missing asset is a 404, not index.html (rules/navigation.rs).
+            if ctx.spa_fallback && rules::is_navigation(p, req.accept) {
                 if let Some(i) = ctx.table.spa_index {
                     return serve(out, ctx, req, ctx.table.entry(i), close);
                 }
             }
-            if let Some(i) = ctx.table.not_found {
-                return not_found_page(out, ctx, req, ctx.table.entry(i), close);
-            }
-            simple(out, ctx, 404, &[], close, v10, head)
+            error(out, ctx, req, 404, p, &[], close)
         }
     }
 }

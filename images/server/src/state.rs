@@ -9,9 +9,10 @@ use crate::content::Table;
 use crate::encoder;
 
 /// Status codes counted in hyperstatic_requests_total.
-/// 204 (OPTIONS, cors.rs) and 308 (--https-redirect) came later and sit at the end, so the older slots keep their
-/// indexes.
-pub const CODES: [u16; 18] = [200, 206, 301, 304, 400, 404, 405, 408, 412, 414, 416, 431, 500, 501, 503, 505, 204, 308];
+/// 204 (OPTIONS, cors.rs), 308 (--https-redirect, redirect rules), 302 and 307 (redirect rules, rules/) came
+/// later and sit at the end, so the older slots keep their indexes.
+pub const CODES: [u16; 20] =
+    [200, 206, 301, 304, 400, 404, 405, 408, 412, 414, 416, 431, 500, 501, 503, 505, 204, 308, 302, 307];
 
 #[inline]
 pub fn code_index(status: u16) -> usize {
@@ -33,6 +34,8 @@ pub fn code_index(status: u16) -> usize {
         505 => 15,
         204 => 16,
         308 => 17,
+        302 => 18,
+        307 => 19,
         _ => 12,
     }
 }

@@ -110,7 +110,8 @@ pub(super) struct Flags {
     #[arg(long, allow_hyphen_values = true, env = "HYPERSTATIC_HEADER", value_name = "[GLOB=]NAME: VALUE")]
     pub header: Vec<String>,
 
-    /// Serve /index.html (200) for paths that match no file
+    /// Serve /index.html (200) for missing paths that look like page navigations (no file extension, or Accept
+    /// preferring text/html); missing assets stay 404
     #[arg(long, env = "HYPERSTATIC_SPA_FALLBACK", value_name = "BOOL", num_args = 0..=1, require_equals = true,
           default_value = "false", default_missing_value = "true", value_parser = parse_bool, action = ArgAction::Set)]
     pub spa_fallback: bool,
@@ -191,4 +192,19 @@ pub(super) struct Flags {
     /// Strict-Transport-Security value sent on HTTPS responses (e.g. 'max-age=31536000; includeSubDomains')
     #[arg(long, allow_hyphen_values = true, env = "HYPERSTATIC_HSTS", value_name = "VALUE")]
     pub hsts: Option<String>,
+
+    /// Redirect or rewrite rule, `_redirects` syntax: 'FROM TO [STATUS][!]' (status 301 by default; 200
+    /// rewrites; `!` applies even where a file exists); repeatable, before the site's own `_redirects`
+    #[arg(long, allow_hyphen_values = true, env = "HYPERSTATIC_REDIRECT", value_name = "FROM TO [STATUS]")]
+    pub redirect: Vec<String>,
+
+    /// Serve /about from about.html; /about.html and /about/ redirect (301) to /about
+    #[arg(long, env = "HYPERSTATIC_CLEAN_URLS", value_name = "BOOL", num_args = 0..=1, require_equals = true,
+          default_value = "false", default_missing_value = "true", value_parser = parse_bool, action = ArgAction::Set)]
+    pub clean_urls: bool,
+
+    /// Site page served with STATUS (400, 404, 405, 414) for requests under PATH_PREFIX (default /); repeatable,
+    /// the longest prefix wins
+    #[arg(long, allow_hyphen_values = true, env = "HYPERSTATIC_ERROR_PAGE", value_name = "STATUS PATH [PATH_PREFIX]")]
+    pub error_page: Vec<String>,
 }

@@ -1,0 +1,115 @@
+//! Site rules, compiled when the site is loaded and carried in its content table: redirects and rewrites
+//! (`--redirect` flags from `spec.server.redirects`, then the site's own `_redirects` file; first match wins),
+//! clean URLs (`--clean-urls`), which missing paths count as page navigations (the SPA fallback) and error pages
+//! per status and path prefix (`--error-page`). A bad rule fails the load: at start the server does not start,
+//! on a reload the previous content keeps serving (control.rs), and the message names the file and line.
+
+mod clean;
+mod error_pages;
+mod matcher;
+mod navigation;
+mod parse;
+pub mod reply;
+mod target;
+
+use std::fs;
+use std::path::Path;
+
+pub use clean::apply as clean_urls;
+pub use error_pages::{parse_error_page, ErrorPage};
+pub use matcher::{Captures, Matcher};
+pub use navigation::is_navigation;
+pub use parse::{parse_file, parse_rule, Piece, Rule, Seg};
+
+use crate::config::Config;
+use crate::content::{Table, Target};
+
+/// The rules file at the content root. It is configuration, never served.
+pub const REDIRECTS_FILE: &str = "/_redirects";
+/// Most rules a site may have (flags and file together): the trie is small, but a runaway generator is not a site.
+pub const MAX_RULES: usize = 100_000;
+
+#[derive(Default, Clone, Debug)]
+pub struct Site {
+    rules: Vec<Rule>,
+    /// Only the forced (`!`) rules: consulted before the file lookup.
+    forced: Matcher,
+    /// Every rule: consulted when no file matches.
+    all: Matcher,
+    /// `Target::Moved`'s canonical Location (percent-encoded) and the file it names (clean URLs).
+    pub moved: Vec<(Box<[u8]>, u32)>,
+    /// (status, path prefix, entry): longest prefix first.
+    error_pages: Vec<(u16, Box<[u8]>, u32)>,
+}
+
+impl Site {
+    pub fn rule_count(&self) -> usize {
+        self.rules.len()
+    }
+
+    /// The first forced rule matching `path`.
+    #[inline]
+    pub fn forced(&self, path: &[u8], caps: &mut Captures) -> Option<&Rule> {
+        if self.forced.is_empty() {
+            return None;
+        }
+        self.forced.find(path, caps).map(|i| &self.rules[i as usize])
+    }
+
+    /// The first rule matching `path` (for paths no file matches).
+    #[inline]
+    pub fn any(&self, path: &[u8], caps: &mut Captures) -> Option<&Rule> {
+        if self.all.is_empty() {
+            return None;
+        }
+        self.all.find(path, caps).map(|i| &self.rules[i as usize])
+    }
+
+    /// The error page for `status` whose prefix is the longest one `path` starts with.
+    pub fn error_page(&self, status: u16, path: &[u8]) -> Option<u32> {
+        self.error_pages.iter().find(|(s, p, _)| *s == status && path.starts_with(p)).map(|e| e.2)
+    }
+}
+
+/// Compiles `cfg`'s rules and the site's `_redirects` (read from `file`, when the site has one) into `t.rules`,
+/// and resolves the error pages. Errors: a bad rule (with its file and line), a rewrite to a file the site does
+/// not have. Missing error-page files are reported in `errors` like `--not-found-page` (the page is left out).
+pub fn install(t: &mut Table, cfg: &Config, file: Option<&Path>, errors: &mut Vec<String>) -> Result<(), String> {
+    let mut rules = cfg.redirects.clone();
+    if let Some(f) = file {
+        let text = fs::read_to_string(f).map_err(|e| format!("{}: {e}", f.display()))?;
+        rules.extend(parse_file(&text, &REDIRECTS_FILE[1..])?);
+    }
+    if rules.len() > MAX_RULES {
+        return Err(format!("{} redirect rules: at most {MAX_RULES}", rules.len()));
+    }
+    let mut site = Site { moved: std::mem::take(&mut t.rules.moved), ..Site::default() };
+    for (i, r) in rules.iter().enumerate() {
+        if r.is_rewrite() {
+            if let [Piece::Lit(p)] = &r.to[..] {
+                if !matches!(t.lookup(p), Some(Target::File(_))) {
+                    return Err(format!(
+                        "{}: {}: rewrite target {} is not a file in the site",
+                        r.origin,
+                        r.text,
+                        String::from_utf8_lossy(p)
+                    ));
+                }
+            }
+        }
+        if r.force {
+            site.forced.insert(i as u32, &r.from);
+        }
+        site.all.insert(i as u32, &r.from);
+    }
+    site.rules = rules;
+    for e in &cfg.error_pages {
+        match t.lookup(e.path.as_bytes()) {
+            Some(Target::File(i)) => site.error_pages.push((e.status, e.prefix.as_bytes().into(), i)),
+            _ => errors.push(format!("--error-page {}: {}: no such file in the site", e.status, e.path)),
+        }
+    }
+    site.error_pages.sort_by_key(|(_, p, _)| std::cmp::Reverse(p.len()));
+    t.rules = site;
+    Ok(())
+}
