@@ -1002,10 +1002,6 @@ mod tests {
     use super::*;
     use std::io::Write;
 
-    fn nodelay(fd: RawFd) -> libc::c_int {
-        int_opt(fd, libc::IPPROTO_TCP, libc::TCP_NODELAY)
-    }
-
     fn int_opt(fd: RawFd, level: libc::c_int, name: libc::c_int) -> libc::c_int {
         let mut v: libc::c_int = 0;
         let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
@@ -1015,6 +1011,30 @@ mod tests {
         v
     }
 
+    /// accept4 without waiting: -1 when nothing is in the accept queue.
+    fn try_accept(l: RawFd) -> RawFd {
+        // SAFETY: accept4 on our listener without an address buffer.
+        unsafe { libc::accept4(l, std::ptr::null_mut(), std::ptr::null_mut(), libc::SOCK_CLOEXEC) }
+    }
+
+    /// Waits (poll(2), up to 10 s) until the listener has a connection to accept, and accepts it.
+    fn accept_when_ready(l: RawFd) -> RawFd {
+        let mut p = libc::pollfd { fd: l, events: libc::POLLIN, revents: 0 };
+        // SAFETY: polling one descriptor we own.
+        let n = unsafe { libc::poll(&mut p, 1, 10_000) };
+        assert_eq!(n, 1, "no connection to accept within 10 s");
+        let fd = try_accept(l);
+        assert!(fd >= 0, "accept4: {}", std::io::Error::last_os_error());
+        fd
+    }
+
+    fn close_all(fds: &[RawFd]) {
+        for &fd in fds {
+            // SAFETY: closing descriptors the test opened.
+            unsafe { libc::close(fd) };
+        }
+    }
+
     #[test]
     fn the_listener_defers_accepts_until_data_arrives() {
         let l = listen("127.0.0.1:0".parse().unwrap()).unwrap();
@@ -1022,25 +1042,10 @@ mod tests {
         // A client that connects and stays silent is not handed to accept (on loopback, without the option, the
         // connection is in the accept queue when connect returns); its first byte makes it so.
         let mut client = std::net::TcpStream::connect(("127.0.0.1", local_port(l))).unwrap();
-        // SAFETY: accept4 on our listener without an address buffer.
-        let early = unsafe { libc::accept4(l, std::ptr::null_mut(), std::ptr::null_mut(), libc::SOCK_CLOEXEC) };
+        let early = try_accept(l);
         assert!(early < 0 && errno() == libc::EAGAIN, "a silent connection was accepted before sending");
         client.write_all(b"G").unwrap();
-        let mut fd = -1;
-        for _ in 0..1000 {
-            // SAFETY: as above.
-            fd = unsafe { libc::accept4(l, std::ptr::null_mut(), std::ptr::null_mut(), libc::SOCK_CLOEXEC) };
-            if fd >= 0 || errno() != libc::EAGAIN {
-                break;
-            }
-            std::thread::sleep(std::time::Duration::from_millis(1));
-        }
-        assert!(fd >= 0, "accept4 after the first byte: {}", std::io::Error::last_os_error());
-        // SAFETY: closing the descriptors this test opened.
-        unsafe {
-            libc::close(fd);
-            libc::close(l);
-        }
+        close_all(&[accept_when_ready(l), l]);
     }
 
     /// `accept` relies on this to skip a setsockopt per connection: if a kernel stopped copying the option to
@@ -1048,24 +1053,15 @@ mod tests {
     #[test]
     fn accepted_sockets_inherit_nodelay_from_the_listener() {
         let l = listen("127.0.0.1:0".parse().unwrap()).unwrap();
-        assert_ne!(nodelay(l), 0, "the listener itself has TCP_NODELAY");
+        assert_ne!(int_opt(l, libc::IPPROTO_TCP, libc::TCP_NODELAY), 0, "the listener itself has TCP_NODELAY");
         let mut client = std::net::TcpStream::connect(("127.0.0.1", local_port(l))).unwrap();
         client.write_all(b"x").unwrap();
-        let mut fd = -1;
-        for _ in 0..1000 {
-            // SAFETY: accept4 on our listener without an address buffer.
-            fd = unsafe { libc::accept4(l, std::ptr::null_mut(), std::ptr::null_mut(), libc::SOCK_CLOEXEC) };
-            if fd >= 0 || errno() != libc::EAGAIN {
-                break;
-            }
-            std::thread::sleep(std::time::Duration::from_millis(1));
-        }
-        assert!(fd >= 0, "accept4: {}", std::io::Error::last_os_error());
-        assert_ne!(nodelay(fd), 0, "an accepted socket has TCP_NODELAY without a setsockopt of its own");
-        // SAFETY: closing the descriptors this test opened.
-        unsafe {
-            libc::close(fd);
-            libc::close(l);
-        }
+        let fd = accept_when_ready(l);
+        assert_ne!(
+            int_opt(fd, libc::IPPROTO_TCP, libc::TCP_NODELAY),
+            0,
+            "an accepted socket has TCP_NODELAY without a setsockopt of its own"
+        );
+        close_all(&[fd, l]);
     }
 }
