@@ -100,6 +100,18 @@ func URL(site *v1alpha1.StaticSite) string {
 	return host
 }
 
+// HTTPSURL is the site's in-cluster HTTPS address with spec.tls ("" without); the port is omitted when it is 443.
+func HTTPSURL(site *v1alpha1.StaticSite) string {
+	if site.Spec.TLS == nil {
+		return ""
+	}
+	host := fmt.Sprintf("https://%s.%s.svc.cluster.local", site.Name, site.Namespace)
+	if p := httpsServicePortOf(site); p != v1alpha1.DefaultHTTPSServicePort {
+		return host + ":" + strconv.Itoa(int(p))
+	}
+	return host
+}
+
 // formatDuration writes a duration the way the server's flags read it: whole seconds as "5s", else "1500ms".
 func formatDuration(d time.Duration) string {
 	if d%time.Second == 0 {
@@ -110,7 +122,8 @@ func formatDuration(d time.Duration) string {
 
 // ServerArgs are the server's command-line arguments for a site (flags of images/server: --root, --listen,
 // --admin-listen, --drain-delay, --shutdown-timeout, --max-requests-per-connection, --max-connection-age,
-// --cache-control GLOB=VALUE and --header NAME:VALUE (both repeatable), --spa-fallback, --not-found-page PATH).
+// --cache-control GLOB=VALUE and --header NAME:VALUE (both repeatable), --spa-fallback, --not-found-page PATH, and
+// the TLS flags of tls.go).
 // The compression cache is not an argument but an environment variable: see cachevolume.go.
 func ServerArgs(site *v1alpha1.StaticSite) []string {
 	s := site.Spec.Server
@@ -139,5 +152,6 @@ func ServerArgs(site *v1alpha1.StaticSite) []string {
 	if s.NotFoundPage != "" {
 		args = append(args, "--not-found-page", s.NotFoundPage)
 	}
+	args = append(args, tlsArgs(site)...)
 	return append(args, s.ExtraArgs...)
 }

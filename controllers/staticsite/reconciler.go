@@ -60,6 +60,13 @@ type Reconciler struct {
 	// ServerImageQueueRetry is how often a site waiting for its turn to move to a new ServerImage checks again (0:
 	// DefaultServerImageQueueRetry).
 	ServerImageQueueRetry time.Duration
+	// OperatorNamespace is the namespace the operator runs in: a site's NetworkPolicy opens the admin port to it.
+	// Empty (the operator runs outside the cluster): no such rule.
+	OperatorNamespace string
+	// TLSRecheck is how often a site with spec.tls reads its Secret again (0: DefaultTLSRecheck). See tls.go.
+	TLSRecheck time.Duration
+
+	optional *optionalWatches // watches of HTTPRoutes and PodMonitors, started once their CRDs are seen
 
 	serverImageMu sync.Mutex // serializes the admissions of sites to a new ServerImage (chooseServerImage)
 
@@ -98,6 +105,13 @@ type state struct {
 
 	// serverImageQueued: the site waits for its turn to move to a new default server image (the Reconciling message).
 	serverImageQueued string
+
+	// Exposure (nil: the spec field is unset, the condition goes): TLSReady, RouteApplied and PodMonitorApplied,
+	// and the public URLs of the route once it exists.
+	tls        *metav1.Condition
+	route      *metav1.Condition
+	podMonitor *metav1.Condition
+	publicURLs []string
 }
 
 type problem struct{ reason, message string }
@@ -148,7 +162,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 
 	st := &state{site: site}
 	var err error
-	for _, s := range []step{r.reconcileContent, r.reconcileDeployment, r.reconcileService, r.reconcileDisruptionBudget, r.reconcilePods} {
+	for _, s := range []step{r.reconcileContent, r.reconcileTLS, r.reconcileDeployment, r.reconcileService, r.reconcileDisruptionBudget,
+		r.reconcileRoute, r.reconcilePodMonitor, r.reconcileNetworkPolicy, r.reconcilePods} {
 		if err = s(ctx, st); err != nil {
 			break
 		}

@@ -85,6 +85,9 @@ func (f *fakeScraper) set(ns, pod string, s podmetrics.Sample) {
 	f.samples[ns+"/"+pod] = s
 }
 
+// testOperatorNamespace stands for the namespace the operator runs in.
+const testOperatorNamespace = "hyperstatic-system"
+
 func TestMain(m *testing.M) {
 	os.Exit(runSuite(m))
 }
@@ -120,6 +123,9 @@ func runSuite(m *testing.M) int {
 		ServerVersion: disco.ServerVersion,
 		ScrapeRetry:   time.Second,
 		StalledRetry:  time.Second,
+		TLSRecheck:    time.Second,
+		// The NetworkPolicy's admin rule names it.
+		OperatorNamespace: testOperatorNamespace,
 	}
 	if err := r.SetupWithManager(mgr); err != nil {
 		fmt.Fprintln(os.Stderr, "setup:", err)
