@@ -321,6 +321,29 @@ func TestImageVolumeOnOldCluster(t *testing.T) {
 	}
 }
 
+// expectRefused creates a site with spec and expects the API server to refuse it as Invalid, naming want.
+func expectRefused(t *testing.T, ns string, spec v1alpha1.StaticSiteSpec, want string) {
+	t.Helper()
+	site := &v1alpha1.StaticSite{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "bad"}, Spec: spec}
+	err := k8s.Create(context.Background(), site)
+	if err == nil {
+		_ = k8s.Delete(context.Background(), site)
+		t.Fatalf("accepted; want refusal mentioning %q", want)
+	}
+	if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), want) {
+		t.Errorf("error %q, want an Invalid error mentioning %q", err, want)
+	}
+}
+
+// rollOutAndWaitReady plays a completed rollout of the site's Deployment and waits for Ready=True Available.
+func rollOutAndWaitReady(t *testing.T, ns, name string) *v1alpha1.StaticSite {
+	t.Helper()
+	completeRollout(t, getDeployment(t, ns, name))
+	return waitSite(t, ns, name, "Ready", func(s *v1alpha1.StaticSite) error {
+		return condition(s, v1alpha1.ConditionReady, metav1.ConditionTrue, v1alpha1.ReasonAvailable)
+	})
+}
+
 func TestInvalidSitesAreRefused(t *testing.T) {
 	ns := namespace(t)
 	img := v1alpha1.ContentSource{Image: "example/site:v1"}
@@ -350,17 +373,7 @@ func TestInvalidSitesAreRefused(t *testing.T) {
 		{"bad budget", v1alpha1.StaticSiteSpec{Content: img, Disruption: &v1alpha1.DisruptionSpec{MaxUnavailable: intstr.FromString("half")}}, "spec.disruption.maxUnavailable must be"},
 		{"empty image volume", v1alpha1.StaticSiteSpec{Content: v1alpha1.ContentSource{ImageVolume: &v1alpha1.ImageVolumeContent{}}}, "spec.content.imageVolume.reference"},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			site := &v1alpha1.StaticSite{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "bad"}, Spec: tc.spec}
-			err := k8s.Create(context.Background(), site)
-			if err == nil {
-				_ = k8s.Delete(context.Background(), site)
-				t.Fatalf("accepted; want refusal mentioning %q", tc.want)
-			}
-			if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), tc.want) {
-				t.Errorf("error %q, want an Invalid error mentioning %q", err, tc.want)
-			}
-		})
+		t.Run(tc.name, func(t *testing.T) { expectRefused(t, ns, tc.spec, tc.want) })
 	}
 }
 

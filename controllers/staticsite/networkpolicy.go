@@ -2,11 +2,9 @@ package staticsite
 
 import (
 	"context"
-	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -76,14 +74,7 @@ func (r *Reconciler) reconcileNetworkPolicy(ctx context.Context, st *state) erro
 	res, err := applyChild(ctx, r.Client, r.directReader(), site, "NetworkPolicy", &networkingv1.NetworkPolicy{}, desired,
 		types.NamespacedName{Namespace: site.Namespace, Name: site.Name}, extractNetworkPolicy)
 	if err != nil {
-		if notOwned(st, err) {
-			return nil
-		}
-		if apierrors.IsInvalid(err) || apierrors.IsForbidden(err) {
-			st.reject(&problem{v1alpha1.ReasonNetworkPolicyRejected, err.Error()})
-			return nil
-		}
-		return fmt.Errorf("apply NetworkPolicy: %w", err)
+		return childRefused(st, "NetworkPolicy", v1alpha1.ReasonNetworkPolicyRejected, err)
 	}
 	r.recordApply(site, "NetworkPolicy", res)
 	return nil

@@ -2,13 +2,11 @@ package staticsite
 
 import (
 	"context"
-	"fmt"
 	"reflect"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
@@ -82,10 +80,7 @@ func TestNetworkPolicy(t *testing.T) {
 
 	updateSite(t, site, func(s *v1alpha1.StaticSite) { s.Spec.NetworkPolicy = nil })
 	testenv.Eventually(t, "NetworkPolicy deleted", func() error {
-		if err := k8s.Get(ctx, client.ObjectKeyFromObject(np), &networkingv1.NetworkPolicy{}); !apierrors.IsNotFound(err) {
-			return fmt.Errorf("still there (%v)", err)
-		}
-		return nil
+		return testenv.Gone(k8s.Get(ctx, client.ObjectKeyFromObject(np), &networkingv1.NetworkPolicy{}))
 	})
 	waitEvent(t, ns, "fenced", "Deleted NetworkPolicy fenced: spec.networkPolicy is unset")
 }

@@ -173,5 +173,24 @@ func extractUnstructured(live *unstructured.Unstructured) (map[string]any, error
 		out["metadata"] = md
 	}
 	md["name"], md["namespace"] = live.GetName(), live.GetNamespace()
+	fillAtomic(out, live.Object)
 	return out, nil
+}
+
+// fillAtomic puts back the value of maps the CRD declares atomic (a LabelSelector): the operator owns such a map
+// as a whole, and extraction with a deduced schema, which knows nothing of atomic maps, leaves null in its place.
+// Lists need no help: the deduced schema treats every list as atomic and extracts it whole.
+func fillAtomic(owned, live map[string]any) {
+	for k, v := range owned {
+		switch ov := v.(type) {
+		case nil:
+			if lv, ok := live[k]; ok {
+				owned[k] = lv
+			}
+		case map[string]any:
+			if lm, ok := live[k].(map[string]any); ok {
+				fillAtomic(ov, lm)
+			}
+		}
+	}
 }

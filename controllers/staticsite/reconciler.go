@@ -359,6 +359,19 @@ func notOwned(st *state, err error) bool {
 	return true
 }
 
+// childRefused turns an apply error of a child into Stalled when only a person can fix it (a foreign object of
+// that name: NotOwned; a refusal by the API server: reason), else returns it to retry the pass.
+func childRefused(st *state, kind, reason string, err error) error {
+	if notOwned(st, err) {
+		return nil
+	}
+	if apierrors.IsInvalid(err) || apierrors.IsForbidden(err) {
+		st.reject(&problem{reason, err.Error()})
+		return nil
+	}
+	return fmt.Errorf("apply %s: %w", kind, err)
+}
+
 // deploymentRefused turns an apply error into a condition when only a person can fix it, else returns it.
 func (r *Reconciler) deploymentRefused(st *state, err error) error {
 	if notOwned(st, err) {
@@ -422,14 +435,7 @@ func (r *Reconciler) reconcileService(ctx context.Context, st *state) error {
 	res, err := applyChild(ctx, r.Client, r.directReader(), site, "Service", &corev1.Service{}, DesiredService(site),
 		types.NamespacedName{Namespace: site.Namespace, Name: site.Name}, extractService)
 	if err != nil {
-		if notOwned(st, err) {
-			return nil
-		}
-		if apierrors.IsInvalid(err) || apierrors.IsForbidden(err) {
-			st.reject(&problem{v1alpha1.ReasonServiceRejected, err.Error()})
-			return nil
-		}
-		return fmt.Errorf("apply Service: %w", err)
+		return childRefused(st, "Service", v1alpha1.ReasonServiceRejected, err)
 	}
 	r.recordApply(site, "Service", res)
 	return nil
@@ -458,14 +464,7 @@ func (r *Reconciler) reconcileDisruptionBudget(ctx context.Context, st *state) e
 	}
 	res, err := applyChild(ctx, r.Client, r.directReader(), site, "PodDisruptionBudget", &policyv1.PodDisruptionBudget{}, desired, key, extractPodDisruptionBudget)
 	if err != nil {
-		if notOwned(st, err) {
-			return nil
-		}
-		if apierrors.IsInvalid(err) || apierrors.IsForbidden(err) {
-			st.reject(&problem{v1alpha1.ReasonPodDisruptionBudgetRejected, err.Error()})
-			return nil
-		}
-		return fmt.Errorf("apply PodDisruptionBudget: %w", err)
+		return childRefused(st, "PodDisruptionBudget", v1alpha1.ReasonPodDisruptionBudgetRejected, err)
 	}
 	r.recordApply(site, "PodDisruptionBudget", res)
 	return nil

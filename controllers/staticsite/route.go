@@ -59,6 +59,11 @@ func DesiredIngress(site *v1alpha1.StaticSite) *networkingv1ac.IngressApplyConfi
 
 // DesiredHTTPRoute is the site's HTTPRoute: spec.hostnames, attached to spec.route.parentRefs, every request to
 // the Service's http port. Nil unless spec.route.parentRefs is set.
+//
+// The CRD's lists (parentRefs, rules, matches, backendRefs) are atomic: the operator owns each whole, with the
+// defaults the API server fills in. So the defaults are written out here too (group and kind of a parent and of
+// the backend, the backend's weight, the match of every path), or the owned fields would never equal the desired
+// ones and every pass would apply again.
 func DesiredHTTPRoute(site *v1alpha1.StaticSite) *gatewayv1ac.HTTPRouteApplyConfiguration {
 	route := site.Spec.Route
 	if route == nil || len(route.ParentRefs) == 0 {
@@ -66,7 +71,8 @@ func DesiredHTTPRoute(site *v1alpha1.StaticSite) *gatewayv1ac.HTTPRouteApplyConf
 	}
 	spec := gatewayv1ac.HTTPRouteSpec()
 	for _, p := range route.ParentRefs {
-		ref := gatewayv1ac.ParentReference().WithName(gatewayv1.ObjectName(p.Name))
+		ref := gatewayv1ac.ParentReference().WithName(gatewayv1.ObjectName(p.Name)).
+			WithGroup(gatewayv1.GroupName).WithKind("Gateway")
 		if p.Group != nil {
 			ref.WithGroup(gatewayv1.Group(*p.Group))
 		}
@@ -84,8 +90,10 @@ func DesiredHTTPRoute(site *v1alpha1.StaticSite) *gatewayv1ac.HTTPRouteApplyConf
 	for _, h := range site.Spec.Hostnames {
 		spec.WithHostnames(gatewayv1.Hostname(h))
 	}
-	spec.WithRules(gatewayv1ac.HTTPRouteRule().WithBackendRefs(
-		gatewayv1ac.HTTPBackendRef().WithName(gatewayv1.ObjectName(site.Name)).WithPort(servicePortOf(site))))
+	spec.WithRules(gatewayv1ac.HTTPRouteRule().
+		WithMatches(gatewayv1ac.HTTPRouteMatch().WithPath(gatewayv1ac.HTTPPathMatch().WithType(gatewayv1.PathMatchPathPrefix).WithValue("/"))).
+		WithBackendRefs(gatewayv1ac.HTTPBackendRef().WithGroup("").WithKind("Service").WithName(gatewayv1.ObjectName(site.Name)).
+			WithPort(servicePortOf(site)).WithWeight(1)))
 	hr := gatewayv1ac.HTTPRoute(site.Name, site.Namespace).
 		WithLabels(objectLabels(site)).
 		WithOwnerReferences(ownerReference(site)).

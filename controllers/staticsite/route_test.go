@@ -4,12 +4,9 @@ import (
 	"context"
 	"fmt"
 	"reflect"
-	"strings"
 	"testing"
 
 	networkingv1 "k8s.io/api/networking/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -20,15 +17,7 @@ import (
 )
 
 func routeCondition(status metav1.ConditionStatus, reason, substr string) func(*v1alpha1.StaticSite) error {
-	return func(s *v1alpha1.StaticSite) error {
-		if err := condition(s, v1alpha1.ConditionRouteApplied, status, reason); err != nil {
-			return err
-		}
-		if c := meta.FindStatusCondition(s.Status.Conditions, v1alpha1.ConditionRouteApplied); !strings.Contains(c.Message, substr) {
-			return fmt.Errorf("RouteApplied message %q does not contain %q", c.Message, substr)
-		}
-		return nil
-	}
+	return conditionWith(v1alpha1.ConditionRouteApplied, status, reason, substr)
 }
 
 func getIngress(ns, name string) (*networkingv1.Ingress, error) {
@@ -112,10 +101,8 @@ func TestIngressFromHostnames(t *testing.T) {
 	// spec.route removed: the Ingress is deleted, the condition and URLs go.
 	updateSite(t, site, func(s *v1alpha1.StaticSite) { s.Spec.Route = nil })
 	testenv.Eventually(t, "Ingress deleted", func() error {
-		if _, err := getIngress(ns, "www"); !apierrors.IsNotFound(err) {
-			return fmt.Errorf("still there (%v)", err)
-		}
-		return nil
+		_, err := getIngress(ns, "www")
+		return testenv.Gone(err)
 	})
 	waitSite(t, ns, "www", "no RouteApplied", func(s *v1alpha1.StaticSite) error {
 		if len(s.Status.PublicURLs) != 0 {
@@ -140,10 +127,7 @@ func TestForeignIngressIsNeverAdopted(t *testing.T) {
 	waitSite(t, ns, "shop", "RouteApplied False naming the Ingress", routeCondition(metav1.ConditionFalse, v1alpha1.ReasonRouteRejected,
 		"Ingress "+ns+"/shop exists and is not owned by this StaticSite"))
 	waitEvent(t, ns, "shop", "Warning RouteRejected RouteApplied False: Ingress "+ns+"/shop exists and is not owned")
-	completeRollout(t, getDeployment(t, ns, "shop"))
-	s := waitSite(t, ns, "shop", "Ready", func(s *v1alpha1.StaticSite) error {
-		return condition(s, v1alpha1.ConditionReady, metav1.ConditionTrue, v1alpha1.ReasonAvailable)
-	})
+	s := rollOutAndWaitReady(t, ns, "shop")
 	if len(s.Status.PublicURLs) != 0 {
 		t.Errorf("public URLs %q through a route that is not the site's", s.Status.PublicURLs)
 	}
@@ -178,10 +162,7 @@ func TestHTTPRouteFromParentRefs(t *testing.T) {
 	waitSite(t, ns, "blog", "RouteApplied False HTTPRouteCRDMissing", routeCondition(metav1.ConditionFalse, v1alpha1.ReasonHTTPRouteCRDMissing,
 		"does not serve gateway.networking.k8s.io/v1 HTTPRoutes"))
 	waitEvent(t, ns, "blog", "Warning HTTPRouteCRDMissing")
-	completeRollout(t, getDeployment(t, ns, "blog"))
-	waitSite(t, ns, "blog", "Ready without the CRD", func(s *v1alpha1.StaticSite) error {
-		return condition(s, v1alpha1.ConditionReady, metav1.ConditionTrue, v1alpha1.ReasonAvailable)
-	})
+	rollOutAndWaitReady(t, ns, "blog") // without the CRD
 
 	env.InstallCRD(t, crd)
 	waitSite(t, ns, "blog", "RouteApplied True", func(s *v1alpha1.StaticSite) error {
@@ -228,8 +209,8 @@ func TestHTTPRouteFromParentRefs(t *testing.T) {
 	// Switch to an Ingress: the HTTPRoute goes, the Ingress comes.
 	updateSite(t, site, func(s *v1alpha1.StaticSite) { s.Spec.Route = &v1alpha1.RouteSpec{IngressClassName: ptr.To("nginx")} })
 	testenv.Eventually(t, "HTTPRoute deleted", func() error {
-		if err := k8s.Get(ctx, client.ObjectKeyFromObject(hr), &gatewayv1.HTTPRoute{}); !apierrors.IsNotFound(err) {
-			return fmt.Errorf("still there (%v)", err)
+		if err := testenv.Gone(k8s.Get(ctx, client.ObjectKeyFromObject(hr), &gatewayv1.HTTPRoute{})); err != nil {
+			return err
 		}
 		_, err := getIngress(ns, "blog")
 		return err

@@ -175,6 +175,19 @@ func condition(site *v1alpha1.StaticSite, typ string, status metav1.ConditionSta
 	return nil
 }
 
+// conditionWith checks a condition's status and reason, and that its message contains substr.
+func conditionWith(typ string, status metav1.ConditionStatus, reason, substr string) func(*v1alpha1.StaticSite) error {
+	return func(s *v1alpha1.StaticSite) error {
+		if err := condition(s, typ, status, reason); err != nil {
+			return err
+		}
+		if c := meta.FindStatusCondition(s.Status.Conditions, typ); !strings.Contains(c.Message, substr) {
+			return fmt.Errorf("%s message %q does not contain %q", typ, c.Message, substr)
+		}
+		return nil
+	}
+}
+
 func describe(site *v1alpha1.StaticSite) string {
 	var b strings.Builder
 	for _, c := range site.Status.Conditions {

@@ -3,6 +3,7 @@ package testenv
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os/exec"
 	"path/filepath"
@@ -52,7 +53,8 @@ func moduleDir(module, version string) (string, error) {
 	cmd.Dir = RepoRoot()
 	out, err := cmd.Output()
 	if err != nil {
-		if ee, ok := err.(*exec.ExitError); ok {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
 			err = fmt.Errorf("%w: %s", err, strings.TrimSpace(string(ee.Stderr)))
 		}
 		return "", fmt.Errorf("go mod download %s: %w (%s)", ref, err, strings.TrimSpace(string(out)))
@@ -86,11 +88,7 @@ func (e *Env) UninstallCRD(t testing.TB, path string) {
 			t.Fatal(err)
 		}
 		Eventually(t, "CRD "+crd.Name+" gone", func() error {
-			err := e.Client.Get(ctx, client.ObjectKey{Name: crd.Name}, &apiextensionsv1.CustomResourceDefinition{})
-			if apierrors.IsNotFound(err) {
-				return nil
-			}
-			return fmt.Errorf("still there (%v)", err)
+			return Gone(e.Client.Get(ctx, client.ObjectKey{Name: crd.Name}, &apiextensionsv1.CustomResourceDefinition{}))
 		})
 	}
 }
