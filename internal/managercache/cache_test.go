@@ -3,6 +3,7 @@ package managercache
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -111,5 +112,41 @@ func TestReferencedMetadataHoldsMetadataOnly(t *testing.T) {
 		if !errors.Is(err, errNotMetadata) {
 			t.Errorf("%s of a full ConfigMap: %v, want refused", what, err)
 		}
+	}
+}
+
+// The optional children's cache (HTTPRoutes, PodMonitors in production; ConfigMaps here, a kind every API server
+// has) holds the metadata of the operator's labelled objects only, and refuses full objects.
+func TestOwnedMetadataHoldsOnlyTheOperatorsObjects(t *testing.T) {
+	own, users := configMaps(t)
+	mgr, err := env.NewManager()
+	testenv.Must(t, err)
+	owned, err := NewOwnedMetadata(mgr)
+	testenv.Must(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("manager: %v", err)
+		}
+	})
+	list := &metav1.PartialObjectMetadataList{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMapList"}}
+	testenv.Eventually(t, "the operator's ConfigMap's metadata", func() error {
+		if err := owned.List(ctx, list, client.InNamespace(own.Namespace)); err != nil {
+			return err
+		}
+		if len(list.Items) != 1 || list.Items[0].Name != own.Name {
+			var names []string
+			for _, m := range list.Items {
+				names = append(names, m.Name)
+			}
+			return fmt.Errorf("holds %v, want only %s (not %s)", names, own.Name, users.Name)
+		}
+		return nil
+	})
+	if err := owned.Get(ctx, client.ObjectKeyFromObject(own), &corev1.ConfigMap{}); !errors.Is(err, errNotMetadata) {
+		t.Errorf("Get of a full ConfigMap: %v, want refused", err)
 	}
 }
