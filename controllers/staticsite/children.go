@@ -65,7 +65,9 @@ func (c readThrough) Get(ctx context.Context, key client.ObjectKey, obj client.O
 // PodMonitor). A controller cannot watch a kind the API server does not serve (its source would never sync), so
 // these watches are added while the controller runs, the first time a pass finds the kind served. The objects
 // are watched as metadata only, from a cache that holds the operator's labelled objects only
-// (managercache.NewOwnedMetadata): enough to map an event to the owning site.
+// (managercache.NewOwnedMetadata): enough to map an event to the owning site. When a pass finds the kind no
+// longer served (its CRD was removed), the watch is dropped (forget) and started afresh once it is back: an
+// informer left running would sit in its list backoff and miss events for a while after the CRD returns.
 type optionalWatches struct {
 	mu         sync.Mutex
 	started    map[schema.GroupVersionKind]bool
@@ -93,5 +95,24 @@ func (w *optionalWatches) ensure(gvk schema.GroupVersionKind) error {
 		w.started = map[schema.GroupVersionKind]bool{}
 	}
 	w.started[gvk] = true
+	return nil
+}
+
+// forget stops the watch of gvk, if one runs, so that the next ensure starts a fresh one.
+func (w *optionalWatches) forget(ctx context.Context, gvk schema.GroupVersionKind) error {
+	if w == nil || w.controller == nil {
+		return nil
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.started[gvk] {
+		return nil
+	}
+	obj := &metav1.PartialObjectMetadata{}
+	obj.SetGroupVersionKind(gvk)
+	if err := w.cache.RemoveInformer(ctx, obj); err != nil {
+		return fmt.Errorf("stop watching %s: %w", gvk.Kind, err)
+	}
+	delete(w.started, gvk)
 	return nil
 }

@@ -784,7 +784,6 @@ func TestSamplesAreValid(t *testing.T) {
 func TestApplyIsSkippedWhenUnchanged(t *testing.T) {
 	// The extracted fields the operator owns, read back from a real API server, equal the desired objects: a
 	// second apply of the same objects sends nothing.
-	ctx := context.Background()
 	ns := namespace(t)
 	site := &v1alpha1.StaticSite{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "noop", UID: "0000-noop"},
 		Spec: v1alpha1.StaticSiteSpec{Content: v1alpha1.ContentSource{ConfigMaps: []v1alpha1.ConfigMapContent{{Name: "a", PathPrefix: "p"}}},
@@ -796,16 +795,27 @@ func TestApplyIsSkippedWhenUnchanged(t *testing.T) {
 			Server: v1alpha1.ServerSpec{DrainDelay: &metav1.Duration{Duration: 7 * 1e9}}}}
 	content := ConfigMapsContent(site, []corev1.ConfigMap{{ObjectMeta: metav1.ObjectMeta{Name: "a", ResourceVersion: "1"}, Data: map[string]string{"x.html": "x"}}})
 	key := client.ObjectKey{Namespace: ns, Name: "noop"}
-	for _, tc := range []struct {
-		kind    string
-		obj     func() client.Object
-		desired func() any
-		extract func(client.Object) (any, error)
-	}{
+	applyTwice(t, site, key, []applyCase{
 		{"Deployment", func() client.Object { return &appsv1.Deployment{} }, func() any { return DesiredDeployment(site, testServerImage, content, MemoryFor(site, content)) }, extractDeployment},
 		{"Service", func() client.Object { return &corev1.Service{} }, func() any { return DesiredService(site) }, extractService},
 		{"PodDisruptionBudget", func() client.Object { return &policyv1.PodDisruptionBudget{} }, func() any { return DesiredPodDisruptionBudget(site) }, extractPodDisruptionBudget},
-	} {
+	})
+}
+
+// applyCase is one kind of child for applyTwice.
+type applyCase struct {
+	kind    string
+	obj     func() client.Object
+	desired func() any
+	extract func(client.Object) (any, error)
+}
+
+// applyTwice applies each desired child twice through applyChild and expects Created, then Unchanged: the fields
+// the operator owns, read back from the API server, equal the desired object.
+func applyTwice(t *testing.T, site *v1alpha1.StaticSite, key client.ObjectKey, cases []applyCase) {
+	t.Helper()
+	ctx := context.Background()
+	for _, tc := range cases {
 		var results []applyResult
 		for range 2 {
 			res, err := applyChild(ctx, k8s, k8s, site, tc.kind, tc.obj(), tc.desired().(runtime.ApplyConfiguration), key, tc.extract)

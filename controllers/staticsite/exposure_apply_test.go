@@ -8,7 +8,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -42,33 +41,13 @@ func TestExposureApplyIsSkippedWhenUnchanged(t *testing.T) {
 		}}
 	content := ImageContent(v1alpha1.ContentSourceImage, site.Spec.Content.Image, "")
 	key := client.ObjectKey{Namespace: ns, Name: "noop"}
-	for _, tc := range []struct {
-		kind    string
-		obj     func() client.Object
-		desired func() any
-		extract func(client.Object) (any, error)
-	}{
+	applyTwice(t, site, key, []applyCase{
 		{"Deployment", func() client.Object { return &appsv1.Deployment{} }, func() any { return DesiredDeployment(site, testServerImage, content, MemoryFor(site, content)) }, extractDeployment},
 		{"Service", func() client.Object { return &corev1.Service{} }, func() any { return DesiredService(site) }, extractService},
 		{"Ingress", func() client.Object { return &networkingv1.Ingress{} }, func() any { return DesiredIngress(site) }, extractIngress},
 		{"HTTPRoute", func() client.Object { return &gatewayv1.HTTPRoute{} }, func() any { return DesiredHTTPRoute(site) }, extractHTTPRoute},
 		{"NetworkPolicy", func() client.Object { return &networkingv1.NetworkPolicy{} }, func() any { return DesiredNetworkPolicy(site, "ops") }, extractNetworkPolicy},
-	} {
-		var results []applyResult
-		for range 2 {
-			res, err := applyChild(ctx, k8s, k8s, site, tc.kind, tc.obj(), tc.desired().(runtime.ApplyConfiguration), key, tc.extract)
-			if err != nil {
-				t.Fatalf("%s: %v", tc.kind, err)
-			}
-			results = append(results, res)
-		}
-		if results[0] != applyCreated || results[1] != applyUnchanged {
-			live := tc.obj()
-			testenv.Must(t, k8s.Get(ctx, key, live))
-			owned, _ := tc.extract(live)
-			t.Errorf("%s: results %v, want [Created Unchanged]\nowned:   %s\ndesired: %s", tc.kind, results, jsonOf(owned), jsonOf(tc.desired()))
-		}
-	}
+	})
 
 	r := &Reconciler{Client: k8s, Recorder: record.NewFakeRecorder(10)}
 	var results []applyResult

@@ -106,6 +106,9 @@ func (r *Reconciler) reconcilePodMonitor(ctx context.Context, st *state) error {
 		cond.Status, cond.Reason = metav1.ConditionTrue, v1alpha1.ReasonPodMonitorCreated
 		cond.Message = fmt.Sprintf("PodMonitor %s scrapes the pods' %s port at /metrics", site.Name, v1alpha1.AdminPortName)
 	case kindNotServed(err):
+		if err := r.optional.forget(ctx, PodMonitorGVK); err != nil {
+			return err
+		}
 		cond.Status, cond.Reason = metav1.ConditionFalse, v1alpha1.ReasonPodMonitorCRDMissing
 		cond.Message = "the cluster does not serve monitoring.coreos.com/v1 PodMonitors: install the Prometheus Operator's CRDs; the pods' /metrics on the admin port can still be scraped by pod discovery"
 		st.requeue(r.stalledRetry())

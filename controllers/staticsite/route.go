@@ -163,6 +163,9 @@ func (r *Reconciler) reconcileRoute(ctx context.Context, st *state) error {
 		res, err := applyChild(ctx, c, r.directReader(), site, "HTTPRoute", &gatewayv1.HTTPRoute{}, httpRoute, key, extractHTTPRoute)
 		if err != nil {
 			if kindNotServed(err) {
+				if err := r.optional.forget(ctx, HTTPRouteGVK); err != nil {
+					return err
+				}
 				st.route = &metav1.Condition{Type: v1alpha1.ConditionRouteApplied, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonHTTPRouteCRDMissing,
 					Message: "the cluster does not serve gateway.networking.k8s.io/v1 HTTPRoutes: install the Gateway API CRDs (standard channel), or use spec.route.ingressClassName"}
 				st.requeue(r.stalledRetry())

@@ -33,9 +33,15 @@ func TestMain(m *testing.M) {
 // startManager runs a manager with the production cache settings and the referenced objects' cache.
 func startManager(t *testing.T) (ctrl.Manager, cache.Cache) {
 	t.Helper()
+	return startManagerWith(t, NewReferencedMetadata)
+}
+
+// startManagerWith runs a manager with the production cache settings and the extra cache newCache adds to it.
+func startManagerWith(t *testing.T, newCache func(ctrl.Manager) (cache.Cache, error)) (ctrl.Manager, cache.Cache) {
+	t.Helper()
 	mgr, err := env.NewManager(func(o *ctrl.Options) { o.Cache = cache.Options{ByObject: OwnedObjectsOnly()} })
 	testenv.Must(t, err)
-	referenced, err := NewReferencedMetadata(mgr)
+	extra, err := newCache(mgr)
 	testenv.Must(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -46,7 +52,7 @@ func startManager(t *testing.T) (ctrl.Manager, cache.Cache) {
 			t.Errorf("manager: %v", err)
 		}
 	})
-	return mgr, referenced
+	return mgr, extra
 }
 
 func configMaps(t *testing.T) (own, users *corev1.ConfigMap) {
@@ -119,19 +125,8 @@ func TestReferencedMetadataHoldsMetadataOnly(t *testing.T) {
 // has) holds the metadata of the operator's labelled objects only, and refuses full objects.
 func TestOwnedMetadataHoldsOnlyTheOperatorsObjects(t *testing.T) {
 	own, users := configMaps(t)
-	mgr, err := env.NewManager()
-	testenv.Must(t, err)
-	owned, err := NewOwnedMetadata(mgr)
-	testenv.Must(t, err)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("manager: %v", err)
-		}
-	})
+	_, owned := startManagerWith(t, NewOwnedMetadata)
+	ctx := context.Background()
 	list := &metav1.PartialObjectMetadataList{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMapList"}}
 	testenv.Eventually(t, "the operator's ConfigMap's metadata", func() error {
 		if err := owned.List(ctx, list, client.InNamespace(own.Namespace)); err != nil {
