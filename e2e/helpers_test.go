@@ -383,6 +383,8 @@ type fetchResult struct {
 	ContentEncoding string `json:"contentEncoding"`
 	DecodedSize     int    `json:"decodedSize"`
 	DecodedSHA256   string `json:"decodedSha256"`
+	CertSerial      string `json:"certSerial"`
+	TLSVersion      string `json:"tlsVersion"`
 }
 
 // fetch runs the fetch image in a pod with args and returns its JSON lines: the first carries the pod's

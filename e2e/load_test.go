@@ -128,9 +128,14 @@ func startLoad(t *testing.T, ns, name, base string, s loadSite, rate int, durati
 // container to run, so the caller knows load is on.
 func runK6(t *testing.T, ns, name, script string, env []corev1.EnvVar, duration time.Duration) {
 	t.Helper()
+	runK6With(t, ns, name, map[string]string{"load.js": script}, env, duration)
+}
+
+// runK6With is runK6 with more files beside the script (load.js) in /scripts, e.g. a CA for https targets.
+func runK6With(t *testing.T, ns, name string, files map[string]string, env []corev1.EnvVar, duration time.Duration) {
+	t.Helper()
 	ctx := ctxFor(t, 30*time.Second)
-	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name + "-script"},
-		Data: map[string]string{"load.js": script}}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name + "-script"}, Data: files}
 	if err := k8s.Create(ctx, cm); err != nil {
 		t.Fatal(err)
 	}

@@ -137,5 +137,6 @@ func TestE2E(t *testing.T) {
 	t.Run("10a-pydocs-baked-start", testPydocsBakedStart)
 	t.Run("10b-pydocs-autoscaling", testPydocsAutoscaling)
 	t.Run("10c-pydocs-rollout-under-load", testPydocsRolloutUnderLoad)
+	t.Run("11-https-rotation-under-load", testHTTPSRotationUnderLoad)
 	t.Run("8-operator-restart-and-uninstall", testOperatorRestartAndUninstall)
 }

@@ -46,8 +46,9 @@ const (
 	ReasonDeploymentRejected          = "DeploymentRejected"
 	ReasonServiceRejected             = "ServiceRejected"
 	ReasonPodDisruptionBudgetRejected = "PodDisruptionBudgetRejected"
-	// ReasonNotOwned: an object with a child's name (Deployment, Service or PodDisruptionBudget) exists and is not
-	// controlled by the site. The operator never takes it over (it would be deleted with the site).
+	// ReasonNotOwned: an object with a child's name (Deployment, Service, PodDisruptionBudget or NetworkPolicy)
+	// exists and is not controlled by the site (for the Ingress, HTTPRoute and PodMonitor it is said in their own
+	// condition instead: see exposure_reasons.go). The operator never takes it over (it would be deleted with the site).
 	ReasonNotOwned = "NotOwned"
 )
 

@@ -7,9 +7,10 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
-// StaticSite condition types. Polarity is documented in docs/staticsite.md: Ready, ContentAvailable, Pinned and
-// ContentInMemory are "normal-true"; Reconciling and Stalled are "abnormal-true" (kstatus), present only while
-// they hold.
+// StaticSite condition types. Polarity is documented in docs/staticsite.md: Ready, ContentAvailable, Pinned,
+// ContentInMemory, TLSReady, RouteApplied and PodMonitorApplied are "normal-true"; Reconciling and Stalled are
+// "abnormal-true" (kstatus), present only while they hold. TLSReady, RouteApplied and PodMonitorApplied are
+// present only while spec.tls, spec.route and spec.monitoring are set.
 const (
 	// ConditionReady is True when every replica serves the current spec.
 	ConditionReady = "Ready"
@@ -25,6 +26,14 @@ const (
 	// of the site is served from disk (correct, only slower: it never makes Ready False); Unknown while no pod
 	// has reported it.
 	ConditionContentInMemory = "ContentInMemory"
+	// ConditionTLSReady is True when spec.tls.secretName holds a usable certificate and key. False never makes Ready
+	// False: running servers keep the certificate they loaded and keep serving.
+	ConditionTLSReady = "TLSReady"
+	// ConditionRouteApplied is True when the Ingress or HTTPRoute of spec.route exists as specified. It says
+	// nothing of whether an ingress controller or Gateway has picked it up (see the object's own status).
+	ConditionRouteApplied = "RouteApplied"
+	// ConditionPodMonitorApplied is True when the PodMonitor of spec.monitoring exists as specified.
+	ConditionPodMonitorApplied = "PodMonitorApplied"
 )
 
 // Content source names, as shown in status.contentSource and the Content printer column.
@@ -36,6 +45,8 @@ const (
 )
 
 // StaticSiteSpec is what a user asks for: a site's content and how to serve it.
+// +kubebuilder:validation:XValidation:rule="!has(self.route) || (has(self.hostnames) && size(self.hostnames) > 0)",message="spec.route needs spec.hostnames: the route answers for those names"
+// +kubebuilder:validation:XValidation:rule="!has(self.route) || !has(self.tls) || !has(self.tls.httpRedirect) || !self.tls.httpRedirect",message="spec.tls.httpRedirect cannot be used with spec.route: the route sends plain HTTP to the site, which would redirect in a loop; let the Ingress controller or Gateway redirect"
 type StaticSiteSpec struct {
 	// content is where the site's files come from. Exactly one source must be set.
 	// +required
@@ -82,6 +93,32 @@ type StaticSiteSpec struct {
 	// autoscaling turns on the operator's requests-per-second autoscaler, which writes spec.replicas.
 	// +optional
 	Autoscaling *AutoscalingSpec `json:"autoscaling,omitempty"`
+
+	// tls makes the server terminate TLS on its https port (8443) with a kubernetes.io/tls Secret's certificate,
+	// published on the Service as spec.service.httpsPort.
+	// +optional
+	TLS *TLSSpec `json:"tls,omitempty"`
+
+	// hostnames the site answers to publicly; with spec.route they make an Ingress or HTTPRoute, and
+	// status.publicURLs.
+	// +kubebuilder:validation:MaxItems=16
+	// +listType=set
+	// +optional
+	Hostnames []Hostname `json:"hostnames,omitempty"`
+
+	// route creates an Ingress or a Gateway API HTTPRoute for spec.hostnames to the Service's http port.
+	// Removing it deletes the object.
+	// +optional
+	Route *RouteSpec `json:"route,omitempty"`
+
+	// monitoring creates a Prometheus Operator PodMonitor for the server pods' /metrics.
+	// +optional
+	Monitoring *MonitoringSpec `json:"monitoring,omitempty"`
+
+	// networkPolicy creates a NetworkPolicy that opens the serving ports and keeps the admin port to the operator
+	// and the monitoring namespaces.
+	// +optional
+	NetworkPolicy *NetworkPolicySpec `json:"networkPolicy,omitempty"`
 }
 
 // ContentSource names where a site's files come from. Exactly one field is set.
@@ -290,18 +327,26 @@ type Header struct {
 
 // ServiceSpec configures the Service named like the StaticSite.
 // +kubebuilder:validation:XValidation:rule="!has(self.port) || self.port != 9090",message="spec.service.port must not be 9090, the admin port"
+// +kubebuilder:validation:XValidation:rule="!has(self.httpsPort) || self.httpsPort != 9090",message="spec.service.httpsPort must not be 9090, the admin port"
+// +kubebuilder:validation:XValidation:rule="!has(self.httpsPort) || self.httpsPort != (has(self.port) ? self.port : 80)",message="spec.service.httpsPort must differ from spec.service.port"
 type ServiceSpec struct {
 	// type of the Service.
 	// +kubebuilder:validation:Enum=ClusterIP;NodePort;LoadBalancer
 	// +kubebuilder:default=ClusterIP
 	// +optional
 	Type corev1.ServiceType `json:"type,omitempty"`
-	// port the Service exposes the site on.
+	// port the Service exposes the site on over plain HTTP (the pods' http port). With spec.tls it stays: it serves
+	// plain HTTP, or the redirect to https with spec.tls.httpRedirect.
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=65535
 	// +kubebuilder:default=80
 	// +optional
 	Port int32 `json:"port,omitempty"`
+	// httpsPort the Service exposes the pods' https port on, when spec.tls is set. Default 443.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=65535
+	// +optional
+	HTTPSPort int32 `json:"httpsPort,omitempty"`
 	// annotations on the Service (e.g. for a cloud load balancer).
 	// +optional
 	Annotations map[string]string `json:"annotations,omitempty"`
@@ -352,7 +397,8 @@ type StaticSiteStatus struct {
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
-	// conditions: Ready, Reconciling, Stalled, ContentAvailable, Pinned, ContentInMemory (and the autoscaler's own).
+	// conditions: Ready, Reconciling, Stalled, ContentAvailable, Pinned, ContentInMemory, TLSReady, RouteApplied,
+	// PodMonitorApplied (and the autoscaler's own).
 	// +listType=map
 	// +listMapKey=type
 	// +optional
@@ -374,6 +420,14 @@ type StaticSiteStatus struct {
 	// url is the site's in-cluster address.
 	// +optional
 	URL string `json:"url,omitempty"`
+	// httpsURL is the site's in-cluster HTTPS address, when spec.tls is set.
+	// +optional
+	HTTPSURL string `json:"httpsURL,omitempty"`
+	// publicURLs are the addresses of spec.hostnames through spec.route (https:// with spec.tls), once the
+	// Ingress or HTTPRoute exists.
+	// +listType=atomic
+	// +optional
+	PublicURLs []string `json:"publicURLs,omitempty"`
 	// contentSource is which content source is in use: image, configMaps, imageVolume or persistentVolumeClaim.
 	// +optional
 	ContentSource string `json:"contentSource,omitempty"`
@@ -441,6 +495,7 @@ type ServedContent struct {
 // +kubebuilder:printcolumn:name="Memory-Fit",type=string,JSONPath=`.status.content.fitMemoryLimit`,priority=1,description="memory limit that would hold every file in memory"
 // +kubebuilder:printcolumn:name="RPS",type=integer,JSONPath=`.status.autoscaling.currentRPS`
 // +kubebuilder:printcolumn:name="URL",type=string,JSONPath=`.status.url`
+// +kubebuilder:printcolumn:name="Public",type=string,JSONPath=`.status.publicURLs[0]`,description="first public URL (spec.hostnames through spec.route)"
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type StaticSite struct {
 	metav1.TypeMeta   `json:",inline"`

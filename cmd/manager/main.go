@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"hyperstatic.dev/hyperstatic/api/v1alpha1"
 	"hyperstatic.dev/hyperstatic/controllers/autoscaling"
@@ -47,6 +48,8 @@ type options struct {
 	k6Image string
 	// serverImageRolloutConcurrency is how many StaticSites may roll to a new default server image at a time.
 	serverImageRolloutConcurrency int
+	// operatorNamespace is where the operator runs: sites' NetworkPolicies open the admin port to it.
+	operatorNamespace string
 }
 
 func bindFlags(fs *flag.FlagSet) *options {
@@ -60,6 +63,8 @@ func bindFlags(fs *flag.FlagSet) *options {
 		"How many StaticSites on the default server image may roll to a new --server-image at a time (after an operator upgrade); 0 means no limit.")
 	fs.BoolVar(&o.printVersion, "version", false, "Print the version and exit.")
 	fs.StringVar(&o.k6Image, "k6-image", "hyperstatic/k6:"+version, "Default k6 image of Benchmark Jobs.")
+	fs.StringVar(&o.operatorNamespace, "operator-namespace", os.Getenv("POD_NAMESPACE"),
+		"Namespace the operator runs in (default: $POD_NAMESPACE, which the chart sets): StaticSites' NetworkPolicies open the server's admin port to it.")
 	fs.DurationVar(&o.autoscaleInterval, "autoscaler-scrape-interval", autoscaling.DefaultScrapeInterval, "How often autoscaled StaticSites' pods are scraped and the replica count re-decided.")
 	return o
 }
@@ -86,6 +91,7 @@ func run(ctx context.Context, cfg *rest.Config, o *options) error {
 	scheme := runtime.NewScheme()
 	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
 	utilruntime.Must(v1alpha1.AddToScheme(scheme))
+	utilruntime.Must(gatewayv1.Install(scheme)) // HTTPRoutes of spec.route; nothing needs the CRDs until a site asks
 
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                        scheme,
@@ -113,6 +119,7 @@ func run(ctx context.Context, cfg *rest.Config, o *options) error {
 		ServerVersion: disco.ServerVersion,
 		// An upgrade of the operator changes the default server image: roll the sites to it a few at a time.
 		ServerImageRolloutConcurrency: o.serverImageRolloutConcurrency,
+		OperatorNamespace:             o.operatorNamespace,
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up the StaticSite controller: %w", err)
 	}
@@ -142,6 +149,6 @@ func run(ctx context.Context, cfg *rest.Config, o *options) error {
 	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
 		return err
 	}
-	log.Info("starting the manager", "version", version, "serverImage", o.serverImage, "serverImageRolloutConcurrency", o.serverImageRolloutConcurrency, "k6Image", o.k6Image, "leaderElection", o.leaderElect)
+	log.Info("starting the manager", "version", version, "serverImage", o.serverImage, "serverImageRolloutConcurrency", o.serverImageRolloutConcurrency, "k6Image", o.k6Image, "operatorNamespace", o.operatorNamespace, "leaderElection", o.leaderElect)
 	return mgr.Start(ctx)
 }

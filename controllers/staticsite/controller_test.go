@@ -321,6 +321,29 @@ func TestImageVolumeOnOldCluster(t *testing.T) {
 	}
 }
 
+// expectRefused creates a site with spec and expects the API server to refuse it as Invalid, naming want.
+func expectRefused(t *testing.T, ns string, spec v1alpha1.StaticSiteSpec, want string) {
+	t.Helper()
+	site := &v1alpha1.StaticSite{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "bad"}, Spec: spec}
+	err := k8s.Create(context.Background(), site)
+	if err == nil {
+		_ = k8s.Delete(context.Background(), site)
+		t.Fatalf("accepted; want refusal mentioning %q", want)
+	}
+	if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), want) {
+		t.Errorf("error %q, want an Invalid error mentioning %q", err, want)
+	}
+}
+
+// rollOutAndWaitReady plays a completed rollout of the site's Deployment and waits for Ready=True Available.
+func rollOutAndWaitReady(t *testing.T, ns, name string) *v1alpha1.StaticSite {
+	t.Helper()
+	completeRollout(t, getDeployment(t, ns, name))
+	return waitSite(t, ns, name, "Ready", func(s *v1alpha1.StaticSite) error {
+		return condition(s, v1alpha1.ConditionReady, metav1.ConditionTrue, v1alpha1.ReasonAvailable)
+	})
+}
+
 func TestInvalidSitesAreRefused(t *testing.T) {
 	ns := namespace(t)
 	img := v1alpha1.ContentSource{Image: "example/site:v1"}
@@ -371,17 +394,7 @@ func TestInvalidSitesAreRefused(t *testing.T) {
 		{"error page prefix", v1alpha1.StaticSiteSpec{Content: img, Server: v1alpha1.ServerSpec{ErrorPages: []v1alpha1.ErrorPage{{Status: 404, Path: "/404.html", PathPrefix: "docs/"}}}}, "spec.server.errorPages[0].pathPrefix"},
 		{"empty image volume", v1alpha1.StaticSiteSpec{Content: v1alpha1.ContentSource{ImageVolume: &v1alpha1.ImageVolumeContent{}}}, "spec.content.imageVolume.reference"},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			site := &v1alpha1.StaticSite{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "bad"}, Spec: tc.spec}
-			err := k8s.Create(context.Background(), site)
-			if err == nil {
-				_ = k8s.Delete(context.Background(), site)
-				t.Fatalf("accepted; want refusal mentioning %q", tc.want)
-			}
-			if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), tc.want) {
-				t.Errorf("error %q, want an Invalid error mentioning %q", err, tc.want)
-			}
-		})
+		t.Run(tc.name, func(t *testing.T) { expectRefused(t, ns, tc.spec, tc.want) })
 	}
 }
 
@@ -821,7 +834,6 @@ func TestSamplesAreValid(t *testing.T) {
 func TestApplyIsSkippedWhenUnchanged(t *testing.T) {
 	// The extracted fields the operator owns, read back from a real API server, equal the desired objects: a
 	// second apply of the same objects sends nothing.
-	ctx := context.Background()
 	ns := namespace(t)
 	site := &v1alpha1.StaticSite{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "noop", UID: "0000-noop"},
 		Spec: v1alpha1.StaticSiteSpec{Content: v1alpha1.ContentSource{ConfigMaps: []v1alpha1.ConfigMapContent{{Name: "a", PathPrefix: "p"}}},
@@ -833,16 +845,27 @@ func TestApplyIsSkippedWhenUnchanged(t *testing.T) {
 			Server: v1alpha1.ServerSpec{DrainDelay: &metav1.Duration{Duration: 7 * 1e9}}}}
 	content := ConfigMapsContent(site, []corev1.ConfigMap{{ObjectMeta: metav1.ObjectMeta{Name: "a", ResourceVersion: "1"}, Data: map[string]string{"x.html": "x"}}})
 	key := client.ObjectKey{Namespace: ns, Name: "noop"}
-	for _, tc := range []struct {
-		kind    string
-		obj     func() client.Object
-		desired func() any
-		extract func(client.Object) (any, error)
-	}{
+	applyTwice(t, site, key, []applyCase{
 		{"Deployment", func() client.Object { return &appsv1.Deployment{} }, func() any { return DesiredDeployment(site, testServerImage, content, MemoryFor(site, content)) }, extractDeployment},
 		{"Service", func() client.Object { return &corev1.Service{} }, func() any { return DesiredService(site) }, extractService},
 		{"PodDisruptionBudget", func() client.Object { return &policyv1.PodDisruptionBudget{} }, func() any { return DesiredPodDisruptionBudget(site) }, extractPodDisruptionBudget},
-	} {
+	})
+}
+
+// applyCase is one kind of child for applyTwice.
+type applyCase struct {
+	kind    string
+	obj     func() client.Object
+	desired func() any
+	extract func(client.Object) (any, error)
+}
+
+// applyTwice applies each desired child twice through applyChild and expects Created, then Unchanged: the fields
+// the operator owns, read back from the API server, equal the desired object.
+func applyTwice(t *testing.T, site *v1alpha1.StaticSite, key client.ObjectKey, cases []applyCase) {
+	t.Helper()
+	ctx := context.Background()
+	for _, tc := range cases {
 		var results []applyResult
 		for range 2 {
 			res, err := applyChild(ctx, k8s, k8s, site, tc.kind, tc.obj(), tc.desired().(runtime.ApplyConfiguration), key, tc.extract)

@@ -100,6 +100,18 @@ func URL(site *v1alpha1.StaticSite) string {
 	return host
 }
 
+// HTTPSURL is the site's in-cluster HTTPS address with spec.tls ("" without); the port is omitted when it is 443.
+func HTTPSURL(site *v1alpha1.StaticSite) string {
+	if site.Spec.TLS == nil {
+		return ""
+	}
+	host := fmt.Sprintf("https://%s.%s.svc.cluster.local", site.Name, site.Namespace)
+	if p := httpsServicePortOf(site); p != v1alpha1.DefaultHTTPSServicePort {
+		return host + ":" + strconv.Itoa(int(p))
+	}
+	return host
+}
+
 // formatDuration writes a duration the way the server's flags read it: whole seconds as "5s", else "1500ms".
 func formatDuration(d time.Duration) string {
 	if d%time.Second == 0 {
@@ -113,7 +125,7 @@ func formatDuration(d time.Duration) string {
 // --cache-control GLOB=VALUE and --header [GLOB=]NAME:VALUE (both repeatable), --security-headers=false (when
 // securityHeaders is false), --cors GLOB=ORIGINS;methods=..;headers=..;max-age=.. (repeatable, see corsArg),
 // --spa-fallback, --not-found-page PATH, and the site rules of siteRuleArgs: --redirect 'FROM TO STATUS[!]',
-// --clean-urls, --error-page 'STATUS PATH PREFIX').
+// --clean-urls, --error-page 'STATUS PATH PREFIX', and the TLS flags of tls.go).
 // The compression cache is not an argument but an environment variable: see cachevolume.go.
 func ServerArgs(site *v1alpha1.StaticSite) []string {
 	s := site.Spec.Server
@@ -156,5 +168,6 @@ func ServerArgs(site *v1alpha1.StaticSite) []string {
 		args = append(args, "--not-found-page", s.NotFoundPage)
 	}
 	args = append(args, siteRuleArgs(s)...)
+	args = append(args, tlsArgs(site)...)
 	return append(args, s.ExtraArgs...)
 }

@@ -71,6 +71,9 @@ func desiredPodTemplate(site *v1alpha1.StaticSite, serverImage string, content C
 		spec.WithVolumes(v)
 	}
 	spec.WithVolumes(compressCacheVolume(memory))
+	if v := tlsVolume(site); v != nil {
+		spec.WithVolumes(v)
+	}
 	withPodIdentity(spec, o.PodIdentity)
 	if len(o.NodeSelector) > 0 {
 		spec.WithNodeSelector(o.NodeSelector)
@@ -147,6 +150,7 @@ func serverContainer(site *v1alpha1.StaticSite, serverImage string, content Cont
 		c.WithVolumeMounts(m)
 	}
 	c.WithVolumeMounts(compressCacheMount()).WithEnv(compressCacheEnvVar())
+	withTLSListener(site, c)
 	return c
 }
 

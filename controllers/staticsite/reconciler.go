@@ -60,6 +60,13 @@ type Reconciler struct {
 	// ServerImageQueueRetry is how often a site waiting for its turn to move to a new ServerImage checks again (0:
 	// DefaultServerImageQueueRetry).
 	ServerImageQueueRetry time.Duration
+	// OperatorNamespace is the namespace the operator runs in: a site's NetworkPolicy opens the admin port to it.
+	// Empty (the operator runs outside the cluster): no such rule.
+	OperatorNamespace string
+	// TLSRecheck is how often a site with spec.tls reads its Secret again (0: DefaultTLSRecheck). See tls.go.
+	TLSRecheck time.Duration
+
+	optional *optionalWatches // watches of HTTPRoutes and PodMonitors, started once their CRDs are seen
 
 	serverImageMu sync.Mutex // serializes the admissions of sites to a new ServerImage (chooseServerImage)
 
@@ -98,6 +105,13 @@ type state struct {
 
 	// serverImageQueued: the site waits for its turn to move to a new default server image (the Reconciling message).
 	serverImageQueued string
+
+	// Exposure (nil: the spec field is unset, the condition goes): TLSReady, RouteApplied and PodMonitorApplied,
+	// and the public URLs of the route once it exists.
+	tls        *metav1.Condition
+	route      *metav1.Condition
+	podMonitor *metav1.Condition
+	publicURLs []string
 }
 
 type problem struct{ reason, message string }
@@ -148,7 +162,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 
 	st := &state{site: site}
 	var err error
-	for _, s := range []step{r.reconcileContent, r.reconcileDeployment, r.reconcileService, r.reconcileDisruptionBudget, r.reconcilePods} {
+	for _, s := range []step{r.reconcileContent, r.reconcileTLS, r.reconcileDeployment, r.reconcileService, r.reconcileDisruptionBudget,
+		r.reconcileRoute, r.reconcilePodMonitor, r.reconcileNetworkPolicy, r.reconcilePods} {
 		if err = s(ctx, st); err != nil {
 			break
 		}
@@ -344,6 +359,19 @@ func notOwned(st *state, err error) bool {
 	return true
 }
 
+// childRefused turns an apply error of a child into Stalled when only a person can fix it (a foreign object of
+// that name: NotOwned; a refusal by the API server: reason), else returns it to retry the pass.
+func childRefused(st *state, kind, reason string, err error) error {
+	if notOwned(st, err) {
+		return nil
+	}
+	if apierrors.IsInvalid(err) || apierrors.IsForbidden(err) {
+		st.reject(&problem{reason, err.Error()})
+		return nil
+	}
+	return fmt.Errorf("apply %s: %w", kind, err)
+}
+
 // deploymentRefused turns an apply error into a condition when only a person can fix it, else returns it.
 func (r *Reconciler) deploymentRefused(st *state, err error) error {
 	if notOwned(st, err) {
@@ -407,14 +435,7 @@ func (r *Reconciler) reconcileService(ctx context.Context, st *state) error {
 	res, err := applyChild(ctx, r.Client, r.directReader(), site, "Service", &corev1.Service{}, DesiredService(site),
 		types.NamespacedName{Namespace: site.Namespace, Name: site.Name}, extractService)
 	if err != nil {
-		if notOwned(st, err) {
-			return nil
-		}
-		if apierrors.IsInvalid(err) || apierrors.IsForbidden(err) {
-			st.reject(&problem{v1alpha1.ReasonServiceRejected, err.Error()})
-			return nil
-		}
-		return fmt.Errorf("apply Service: %w", err)
+		return childRefused(st, "Service", v1alpha1.ReasonServiceRejected, err)
 	}
 	r.recordApply(site, "Service", res)
 	return nil
@@ -443,14 +464,7 @@ func (r *Reconciler) reconcileDisruptionBudget(ctx context.Context, st *state) e
 	}
 	res, err := applyChild(ctx, r.Client, r.directReader(), site, "PodDisruptionBudget", &policyv1.PodDisruptionBudget{}, desired, key, extractPodDisruptionBudget)
 	if err != nil {
-		if notOwned(st, err) {
-			return nil
-		}
-		if apierrors.IsInvalid(err) || apierrors.IsForbidden(err) {
-			st.reject(&problem{v1alpha1.ReasonPodDisruptionBudgetRejected, err.Error()})
-			return nil
-		}
-		return fmt.Errorf("apply PodDisruptionBudget: %w", err)
+		return childRefused(st, "PodDisruptionBudget", v1alpha1.ReasonPodDisruptionBudgetRejected, err)
 	}
 	r.recordApply(site, "PodDisruptionBudget", res)
 	return nil

@@ -10,8 +10,8 @@ import (
 	"hyperstatic.dev/hyperstatic/api/v1alpha1"
 )
 
-// DesiredService is the Service in front of a site's pods: spec.service.port to the pods' http port, and nothing
-// else. The admin port (probes, metrics, content listing) is never published on it: a LoadBalancer or NodePort
+// DesiredService is the Service in front of a site's pods: spec.service.port to the pods' http port, with spec.tls
+// spec.service.httpsPort (443) to their https port, and nothing else. The admin port (probes, metrics, content listing) is never published on it: a LoadBalancer or NodePort
 // Service would expose it to the public, where one slow client could starve the kubelet's probes. Everything that
 // reads the admin port (the kubelet, the operator's scrapes, Prometheus pod discovery) goes to pod IPs.
 func DesiredService(site *v1alpha1.StaticSite) *corev1ac.ServiceApplyConfiguration {
@@ -19,16 +19,22 @@ func DesiredService(site *v1alpha1.StaticSite) *corev1ac.ServiceApplyConfigurati
 	if typ == "" {
 		typ = corev1.ServiceTypeClusterIP
 	}
+	spec := corev1ac.ServiceSpec().
+		WithType(typ).
+		WithSelector(selectorLabels(site)).
+		WithPorts(
+			corev1ac.ServicePort().WithName(v1alpha1.ServerPortName).WithProtocol(corev1.ProtocolTCP).
+				WithAppProtocol("http").WithPort(servicePortOf(site)).
+				WithTargetPort(intstr.FromString(v1alpha1.ServerPortName)))
+	if site.Spec.TLS != nil {
+		spec.WithPorts(corev1ac.ServicePort().WithName(v1alpha1.HTTPSPortName).WithProtocol(corev1.ProtocolTCP).
+			WithAppProtocol("https").WithPort(httpsServicePortOf(site)).
+			WithTargetPort(intstr.FromString(v1alpha1.HTTPSPortName)))
+	}
 	svc := corev1ac.Service(site.Name, site.Namespace).
 		WithLabels(objectLabels(site)).
 		WithOwnerReferences(ownerReference(site)).
-		WithSpec(corev1ac.ServiceSpec().
-			WithType(typ).
-			WithSelector(selectorLabels(site)).
-			WithPorts(
-				corev1ac.ServicePort().WithName(v1alpha1.ServerPortName).WithProtocol(corev1.ProtocolTCP).
-					WithAppProtocol("http").WithPort(servicePortOf(site)).
-					WithTargetPort(intstr.FromString(v1alpha1.ServerPortName))))
+		WithSpec(spec)
 	if len(site.Spec.Service.Annotations) > 0 {
 		svc.WithAnnotations(maps.Clone(site.Spec.Service.Annotations))
 	}

@@ -5,6 +5,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -28,6 +29,7 @@ const (
 
 // SetupWithManager registers the controller: it watches StaticSites, the children it owns, the ConfigMaps and
 // claims sites reference (to refresh ContentAvailable and the revision), and the sites' pods (readiness, pinning).
+// TLS Secrets are not watched (see reconcileTLS); HTTPRoutes and PodMonitors once their CRDs are seen.
 //
 // The referenced ConfigMaps and claims are the user's, unlabelled, anywhere in the cluster: they are watched as
 // metadata only, from a cache of their own (managercache.NewReferencedMetadata), so that the operator's memory
@@ -62,17 +64,30 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if err != nil {
 		return err
 	}
-	return ctrl.NewControllerManagedBy(mgr).
+	owned, err := managercache.NewOwnedMetadata(mgr)
+	if err != nil {
+		return err
+	}
+	c, err := ctrl.NewControllerManagedBy(mgr).
 		Named("staticsite").
 		// Status writes (ours and the autoscaler's) do not change the generation: no reconcile for them.
 		For(&v1alpha1.StaticSite{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}))).
 		Owns(&appsv1.Deployment{}).
 		Owns(&corev1.Service{}).
 		Owns(&policyv1.PodDisruptionBudget{}).
+		Owns(&networkingv1.Ingress{}).
+		Owns(&networkingv1.NetworkPolicy{}).
 		WatchesRawSource(source.Kind(referenced, metadataOf("ConfigMap"), handler.EnqueueRequestsFromMapFunc(r.sitesUsing(indexConfigMap)))).
 		WatchesRawSource(source.Kind(referenced, metadataOf("PersistentVolumeClaim"), handler.EnqueueRequestsFromMapFunc(r.sitesUsing(indexClaim)))).
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(siteOfPod)).
-		Complete(r)
+		Build(r)
+	if err != nil {
+		return err
+	}
+	// HTTPRoutes and PodMonitors are watched from the first pass that finds their CRD installed (children.go).
+	r.optional = &optionalWatches{controller: c, cache: owned,
+		handler: handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &v1alpha1.StaticSite{}, handler.OnlyControllerOwner())}
+	return nil
 }
 
 // metadataOf is the metadata-only form of a core/v1 kind, for watches that need no more than names and versions.

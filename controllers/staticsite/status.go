@@ -68,6 +68,8 @@ func (r *Reconciler) summarize(st *state, passErr error) {
 	s.ObservedGeneration = site.Generation
 	s.Selector = Selector(site)
 	s.URL = URL(site)
+	s.HTTPSURL = HTTPSURL(site)
+	s.PublicURLs = st.publicURLs
 	s.ContentSource = st.content.Source
 	s.ContentRevision = st.content.Revision
 	mem := st.memory.DeepCopy()
@@ -88,6 +90,17 @@ func (r *Reconciler) summarize(st *state, passErr error) {
 	s.Content = st.served
 	inMemory := contentInMemoryCondition(st.served, st.notMeasured)
 	set(inMemory.Type, inMemory.Status, inMemory.Reason, inMemory.Message)
+	// The exposure conditions are informational: none of them changes Ready (see exposure_reasons.go).
+	for _, o := range []struct {
+		typ string
+		c   *metav1.Condition
+	}{{v1alpha1.ConditionTLSReady, st.tls}, {v1alpha1.ConditionRouteApplied, st.route}, {v1alpha1.ConditionPodMonitorApplied, st.podMonitor}} {
+		if o.c == nil {
+			meta.RemoveStatusCondition(&s.Conditions, o.typ)
+		} else {
+			set(o.typ, o.c.Status, o.c.Reason, o.c.Message)
+		}
+	}
 
 	ro := rolloutOf(site, st.deployment, st.templateChanged)
 	var stalled *problem
@@ -160,6 +173,17 @@ func (r *Reconciler) recordTransitions(before, after *v1alpha1.StaticSite) {
 		r.Recorder.Event(after, corev1.EventTypeNormal, eventPinnedPrefix+string(c.Status), c.Message)
 	}
 	r.recordContentInMemory(before, after)
+	// A certificate, route or PodMonitor that goes bad is a Warning (the site still serves); its recovery is news.
+	for _, t := range []string{v1alpha1.ConditionTLSReady, v1alpha1.ConditionRouteApplied, v1alpha1.ConditionPodMonitorApplied} {
+		c, ok := changed(t)
+		old := meta.FindStatusCondition(before.Status.Conditions, t)
+		switch {
+		case ok && c.Status == metav1.ConditionFalse:
+			r.Recorder.Event(after, corev1.EventTypeWarning, c.Reason, t+" False: "+c.Message)
+		case ok && c.Status == metav1.ConditionTrue && old != nil && old.Status == metav1.ConditionFalse:
+			r.Recorder.Event(after, corev1.EventTypeNormal, c.Reason, t+" again: "+c.Message)
+		}
+	}
 	if old, now := before.Status.ContentRevision, after.Status.ContentRevision; old != "" && old != now &&
 		!strings.HasPrefix(now, old+"@") { // learning the digest of the same image is no change
 		r.Recorder.Eventf(after, corev1.EventTypeNormal, eventContentChanged, "Content revision %s → %s", before.Status.ContentRevision, after.Status.ContentRevision)

@@ -85,6 +85,9 @@ func (f *fakeScraper) set(ns, pod string, s podmetrics.Sample) {
 	f.samples[ns+"/"+pod] = s
 }
 
+// testOperatorNamespace stands for the namespace the operator runs in.
+const testOperatorNamespace = "hyperstatic-system"
+
 func TestMain(m *testing.M) {
 	os.Exit(runSuite(m))
 }
@@ -120,6 +123,9 @@ func runSuite(m *testing.M) int {
 		ServerVersion: disco.ServerVersion,
 		ScrapeRetry:   time.Second,
 		StalledRetry:  time.Second,
+		TLSRecheck:    time.Second,
+		// The NetworkPolicy's admin rule names it.
+		OperatorNamespace: testOperatorNamespace,
 	}
 	if err := r.SetupWithManager(mgr); err != nil {
 		fmt.Fprintln(os.Stderr, "setup:", err)
@@ -167,6 +173,19 @@ func condition(site *v1alpha1.StaticSite, typ string, status metav1.ConditionSta
 		return fmt.Errorf("%s is %s/%s (%s), want %s/%s", typ, c.Status, c.Reason, c.Message, status, reason)
 	}
 	return nil
+}
+
+// conditionWith checks a condition's status and reason, and that its message contains substr.
+func conditionWith(typ string, status metav1.ConditionStatus, reason, substr string) func(*v1alpha1.StaticSite) error {
+	return func(s *v1alpha1.StaticSite) error {
+		if err := condition(s, typ, status, reason); err != nil {
+			return err
+		}
+		if c := meta.FindStatusCondition(s.Status.Conditions, typ); !strings.Contains(c.Message, substr) {
+			return fmt.Errorf("%s message %q does not contain %q", typ, c.Message, substr)
+		}
+		return nil
+	}
 }
 
 func describe(site *v1alpha1.StaticSite) string {

@@ -6,6 +6,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -28,13 +29,20 @@ import (
 // A consequence every controller must respect: an object missing from the cache may still exist (unlabelled, made
 // by someone else). Before creating a child, read around the cache (the manager's API reader).
 func OwnedObjectsOnly() map[client.Object]cache.ByObject {
-	owned := cache.ByObject{Label: labels.SelectorFromSet(labels.Set{v1alpha1.LabelManagedBy: v1alpha1.ManagedByValue})}
+	owned := cache.ByObject{Label: ownedSelector()}
 	return map[client.Object]cache.ByObject{
 		&corev1.Pod{}:                   owned,
 		&appsv1.Deployment{}:            owned,
 		&corev1.Service{}:               owned,
 		&policyv1.PodDisruptionBudget{}: owned,
+		&networkingv1.Ingress{}:         owned,
+		&networkingv1.NetworkPolicy{}:   owned,
 		&batchv1.Job{}:                  owned,
 		&corev1.ConfigMap{}:             owned,
 	}
+}
+
+// ownedSelector selects the objects the operator labelled as its own.
+func ownedSelector() labels.Selector {
+	return labels.SelectorFromSet(labels.Set{v1alpha1.LabelManagedBy: v1alpha1.ManagedByValue})
 }

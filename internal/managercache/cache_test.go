@@ -3,6 +3,7 @@ package managercache
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -32,9 +33,15 @@ func TestMain(m *testing.M) {
 // startManager runs a manager with the production cache settings and the referenced objects' cache.
 func startManager(t *testing.T) (ctrl.Manager, cache.Cache) {
 	t.Helper()
+	return startManagerWith(t, NewReferencedMetadata)
+}
+
+// startManagerWith runs a manager with the production cache settings and the extra cache newCache adds to it.
+func startManagerWith(t *testing.T, newCache func(ctrl.Manager) (cache.Cache, error)) (ctrl.Manager, cache.Cache) {
+	t.Helper()
 	mgr, err := env.NewManager(func(o *ctrl.Options) { o.Cache = cache.Options{ByObject: OwnedObjectsOnly()} })
 	testenv.Must(t, err)
-	referenced, err := NewReferencedMetadata(mgr)
+	extra, err := newCache(mgr)
 	testenv.Must(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -45,7 +52,7 @@ func startManager(t *testing.T) (ctrl.Manager, cache.Cache) {
 			t.Errorf("manager: %v", err)
 		}
 	})
-	return mgr, referenced
+	return mgr, extra
 }
 
 func configMaps(t *testing.T) (own, users *corev1.ConfigMap) {
@@ -111,5 +118,30 @@ func TestReferencedMetadataHoldsMetadataOnly(t *testing.T) {
 		if !errors.Is(err, errNotMetadata) {
 			t.Errorf("%s of a full ConfigMap: %v, want refused", what, err)
 		}
+	}
+}
+
+// The optional children's cache (HTTPRoutes, PodMonitors in production; ConfigMaps here, a kind every API server
+// has) holds the metadata of the operator's labelled objects only, and refuses full objects.
+func TestOwnedMetadataHoldsOnlyTheOperatorsObjects(t *testing.T) {
+	own, users := configMaps(t)
+	_, owned := startManagerWith(t, NewOwnedMetadata)
+	ctx := context.Background()
+	list := &metav1.PartialObjectMetadataList{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMapList"}}
+	testenv.Eventually(t, "the operator's ConfigMap's metadata", func() error {
+		if err := owned.List(ctx, list, client.InNamespace(own.Namespace)); err != nil {
+			return err
+		}
+		if len(list.Items) != 1 || list.Items[0].Name != own.Name {
+			var names []string
+			for _, m := range list.Items {
+				names = append(names, m.Name)
+			}
+			return fmt.Errorf("holds %v, want only %s (not %s)", names, own.Name, users.Name)
+		}
+		return nil
+	})
+	if err := owned.Get(ctx, client.ObjectKeyFromObject(own), &corev1.ConfigMap{}); !errors.Is(err, errNotMetadata) {
+		t.Errorf("Get of a full ConfigMap: %v, want refused", err)
 	}
 }

@@ -1,8 +1,12 @@
 package testenv
 
 import (
+	"errors"
+	"fmt"
 	"testing"
 	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 )
 
 // EventuallyTimeout bounds Eventually: long enough for a controller's watch, queue and retry on a loaded 2-core
@@ -30,4 +34,15 @@ func Eventually(t testing.TB, what string, check func() error) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	t.Fatalf("%s: %v", what, err)
+}
+
+// Gone is nil when err, from reading an object, says it does not exist; otherwise an error for Eventually.
+func Gone(err error) error {
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil
+	case err != nil:
+		return fmt.Errorf("cannot tell whether it is gone: %w", err)
+	}
+	return errors.New("still there")
 }

@@ -7,12 +7,18 @@
 // decoded bytes' size and SHA-256 too: a test can then check both that the server compressed and that the encoding
 // holds exactly the file's bytes (a stale precompressed sibling would not).
 //
-//	fetch [-body] [-accept-encoding br] [-want-sha256 HEX -poll 150s] URL...
+// With -ca-pem it fetches https URLs trusting only that CA (the certificate must also name the URL's host), and
+// reports the server certificate's serial number and the TLS version; -want-serial polls a URL on new connections
+// until the server presents the certificate with that serial (a rotated Secret reaching the server).
+//
+//	fetch [-body] [-accept-encoding br] [-ca-pem PEM] [-want-sha256 HEX | -want-serial HEX] [-poll 150s] URL...
 package main
 
 import (
 	"bytes"
 	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/hex"
 	"encoding/json"
 	"flag"
@@ -38,7 +44,10 @@ type Result struct {
 	ContentEncoding string `json:"contentEncoding,omitempty"`
 	DecodedSize     int    `json:"decodedSize,omitempty"`
 	DecodedSHA256   string `json:"decodedSha256,omitempty"`
-	Body            string `json:"body,omitempty"`
+	// CertSerial (hex) and TLSVersion are set for https URLs.
+	CertSerial string `json:"certSerial,omitempty"`
+	TLSVersion string `json:"tlsVersion,omitempty"`
+	Body       string `json:"body,omitempty"`
 	Error           string `json:"error,omitempty"`
 }
 
@@ -52,15 +61,42 @@ func main() {
 	wantSHA := flag.String("want-sha256", "", "poll the (single) URL until its body has this SHA-256")
 	poll := flag.Duration("poll", 150*time.Second, "how long -want-sha256 polls before giving up")
 	flag.StringVar(&acceptEncoding, "accept-encoding", "", "send this Accept-Encoding (br bodies are also decoded)")
+	caPEM := flag.String("ca-pem", "", "trust only this CA (PEM) for https URLs")
+	wantSerial := flag.String("want-serial", "", "poll the (single) URL, one new connection each time, until the server's certificate has this serial (hex)")
 	flag.Parse()
 
 	out := json.NewEncoder(os.Stdout)
 	_ = out.Encode(Affinity{CPUsAllowedList: cpusAllowed()})
 
 	// No Accept-Encoding (DisableCompression): the server must send the identity bytes we compare with the files.
-	client := &http.Client{
-		Timeout:   10 * time.Second,
-		Transport: &http.Transport{DisableCompression: true, MaxIdleConnsPerHost: 4},
+	transport := &http.Transport{DisableCompression: true, MaxIdleConnsPerHost: 4}
+	if *caPEM != "" {
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM([]byte(*caPEM)) {
+			fail("-ca-pem holds no certificate")
+		}
+		transport.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+	}
+	// A poll for a new certificate must make a full handshake each time: no kept-alive connection, no resumption.
+	transport.DisableKeepAlives = *wantSerial != ""
+	client := &http.Client{Timeout: 10 * time.Second, Transport: transport}
+	if *wantSerial != "" {
+		if flag.NArg() != 1 {
+			fail("-want-serial takes exactly one URL")
+		}
+		deadline := time.Now().Add(*poll)
+		for {
+			r := get(client, flag.Arg(0), *withBody)
+			if r.Error == "" && r.Status == http.StatusOK && strings.EqualFold(r.CertSerial, *wantSerial) {
+				_ = out.Encode(r)
+				return
+			}
+			if time.Now().After(deadline) {
+				_ = out.Encode(r)
+				fail("gave up waiting for certificate serial " + *wantSerial)
+			}
+			time.Sleep(time.Second)
+		}
 	}
 	if *wantSHA != "" {
 		if flag.NArg() != 1 {
@@ -115,6 +151,10 @@ func get(c *http.Client, url string, withBody bool) Result {
 		return r
 	}
 	defer resp.Body.Close()
+	if st := resp.TLS; st != nil && len(st.PeerCertificates) > 0 {
+		r.CertSerial = st.PeerCertificates[0].SerialNumber.Text(16)
+		r.TLSVersion = tls.VersionName(st.Version)
+	}
 	body, err := io.ReadAll(resp.Body)
 	if err != nil {
 		r.Error = err.Error()

@@ -1,0 +1,199 @@
+package staticsite
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/managedfields"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	smdtyped "sigs.k8s.io/structured-merge-diff/v6/typed"
+
+	"hyperstatic.dev/hyperstatic/api/v1alpha1"
+)
+
+// spec.monitoring: a Prometheus Operator PodMonitor that scrapes the admin port's /metrics of the site's pods.
+// The Prometheus Operator's Go module is large and pins its own Kubernetes libraries, so the object is written as
+// unstructured: the few fields used here are stable in monitoring.coreos.com/v1.
+
+// PodMonitorGVK is the Prometheus Operator kind the operator creates for spec.monitoring.
+var PodMonitorGVK = schema.GroupVersionKind{Group: "monitoring.coreos.com", Version: "v1", Kind: "PodMonitor"}
+
+// DesiredPodMonitor is the site's PodMonitor: the site's pods, their admin port by name, /metrics, with
+// spec.monitoring's labels (for the Prometheus' podMonitorSelector) and interval. Nil without spec.monitoring.
+func DesiredPodMonitor(site *v1alpha1.StaticSite) *unstructured.Unstructured {
+	m := site.Spec.Monitoring
+	if m == nil {
+		return nil
+	}
+	labels := maps.Clone(m.Labels)
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	maps.Copy(labels, objectLabels(site)) // the operator's labels win: its cache selects on them
+	endpoint := map[string]any{"port": v1alpha1.AdminPortName, "path": "/metrics"}
+	if m.Interval != "" {
+		endpoint["interval"] = m.Interval
+	}
+	controller, block := true, true
+	pm := map[string]any{
+		"apiVersion": PodMonitorGVK.GroupVersion().String(),
+		"kind":       PodMonitorGVK.Kind,
+		"metadata": map[string]any{
+			"name":      site.Name,
+			"namespace": site.Namespace,
+			"labels":    labels,
+			"ownerReferences": []metav1.OwnerReference{{APIVersion: v1alpha1.GroupVersion.String(), Kind: "StaticSite",
+				Name: site.Name, UID: site.UID, Controller: &controller, BlockOwnerDeletion: &block}},
+		},
+		"spec": map[string]any{
+			"selector":            metav1.LabelSelector{MatchLabels: selectorLabels(site)},
+			"podMetricsEndpoints": []any{endpoint},
+		},
+	}
+	return normalized(pm)
+}
+
+// normalized round-trips an object through JSON, so it compares equal to one read back from the API server
+// (typed values become maps, integers int64, empty fields go).
+func normalized(obj map[string]any) *unstructured.Unstructured {
+	b, err := json.Marshal(obj)
+	if err != nil {
+		panic(err) // built from plain maps and API types above: cannot fail
+	}
+	u := &unstructured.Unstructured{}
+	if err := u.UnmarshalJSON(b); err != nil {
+		panic(err)
+	}
+	return u
+}
+
+// +kubebuilder:rbac:groups=monitoring.coreos.com,resources=podmonitors,verbs=get;list;watch;create;patch;delete
+
+// reconcilePodMonitor applies the PodMonitor of spec.monitoring, or deletes the one the site made. When the
+// cluster has no PodMonitor CRD, PodMonitorApplied says so and nothing else is affected; the pass retries
+// periodically, so installing the Prometheus Operator later is picked up without an edit.
+func (r *Reconciler) reconcilePodMonitor(ctx context.Context, st *state) error {
+	site := st.site
+	desired := DesiredPodMonitor(site)
+	if desired == nil {
+		// Not in the manager's cache: look only when the last pass reported one.
+		if meta.FindStatusCondition(site.Status.Conditions, v1alpha1.ConditionPodMonitorApplied) == nil {
+			return nil
+		}
+		live := &metav1.PartialObjectMetadata{}
+		live.SetGroupVersionKind(PodMonitorGVK)
+		return r.deleteOwned(ctx, r.directReader(), site, "PodMonitor", live, "spec.monitoring is unset")
+	}
+	res, err := r.applyUnstructured(ctx, site, desired)
+	cond := metav1.Condition{Type: v1alpha1.ConditionPodMonitorApplied}
+	var notOwned *notOwnedError
+	switch {
+	case err == nil:
+		if err := r.optional.ensure(PodMonitorGVK); err != nil {
+			return err
+		}
+		r.recordApply(site, "PodMonitor", res)
+		cond.Status, cond.Reason = metav1.ConditionTrue, v1alpha1.ReasonPodMonitorCreated
+		cond.Message = fmt.Sprintf("PodMonitor %s scrapes the pods' %s port at /metrics", site.Name, v1alpha1.AdminPortName)
+	case kindNotServed(err):
+		if err := r.optional.forget(ctx, PodMonitorGVK); err != nil {
+			return err
+		}
+		cond.Status, cond.Reason = metav1.ConditionFalse, v1alpha1.ReasonPodMonitorCRDMissing
+		cond.Message = "the cluster does not serve monitoring.coreos.com/v1 PodMonitors: install the Prometheus Operator's CRDs; the pods' /metrics on the admin port can still be scraped by pod discovery"
+		st.requeue(r.stalledRetry())
+	case errors.As(err, &notOwned) || apierrors.IsInvalid(err) || apierrors.IsForbidden(err):
+		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, v1alpha1.ReasonPodMonitorRejected, err.Error()
+		st.requeue(r.stalledRetry())
+	default:
+		return fmt.Errorf("apply PodMonitor: %w", err)
+	}
+	st.podMonitor = &cond
+	return nil
+}
+
+// applyUnstructured is applyChild for an unstructured child: read it directly (the manager's client does not
+// cache unstructured objects), refuse one the site does not control, compare the fields the operator's field
+// manager owns with desired, and apply only when they differ.
+func (r *Reconciler) applyUnstructured(ctx context.Context, site *v1alpha1.StaticSite, desired *unstructured.Unstructured) (applyResult, error) {
+	key := types.NamespacedName{Namespace: desired.GetNamespace(), Name: desired.GetName()}
+	live := &unstructured.Unstructured{}
+	live.SetGroupVersionKind(desired.GroupVersionKind())
+	existed := true
+	if err := r.directReader().Get(ctx, key, live); err != nil {
+		if !apierrors.IsNotFound(err) {
+			return "", err
+		}
+		existed = false
+	}
+	if existed {
+		if !metav1.IsControlledBy(live, site) {
+			owner := ""
+			if ref := metav1.GetControllerOf(live); ref != nil {
+				owner = ref.Kind + " " + ref.Name
+			}
+			return "", &notOwnedError{kind: desired.GetKind(), key: key, owner: owner}
+		}
+		owned, err := extractUnstructured(live)
+		if err != nil {
+			return "", fmt.Errorf("extract fields of %s owned by %s: %w", key, FieldOwner, err)
+		}
+		if equality.Semantic.DeepEqual(owned, desired.Object) {
+			return applyUnchanged, nil
+		}
+	}
+	if err := r.Apply(ctx, client.ApplyConfigurationFromUnstructured(desired), client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
+		return "", err
+	}
+	if existed {
+		return applyUpdated, nil
+	}
+	return applyCreated, nil
+}
+
+// extractUnstructured is the part of an object the operator's field manager owns, with its identity (apiVersion,
+// kind, name, namespace), in the shape of an apply request. Without the CRD's schema the structure is deduced:
+// lists are atomic, which is how the operator writes them anyway (whole).
+func extractUnstructured(live *unstructured.Unstructured) (map[string]any, error) {
+	out := map[string]any{}
+	if err := managedfields.ExtractInto(live, smdtyped.DeducedParseableType, FieldOwner, &out, ""); err != nil {
+		return nil, err
+	}
+	out["apiVersion"], out["kind"] = live.GetAPIVersion(), live.GetKind()
+	md, _ := out["metadata"].(map[string]any)
+	if md == nil {
+		md = map[string]any{}
+		out["metadata"] = md
+	}
+	md["name"], md["namespace"] = live.GetName(), live.GetNamespace()
+	fillAtomic(out, live.Object)
+	return out, nil
+}
+
+// fillAtomic puts back the value of maps the CRD declares atomic (a LabelSelector): the operator owns such a map
+// as a whole, and extraction with a deduced schema, which knows nothing of atomic maps, leaves null in its place.
+// Lists need no help: the deduced schema treats every list as atomic and extracts it whole.
+func fillAtomic(owned, live map[string]any) {
+	for k, v := range owned {
+		switch ov := v.(type) {
+		case nil:
+			if lv, ok := live[k]; ok {
+				owned[k] = lv
+			}
+		case map[string]any:
+			if lm, ok := live[k].(map[string]any); ok {
+				fillAtomic(ov, lm)
+			}
+		}
+	}
+}

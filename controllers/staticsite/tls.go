@@ -1,0 +1,185 @@
+package staticsite
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+
+	"hyperstatic.dev/hyperstatic/api/v1alpha1"
+)
+
+// TLS in the server: the site's kubernetes.io/tls Secret is mounted read-only at v1alpha1.TLSMountPath and the
+// server terminates TLS on its https port. The pod template names the Secret only, never a hash of its content:
+// when cert-manager rotates the certificate the kubelet updates the mounted files and the running servers reload
+// them, with no new pods. The operator reads the Secret only to say in TLSReady whether it is usable.
+
+// tlsVolumeName is the pod volume holding the Secret.
+const tlsVolumeName = "tls"
+
+// DefaultTLSRecheck is how often a site with spec.tls reads its Secret again when TLSRecheck is not set. The
+// operator does not watch Secrets (see reconcileTLS), so this bounds how stale TLSReady can be after a rotation.
+const DefaultTLSRecheck = time.Minute
+
+// tlsArgs are the server flags for spec.tls (the server's TLS contract: --tls-listen, --tls-cert, --tls-key,
+// --https-redirect, --https-redirect-port, --hsts).
+func tlsArgs(site *v1alpha1.StaticSite) []string {
+	t := site.Spec.TLS
+	if t == nil {
+		return nil
+	}
+	args := []string{
+		"--tls-listen", "0.0.0.0:" + strconv.Itoa(v1alpha1.HTTPSPort),
+		"--tls-cert", v1alpha1.TLSMountPath + "/" + corev1.TLSCertKey,
+		"--tls-key", v1alpha1.TLSMountPath + "/" + corev1.TLSPrivateKeyKey,
+	}
+	if t.HTTPRedirect {
+		args = append(args, "--https-redirect")
+		// The redirect names the port clients reach the Service's https port on, not the pod's 8443.
+		if p := httpsServicePortOf(site); p != v1alpha1.DefaultHTTPSServicePort {
+			args = append(args, "--https-redirect-port", strconv.Itoa(int(p)))
+		}
+	}
+	if t.HSTS != nil {
+		args = append(args, "--hsts", HSTSValue(t.HSTS))
+	}
+	return args
+}
+
+// HSTSValue is the Strict-Transport-Security header value of an HSTS policy.
+func HSTSValue(h *v1alpha1.HSTSSpec) string {
+	v := "max-age=" + strconv.FormatInt(h.MaxAgeSeconds, 10)
+	if h.IncludeSubDomains {
+		v += "; includeSubDomains"
+	}
+	if h.Preload {
+		v += "; preload"
+	}
+	return v
+}
+
+func httpsServicePortOf(site *v1alpha1.StaticSite) int32 {
+	if site.Spec.Service.HTTPSPort == 0 {
+		return v1alpha1.DefaultHTTPSServicePort
+	}
+	return site.Spec.Service.HTTPSPort
+}
+
+// withTLSListener adds the https port and the Secret's mount to the server container, for spec.tls.
+func withTLSListener(site *v1alpha1.StaticSite, c *corev1ac.ContainerApplyConfiguration) {
+	if site.Spec.TLS == nil {
+		return
+	}
+	c.WithPorts(corev1ac.ContainerPort().WithName(v1alpha1.HTTPSPortName).WithContainerPort(v1alpha1.HTTPSPort).WithProtocol(corev1.ProtocolTCP))
+	c.WithVolumeMounts(corev1ac.VolumeMount().WithName(tlsVolumeName).WithMountPath(v1alpha1.TLSMountPath).WithReadOnly(true))
+}
+
+// tlsVolume is the Secret's volume, or nil without spec.tls. It is not optional: a pod whose Secret is missing
+// waits for it (the kubelet retries the mount) rather than starting a server without its certificate; pods
+// already running keep serving.
+func tlsVolume(site *v1alpha1.StaticSite) *corev1ac.VolumeApplyConfiguration {
+	if site.Spec.TLS == nil {
+		return nil
+	}
+	return corev1ac.Volume().WithName(tlsVolumeName).WithSecret(corev1ac.SecretVolumeSource().WithSecretName(site.Spec.TLS.SecretName))
+}
+
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get
+
+// reconcileTLS reads the Secret of spec.tls and judges its certificate. Least privilege: the operator may only get
+// Secrets by name. A watch, even of metadata only, needs list and watch, which RBAC cannot tell from reading every
+// Secret of the cluster; so the Secret is read directly every pass and the pass runs again every TLSRecheck (and
+// when the certificate expires) while spec.tls is set.
+func (r *Reconciler) reconcileTLS(ctx context.Context, st *state) error {
+	site := st.site
+	if site.Spec.TLS == nil {
+		return nil
+	}
+	now := r.now()
+	secret := &corev1.Secret{}
+	name := site.Spec.TLS.SecretName
+	err := r.directReader().Get(ctx, types.NamespacedName{Namespace: site.Namespace, Name: name}, secret)
+	var v certVerdict
+	switch {
+	case apierrors.IsNotFound(err):
+		v = certVerdict{reason: v1alpha1.ReasonSecretNotFound,
+			message: fmt.Sprintf("Secret %q not found in namespace %s: new pods wait for it; running pods keep serving", name, site.Namespace)}
+	case err != nil:
+		return fmt.Errorf("read TLS Secret %s: %w", name, err)
+	default:
+		v = checkCertificate(secret, now)
+	}
+	c := metav1.Condition{Type: v1alpha1.ConditionTLSReady, Status: metav1.ConditionFalse, Reason: v.reason, Message: v.message}
+	if v.ok {
+		c.Status = metav1.ConditionTrue
+	}
+	st.tls = &c
+	st.requeue(r.tlsRecheck())
+	if v.ok && v.notAfter.After(now) {
+		st.requeue(v.notAfter.Sub(now) + time.Second) // say "expired" on time
+	}
+	return nil
+}
+
+func (r *Reconciler) tlsRecheck() time.Duration {
+	if r.TLSRecheck > 0 {
+		return r.TLSRecheck
+	}
+	return DefaultTLSRecheck
+}
+
+// certVerdict is the judgement of a TLS Secret.
+type certVerdict struct {
+	ok              bool
+	reason, message string
+	notAfter        time.Time
+}
+
+// checkCertificate judges a TLS Secret the way the server will load it: a PEM certificate chain in tls.crt and a
+// private key in tls.key that matches the first certificate, valid at now. Go's crypto/tls parses the pair (the
+// same checks as tls.LoadX509KeyPair: PEM, key type, key matching the leaf's public key).
+func checkCertificate(s *corev1.Secret, now time.Time) certVerdict {
+	crt, key := s.Data[corev1.TLSCertKey], s.Data[corev1.TLSPrivateKeyKey]
+	var missing []string
+	if len(crt) == 0 {
+		missing = append(missing, corev1.TLSCertKey)
+	}
+	if len(key) == 0 {
+		missing = append(missing, corev1.TLSPrivateKeyKey)
+	}
+	if len(missing) > 0 {
+		return certVerdict{reason: v1alpha1.ReasonSecretInvalid,
+			message: fmt.Sprintf("Secret %q (type %s) has no %s: a kubernetes.io/tls Secret holds tls.crt and tls.key", s.Name, s.Type, strings.Join(missing, " and "))}
+	}
+	pair, err := tls.X509KeyPair(crt, key)
+	if err != nil {
+		return certVerdict{reason: v1alpha1.ReasonInvalidCertificate, message: fmt.Sprintf("Secret %q: %v", s.Name, err)}
+	}
+	leaf, err := x509.ParseCertificate(pair.Certificate[0])
+	if err != nil {
+		return certVerdict{reason: v1alpha1.ReasonInvalidCertificate, message: fmt.Sprintf("Secret %q: parse the certificate: %v", s.Name, err)}
+	}
+	names := strings.Join(leaf.DNSNames, ", ")
+	if names == "" {
+		names = "no DNS names, subject " + leaf.Subject.String()
+	}
+	switch {
+	case now.After(leaf.NotAfter):
+		return certVerdict{reason: v1alpha1.ReasonInvalidCertificate,
+			message: fmt.Sprintf("Secret %q: the certificate (%s) expired at %s", s.Name, names, leaf.NotAfter.UTC().Format(time.RFC3339))}
+	case now.Before(leaf.NotBefore):
+		return certVerdict{reason: v1alpha1.ReasonInvalidCertificate,
+			message: fmt.Sprintf("Secret %q: the certificate (%s) is not valid before %s", s.Name, names, leaf.NotBefore.UTC().Format(time.RFC3339))}
+	}
+	return certVerdict{ok: true, reason: v1alpha1.ReasonCertificateValid, notAfter: leaf.NotAfter,
+		message: fmt.Sprintf("certificate for %s from Secret %q, valid until %s", names, s.Name, leaf.NotAfter.UTC().Format(time.RFC3339))}
+}

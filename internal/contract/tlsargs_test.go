@@ -1,0 +1,117 @@
+package contract
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"math/big"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"hyperstatic.dev/hyperstatic/api/v1alpha1"
+	"hyperstatic.dev/hyperstatic/controllers/staticsite"
+	"hyperstatic.dev/hyperstatic/internal/serverbin"
+)
+
+// The TLS contract: what spec.tls (and spec.service.httpsPort) make the operator pass the server (tls.go: --tls-listen,
+// --tls-cert, --tls-key, --https-redirect, --https-redirect-port, --hsts) is accepted by the real server. --check
+// loads the certificate, so the Secret's mount path is swapped for a real pair, as --root is for a real site; the
+// check must then report the certificate it loaded.
+func TestContractTLSArgsAcceptedByServer(t *testing.T) {
+	bin := serverbin.Require(t)
+	root := writeSite(t)
+	certFile, keyFile := writeCertPair(t)
+	cases := []struct {
+		name    string
+		tls     v1alpha1.TLSSpec
+		service v1alpha1.ServiceSpec
+	}{
+		{name: "secret only", tls: v1alpha1.TLSSpec{SecretName: "site-tls"}},
+		{name: "redirect on port 443", tls: v1alpha1.TLSSpec{SecretName: "site-tls", HTTPRedirect: true}},
+		{name: "redirect on another port", tls: v1alpha1.TLSSpec{SecretName: "site-tls", HTTPRedirect: true},
+			service: v1alpha1.ServiceSpec{HTTPSPort: 8443}},
+		{name: "hsts max-age only", tls: v1alpha1.TLSSpec{SecretName: "site-tls", HSTS: &v1alpha1.HSTSSpec{MaxAgeSeconds: 300}}},
+		{name: "hsts forget", tls: v1alpha1.TLSSpec{SecretName: "site-tls", HSTS: &v1alpha1.HSTSSpec{MaxAgeSeconds: 0}}},
+		{name: "hsts preload with redirect", tls: v1alpha1.TLSSpec{SecretName: "site-tls", HTTPRedirect: true,
+			HSTS: &v1alpha1.HSTSSpec{MaxAgeSeconds: 63072000, IncludeSubDomains: true, Preload: true}}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			s := site(servedSpec)
+			s.Spec.TLS = &c.tls
+			s.Spec.Service = c.service
+			args := staticsite.ServerArgs(s)
+			args = serverbin.SetFlag(t, args, "--root", root)
+			args = serverbin.SetFlag(t, args, "--tls-cert", certFile)
+			args = serverbin.SetFlag(t, args, "--tls-key", keyFile)
+			res, err := runCheck(bin, args)
+			if err != nil {
+				t.Fatalf("%v\nargs: %s", err, serverbin.QuoteArgs(args))
+			}
+			if res.exitCode != 0 {
+				t.Fatalf("the server rejects the operator's TLS arguments (exit %d)\nargs: %s\nstderr: %s\nstdout: %s",
+					res.exitCode, serverbin.QuoteArgs(args), res.stderr, res.stdout)
+			}
+			if !strings.Contains(res.stdout, "tls: ") {
+				t.Fatalf("--check accepted the arguments but reported no certificate\nargs: %s\nstdout: %s",
+					serverbin.QuoteArgs(args), res.stdout)
+			}
+		})
+	}
+}
+
+// TestContractTLSMountPathIsTheSecretsKeys: the operator names the files the kubelet projects from a
+// kubernetes.io/tls Secret (tls.crt, tls.key) under the mount path; a renamed key would leave the server without a
+// certificate in every pod.
+func TestContractTLSMountPathIsTheSecretsKeys(t *testing.T) {
+	s := site(servedSpec)
+	s.Spec.TLS = &v1alpha1.TLSSpec{SecretName: "site-tls"}
+	args := strings.Join(staticsite.ServerArgs(s), " ")
+	for _, want := range []string{
+		"--tls-cert " + v1alpha1.TLSMountPath + "/" + corev1.TLSCertKey,
+		"--tls-key " + v1alpha1.TLSMountPath + "/" + corev1.TLSPrivateKeyKey,
+	} {
+		if !strings.Contains(args, want) {
+			t.Errorf("ServerArgs %q lacks %q", args, want)
+		}
+	}
+}
+
+// writeCertPair writes a self-signed ECDSA P-256 certificate and its PKCS#8 key as PEM files.
+func writeCertPair(t *testing.T) (certFile, keyFile string) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(7), Subject: pkix.Name{CommonName: "contract.default.svc"},
+		DNSNames: []string{"contract.default.svc"}, NotBefore: time.Now().Add(-time.Hour),
+		NotAfter: time.Now().Add(time.Hour), KeyUsage: x509.KeyUsageDigitalSignature,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	certFile, keyFile = filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
+	if err := os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return certFile, keyFile
+}
