@@ -167,8 +167,11 @@ class Hyperstatic(Server):
         self.binary, self.admin_port, self.extra_args = binary, admin_port, extra_args
 
     def argv(self) -> list[str]:
+        # No security headers (on by default in the server): no peer sends them, and every server must answer with
+        # the same headers for the comparison to be fair. BENCH_SERVER_ARGS=--security-headers measures them.
         return [self.binary, "--root", self.root, "--listen", f"127.0.0.1:{self.port}",
-                "--admin-listen", f"127.0.0.1:{self.admin_port}", "--workers", "1", *self.extra_args]
+                "--admin-listen", f"127.0.0.1:{self.admin_port}", "--workers", "1", "--security-headers=false",
+                *self.extra_args]
 
     def version(self) -> str:
         try:
