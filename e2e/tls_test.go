@@ -131,7 +131,7 @@ func testHTTPSRotationUnderLoad(t *testing.T) {
 	if err := k8s.Create(ctx, site); err != nil {
 		t.Fatal(err)
 	}
-	site = waitSiteReady(t, ns, s.name, 3*time.Minute)
+	waitSiteReady(t, ns, s.name, 3*time.Minute)
 	eventually(t, time.Minute, "TLSReady=True", func(ctx context.Context) (bool, string, error) {
 		got := &v1alpha1.StaticSite{}
 		if err := k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: s.name}, got); err != nil {

@@ -48,7 +48,7 @@ type Result struct {
 	CertSerial string `json:"certSerial,omitempty"`
 	TLSVersion string `json:"tlsVersion,omitempty"`
 	Body       string `json:"body,omitempty"`
-	Error           string `json:"error,omitempty"`
+	Error      string `json:"error,omitempty"`
 }
 
 // Affinity is printed once, first.
