@@ -4,14 +4,7 @@ package e2e
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"fmt"
-	"math/big"
 	"testing"
 	"time"
 
@@ -21,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"hyperstatic.dev/hyperstatic/api/v1alpha1"
+	"hyperstatic.dev/hyperstatic/internal/testcerts"
 )
 
 // tlsLoadScript requests the site over https at a constant rate, every request on a new connection (a full TLS
@@ -53,59 +47,6 @@ export function handleSummary(data) {
 }
 `
 
-// testCA is a throwaway certificate authority for one scenario.
-type testCA struct {
-	cert *x509.Certificate
-	key  *ecdsa.PrivateKey
-	pem  string
-}
-
-func newTestCA(t *testing.T) testCA {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "hyperstatic e2e CA"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return testCA{cert: cert, key: key, pem: string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}))}
-}
-
-// issue returns a serving certificate (ECDSA P-256) for dnsNames with the given serial, and its key, as PEM.
-func (ca testCA) issue(t *testing.T, serial int64, dnsNames ...string) (certPEM, keyPEM []byte) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(serial), Subject: pkix.Name{CommonName: dnsNames[0]}, DNSNames: dnsNames,
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
-		pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER})
-}
-
 // testHTTPSRotationUnderLoad: a site serves HTTPS with the certificate of a kubernetes.io/tls Secret (TLSReady
 // True, a client that trusts only the test's CA gets the page); while k6 makes a new TLS connection for every
 // request, the Secret is replaced with a new certificate. The kubelet updates the mounted files in place, the
@@ -116,9 +57,9 @@ func testHTTPSRotationUnderLoad(t *testing.T) {
 	ns := newNamespace(t, s.name, false)
 	ctx := ctxFor(t, 12*time.Minute)
 	host := fmt.Sprintf("%s.%s.svc", s.name, ns)
-	ca := newTestCA(t)
+	ca := testcerts.NewCA(t)
 
-	certA, keyA := ca.issue(t, 0xA1, host, host+".cluster.local")
+	certA, keyA := ca.Issue(t, testcerts.Options{Serial: 0xA1}, host, host+".cluster.local")
 	secret := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "site-tls"}, Type: corev1.SecretTypeTLS,
 		Data: map[string][]byte{corev1.TLSCertKey: certA, corev1.TLSPrivateKeyKey: keyA},
@@ -142,7 +83,7 @@ func testHTTPSRotationUnderLoad(t *testing.T) {
 	})
 	url := "https://" + host + s.path
 
-	ok, res := fetch(t, ns, "fetch-https", 2*time.Minute, "-ca-pem", ca.pem, url)
+	ok, res := fetch(t, ns, "fetch-https", 2*time.Minute, "-ca-pem", string(ca.PEM), url)
 	if !ok || len(res) != 2 || res[1].Status != 200 || res[1].CertSerial != "a1" {
 		t.Fatalf("https GET before the rotation: ok=%v %+v", ok, res)
 	}
@@ -150,20 +91,20 @@ func testHTTPSRotationUnderLoad(t *testing.T) {
 	podsBefore := sitePods(ctx, t, ns, s.name)
 	generation := deploymentGeneration(ctx, t, ns, s.name)
 
-	runK6With(t, ns, "tls-load", map[string]string{"load.js": tlsLoadScript, "ca.pem": ca.pem}, []corev1.EnvVar{
+	runK6With(t, ns, "tls-load", map[string]string{"load.js": tlsLoadScript, "ca.pem": string(ca.PEM)}, []corev1.EnvVar{
 		{Name: "TARGET", Value: url}, {Name: "RATE", Value: "40"}, {Name: "DURATION", Value: "200s"},
 		{Name: "SSL_CERT_FILE", Value: "/scripts/ca.pem"},
 	}, 200*time.Second)
 	time.Sleep(15 * time.Second) // requests on the first certificate before the rotation
 
-	certB, keyB := ca.issue(t, 0xB2, host, host+".cluster.local")
+	certB, keyB := ca.Issue(t, testcerts.Options{Serial: 0xB2}, host, host+".cluster.local")
 	secret.Data = map[string][]byte{corev1.TLSCertKey: certB, corev1.TLSPrivateKeyKey: keyB}
 	if err := k8s.Update(ctx, secret); err != nil {
 		t.Fatal(err)
 	}
 	rotated := time.Now()
 	// The kubelet refreshes Secret volumes on its sync period (about a minute), the server checks once a second.
-	ok, res = fetch(t, ns, "fetch-rotated", 3*time.Minute, "-ca-pem", ca.pem, "-want-serial", "b2", "-poll", "170s", url)
+	ok, res = fetch(t, ns, "fetch-rotated", 3*time.Minute, "-ca-pem", string(ca.PEM), "-want-serial", "b2", "-poll", "170s", url)
 	if !ok || len(res) != 2 || res[1].CertSerial != "b2" {
 		t.Fatalf("the rotated certificate was not served: ok=%v %+v", ok, res)
 	}

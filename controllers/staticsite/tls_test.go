@@ -2,14 +2,7 @@ package staticsite
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"fmt"
-	"math/big"
 	"reflect"
 	"strings"
 	"testing"
@@ -23,23 +16,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"hyperstatic.dev/hyperstatic/api/v1alpha1"
+	"hyperstatic.dev/hyperstatic/internal/testcerts"
 	"hyperstatic.dev/hyperstatic/internal/testenv"
 )
 
 // testCert makes a self-signed ECDSA P-256 certificate and its key, PEM-encoded, valid from notBefore to notAfter.
 func testCert(t *testing.T, notBefore, notAfter time.Time, names ...string) (crt, key []byte) {
 	t.Helper()
-	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	testenv.Must(t, err)
-	serial, err := rand.Int(rand.Reader, big.NewInt(1<<62))
-	testenv.Must(t, err)
-	tmpl := &x509.Certificate{SerialNumber: serial, Subject: pkix.Name{CommonName: names[0]}, DNSNames: names,
-		NotBefore: notBefore, NotAfter: notAfter, KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &k.PublicKey, k)
-	testenv.Must(t, err)
-	kd, err := x509.MarshalECPrivateKey(k)
-	testenv.Must(t, err)
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kd})
+	return testcerts.SelfSigned(t, testcerts.Options{NotBefore: notBefore, NotAfter: notAfter}, names...)
 }
 
 func tlsSecret(ns, name string, crt, key []byte) *corev1.Secret {
