@@ -3,6 +3,7 @@ benchmark itself; here: parsing, medians and verdicts, the chart, /proc readers,
 import http.server
 import os
 import subprocess
+import sys
 import tempfile
 import threading
 import unittest
@@ -290,18 +291,20 @@ class StraceParse(unittest.TestCase):
 """
         self.assertEqual(profile.parse_strace(text), {"poll": 4, "write": 35862, "read": 35963})
 
-    def test_context_switches_count_every_thread_and_grow_with_sleeps(self):
-        import threading
-        import time
-        before = profile.context_switches([os.getpid()])
-        t = threading.Thread(target=lambda: [time.sleep(0.001) for _ in range(20)])
-        t.start()
-        for _ in range(20):
-            time.sleep(0.001)
-        after = profile.context_switches([os.getpid()])
-        t.join()
-        self.assertGreaterEqual(after[0] - before[0], 20, "each sleep is at least one voluntary switch")
-        self.assertGreaterEqual(after[1], before[1])
+    def test_context_switches_count_a_processs_sleeps(self):
+        # A child of its own, so no thread of this test process (which come and go with other tests) is counted:
+        # 30 sleeps are at least 30 voluntary switches, read while the child is still alive.
+        child = subprocess.Popen(
+            [sys.executable, "-c", "import sys, time\nfor _ in range(30): time.sleep(0.001)\nprint('done', flush=True)\nsys.stdin.read()"],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        try:
+            self.assertEqual(child.stdout.readline().strip(), "done")
+            voluntary, involuntary = profile.context_switches([child.pid])
+            self.assertGreaterEqual(voluntary, 30, "each sleep is at least one voluntary switch")
+            self.assertGreaterEqual(involuntary, 0)
+        finally:
+            child.stdin.close()
+            child.wait(timeout=10)
         self.assertEqual(profile.context_switches([2 ** 22 + 7]), (0, 0), "a process that is gone counts nothing")
 
     def test_cpu_ticks_split_user_and_system(self):
