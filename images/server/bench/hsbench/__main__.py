@@ -19,7 +19,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 
-from . import content, measure, render, report
+from . import content, load, measure, render, report, tls, tlsload
 from .cgroup import CgroupError, CpuQuota
 from .placement import Client
 from .progress import step, warn
@@ -71,6 +71,10 @@ class Settings:
         out += [f"{p} not found at {b} (run.sh installs it)" for p, b in
                 (("nginx", NGINX), ("lighttpd", LIGHTTPD), ("h2o", H2O_BIN))
                 if (p in self.peers or (p == "nginx" and self.ours == "nginx")) and not os.access(b, os.X_OK)]
+        if any(w.tls for w in self.workloads) and not shutil.which("openssl"):
+            out.append("openssl not found: it makes the HTTPS rows' certificate and checks every server's TLS")
+        if any(w.client == "tlsload" for w in self.workloads) and not tlsload.go_binary():
+            out.append("go not found: it builds the HTTPS new-connection rows' load client (tlsload/main.go)")
         if self.floor and not shutil.which(os.environ.get("CC", "gcc")):
             out.append("gcc not found: the floor responder is built from floor.c (BENCH_FLOOR=0 leaves it out)")
         if self.ours != "nginx" and not os.access(self.ours, os.X_OK):
@@ -86,12 +90,17 @@ def _git_rev() -> str:
         return "unknown"
 
 
-def start(servers: list[Server], site: content.Content, meta: dict) -> None:
+def start(servers: list[Server], site: content.Content, meta: dict, clients: load.Clients) -> None:
     for s in servers:
         step(f"starting {s.name} ({meta['versions'][s.name]}) on 127.0.0.1:{s.port}, {s.quota.describe()}")
         s.start()
         s.validate(site.samples)
         step(f"{s.name} serves the content correctly; pids {s.pids()}")
+        if clients.tls_setup and s.tls_port:
+            c = meta["tls"]["servers"][s.name] = tls.check(s, clients.tls_setup, site.samples)
+            step(f"{s.name} HTTPS on 127.0.0.1:{s.tls_port}: {c['protocol']} {c['cipher']} ALPN {c['alpn']}, "
+                 f"session {c['resumed']} on reconnect, exact bytes (picks {c['cipher_unforced_client']} when the "
+                 f"client offers OpenSSL's default list)")
 
 
 def idle_phase(cfg: Settings, servers: list[Server], client: Client) -> dict[str, dict]:
@@ -126,13 +135,13 @@ def round_order(servers: list, rep: int, wi: int, floor_ok: bool) -> list:
     return eligible[k:] + eligible[:k]
 
 
-def load_phase(cfg: Settings, servers: list[Server], client: Client) -> list[measure.Run]:
+def load_phase(cfg: Settings, servers: list[Server], client: Client, clients: load.Clients) -> list[measure.Run]:
     runs, n, total = [], 0, cfg.reps * cfg.runs_per_rep()
     for rep in range(cfg.reps):
         for wi, wl in enumerate(cfg.workloads):
             for s in round_order(servers, rep, wi, wl.floor):
                 n += 1
-                r = measure.run_workload(s, wl, rep, cfg.seconds, cfg.warmup, client, cfg.quota_pct)
+                r = measure.run_workload(s, wl, rep, cfg.seconds, cfg.warmup, client, cfg.quota_pct, clients)
                 runs.append(r)
                 p99 = "n/a" if math.isnan(r.p99_ms) else f"{r.p99_ms:.2f} ms"
                 step(f"[{n}/{total}] rep {rep + 1} {wl.key:12} {s.name:12} {r.rps:10,.0f} req/s  "
@@ -158,14 +167,15 @@ def bench(cfg: Settings, work: str, cleanup: list) -> int:
             "cgroup": ours.quota.describe(), "versions": {s.name: s.version() for s in servers}, "servers": names,
             "server_args": cfg.extra_args, "nice": os.environ.get("BENCH_NICE", "-20"),
             "loadavg_start": os.getloadavg()[0]}
+    clients = https_clients(cfg, servers, work, meta)
     client.group.create()
-    start(servers, site, meta)
+    start(servers, site, meta, clients)
     if isinstance(ours, Hyperstatic):
         m = ours.metrics()
         if "hyperstatic_content_bytes" in m:
             meta["ours_content_bytes_metric"] = m["hyperstatic_content_bytes"]
     idle = idle_phase(cfg, servers, client) if cfg.idle_n else {}
-    runs = load_phase(cfg, servers, client)
+    runs = load_phase(cfg, servers, client, clients)
     meta["loadavg_end"] = os.getloadavg()[0]
     for stop in cleanup:
         stop()
@@ -178,6 +188,21 @@ def bench(cfg: Settings, work: str, cleanup: list) -> int:
          + (", ratios.png" if os.path.exists(os.path.join(cfg.out, "ratios.png")) else ""))
     print(md)
     return 0
+
+
+def https_clients(cfg: Settings, servers: list[Server], work: str, meta: dict) -> load.Clients:
+    """For HTTPS rows: the certificate, every server's TLS listener, the load client; their facts in meta."""
+    if not any(w.tls for w in cfg.workloads):
+        return load.Clients()
+    setup = tls.setup(os.path.join(work, "tls"))
+    tls.attach(servers, setup)
+    meta["tls"] = {"protocol": tls.PROTOCOL, "cipher": tls.CIPHER, "certificate": "ECDSA P-256, self-signed, per run",
+                   "servers": {}}
+    binary = None
+    if any(w.client == "tlsload" for w in cfg.workloads):
+        step("building the HTTPS new-connection load client (tlsload/main.go)")
+        binary = tlsload.build(os.path.join(work, "tlsload"))
+    return load.Clients(tls_setup=setup, tlsload_bin=binary)
 
 
 def estimate_seconds(cfg: Settings) -> float:

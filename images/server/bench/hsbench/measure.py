@@ -7,7 +7,7 @@ import threading
 import time
 from dataclasses import asdict, dataclass
 
-from . import procstat, wrk
+from . import load, procstat
 from .placement import Client
 from .servers import Server
 from .workloads import Workload
@@ -58,9 +58,9 @@ class _RssSampler(threading.Thread):
 
 
 def run_workload(server: Server, wl: Workload, rep: int, seconds: float, warmup: float,
-                 client: Client, quota_percent: int) -> Run:
-    url = f"http://127.0.0.1:{server.port}{wl.path}"
-    wrk.warm(url, wl.connections, warmup, client, wl.script, wl.script_args, wl.headers)
+                 client: Client, quota_percent: int, clients: load.Clients | None = None) -> Run:
+    clients = clients or load.Clients()
+    load.warm(server, wl, warmup, client, clients)
     pids = server.pids()
     rss_warm = procstat.rss_bytes(pids)
     throttled0 = server.quota.throttled().get("nr_throttled", 0)
@@ -68,7 +68,7 @@ def run_workload(server: Server, wl: Workload, rep: int, seconds: float, warmup:
     sampler = _RssSampler(server)
     sampler.start()
     try:
-        res = wrk.run(url, wl.connections, seconds, client, wl.script, wl.script_args, headers=wl.headers)
+        res = load.run(server, wl, seconds, client, clients)
     finally:
         peak = sampler.stop()
     cpu = procstat.cpu_seconds(server.pids()) - cpu0

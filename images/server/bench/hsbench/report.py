@@ -169,7 +169,21 @@ def markdown(summary: list[dict], idle: dict[str, dict], meta: dict, names: list
                   f"req/s in that row; the target applies to it. % of floor: req/s as a share of the floor's "
                   f"(a canned-response loop that parses nothing, floor.c); – where the floor cannot stand in "
                   f"(it only answers the 100-byte file)."]
+    if meta.get("tls"):
+        lines += ["", tls_note(meta["tls"])]
     return "\n".join(lines) + "\n"
+
+
+def tls_note(t: dict) -> str:
+    """How the HTTPS rows were set up and what every server was seen to negotiate before timing."""
+    picks = ", ".join(f"{n} {c.get('cipher_unforced_client', '?')}" for n, c in t.get("servers", {}).items())
+    return (f"HTTPS rows: {t['protocol']} with {t['cipher']} for every server, {t['certificate']} certificate, "
+            f"HTTP/1.1, session resumption on; no floor (floor.c has no TLS). Checked before timing, per server: "
+            f"that suite, ALPN http/1.1, a session resumed on reconnect (`openssl s_client -sess_out/-sess_in`) and "
+            f"the exact file bytes over HTTPS. Keep-alive rows: wrk offering only that suite (OPENSSL_CONF). New "
+            f"connection rows: tlsload (Go), which counts every handshake; the full row fails on any resumed one, "
+            f"the resumed row on more than 1% full, every connection on another suite. Suite each server picks "
+            f"when a client offers OpenSSL's default list (AES-256 first): {picks or 'not recorded'}.")
 
 
 def _no_nan(x):

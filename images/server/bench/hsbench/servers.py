@@ -73,6 +73,8 @@ class Server:
     name = "server"
     # what readiness asks for; the site benchmark has no /100.html and sets its own page
     ready_path = "/100.html"
+    tls_port: int | None = None      # the HTTPS listener, when the run has HTTPS rows (tls.attach sets it)
+    extra_env: dict[str, str] = {}   # added to the environment (h2o's OPENSSL_CONF for the HTTPS rows)
 
     def __init__(self, root: str, port: int, cpu: int, quota: CpuQuota, workdir: str):
         self.root, self.port, self.cpu, self.quota, self.workdir = root, port, cpu, quota, workdir
@@ -104,6 +106,7 @@ class Server:
         self.proc = subprocess.Popen(
             ["taskset", "-c", str(self.cpu), *self.argv()],
             stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+            env={**os.environ, **self.extra_env} if self.extra_env else None,
             preexec_fn=self._preexec, start_new_session=True,
         )
         log.close()

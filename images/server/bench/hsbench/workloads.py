@@ -1,4 +1,5 @@
-"""The four workloads of the classic static-file benchmarks, and the target ratio (ours / nginx req/s) each has."""
+"""The workloads of the classic static-file benchmarks, plain HTTP and HTTPS, and the target ratio (ours ÷ best
+peer req/s) each has."""
 import os
 from dataclasses import dataclass, field
 
@@ -22,6 +23,9 @@ class Workload:
     headers: list[str] = field(default_factory=list)  # extra request headers (wrk -H)
     # the floor (a canned 100-byte answer to anything) only stands for the rows that ask for the 100-byte file
     floor: bool = True
+    tls: bool = False             # HTTPS rows: the servers' TLS listeners (tls.py); the floor has no TLS
+    client: str = "wrk"           # "tlsload": the Go client of the new-connection HTTPS rows (tlsload.py)
+    resume: bool = False          # tlsload only: resume sessions (True) or make every handshake a full one
 
 
 WORKLOADS = [
@@ -34,6 +38,15 @@ WORKLOADS = [
     # one request per connection: the accept path (connect, request, response, close), 100 connections at a time
     Workload("100b-close", "100 B, Connection: close, c=100", SMALL_PATH, 100, 1.0,
              headers=["Connection: close"]),
+    # HTTPS (TLS 1.3, TLS_AES_128_GCM_SHA256, ECDSA P-256; tls.py): the goal is to be ahead of the best peer
+    Workload("tls-100b-c100", "HTTPS 100 B keep-alive, c=100", SMALL_PATH, 100, 1.0, floor=False, tls=True),
+    Workload("tls-8k-set", "HTTPS 1,000 × 8 KiB at random, c=100", "/", 100, 1.0,
+             os.path.join(LUA, "random8k.lua"), [str(SET_COUNT)], floor=False, tls=True),
+    # one new TLS connection per request (wrk would resume on reconnect and cannot tell: tlsload counts each kind)
+    Workload("tls-new-full", "HTTPS new connection per request, full handshake, c=100", SMALL_PATH, 100, 1.0,
+             floor=False, tls=True, client="tlsload"),
+    Workload("tls-new-resumed", "HTTPS new connection per request, resumed, c=100", SMALL_PATH, 100, 1.0,
+             floor=False, tls=True, client="tlsload", resume=True),
 ]
 
 

@@ -74,21 +74,27 @@ def argv_for(url: str, connections: int, seconds: float, script: str | None = No
     return argv
 
 
-def run(url: str, connections: int, seconds: float, client: Client, script: str | None = None,
-        script_args: list[str] | None = None, threads: int = 1, timeout_s: int = 5,
-        headers: list[str] | None = None) -> WrkResult:
-    argv = [*client.taskset(), *argv_for(url, connections, seconds, script, script_args, threads, timeout_s, headers)]
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, preexec_fn=client.preexec)
+def run_pinned(argv: list[str], client: Client, env: dict | None = None) -> tuple[str, float]:
+    """A load client pinned to the client CPU: its output and its own user+system CPU seconds."""
+    proc = subprocess.Popen([*client.taskset(), *argv], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            preexec_fn=client.preexec, env=env)
     out = proc.stdout.read()
     _, status, usage = os.wait4(proc.pid, 0)
     proc.returncode = os.waitstatus_to_exitcode(status)
     if proc.returncode != 0:
-        raise RuntimeError(f"wrk failed ({proc.returncode}):\n{out}")
-    return parse(out, usage.ru_utime + usage.ru_stime)
+        raise RuntimeError(f"{os.path.basename(argv[0])} failed ({proc.returncode}):\n{out}")
+    return out, usage.ru_utime + usage.ru_stime
+
+
+def run(url: str, connections: int, seconds: float, client: Client, script: str | None = None,
+        script_args: list[str] | None = None, threads: int = 1, timeout_s: int = 5,
+        headers: list[str] | None = None, env: dict | None = None) -> WrkResult:
+    argv = argv_for(url, connections, seconds, script, script_args, threads, timeout_s, headers)
+    return parse(*run_pinned(argv, client, env))
 
 
 def warm(url: str, connections: int, seconds: float, client: Client, script: str | None = None,
-         script_args: list[str] | None = None, headers: list[str] | None = None) -> None:
+         script_args: list[str] | None = None, headers: list[str] | None = None, env: dict | None = None) -> None:
     if seconds > 0:
-        run(url, connections, seconds, client, script, script_args, headers=headers)
+        run(url, connections, seconds, client, script, script_args, headers=headers, env=env)
         time.sleep(0.2)
