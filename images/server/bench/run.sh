@@ -4,6 +4,8 @@
 #   images/server/bench/run.sh nginx                          nginx vs nginx: the harness's own self-check
 #   BENCH_PROFILE=1 images/server/bench/run.sh PATH           syscalls per request and perf hot spots instead
 #   BENCH_RULES=1 images/server/bench/run.sh PATH             site with 1,000 redirect + 100 header rules vs none
+# The HTTPS new-connection rows' load client (tlsload/main.go) is built with Go (PATH or /usr/local/go/bin) into the
+# run's temp dir.
 # Knobs (environment): PEERS BENCH_FLOOR BENCH_SECONDS REPS WARMUP_SECONDS BENCH_CPU_QUOTA SERVER_CPU CLIENT_CPU IDLE_CONNS
 #                      BENCH_WORKLOADS BENCH_OUT BENCH_SERVER_ARGS; see README.md.
 set -euo pipefail
@@ -19,6 +21,9 @@ command -v wrk >/dev/null || need+=(wrk)
 [ -x /usr/sbin/nginx ] || need+=(nginx-light)
 peers="${PEERS:-nginx,lighttpd,h2o}"
 case ",$peers," in *,lighttpd,*) [ -x /usr/sbin/lighttpd ] || need+=(lighttpd) ;; esac
+# the HTTPS rows: lighttpd's TLS is a module of its own; openssl makes the certificate and checks every server
+case ",$peers," in *,lighttpd,*) [ -e /usr/lib/lighttpd/mod_openssl.so ] || need+=(lighttpd-mod-openssl) ;; esac
+command -v openssl >/dev/null || need+=(openssl)
 case ",$peers," in *,h2o,*) [ -x /usr/bin/h2o ] || need+=(h2o) ;; esac
 [ "${BENCH_FLOOR:-1}" = 0 ] || command -v gcc >/dev/null || need+=(gcc libc6-dev)  # builds floor.c
 command -v taskset >/dev/null || need+=(util-linux)
