@@ -19,7 +19,7 @@ BENCH_ENV = BENCH_SECONDS=$(BENCH_SECONDS) REPS=$(REPS) WARMUP_SECONDS=$(WARMUP_
 bench: bench-server bench-site ## Run every benchmark there is (bench-server, bench-site).
 
 .PHONY: bench-server
-bench-server: ## Our server vs nginx, lighttpd, h2o and a canned-response floor on loopback, pinned + CPU-capped; writes _out/bench/ (≈14 min; PEERS=nginx REPS=1 BENCH_SECONDS=3 for less).
+bench-server: ## Our server vs nginx, lighttpd, h2o and a canned-response floor on loopback, pinned + CPU-capped, plain HTTP and HTTPS rows; writes _out/bench/ (≈22 min; PEERS=nginx REPS=1 BENCH_SECONDS=3 for less).
 	@$(call progress,building the server for the benchmark)
 	@bin="$$($(MAKE) -s server-build | tail -n 1)"; \
 	  if [ ! -x "$$bin" ]; then echo "make server-build did not print an executable path (got '$$bin')" >&2; exit 1; fi; \
@@ -52,7 +52,7 @@ bench-self-check: ## nginx against itself through the same harness: every ratio 
 	@$(BENCH_ENV) PEERS=nginx BENCH_FLOOR=0 images/server/bench/run.sh nginx
 
 .PHONY: bench-test
-bench-test: ## Unit tests of the benchmark harness (configs, parsers, medians, ratios, report, chart, floor responder, site URL list and checks).
+bench-test: ## Unit tests of the benchmark harness (configs, parsers, medians, ratios, report, chart, floor responder, site URL list and checks, HTTPS setup and load client).
 	@cd images/server/bench && python3 -m unittest discover -s tests -t . -v
 
 .PHONY: bench-profile

@@ -4,7 +4,7 @@ under the same pinning and CPU cap as the benchmark. A diagnostic, not a benchma
 but the counts *per request* stay true, and the CPU split comes from a run without a tracer.
 
 Usage: python3 -m hsbench.profile --ours PATH   (make bench-profile)
-Environment: BENCH_WORKLOADS (default: all), PEERS (default nginx,lighttpd,h2o), BENCH_FLOOR (1),
+Environment: BENCH_WORKLOADS (default: all plain-HTTP ones; no HTTPS rows here), PEERS (default nginx,lighttpd,h2o), BENCH_FLOOR (1),
 PROFILE_SECONDS (3), BENCH_CPU_QUOTA (40), PROFILE_PERF (1; 0 skips perf).
 """
 import argparse
@@ -161,7 +161,11 @@ def main() -> int:
     args = ap.parse_args()
     seconds = int(os.environ.get("PROFILE_SECONDS", "3"))
     quota = int(os.environ.get("BENCH_CPU_QUOTA", "40"))
-    workloads = select(os.environ.get("BENCH_WORKLOADS", ""))
+    # plain HTTP only: the profile drives wrk at each server's plain port and knows no TLS setup
+    workloads = [w for w in select(os.environ.get("BENCH_WORKLOADS", "")) if not w.tls]
+    if not workloads:
+        warn("make bench-profile has no HTTPS rows; pick plain-HTTP workloads in BENCH_WORKLOADS")
+        return 2
     peers = [p for p in parse_peers(os.environ.get("PEERS", "")) if p != "floor"]
     floor = os.environ.get("BENCH_FLOOR", "1") != "0"
     use_perf = os.environ.get("PROFILE_PERF", "1") != "0" and shutil.which("perf")
