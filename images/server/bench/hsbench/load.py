@@ -40,15 +40,23 @@ def _tlsload(server: Server, wl: Workload, seconds: float, client: Client, clien
     res = tlsload.run(clients.tlsload_bin, server.tls_port, wl.path, wl.connections, seconds, client, wl.resume)
     bad = tlsload.problems(res, wl.resume, WANT_SUITE)
     after = _handshakes(server) if cross_check else None
-    if before is not None and after is not None and res.errors == 0:
-        # every connection the client made, its untimed first one per goroutine included, shows in the counters
-        seen = (after[0] - before[0], after[1] - before[1])
-        sent = (res.full + res.primer_full, res.resumed + res.primer_resumed)
-        if seen != sent:
-            bad.append(f"the server counted (full, resumed) handshakes {seen}, the client {sent}")
+    if before is not None and after is not None:
+        bad += counter_disagreement(before, after, res)
     if bad:
         raise RuntimeError(f"{server.name} {wl.key}: " + "; ".join(bad))
     return res
+
+
+def counter_disagreement(before: tuple[float, float], after: tuple[float, float],
+                         res: tlsload.TlsloadResult) -> list[str]:
+    """Our server's (full, resumed) handshake counters must have grown by exactly what the client made, its untimed
+    first connection per goroutine included. Only meaningful without errors (a failed connection may or may not
+    have finished its handshake)."""
+    if res.errors:
+        return []
+    seen = (after[0] - before[0], after[1] - before[1])
+    sent = (res.full + res.primer_full, res.resumed + res.primer_resumed)
+    return [] if seen == sent else [f"the server counted (full, resumed) handshakes {seen}, the client {sent}"]
 
 
 def warm(server: Server, wl: Workload, seconds: float, client: Client, clients: Clients) -> None:

@@ -40,12 +40,13 @@ WORKLOADS = [
              headers=["Connection: close"]),
     # HTTPS (TLS 1.3, TLS_AES_128_GCM_SHA256, ECDSA P-256; tls.py): the goal is to be ahead of the best peer
     Workload("tls-100b-c100", "HTTPS 100 B keep-alive, c=100", SMALL_PATH, 100, 1.0, floor=False, tls=True),
-    Workload("tls-8k-set", "HTTPS 1,000 × 8 KiB at random, c=100", "/", 100, 1.0,
+    Workload("tls-8k-set", "HTTPS 8 KiB at random, c=100", "/", 100, 1.0,
              os.path.join(LUA, "random8k.lua"), [str(SET_COUNT)], floor=False, tls=True),
-    # one new TLS connection per request (wrk would resume on reconnect and cannot tell: tlsload counts each kind)
-    Workload("tls-new-full", "HTTPS new connection per request, full handshake, c=100", SMALL_PATH, 100, 1.0,
+    # one new TLS connection per request, full handshakes or resumed ones (wrk resumes on reconnect and cannot tell:
+    # tlsload counts each kind); short titles: the chart's label column is 250 px
+    Workload("tls-new-full", "HTTPS new conn., full, c=100", SMALL_PATH, 100, 1.0,
              floor=False, tls=True, client="tlsload"),
-    Workload("tls-new-resumed", "HTTPS new connection per request, resumed, c=100", SMALL_PATH, 100, 1.0,
+    Workload("tls-new-resumed", "HTTPS new conn., resumed, c=100", SMALL_PATH, 100, 1.0,
              floor=False, tls=True, client="tlsload", resume=True),
 ]
 

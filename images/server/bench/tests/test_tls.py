@@ -99,6 +99,17 @@ class TlsloadParse(unittest.TestCase):
         self.assertNotIn("-resume", tlsload.argv_for("/b/tlsload", 443, "/", 1, 1, resume=False))
 
 
+class CounterCrossCheck(unittest.TestCase):
+    def test_server_counters_must_match_the_client(self):
+        clean = tlsload.parse(TLSLOAD_OUT.replace("errors 1", "errors 0"))  # 4201 + 100 full, 0 resumed
+        self.assertEqual(load.counter_disagreement((10, 5), (4311, 5), clean), [])
+        self.assertIn("server counted (full, resumed) handshakes (4201, 0), the client (4301, 0)",
+                      load.counter_disagreement((10, 5), (4211, 5), clean)[0])
+        self.assertIn("(4301, 7)", load.counter_disagreement((10, 5), (4311, 12), clean)[0])
+        # with errors a connection may have failed before or after its handshake: no exact count to compare
+        self.assertEqual(load.counter_disagreement((0, 0), (1, 1), tlsload.parse(TLSLOAD_OUT)), [])
+
+
 class TlsWorkloads(unittest.TestCase):
     KEYS = ["tls-100b-c100", "tls-8k-set", "tls-new-full", "tls-new-resumed"]
 
