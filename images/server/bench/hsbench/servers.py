@@ -304,8 +304,8 @@ def build_floor(workdir: str) -> str:
 
 # How the floor's 8 KiB bodies reach the socket: "sendfile" from one sealed memfd (no user-to-kernel copy, nginx's
 # way) or "writev" from memory (the kernel copies each body, as our server does). sendfile is the default because it
-# is the cheaper of the two on this kernel (make bench-profile runs both; docs/bench/breakdown.md); BENCH_FLOOR_BODY
-# picks the other.
+# is the cheaper of the two on this kernel in interleaved runs (make bench-ab; docs/bench/breakdown.md, 2026-11-26);
+# BENCH_FLOOR_BODY picks the other.
 FLOOR_BODIES = ("sendfile", "writev")
 
 
