@@ -47,6 +47,13 @@ bench-rules: ## Our server on the benchmark site with 1,000 redirect rules (_red
 	  $(call progress,site rules overhead: $$bin with and without 1000 redirect + 100 header rules); \
 	  $(BENCH_ENV) BENCH_RULES=1 PEERS=nginx BENCH_FLOOR=0 images/server/bench/run.sh "$$bin"
 
+.PHONY: bench-ab
+bench-ab: ## Interleaved A/B of server flags, builds or floor variants: make bench-ab AB='plain=ours; disk=ours:--max-memory-file-size=4KiB' BENCH_WORKLOADS=8k-set; writes _out/bench/ab/.
+	@if [ -z "$(AB)" ]; then echo "bench-ab needs AB='NAME=KIND[:ARGS]; ...' (images/server/bench/hsbench/ab.py)" >&2; exit 2; fi
+	@bin="$$($(MAKE) -s server-build | tail -n 1)"; \
+	  if [ ! -x "$$bin" ]; then echo "make server-build did not print an executable path (got '$$bin')" >&2; exit 1; fi; \
+	  $(BENCH_ENV) AB="$(AB)" PEERS=nginx BENCH_FLOOR=1 images/server/bench/run.sh "$$bin"
+
 .PHONY: bench-self-check
 bench-self-check: ## nginx against itself through the same harness: every ratio should come out ≈ 1×.
 	@$(BENCH_ENV) PEERS=nginx BENCH_FLOOR=0 images/server/bench/run.sh nginx

@@ -4,6 +4,7 @@
 #   images/server/bench/run.sh nginx                          nginx vs nginx: the harness's own self-check
 #   BENCH_PROFILE=1 images/server/bench/run.sh PATH           syscalls per request and perf hot spots instead
 #   BENCH_RULES=1 images/server/bench/run.sh PATH             site with 1,000 redirect + 100 header rules vs none
+#   AB='a=ours; b=ours:--flag' images/server/bench/run.sh PATH  interleaved A/B of variants (hsbench/ab.py)
 # The HTTPS new-connection rows' load client (tlsload/main.go) is built with Go (PATH or /usr/local/go/bin) into the
 # run's temp dir.
 # Knobs (environment): PEERS BENCH_FLOOR BENCH_SECONDS REPS WARMUP_SECONDS BENCH_CPU_QUOTA SERVER_CPU CLIENT_CPU IDLE_CONNS
@@ -48,5 +49,8 @@ if [ -n "${BENCH_PROFILE:-}" ]; then
 fi
 if [ -n "${BENCH_RULES:-}" ]; then
   exec python3 -m hsbench.rules --ours "$ours" --out "$out/rules"
+fi
+if [ -n "${AB:-}" ]; then
+  exec python3 -m hsbench.ab --ours "$ours" --out "$out/ab"
 fi
 exec python3 -m hsbench --ours "$ours" --out "$out"

@@ -177,9 +177,19 @@ pub fn write_segs(fd: RawFd, base: &[u8], segs: &mut [Seg], cur: &mut usize, wri
             k += 1;
             i += 1;
         }
-        // SAFETY: every iovec points into live memory (the batch buffer or the held table).
+        // A file range follows: MSG_MORE holds these bytes (the headers) back so they leave in one segment with
+        // the start of the body that sendfile sends next. Accepted sockets have TCP_NODELAY, which would otherwise
+        // push the headers alone: one more packet per response and one more wake-up of the reader.
+        let more = matches!(segs.get(i), Some(Seg::File { .. }));
+        // SAFETY: every iovec points into live memory (the batch buffer or the held table); msghdr is plain data
+        // for which all-zero is valid, and it lives until sendmsg returns.
         let n = unsafe {
-            if k == 1 {
+            if more {
+                let mut msg: libc::msghdr = std::mem::zeroed();
+                msg.msg_iov = iov.as_mut_ptr();
+                msg.msg_iovlen = k as _;
+                libc::sendmsg(fd, &msg, libc::MSG_MORE)
+            } else if k == 1 {
                 libc::write(fd, iov[0].iov_base, iov[0].iov_len)
             } else {
                 libc::writev(fd, iov.as_ptr(), k as i32)
@@ -269,6 +279,53 @@ mod tests {
         assert!(matches!(o.segs[2], Seg::Buf { .. }));
         let Seg::Buf { end, .. } = o.segs[0] else { panic!() };
         assert_eq!(&o.buf[..end], b"HTTP/1.1 200 OK\r\n\r\nhelloHTTP/1.1 200 OK\r\n\r\nworldH");
+    }
+
+    /// Segments the kernel has sent on a TCP socket (tcp_info), pure ACKs included.
+    fn segs_out(fd: RawFd) -> u32 {
+        let mut info: libc::tcp_info = unsafe { std::mem::zeroed() };
+        let mut len = std::mem::size_of::<libc::tcp_info>() as libc::socklen_t;
+        let r = unsafe {
+            libc::getsockopt(fd, libc::IPPROTO_TCP, libc::TCP_INFO, &mut info as *mut _ as *mut libc::c_void, &mut len)
+        };
+        assert_eq!(r, 0);
+        info.tcpi_segs_out
+    }
+
+    #[test]
+    fn headers_before_a_file_body_leave_in_one_segment_with_it() {
+        use std::io::Read;
+        use std::net::{TcpListener, TcpStream};
+        use std::os::fd::AsRawFd;
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let mut client = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+        let (server, _) = listener.accept().unwrap();
+        server.set_nodelay(true).unwrap(); // as every accepted connection of the server
+        let body: Vec<u8> = (0..8192u32).map(|i| (i % 251) as u8).collect();
+        let file = tempfile_with(&body);
+        let mut o = Out::default();
+        o.bytes(b"HTTP/1.1 200 OK\r\nContent-Length: 8192\r\n\r\n");
+        o.file(file.as_raw_fd(), 0, body.len() as u64);
+        o.finish();
+        let before = segs_out(server.as_raw_fd());
+        let (mut cur, mut written) = (0, 0);
+        let r = write_segs(server.as_raw_fd(), &o.buf, &mut o.segs, &mut cur, &mut written);
+        assert!(matches!(r, WriteResult::Done));
+        // without MSG_MORE the headers go alone (TCP_NODELAY) and the body follows: two segments
+        assert_eq!(segs_out(server.as_raw_fd()) - before, 1, "headers and an 8 KiB body fit one loopback segment");
+        let mut got = vec![0u8; o.buf.len() + body.len()];
+        client.read_exact(&mut got).unwrap();
+        assert!(got.starts_with(b"HTTP/1.1 200 OK\r\n") && got.ends_with(&body));
+    }
+
+    /// An unlinked temporary file holding `bytes` (sendfile needs a real file).
+    fn tempfile_with(bytes: &[u8]) -> std::fs::File {
+        use std::io::Write;
+        let path = std::env::temp_dir().join(format!("out-rs-test-{}", std::process::id()));
+        let mut f = std::fs::OpenOptions::new().create(true).truncate(true).read(true).write(true).open(&path).unwrap();
+        std::fs::remove_file(&path).unwrap();
+        f.write_all(bytes).unwrap();
+        f
     }
 
     #[test]

@@ -68,7 +68,7 @@ def _floor_panel(summary, top, names):
     x = lambda v: LEFT + PLOT_W * min(v, hi) / hi
     bar_h = 12
     row_h = bar_h * len(shown) + 16
-    parts = [_text(20, top, "req/s as % of the floor (a canned-response loop that parses nothing; 100% = floor)",
+    parts = [_text(20, top, "req/s as % of the floor (floor.c, a canned-response loop; 100% = floor)",
                    14, weight="bold")]
     y0 = top + 14
     height = row_h * len(entries) + 26

@@ -10,10 +10,11 @@ from dataclasses import dataclass
 SMALL_PATH = "/100.html"
 SET_COUNT = 1000
 SET_SIZE = 8192
+SET_DIR = "/8k"  # floor.c answers "GET /8k/NNNN" from this directory's files
 
 
 def set_path(i: int) -> str:
-    return f"/8k/{i:04d}.bin"  # lua/random8k.lua builds the same names
+    return f"{SET_DIR}/{i:04d}.bin"  # lua/random8k.lua builds the same names
 
 
 @dataclass

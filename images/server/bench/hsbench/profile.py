@@ -6,6 +6,10 @@ but the counts *per request* stay true, and the CPU split comes from a run witho
 Usage: python3 -m hsbench.profile --ours PATH   (make bench-profile)
 Environment: BENCH_WORKLOADS (default: all plain-HTTP ones; no HTTPS rows here), PEERS (default nginx,lighttpd,h2o), BENCH_FLOOR (1),
 PROFILE_SECONDS (3), BENCH_CPU_QUOTA (40), PROFILE_PERF (1; 0 skips perf).
+
+The floor runs once per way of sending its 8 KiB bodies (floor-sendfile, floor-writev: servers.FLOOR_BODIES) in the
+rows that ask for them, so the profile shows which mechanism is cheaper on this kernel; the 100-byte rows, where
+both send the same canned bytes with the same syscalls, run only the first.
 """
 import argparse
 import os
@@ -22,7 +26,8 @@ from .cgroup import CpuQuota
 from .placement import Client
 from .progress import step, warn
 from .procstat import CLK_TCK, _stat_fields
-from .servers import lineup, parse_peers
+from .content import SMALL_PATH
+from .servers import FLOOR_BODIES, Floor, free_port, lineup, parse_peers
 from .workloads import select
 
 
@@ -153,6 +158,31 @@ def hottest(server, wl, client, seconds, out_dir, top=12) -> list[str]:
     return lines
 
 
+def floor_variants(servers: list, quota: int, work: str, tag: str) -> list:
+    """The lineup with its floor split into one floor per body mechanism, named floor-<mechanism>."""
+    out = []
+    for s in servers:
+        if not isinstance(s, Floor):
+            out.append(s)
+            continue
+        for io in FLOOR_BODIES:
+            f = s if io == s.body_io else Floor(
+                body_file=s.body_file, set_dir=s.set_dir, body_io=io, port=free_port(), root=s.root, cpu=s.cpu,
+                quota=CpuQuota(f"{tag}-floor-{io}", quota), workdir=os.path.join(work, f"floor-{io}"))
+            f.name = f"floor-{io}"
+            out.append(f)
+    return out
+
+
+def runs_here(server, wl, bench_io: str) -> bool:
+    """Peers always; a floor where the workload lets it stand in, and the mechanism bench-server does not use
+    (bench_io is the one it does) only where the bodies are 8 KiB files: on the 100-byte rows both floors send the
+    same canned bytes the same way."""
+    if not isinstance(server, Floor):
+        return True
+    return wl.floor and (server.body_io == bench_io or wl.path != SMALL_PATH)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(prog="hsbench.profile", description=__doc__,
                                  formatter_class=argparse.RawTextHelpFormatter)
@@ -184,14 +214,16 @@ def main() -> int:
     try:
         site = content.generate(os.path.join(work, "site"))
         servers = lineup(args.ours, peers, floor, site.root, 0, quota, work, [], tag)
+        bench_io = next((s.body_io for s in servers if isinstance(s, Floor)), "")
+        servers = floor_variants(servers, quota, work, tag)
         client.group.create()
         for s in servers:
             s.start()
             s.validate(site.samples)
         for wl in workloads:
             for s in servers:
-                if s.name == "floor" and not wl.floor:
-                    continue  # the canned answer stands only for the 100-byte rows
+                if not runs_here(s, wl, bench_io):
+                    continue
                 step(f"CPU split: {s.name} under {wl.key}")
                 user_us, sys_us, soft_us, switches, rps = cpu_per_request(s, wl, client, seconds)
                 step(f"strace -c: {s.name} under {wl.key}")

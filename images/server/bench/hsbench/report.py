@@ -167,8 +167,8 @@ def markdown(summary: list[dict], idle: dict[str, dict], meta: dict, names: list
                   f"p99 from wrk; none for pipelining, where wrk's latency statistics do not apply. "
                   f"{ours} ÷ this: our median req/s over that server's. Best peer: the peer with the highest median "
                   f"req/s in that row; the target applies to it. % of floor: req/s as a share of the floor's "
-                  f"(a canned-response loop that parses nothing, floor.c); – where the floor cannot stand in "
-                  f"(it only answers the 100-byte file)."]
+                  f"(floor.c: a canned-response loop that reads nothing of a request but an 8 KiB file's number); "
+                  f"– where the floor did not run."]
     if meta.get("tls"):
         lines += ["", tls_note(meta["tls"])]
     return "\n".join(lines) + "\n"

@@ -305,25 +305,37 @@ def build_floor(workdir: str) -> str:
     return binary
 
 
+# How the floor's 8 KiB bodies reach the socket: "sendfile" from one sealed memfd (no user-to-kernel copy, nginx's
+# way) or "writev" from memory (the kernel copies each body, as our server does). sendfile is the default because it
+# is the cheaper of the two on this kernel in interleaved runs (make bench-ab; docs/bench/breakdown.md, 2026-11-26);
+# BENCH_FLOOR_BODY picks the other.
+FLOOR_BODIES = ("sendfile", "writev")
+
+
 class Floor(Server):
-    """Not a server: a canned 200 with the 100-byte body for every "\\r\\n\\r\\n", whatever was asked. It only
-    stands for the keep-alive 100 B, pipelined and Connection: close rows (see Workload.floor)."""
+    """Not a server: a canned 200 for every "\\r\\n\\r\\n", with the 8 KiB file whose number follows "GET /8k/" or else
+    the 100-byte body, whatever else was asked (see floor.c)."""
     name = "floor"
 
-    def __init__(self, body_file: str, **kw):
+    def __init__(self, body_file: str, set_dir: str | None = None, body_io: str | None = None, **kw):
         super().__init__(**kw)
-        self.body_file = body_file
+        self.body_file, self.set_dir = body_file, set_dir
+        self.body_io = body_io or os.environ.get("BENCH_FLOOR_BODY", "") or FLOOR_BODIES[0]
+        if self.body_io not in FLOOR_BODIES:
+            raise SystemExit(f"BENCH_FLOOR_BODY={self.body_io!r}; known: {list(FLOOR_BODIES)}")
         self.binary = build_floor(self.workdir)
 
     def argv(self) -> list[str]:
-        return [self.binary, str(self.port), self.body_file]
+        mode = ["--sendfile"] if self.body_io == "sendfile" else []
+        return [self.binary, *mode, str(self.port), self.body_file, *([self.set_dir] if self.set_dir else [])]
 
     def version(self) -> str:
-        return "canned-response epoll loop (floor.c)"
+        how = "sendfile from a memfd" if self.body_io == "sendfile" else "writev from memory"
+        return f"canned-response epoll loop (floor.c; 8 KiB bodies by {how})"
 
     def validate(self, files: dict[str, bytes]) -> None:
-        from .content import SMALL_PATH  # it can only answer the 100-byte file
-        super().validate({SMALL_PATH: files[SMALL_PATH]})
+        from .content import SMALL_PATH  # without the 8 KiB set it can only answer the 100-byte file
+        super().validate(files if self.set_dir else {SMALL_PATH: files[SMALL_PATH]})
 
 
 PEERS = ("nginx", "lighttpd", "h2o")
@@ -349,8 +361,9 @@ def lineup(ours: str, peers: list[str], floor: bool, root: str, cpu: int, quota_
         out.append(kinds[p](port=free_port(), quota=CpuQuota(f"{tag}-{p}", quota_pct),
                             workdir=os.path.join(work, p), root=root, cpu=cpu))
     if floor:
-        from .content import SMALL_PATH
-        out.append(Floor(body_file=os.path.join(root, SMALL_PATH.lstrip("/")), port=free_port(),
+        from .content import SET_DIR, SMALL_PATH
+        out.append(Floor(body_file=os.path.join(root, SMALL_PATH.lstrip("/")),
+                         set_dir=os.path.join(root, SET_DIR.lstrip("/")), port=free_port(),
                          quota=CpuQuota(f"{tag}-floor", quota_pct), workdir=os.path.join(work, "floor"),
                          root=root, cpu=cpu))
     return out

@@ -21,7 +21,7 @@ class Workload:
     # divides by completed responses): with pipelining they are wrong, so no p99 is reported
     latency_valid: bool = True
     headers: list[str] = field(default_factory=list)  # extra request headers (wrk -H)
-    # the floor (a canned 100-byte answer to anything) only stands for the rows that ask for the 100-byte file
+    # whether the floor (floor.c: canned answers, the 8 KiB set or the 100-byte file) runs in this row
     floor: bool = True
     tls: bool = False             # HTTPS rows: the servers' TLS listeners (tls.py); the floor has no TLS
     client: str = "wrk"           # "tlsload": the Go client of the new-connection HTTPS rows (tlsload.py)
@@ -31,8 +31,8 @@ class Workload:
 WORKLOADS = [
     Workload("100b-c100", "100 B keep-alive, c=100", SMALL_PATH, 100, 1.3),
     Workload("100b-c1000", "100 B keep-alive, c=1000", SMALL_PATH, 1000, 1.3),
-    Workload("8k-set", "1,000 × 8 KiB at random, c=100", "/", 100, 1.2,
-             os.path.join(LUA, "random8k.lua"), [str(SET_COUNT)], floor=False),
+    Workload("8k-set", "1,000 × 8 KiB at random, c=100", "/", 100, 1.3,
+             os.path.join(LUA, "random8k.lua"), [str(SET_COUNT)]),
     Workload("100b-pipe16", "100 B pipelined ×16, c=100", SMALL_PATH, 100, 8.0,
              os.path.join(LUA, "pipeline.lua"), ["16", SMALL_PATH], latency_valid=False),
     # one request per connection: the accept path (connect, request, response, close), 100 connections at a time
