@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -52,14 +53,12 @@ func testRoutesThroughTraefik(t *testing.T) {
 	}
 	waitSiteReady(t, ns, site.Name, 3*time.Minute)
 	waitRouteApplied(t, ns, site.Name, v1alpha1.ReasonIngressApplied, "http://ingress-a.e2e.test/")
-	waitServes(t, ns, "ingress-a", tr, "ingress-a.e2e.test", index)
-	checkBytes(t, ns, "ingress-a-all", tr.base, files, "-host", "ingress-a.e2e.test")
-	waitNotFound(t, ns, "ingress-wrong-host", tr, "nowhere.e2e.test")
+	waitServes(t, ns, tr, "ingress-a.e2e.test", index)
+	checkBytes(t, ns, "all-ingress-a", tr.base, files, "-host", "ingress-a.e2e.test")
+	waitNotFound(t, ns, tr, "nowhere.e2e.test")
 
 	patchRoute(t, ns, site.Name, map[string]any{"hostnames": []string{"ingress-b.e2e.test"}})
-	waitRouteApplied(t, ns, site.Name, v1alpha1.ReasonIngressApplied, "http://ingress-b.e2e.test/")
-	waitServes(t, ns, "ingress-b", tr, "ingress-b.e2e.test", index)
-	waitNotFound(t, ns, "ingress-a-gone", tr, "ingress-a.e2e.test")
+	waitRouteMoved(t, ns, site.Name, tr, v1alpha1.ReasonIngressApplied, "ingress-a.e2e.test", "ingress-b.e2e.test", index)
 
 	// The same site switched to an HTTPRoute on a Gateway of Traefik's class, under a name the Ingress never had:
 	// only the HTTPRoute can route it.
@@ -68,17 +67,13 @@ func testRoutesThroughTraefik(t *testing.T) {
 		"hostnames": []string{"gateway-c.e2e.test"},
 		"route":     map[string]any{"ingressClassName": nil, "parentRefs": []map[string]any{{"name": "web"}}},
 	})
-	waitRouteApplied(t, ns, site.Name, v1alpha1.ReasonHTTPRouteApplied, "http://gateway-c.e2e.test/")
+	waitRouteMoved(t, ns, site.Name, tr, v1alpha1.ReasonHTTPRouteApplied, "ingress-b.e2e.test", "gateway-c.e2e.test", index)
 	waitIngressGone(t, ns, site.Name)
 	waitHTTPRouteAccepted(t, ns, site.Name)
-	waitServes(t, ns, "gateway-c", tr, "gateway-c.e2e.test", index)
-	checkBytes(t, ns, "gateway-c-all", tr.base, files, "-host", "gateway-c.e2e.test")
-	waitNotFound(t, ns, "ingress-b-gone", tr, "ingress-b.e2e.test")
+	checkBytes(t, ns, "all-gateway-c", tr.base, files, "-host", "gateway-c.e2e.test")
 
 	patchRoute(t, ns, site.Name, map[string]any{"hostnames": []string{"gateway-d.e2e.test"}})
-	waitRouteApplied(t, ns, site.Name, v1alpha1.ReasonHTTPRouteApplied, "http://gateway-d.e2e.test/")
-	waitServes(t, ns, "gateway-d", tr, "gateway-d.e2e.test", index)
-	waitNotFound(t, ns, "gateway-c-gone", tr, "gateway-c.e2e.test")
+	waitRouteMoved(t, ns, site.Name, tr, v1alpha1.ReasonHTTPRouteApplied, "gateway-c.e2e.test", "gateway-d.e2e.test", index)
 
 	if lines := traefikForbidden(t, ns); len(lines) > 0 {
 		t.Errorf("Traefik was refused with its RBAC (%d log lines), first: %s", len(lines), lines[0])
@@ -126,27 +121,37 @@ func waitRouteApplied(t *testing.T, ns, name, reason, publicURL string) {
 	})
 }
 
-// waitServes polls the site's page through Traefik with Host: host until it answers 200 with the file's exact
-// bytes.
-func waitServes(t *testing.T, ns, job string, tr traefikRoutes, host string, f siteFile) {
+// waitRouteMoved waits until a hostname change reached Traefik: the site's status lists the new public URL only,
+// the new name serves the page's exact bytes, the old one answers 404.
+func waitRouteMoved(t *testing.T, ns, name string, tr traefikRoutes, reason, from, to string, page siteFile) {
 	t.Helper()
-	sum := sha256.Sum256(f.data)
-	r := fetchThrough(t, ns, job, tr, host, f.path, "-want-sha256", hex.EncodeToString(sum[:]))
-	t.Logf("Host %s through Traefik: %s %d, %d bytes, the file's exact bytes", host, f.path, r.Status, r.Size)
+	waitRouteApplied(t, ns, name, reason, "http://"+to+"/")
+	waitServes(t, ns, tr, to, page)
+	waitNotFound(t, ns, tr, from)
+}
+
+// waitServes polls the page through Traefik with Host: host until it answers 200 with the file's exact bytes.
+func waitServes(t *testing.T, ns string, tr traefikRoutes, host string, page siteFile) {
+	t.Helper()
+	sum := sha256.Sum256(page.data)
+	r := fetchThrough(t, ns, "serves-"+host, tr, host, page.path, "-want-sha256", hex.EncodeToString(sum[:]))
+	t.Logf("Host %s through Traefik: %s %d, %d bytes, the file's exact bytes", host, page.path, r.Status, r.Size)
 }
 
 // waitNotFound polls "/" through Traefik with Host: host until it answers 404: no route has that name (any more).
-func waitNotFound(t *testing.T, ns, job string, tr traefikRoutes, host string) {
+func waitNotFound(t *testing.T, ns string, tr traefikRoutes, host string) {
 	t.Helper()
-	r := fetchThrough(t, ns, job, tr, host, "/", "-want-status", "404")
+	r := fetchThrough(t, ns, "not-found-"+host, tr, host, "/", "-want-status", "404")
 	t.Logf("Host %s through Traefik: / %d", host, r.Status)
 }
 
 // fetchThrough runs one polling fetch (flags say until what) of path through Traefik's Service with Host: host,
-// and fails the test unless the poll ended as wanted within routePoll.
+// as Job job (a DNS label: host's dots become dashes), and fails the test unless the poll ended as wanted within
+// routePoll.
 func fetchThrough(t *testing.T, ns, job string, tr traefikRoutes, host, path string, flags ...string) fetchResult {
 	t.Helper()
 	args := append([]string{"-host", host, "-poll", routePoll.String()}, flags...)
+	job = strings.ReplaceAll(job, ".", "-")
 	ok, results := fetch(t, ns, job, routePoll+30*time.Second, append(args, urlFor(tr.base, path))...)
 	if !ok || len(results) != 2 {
 		t.Fatalf("Host %s, %s through Traefik: fetch %v (job ok=%v, results %+v)", host, path, flags, ok, results)
