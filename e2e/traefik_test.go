@@ -120,7 +120,8 @@ func deployTraefik(t *testing.T, ns string) traefikRoutes {
 
 // traefikDeployment: one Traefik pod under the restricted Pod Security Standard (non-root, read-only root
 // filesystem, no capability: it listens on unprivileged ports), both Kubernetes providers limited to ns, the
-// Ingress provider to our IngressClass. Ready once /ping answers, which is after the providers' caches synced.
+// Ingress provider to our IngressClass. Ready once /ping answers; routes come later (the providers' caches sync
+// in the background), so the scenario polls for each one.
 func traefikDeployment(ns, ingressClass string) *appsv1.Deployment {
 	c := restrictedContainer(traefikName, cfg.traefikImage,
 		// Nothing may leave the machine: no version check, no usage report.
