@@ -34,6 +34,7 @@ include make/bench.mk
 include make/operator.mk
 include make/cluster.mk
 include make/k6.mk
+include make/traefik.mk
 include make/ship.mk
 include make/verify.mk
 

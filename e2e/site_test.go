@@ -63,18 +63,18 @@ func urlFor(base, path string) string {
 	return strings.TrimSuffix(base, "/") + "/" + strings.Join(segs, "/")
 }
 
-// checkBytes runs a fetch pod over every file and compares status, size and SHA-256 with the expected bytes.
-// It returns the fetch pod's allowed CPU list (the shared pool, since the fetch pod is BestEffort).
-func checkBytes(t *testing.T, ns, job, base string, files []siteFile) string {
+// checkBytes runs a fetch pod (with flags) over every file and compares status, size and SHA-256 with the
+// expected bytes. It returns the fetch pod's allowed CPU list (the shared pool, since the fetch pod is BestEffort).
+func checkBytes(t *testing.T, ns, job, base string, files []siteFile, flags ...string) string {
 	t.Helper()
-	results := fetchFiles(t, ns, job, base, files, nil, func(f siteFile, r fetchResult) {
+	results := fetchFiles(t, ns, job, base, files, flags, func(f siteFile, r fetchResult) {
 		sum := sha256.Sum256(f.data)
 		if r.Error != "" || r.Status != 200 || r.Size != len(f.data) || r.SHA256 != hex.EncodeToString(sum[:]) {
 			t.Errorf("%s: got status %d, %d bytes, sha256 %s, error %q; want 200, %d bytes, sha256 %x",
 				f.path, r.Status, r.Size, r.SHA256, r.Error, len(f.data), sum)
 		}
 	})
-	t.Logf("fetched %d files from %s with the exact bytes", len(files), base)
+	t.Logf("fetched %d files from %s %v with the exact bytes", len(files), base, flags)
 	return results[0].CPUsAllowedList
 }
 

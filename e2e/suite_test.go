@@ -23,6 +23,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"hyperstatic.dev/hyperstatic/api/v1alpha1"
 )
@@ -35,6 +36,7 @@ type env struct {
 	pydocsImage, pydocsV2Image             string // the real site (Python docs) and its one-page update
 	pydocsDir, pydocsV2Dir                 string // their trees: the whole v1, only v2's changed files
 	serverImage, k6Image                   string
+	traefikImage                           string // the ingress controller of the route scenario
 	releaseName, releaseNamespace, kubeCfg string
 }
 
@@ -78,6 +80,7 @@ func setup() error {
 		pydocsV2Dir:      get("E2E_PYDOCS_V2_DIR", filepath.Join(root, "_out", "pydocs-v2")),
 		serverImage:      get("E2E_SERVER_IMAGE", "hyperstatic/server:"+version),
 		k6Image:          get("E2E_K6_IMAGE", "hyperstatic/k6:"+version),
+		traefikImage:     os.Getenv("E2E_TRAEFIK_IMAGE"), // set by `make e2e E2E_ROUTES=1`
 		releaseName:      "hyperstatic",
 		releaseNamespace: "hyperstatic-system",
 		kubeCfg:          os.Getenv("KUBECONFIG"),
@@ -99,6 +102,10 @@ func setup() error {
 		return err
 	}
 	if err := v1alpha1.AddToScheme(scheme); err != nil {
+		return err
+	}
+	// The Gateway and HTTPRoute of the route scenario.
+	if err := gatewayv1.Install(scheme); err != nil {
 		return err
 	}
 	if k8s, err = client.New(rcfg, client.Options{Scheme: scheme}); err != nil {
@@ -138,5 +145,6 @@ func TestE2E(t *testing.T) {
 	t.Run("10b-pydocs-autoscaling", testPydocsAutoscaling)
 	t.Run("10c-pydocs-rollout-under-load", testPydocsRolloutUnderLoad)
 	t.Run("11-https-rotation-under-load", testHTTPSRotationUnderLoad)
+	t.Run("12-routes-through-traefik", testRoutesThroughTraefik)
 	t.Run("8-operator-restart-and-uninstall", testOperatorRestartAndUninstall)
 }

@@ -36,7 +36,7 @@ PYDOCS_PAGE ?= index.html
 PYDOCS_IMAGE ?= hyperstatic/pydocs-site:$(VERSION)
 PYDOCS_V2_IMAGE ?= hyperstatic/pydocs-site:v2-$(VERSION)
 E2E_IMAGES := $(FETCH_IMAGE) $(EXAMPLE_SITE_IMAGE) $(ROLLOUT_V1_IMAGE) $(ROLLOUT_V2_IMAGE) $(SLOWLORIS_IMAGE) $(SERVER_NEXT_IMAGE) \
-  $(PYDOCS_IMAGE) $(PYDOCS_V2_IMAGE)
+  $(PYDOCS_IMAGE) $(PYDOCS_V2_IMAGE) $(TRAEFIK_IMAGE)
 DEMO_OUT ?= $(ROOT)/_out/demo
 # The chart the e2e suite installs (override to try a modified copy).
 E2E_CHART ?= $(CHART_DIR)
@@ -63,7 +63,7 @@ operator-image: operator-build docker-engine ## Build $(OPERATOR_IMAGE): the sta
 	docker build --pull=false -q -t $(OPERATOR_IMAGE) $(OPERATOR_IMAGE_CONTEXT)
 
 .PHONY: e2e-images
-e2e-images: e2e-fetch-image e2e-slowloris-image server-image ## Build the e2e suite's images: the in-cluster fetch and slowloris clients, baked test sites (the real one too: the Python docs), the server retagged -next.
+e2e-images: e2e-fetch-image e2e-slowloris-image $(if $(filter 1,$(E2E_ROUTES)),e2e-traefik-image) server-image ## Build the e2e suite's images: the in-cluster fetch and slowloris clients, Traefik with E2E_ROUTES=1 (make/traefik.mk), baked test sites (the real one too: the Python docs), the server retagged -next.
 	docker tag $(SERVER_IMAGE) $(SERVER_NEXT_IMAGE)
 	@$(MAKE) site-image SITE_DIR=$(ROOT)/images/server/example/site SITE_IMAGE=$(EXAMPLE_SITE_IMAGE)
 	@$(MAKE) site-image SITE_DIR=$(ROOT)/e2e/testdata/rollout-v1 SITE_IMAGE=$(ROLLOUT_V1_IMAGE)
@@ -178,6 +178,7 @@ e2e-test: $(HELM) ## Only the Go e2e tests (cluster up and images loaded already
 	  E2E_PYDOCS_DIR=$(PYDOCS_DIR) E2E_PYDOCS_V2_DIR=$(PYDOCS_V2_DIR) \
 	  E2E_SERVER_IMAGE=$(SERVER_IMAGE) E2E_K6_IMAGE=$(K6_IMAGE) \
 	  E2E_SLOWLORIS_IMAGE=$(SLOWLORIS_IMAGE) E2E_SERVER_NEXT_IMAGE=$(SERVER_NEXT_IMAGE) \
+	  E2E_TRAEFIK_IMAGE=$(if $(filter 1,$(E2E_ROUTES)),$(TRAEFIK_IMAGE)) \
 	  go test -tags e2e ./e2e/... -count=1 -v -timeout 40m $(if $(E2E_RUN),-run '$(E2E_RUN)')
 
 ##@ Ship: demo

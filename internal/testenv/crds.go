@@ -24,13 +24,23 @@ import (
 // Operator's module is only a source of CRD files here (the operator writes PodMonitors unstructured), pinned:
 const PrometheusOperatorVersion = "v0.85.0"
 
-// HTTPRouteCRD is the path of the Gateway API's HTTPRoute CRD (standard channel) of go.mod's version.
-func HTTPRouteCRD() (string, error) {
+// GatewayAPIStandardCRDs is the directory of the Gateway API's standard-channel CRDs (GatewayClass, Gateway,
+// HTTPRoute, ...) of go.mod's version: what a cluster installs for an implementation of that version.
+func GatewayAPIStandardCRDs() (string, error) {
 	dir, err := moduleDir("sigs.k8s.io/gateway-api", "")
 	if err != nil {
 		return "", err
 	}
-	return filepath.Join(dir, "config", "crd", "standard", "gateway.networking.k8s.io_httproutes.yaml"), nil
+	return filepath.Join(dir, "config", "crd", "standard"), nil
+}
+
+// HTTPRouteCRD is the path of the Gateway API's HTTPRoute CRD (standard channel) of go.mod's version.
+func HTTPRouteCRD() (string, error) {
+	dir, err := GatewayAPIStandardCRDs()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(dir, "gateway.networking.k8s.io_httproutes.yaml"), nil
 }
 
 // PodMonitorCRD is the path of the Prometheus Operator's PodMonitor CRD of PrometheusOperatorVersion.

@@ -11,7 +11,12 @@
 // reports the server certificate's serial number and the TLS version; -want-serial polls a URL on new connections
 // until the server presents the certificate with that serial (a rotated Secret reaching the server).
 //
-//	fetch [-body] [-accept-encoding br] [-ca-pem PEM] [-want-sha256 HEX | -want-serial HEX] [-poll 150s] URL...
+// With -host it sends that Host header instead of the URL's (a request to an ingress controller's Service for one
+// of the names it routes); -want-status polls the (single) URL until the server answers with that status (a route
+// that must go away answering 404).
+//
+//	fetch [-body] [-accept-encoding br] [-ca-pem PEM] [-host NAME]
+//	      [-want-sha256 HEX | -want-serial HEX | -want-status CODE] [-poll 150s] URL...
 package main
 
 import (
@@ -61,6 +66,8 @@ func main() {
 	wantSHA := flag.String("want-sha256", "", "poll the (single) URL until its body has this SHA-256")
 	poll := flag.Duration("poll", 150*time.Second, "how long -want-sha256 polls before giving up")
 	flag.StringVar(&acceptEncoding, "accept-encoding", "", "send this Accept-Encoding (br bodies are also decoded)")
+	flag.StringVar(&hostHeader, "host", "", "send this Host header instead of the URL's host")
+	wantStatus := flag.Int("want-status", 0, "poll the (single) URL until the server answers with this status")
 	caPEM := flag.String("ca-pem", "", "trust only this CA (PEM) for https URLs")
 	wantSerial := flag.String("want-serial", "", "poll the (single) URL, one new connection each time, until the server's certificate has this serial (hex)")
 	flag.Parse()
@@ -98,20 +105,24 @@ func main() {
 			time.Sleep(time.Second)
 		}
 	}
-	if *wantSHA != "" {
+	if *wantSHA != "" || *wantStatus != 0 {
 		if flag.NArg() != 1 {
-			fail("-want-sha256 takes exactly one URL")
+			fail("-want-sha256 and -want-status take exactly one URL")
+		}
+		status := http.StatusOK
+		if *wantStatus != 0 {
+			status = *wantStatus
 		}
 		deadline := time.Now().Add(*poll)
 		for {
 			r := get(client, flag.Arg(0), *withBody)
-			if r.Error == "" && r.Status == http.StatusOK && r.SHA256 == *wantSHA {
+			if r.Error == "" && r.Status == status && (*wantSHA == "" || r.SHA256 == *wantSHA) {
 				_ = out.Encode(r)
 				return
 			}
 			if time.Now().After(deadline) {
 				_ = out.Encode(r)
-				fail("gave up waiting for sha256 " + *wantSHA)
+				fail(fmt.Sprintf("gave up waiting for status %d, sha256 %q", status, *wantSHA))
 			}
 			time.Sleep(time.Second)
 		}
@@ -135,6 +146,9 @@ func main() {
 // acceptEncoding is the -accept-encoding flag: empty sends no Accept-Encoding at all.
 var acceptEncoding string
 
+// hostHeader is the -host flag: empty sends the URL's host.
+var hostHeader string
+
 func get(c *http.Client, url string, withBody bool) Result {
 	r := Result{URL: url}
 	req, err := http.NewRequest(http.MethodGet, url, nil)
@@ -144,6 +158,9 @@ func get(c *http.Client, url string, withBody bool) Result {
 	}
 	if acceptEncoding != "" {
 		req.Header.Set("Accept-Encoding", acceptEncoding)
+	}
+	if hostHeader != "" {
+		req.Host = hostHeader
 	}
 	resp, err := c.Do(req)
 	if err != nil {

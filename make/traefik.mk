@@ -1,0 +1,38 @@
+##@ Traefik (e2e routes)
+# make/traefik.mk — Traefik, the ingress controller the e2e route scenario sends requests through: a static
+# binary built from the Go module proxy into $(CACHE_DIR) (so a warm machine never rebuilds it) and a FROM-scratch
+# image the e2e suite loads into kind with the others.
+#
+# Pinned to 3.6: Traefik 3.6 implements Gateway API v1.4 (the version of the operator's go.mod, whose standard
+# CRDs the scenario installs); 3.7 needs the v1.5 CRDs (TLSRoute v1). Traefik's go.mod has replace directives, so
+# `go install module@version` refuses it: the module is downloaded and built from its directory in the module cache.
+
+TRAEFIK_VERSION ?= v3.6.25
+# The e2e route scenario (12) runs with E2E_ROUTES=1 (`make e2e E2E_ROUTES=1`): `make e2e-images` then builds this
+# image and `make e2e-test` hands it to the suite; without it the scenario skips, saying so. Off by default because
+# a cold build costs more than the cold CI can spare (README.md, Tests); warm it is a cache hit.
+E2E_ROUTES ?= 0
+TRAEFIK_MODULE := github.com/traefik/traefik/v3
+TRAEFIK_CACHE := $(CACHE_DIR)/traefik/traefik-$(TRAEFIK_VERSION)
+TRAEFIK_IMAGE ?= hyperstatic/e2e-traefik:$(TRAEFIK_VERSION)
+TRAEFIK_IMAGE_CONTEXT := $(BIN)/traefik-image-context
+
+.PHONY: traefik-build
+traefik-build: ## Build static Traefik $(TRAEFIK_VERSION) (CGO_ENABLED=0) into $(CACHE_DIR) (cold: several minutes).
+	@if [ ! -x "$(TRAEFIK_CACHE)" ]; then \
+	  $(call progress,building Traefik $(TRAEFIK_VERSION) from the Go module proxy (cached in $(TRAEFIK_CACHE))); \
+	  start=$$(date +%s) && \
+	  dir=$$(go mod download -json $(TRAEFIK_MODULE)@$(TRAEFIK_VERSION) | sed -n 's/^\t"Dir": "\(.*\)",$$/\1/p') && \
+	  [ -d "$$dir" ] && mkdir -p "$(dir $(TRAEFIK_CACHE))" && tmp=$$(mktemp -d) && \
+	  (cd "$$dir" && CGO_ENABLED=0 go build -trimpath \
+	    -ldflags='-s -w -X $(TRAEFIK_MODULE)/pkg/version.Version=$(TRAEFIK_VERSION)' -o "$$tmp/traefik" ./cmd/traefik) && \
+	  mv "$$tmp/traefik" "$(TRAEFIK_CACHE)" && rmdir "$$tmp" && \
+	  $(call progress,Traefik $(TRAEFIK_VERSION) built in $$(( $$(date +%s) - start )) s); \
+	fi
+
+.PHONY: e2e-traefik-image
+e2e-traefik-image: traefik-build docker-engine ## Build $(TRAEFIK_IMAGE): the static Traefik FROM scratch, user 65532.
+	@rm -rf $(TRAEFIK_IMAGE_CONTEXT) && mkdir -p $(TRAEFIK_IMAGE_CONTEXT)
+	@cp $(TRAEFIK_CACHE) $(TRAEFIK_IMAGE_CONTEXT)/traefik
+	@cp $(ROOT)/e2e/traefik/Dockerfile $(TRAEFIK_IMAGE_CONTEXT)/Dockerfile
+	docker build --pull=false -q -t $(TRAEFIK_IMAGE) $(TRAEFIK_IMAGE_CONTEXT)
