@@ -2,7 +2,6 @@ package contract
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"net"
 	"net/http"
@@ -14,12 +13,9 @@ import (
 	"testing"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"hyperstatic.dev/hyperstatic/api/v1alpha1"
 	"hyperstatic.dev/hyperstatic/controllers/staticsite"
 	"hyperstatic.dev/hyperstatic/internal/podmetrics"
 	"hyperstatic.dev/hyperstatic/internal/serverbin"
@@ -77,16 +73,7 @@ func TestContractReloadFailureReadByTheScraper(t *testing.T) {
 // would show it in the container status, is what the operator recognises as a content failure.
 func TestContractStartFailureInTheTerminationMessage(t *testing.T) {
 	bin := serverbin.Require(t)
-	d := &appsv1.Deployment{}
-	content := staticsite.ImageContent(v1alpha1.ContentSourceImage, "example/contract:v1", "")
-	b, err := json.Marshal(staticsite.DesiredDeployment(site(servedSpec), "hyperstatic/server:test", content, resource.MustParse("64Mi")))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := json.Unmarshal(b, d); err != nil {
-		t.Fatal(err)
-	}
-	server := d.Spec.Template.Spec.Containers[0]
+	server := desiredPodSpec(t).Containers[0]
 	if server.TerminationMessagePolicy != corev1.TerminationMessageFallbackToLogsOnError {
 		t.Errorf("terminationMessagePolicy %q", server.TerminationMessagePolicy)
 	}

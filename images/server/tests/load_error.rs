@@ -7,7 +7,6 @@ mod common;
 use common::*;
 use std::path::PathBuf;
 use std::process::Command;
-use std::time::{Duration, Instant};
 
 fn site(name: &str, files: &[(&str, &str)]) -> PathBuf {
     let d = std::env::temp_dir().join(format!("hs-loaderr-{name}-{}", std::process::id()));
@@ -17,14 +16,6 @@ fn site(name: &str, files: &[(&str, &str)]) -> PathBuf {
         std::fs::write(d.join(p), body).unwrap();
     }
     d
-}
-
-fn wait_for(what: &str, mut f: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !f() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
 }
 
 #[test]

@@ -6,7 +6,6 @@ mod common;
 use common::*;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::time::{Duration, Instant};
 
 fn site(name: &str, files: &[(&str, &str)]) -> PathBuf {
     let d = std::env::temp_dir().join(format!("hs-rules-{name}-{}", std::process::id()));
@@ -157,14 +156,6 @@ fn a_bad_rule_fails_the_start_with_file_and_line() {
         assert!(String::from_utf8_lossy(&out.stderr).contains("--redirect"), "{bad}");
     }
     let _ = std::fs::remove_dir_all(root);
-}
-
-fn wait_for(what: &str, mut f: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !f() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
 }
 
 #[test]
