@@ -53,7 +53,7 @@ const (
 )
 
 // ContentAvailable reasons. True: the source exists and can be mounted or run. False (also Stalled=True): it
-// cannot, and the site keeps whatever it served before.
+// cannot, or the server refuses it, and the site keeps whatever it served before.
 const (
 	// True: spec.content.image is set; the image itself is checked by the kubelet's pull (see ImagePullFailed).
 	ReasonImageSpecified = "ImageSpecified"
@@ -79,6 +79,10 @@ const (
 	ReasonNoContentSource = "NoContentSource"
 	// False: a pod cannot pull the site's image (ErrImagePull, ImagePullBackOff, InvalidImageName).
 	ReasonImagePullFailed = "ImagePullFailed"
+	// False: a pod's server refused the content, typically a bad _redirects or _headers rule (the message names the
+	// pod, the file and the line). Either a running server's reload failed, and it keeps serving the content it had,
+	// or a new server cannot start on it (its container's termination message). Cleared when the content is fixed.
+	ReasonContentLoadFailed = "ContentLoadFailed"
 )
 
 // Pinned reasons. True: every ready pod's workers run on exclusive CPUs. False: by design (fractional spec.cpu) or

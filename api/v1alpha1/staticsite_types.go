@@ -312,10 +312,12 @@ type Header struct {
 	// +optional
 	Glob string `json:"glob,omitempty"`
 
-	// name of the header (an HTTP token).
+	// name of the header (an HTTP token). Not one the server sets itself to frame, negotiate or validate a
+	// response (the server refuses them too: images/server/src/headers_file.rs).
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=128
 	// +kubebuilder:validation:Pattern="^[A-Za-z0-9!#$%&'*+.^_`|~-]+$"
+	// +kubebuilder:validation:XValidation:rule="!(self.lowerAscii() in ['content-length', 'transfer-encoding', 'connection', 'keep-alive', 'upgrade', 'trailer', 'te', 'date', 'content-encoding', 'content-range', 'etag', 'last-modified', 'accept-ranges'])",message="spec.server.headers[].name must not be a header the server sets itself: Content-Length, Transfer-Encoding, Connection, Keep-Alive, Upgrade, Trailer, TE, Date, Content-Encoding, Content-Range, ETag, Last-Modified, Accept-Ranges"
 	// +required
 	Name string `json:"name"`
 	// value of the header (no control characters except tab).

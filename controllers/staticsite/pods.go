@@ -25,8 +25,8 @@ var imagePullReasons = map[string]bool{"ErrImagePull": true, "ImagePullBackOff":
 
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
 
-// reconcilePods looks at the site's pods: image pull failures, the digest they run, the content one of them serves
-// (status.content, ContentInMemory), and their CPU pinning.
+// reconcilePods looks at the site's pods: image pull failures, the digest they run, servers that refuse the content
+// (loadfailure.go), the content one of them serves (status.content, ContentInMemory), and their CPU pinning.
 func (r *Reconciler) reconcilePods(ctx context.Context, st *state) error {
 	site := st.site
 	list := &corev1.PodList{}
@@ -48,6 +48,7 @@ func (r *Reconciler) reconcilePods(ctx context.Context, st *state) error {
 			st.content.Revision = prev
 		}
 	}
+	observeStartFailures(st)
 	r.observeServedContent(ctx, st)
 	st.pinned = r.pinnedCondition(ctx, st)
 	return nil

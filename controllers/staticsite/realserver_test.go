@@ -1,6 +1,7 @@
 package staticsite
 
 import (
+	"path/filepath"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -19,11 +20,15 @@ import (
 func startRealServer(t *testing.T, container corev1.Container, root string) *serverbin.Process {
 	t.Helper()
 	bin := serverbin.Require(t)
-	// The container's variables, with its cache directory (an emptyDir) swapped for a temporary one.
+	// The container's variables, with its cache directory (an emptyDir) and its termination log (the kubelet's
+	// file) swapped for temporary ones.
 	var env []string
 	for _, e := range container.Env {
-		if e.Value == compressCacheDir {
+		switch e.Value {
+		case compressCacheDir:
 			e.Value = t.TempDir()
+		case container.TerminationMessagePath:
+			e.Value = filepath.Join(t.TempDir(), "termination-log")
 		}
 		env = append(env, e.Name+"="+e.Value)
 	}

@@ -48,6 +48,7 @@ func (r *Reconciler) observeServedContent(ctx context.Context, st *state) {
 			continue
 		}
 		r.rememberCPUs(st, p, s) // saves the Pinned condition a second request to the same pod
+		observeReloadFailure(st, p.Name, s)
 		st.requeue(r.contentRefresh())
 		if s.Content == nil {
 			st.notMeasured = fmt.Sprintf("the server of pod %s does not report its content (an image older than the content metrics?)", p.Name)

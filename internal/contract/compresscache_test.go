@@ -2,7 +2,6 @@ package contract
 
 import (
 	"context"
-	"encoding/json"
 	"net"
 	"net/http"
 	"os"
@@ -11,13 +10,9 @@ import (
 	"testing"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"hyperstatic.dev/hyperstatic/api/v1alpha1"
-	"hyperstatic.dev/hyperstatic/controllers/staticsite"
 	"hyperstatic.dev/hyperstatic/internal/podmetrics"
 	"hyperstatic.dev/hyperstatic/internal/serverbin"
 )
@@ -30,17 +25,7 @@ import (
 // every restart to encode the site again.
 func TestContractCompressCacheFromTheContainerEnvironment(t *testing.T) {
 	bin := serverbin.Require(t)
-	s := site(servedSpec)
-	content := staticsite.ImageContent(v1alpha1.ContentSourceImage, "example/contract:v1", "")
-	d := &appsv1.Deployment{}
-	b, err := json.Marshal(staticsite.DesiredDeployment(s, "hyperstatic/server:test", content, resource.MustParse("64Mi")))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := json.Unmarshal(b, d); err != nil {
-		t.Fatal(err)
-	}
-	pod := d.Spec.Template.Spec
+	pod := desiredPodSpec(t)
 	server := pod.Containers[0]
 
 	emptyDirs := map[string]string{} // mount path → local directory

@@ -51,6 +51,8 @@ var operatorReads = []metricRead{
 	{name: podmetrics.ContentMemoryBudgetBytes},
 	{name: podmetrics.ContentFitMemoryLimitBytes},
 	{name: podmetrics.ContentEncodingsPending},
+	// A failed reload, behind ContentAvailable=False ContentLoadFailed (controllers/staticsite/loadfailure.go).
+	{name: podmetrics.ContentLoadFailed},
 }
 
 // servedSpec is the StaticSite the metrics tests run: the server starts from the operator's own arguments.

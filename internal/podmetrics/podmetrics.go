@@ -13,6 +13,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
@@ -38,7 +39,17 @@ const (
 	ContentMemoryBudgetBytes   = "hyperstatic_content_memory_budget_bytes"
 	ContentFitMemoryLimitBytes = "hyperstatic_content_fit_memory_limit_bytes"
 	ContentEncodingsPending    = "hyperstatic_content_encodings_pending"
+
+	// ContentLoadFailed is 1 while the server's last content load or reload failed; LoadErrorPath then says why.
+	ContentLoadFailed = "hyperstatic_content_load_failed"
 )
+
+// LoadErrorPath is the admin endpoint with the message of the server's last failed content load (an empty body
+// when it succeeded). images/server/src/load_error.rs bounds it to 1 KiB; MaxLoadErrorBytes is read at most.
+const LoadErrorPath = "/load-error"
+
+// MaxLoadErrorBytes is the most of a /load-error body read (the server sends at most 1 KiB and a newline).
+const MaxLoadErrorBytes = 4096
 
 // contentGauges are the families that make up a Content: a server that exports none of them predates them (nil
 // Content); one that exports only some is not a server this package understands (an error).
@@ -86,6 +97,11 @@ type Sample struct {
 	// Content is what the server says about the site it serves; nil when the server does not export the content
 	// gauges (an image older than them).
 	Content *Content
+	// LoadFailed: the server's last content load or reload failed, and it keeps serving the content before it.
+	LoadFailed bool
+	// LoadError is the server's message for that failure (file and line for a bad _redirects or _headers rule),
+	// read from LoadErrorPath by HTTPScraper; Parse leaves it empty.
+	LoadError string
 }
 
 // Content is the server's content gauges. Bytes are int64: a site is far below 2^53 bytes, where the float the
@@ -158,6 +174,12 @@ func (s *HTTPScraper) Scrape(ctx context.Context, pod *corev1.Pod) (Sample, erro
 	if err != nil {
 		return Sample{}, fmt.Errorf("scrape %s: %w", pod.Name, err)
 	}
+	if sample.LoadFailed {
+		// A second request, only while a load failed: the message is text the exposition should not carry.
+		if sample.LoadError, err = s.get(ctx, pod.Status.PodIP, port, LoadErrorPath, MaxLoadErrorBytes); err != nil {
+			sample.LoadError = fmt.Sprintf("(the server's message could not be read: %v)", err)
+		}
+	}
 	sample.Pod = pod.Name
 	if s.Now != nil {
 		sample.Time = s.Now()
@@ -165,6 +187,28 @@ func (s *HTTPScraper) Scrape(ctx context.Context, pod *corev1.Pod) (Sample, erro
 		sample.Time = time.Now()
 	}
 	return sample, nil
+}
+
+// get reads a short text answer of the admin port, at most max bytes of it, without its trailing newline.
+func (s *HTTPScraper) get(ctx context.Context, ip string, port int, path string, limit int64) (string, error) {
+	url := "http://" + net.JoinHostPort(ip, strconv.Itoa(port)) + path
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return "", err
+	}
+	resp, err := s.Client.Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("%s: HTTP %d", path, resp.StatusCode)
+	}
+	b, err := io.ReadAll(io.LimitReader(resp.Body, limit))
+	if err != nil {
+		return "", err
+	}
+	return strings.TrimRight(string(b), "\n"), nil
 }
 
 // Parse reads a Prometheus text exposition. Metrics it does not know are ignored; a missing
@@ -196,6 +240,9 @@ func Parse(r io.Reader) (Sample, error) {
 	}
 	if s.Content, err = parseContent(families); err != nil {
 		return Sample{}, err
+	}
+	if f, ok := families[ContentLoadFailed]; ok && len(f.GetMetric()) > 0 {
+		s.LoadFailed = value(f.GetMetric()[0]) != 0
 	}
 	if f, ok := families[WorkerCPUs]; ok && len(f.GetMetric()) > 0 {
 		m := f.GetMetric()[0]

@@ -1,4 +1,4 @@
-//! The admin listener: /healthz, /readyz, /metrics, /content. One thread that never touches the workers' hot
+//! The admin listener: /healthz, /readyz, /metrics, /content, /load-error. One thread that never touches the workers' hot
 //! path: nonblocking sockets and poll(2).
 //!
 //! Its first duty is to answer kubelet's probes (timeouts of 1 to 5 s, see controllers/staticsite/deployment.go)
@@ -111,6 +111,9 @@ pub fn route(shared: &Shared, dropped: &Dropped, path: &[u8]) -> (u16, &'static 
             dropped.render(&mut m);
             (200, "text/plain; version=0.0.4; charset=utf-8", m)
         }
+        // The last load's failure, or an empty body when it succeeded (hyperstatic_content_load_failed says
+        // which; load_error.rs bounds the message).
+        b"/load-error" => (200, TEXT, shared.load_error.get().map_or(String::new(), |m| m + "\n")),
         b"/content" => {
             let (t, _) = shared.table();
             let mut s = String::with_capacity(t.files() * 24);

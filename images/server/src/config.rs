@@ -47,6 +47,8 @@ pub struct Config {
     pub compress: bool,
     /// `--compress-cache`: where background encodings persist across restarts (encoder.rs).
     pub compress_cache: Option<PathBuf>,
+    /// `--termination-log`: where a failed first load writes its error before the process exits (load_error.rs).
+    pub termination_log: Option<PathBuf>,
     pub access_log: bool,
     /// At least 1.
     pub access_log_sample: u64,
@@ -104,6 +106,7 @@ impl Default for Config {
             memory_budget: None,
             compress: true,
             compress_cache: None,
+            termination_log: None,
             access_log: false,
             access_log_sample: 1,
             security_headers: true,
@@ -197,6 +200,7 @@ fn from_flags(f: Flags, matches: &ArgMatches) -> Result<Config, String> {
         memory_budget: f.memory_budget,
         compress: f.compress,
         compress_cache: f.compress_cache,
+        termination_log: f.termination_log,
         access_log: f.access_log,
         access_log_sample: f.access_log_sample.max(1),
         security_headers: f.security_headers,

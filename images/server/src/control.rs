@@ -90,6 +90,13 @@ pub fn reload(shared: &Shared, why: &str) -> Option<Watcher> {
     match r {
         Ok((_, report)) if !first && report.unreadable > 0 => {
             bump(&shared.reloads_failed, 1);
+            let more = report.errors.len().saturating_sub(1);
+            shared.load_error.set(&format!(
+                "the new content has {} unreadable entries: {}{}",
+                report.unreadable,
+                report.errors.first().map_or("", String::as_str),
+                if more > 0 { format!(" (and {more} more problems)") } else { String::new() }
+            ));
             for e in &report.errors {
                 log::warn("unreadable entry in the new content", &[("problem", V::S(e))]);
             }
@@ -106,6 +113,7 @@ pub fn reload(shared: &Shared, why: &str) -> Option<Watcher> {
             let m = report.memory;
             shared.encoder.install(table, |t| shared.swap(t));
             bump(&shared.reloads_ok, 1);
+            shared.load_error.clear();
             if m.over_budget_files > 0 {
                 log::warn(
                     "content does not fit its memory budget: part of it is served from disk",
@@ -134,6 +142,7 @@ pub fn reload(shared: &Shared, why: &str) -> Option<Watcher> {
         }
         Err(e) => {
             bump(&shared.reloads_failed, 1);
+            shared.load_error.set(&e);
             log::error(
                 "content reload failed; the previous content keeps serving",
                 &[("reason", V::S(why)), ("error", V::S(&e))],

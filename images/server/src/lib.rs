@@ -19,6 +19,7 @@ pub mod file_headers;
 pub mod glob;
 pub mod headers;
 pub mod headers_file;
+pub mod load_error;
 pub mod loader;
 pub mod log;
 pub mod memory;
@@ -225,6 +226,14 @@ pub fn serve(cfg: Config) -> i32 {
     let watcher = control::reload(&shared, "start");
     if shared.reloads_ok.load(Ordering::Relaxed) == 0 {
         log::error("initial content load failed", &[]);
+        if let (Some(path), Some(msg)) = (&shared.cfg.termination_log, shared.load_error.get()) {
+            if let Err(e) = load_error::write_termination_log(path, &msg) {
+                log::warn(
+                    "cannot write the termination log",
+                    &[("path", V::S(&path.display().to_string())), ("error", V::S(&e.to_string()))],
+                );
+            }
+        }
         return 1;
     }
     let mut handles = Vec::with_capacity(workers);

@@ -170,6 +170,13 @@ pub fn render(s: &Shared) -> String {
     let _ = writeln!(out, "hyperstatic_reloads_total{{result=\"success\"}} {}", s.reloads_ok.load(Ordering::Relaxed));
     let _ =
         writeln!(out, "hyperstatic_reloads_total{{result=\"failure\"}} {}", s.reloads_failed.load(Ordering::Relaxed));
+    family(
+        &mut out,
+        "hyperstatic_content_load_failed",
+        "gauge",
+        "1 while the last content load or reload failed (the previous content keeps serving; GET /load-error says why).",
+    );
+    let _ = writeln!(out, "hyperstatic_content_load_failed {}", u8::from(s.load_error.get().is_some()));
     if let Some(t) = &s.tls {
         tls_families(&mut out, s, t);
     }
@@ -232,6 +239,7 @@ mod tests {
             "hyperstatic_content_memory_budget_bytes ",
             "hyperstatic_content_fit_memory_limit_bytes ",
             "hyperstatic_reloads_total{result=\"failure\"} ",
+            "hyperstatic_content_load_failed 0\n",
             "process_cpu_seconds_total ",
             "process_resident_memory_bytes ",
             "hyperstatic_build_info{",

@@ -318,7 +318,7 @@ fn parse_content_length(v: &[u8]) -> Result<u64, ParseError> {
 }
 
 /// Splits the target into (path, query), handling origin-form and absolute-form.
-fn split_target(target: &[u8]) -> Option<(&[u8], Option<&[u8]>)> {
+pub(crate) fn split_target(target: &[u8]) -> Option<(&[u8], Option<&[u8]>)> {
     let rest = if target.first() == Some(&b'/') {
         target
     } else {

@@ -342,7 +342,15 @@ pub fn respond(out: &mut Out, ctx: &Ctx, req: &Request, pathbuf: &mut [u8]) -> R
     match req.method {
         Method::Get | Method::Head => {}
         Method::Options => return options(out, ctx, req, pathbuf, close),
-        Method::Other => return error(out, ctx, req, 405, req.path, &[ALLOW], close),
+        Method::Other => {
+            // The parser leaves the path of other methods at `/` (they are answered before the path matters), so
+            // the 405 page is chosen here from the target, by its normalised path as for 404: `/d%6Fcs/x` and
+            // `/docs/../x` are under the prefixes their normalised forms are under. A target that does not parse
+            // or normalise gets the page for `/`: it is still a 405, not a 400.
+            let n = crate::parser::split_target(req.target).and_then(|(raw, _)| path::normalize(raw, pathbuf).ok());
+            let p = n.map_or(&b"/"[..], |n| &pathbuf[..n]);
+            return error(out, ctx, req, 405, p, &[ALLOW], close);
+        }
         Method::Unknown => return simple(out, ctx, 501, &[], true, v10, false),
     }
     let n = match path::normalize(req.path, pathbuf) {

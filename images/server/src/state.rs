@@ -74,6 +74,8 @@ pub struct Shared {
     pub stop_accepting: AtomicBool,
     pub reloads_ok: AtomicU64,
     pub reloads_failed: AtomicU64,
+    /// Why the last load or reload failed (None after a success): hyperstatic_content_load_failed, /load-error.
+    pub load_error: crate::load_error::LastLoadError,
     pub stats: Vec<WorkerStats>,
     pub workers: usize,
     pub worker_cpus: String,
@@ -99,6 +101,7 @@ impl Shared {
             stop_accepting: AtomicBool::new(false),
             reloads_ok: AtomicU64::new(0),
             reloads_failed: AtomicU64::new(0),
+            load_error: Default::default(),
             stats: (0..workers.max(1)).map(|_| WorkerStats::default()).collect(),
             workers,
             worker_cpus,

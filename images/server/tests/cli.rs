@@ -41,3 +41,21 @@ fn a_bad_value_names_its_flag_and_exits_2() {
         assert!(err.contains(flag), "{flag} {value}: {err}");
     }
 }
+
+/// Headers the server frames, negotiates or validates with are its own: `--header` refuses them at parse time,
+/// naming the flag, as `_headers` does by line.
+#[test]
+fn header_refuses_the_headers_the_server_owns() {
+    for value in
+        ["Content-Length: 3", "transfer-encoding: chunked", "*.js=Connection: close", "Content-Encoding: br", "Date: x"]
+    {
+        let out = Command::new(env!("CARGO_BIN_EXE_hyperstatic-server"))
+            .args(["--root", &example_site(), "--check", "--header", value])
+            .env_clear()
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{value}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("--header") && err.contains("is set by the server"), "{value}: {err}");
+    }
+}

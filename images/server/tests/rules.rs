@@ -6,7 +6,6 @@ mod common;
 use common::*;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::time::{Duration, Instant};
 
 fn site(name: &str, files: &[(&str, &str)]) -> PathBuf {
     let d = std::env::temp_dir().join(format!("hs-rules-{name}-{}", std::process::id()));
@@ -159,14 +158,6 @@ fn a_bad_rule_fails_the_start_with_file_and_line() {
     let _ = std::fs::remove_dir_all(root);
 }
 
-fn wait_for(what: &str, mut f: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !f() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
 #[test]
 fn a_bad_rule_on_reload_keeps_the_previous_site_serving() {
     let root = site("reload", &[("index.html", "v1"), ("new.html", "new"), ("_redirects", "/old /new.html\n")]);
@@ -282,5 +273,32 @@ fn error_pages_per_prefix_and_status() {
     drop(s);
     let (ok, text) = check(&root, &["--error-page", "404 /nope.html /x/"]);
     assert!(!ok && text.contains("--error-page 404: /nope.html: no such file in the site"), "{text}");
+    let _ = std::fs::remove_dir_all(root);
+}
+
+/// 405 pages are chosen by prefix like 404's, on the normalised path: a percent-encoded or dot-segment path is
+/// under the prefix its normalised form is under.
+#[test]
+fn method_not_allowed_pages_per_prefix() {
+    let root = site(
+        "errors405",
+        &[("index.html", "home"), ("405.html", "site 405"), ("docs/405.html", "docs 405"), ("docs/a.html", "a")],
+    );
+    let s = Server::start(&root, &["--error-page", "405 /405.html", "--error-page", "405 /docs/405.html /docs/"]);
+    let post = |path: &str| {
+        let r = s.raw(
+            format!("POST {path} HTTP/1.1\r\nHost: t\r\nContent-Length: 0\r\nConnection: close\r\n\r\n").as_bytes(),
+        );
+        let (mut rs, _) = parse_responses(&r, false);
+        let r = rs.remove(0);
+        assert_eq!((r.status, r.header("Allow")), (405, Some("GET, HEAD, OPTIONS")), "{path}");
+        r.text()
+    };
+    assert_eq!(post("/docs/a.html"), "docs 405");
+    assert_eq!(post("/docs/missing?q=1"), "docs 405");
+    assert_eq!(post("/d%6Fcs/a.html"), "docs 405", "percent-encoded: normalised first");
+    assert_eq!(post("/docs/../a.html"), "site 405", "dot segments: normalised first");
+    assert_eq!(post("/"), "site 405");
+    assert_eq!(post("/x/%2e%2e/docs/a.html"), "docs 405");
     let _ = std::fs::remove_dir_all(root);
 }

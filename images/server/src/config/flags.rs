@@ -142,6 +142,11 @@ pub(super) struct Flags {
     #[arg(long, allow_hyphen_values = true, env = "HYPERSTATIC_COMPRESS_CACHE", value_name = "DIR")]
     pub compress_cache: Option<PathBuf>,
 
+    /// File the error that stops the first content load is written to before the process exits (Kubernetes:
+    /// /dev/termination-log, shown as the container's termination message); off when unset
+    #[arg(long, allow_hyphen_values = true, env = "HYPERSTATIC_TERMINATION_LOG", value_name = "PATH")]
+    pub termination_log: Option<PathBuf>,
+
     /// Send the default security headers (X-Content-Type-Options, Referrer-Policy, Permissions-Policy; no CSP);
     /// on unless set to false
     #[arg(long, env = "HYPERSTATIC_SECURITY_HEADERS", value_name = "BOOL", num_args = 0..=1, require_equals = true,

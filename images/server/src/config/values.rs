@@ -140,10 +140,12 @@ pub fn parse_header_rule(v: &str) -> Result<HeaderRule, String> {
     let colon = rest.find(':').ok_or_else(|| format!("--header {v:?}: expected 'Name: value'"))?;
     let name = rest[..colon].trim();
     let value = rest[colon + 1..].trim();
-    let token_ok =
-        !name.is_empty() && name.bytes().all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b));
-    if !token_ok || value.bytes().any(|b| b < 0x20 && b != b'\t') {
+    if !crate::headers_file::is_token(name) || value.bytes().any(|b| b < 0x20 && b != b'\t') {
         return Err(format!("--header {v:?}: invalid header name or value"));
+    }
+    // The same headers `_headers` may not set: the server frames, negotiates and validates with them.
+    if crate::headers_file::reserved(name) {
+        return Err(format!("--header {v:?}: {name} is set by the server and cannot be set here"));
     }
     let glob = match glob {
         None | Some("*") => None,
@@ -207,5 +209,10 @@ mod tests {
         assert!(parse_header_rule("Bad Name: x").is_err());
         assert!(parse_header_rule("X-A: a\u{1}b").is_err());
         assert!(parse_header_rule("novalue").is_err());
+        for name in ["Content-Length", "transfer-encoding", "CONNECTION", "Content-Encoding", "Date", "ETag"] {
+            let e = parse_header_rule(&format!("*.js={name}: x")).unwrap_err();
+            assert!(e.contains("is set by the server"), "{name}: {e}");
+        }
+        assert!(parse_header_rule("Server: mine").is_ok(), "the server sends no Server header");
     }
 }

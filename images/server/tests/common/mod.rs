@@ -252,6 +252,16 @@ impl Drop for Site {
     }
 }
 
+/// Polls `f` every 50 ms until it holds; fails the test after 20 s (a reload takes its 150 ms debounce and a
+/// load: seconds only on a machine under heavy load).
+pub fn wait_for(what: &str, mut f: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !f() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
 /// A fresh temporary directory for a test site.
 pub fn tempdir(name: &str) -> Site {
     let d = std::env::temp_dir().join(format!("hs-it-{name}-{}", std::process::id()));

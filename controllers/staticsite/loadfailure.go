@@ -1,0 +1,90 @@
+package staticsite
+
+import (
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+
+	"hyperstatic.dev/hyperstatic/api/v1alpha1"
+	"hyperstatic.dev/hyperstatic/internal/podmetrics"
+)
+
+// A server refuses content it cannot load, typically a bad _redirects or _headers rule; its message names the file
+// and the line. ContentAvailable=False with reason ContentLoadFailed (and so Stalled, Ready=False) carries it,
+// read from either of two places, because the failure shows in one of two ways:
+//
+//   - A running server whose reload fails keeps serving its previous content and stays ready. Its admin port says
+//     so: hyperstatic_content_load_failed and /load-error (podmetrics), read from a ready pod in
+//     observeServedContent.
+//   - A server whose first load fails exits before it was ever ready, so there is no admin port to read. It writes
+//     the error to its termination log (HYPERSTATIC_TERMINATION_LOG, below), which the kubelet shows as the
+//     container's termination message: in state.terminated while it is down, then in lastState.terminated while it
+//     waits in CrashLoopBackOff.
+//
+// Both are rebuilt from the pods in every pass, so the condition clears once the content is fixed: the reload
+// succeeds, or new servers start and run.
+
+// terminationLogEnv tells the server where to write the error of a failed first load. An environment variable,
+// not a flag, for the reason compressCacheEnv gives: older servers ignore an unknown HYPERSTATIC_ variable.
+const terminationLogEnv = "HYPERSTATIC_TERMINATION_LOG"
+
+// TerminationMessagePrefix starts the termination message of a server whose first content load failed
+// (images/server/src/load_error.rs). Anything else in a termination message (FallbackToLogsOnError puts the log's
+// tail there when a server dies another way) is not a content failure.
+const TerminationMessagePrefix = "content load failed: "
+
+// withTerminationLog makes the server container report a failed first load in its termination message. The path
+// is Kubernetes' default, writable even with a read-only root file system. FallbackToLogsOnError: a server that
+// dies for another reason (a bad flag in extraArgs) shows the end of its log there instead, for the user's eyes.
+func withTerminationLog(c *corev1ac.ContainerApplyConfiguration) {
+	c.WithTerminationMessagePath(corev1.TerminationMessagePathDefault).
+		WithTerminationMessagePolicy(corev1.TerminationMessageFallbackToLogsOnError).
+		WithEnv(corev1ac.EnvVar().WithName(terminationLogEnv).WithValue(corev1.TerminationMessagePathDefault))
+}
+
+// StartFailure is the content error a pod's server exited with on its last start, if that is why it is down. A
+// server that runs again got past its first load: an older termination message no longer says anything.
+func StartFailure(p *corev1.Pod) (string, bool) {
+	for _, cs := range p.Status.ContainerStatuses {
+		if cs.Name != containerName || cs.State.Running != nil {
+			continue
+		}
+		t := cs.State.Terminated
+		if t == nil && cs.State.Waiting != nil {
+			t = cs.LastTerminationState.Terminated
+		}
+		if t != nil && t.ExitCode != 0 && strings.HasPrefix(t.Message, TerminationMessagePrefix) {
+			return strings.TrimSpace(t.Message), true
+		}
+	}
+	return "", false
+}
+
+// observeStartFailures records the first pod (in list order) that runs the current content and whose server
+// cannot start on it, unless the content already has a problem.
+func observeStartFailures(st *state) {
+	for i := range st.pods {
+		p := &st.pods[i]
+		if st.contentProblem != nil {
+			return
+		}
+		if st.content.RollHash != "" && !current(p, st.content) {
+			continue // an older image's failure says nothing of the current one
+		}
+		if msg, ok := StartFailure(p); ok {
+			st.contentProblem = &problem{v1alpha1.ReasonContentLoadFailed,
+				fmt.Sprintf("the server of pod %s cannot start: %s", p.Name, msg)}
+		}
+	}
+}
+
+// observeReloadFailure records a ready pod's failed reload, unless the content already has a problem.
+func observeReloadFailure(st *state, pod string, s podmetrics.Sample) {
+	if !s.LoadFailed || st.contentProblem != nil {
+		return
+	}
+	st.contentProblem = &problem{v1alpha1.ReasonContentLoadFailed,
+		fmt.Sprintf("the server of pod %s refused the new content and keeps serving the previous one: %s", pod, s.LoadError)}
+}

@@ -1,0 +1,121 @@
+package contract
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"hyperstatic.dev/hyperstatic/controllers/staticsite"
+	"hyperstatic.dev/hyperstatic/internal/podmetrics"
+	"hyperstatic.dev/hyperstatic/internal/serverbin"
+)
+
+// The content-failure contract (controllers/staticsite/loadfailure.go, images/server/src/load_error.rs): what the
+// operator reads when a server refuses its content, from the two places it can read it.
+
+// A running server whose reload fails: the operator's scraper sees hyperstatic_content_load_failed and reads the
+// message, with file and line, from the admin port; once fixed, both clear.
+func TestContractReloadFailureReadByTheScraper(t *testing.T) {
+	bin := serverbin.Require(t)
+	root := writeSite(t)
+	srv := serverbin.Start(t, bin, serverbin.SetFlag(t, staticsite.ServerArgs(site(servedSpec)), "--root", root))
+	host, port, _ := net.SplitHostPort(srv.AdminAddr)
+	adminPort, _ := strconv.Atoi(port)
+	scraper := &podmetrics.HTTPScraper{Client: &http.Client{Timeout: 5 * time.Second}, Port: adminPort}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "contract-0"}, Status: corev1.PodStatus{PodIP: host}}
+	waitSample := func(what string, ok func(podmetrics.Sample) bool) podmetrics.Sample {
+		t.Helper()
+		for deadline := time.Now().Add(20 * time.Second); ; {
+			s, err := scraper.Scrape(context.Background(), pod)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ok(s) {
+				return s
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: last sample LoadFailed=%v LoadError=%q\nstderr:\n%s", what, s.LoadFailed, s.LoadError, srv.Stderr)
+			}
+			time.Sleep(20 * time.Millisecond) // the server reloads 150 ms after the last inotify event
+		}
+	}
+	if s := waitSample("a good start", func(s podmetrics.Sample) bool { return true }); s.LoadFailed || s.LoadError != "" {
+		t.Fatalf("a server that loaded its content reports LoadFailed=%v %q", s.LoadFailed, s.LoadError)
+	}
+	if err := os.WriteFile(filepath.Join(root, "_redirects"), []byte("/a /b\n/c /d 418\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s := waitSample("the failed reload", func(s podmetrics.Sample) bool { return s.LoadFailed })
+	if !strings.Contains(s.LoadError, "_redirects:2: status 418 is not supported") {
+		t.Errorf("LoadError %q does not name the file, the line and the problem", s.LoadError)
+	}
+	if err := os.WriteFile(filepath.Join(root, "_redirects"), []byte("/a /b\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if s := waitSample("the fixed reload", func(s podmetrics.Sample) bool { return !s.LoadFailed }); s.LoadError != "" {
+		t.Errorf("LoadError %q after a good reload", s.LoadError)
+	}
+}
+
+// A server whose first load fails, run as the operator's container runs it: it writes the termination log the
+// container's environment names, at the container's terminationMessagePath, and what it writes, as the kubelet
+// would show it in the container status, is what the operator recognises as a content failure.
+func TestContractStartFailureInTheTerminationMessage(t *testing.T) {
+	bin := serverbin.Require(t)
+	server := desiredPodSpec(t).Containers[0]
+	if server.TerminationMessagePolicy != corev1.TerminationMessageFallbackToLogsOnError {
+		t.Errorf("terminationMessagePolicy %q", server.TerminationMessagePolicy)
+	}
+	// The variable that points at the termination message path, swapped for a temporary file (as the kubelet
+	// mounts one there).
+	local := filepath.Join(t.TempDir(), "termination-log")
+	var env []string
+	named := false
+	for _, e := range server.Env {
+		if e.Value == server.TerminationMessagePath {
+			e.Value, named = local, true
+		}
+		env = append(env, e.Name+"="+e.Value)
+	}
+	if !named {
+		t.Fatalf("no variable of the server container names its terminationMessagePath %q: %v", server.TerminationMessagePath, server.Env)
+	}
+
+	root := writeSite(t)
+	if err := os.WriteFile(filepath.Join(root, "_redirects"), []byte("/a /b\n/c /d 302 Country=us\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	args := serverbin.SetFlag(t, server.Args, "--root", root)
+	args = append(args, "--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0")
+	cmd := exec.Command(bin, args...)
+	cmd.Env = append(serverbin.CleanEnv(), env...)
+	out, err := cmd.CombinedOutput()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() == 0 {
+		t.Fatalf("the server started on a bad _redirects (err %v):\n%s", err, out)
+	}
+	msg, err := os.ReadFile(local)
+	if err != nil {
+		t.Fatalf("no termination log: %v\n%s", err, out)
+	}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "contract-0"}, Status: corev1.PodStatus{
+		ContainerStatuses: []corev1.ContainerStatus{{Name: server.Name,
+			State:                corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}},
+			LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: int32(exit.ExitCode()), Message: string(msg)}},
+		}}}}
+	got, ok := staticsite.StartFailure(pod)
+	if !ok || !strings.Contains(got, "_redirects:2: Country=us: conditions (Country=) are not supported") {
+		t.Errorf("the operator reads %q (content failure: %v) from the termination message %q", got, ok, msg)
+	}
+}
