@@ -150,7 +150,6 @@ func serverContainer(site *v1alpha1.StaticSite, serverImage string, content Cont
 		c.WithVolumeMounts(m)
 	}
 	c.WithVolumeMounts(compressCacheMount()).WithEnv(compressCacheEnvVar())
-	withTerminationLog(c)
 	withTLSListener(site, c)
 	return c
 }

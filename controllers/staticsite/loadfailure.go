@@ -5,7 +5,6 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 
 	"hyperstatic.dev/hyperstatic/api/v1alpha1"
 	"hyperstatic.dev/hyperstatic/internal/podmetrics"
@@ -19,30 +18,22 @@ import (
 //     so: hyperstatic_content_load_failed and /load-error (podmetrics), read from a ready pod in
 //     observeServedContent.
 //   - A server whose first load fails exits before it was ever ready, so there is no admin port to read. It writes
-//     the error to its termination log (HYPERSTATIC_TERMINATION_LOG, below), which the kubelet shows as the
+//     the error to its termination log (/dev/termination-log, below), which the kubelet shows as the
 //     container's termination message: in state.terminated while it is down, then in lastState.terminated while it
 //     waits in CrashLoopBackOff.
 //
 // Both are rebuilt from the pods in every pass, so the condition clears once the content is fixed: the reload
 // succeeds, or new servers start and run.
 
-// terminationLogEnv tells the server where to write the error of a failed first load. An environment variable,
-// not a flag, for the reason compressCacheEnv gives: older servers ignore an unknown HYPERSTATIC_ variable.
-const terminationLogEnv = "HYPERSTATIC_TERMINATION_LOG"
-
 // TerminationMessagePrefix starts the termination message of a server whose first content load failed
-// (images/server/src/load_error.rs). Anything else in a termination message (FallbackToLogsOnError puts the log's
-// tail there when a server dies another way) is not a content failure.
+// (images/server/src/load_error.rs). Anything else in a termination message is not a content failure.
 const TerminationMessagePrefix = "content load failed: "
 
-// withTerminationLog makes the server container report a failed first load in its termination message. The path
-// is Kubernetes' default, writable even with a read-only root file system. FallbackToLogsOnError: a server that
-// dies for another reason (a bad flag in extraArgs) shows the end of its log there instead, for the user's eyes.
-func withTerminationLog(c *corev1ac.ContainerApplyConfiguration) {
-	c.WithTerminationMessagePath(corev1.TerminationMessagePathDefault).
-		WithTerminationMessagePolicy(corev1.TerminationMessageFallbackToLogsOnError).
-		WithEnv(corev1ac.EnvVar().WithName(terminationLogEnv).WithValue(corev1.TerminationMessagePathDefault))
-}
+// The pod template says nothing about the termination message: the server writes to the kubelet's default path,
+// /dev/termination-log, by itself when that file exists (images/server/src/config.rs), and the default policy
+// (File) shows what it wrote. Any field the operator added to the server container here would change every site's
+// pod template at once on the operator upgrade that brings it, rolling every site together: exactly what the
+// server-image rollout queue (serverimage.go) exists to prevent.
 
 // StartFailure is the content error a pod's server exited with on its last start, if that is why it is down. A
 // server that runs again got past its first load: an older termination message no longer says anything.

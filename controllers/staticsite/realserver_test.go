@@ -1,7 +1,6 @@
 package staticsite
 
 import (
-	"path/filepath"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -20,15 +19,11 @@ import (
 func startRealServer(t *testing.T, container corev1.Container, root string) *serverbin.Process {
 	t.Helper()
 	bin := serverbin.Require(t)
-	// The container's variables, with its cache directory (an emptyDir) and its termination log (the kubelet's
-	// file) swapped for temporary ones.
+	// The container's variables, with its cache directory (an emptyDir) swapped for a temporary one.
 	var env []string
 	for _, e := range container.Env {
-		switch e.Value {
-		case compressCacheDir:
+		if e.Value == compressCacheDir {
 			e.Value = t.TempDir()
-		case container.TerminationMessagePath:
-			e.Value = filepath.Join(t.TempDir(), "termination-log")
 		}
 		env = append(env, e.Name+"="+e.Value)
 	}

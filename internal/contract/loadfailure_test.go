@@ -68,28 +68,29 @@ func TestContractReloadFailureReadByTheScraper(t *testing.T) {
 	}
 }
 
-// A server whose first load fails, run as the operator's container runs it: it writes the termination log the
-// container's environment names, at the container's terminationMessagePath, and what it writes, as the kubelet
-// would show it in the container status, is what the operator recognises as a content failure.
+// A server whose first load fails, run as the operator's container runs it: the container leaves the termination
+// message at the kubelet's defaults (path /dev/termination-log, policy File), the server writes there by default,
+// and what it writes, as the kubelet would show it in the container status, is what the operator recognises as a
+// content failure.
 func TestContractStartFailureInTheTerminationMessage(t *testing.T) {
 	bin := serverbin.Require(t)
 	server := desiredPodSpec(t).Containers[0]
-	if server.TerminationMessagePolicy != corev1.TerminationMessageFallbackToLogsOnError {
-		t.Errorf("terminationMessagePolicy %q", server.TerminationMessagePolicy)
+	if server.TerminationMessagePath != "" || server.TerminationMessagePolicy != "" {
+		t.Errorf("the server container sets terminationMessagePath %q / policy %q: the kubelet's defaults are the contract",
+			server.TerminationMessagePath, server.TerminationMessagePolicy)
 	}
-	// The variable that points at the termination message path, swapped for a temporary file (as the kubelet
-	// mounts one there).
+	help, err := exec.Command(bin, "--help").CombinedOutput()
+	if err != nil {
+		t.Fatalf("--help: %v\n%s", err, help)
+	}
+	if !strings.Contains(strings.Join(strings.Fields(string(help)), " "), "by default "+corev1.TerminationMessagePathDefault+" when that file exists") {
+		t.Errorf("the server's --help does not say it writes to the kubelet's default %s:\n%s", corev1.TerminationMessagePathDefault, help)
+	}
+	// The kubelet's file, stood in for by a temporary one (this test cannot create /dev/termination-log).
 	local := filepath.Join(t.TempDir(), "termination-log")
-	var env []string
-	named := false
+	env := []string{}
 	for _, e := range server.Env {
-		if e.Value == server.TerminationMessagePath {
-			e.Value, named = local, true
-		}
 		env = append(env, e.Name+"="+e.Value)
-	}
-	if !named {
-		t.Fatalf("no variable of the server container names its terminationMessagePath %q: %v", server.TerminationMessagePath, server.Env)
 	}
 
 	root := writeSite(t)
@@ -97,7 +98,7 @@ func TestContractStartFailureInTheTerminationMessage(t *testing.T) {
 		t.Fatal(err)
 	}
 	args := serverbin.SetFlag(t, server.Args, "--root", root)
-	args = append(args, "--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0")
+	args = append(args, "--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0", "--termination-log", local)
 	cmd := exec.Command(bin, args...)
 	cmd.Env = append(serverbin.CleanEnv(), env...)
 	out, err := cmd.CombinedOutput()

@@ -7,7 +7,7 @@ mod values;
 
 use std::ffi::OsString;
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use clap::error::ErrorKind;
@@ -200,7 +200,7 @@ fn from_flags(f: Flags, matches: &ArgMatches) -> Result<Config, String> {
         memory_budget: f.memory_budget,
         compress: f.compress,
         compress_cache: f.compress_cache,
-        termination_log: f.termination_log,
+        termination_log: f.termination_log.or_else(|| kubernetes_termination_log(Path::new(KUBERNETES_TERMINATION_LOG))),
         access_log: f.access_log,
         access_log_sample: f.access_log_sample.max(1),
         security_headers: f.security_headers,
@@ -220,6 +220,16 @@ fn from_flags(f: Flags, matches: &ArgMatches) -> Result<Config, String> {
 
 /// Both files or neither; the redirect and HSTS only make sense with HTTPS served here (a redirect in front of
 /// a proxy that terminates TLS and forwards to the plain port would loop).
+/// Where the kubelet expects a container's termination message (the default terminationMessagePath).
+pub const KUBERNETES_TERMINATION_LOG: &str = "/dev/termination-log";
+
+/// The termination log when none is given: the kubelet's file, if this process runs in a container that has one.
+/// The server looks for it itself so that the operator's pod template need not name it: a new field in every
+/// template would roll every site at once on the operator upgrade that adds it.
+fn kubernetes_termination_log(path: &Path) -> Option<PathBuf> {
+    path.is_file().then(|| path.to_path_buf())
+}
+
 fn tls_files(
     cert: Option<PathBuf>,
     key: Option<PathBuf>,
@@ -246,6 +256,18 @@ mod tests {
     use std::sync::Mutex;
 
     use super::*;
+
+    #[test]
+    fn the_kubernetes_termination_log_is_used_only_where_it_exists() {
+        let dir = std::env::temp_dir().join(format!("hs-termlog-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("termination-log");
+        assert_eq!(kubernetes_termination_log(&file), None, "no file: outside Kubernetes nothing is written");
+        std::fs::write(&file, "").unwrap();
+        assert_eq!(kubernetes_termination_log(&file), Some(file.clone()));
+        assert_eq!(kubernetes_termination_log(&dir), None, "a directory is not a termination log");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 
     /// Flags only: the test process's environment is not consulted.
     fn flags(args: &[&str]) -> Result<Config, clap::Error> {

@@ -70,7 +70,7 @@ fn a_failed_first_load_writes_the_termination_log() {
     let msg = std::fs::read_to_string(&log).unwrap();
     assert_eq!(msg, "content load failed: _redirects:2: Country=us: conditions (Country=) are not supported");
 
-    // The operator passes it through the environment (HYPERSTATIC_TERMINATION_LOG); a long rule is cut.
+    // The environment sets it too (HYPERSTATIC_TERMINATION_LOG); a long rule is cut.
     std::fs::write(root.join("_redirects"), format!("/a /{}.html 200\n", "x".repeat(3000))).unwrap();
     std::fs::remove_file(&log).unwrap();
     let (code, stderr) = start_fails(&root, &[], &[("HYPERSTATIC_TERMINATION_LOG", &log.display().to_string())]);

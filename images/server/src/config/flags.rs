@@ -142,8 +142,9 @@ pub(super) struct Flags {
     #[arg(long, allow_hyphen_values = true, env = "HYPERSTATIC_COMPRESS_CACHE", value_name = "DIR")]
     pub compress_cache: Option<PathBuf>,
 
-    /// File the error that stops the first content load is written to before the process exits (Kubernetes:
-    /// /dev/termination-log, shown as the container's termination message); off when unset
+    /// File the error that stops the first content load is written to before the process exits; by default
+    /// /dev/termination-log when that file exists (Kubernetes creates it in every container and shows what is
+    /// written there as the container's termination message)
     #[arg(long, allow_hyphen_values = true, env = "HYPERSTATIC_TERMINATION_LOG", value_name = "PATH")]
     pub termination_log: Option<PathBuf>,
 
