@@ -200,7 +200,9 @@ fn from_flags(f: Flags, matches: &ArgMatches) -> Result<Config, String> {
         memory_budget: f.memory_budget,
         compress: f.compress,
         compress_cache: f.compress_cache,
-        termination_log: f.termination_log.or_else(|| kubernetes_termination_log(Path::new(KUBERNETES_TERMINATION_LOG))),
+        termination_log: f
+            .termination_log
+            .or_else(|| kubernetes_termination_log(Path::new(KUBERNETES_TERMINATION_LOG))),
         access_log: f.access_log,
         access_log_sample: f.access_log_sample.max(1),
         security_headers: f.security_headers,
