@@ -58,8 +58,18 @@ bench-ab: ## Interleaved A/B of server flags, builds or floor variants: make ben
 bench-self-check: ## nginx against itself through the same harness: every ratio should come out ≈ 1×.
 	@$(BENCH_ENV) PEERS=nginx BENCH_FLOOR=0 images/server/bench/run.sh nginx
 
+# floor_uring.c (the floor on io_uring) links Debian's liburing and the floor tests build it: install the headers when
+# missing, refreshing the package lists only when the first attempt fails (a fresh machine has none).
+.PHONY: liburing-installed
+liburing-installed:
+	@[ -e /usr/include/liburing.h ] || { \
+	  $(call progress,installing liburing-dev (Debian package)); \
+	  apt="env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq liburing-dev"; \
+	  { $(call as-root,$$apt) ; } >/dev/null 2>&1 || \
+	  { { $(call as-root,apt-get update -qq) ; } && { $(call as-root,$$apt) ; } >/dev/null; }; }
+
 .PHONY: bench-test
-bench-test: ## Unit tests of the benchmark harness (configs, parsers, medians, ratios, report, chart, floor responder, site URL list and checks, HTTPS setup and load client).
+bench-test: liburing-installed ## Unit tests of the benchmark harness (configs, parsers, medians, ratios, report, chart, floor responder, site URL list and checks, HTTPS setup and load client).
 	@cd images/server/bench && python3 -m unittest discover -s tests -t . -v
 
 .PHONY: bench-profile

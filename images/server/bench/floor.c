@@ -20,66 +20,20 @@
  *
  * Usage: floor [--sendfile] PORT BODYFILE [SETDIR]   (listens on 127.0.0.1:PORT; the 100-byte body is BODYFILE's
  * first 100 bytes; SETDIR holds 0000.bin … 0999.bin of 8,192 bytes each: without it every request gets the
- * 100-byte answer). Built by the harness: gcc -O2 -o floor floor.c
+ * 100-byte answer). Built by the harness: gcc -O2 -o floor floor.c. The request scan, the canned answers and the
+ * table are shared with floor_uring.c, the same floor on io_uring (floor_common.h).
  */
-#define _GNU_SOURCE
-#include <arpa/inet.h>
+#include "floor_common.h"
+
 #include <errno.h>
-#include <fcntl.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <poll.h>
 #include <signal.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 #include <sys/epoll.h>
-#include <sys/mman.h>
 #include <sys/sendfile.h>
-#include <sys/socket.h>
 #include <sys/uio.h>
-#include <unistd.h>
 
-#define HEAD "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: 100\r\n\r\n"
-#define HEAD_CLOSE "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: 100\r\nConnection: close\r\n\r\n"
-#define BODY_LEN 100
-#define HEAD8K "HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\nContent-Length: 8192\r\n\r\n"
-#define HEAD8K_CLOSE \
-    "HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\nContent-Length: 8192\r\nConnection: close\r\n\r\n"
-#define SET_COUNT 1000
-#define SET_SIZE 8192
-#define SET_PREFIX "GET /8k/" /* then four digits: the file's number */
-#define TARGET_LEN 12         /* strlen(SET_PREFIX) + 4 */
-#define ENTRY (sizeof(HEAD8K) - 1 + SET_SIZE)
-#define MAXFD 70000
-#define BURST 256 /* answers per writev (each takes at most two iovecs; IOV_MAX is 1024) */
-
-/* per connection: how many bytes of "\r\n\r\n" matched at the end of the previous read, and the first bytes of a
- * request cut by the end of a read (matched case-sensitively, as wrk sends it) */
-static unsigned char matched[MAXFD];
-static unsigned char carried_len[MAXFD];
-static char carried[MAXFD][TARGET_LEN];
-
-static const char *close_hdr = "Connection: close";
 static char buf[65536];
 static short answer[sizeof buf / 4 + 1]; /* per request of one read: file number, or -1 for the 100-byte answer */
-static char resp[BURST * (sizeof(HEAD) + BODY_LEN)], close_resp[sizeof(HEAD_CLOSE) + BODY_LEN];
-static size_t rlen, clen;
-static char *table;   /* writev: SET_COUNT entries of HEAD8K + body, back to back */
-static int table_fd = -1; /* sendfile: the same table in a sealed memfd */
-
-/* The file number a request asks for, from its first n bytes; -1 when it is not "GET /8k/NNNN". */
-static int target(const char *p, size_t n) {
-    if (n < TARGET_LEN || memcmp(p, SET_PREFIX, sizeof(SET_PREFIX) - 1) != 0) return -1;
-    int idx = 0;
-    for (size_t k = sizeof(SET_PREFIX) - 1; k < TARGET_LEN; k++) {
-        if (p[k] < '0' || p[k] > '9') return -1;
-        idx = idx * 10 + (p[k] - '0');
-    }
-    return idx < SET_COUNT && (table || table_fd >= 0) ? idx : -1;
-}
-
-static size_t min_sz(size_t a, size_t b) { return a < b ? a : b; }
 
 /* Waits until fd can take more bytes; 0 when it can, -1 on error. */
 static int wait_writable(int fd) {
@@ -169,36 +123,7 @@ static int serve(int fd) {
             break;
         }
         if (r < 0) break;
-        int reqs = 0, m = matched[fd], cl = carried_len[fd];
-        ssize_t start = 0; /* where the request being scanned began in buf (0 with a carried head) */
-        for (ssize_t k = 0; k < r; k++) { /* count "\r\n\r\n" across reads */
-            char want = (m & 1) ? '\n' : '\r';
-            if (buf[k] == want) {
-                if (++m == 4) {
-                    if (cl > 0) { /* the request began in an earlier read: join its head with this read's bytes */
-                        char head[TARGET_LEN];
-                        size_t more = min_sz(TARGET_LEN - cl, k + 1);
-                        memcpy(head, carried[fd], cl);
-                        memcpy(head + cl, buf, more);
-                        answer[reqs++] = target(head, cl + more);
-                        cl = 0;
-                    } else {
-                        answer[reqs++] = target(buf + start, k + 1 - start);
-                    }
-                    m = 0;
-                    start = k + 1;
-                }
-            } else {
-                m = buf[k] == '\r' ? 1 : 0;
-            }
-        }
-        if (start < r) { /* a request cut by the end of the read: keep its first bytes */
-            size_t more = min_sz(r - start, TARGET_LEN - cl);
-            memcpy(carried[fd] + cl, buf + start, more);
-            cl += more;
-        }
-        matched[fd] = m;
-        carried_len[fd] = cl;
+        int reqs = scan(fd, buf, r, answer);
         int want_close = reqs > 0 && memmem(buf, r, close_hdr, strlen(close_hdr)) != NULL;
         for (int first = 0; first < reqs; first += BURST) {
             int k = reqs - first > BURST ? BURST : reqs - first;
@@ -213,42 +138,6 @@ static int serve(int fd) {
     return done;
 }
 
-/* Reads SETDIR/0000.bin … 0999.bin into the answer table: in memory (writev) or in a sealed memfd (sendfile). */
-static int load_set(const char *dir, int use_sendfile) {
-    char *t = malloc((size_t)SET_COUNT * ENTRY);
-    if (!t) return -1;
-    for (int i = 0; i < SET_COUNT; i++) {
-        char path[4096];
-        snprintf(path, sizeof path, "%s/%04d.bin", dir, i);
-        char *entry = t + (size_t)i * ENTRY;
-        memcpy(entry, HEAD8K, sizeof(HEAD8K) - 1);
-        FILE *f = fopen(path, "rb");
-        if (!f || fread(entry + sizeof(HEAD8K) - 1, 1, SET_SIZE, f) != SET_SIZE) {
-            fprintf(stderr, "%s: need %d bytes\n", path, SET_SIZE);
-            return -1;
-        }
-        fclose(f);
-    }
-    if (!use_sendfile) {
-        table = t;
-        return 0;
-    }
-    int mfd = memfd_create("floor-8k-set", MFD_ALLOW_SEALING);
-    size_t total = (size_t)SET_COUNT * ENTRY;
-    for (size_t off = 0; mfd >= 0 && off < total;) {
-        ssize_t w = write(mfd, t + off, total - off);
-        if (w <= 0) return -1;
-        off += w;
-    }
-    if (mfd < 0 || fcntl(mfd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) < 0) {
-        perror("memfd");
-        return -1;
-    }
-    free(t); /* the bodies are held once: in the memfd */
-    table_fd = mfd;
-    return 0;
-}
-
 int main(int argc, char **argv) {
     int use_sendfile = argc > 1 && strcmp(argv[1], "--sendfile") == 0;
     argv += use_sendfile, argc -= use_sendfile;
@@ -257,32 +146,10 @@ int main(int argc, char **argv) {
         return 2;
     }
     signal(SIGPIPE, SIG_IGN);
-    char body[BODY_LEN];
-    FILE *bf = fopen(argv[2], "rb");
-    if (!bf || fread(body, 1, BODY_LEN, bf) != BODY_LEN) {
-        fprintf(stderr, "%s: need %d bytes of body\n", argv[2], BODY_LEN);
-        return 1;
-    }
-    fclose(bf);
+    if (load_answers(argv[2]) < 0) return 1;
     if (argc == 4 && load_set(argv[3], use_sendfile) < 0) return 1;
-    rlen = sizeof(HEAD) - 1 + BODY_LEN;
-    clen = sizeof(HEAD_CLOSE) - 1 + BODY_LEN;
-    memcpy(resp, HEAD, sizeof(HEAD) - 1);
-    memcpy(resp + sizeof(HEAD) - 1, body, BODY_LEN);
-    for (int i = 1; i < BURST; i++) memcpy(resp + i * rlen, resp, rlen);
-    memcpy(close_resp, HEAD_CLOSE, sizeof(HEAD_CLOSE) - 1);
-    memcpy(close_resp + sizeof(HEAD_CLOSE) - 1, body, BODY_LEN);
-
-    int ls = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
-    int one = 1;
-    setsockopt(ls, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    setsockopt(ls, IPPROTO_TCP, TCP_DEFER_ACCEPT, &one, sizeof one);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(atoi(argv[1]))};
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (bind(ls, (struct sockaddr *)&a, sizeof a) || listen(ls, 4096)) {
-        perror("bind/listen");
-        return 1;
-    }
+    int ls = floor_listen(atoi(argv[1]), SOCK_NONBLOCK);
+    if (ls < 0) return 1;
     int ep = epoll_create1(0);
     struct epoll_event ev = {.events = EPOLLIN, .data.fd = ls}, evs[512];
     epoll_ctl(ep, EPOLL_CTL_ADD, ls, &ev);
@@ -297,8 +164,7 @@ int main(int argc, char **argv) {
                         close(c);
                         continue;
                     }
-                    matched[c] = 0;
-                    carried_len[c] = 0;
+                    reset_conn(c);
                     /* the request usually came with the connection: answer it before any epoll_ctl */
                     if (serve(c)) {
                         close(c);

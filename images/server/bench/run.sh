@@ -27,6 +27,7 @@ case ",$peers," in *,lighttpd,*) [ -e /usr/lib/lighttpd/mod_openssl.so ] || need
 command -v openssl >/dev/null || need+=(openssl)
 case ",$peers," in *,h2o,*) [ -x /usr/bin/h2o ] || need+=(h2o) ;; esac
 [ "${BENCH_FLOOR:-1}" = 0 ] || command -v gcc >/dev/null || need+=(gcc libc6-dev)  # builds floor.c
+[ "${BENCH_FLOOR:-1}" = 0 ] || [ -e /usr/include/liburing.h ] || need+=(liburing-dev)  # builds floor_uring.c
 command -v taskset >/dev/null || need+=(util-linux)
 command -v rsvg-convert >/dev/null || need+=(librsvg2-bin)  # only to render the chart to PNG
 if [ -n "${BENCH_PROFILE:-}" ]; then

@@ -6,7 +6,7 @@ Usage: python3 -m hsbench.ab --ours PATH   (make bench-ab AB='...')
 AB: variants separated by ';', each NAME=KIND[:ARGS], the first the reference:
     NAME=ours[:FLAGS]            our server (PATH) with extra flags
     NAME=bin:BINARY[:FLAGS]      another hyperstatic-server build
-    NAME=floor:sendfile|writev   the floor with that body mechanism (a variant named "floor" fills "% of floor")
+    NAME=floor:sendfile|writev|uring  the floor with that body mechanism, or on io_uring (floor_uring.c)
 e.g. AB='plain=ours; disk8k=ours:--max-memory-file-size=4KiB; floor=floor:sendfile; floor-writev=floor:writev'
 Environment: as make bench-server (BENCH_WORKLOADS, REPS, BENCH_SECONDS, WARMUP_SECONDS, BENCH_CPU_QUOTA, SERVER_CPU,
 CLIENT_CPU); results in BENCH_OUT/ab (summary.md, results.json, runs.csv).
@@ -20,7 +20,7 @@ import time
 from dataclasses import dataclass
 
 from . import content, report
-from .__main__ import Settings, _git_rev, load_phase, run_in_workdir, start
+from .__main__ import Settings, _git_rev, https_clients, load_phase, run_in_workdir, start
 from .cgroup import CgroupError, CpuQuota
 from .placement import Client
 from .progress import step, warn
@@ -115,9 +115,10 @@ def bench(cfg: Settings, variants: list[Variant], work: str, cleanup: list) -> i
             "content_bytes": site.bytes, "kernel": os.uname().release, "servers": names,
             "variants": [v.__dict__ for v in variants], "loadavg_start": os.getloadavg()[0],
             "versions": {s.name: " ".join([s.version(), *getattr(s, "extra_args", [])]) for s in servers}}
+    clients = https_clients(cfg, servers, work, meta)  # HTTPS rows: every variant's TLS listener, the load client
     client.group.create()
-    start(servers, site, meta)
-    runs = load_phase(cfg, servers, client)
+    start(servers, site, meta, clients)
+    runs = load_phase(cfg, servers, client, clients)
     meta["loadavg_end"] = os.getloadavg()[0]
     summary = report.summarize(runs, cfg.workloads, names)
     os.makedirs(cfg.out, exist_ok=True)

@@ -175,12 +175,12 @@ def floor_variants(servers: list, quota: int, work: str, tag: str) -> list:
 
 
 def runs_here(server, wl, bench_io: str) -> bool:
-    """Peers always; a floor where the workload lets it stand in, and the mechanism bench-server does not use
-    (bench_io is the one it does) only where the bodies are 8 KiB files: on the 100-byte rows both floors send the
-    same canned bytes the same way."""
+    """Peers always; a floor where the workload lets it stand in, and the epoll body mechanism bench-server does not
+    use (bench_io is the one it does) only where the bodies are 8 KiB files: on the 100-byte rows both epoll floors
+    send the same canned bytes the same way. The io_uring floor is another kernel interface: every row."""
     if not isinstance(server, Floor):
         return True
-    return wl.floor and (server.body_io == bench_io or wl.path != SMALL_PATH)
+    return wl.floor and (server.body_io in (bench_io, "uring") or wl.path != SMALL_PATH)
 
 
 def main() -> int:

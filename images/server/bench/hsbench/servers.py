@@ -239,6 +239,7 @@ class Nginx(Server):
 LIGHTTPD = os.environ.get("LIGHTTPD", "/usr/sbin/lighttpd")
 H2O_BIN = os.environ.get("H2O", "/usr/bin/h2o")
 FLOOR_SRC = os.path.join(HERE, "floor.c")
+FLOOR_URING_SRC = os.path.join(HERE, "floor_uring.c")
 
 
 def render_template(name: str, **values) -> str:
@@ -294,12 +295,14 @@ class H2O(Server):
         return (out.stdout or out.stderr).strip().splitlines()[0].replace("h2o version ", "h2o/")
 
 
-def build_floor(workdir: str) -> str:
-    """Compiles floor.c (the canned-response limit reference) into workdir; returns the binary's path."""
+def build_floor(workdir: str, uring: bool = False) -> str:
+    """Compiles floor.c (the canned-response limit reference), or floor_uring.c (the same on io_uring, linked with
+    Debian's liburing), into workdir; returns the binary's path."""
     os.makedirs(workdir, exist_ok=True)
-    binary = os.path.join(workdir, "floor")
+    binary = os.path.join(workdir, "floor_uring" if uring else "floor")
     cc = os.environ.get("CC", "gcc")
-    res = subprocess.run([cc, "-O2", "-Wall", "-o", binary, FLOOR_SRC], capture_output=True, text=True)
+    src = [FLOOR_URING_SRC, "-luring"] if uring else [FLOOR_SRC]
+    res = subprocess.run([cc, "-O2", "-Wall", "-o", binary, *src], capture_output=True, text=True)
     if res.returncode != 0:
         raise RuntimeError(f"building the floor responder failed:\n{res.stderr}")
     return binary
@@ -308,8 +311,10 @@ def build_floor(workdir: str) -> str:
 # How the floor's 8 KiB bodies reach the socket: "sendfile" from one sealed memfd (no user-to-kernel copy, nginx's
 # way) or "writev" from memory (the kernel copies each body, as our server does). sendfile is the default because it
 # is the cheaper of the two on this kernel in interleaved runs (make bench-ab; docs/bench/breakdown.md, 2026-11-26);
-# BENCH_FLOOR_BODY picks the other.
-FLOOR_BODIES = ("sendfile", "writev")
+# BENCH_FLOOR_BODY picks another. "uring" is the other kernel interface rather than another body mechanism:
+# floor_uring.c, the same answers through one io_uring per loop (multishot accept and receive, provided buffers,
+# batched sends of bodies from memory), to see whether io_uring lowers the floor itself (make bench-ab).
+FLOOR_BODIES = ("sendfile", "writev", "uring")
 
 
 class Floor(Server):
@@ -323,13 +328,15 @@ class Floor(Server):
         self.body_io = body_io or os.environ.get("BENCH_FLOOR_BODY", "") or FLOOR_BODIES[0]
         if self.body_io not in FLOOR_BODIES:
             raise SystemExit(f"BENCH_FLOOR_BODY={self.body_io!r}; known: {list(FLOOR_BODIES)}")
-        self.binary = build_floor(self.workdir)
+        self.binary = build_floor(self.workdir, uring=self.body_io == "uring")
 
     def argv(self) -> list[str]:
         mode = ["--sendfile"] if self.body_io == "sendfile" else []
         return [self.binary, *mode, str(self.port), self.body_file, *([self.set_dir] if self.set_dir else [])]
 
     def version(self) -> str:
+        if self.body_io == "uring":
+            return "canned-response io_uring loop (floor_uring.c; 8 KiB bodies sent from memory)"
         how = "sendfile from a memfd" if self.body_io == "sendfile" else "writev from memory"
         return f"canned-response epoll loop (floor.c; 8 KiB bodies by {how})"
 

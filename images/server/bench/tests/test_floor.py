@@ -1,6 +1,6 @@
 """floor.c, the benchmark's limit reference: built, started on a free port with a 100-byte file and a set of 1,000
 8 KiB files, and its answers checked byte for byte, once per way of sending the 8 KiB bodies (writev from memory,
-sendfile from a memfd). Also how the harness starts it and which floors the profile runs."""
+sendfile from a memfd) and once for floor_uring.c, the same answers on io_uring. Also how the harness starts it and which floors the profile runs."""
 import os
 import socket
 import subprocess
@@ -118,6 +118,10 @@ class FloorWritev(_FloorAnswers, unittest.TestCase):
     BODY_IO = "writev"
 
 
+class FloorUring(_FloorAnswers, unittest.TestCase):
+    BODY_IO = "uring"
+
+
 class FloorSendfile(_FloorAnswers, unittest.TestCase):
     BODY_IO = "sendfile"
 
@@ -134,19 +138,23 @@ class FloorInTheHarness(unittest.TestCase):
             self.assertEqual(sf.argv()[1:], ["--sendfile", "1", "/s/100.html", "/s/8k"])
             self.assertEqual(wv.argv()[1:], ["1", "/s/100.html", "/s/8k"])
             self.assertIn("sendfile", sf.version())
+            ur = self._floor(d, set_dir="/s/8k", body_io="uring")
+            self.assertEqual(os.path.basename(ur.binary), "floor_uring")
+            self.assertEqual(ur.argv()[1:], ["1", "/s/100.html", "/s/8k"])
+            self.assertIn("io_uring", ur.version())
 
     def test_unknown_mechanism_is_refused(self):
         with tempfile.TemporaryDirectory() as d, self.assertRaises(SystemExit):
             self._floor(d, body_io="mmap")
 
-    def test_profile_runs_both_floors_only_where_bodies_differ(self):
+    def test_profile_runs_both_epoll_floors_only_where_bodies_differ_and_io_uring_everywhere(self):
         with tempfile.TemporaryDirectory() as d:
-            both = profile.floor_variants([self._floor(d, set_dir="/s/8k", body_io="sendfile")], 40, d, "t")
-        self.assertEqual([(f.name, f.body_io) for f in both], [("floor-sendfile", "sendfile"),
-                                                                ("floor-writev", "writev")])
+            every = profile.floor_variants([self._floor(d, set_dir="/s/8k", body_io="sendfile")], 40, d, "t")
+        self.assertEqual([(f.name, f.body_io) for f in every], [("floor-sendfile", "sendfile"),
+                                                                 ("floor-writev", "writev"), ("floor-uring", "uring")])
         small, big = WORKLOADS[0], next(w for w in WORKLOADS if w.key == "8k-set")
-        self.assertEqual([profile.runs_here(f, big, "sendfile") for f in both], [True, True])
-        self.assertEqual([profile.runs_here(f, small, "sendfile") for f in both], [True, False])
+        self.assertEqual([profile.runs_here(f, big, "sendfile") for f in every], [True, True, True])
+        self.assertEqual([profile.runs_here(f, small, "sendfile") for f in every], [True, False, True])
 
 
 if __name__ == "__main__":
