@@ -4,6 +4,7 @@ sendfile from a memfd) and once for floor_uring.c, the same answers on io_uring.
 import os
 import socket
 import subprocess
+import multiprocessing
 import tempfile
 import time
 import unittest
@@ -30,6 +31,24 @@ def _read(sock, n):
             break
         data += chunk
     return data
+
+
+def _closing_client(args) -> list:
+    """250 connections one after another, each asking for the 100-byte file with Connection: close and closing as
+    soon as the answer is complete; returns the starts of the answers that were not the expected one."""
+    port, answer = args
+    expect = answer.replace(b"\r\n\r\n", b"\r\nConnection: close\r\n\r\n", 1)
+    bad = []
+    for _ in range(250):
+        with socket.create_connection(("127.0.0.1", port)) as s:
+            s.sendall(_get(content.SMALL_PATH, b"Connection: close\r\n"))
+            try:
+                got = _read(s, len(expect))
+            except OSError as e:  # a reset
+                got = repr(e).encode()
+        if got != expect:
+            bad.append(got[:80])
+    return bad
 
 
 class _FloorAnswers:
@@ -113,6 +132,15 @@ class _FloorAnswers:
             self.assertIn(b"Connection: close\r\n", data)
             self.assertTrue(data.endswith(b"\r\n\r\n" + body), path)
 
+
+    def test_closing_connections_in_parallel_each_get_their_whole_answer(self):
+        # wrk's Connection: close pattern: many clients at once, each closing as soon as its answer is complete, so
+        # the floor's fds are closed and reused by new accepts all the time. The io_uring floor once shut the next
+        # connection down with a shutdown still queued for the previous owner of its fd (see floor_uring.c). Client
+        # processes, not threads, so that the load is high enough to reuse fds within the floor's loop turn.
+        with multiprocessing.Pool(16) as pool:
+            bad = [b for got in pool.map(_closing_client, [(self.port, self._answer(None))] * 16) for b in got]
+        self.assertEqual(bad, [], f"{len(bad)} of 4,000 connections got something else")
 
 class FloorWritev(_FloorAnswers, unittest.TestCase):
     BODY_IO = "writev"
