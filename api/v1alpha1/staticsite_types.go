@@ -274,13 +274,19 @@ type ServerSpec struct {
 	MaxConnectionAge *metav1.Duration `json:"maxConnectionAge,omitempty"`
 
 	// drainDelay is how long a terminating pod keeps serving after failing readiness. The pod's
-	// terminationGracePeriodSeconds is this plus a margin.
+	// terminationGracePeriodSeconds is this plus a margin. At most 5m: a node drain waits this long per pod.
 	// +kubebuilder:default="5s"
+	// +kubebuilder:validation:XValidation:rule="!self.startsWith('-') && duration(self) <= duration('5m')",message="spec.server.drainDelay must be between 0s and 5m: a node drain waits this long for every pod"
 	// +optional
 	DrainDelay *metav1.Duration `json:"drainDelay,omitempty"`
 
-	// extraArgs are appended to the server's arguments.
+	// extraArgs are appended to the server's arguments; a flag given twice takes its last value, so they override
+	// the operator's. Never one that moves what the operator wires up for the pod (refused here, whatever the
+	// tenancy policy): --root, --listen, --admin-listen, --tls-listen, --tls-cert, --tls-key, --termination-log,
+	// --compress-cache. The operator's tenancy policy (docs/security.md) may narrow them further.
 	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:MaxLength=1024
+	// +kubebuilder:validation:XValidation:rule="self.all(a, !a.matches('^--(root|listen|admin-listen|tls-listen|tls-cert|tls-key|termination-log|compress-cache)(=.*)?$'))",message="spec.server.extraArgs must not set --root, --listen, --admin-listen, --tls-listen, --tls-cert, --tls-key, --termination-log or --compress-cache: the operator wires these for the pod"
 	// +listType=atomic
 	// +optional
 	ExtraArgs []string `json:"extraArgs,omitempty"`
@@ -387,7 +393,8 @@ type PodTemplateOverrides struct {
 // DisruptionSpec configures the PodDisruptionBudget.
 type DisruptionSpec struct {
 	// maxUnavailable pods during voluntary disruptions: a number or a percentage ("25%").
-	// +kubebuilder:validation:XValidation:rule="type(self) == int ? self >= 0 : self.matches('^[0-9]+%$')",message="spec.disruption.maxUnavailable must be a non-negative integer or a percentage"
+	// Never 0 (nor 0%): a budget that allows no disruption blocks every node drain forever.
+	// +kubebuilder:validation:XValidation:rule="type(self) == int ? self >= 1 : self.matches('^0*[1-9][0-9]*%$')",message="spec.disruption.maxUnavailable must be a positive integer or a positive percentage: 0 would block node drains forever"
 	// +required
 	MaxUnavailable intstr.IntOrString `json:"maxUnavailable"`
 }

@@ -10,10 +10,13 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	corev1 "k8s.io/api/core/v1"
 
 	"hyperstatic.dev/hyperstatic/api/v1alpha1"
+	"hyperstatic.dev/hyperstatic/internal/podtext"
 )
 
 // MaxPaths bounds the file list put in the script ConfigMap (ConfigMaps hold at most 1 MiB).
@@ -26,7 +29,11 @@ type ContentLister interface {
 }
 
 // HTTPContentLister reads http://<podIP>:<admin>/content: text/plain, one URL path per line.
-type HTTPContentLister struct{ Client *http.Client }
+type HTTPContentLister struct {
+	Client *http.Client
+	// Port overrides the admin port (tests); zero means v1alpha1.AdminPort.
+	Port int
+}
 
 // NewHTTPContentLister returns a lister with a short timeout.
 func NewHTTPContentLister() *HTTPContentLister {
@@ -38,12 +45,16 @@ func (l *HTTPContentLister) List(ctx context.Context, pod *corev1.Pod) ([]string
 	if pod.Status.PodIP == "" {
 		return nil, fmt.Errorf("pod %s has no IP", pod.Name)
 	}
-	url := "http://" + net.JoinHostPort(pod.Status.PodIP, strconv.Itoa(v1alpha1.AdminPort)) + "/content"
+	port := l.Port
+	if port == 0 {
+		port = v1alpha1.AdminPort
+	}
+	url := "http://" + net.JoinHostPort(pod.Status.PodIP, strconv.Itoa(port)) + "/content"
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return nil, err
 	}
-	resp, err := l.Client.Do(req)
+	resp, err := podtext.NoRedirects(l.Client).Do(req) // never where the pod points (internal/podtext)
 	if err != nil {
 		return nil, err
 	}
@@ -56,7 +67,8 @@ func (l *HTTPContentLister) List(ctx context.Context, pod *corev1.Pod) ([]string
 
 // ParseContentList reads the server's admin /content list: one file per line, its URL path first, then
 // tab-separated columns this controller does not use (where the file is served from, its encodings; see
-// images/server/README.md). Blank lines are skipped; paths must start with "/". The contract test
+// images/server/README.md). Blank lines are skipped; paths must start with "/"; a path holding a control character
+// (a file name with a line break could smuggle lines into the k6 script's list) is skipped. The contract test
 // (internal/contract) runs it on the real server's output.
 func ParseContentList(r io.Reader) ([]string, error) {
 	var out []string
@@ -67,7 +79,10 @@ func ParseContentList(r io.Reader) ([]string, error) {
 			continue
 		}
 		if !strings.HasPrefix(line, "/") {
-			return nil, fmt.Errorf("content list: %q is not a URL path", line)
+			return nil, fmt.Errorf("content list: %q is not a URL path", podtext.Clean(line, 256))
+		}
+		if strings.ContainsFunc(line, unicode.IsControl) || !utf8.ValidString(line) {
+			continue
 		}
 		out = append(out, line)
 		if len(out) > MaxPaths {

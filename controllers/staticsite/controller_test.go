@@ -394,6 +394,16 @@ func TestInvalidSitesAreRefused(t *testing.T) {
 		{"error page status", v1alpha1.StaticSiteSpec{Content: img, Server: v1alpha1.ServerSpec{ErrorPages: []v1alpha1.ErrorPage{{Status: 500, Path: "/500.html"}}}}, "spec.server.errorPages[0].status: Unsupported value: 500"},
 		{"relative error page", v1alpha1.StaticSiteSpec{Content: img, Server: v1alpha1.ServerSpec{ErrorPages: []v1alpha1.ErrorPage{{Status: 404, Path: "404.html"}}}}, "spec.server.errorPages[0].path"},
 		{"error page prefix", v1alpha1.StaticSiteSpec{Content: img, Server: v1alpha1.ServerSpec{ErrorPages: []v1alpha1.ErrorPage{{Status: 404, Path: "/404.html", PathPrefix: "docs/"}}}}, "spec.server.errorPages[0].pathPrefix"},
+		{"budget of 0 blocks drains", v1alpha1.StaticSiteSpec{Content: img, Disruption: &v1alpha1.DisruptionSpec{MaxUnavailable: intstr.FromInt32(0)}}, "spec.disruption.maxUnavailable must be a positive integer"},
+		{"budget of 0% blocks drains", v1alpha1.StaticSiteSpec{Content: img, Disruption: &v1alpha1.DisruptionSpec{MaxUnavailable: intstr.FromString("00%")}}, "spec.disruption.maxUnavailable must be a positive integer"},
+		{"endless drain delay", v1alpha1.StaticSiteSpec{Content: img, Server: v1alpha1.ServerSpec{DrainDelay: &metav1.Duration{Duration: 6 * time.Minute}}}, "spec.server.drainDelay must be between 0s and 5m"},
+		{"negative drain delay", v1alpha1.StaticSiteSpec{Content: img, Server: v1alpha1.ServerSpec{DrainDelay: &metav1.Duration{Duration: -time.Second}}}, "spec.server.drainDelay must be between 0s and 5m"},
+		{"extraArgs moves the root", v1alpha1.StaticSiteSpec{Content: img, Server: v1alpha1.ServerSpec{ExtraArgs: []string{"--root", "/var/run/secrets/kubernetes.io/serviceaccount"}}}, "spec.server.extraArgs must not set --root"},
+		{"extraArgs moves the root with =", v1alpha1.StaticSiteSpec{Content: img, Server: v1alpha1.ServerSpec{ExtraArgs: []string{"--access-log", "--root=/etc"}}}, "spec.server.extraArgs must not set --root"},
+		{"extraArgs moves a listener", v1alpha1.StaticSiteSpec{Content: img, Server: v1alpha1.ServerSpec{ExtraArgs: []string{"--admin-listen=0.0.0.0:80"}}}, "spec.server.extraArgs must not set"},
+		{"extraArgs reads another key", v1alpha1.StaticSiteSpec{Content: img, Server: v1alpha1.ServerSpec{ExtraArgs: []string{"--tls-key", "/etc/x"}}}, "spec.server.extraArgs must not set"},
+		{"extraArgs moves the termination log", v1alpha1.StaticSiteSpec{Content: img, Server: v1alpha1.ServerSpec{ExtraArgs: []string{"--termination-log=/site/x"}}}, "spec.server.extraArgs must not set"},
+		{"extraArgs moves the cache", v1alpha1.StaticSiteSpec{Content: img, Server: v1alpha1.ServerSpec{ExtraArgs: []string{"--compress-cache", "/site"}}}, "spec.server.extraArgs must not set"},
 		{"empty image volume", v1alpha1.StaticSiteSpec{Content: v1alpha1.ContentSource{ImageVolume: &v1alpha1.ImageVolumeContent{}}}, "spec.content.imageVolume.reference"},
 	} {
 		t.Run(tc.name, func(t *testing.T) { expectRefused(t, ns, tc.spec, tc.want) })

@@ -8,6 +8,7 @@ import (
 
 	"hyperstatic.dev/hyperstatic/api/v1alpha1"
 	"hyperstatic.dev/hyperstatic/internal/podmetrics"
+	"hyperstatic.dev/hyperstatic/internal/podtext"
 )
 
 // A server refuses content it cannot load, typically a bad _redirects or _headers rule; its message names the file
@@ -47,7 +48,8 @@ func StartFailure(p *corev1.Pod) (string, bool) {
 			t = cs.LastTerminationState.Terminated
 		}
 		if t != nil && t.ExitCode != 0 && strings.HasPrefix(t.Message, TerminationMessagePrefix) {
-			return strings.TrimSpace(t.Message), true
+			// The kubelet bounds the message to 4 KiB; the pod wrote it: escaped and bounded for the status.
+			return podtext.Clean(strings.TrimSpace(t.Message), podtext.MaxStatusText), true
 		}
 	}
 	return "", false
@@ -77,5 +79,5 @@ func observeReloadFailure(st *state, pod string, s podmetrics.Sample) {
 		return
 	}
 	st.contentProblem = &problem{v1alpha1.ReasonContentLoadFailed,
-		fmt.Sprintf("the server of pod %s refused the new content and keeps serving the previous one: %s", pod, s.LoadError)}
+		fmt.Sprintf("the server of pod %s refused the new content and keeps serving the previous one: %s", pod, podtext.Clean(s.LoadError, podtext.MaxStatusText))}
 }

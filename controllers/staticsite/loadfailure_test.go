@@ -233,3 +233,18 @@ func TestStartFailureReadsOnlyTheServersContentError(t *testing.T) {
 		}
 	}
 }
+
+// Issue 24, item 2: a termination message is text the pod wrote (up to the kubelet's 4 KiB); in the site's status it
+// is bounded and its control characters escaped, whatever the pod wrote after the server's prefix.
+func TestStartFailureIsBoundedAndEscaped(t *testing.T) {
+	hostile := TerminationMessagePrefix + "x\x1b]0;title\x07\r\nFAKE: line" + strings.Repeat("B", 4000)
+	p := &corev1.Pod{Status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{{Name: containerName,
+		State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1, Message: hostile}}}}}}
+	got, ok := StartFailure(p)
+	if !ok || len(got) > 1024 || strings.ContainsAny(got, "\x1b\x07\r\n") {
+		t.Fatalf("StartFailure = %d bytes %q, %v", len(got), got[:min(len(got), 80)], ok)
+	}
+	if !strings.HasPrefix(got, TerminationMessagePrefix+`x\x1b]0;title\x07  FAKE: line`) {
+		t.Errorf("message %q", got[:80])
+	}
+}

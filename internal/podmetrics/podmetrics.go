@@ -21,6 +21,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"hyperstatic.dev/hyperstatic/api/v1alpha1"
+	"hyperstatic.dev/hyperstatic/internal/podtext"
 )
 
 // Metric names exported by hyperstatic-server that this package reads.
@@ -157,7 +158,8 @@ func (s *HTTPScraper) Scrape(ctx context.Context, pod *corev1.Pod) (Sample, erro
 	if err != nil {
 		return Sample{}, err
 	}
-	resp, err := s.Client.Do(req)
+	// Never where the pod points: a tenant's pod could send the operator to any address it can reach.
+	resp, err := podtext.NoRedirects(s.Client).Do(req)
 	if err != nil {
 		return Sample{}, fmt.Errorf("scrape %s: %w", pod.Name, err)
 	}
@@ -189,14 +191,15 @@ func (s *HTTPScraper) Scrape(ctx context.Context, pod *corev1.Pod) (Sample, erro
 	return sample, nil
 }
 
-// get reads a short text answer of the admin port, at most max bytes of it, without its trailing newline.
+// get reads a short text answer of the admin port, at most limit bytes of it, without its trailing newline, made
+// safe for a status (podtext.Clean).
 func (s *HTTPScraper) get(ctx context.Context, ip string, port int, path string, limit int64) (string, error) {
 	url := "http://" + net.JoinHostPort(ip, strconv.Itoa(port)) + path
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return "", err
 	}
-	resp, err := s.Client.Do(req)
+	resp, err := podtext.NoRedirects(s.Client).Do(req)
 	if err != nil {
 		return "", err
 	}
@@ -208,7 +211,8 @@ func (s *HTTPScraper) get(ctx context.Context, ip string, port int, path string,
 	if err != nil {
 		return "", err
 	}
-	return strings.TrimRight(string(b), "\n"), nil
+	// The text ends in a status another person reads: bounded, control characters escaped.
+	return podtext.Clean(strings.TrimRight(string(b), "\n"), podtext.MaxStatusText), nil
 }
 
 // Parse reads a Prometheus text exposition. Metrics it does not know are ignored; a missing
