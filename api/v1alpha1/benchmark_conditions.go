@@ -72,6 +72,9 @@ const (
 	BenchmarkReasonTargetNotResolved = "TargetNotResolved"
 	// BenchmarkReasonInvalidSpec: the spec passed the API server's validation but no plan can be made from it.
 	BenchmarkReasonInvalidSpec = "InvalidSpec"
+	// BenchmarkReasonPolicyViolation: a field of the spec breaks the operator's tenancy policy (the message names
+	// it); no k6 pod runs. docs/security.md lists the settings.
+	BenchmarkReasonPolicyViolation = "PolicyViolation"
 	// BenchmarkReasonInvalidScript: the script ConfigMap's plan cannot be read.
 	BenchmarkReasonInvalidScript = "InvalidScript"
 	// BenchmarkReasonInvalidJob: the k6 Job lacks its start or deadline annotation.

@@ -50,6 +50,10 @@ const (
 	// exists and is not controlled by the site (for the Ingress, HTTPRoute and PodMonitor it is said in their own
 	// condition instead: see exposure_reasons.go). The operator never takes it over (it would be deleted with the site).
 	ReasonNotOwned = "NotOwned"
+	// ReasonPolicyViolation: a field of the spec breaks the operator's tenancy policy (the message names it); the
+	// operator creates and changes no child until it is fixed, and what already runs stays as it was
+	// (Stalled=True, Ready=False). docs/security.md lists the settings.
+	ReasonPolicyViolation = "PolicyViolation"
 )
 
 // ContentAvailable reasons. True: the source exists and can be mounted or run. False (also Stalled=True): it

@@ -29,6 +29,7 @@ import (
 	"hyperstatic.dev/hyperstatic/controllers/staticsite"
 	"hyperstatic.dev/hyperstatic/internal/managercache"
 	"hyperstatic.dev/hyperstatic/internal/podmetrics"
+	"hyperstatic.dev/hyperstatic/internal/tenancy"
 )
 
 // version is set at build time: -ldflags "-X main.version=$(VERSION)". It names the default server image.
@@ -50,6 +51,16 @@ type options struct {
 	serverImageRolloutConcurrency int
 	// operatorNamespace is where the operator runs: sites' NetworkPolicies open the admin port to it.
 	operatorNamespace string
+	// tenancyPolicy is the JSON of the tenancy policy (internal/tenancy); empty: tenancy.Default().
+	tenancyPolicy string
+}
+
+// policy parses --tenancy-policy: the multi-tenant default when it is not given.
+func (o *options) policy() (tenancy.Policy, error) {
+	if o.tenancyPolicy == "" {
+		return tenancy.Default(), nil
+	}
+	return tenancy.Parse(o.tenancyPolicy)
 }
 
 func bindFlags(fs *flag.FlagSet) *options {
@@ -65,6 +76,8 @@ func bindFlags(fs *flag.FlagSet) *options {
 	fs.StringVar(&o.k6Image, "k6-image", "hyperstatic/k6:"+version, "Default k6 image of Benchmark Jobs.")
 	fs.StringVar(&o.operatorNamespace, "operator-namespace", os.Getenv("POD_NAMESPACE"),
 		"Namespace the operator runs in (default: $POD_NAMESPACE, which the chart sets): StaticSites' NetworkPolicies open the server's admin port to it.")
+	fs.StringVar(&o.tenancyPolicy, "tenancy-policy", "",
+		"The tenancy policy as JSON (the chart's values.tenancy; docs/security.md): what StaticSites and Benchmarks may ask beyond their own site. Empty: the multi-tenant default.")
 	fs.DurationVar(&o.autoscaleInterval, "autoscaler-scrape-interval", autoscaling.DefaultScrapeInterval, "How often autoscaled StaticSites' pods are scraped and the replica count re-decided.")
 	return o
 }
@@ -106,6 +119,11 @@ func run(ctx context.Context, cfg *rest.Config, o *options) error {
 	if err != nil {
 		return fmt.Errorf("create the manager: %w", err)
 	}
+	policy, err := o.policy()
+	if err != nil {
+		return err
+	}
+	policy = policy.AllowingImages(o.serverImage, o.k6Image) // the operator's own: never refused when named
 	disco, err := discovery.NewDiscoveryClientForConfig(cfg)
 	if err != nil {
 		return fmt.Errorf("create a discovery client: %w", err)
@@ -120,6 +138,7 @@ func run(ctx context.Context, cfg *rest.Config, o *options) error {
 		// An upgrade of the operator changes the default server image: roll the sites to it a few at a time.
 		ServerImageRolloutConcurrency: o.serverImageRolloutConcurrency,
 		OperatorNamespace:             o.operatorNamespace,
+		Policy:                        &policy,
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up the StaticSite controller: %w", err)
 	}
@@ -140,6 +159,7 @@ func run(ctx context.Context, cfg *rest.Config, o *options) error {
 		Logs:      benchmark.KubeLogs{Clientset: clientset},
 		Content:   benchmark.NewHTTPContentLister(),
 		Scraper:   podmetrics.NewHTTPScraper(),
+		Policy:    &policy,
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up the Benchmark controller: %w", err)
 	}

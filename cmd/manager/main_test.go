@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"reflect"
 	"runtime"
 	"strings"
 	"testing"
@@ -26,6 +27,7 @@ import (
 
 	"hyperstatic.dev/hyperstatic/api/v1alpha1"
 	"hyperstatic.dev/hyperstatic/internal/managercache"
+	"hyperstatic.dev/hyperstatic/internal/tenancy"
 	"hyperstatic.dev/hyperstatic/internal/testenv"
 )
 
@@ -290,4 +292,29 @@ func liveHeap() uint64 {
 	var m runtime.MemStats
 	runtime.ReadMemStats(&m)
 	return m.HeapAlloc
+}
+
+// --tenancy-policy: absent, the multi-tenant default; given, the chart's JSON; a typo is an error at start, never a
+// silent default.
+func TestTenancyPolicyFlag(t *testing.T) {
+	for _, tc := range []struct {
+		args    []string
+		wantErr bool
+		check   func(tenancy.Policy) bool
+	}{
+		{nil, false, func(p tenancy.Policy) bool { return reflect.DeepEqual(p, tenancy.Default()) }},
+		{[]string{`--tenancy-policy={"extraArgs":["*"],"images":["*"],"benchmark":{"maxVUs":3}}`}, false,
+			func(p tenancy.Policy) bool { return p.Benchmark.MaxVUs == 3 && !p.ServiceAccountName }},
+		{[]string{`--tenancy-policy={"extraArgz":[]}`}, true, nil},
+	} {
+		fs := flag.NewFlagSet("manager", flag.ContinueOnError)
+		o := bindFlags(fs)
+		if err := fs.Parse(tc.args); err != nil {
+			t.Fatal(err)
+		}
+		p, err := o.policy()
+		if (err != nil) != tc.wantErr || (err == nil && !tc.check(p)) {
+			t.Errorf("%q: policy %+v, error %v", tc.args, p, err)
+		}
+	}
 }

@@ -18,6 +18,7 @@ import (
 
 	"hyperstatic.dev/hyperstatic/api/v1alpha1"
 	"hyperstatic.dev/hyperstatic/internal/podmetrics"
+	"hyperstatic.dev/hyperstatic/internal/tenancy"
 )
 
 // Defaults of the Reconciler's tunables.
@@ -52,6 +53,8 @@ type Reconciler struct {
 	// APIReader reads around the cache (mgr.GetAPIReader()): to tell a deleted Job from a cache that lags, and to
 	// check who owns the results ConfigMap before writing it. Nil means the Client.
 	APIReader client.Reader
+	// Policy is the tenancy policy (operator flag --tenancy-policy); nil: tenancy.Unrestricted. See tenancy.go.
+	Policy *tenancy.Policy
 }
 
 func (r *Reconciler) startDelay() time.Duration {
@@ -81,7 +84,7 @@ func (r *Reconciler) stepsFor(b *v1alpha1.Benchmark) []step {
 	if outcomeRecorded(b.Status) {
 		return []step{r.cleanup}
 	}
-	return []step{r.resolveTarget, r.ensureScript, r.ensureResults, r.ensureJob, r.watchSite, r.sample, r.collect}
+	return []step{r.checkPolicy, r.resolveTarget, r.ensureScript, r.ensureResults, r.ensureJob, r.watchSite, r.sample, r.collect}
 }
 
 // Reconcile runs one pass: the steps in order, then the status, derived in one place from what they observed and

@@ -22,6 +22,7 @@ import (
 
 	"hyperstatic.dev/hyperstatic/api/v1alpha1"
 	"hyperstatic.dev/hyperstatic/internal/podmetrics"
+	"hyperstatic.dev/hyperstatic/internal/tenancy"
 	"hyperstatic.dev/hyperstatic/internal/testenv"
 )
 
@@ -119,6 +120,17 @@ func (f *fakeScraper) Scrape(_ context.Context, p *corev1.Pod) (podmetrics.Sampl
 	return podmetrics.Sample{Pod: p.Name, Time: clk.Now(), Requests: float64(1000 * f.calls), CPUSeconds: float64(f.calls), ResidentBytes: 8 << 20}, nil
 }
 
+// suitePolicy is the tenancy policy of the suite's operator: everything, but at most suiteMaxParallelism k6 pods
+// (the other tests use fewer), so tenancy_test.go sees a refusal; each limit's own refusals are tested on the pure
+// check (internal/tenancy).
+var suitePolicy = func() tenancy.Policy {
+	p := tenancy.Unrestricted()
+	p.Benchmark.MaxParallelism = suiteMaxParallelism
+	return p
+}()
+
+const suiteMaxParallelism = 8
+
 func TestMain(m *testing.M) { os.Exit(runSuite(m)) }
 
 func runSuite(m *testing.M) int {
@@ -136,7 +148,8 @@ func runSuite(m *testing.M) int {
 		return 1
 	}
 	r := &Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorderFor(FieldOwner), Clock: clk,
-		Image: "hyperstatic/k6:test", Logs: logs, Content: content, Scraper: scraper, APIReader: mgr.GetAPIReader()}
+		Image: "hyperstatic/k6:test", Logs: logs, Content: content, Scraper: scraper, APIReader: mgr.GetAPIReader(),
+		Policy: &suitePolicy}
 	passes.inner, passes.cache = r, mgr.GetClient()
 	if err := r.setup(mgr, passes); err != nil {
 		fmt.Fprintln(os.Stderr, "setup:", err)

@@ -27,6 +27,7 @@ import (
 
 	"hyperstatic.dev/hyperstatic/api/v1alpha1"
 	"hyperstatic.dev/hyperstatic/internal/podmetrics"
+	"hyperstatic.dev/hyperstatic/internal/tenancy"
 )
 
 // Reconciler reconciles a StaticSite.
@@ -65,6 +66,8 @@ type Reconciler struct {
 	OperatorNamespace string
 	// TLSRecheck is how often a site with spec.tls reads its Secret again (0: DefaultTLSRecheck). See tls.go.
 	TLSRecheck time.Duration
+	// Policy is the tenancy policy (operator flag --tenancy-policy); nil: tenancy.Unrestricted. See tenancy.go.
+	Policy *tenancy.Policy
 
 	optional *optionalWatches // watches of HTTPRoutes and PodMonitors, started once their CRDs are seen
 
@@ -162,14 +165,19 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 
 	st := &state{site: site}
 	var err error
-	for _, s := range []step{r.reconcileContent, r.reconcileTLS, r.reconcileDeployment, r.reconcileService, r.reconcileDisruptionBudget,
-		r.reconcileRoute, r.reconcilePodMonitor, r.reconcileNetworkPolicy, r.reconcilePods} {
-		if err = s(ctx, st); err != nil {
-			break
+	if vs := r.policy().CheckSite(site); len(vs) > 0 {
+		r.refuseByPolicy(site, vs)
+		st.requeue(r.stalledRetry()) // a policy loosened by an operator restart heals without an edit too
+	} else {
+		for _, s := range []step{r.reconcileContent, r.reconcileTLS, r.reconcileDeployment, r.reconcileService, r.reconcileDisruptionBudget,
+			r.reconcileRoute, r.reconcilePodMonitor, r.reconcileNetworkPolicy, r.reconcilePods} {
+			if err = s(ctx, st); err != nil {
+				break
+			}
 		}
+		r.summarize(st, err)
+		r.reportServerImageQueue(st, before)
 	}
-	r.summarize(st, err)
-	r.reportServerImageQueue(st, before)
 	r.recordTransitions(before, site)
 
 	if !equality.Semantic.DeepEqual(before.Status, site.Status) {

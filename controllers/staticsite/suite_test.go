@@ -26,6 +26,7 @@ import (
 	"hyperstatic.dev/hyperstatic/api/v1alpha1"
 	"hyperstatic.dev/hyperstatic/internal/managercache"
 	"hyperstatic.dev/hyperstatic/internal/podmetrics"
+	"hyperstatic.dev/hyperstatic/internal/tenancy"
 	"hyperstatic.dev/hyperstatic/internal/testenv"
 )
 
@@ -85,6 +86,17 @@ func (f *fakeScraper) set(ns, pod string, s podmetrics.Sample) {
 	f.samples[ns+"/"+pod] = s
 }
 
+// suitePolicy is the tenancy policy of the suite's operator: everything but priority classes other than
+// allowedPriorityClass, so the other tests' sites (their images, accounts, flags) pass while tenancy_test.go sees a
+// refusal (each rule's own refusals are tested on the pure check, internal/tenancy).
+var suitePolicy = func() tenancy.Policy {
+	p := tenancy.Unrestricted()
+	p.PriorityClasses = []string{allowedPriorityClass}
+	return p
+}()
+
+const allowedPriorityClass = "tenant-low"
+
 // testOperatorNamespace stands for the namespace the operator runs in.
 const testOperatorNamespace = "hyperstatic-system"
 
@@ -126,6 +138,7 @@ func runSuite(m *testing.M) int {
 		TLSRecheck:    time.Second,
 		// The NetworkPolicy's admin rule names it.
 		OperatorNamespace: testOperatorNamespace,
+		Policy:            &suitePolicy,
 	}
 	if err := r.SetupWithManager(mgr); err != nil {
 		fmt.Fprintln(os.Stderr, "setup:", err)

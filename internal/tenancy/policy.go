@@ -1,0 +1,193 @@
+// Package tenancy is the platform team's policy on what a StaticSite or a Benchmark may ask of the cluster beyond
+// serving or loading its own site: server flags, images, the pods' identity and scheduling, annotations on the
+// objects the operator creates, and how much load a Benchmark may make. The chart sets it (values "tenancy",
+// passed as the operator flag --tenancy-policy); docs/security.md says what each setting allows.
+//
+// The operator checks every object against it on every pass and never creates or changes a child of one that
+// breaks it (the object's status names the field). What the policy cannot loosen is refused by the CRD's own rules
+// (e.g. extraArgs that move the root, listeners, TLS files, termination log or cache).
+package tenancy
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Any in a list allows every value.
+const Any = "*"
+
+// Policy is the tenancy policy. Its JSON form is the chart's values.tenancy.
+type Policy struct {
+	// ExtraArgs are the server flag names (without "--") spec.server.extraArgs may set; Any: every flag the CRD
+	// admits. An argument that does not start with "--" is the value of the flag before it.
+	ExtraArgs []string `json:"extraArgs"`
+	// Images are the image references spec.content.image, spec.content.imageVolume.reference,
+	// spec.server.image and a Benchmark's spec.image may name: an entry ending in "/" allows every reference that
+	// starts with it (a registry or a repository path), another entry a repository exactly (any tag or digest);
+	// Any: every image. The operator's own default server and k6 images are not checked: the tenant did not
+	// choose them.
+	Images []string `json:"images"`
+	// ServiceAccountName allows podTemplate.serviceAccountName (a Benchmark's serviceAccountName).
+	ServiceAccountName bool `json:"serviceAccountName"`
+	// ServiceAccountToken allows automountServiceAccountToken: true.
+	ServiceAccountToken bool `json:"serviceAccountToken"`
+	// PriorityClasses are the priorityClassName values allowed; Any: every one.
+	PriorityClasses []string `json:"priorityClasses"`
+	// TolerationKeys are the toleration keys allowed; Any: every one, and a toleration with no key (which
+	// tolerates every taint) only then.
+	TolerationKeys []string `json:"tolerationKeys"`
+	// AnnotationKeys are the annotation keys allowed on the pods, the Service and the Ingress or HTTPRoute: a key
+	// exactly, or a prefix ending in "*"; Any: every key.
+	AnnotationKeys []string `json:"annotationKeys"`
+	// Benchmark bounds the load a Benchmark may make.
+	Benchmark BenchmarkLimits `json:"benchmark"`
+}
+
+// BenchmarkLimits bound a Benchmark. A zero number or an empty duration is no limit.
+type BenchmarkLimits struct {
+	// URLTargets allows target.url (any address the k6 pods reach); without it a Benchmark may only load a
+	// StaticSite of its own namespace (target.staticSite).
+	URLTargets bool `json:"urlTargets"`
+	// MaxParallelism bounds spec.parallelism (k6 pods).
+	MaxParallelism int32 `json:"maxParallelism"`
+	// MaxVUs bounds the virtual users over all pods (sweep.to, constant.vus, arrivalRate.maxVUs).
+	MaxVUs int32 `json:"maxVUs"`
+	// MaxRate bounds arrivalRate.rate (requests started per second over all pods).
+	MaxRate int32 `json:"maxRate"`
+	// MaxDuration bounds the planned run (every sweep step, or the constant or arrival-rate duration), e.g. "30m".
+	MaxDuration string `json:"maxDuration"`
+}
+
+// Unrestricted is the single-tenant policy: everything the CRDs admit.
+func Unrestricted() Policy {
+	all := []string{Any}
+	return Policy{ExtraArgs: all, Images: all, ServiceAccountName: true, ServiceAccountToken: true,
+		PriorityClasses: all, TolerationKeys: all, AnnotationKeys: all, Benchmark: BenchmarkLimits{URLTargets: true}}
+}
+
+// Default is the multi-tenant policy the operator runs with when no policy is given, the same as the chart's
+// default values: tuning flags only, the project's own images, no ServiceAccount, no priority class, no
+// tolerations, only Prometheus scrape annotations, Benchmarks of the namespace's own sites within bounds that a
+// shared cluster survives.
+func Default() Policy {
+	return Policy{
+		ExtraArgs: []string{"access-log", "access-log-sample", "workers", "header-timeout", "keepalive-timeout",
+			"max-memory-file-size", "memory-budget", "memory-limit", "compress", "hsts"},
+		Images:         []string{"hyperstatic/"},
+		AnnotationKeys: []string{"prometheus.io/*"},
+		Benchmark:      BenchmarkLimits{MaxParallelism: 4, MaxVUs: 1000, MaxRate: 10000, MaxDuration: "30m"},
+	}
+}
+
+// AllowingImages is the policy that also allows the repositories of refs: the operator's own default server and k6
+// images, which a tenant may name explicitly (to pin them) whatever the list says.
+func (p Policy) AllowingImages(refs ...string) Policy {
+	p.Images = slices.Clone(p.Images)
+	for _, r := range refs {
+		if r != "" {
+			p.Images = append(p.Images, repository(r))
+		}
+	}
+	return p
+}
+
+// Parse reads a policy's JSON form. Fields it does not know are an error, so a typo in the chart's values does not
+// silently leave the default in place; fields left out take the restrictive zero value.
+func Parse(s string) (Policy, error) {
+	var p Policy
+	dec := json.NewDecoder(strings.NewReader(s))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&p); err != nil {
+		return Policy{}, fmt.Errorf("tenancy policy: %w", err)
+	}
+	if _, err := p.Benchmark.maxDuration(); err != nil {
+		return Policy{}, err
+	}
+	return p, nil
+}
+
+func (b BenchmarkLimits) maxDuration() (time.Duration, error) {
+	if b.MaxDuration == "" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(b.MaxDuration)
+	if err != nil || d < 0 {
+		return 0, fmt.Errorf("tenancy policy: benchmark.maxDuration %q is not a duration", b.MaxDuration)
+	}
+	return d, nil
+}
+
+// Violation is one field that breaks the policy.
+type Violation struct {
+	Field   string // the field's path, e.g. spec.server.extraArgs[2]
+	Message string
+}
+
+func (v Violation) String() string { return v.Field + ": " + v.Message }
+
+// Violations is every field of an object that breaks the policy, in field order.
+type Violations []Violation
+
+// Error joins them for a condition message; the first few only, so the message stays readable.
+func (vs Violations) Error() string {
+	const shown = 5
+	parts := make([]string, 0, min(len(vs), shown))
+	for i, v := range vs {
+		if i == shown {
+			parts = append(parts, fmt.Sprintf("and %d more", len(vs)-shown))
+			break
+		}
+		parts = append(parts, v.String())
+	}
+	return "the tenancy policy refuses " + strings.Join(parts, "; ")
+}
+
+func (vs *Violations) add(field, format string, args ...any) {
+	*vs = append(*vs, Violation{Field: field, Message: fmt.Sprintf(format, args...)})
+}
+
+func listed(list []string, v string) bool {
+	for _, e := range list {
+		if e == Any || e == v {
+			return true
+		}
+	}
+	return false
+}
+
+// imageAllowed: an entry ending in "/" is a prefix; another is a repository, matched without tag or digest.
+func (p Policy) imageAllowed(ref string) bool {
+	repo := repository(ref)
+	for _, e := range p.Images {
+		switch {
+		case e == Any:
+			return true
+		case strings.HasSuffix(e, "/") && strings.HasPrefix(ref, e):
+			return true
+		case e == repo:
+			return true
+		}
+	}
+	return false
+}
+
+// repository is a reference without its digest and tag ("host:5000/a/b:tag@sha256:..." → "host:5000/a/b").
+func repository(ref string) string {
+	ref, _, _ = strings.Cut(ref, "@")
+	if i := strings.LastIndex(ref, ":"); i > strings.LastIndex(ref, "/") {
+		ref = ref[:i]
+	}
+	return ref
+}
+
+func (p Policy) annotationAllowed(key string) bool {
+	for _, e := range p.AnnotationKeys {
+		if e == Any || e == key || (strings.HasSuffix(e, "*") && strings.HasPrefix(key, strings.TrimSuffix(e, "*"))) {
+			return true
+		}
+	}
+	return false
+}

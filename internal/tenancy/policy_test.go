@@ -1,0 +1,231 @@
+package tenancy
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/utils/ptr"
+
+	"hyperstatic.dev/hyperstatic/api/v1alpha1"
+)
+
+func site(spec v1alpha1.StaticSiteSpec) *v1alpha1.StaticSite {
+	return &v1alpha1.StaticSite{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "docs"}, Spec: spec}
+}
+
+func fields(vs Violations) string {
+	out := make([]string, len(vs))
+	for i, v := range vs {
+		out[i] = v.Field
+	}
+	return strings.Join(out, ",")
+}
+
+// The issue's reproduction: a site that reads its ServiceAccount's token out through the server (the root moved
+// by extraArgs is refused by the CRD; the account and its token by the default policy), with a control-plane
+// toleration, a node-critical priority and an ingress snippet.
+func TestDefaultPolicyRefusesTheIssuesSite(t *testing.T) {
+	s := site(v1alpha1.StaticSiteSpec{
+		Content: v1alpha1.ContentSource{Image: "evil.example/steal:1"},
+		Server: v1alpha1.ServerSpec{Image: "evil.example/server:1",
+			ExtraArgs: []string{"--access-log", "--header", "X-A: b", "-x", "value-first"}},
+		PodTemplate: v1alpha1.PodTemplateOverrides{
+			PriorityClassName: "system-node-critical",
+			Tolerations:       []corev1.Toleration{{Key: "node-role.kubernetes.io/control-plane", Operator: corev1.TolerationOpExists}, {Operator: corev1.TolerationOpExists}},
+			Annotations:       map[string]string{"sidecar.istio.io/inject": "false", "prometheus.io/scrape": "true"},
+			PodIdentity:       v1alpha1.PodIdentity{ServiceAccountName: "ci-deployer", AutomountServiceAccountToken: ptr.To(true)},
+		},
+		Service: v1alpha1.ServiceSpec{Annotations: map[string]string{"service.beta.kubernetes.io/aws-load-balancer-internal": "false"}},
+		Route:   &v1alpha1.RouteSpec{Annotations: map[string]string{"nginx.ingress.kubernetes.io/server-snippet": "location /x {}"}},
+	})
+	got := fields(Default().CheckSite(s))
+	want := "spec.content.image,spec.server.image,spec.server.extraArgs[1],spec.server.extraArgs[3],spec.podTemplate.serviceAccountName," +
+		"spec.podTemplate.automountServiceAccountToken,spec.podTemplate.priorityClassName,spec.podTemplate.tolerations[0].key," +
+		"spec.podTemplate.tolerations[1].key,spec.podTemplate.annotations,spec.service.annotations,spec.route.annotations"
+	if got != want {
+		t.Errorf("violations\n got %s\nwant %s", got, want)
+	}
+	if vs := Unrestricted().CheckSite(s); len(vs) != 0 {
+		t.Errorf("the single-tenant policy refuses %v", vs)
+	}
+	if msg := Default().CheckSite(s).Error(); !strings.HasPrefix(msg, `the tenancy policy refuses spec.content.image: image "evil.example/steal:1"`) || !strings.HasSuffix(msg, "and 7 more") {
+		t.Errorf("message %q", msg)
+	}
+}
+
+func TestExtraArgsValues(t *testing.T) {
+	p := Policy{ExtraArgs: []string{"access-log", "hsts"}}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--access-log", "--hsts", "max-age=1"}, ""},
+		{[]string{"--hsts=max-age=1"}, ""},
+		{[]string{"--access-logs"}, "spec.server.extraArgs[0]"},
+		{[]string{"--"}, "spec.server.extraArgs[0]"},
+		{[]string{"--hsts", "--cors=*"}, "spec.server.extraArgs[1]"},
+		{[]string{"stray"}, "spec.server.extraArgs[0]"},
+	} {
+		if got := fields(p.CheckSite(site(v1alpha1.StaticSiteSpec{Server: v1alpha1.ServerSpec{ExtraArgs: tc.args}}))); got != tc.want {
+			t.Errorf("%q: %q, want %q", tc.args, got, tc.want)
+		}
+	}
+}
+
+func TestImageEntries(t *testing.T) {
+	p := Policy{Images: []string{"registry.example/team-a/", "docker.io/library/nginx"}}
+	for ref, ok := range map[string]bool{
+		"registry.example/team-a/site:v1":         true,
+		"registry.example/team-a/sub/site@sha256": true,
+		"registry.example/team-ab/site:v1":        false,
+		"registry.example/site:v1":                false,
+		"docker.io/library/nginx:1.27":            true,
+		"docker.io/library/nginx@sha256:abc":      true,
+		"docker.io/library/nginx-evil:1":          false,
+		"host:5000/x:1":                           false,
+	} {
+		if got := p.imageAllowed(ref); got != ok {
+			t.Errorf("%s: allowed %v, want %v", ref, got, ok)
+		}
+	}
+}
+
+func TestBenchmarkLimits(t *testing.T) {
+	p := Default()
+	b := &v1alpha1.Benchmark{Spec: v1alpha1.BenchmarkSpec{
+		Target:      v1alpha1.BenchmarkTarget{URL: "http://10.0.0.1/"},
+		Image:       "evil.example/k6:1",
+		Parallelism: 64,
+		Workload:    v1alpha1.BenchmarkWorkload{ArrivalRate: &v1alpha1.ArrivalRateWorkload{Rate: 2000000000, Duration: metav1.Duration{Duration: 48 * time.Hour}}},
+		PodIdentity: v1alpha1.PodIdentity{ServiceAccountName: "x"},
+	}}
+	want := "spec.target.url,spec.image,spec.serviceAccountName,spec.parallelism,spec.workload.arrivalRate.rate,spec.workload.arrivalRate.maxVUs,spec.workload"
+	if got := fields(p.CheckBenchmark(b)); got != want {
+		t.Errorf("violations\n got %s\nwant %s", got, want)
+	}
+	sweep := &v1alpha1.Benchmark{Spec: v1alpha1.BenchmarkSpec{Target: v1alpha1.BenchmarkTarget{StaticSite: "docs"},
+		Workload: v1alpha1.BenchmarkWorkload{Sweep: &v1alpha1.SweepWorkload{From: 1, To: 100000, Step: 1000}}}}
+	if got := fields(p.CheckBenchmark(sweep)); got != "spec.workload.sweep.to,spec.workload" {
+		t.Errorf("sweep violations %s", got)
+	}
+	if vs := Unrestricted().CheckBenchmark(b); len(vs) != 0 {
+		t.Errorf("the single-tenant policy refuses %v", vs)
+	}
+}
+
+func TestAllowingImagesAddsTheOperatorsOwn(t *testing.T) {
+	p := Policy{Images: []string{"registry.example/"}}.AllowingImages("mirror.example/hyperstatic/server:1.2.0", "")
+	if !p.imageAllowed("mirror.example/hyperstatic/server:1.1.0") || p.imageAllowed("mirror.example/hyperstatic/other:1") ||
+		!p.imageAllowed("registry.example/x:1") {
+		t.Errorf("images %v", p.Images)
+	}
+}
+
+func TestParse(t *testing.T) {
+	p, err := Parse(`{"extraArgs":["*"],"images":["*"],"serviceAccountName":true,"benchmark":{"maxVUs":5,"maxDuration":"1h"}}`)
+	if err != nil || !listed(p.ExtraArgs, "anything") || p.Benchmark.MaxVUs != 5 || p.ServiceAccountToken {
+		t.Errorf("parsed %+v, %v", p, err)
+	}
+	for _, bad := range []string{`{"extraArg":["*"]}`, `{"benchmark":{"maxDuration":"soon"}}`, `[`} {
+		if _, err := Parse(bad); err == nil {
+			t.Errorf("%s: no error", bad)
+		}
+	}
+}
+
+// The chart's default values are this policy: the e2e suite, the demo and the samples must pass it (they run on
+// an install with the default values). The demo and the samples are read from the repository; the e2e suite's
+// objects are rebuilt here as e2e/*.go creates them (images named by e2e/suite_test.go's defaults).
+func TestDefaultPolicyAdmitsTheProjectsOwnObjects(t *testing.T) {
+	root := filepath.Join("..", "..")
+	demo, err := os.ReadFile(filepath.Join(root, "e2e", "testdata", "demo.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	demo = bytes.ReplaceAll(demo, []byte("@SITE_IMAGE@"), []byte("hyperstatic/example-site:0.1.0")) // make/server.mk SITE_IMAGE
+	docs := [][]byte{demo}
+	samples, _ := filepath.Glob(filepath.Join(root, "config", "samples", "staticsite_*.yaml"))
+	if len(samples) == 0 {
+		t.Fatal("no samples found")
+	}
+	for _, f := range samples {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		docs = append(docs, b)
+	}
+	p := Default()
+	seen := 0
+	for _, doc := range docs {
+		dec := yaml.NewYAMLOrJSONDecoder(bytes.NewReader(doc), 4096)
+		for {
+			var obj struct {
+				Kind string `json:"kind"`
+			}
+			var raw map[string]any
+			if err := dec.Decode(&raw); errors.Is(err, io.EOF) {
+				break
+			} else if err != nil {
+				t.Fatal(err)
+			}
+			js, err := json.Marshal(raw)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := json.Unmarshal(js, &obj); err != nil {
+				t.Fatal(err)
+			}
+			switch obj.Kind {
+			case "StaticSite":
+				var s v1alpha1.StaticSite
+				if err := json.Unmarshal(js, &s); err != nil {
+					t.Fatal(err)
+				}
+				if vs := p.CheckSite(&s); len(vs) != 0 {
+					t.Errorf("StaticSite %s: %v", s.Name, vs)
+				}
+				seen++
+			case "Benchmark":
+				var b v1alpha1.Benchmark
+				if err := json.Unmarshal(js, &b); err != nil {
+					t.Fatal(err)
+				}
+				if vs := p.CheckBenchmark(&b); len(vs) != 0 {
+					t.Errorf("Benchmark %s: %v", b.Name, vs)
+				}
+				seen++
+			}
+		}
+	}
+	if seen < 5 {
+		t.Errorf("checked %d objects, want the demo's two and every sample", seen)
+	}
+	// e2e: sites of content images hyperstatic/example-site, hyperstatic/e2e-site-rollout, hyperstatic/pydocs-site
+	// (newSite: content, replicas, cpu, memory; route_test adds hostnames and a route without annotations) and the
+	// sweep of benchmark_test.go.
+	for _, img := range []string{"hyperstatic/example-site:dev", "hyperstatic/e2e-site-rollout:v2-dev", "hyperstatic/pydocs-site:v2-dev"} {
+		s := site(v1alpha1.StaticSiteSpec{Content: v1alpha1.ContentSource{Image: img}, Hostnames: []v1alpha1.Hostname{"a.e2e.test"},
+			Route: &v1alpha1.RouteSpec{IngressClassName: ptr.To("traefik")}})
+		if vs := p.CheckSite(s); len(vs) != 0 {
+			t.Errorf("e2e site of %s: %v", img, vs)
+		}
+	}
+	sweep := &v1alpha1.Benchmark{Spec: v1alpha1.BenchmarkSpec{Target: v1alpha1.BenchmarkTarget{StaticSite: "target"},
+		Paths:       &v1alpha1.BenchmarkPaths{AllFiles: true},
+		Workload:    v1alpha1.BenchmarkWorkload{Sweep: &v1alpha1.SweepWorkload{From: 1, To: 5, Step: 2, StepDuration: metav1.Duration{Duration: 5 * time.Second}}},
+		Parallelism: 1}}
+	if vs := p.CheckBenchmark(sweep); len(vs) != 0 {
+		t.Errorf("e2e sweep: %v", vs)
+	}
+}
