@@ -18,8 +18,12 @@ package staticsite
 //   - waiting sites move in namespace/name order, skipping the ones that are Stalled (they could not roll anyway and
 //     must not hold the others back).
 //
-// A moving site that never completes its rollout (the new image does not start, no CPU left) holds its slot: the
-// upgrade stops at N sites instead of breaking them all. Setting the concurrency to 0 lifts the gate.
+// A moving site that does not complete its rollout (the new image does not start, no CPU left) holds its slot
+// for a bounded time only: once its Deployment passes its progress deadline (progressDeadlineSeconds, 600 s), or
+// the site is Stalled for any other reason, it is stuck and no longer counts as moving, so one broken site cannot
+// freeze every other site's upgrade; the waiting sites' message counts the stuck ones it skipped. A stuck site
+// stays on the new image (rolling it back is a person's call) and reports Stalled with the Deployment's reason.
+// Setting the concurrency to 0 lifts the gate.
 
 import (
 	"context"
@@ -58,6 +62,7 @@ type queuePlace struct {
 	admit  bool // the site may move now
 	ahead  int  // waiting sites before it in the queue
 	moving int  // sites rolling to the new image now
+	stuck  int  // sites on the new image that are stuck (see above): they hold no place
 }
 
 // siteRollout is one site with a Deployment, as the gate sees it.
@@ -66,6 +71,7 @@ type siteRollout struct {
 	image     string // the server container's image in the Deployment's template
 	rolledOut bool   // the Deployment's rollout is complete
 	queues    bool   // the site runs the default image and is not Stalled: it waits in line when image differs
+	stuck     bool   // the site is Stalled or its Deployment passed its progress deadline: it holds no place
 }
 
 // placeInQueue is the gate's decision for site, which runs an image other than target: how many sites of world
@@ -77,6 +83,8 @@ func placeInQueue(target string, limit int, site types.NamespacedName, world []s
 	var p queuePlace
 	for _, s := range world {
 		switch {
+		case s.image == target && !s.rolledOut && s.stuck:
+			p.stuck++
 		case s.image == target && !s.rolledOut:
 			p.moving++
 		case s.image != target && s.queues && s.site != site && before(s.site, site):
@@ -110,8 +118,9 @@ func rolloutWorld(sites []v1alpha1.StaticSite, deployments []appsv1.Deployment) 
 		if site == nil || !d.DeletionTimestamp.IsZero() || !metav1.IsControlledBy(d, site) {
 			continue
 		}
+		stalled := meta.IsStatusConditionTrue(site.Status.Conditions, v1alpha1.ConditionStalled)
 		world = append(world, siteRollout{site: key, image: serverImageOf(d), rolledOut: rolledOut(d),
-			queues: usesDefaultServerImage(site) && !meta.IsStatusConditionTrue(site.Status.Conditions, v1alpha1.ConditionStalled)})
+			queues: usesDefaultServerImage(site) && !stalled, stuck: stalled || pastProgressDeadline(d)})
 	}
 	return world
 }
@@ -130,6 +139,17 @@ func serverImageOf(d *appsv1.Deployment) string {
 		}
 	}
 	return ""
+}
+
+// pastProgressDeadline: the Deployment controller gave up waiting for the rollout (Progressing=False,
+// ProgressDeadlineExceeded), which it says before the site's next pass can turn it into Stalled.
+func pastProgressDeadline(d *appsv1.Deployment) bool {
+	for _, c := range d.Status.Conditions {
+		if c.Type == appsv1.DeploymentProgressing && c.Status == corev1.ConditionFalse && c.Reason == deploymentTimedOutReason {
+			return true
+		}
+	}
+	return false
 }
 
 // rolledOut: the Deployment controller observed the latest spec and every wanted replica runs it and is ready.
@@ -186,6 +206,9 @@ func (r *Reconciler) chooseServerImage(ctx context.Context, st *state) (choice s
 		}
 		st.serverImageQueued = fmt.Sprintf("keeps server image %s while waiting to move to %s: %d site(s) ahead in the queue, %d of at most %d moving now",
 			current, target, place.ahead, place.moving, limit)
+		if place.stuck > 0 {
+			st.serverImageQueued += fmt.Sprintf(" (%d stuck site(s) on the new image skipped: Stalled or past their rollout's progress deadline)", place.stuck)
+		}
 		st.requeue(r.serverImageQueueRetry())
 		return serverImageChoice{image: current}, release, nil
 	}

@@ -60,6 +60,9 @@ func TestPlaceInQueue(t *testing.T) {
 		// The decider that has not seen x's move yet still sees x first in line: y does not take a second place.
 		{"stale view of the previous admission", 1, key("a", "y"), []siteRollout{waiting("a", "x"), waiting("a", "y")}, queuePlace{ahead: 1}},
 		{"fresh view of the previous admission", 1, key("a", "y"), []siteRollout{moving("a", "x"), waiting("a", "y")}, queuePlace{moving: 1}},
+		// Issue 24, item 5: a moving site that is stuck (Stalled, or past its progress deadline) holds no place.
+		{"a stuck moving site holds no place", 1, key("a", "y"), []siteRollout{{site: key("a", "x"), image: target, stuck: true}, waiting("a", "y")},
+			queuePlace{admit: true, stuck: 1}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := placeInQueue(target, tc.limit, tc.site, tc.world); got != tc.want {
@@ -119,7 +122,7 @@ func TestRolloutWorld(t *testing.T) {
 		{site: key("plain"), image: "server:1", rolledOut: true, queues: true},
 		{site: key("own-image"), image: "example/own:1", rolledOut: true},
 		{site: key("baked"), image: "example/site:1", rolledOut: true},
-		{site: key("stalled"), image: "server:1", rolledOut: true},
+		{site: key("stalled"), image: "server:1", rolledOut: true, stuck: true},
 		{site: key("rolling"), image: "server:2", queues: true},
 		{site: key("unobserved"), image: "server:2", queues: true},
 	}
@@ -249,6 +252,48 @@ func TestServerImageRollsOutOneSiteAtATime(t *testing.T) {
 	for _, name := range append(sites, "d") {
 		u.waitImage(name, imageC)
 	}
+}
+
+// Issue 24, item 5: a site whose move to the new image never completes (its Deployment passes its progress
+// deadline) stops holding the only place: the next site in line moves, and its message while it waited is about
+// the queue, not a hang. Without the fix, b waits forever behind a.
+func TestAStuckSiteDoesNotFreezeTheUpgrade(t *testing.T) {
+	const imageA, imageB = "hyperstatic/server:1.0", "hyperstatic/server:1.1"
+	env, err := testenv.Start()
+	testenv.Must(t, err)
+	t.Cleanup(func() { _ = env.Stop() })
+	c, ctx, ns := env.Client, context.Background(), "stuck"
+	testenv.Must(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
+	testenv.Must(t, c.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "pages"}, Data: map[string]string{"index.html": "hi"}}))
+	spec := v1alpha1.StaticSiteSpec{Content: v1alpha1.ContentSource{ConfigMaps: []v1alpha1.ConfigMapContent{{Name: "pages"}}}}
+	u := &upgrade{t: t, c: c, ns: ns}
+	stop := startOperator(t, env, imageA, 1)
+	for _, name := range []string{"a", "b"} {
+		testenv.Must(t, c.Create(ctx, &v1alpha1.StaticSite{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: spec}))
+		u.completeRollout(name)
+		u.waitReady(name)
+	}
+	stop()
+
+	startOperator(t, env, imageB, 1)
+	u.waitImage("a", imageB)
+	u.waitQueued("b", imageB, "0 site(s) ahead in the queue, 1 of at most 1 moving now")
+	// a's new pods never become ready: the Deployment controller gives up at the progress deadline.
+	d := u.deployment("a")
+	testenv.Eventually(t, "a past its progress deadline", func() error {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(d), d); err != nil {
+			return err
+		}
+		// The old pod still serves; the surge pod of the new image never becomes ready.
+		d.Status = appsv1.DeploymentStatus{ObservedGeneration: d.Generation, Replicas: 2, UpdatedReplicas: 1, ReadyReplicas: 1, AvailableReplicas: 1,
+			Conditions: []appsv1.DeploymentCondition{{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionFalse,
+				Reason: deploymentTimedOutReason, Message: `ReplicaSet "a-2" has timed out progressing.`}}}
+		return c.Status().Update(ctx, d)
+	})
+	testenv.Eventually(t, "a Stalled", func() error {
+		return condition(u.site("a"), v1alpha1.ConditionStalled, metav1.ConditionTrue, v1alpha1.ReasonProgressDeadlineExceeded)
+	})
+	u.waitImage("b", imageB)
 }
 
 // upgrade plays the Deployment controller for the upgrade test and watches the invariant: at most one of the sites

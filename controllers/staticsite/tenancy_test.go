@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -85,4 +86,24 @@ func TestTenancyRulesAdmitRealValues(t *testing.T) {
 		t.Fatalf("a valid site was refused: %v", err)
 	}
 	_ = k8s.Delete(context.Background(), site)
+}
+
+// Issue 24, item 1: spec.tls.secretName names a Secret that is not a certificate (here an Opaque one that merely has
+// the two keys): the pods never mount it (Stalled, reason SecretInvalid, the field named; no Deployment). A
+// kubernetes.io/tls Secret is mounted with its two keys only (TestTLSInThePodTemplate checks the projection).
+func TestTLSSecretOfAnotherTypeIsNotMounted(t *testing.T) {
+	ns := namespace(t)
+	ctx := context.Background()
+	crt, key := testCert(t, clockTime.Add(-time.Hour), clockTime.Add(time.Hour), "docs.example.com")
+	secret := tlsSecret(ns, "ci-credentials", crt, key)
+	secret.Type = corev1.SecretTypeOpaque
+	secret.Data["token"] = []byte("not the site's")
+	testenv.Must(t, k8s.Create(ctx, secret))
+	createSite(t, ns, "borrower", v1alpha1.StaticSiteSpec{Content: v1alpha1.ContentSource{Image: "example/site:v1"},
+		TLS: &v1alpha1.TLSSpec{SecretName: secret.Name}})
+	waitSite(t, ns, "borrower", "Stalled SecretInvalid", conditionWith(v1alpha1.ConditionStalled, metav1.ConditionTrue, v1alpha1.ReasonSecretInvalid,
+		`spec.tls.secretName: Secret "ci-credentials" is of type "Opaque", not kubernetes.io/tls`))
+	if err := k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: "borrower"}, &appsv1.Deployment{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("Deployment exists (or %v): its pods would mount the Secret", err)
+	}
 }

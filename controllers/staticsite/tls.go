@@ -90,7 +90,10 @@ func tlsVolume(site *v1alpha1.StaticSite) *corev1ac.VolumeApplyConfiguration {
 	if site.Spec.TLS == nil {
 		return nil
 	}
-	return corev1ac.Volume().WithName(tlsVolumeName).WithSecret(corev1ac.SecretVolumeSource().WithSecretName(site.Spec.TLS.SecretName))
+	// Only the certificate and the key, never the whole Secret: a Secret may hold more than the server needs.
+	return corev1ac.Volume().WithName(tlsVolumeName).WithSecret(corev1ac.SecretVolumeSource().WithSecretName(site.Spec.TLS.SecretName).
+		WithItems(corev1ac.KeyToPath().WithKey(corev1.TLSCertKey).WithPath(corev1.TLSCertKey),
+			corev1ac.KeyToPath().WithKey(corev1.TLSPrivateKeyKey).WithPath(corev1.TLSPrivateKeyKey)))
 }
 
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get
@@ -115,6 +118,13 @@ func (r *Reconciler) reconcileTLS(ctx context.Context, st *state) error {
 			message: fmt.Sprintf("Secret %q not found in namespace %s: new pods wait for it; running pods keep serving", name, site.Namespace)}
 	case err != nil:
 		return fmt.Errorf("read TLS Secret %s: %w", name, err)
+	case secret.Type != corev1.SecretTypeTLS:
+		// Only a Secret made to be a certificate is mounted: another (a token, a registry credential) that merely
+		// has the two keys is not the site's to serve with. The Deployment is left as it is (Stalled).
+		v = certVerdict{reason: v1alpha1.ReasonSecretInvalid, message: fmt.Sprintf("spec.tls.secretName: Secret %q is of type %q, not %s: "+
+			"the pods do not mount it", name, secret.Type, corev1.SecretTypeTLS)}
+		st.reject(&problem{v.reason, v.message})
+		st.skipDeployment = true
 	default:
 		v = checkCertificate(secret, now)
 	}

@@ -91,7 +91,9 @@ func TestTLSInThePodTemplateAndService(t *testing.T) {
 		t.Errorf("mounts %+v", c.VolumeMounts)
 	}
 	// The Secret by name only: its content (a rotation) never changes the template.
-	wantVolume := corev1.Volume{Name: "tls", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "docs-tls"}}}
+	// Only its two keys: never the rest of the Secret (issue 24).
+	wantVolume := corev1.Volume{Name: "tls", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "docs-tls",
+		Items: []corev1.KeyToPath{{Key: "tls.crt", Path: "tls.crt"}, {Key: "tls.key", Path: "tls.key"}}}}}
 	if v := pod.Volumes[len(pod.Volumes)-1]; !equality.Semantic.DeepEqual(v, wantVolume) {
 		t.Errorf("volumes %+v", pod.Volumes)
 	}
