@@ -111,6 +111,9 @@ const (
 	// BenchmarkReasonResultsTruncated: no k6 pod's result block could be read whole (log missing, rotated or
 	// larger than the read limit); the message names the pods.
 	BenchmarkReasonResultsTruncated = "ResultsTruncated"
+	// BenchmarkReasonResultsTooLarge: the k6 pods' result blocks together pass the operator's budget (8 MiB):
+	// the pods past it are not parsed, so that no run, whatever its pods print, can exhaust the operator's memory.
+	BenchmarkReasonResultsTooLarge = "ResultsTooLarge"
 )
 
 // Benchmark phases, derived from the conditions (for display only: act on conditions).

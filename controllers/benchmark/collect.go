@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"sort"
 	"strconv"
 	"strings"
@@ -34,14 +35,27 @@ type LogSource interface {
 const (
 	maxLogBytes = 8 << 20
 	maxLogLines = 20000
+	// maxResultBytes bounds the result blocks of all the pods of a run together, and so the memory their parsed
+	// form takes at once (a few times the text at most: a JSON number of one digit and its comma become 8 bytes):
+	// whatever a pod prints, and however many pods a run has, collecting never takes the operator near its memory
+	// limit. A run over it fails with ResultsTooLarge; the runner's blocks are far smaller (a 200-step sweep's is
+	// under 1 MiB per pod; the default tenancy policy allows 4 pods).
+	maxResultBytes = 8 << 20
 )
 
 // KubeLogs reads pod logs through the API server.
 type KubeLogs struct{ Clientset kubernetes.Interface }
 
-// PodLog implements LogSource: the k6 container's last maxLogLines lines, at most maxLogBytes of them.
+// PodLog implements LogSource: the k6 container's last maxLogLines lines, at most maxLogBytes of them. The kubelet
+// applies the bounds; the read enforces the byte bound again itself (a stream read up to it), so no answer,
+// whatever its size, is held whole.
 func (k KubeLogs) PodLog(ctx context.Context, pod *corev1.Pod) ([]byte, error) {
-	return k.Clientset.CoreV1().Pods(pod.Namespace).GetLogs(pod.Name, podLogOptions()).DoRaw(ctx)
+	rc, err := k.Clientset.CoreV1().Pods(pod.Namespace).GetLogs(pod.Name, podLogOptions()).Stream(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer rc.Close()
+	return io.ReadAll(io.LimitReader(rc, maxLogBytes))
 }
 
 func podLogOptions() *corev1.PodLogOptions {
@@ -76,11 +90,15 @@ func (r *Reconciler) jobPods(ctx context.Context, b *v1alpha1.Benchmark) (map[in
 // mergeRun reads every pod's output and merges it with the server samples. A pod whose output cannot be read or
 // parsed becomes a warning: the results say which pods reported nothing. unread counts the pods whose result block
 // was missing or cut (benchresults.ErrResultsIncomplete) of the pods found.
-func (r *Reconciler) mergeRun(ctx context.Context, b *v1alpha1.Benchmark, plan k6script.Plan, samples []benchresults.ServerSample) (res benchresults.Results, unread, found int, err error) {
+//
+// The pods are read one at a time, each log dropped once parsed, and the result blocks together may hold at most
+// maxResultBytes: past it the pods left are not parsed and tooLarge says so.
+func (r *Reconciler) mergeRun(ctx context.Context, b *v1alpha1.Benchmark, plan k6script.Plan, samples []benchresults.ServerSample) (res benchresults.Results, unread, found int, tooLarge *problem, err error) {
 	pods, err := r.jobPods(ctx, b)
 	if err != nil {
-		return benchresults.Results{}, 0, 0, err
+		return benchresults.Results{}, 0, 0, nil, err
 	}
+	blockBytes := 0
 	logs := map[int]benchresults.PodLog{}
 	var problems []string
 	idx := make([]int, 0, len(pods))
@@ -89,9 +107,22 @@ func (r *Reconciler) mergeRun(ctx context.Context, b *v1alpha1.Benchmark, plan k
 	}
 	sort.Ints(idx)
 	for _, i := range idx {
+		if tooLarge != nil {
+			problems = append(problems, fmt.Sprintf("pod %s: not read: the results of the pods before it used the whole budget", pods[i].Name))
+			continue
+		}
 		raw, err := r.Logs.PodLog(ctx, pods[i])
 		if err != nil {
 			problems = append(problems, fmt.Sprintf("pod %s: cannot read its log: %v", pods[i].Name, err))
+			continue
+		}
+		if len(raw) > maxLogBytes { // a LogSource that does not bound its answer: its tail holds the block
+			raw = raw[len(raw)-maxLogBytes:]
+		}
+		if blockBytes += benchresults.BlockSize(raw); blockBytes > maxResultBytes {
+			tooLarge = failWith(v1alpha1.BenchmarkReasonResultsTooLarge,
+				"the result blocks of the k6 pods pass the operator's budget of %d MiB at pod %s: use fewer pods or steps", maxResultBytes>>20, pods[i].Name)
+			problems = append(problems, fmt.Sprintf("pod %s: not parsed: %s", pods[i].Name, tooLarge.message))
 			continue
 		}
 		parsed, err := benchresults.ParseLog(raw)
@@ -109,12 +140,12 @@ func (r *Reconciler) mergeRun(ctx context.Context, b *v1alpha1.Benchmark, plan k
 	}
 	th, err := thresholdsOf(b)
 	if err != nil {
-		return benchresults.Results{}, 0, 0, err
+		return benchresults.Results{}, 0, 0, nil, err
 	}
 	res = benchresults.Merge(benchresults.Input{Workload: plan.Kind, Target: plan.BaseURL, KeepAlive: plan.KeepAlive,
 		Parallelism: plan.Parallelism, Steps: plan.Steps, Pods: logs, Server: samples, Thresholds: th})
 	res.Warnings = append(problems, res.Warnings...)
-	return res, unread, len(pods), nil
+	return res, unread, len(pods), tooLarge, nil
 }
 
 func thresholdsOf(b *v1alpha1.Benchmark) (benchresults.Thresholds, error) {

@@ -130,3 +130,43 @@ func TestDroppedIsReported(t *testing.T) {
 		t.Fatalf("dropped %v, Complete %+v", s.Dropped, c)
 	}
 }
+
+// hugeBlock is a well-formed result block of one step whose per-second counts make it about size bytes: what a k6
+// image the tenant chose (spec.image) may print.
+func hugeBlock(t *testing.T, pod, size int) []byte {
+	t.Helper()
+	step := benchresults.PodStep{Pod: pod, Requests: 1}
+	for n := 0; n*16 < size; n++ {
+		step.ReqCounts = append(step.ReqCounts, benchresults.CountSample{UnixMs: 1, Count: int64(n % 10)})
+	}
+	begin, err := benchresults.FormatBegin(benchresults.Begin{Pod: pod, Steps: 1})
+	testenv.Must(t, err)
+	result, err := benchresults.FormatResult(step)
+	testenv.Must(t, err)
+	done, err := benchresults.FormatDone(benchresults.Done{Pod: pod, Steps: 1, Results: 1})
+	testenv.Must(t, err)
+	return []byte(begin + "\n" + result + "\n" + done + "\n")
+}
+
+// Issue 24, item 3: the pods' result blocks together are bounded (maxResultBytes): a run whose pods print more
+// fails with ResultsTooLarge, naming the pod where the budget ran out, and the pods past it are never parsed, so
+// the operator's memory stays bounded whatever the pods print.
+func TestResultsOverTheBudgetFailTheRun(t *testing.T) {
+	ns := namespace(t)
+	testenv.Must(t, k8s.Create(ctx, urlBenchmark(ns, "flood")))
+	job := getJob(t, ns, "flood")
+	for i := 0; i < 2; i++ {
+		block := hugeBlock(t, i, maxResultBytes*3/4)
+		if len(block) > maxLogBytes || len(block) < maxResultBytes/2 {
+			t.Fatalf("block of %d bytes", len(block))
+		}
+		k6Pod(t, ns, "flood", i, block)
+	}
+	finishJob(t, job, true)
+	b := waitBenchmark(t, ns, "flood", "failed", func(b *v1alpha1.Benchmark) error {
+		return condition(b, v1alpha1.BenchmarkFailed, metav1.ConditionTrue, v1alpha1.BenchmarkReasonResultsTooLarge)
+	})
+	if msg := meta.FindStatusCondition(b.Status.Conditions, v1alpha1.BenchmarkFailed).Message; !strings.Contains(msg, "budget of 8 MiB at pod flood-1-x") {
+		t.Fatalf("message %q", msg)
+	}
+}

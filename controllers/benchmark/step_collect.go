@@ -25,7 +25,7 @@ func (r *Reconciler) collect(ctx context.Context, b *v1alpha1.Benchmark, o *obse
 	if err != nil {
 		return fmt.Errorf("ConfigMap %s: %s: %w", o.results.Name, benchresults.ServerSamplesKey, err)
 	}
-	res, unread, found, err := r.mergeRun(ctx, b, *o.plan, samples)
+	res, unread, found, tooLarge, err := r.mergeRun(ctx, b, *o.plan, samples)
 	if err != nil {
 		return err
 	}
@@ -40,6 +40,9 @@ func (r *Reconciler) collect(ctx context.Context, b *v1alpha1.Benchmark, o *obse
 	}
 	if err := r.publishResults(ctx, o, files.Data); err != nil {
 		return err
+	}
+	if why == nil && tooLarge != nil {
+		why = tooLarge // partial numbers, and the reason is the size, not a cut
 	}
 	if why == nil && unread > 0 {
 		// Partial numbers would understate the run: fail, and still publish what the other pods reported.

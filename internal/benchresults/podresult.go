@@ -166,6 +166,15 @@ func damaged(sc *bufio.Scanner, log []byte, line int, what string, err error) er
 	return fmt.Errorf("result block line %d: bad %s: %w", line, what, err)
 }
 
+// BlockSize is the length of the last result block of a log (from its last HSBEGIN line to the end): what
+// ParseLog would parse; 0 when there is none.
+func BlockSize(log []byte) int {
+	if begin := lastLineWith(log, BeginPrefix); begin >= 0 {
+		return len(log) - begin
+	}
+	return 0
+}
+
 // lastLineWith is the offset of the last line of log that starts with prefix, -1 when none does.
 func lastLineWith(log []byte, prefix string) int {
 	for end := len(log); end > 0; {
