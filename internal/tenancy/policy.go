@@ -76,9 +76,11 @@ func Default() Policy {
 	return Policy{
 		ExtraArgs: []string{"access-log", "access-log-sample", "workers", "header-timeout", "keepalive-timeout",
 			"max-memory-file-size", "memory-budget", "memory-limit", "compress", "hsts"},
-		Images:         []string{"hyperstatic/"},
-		AnnotationKeys: []string{"prometheus.io/*"},
-		Benchmark:      BenchmarkLimits{MaxParallelism: 4, MaxVUs: 1000, MaxRate: 10000, MaxDuration: "30m"},
+		Images:          []string{"hyperstatic/"},
+		PriorityClasses: []string{},
+		TolerationKeys:  []string{},
+		AnnotationKeys:  []string{"prometheus.io/*"},
+		Benchmark:       BenchmarkLimits{MaxParallelism: 4, MaxVUs: 1000, MaxRate: 10000, MaxDuration: "30m"},
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -227,5 +228,31 @@ func TestDefaultPolicyAdmitsTheProjectsOwnObjects(t *testing.T) {
 		Parallelism: 1}}
 	if vs := p.CheckBenchmark(sweep); len(vs) != 0 {
 		t.Errorf("e2e sweep: %v", vs)
+	}
+}
+
+// The chart's default values.tenancy is Default(): what the docs say a default install allows is what the operator
+// enforces when the flag is left out.
+func TestChartDefaultsAreTheDefaultPolicy(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join("..", "..", "charts", "hyperstatic", "values.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var values struct {
+		Tenancy map[string]any `json:"tenancy"`
+	}
+	if err := yaml.Unmarshal(raw, &values); err != nil {
+		t.Fatal(err)
+	}
+	js, err := json.Marshal(values.Tenancy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := Parse(string(js))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := Default(); !reflect.DeepEqual(p, want) {
+		t.Errorf("chart values.tenancy\n %+v\nDefault()\n %+v", p, want)
 	}
 }
