@@ -48,7 +48,10 @@ func TestNoRedirectsNeverFollows(t *testing.T) {
 	}))
 	defer pod.Close()
 	shared := &http.Client{}
-	_, err := NoRedirects(shared).Get(pod.URL)
+	resp, err := NoRedirects(shared).Get(pod.URL)
+	if err == nil {
+		_ = resp.Body.Close()
+	}
 	if !errors.Is(err, ErrRedirect) {
 		t.Fatalf("error %v, want ErrRedirect", err)
 	}
