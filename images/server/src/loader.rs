@@ -315,8 +315,14 @@ pub fn load(cfg: &Config, store: Option<&Store>, on_dir: &mut dyn FnMut(&Path)) 
     let site_headers = file_headers::take_site_file(&mut found)?;
     let hdrs = |url: &str| Arc::new(file_headers::resolve(cfg, &site_headers, url));
     // `_redirects` is configuration (rules/), never served.
-    let redirects_file =
-        found.iter().position(|f| f.url == crate::rules::REDIRECTS_FILE).map(|i| found.remove(i).fs_path);
+    // Read through the checked path like every site file (beneath.rs): its lines can end up in /load-error.
+    let redirects_text = match found.iter().position(|f| f.url == crate::rules::REDIRECTS_FILE) {
+        Some(i) => {
+            let f = found.remove(i);
+            Some(String::from_utf8(f.read()?).map_err(|_| format!("{}: not UTF-8", f.fs_path.display()))?)
+        }
+        None => None,
+    };
     let urls: HashSet<&str> = found.iter().map(|f| f.url.as_str()).collect();
     let by_url: HashMap<&str, &Found> = found.iter().map(|f| (f.url.as_str(), f)).collect();
     // memory: which files are held in memory (the rest, with their siblings, are served from disk).
@@ -423,7 +429,7 @@ pub fn load(cfg: &Config, store: Option<&Store>, on_dir: &mut dyn FnMut(&Path)) 
             _ => report.errors.push(format!("--not-found-page {p}: no such file in the site")),
         }
     }
-    crate::rules::install(&mut t, cfg, redirects_file.as_deref(), &mut report.errors)?;
+    crate::rules::install(&mut t, cfg, redirects_text.as_deref(), &mut report.errors)?;
     if cfg.clean_urls {
         crate::rules::clean_urls(&mut t);
     }

@@ -107,6 +107,7 @@ mod tests {
         let b64: String = pem.lines().filter(|l| !l.starts_with("-----")).collect();
         let der = decode_base64(&b64);
         assert_eq!(not_after(&der), Some(2124268305));
+        assert_eq!(validity(&der), Some((1795602705, 2124268305)), "notBefore 2026-11-25 10:31:45 UTC");
         assert_eq!(not_after(&der[..der.len() / 2]), None, "truncated");
         assert_eq!(not_after(b"\x30\x03\x02\x01\x01"), None);
     }

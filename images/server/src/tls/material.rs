@@ -108,3 +108,23 @@ pub fn build(f: &TlsFiles, m: &Material, r: &Resumption) -> Result<Built, String
     config.session_storage = r.cache.clone();
     Ok(Built { config: Arc::new(config), not_before, not_after })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn validity_is_checked_against_the_clock_given() {
+        let config = ServerConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_no_client_auth()
+            .with_cert_resolver(Arc::new(rustls::server::ResolvesServerCertUsingSni::new()));
+        let b = Built { config: Arc::new(config), not_before: 1000, not_after: 2000 };
+        assert!(b.valid_at(1000).is_ok() && b.valid_at(1999).is_ok());
+        let early = b.valid_at(999).unwrap_err();
+        assert!(early.contains("not valid yet (notBefore Thu, 01 Jan 1970 00:16:40 GMT)"), "{early}");
+        let late = b.valid_at(2000).unwrap_err();
+        assert!(late.contains("expired (notAfter Thu, 01 Jan 1970 00:33:20 GMT)"), "{late}");
+    }
+}
