@@ -113,7 +113,16 @@ pub fn route(shared: &Shared, dropped: &Dropped, path: &[u8]) -> (u16, &'static 
         }
         // The last load's failure, or an empty body when it succeeded (hyperstatic_content_load_failed says
         // which; load_error.rs bounds the message).
-        b"/load-error" => (200, TEXT, shared.load_error.get().map_or(String::new(), |m| m + "\n")),
+        // A refused certificate rotation follows on a `tls:` line (hyperstatic_tls_certificate_reload_failed).
+        b"/load-error" => {
+            let mut body = shared.load_error.get().map_or(String::new(), |m| m + "\n");
+            if let Some(e) = shared.tls.as_ref().and_then(|t| t.refused.get()) {
+                body.push_str("tls: ");
+                body.push_str(&e);
+                body.push('\n');
+            }
+            (200, TEXT, body)
+        }
         b"/content" => {
             let (t, _) = shared.table();
             let mut s = String::with_capacity(t.files() * 24);

@@ -86,6 +86,7 @@ pub fn reload(shared: &Shared, why: &str) -> Option<Watcher> {
     let w = Watcher::new();
     w.add(&shared.cfg.root);
     let store = Some(&shared.encoder.store).filter(|_| shared.cfg.compress);
+    shared.retire_below.store(shared.generation(), Ordering::Release);
     let r = loader::load(&shared.cfg, store, &mut |d| w.add(d));
     match r {
         Ok((_, report)) if !first && report.unreadable > 0 => {

@@ -9,8 +9,6 @@
 //! from the extension; `Cache-Control` from 2 or 3 replaces `--default-cache-control` (a matching
 //! `--cache-control` rule still wins over both).
 
-use std::fs;
-
 use crate::config::Config;
 use crate::cors;
 use crate::headers_file::{self, HeadersFile};
@@ -34,7 +32,7 @@ pub(crate) fn take_site_file(found: &mut Vec<Found>) -> Result<HeadersFile, Stri
     let want = format!("/{}", headers_file::NAME);
     let Some(i) = found.iter().position(|f| f.url == want) else { return Ok(HeadersFile::default()) };
     let f = found.remove(i);
-    let text = fs::read_to_string(&f.fs_path).map_err(|e| format!("{}: {e}", f.fs_path.display()))?;
+    let text = String::from_utf8(f.read()?).map_err(|_| format!("{}: not UTF-8", f.fs_path.display()))?;
     HeadersFile::parse(&text)
 }
 

@@ -3,6 +3,7 @@
 
 pub mod access;
 pub mod admin;
+pub mod beneath;
 pub mod compress;
 pub mod conditional;
 pub mod config;

@@ -4,7 +4,7 @@
 //! afterwards; the loader only attaches those the encoding store already holds, so a reload keeps the variants
 //! of unchanged files. Used at start, on reload, and by `--check`.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::fs::{self, File};
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -45,6 +45,29 @@ pub(crate) struct Found {
     pub fs_path: PathBuf,
     pub len: u64,
     pub mtime: i64,
+    /// The canonical site root and the file's resolved path below it (no symlinks, no `..`) as the walk checked
+    /// it: the file is opened through these (`open`), never through `fs_path` again.
+    pub root: Arc<PathBuf>,
+    pub rel: PathBuf,
+}
+
+impl Found {
+    /// Opens the file the walk checked, without following any symlink swapped in since (beneath.rs).
+    pub fn open(&self) -> Result<File, String> {
+        crate::beneath::open_file(&self.root, &self.rel).map_err(|e| format!("{}: {e}", self.fs_path.display()))
+    }
+
+    pub fn read(&self) -> Result<Vec<u8>, String> {
+        let mut data = Vec::with_capacity(self.len as usize);
+        self.open()?.read_to_end(&mut data).map_err(|e| format!("{}: {e}", self.fs_path.display()))?;
+        Ok(data)
+    }
+}
+
+/// A name that could carry a header or a line break into a response (`_headers` placeholders put file names in
+/// header values, `/content` lists one name per line): any control character, C0, DEL or C1.
+pub(crate) fn unsafe_name(name: &str) -> bool {
+    name.chars().any(char::is_control)
 }
 
 /// Walks `root`, calling `on_dir` for each directory before it is read (the reload watcher uses it to add
@@ -58,6 +81,7 @@ pub(crate) fn walk(
     if !canon_root.is_dir() {
         return Err(format!("site root {} is not a directory", root.display()));
     }
+    let shared_root = Arc::new(canon_root.clone());
     let mut files = Vec::new();
     let mut dirs = Vec::new();
     let mut seen = HashSet::new();
@@ -89,6 +113,15 @@ pub(crate) fn walk(
             };
             // Kubernetes volume internals (`..data`, `..2024_...`) are never served.
             if name_str.starts_with("..") || name_str.contains('\\') {
+                continue;
+            }
+            // Skipped (with a load warning), never escaped: such a name has no honest URL, and escaping would have
+            // to hold in every place a name reaches (headers, /content, logs).
+            if unsafe_name(&name_str) {
+                report.errors.push(format!(
+                    "{}: file name has a control character; not served",
+                    dir.join(&name).display().to_string().escape_debug()
+                ));
                 continue;
             }
             let path = dir.join(&name);
@@ -127,7 +160,15 @@ pub(crate) fn walk(
                     .ok()
                     .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
                     .map_or(0, |d| d.as_secs() as i64);
-                files.push(Found { url: child_url, fs_path: path, len: meta.len(), mtime });
+                let rel = canon.strip_prefix(&canon_root).expect("checked above").to_path_buf();
+                files.push(Found {
+                    url: child_url,
+                    fs_path: path,
+                    len: meta.len(),
+                    mtime,
+                    root: shared_root.clone(),
+                    rel,
+                });
             }
         }
     }
@@ -163,33 +204,31 @@ struct Loaded {
     encoded: [Option<(Body, u64)>; encoding::COUNT],
 }
 
-/// `in_memory`: the memory plan's decision (memory.rs).
-fn load_one(f: &Found, siblings: &HashSet<&str>, in_memory: bool) -> Result<Loaded, String> {
+/// `in_memory`: the memory plan's decision (memory.rs). `siblings`: every walked file by URL (a file's `.br`,
+/// `.gz`, `.zst` siblings are looked up there and opened as the walk checked them, like the file itself).
+fn load_one(f: &Found, siblings: &HashMap<&str, &Found>, in_memory: bool) -> Result<Loaded, String> {
     let content_type = mime::for_name(&f.url);
-    let open = |p: &Path| File::open(p).map_err(|e| format!("{}: {e}", p.display()));
+    let sibling = |enc: Encoding| siblings.get(format!("{}.{}", f.url, enc.ext()).as_str()).copied();
     let mut encoded: [Option<(Body, u64)>; encoding::COUNT] = Default::default();
     let identity: (Digest, (Body, u64)) = if !in_memory {
         // memory: served from disk, hashed streaming; its siblings are served from disk too.
-        let mut file = open(&f.fs_path)?;
+        let mut file = f.open()?;
+        let len = file.metadata().map_err(|e| format!("{}: {e}", f.fs_path.display()))?.len();
         let digest = digest_file(&mut file).map_err(|e| format!("{}: {e}", f.fs_path.display()))?;
         for enc in COMPRESSED {
-            let ext = enc.ext();
-            if siblings.contains(format!("{}.{ext}", f.url).as_str()) {
-                let p = PathBuf::from(format!("{}.{ext}", f.fs_path.display()));
-                let sfile = open(&p)?;
-                let n = sfile.metadata().map_err(|e| format!("{}: {e}", p.display()))?.len();
+            if let Some(s) = sibling(enc) {
+                let sfile = s.open()?;
+                let n = sfile.metadata().map_err(|e| format!("{}: {e}", s.fs_path.display()))?.len();
                 encoded[enc as usize] = Some((Body::Disk(Arc::new(sfile)), n));
             }
         }
-        (digest, (Body::Disk(Arc::new(file)), f.len))
+        (digest, (Body::Disk(Arc::new(file)), len))
     } else {
-        let data = fs::read(&f.fs_path).map_err(|e| format!("{}: {e}", f.fs_path.display()))?;
+        let data = f.read()?;
         let digest: Digest = Sha256::digest(&data).into();
         for enc in COMPRESSED {
-            let ext = enc.ext();
-            if siblings.contains(format!("{}.{ext}", f.url).as_str()) {
-                let p = PathBuf::from(format!("{}.{ext}", f.fs_path.display()));
-                let sdata = fs::read(&p).map_err(|e| format!("{}: {e}", p.display()))?;
+            if let Some(s) = sibling(enc) {
+                let sdata = s.read()?;
                 let n = sdata.len() as u64;
                 encoded[enc as usize] = Some((Body::Mem(Arc::from(sdata)), n));
             }
@@ -276,9 +315,16 @@ pub fn load(cfg: &Config, store: Option<&Store>, on_dir: &mut dyn FnMut(&Path)) 
     let site_headers = file_headers::take_site_file(&mut found)?;
     let hdrs = |url: &str| Arc::new(file_headers::resolve(cfg, &site_headers, url));
     // `_redirects` is configuration (rules/), never served.
-    let redirects_file =
-        found.iter().position(|f| f.url == crate::rules::REDIRECTS_FILE).map(|i| found.remove(i).fs_path);
+    // Read through the checked path like every site file (beneath.rs): its lines can end up in /load-error.
+    let redirects_text = match found.iter().position(|f| f.url == crate::rules::REDIRECTS_FILE) {
+        Some(i) => {
+            let f = found.remove(i);
+            Some(String::from_utf8(f.read()?).map_err(|_| format!("{}: not UTF-8", f.fs_path.display()))?)
+        }
+        None => None,
+    };
     let urls: HashSet<&str> = found.iter().map(|f| f.url.as_str()).collect();
+    let by_url: HashMap<&str, &Found> = found.iter().map(|f| (f.url.as_str(), f)).collect();
     // memory: which files are held in memory (the rest, with their siblings, are served from disk).
     let budget = memory::Budget::of(cfg);
     let mut plan = memory::plan(&plan_items(&found), cfg.max_memory_file_size, budget.budget);
@@ -295,12 +341,12 @@ pub fn load(cfg: &Config, store: Option<&Store>, on_dir: &mut dyn FnMut(&Path)) 
             .zip(plan.in_memory.chunks(chunk))
             .zip(via_file.chunks(chunk))
             .map(|((part, mem), via)| {
-                let urls = &urls;
+                let by_url = &by_url;
                 s.spawn(move || {
                     part.iter()
                         .zip(mem)
                         .zip(via)
-                        .map(|((f, &m), &v)| (!v).then(|| load_one(f, urls, m)))
+                        .map(|((f, &m), &v)| (!v).then(|| load_one(f, by_url, m)))
                         .collect::<Vec<_>>()
                 })
             })
@@ -331,7 +377,7 @@ pub fn load(cfg: &Config, store: Option<&Store>, on_dir: &mut dyn FnMut(&Path)) 
                     shared.insert(entries.len() + siblings.len());
                     Ok(l)
                 }
-                None => load_one(f, &urls, true),
+                None => load_one(f, &by_url, true),
             };
             match r {
                 Ok(l) => siblings.push(build_entry(hdrs(&l.url), l)),
@@ -383,7 +429,7 @@ pub fn load(cfg: &Config, store: Option<&Store>, on_dir: &mut dyn FnMut(&Path)) 
             _ => report.errors.push(format!("--not-found-page {p}: no such file in the site")),
         }
     }
-    crate::rules::install(&mut t, cfg, redirects_file.as_deref(), &mut report.errors)?;
+    crate::rules::install(&mut t, cfg, redirects_text.as_deref(), &mut report.errors)?;
     if cfg.clean_urls {
         crate::rules::clean_urls(&mut t);
     }

@@ -56,6 +56,13 @@ fn tls_families(out: &mut String, s: &Shared, t: &crate::tls::Published) {
     let _ = writeln!(out, "hyperstatic_tls_certificate_reloads_total{{result=\"error\"}} {failed}");
     family(
         out,
+        "hyperstatic_tls_certificate_reload_failed",
+        "gauge",
+        "1 while the last certificate change on disk was refused (malformed, mismatched key, expired or not yet valid; GET /load-error says why).",
+    );
+    let _ = writeln!(out, "hyperstatic_tls_certificate_reload_failed {}", u8::from(t.refused.get().is_some()));
+    family(
+        out,
         "hyperstatic_tls_handshakes_total",
         "counter",
         "TLS handshakes by result; resumed says whether a session was resumed (tickets or session cache).",
@@ -103,6 +110,27 @@ pub fn render(s: &Shared) -> String {
     let _ = writeln!(out, "hyperstatic_connections_open {}", sum(&|w| w.connections_open.load(Ordering::Relaxed)));
     family(&mut out, "hyperstatic_connections_total", "counter", "Client connections accepted.");
     let _ = writeln!(out, "hyperstatic_connections_total {}", sum(&|w| w.connections_total.load(Ordering::Relaxed)));
+    let hostile = [
+        (
+            "hyperstatic_connections_refused_total",
+            "Connections closed at accept: the worker was at --max-connections-per-worker with no connection to evict.",
+            sum(&|w| w.connections_refused.load(Ordering::Relaxed)),
+        ),
+        (
+            "hyperstatic_connections_evicted_total",
+            "Idle or head-less connections closed to make room for a new one at --max-connections-per-worker.",
+            sum(&|w| w.connections_evicted.load(Ordering::Relaxed)),
+        ),
+        (
+            "hyperstatic_slow_readers_closed_total",
+            "Connections closed because their unsent output still held content a newer load replaced.",
+            sum(&|w| w.slow_readers_closed.load(Ordering::Relaxed)),
+        ),
+    ];
+    for (name, help, n) in hostile {
+        family(&mut out, name, "counter", help);
+        let _ = writeln!(out, "{name} {n}");
+    }
     let (table, _) = s.table();
     family(&mut out, "hyperstatic_content_files", "gauge", "Files in the served content table.");
     let _ = writeln!(out, "hyperstatic_content_files {}", table.files());

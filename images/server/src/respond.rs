@@ -147,6 +147,18 @@ pub fn https_redirect(out: &mut Out, ctx: &Ctx, req: &Request, port: u16) -> Res
     end_redirect(out, ctx, req, Resp { status: 308, close, bytes: start as u64, body: 0 })
 }
 
+/// Makes the site-relative Location value written at `out.buf[at..]` stay on this site. A value starting with
+/// `//` or `/\\` is a network-path reference that browsers resolve to another host: `GET //evil.example/..%2fdocs`
+/// normalises to the directory `/docs`, and its slash redirect would otherwise say `Location:
+/// //evil.example/..%2fdocs/`. Extra leading slashes (and backslashes) are dropped, leaving `/evil.example/..`,
+/// a path on this site that normalises to the same place. The value is still in the open head run of `out`
+/// (nothing sealed it), so removing a byte in place is safe; it allocates nothing.
+pub(crate) fn keep_on_site(out: &mut Out, at: usize) {
+    while out.buf.get(at) == Some(&b'/') && matches!(out.buf.get(at + 1), Some(b'/' | b'\\')) {
+        out.buf.remove(at + 1);
+    }
+}
+
 /// The rest of a redirect after its Location path: the query, an empty body, the end of the head. `r.bytes`
 /// holds where the response started in `out`.
 fn end_redirect(out: &mut Out, ctx: &Ctx, req: &Request, r: Resp) -> Resp {
@@ -376,8 +388,10 @@ pub fn respond(out: &mut Out, ctx: &Ctx, req: &Request, pathbuf: &mut [u8]) -> R
             status_line(out, 301);
             // The raw (still percent-encoded, printable ASCII) path: decoded bytes never reach a header.
             out.bytes(b"Location: ");
+            let at = out.buf.len();
             out.bytes(req.path);
             out.bytes(b"/");
+            keep_on_site(out, at);
             end_redirect(out, ctx, req, Resp { status: 301, close, bytes: start as u64, body: 0 })
         }
         Some(Target::Moved(k)) => rules::reply::moved(out, ctx, req, &rules.moved[k as usize].0, close),

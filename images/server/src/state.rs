@@ -55,6 +55,14 @@ pub struct WorkerStats {
     pub tls_handshakes_full: AtomicU64,
     pub tls_handshakes_resumed: AtomicU64,
     pub tls_handshake_failures: AtomicU64,
+    /// hyperstatic_connections_refused_total: connections closed at accept because the worker was at
+    /// `--max-connections-per-worker` and none of its connections could make room.
+    pub connections_refused: AtomicU64,
+    /// hyperstatic_connections_evicted_total: idle or head-less connections closed to make room for a new one.
+    pub connections_evicted: AtomicU64,
+    /// hyperstatic_slow_readers_closed_total: connections cut because their unsent output still held content a
+    /// reload had already replaced (see `Shared::retire_below`).
+    pub slow_readers_closed: AtomicU64,
 }
 
 #[inline]
@@ -85,6 +93,10 @@ pub struct Shared {
     pub encoder: encoder::State,
     /// HTTPS configuration and certificate reload state; None when TLS is off (set before the Arc is made).
     pub tls: Option<crate::tls::Published>,
+    /// Set to the serving generation when a content load starts: a connection whose unsent output still holds a
+    /// table older than this is closed by its worker, so a slow reader never keeps a third generation alive
+    /// (the memory budget counts two: the serving table and the one being loaded).
+    pub retire_below: AtomicU64,
 }
 
 impl Shared {
@@ -108,6 +120,7 @@ impl Shared {
             pinned,
             start_time,
             tls: None,
+            retire_below: AtomicU64::new(0),
         }
     }
 

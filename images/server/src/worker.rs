@@ -45,6 +45,8 @@ struct Conn {
     /// Bytes of an incomplete request head (or unprocessed pipelined requests while output is pending).
     stash: Vec<u8>,
     pending: Option<Box<Pending>>,
+    /// The table generation `pending` holds (its bodies point into that table).
+    pending_gen: u64,
     /// Input is waiting for pending output to drain.
     paused: bool,
     /// After the pending output is sent, shut down.
@@ -88,6 +90,7 @@ impl Conn {
             requests: 0,
             stash: Vec::new(),
             pending: None,
+            pending_gen: 0,
             paused: false,
             close_after: false,
             close_clean: false,
@@ -139,7 +142,16 @@ pub struct Worker {
     hsts_date: Vec<u8>,
     /// `--https-redirect`: plain-port requests get a 308 to this port.
     redirect_port: Option<u16>,
+    /// `--max-connections-per-worker`.
+    max_conns: usize,
+    /// Where the next search for a connection to evict starts (a clock hand over the slots: the connection
+    /// evicted is the next in slot order after the last one, so a refilled slot is the last to go again).
+    evict_from: usize,
 }
+
+/// How many slots one accept at the cap looks at for a connection to evict before refusing the new one: bounds
+/// the work a flood of connections can cause when every slot has output in flight.
+const EVICT_SCAN: usize = 64;
 
 fn errno() -> i32 {
     std::io::Error::last_os_error().raw_os_error().unwrap_or(0)
@@ -264,6 +276,8 @@ impl Worker {
             tls_gen,
             hsts_date: Vec::new(),
             redirect_port: cfg.https_redirect,
+            max_conns: cfg.max_connections_per_worker,
+            evict_from: 0,
             shared,
         }
     }
@@ -419,6 +433,14 @@ impl Worker {
                     }
                 }
             }
+            if self.open >= self.max_conns && !self.evict_one() {
+                // Every connection has a response in flight: the newcomer is the one that waits (its client
+                // sees the connection close at once and may retry).
+                // SAFETY: closing the fd just accepted.
+                unsafe { libc::close(fd) };
+                bump(&self.stats().connections_refused, 1);
+                continue;
+            }
             let conn = match (tls, &self.tls_config) {
                 (false, _) => None,
                 (true, Some(cfg)) => match ServerConnection::new(cfg.clone()) {
@@ -481,6 +503,26 @@ impl Worker {
             // SAFETY: registering a fresh fd.
             unsafe { libc::epoll_ctl(self.ep, libc::EPOLL_CTL_ADD, fd, &mut ev) };
         }
+    }
+
+    /// At `--max-connections-per-worker`: closes one connection that has no response in flight (waiting for a
+    /// request head, mid-handshake, idle between requests, or lingering after its last response), looking at no
+    /// more than EVICT_SCAN slots. Those are what an attacker's half-open connections are, and what costs a
+    /// legitimate client least: a keep-alive client reconnects. False when none was found.
+    fn evict_one(&mut self) -> bool {
+        let n = self.conns.len();
+        for k in 0..EVICT_SCAN.min(n) {
+            let i = (self.evict_from + k) % n;
+            let c = &self.conns[i];
+            if c.active && c.pending.is_none() {
+                self.evict_from = (i + 1) % n;
+                self.close(i);
+                bump(&self.stats().connections_evicted, 1);
+                return true;
+            }
+        }
+        self.evict_from = (self.evict_from + EVICT_SCAN) % n.max(1);
+        false
     }
 
     fn close(&mut self, idx: usize) {
@@ -870,6 +912,7 @@ impl Worker {
                 self.out.clear();
                 let c = &mut self.conns[idx];
                 c.pending = Some(p);
+                c.pending_gen = self.table_gen;
                 // The batch finishes when the pending output does (on_writable); swapping keeps both
                 // vectors' capacity instead of allocating.
                 std::mem::swap(&mut self.batch, &mut c.inflight);
@@ -888,6 +931,9 @@ impl Worker {
 
     /// Timeouts: 408 for slow request heads, idle keep-alive close, stuck writers, lingering closes, drain.
     fn sweep(&mut self) {
+        // A content load started since this output was queued, and it still holds an older table than the one
+        // serving then: cut it (Shared::retire_below), or every slow reader pins a whole generation.
+        let retire_below = self.shared.retire_below.load(Ordering::Acquire);
         for idx in 0..self.conns.len() {
             let c = &self.conns[idx];
             if !c.active {
@@ -899,7 +945,10 @@ impl Worker {
                     self.close(idx);
                 }
             } else if c.pending.is_some() {
-                if idle >= self.keepalive_ms.max(10_000) {
+                if c.pending_gen < retire_below {
+                    self.close(idx);
+                    bump(&self.stats().slow_readers_closed, 1);
+                } else if idle >= self.keepalive_ms.max(10_000) {
                     self.close(idx);
                 }
             } else if c.head_since_ms != 0 {

@@ -318,6 +318,48 @@ fn bad_material_on_rotation_keeps_the_old_certificate_and_counts_an_error() {
     assert_eq!(srv.metric("hyperstatic_tls_certificate_reloads_total{result=\"success\"}"), 1.0);
 }
 
+/// A rotation to a certificate outside its validity is refused like malformed material: every client would reject
+/// it while the serving one is still good. The old certificate keeps serving, the refusal is counted, the
+/// gauge is 1 and /load-error says why; a valid certificate afterwards is installed and clears both.
+#[test]
+fn an_expired_or_not_yet_valid_certificate_is_refused_on_rotation() {
+    let mut s = setup("validity");
+    let srv = start(&s, &[]);
+    let old = leaf_der(&s.secret.crt());
+    let cfg = full_handshakes(&s.ca);
+    let wait_errors = |n: f64| {
+        wait_for("the refused rotation to be counted", || {
+            srv.metric("hyperstatic_tls_certificate_reloads_total{result=\"error\"}") >= n
+        })
+    };
+    let cases = [
+        ("expired", "20200101000000Z", "20200201000000Z", "the certificate expired (notAfter Sat, 01 Feb 2020"),
+        (
+            "future",
+            "20990101000000Z",
+            "20991231000000Z",
+            "the certificate is not valid yet (notBefore Thu, 01 Jan 2099",
+        ),
+    ];
+    for (i, (name, start, end, why)) in cases.iter().enumerate() {
+        let (crt, key) = make_leaf_dated(&s.tmp, name, start, end);
+        s.secret.swap(&std::fs::read(&crt).unwrap(), &std::fs::read(&key).unwrap());
+        wait_errors(i as f64 + 1.0);
+        assert_eq!(peer_leaf(&connect(&cfg, srv.https)), old, "{name}: the old certificate keeps serving");
+        assert_eq!(srv.metric("hyperstatic_tls_certificate_reload_failed"), 1.0, "{name}");
+        let body = srv.admin_get("/load-error").text();
+        assert!(body.starts_with("tls: --tls-cert ") && body.contains(why), "{name}: {body:?}");
+        let mut t = connect(&cfg, srv.https);
+        assert_eq!(get(&mut t, "/100.html").status, 200);
+    }
+    assert_eq!(srv.metric("hyperstatic_tls_certificate_reloads_total{result=\"success\"}"), 0.0);
+    let (crt, key) = make_leaf(&s.tmp, "gen2", 30);
+    s.secret.swap(&std::fs::read(&crt).unwrap(), &std::fs::read(&key).unwrap());
+    wait_for("the valid certificate to be installed", || peer_leaf(&connect(&cfg, srv.https)) == leaf_der(&crt));
+    assert_eq!(srv.metric("hyperstatic_tls_certificate_reload_failed"), 0.0);
+    assert_eq!(srv.admin_get("/load-error").text(), "");
+}
+
 #[test]
 fn bad_material_at_start_fails_naming_the_file() {
     let s = setup("badstart");

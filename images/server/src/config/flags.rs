@@ -75,6 +75,12 @@ pub(super) struct Flags {
     #[arg(long, allow_hyphen_values = true, env = "HYPERSTATIC_MAX_REQUESTS_PER_CONNECTION", value_name = "N", default_value = "10000", value_parser = at_least_one)]
     pub max_requests_per_connection: u64,
 
+    /// Connections one worker holds at most. At the cap a new connection evicts one with no response in flight
+    /// (waiting for its head, mid-handshake, idle); when there is none it is closed and counted in
+    /// hyperstatic_connections_refused_total
+    #[arg(long, allow_hyphen_values = true, env = "HYPERSTATIC_MAX_CONNECTIONS_PER_WORKER", value_name = "N", default_value = "16384", value_parser = at_least_one)]
+    pub max_connections_per_worker: u64,
+
     /// Close a connection after its next response once it is this old
     #[arg(long, allow_hyphen_values = true, env = "HYPERSTATIC_MAX_CONNECTION_AGE", value_name = "DUR", default_value = "60s", value_parser = parse_duration)]
     pub max_connection_age: Duration,

@@ -12,9 +12,6 @@ mod parse;
 pub mod reply;
 mod target;
 
-use std::fs;
-use std::path::Path;
-
 pub use clean::apply as clean_urls;
 pub use error_pages::{parse_error_page, ErrorPage};
 pub use matcher::{Captures, Matcher};
@@ -74,11 +71,11 @@ impl Site {
 /// Compiles `cfg`'s rules and the site's `_redirects` (read from `file`, when the site has one) into `t.rules`,
 /// and resolves the error pages. Errors: a bad rule (with its file and line), a rewrite to a file the site does
 /// not have. Missing error-page files are reported in `errors` like `--not-found-page` (the page is left out).
-pub fn install(t: &mut Table, cfg: &Config, file: Option<&Path>, errors: &mut Vec<String>) -> Result<(), String> {
+/// `file`: the text of the site's `_redirects`, if it has one.
+pub fn install(t: &mut Table, cfg: &Config, file: Option<&str>, errors: &mut Vec<String>) -> Result<(), String> {
     let mut rules = cfg.redirects.clone();
-    if let Some(f) = file {
-        let text = fs::read_to_string(f).map_err(|e| format!("{}: {e}", f.display()))?;
-        rules.extend(parse_file(&text, &REDIRECTS_FILE[1..])?);
+    if let Some(text) = file {
+        rules.extend(parse_file(text, &REDIRECTS_FILE[1..])?);
     }
     if rules.len() > MAX_RULES {
         return Err(format!("{} redirect rules: at most {MAX_RULES}", rules.len()));

@@ -33,7 +33,10 @@ pub fn apply(
     let start = out.buf.len();
     respond::status_line(out, rule.status);
     out.bytes(b"Location: ");
+    let at = out.buf.len();
     target::write_location(out, rule, path, caps, req.query);
+    // `/:splat` with a splat of `/evil.example` (from `/x//evil.example`) must not become `//evil.example`.
+    respond::keep_on_site(out, at);
     out.bytes(b"\r\nContent-Length: 0\r\n");
     respond::end_head(out, ctx, close, req.version == Version::Http10);
     Some(Resp { status: rule.status, close, bytes: (out.buf.len() - start) as u64, body: 0 })
@@ -44,7 +47,9 @@ pub fn moved(out: &mut Out, ctx: &Ctx, req: &Request, location: &[u8], close: bo
     let start = out.buf.len();
     respond::status_line(out, 301);
     out.bytes(b"Location: ");
+    let at = out.buf.len();
     out.bytes(location);
+    respond::keep_on_site(out, at);
     if let Some(q) = req.query.filter(|q| !q.is_empty()) {
         out.bytes(b"?");
         out.bytes(q);

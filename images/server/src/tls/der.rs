@@ -29,6 +29,11 @@ const VERSION: u8 = 0xa0;
 
 /// The certificate's notAfter as Unix seconds.
 pub fn not_after(cert: &[u8]) -> Option<i64> {
+    validity(cert).map(|(_, after)| after)
+}
+
+/// The certificate's (notBefore, notAfter) as Unix seconds.
+pub fn validity(cert: &[u8]) -> Option<(i64, i64)> {
     let (SEQUENCE, cert, _) = tlv(cert)? else { return None };
     let (SEQUENCE, tbs, _) = tlv(cert)? else { return None };
     let mut r = tbs;
@@ -39,9 +44,10 @@ pub fn not_after(cert: &[u8]) -> Option<i64> {
     let (_, _, r) = tlv(r)?; // signature
     let (_, _, r) = tlv(r)?; // issuer
     let (SEQUENCE, validity, _) = tlv(r)? else { return None };
-    let (_, _, v) = tlv(validity)?; // notBefore
+    let (tag, t, v) = tlv(validity)?; // notBefore
+    let before = time(tag, t)?;
     let (tag, t, _) = tlv(v)?;
-    time(tag, t)
+    Some((before, time(tag, t)?))
 }
 
 /// UTCTime `YYMMDDHHMMSSZ` (years 1950-2049, RFC 5280) or GeneralizedTime `YYYYMMDDHHMMSSZ`.
@@ -101,6 +107,7 @@ mod tests {
         let b64: String = pem.lines().filter(|l| !l.starts_with("-----")).collect();
         let der = decode_base64(&b64);
         assert_eq!(not_after(&der), Some(2124268305));
+        assert_eq!(validity(&der), Some((1795602705, 2124268305)), "notBefore 2026-11-25 10:31:45 UTC");
         assert_eq!(not_after(&der[..der.len() / 2]), None, "truncated");
         assert_eq!(not_after(b"\x30\x03\x02\x01\x01"), None);
     }

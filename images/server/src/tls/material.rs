@@ -37,10 +37,28 @@ impl Resumption {
     }
 }
 
-/// A configuration ready to publish, and its leaf certificate's notAfter (Unix seconds; 0 if unreadable).
+/// A configuration ready to publish, and its leaf certificate's validity (Unix seconds).
 pub struct Built {
     pub config: Arc<ServerConfig>,
+    pub not_before: i64,
     pub not_after: i64,
+}
+
+impl Built {
+    /// Whether the leaf certificate is valid at `now` (Unix seconds). A rotation to a certificate that is not is
+    /// refused (watch.rs): every client would reject it, while the one serving may still be good.
+    pub fn valid_at(&self, now: i64) -> Result<(), String> {
+        if now < self.not_before {
+            return Err(format!(
+                "the certificate is not valid yet (notBefore {})",
+                crate::dates::format_string(self.not_before)
+            ));
+        }
+        if now >= self.not_after {
+            return Err(format!("the certificate expired (notAfter {})", crate::dates::format_string(self.not_after)));
+        }
+        Ok(())
+    }
 }
 
 fn read(flag: &str, p: &Path) -> Result<Vec<u8>, String> {
@@ -69,7 +87,8 @@ pub fn build(f: &TlsFiles, m: &Material, r: &Resumption) -> Result<Built, String
     if chain.is_empty() {
         return Err(cert_err(&"no CERTIFICATE block found"));
     }
-    let not_after = super::der::not_after(&chain[0]).ok_or_else(|| cert_err(&"the first certificate is not X.509"))?;
+    let (not_before, not_after) =
+        super::der::validity(&chain[0]).ok_or_else(|| cert_err(&"the first certificate is not X.509"))?;
     let key =
         PrivateKeyDer::from_pem_slice(&m.key).map_err(|e| key_err(&format_args!("no usable PEM private key ({e})")))?;
     let provider = Arc::new(rustls::crypto::ring::default_provider());
@@ -87,5 +106,25 @@ pub fn build(f: &TlsFiles, m: &Material, r: &Resumption) -> Result<Built, String
     config.alpn_protocols = vec![b"http/1.1".to_vec()];
     config.ticketer = r.ticketer.clone();
     config.session_storage = r.cache.clone();
-    Ok(Built { config: Arc::new(config), not_after })
+    Ok(Built { config: Arc::new(config), not_before, not_after })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn validity_is_checked_against_the_clock_given() {
+        let config = ServerConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_no_client_auth()
+            .with_cert_resolver(Arc::new(rustls::server::ResolvesServerCertUsingSni::new()));
+        let b = Built { config: Arc::new(config), not_before: 1000, not_after: 2000 };
+        assert!(b.valid_at(1000).is_ok() && b.valid_at(1999).is_ok());
+        let early = b.valid_at(999).unwrap_err();
+        assert!(early.contains("not valid yet (notBefore Thu, 01 Jan 1970 00:16:40 GMT)"), "{early}");
+        let late = b.valid_at(2000).unwrap_err();
+        assert!(late.contains("expired (notAfter Thu, 01 Jan 1970 00:33:20 GMT)"), "{late}");
+    }
 }

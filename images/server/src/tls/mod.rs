@@ -25,6 +25,9 @@ pub struct Published {
     pub not_after: AtomicI64,
     pub reloads_ok: AtomicU64,
     pub reloads_failed: AtomicU64,
+    /// Why the last rotation was refused (None once one is installed): GET /load-error's `tls:` line and
+    /// hyperstatic_tls_certificate_reload_failed.
+    pub refused: crate::load_error::LastLoadError,
     pub resumption: Resumption,
 }
 
@@ -36,6 +39,7 @@ impl Published {
             not_after: AtomicI64::new(first.not_after),
             reloads_ok: AtomicU64::new(0),
             reloads_failed: AtomicU64::new(0),
+            refused: Default::default(),
             resumption,
         }
     }
@@ -55,5 +59,6 @@ impl Published {
         *g = b.config;
         self.not_after.store(b.not_after, Ordering::Relaxed);
         self.generation.fetch_add(1, Ordering::AcqRel);
+        self.refused.clear();
     }
 }

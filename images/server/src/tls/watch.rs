@@ -58,6 +58,11 @@ impl CertWatch {
             }
         }
         self.last = m;
+        // Outside its validity the new pair is refused like a malformed one: the old certificate keeps serving.
+        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64);
+        let result = result.and_then(|b| {
+            b.valid_at(now).map(|()| b).map_err(|e| format!("--tls-cert {}: {e}", self.files.cert.display()))
+        });
         match result {
             Ok(b) => {
                 let not_after = b.not_after;
@@ -70,6 +75,7 @@ impl CertWatch {
             }
             Err(e) => {
                 bump(&p.reloads_failed, 1);
+                p.refused.set(&e);
                 log::error(
                     "tls certificate reload failed; the previous certificate keeps serving",
                     &[("error", V::S(&e))],

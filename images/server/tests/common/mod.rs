@@ -2,6 +2,7 @@
 //! back from its "listening" log line), speak raw bytes, split response streams.
 #![allow(dead_code)]
 
+pub mod cgroup;
 pub mod tls;
 
 use std::io::{Read, Write};

@@ -51,6 +51,34 @@ pub fn make_leaf(dir: &Path, name: &str, days: u32) -> (PathBuf, PathBuf) {
     (dir.join(crt), dir.join(key))
 }
 
+/// A leaf like `make_leaf`'s but valid exactly from `start` to `end` (`YYYYMMDDHHMMSSZ`): one that expired, or one
+/// not valid yet. `openssl x509` only counts days from now; `openssl ca` takes both dates, with a throwaway CA
+/// database in `dir`.
+pub fn make_leaf_dated(dir: &Path, name: &str, start: &str, end: &str) -> (PathBuf, PathBuf) {
+    let db = dir.join(format!("{name}-db"));
+    std::fs::create_dir_all(&db).unwrap();
+    std::fs::write(db.join("index.txt"), "").unwrap();
+    std::fs::write(db.join("serial"), "01\n").unwrap();
+    let cnf = format!(
+        "[ca]\ndefault_ca = t\n[t]\ndatabase = {d}/index.txt\nnew_certs_dir = {d}\nserial = {d}/serial\n\
+         default_md = sha256\npolicy = p\nunique_subject = no\n[p]\ncommonName = supplied\n",
+        d = db.display()
+    );
+    std::fs::write(dir.join(format!("{name}.cnf")), cnf).unwrap();
+    std::fs::write(
+        dir.join("leaf.ext"),
+        "subjectAltName=DNS:localhost,IP:127.0.0.1\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n",
+    )
+    .unwrap();
+    let (crt, key, csr, cnf) =
+        (format!("{name}.crt"), format!("{name}.key"), format!("{name}.csr"), format!("{name}.cnf"));
+    let subject = format!("/CN={name}");
+    openssl(dir, &[&["req"][..], &NEW_P256_KEY, &[&key, "-out", &csr, "-subj", &subject]].concat());
+    let sign = ["ca", "-batch", "-notext", "-config", &cnf, "-cert", "ca.pem", "-keyfile", "ca.key", "-in", &csr];
+    openssl(dir, &[&sign[..], &["-out", &crt, "-startdate", start, "-enddate", end, "-extfile", "leaf.ext"]].concat());
+    (dir.join(crt), dir.join(key))
+}
+
 /// A Secret-volume-like directory: `tls.crt` and `tls.key` are symlinks through `..data`.
 pub struct SecretDir {
     pub dir: PathBuf,

@@ -1,0 +1,191 @@
+//! Hostile clients against the server's memory, with the real binary: a flood of half-open TLS handshakes and
+//! partial request heads inside a real memory cgroup (the worker's connection cap bounds what they can hold, and
+//! the server keeps serving), and slow readers across reloads (each would otherwise pin a whole content
+//! generation: they are cut once a newer load starts).
+
+mod common;
+
+use common::cgroup::{skip, MemCgroup};
+use common::tls::*;
+use common::*;
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::os::fd::AsRawFd;
+use std::sync::Arc;
+
+const MIB: u64 = 1 << 20;
+
+/// Lets this process hold the thousands of sockets a flood needs.
+fn raise_fd_limit() {
+    let mut r = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: get/setrlimit with a local struct.
+    unsafe {
+        libc::getrlimit(libc::RLIMIT_NOFILE, &mut r);
+        r.rlim_cur = r.rlim_max;
+        libc::setrlimit(libc::RLIMIT_NOFILE, &r);
+    }
+}
+
+/// A ClientHello's bytes for `localhost`: sent, and then nothing more (the handshake stays half-open).
+fn client_hello(cfg: &Arc<rustls::ClientConfig>) -> Vec<u8> {
+    let name = rustls::pki_types::ServerName::try_from("localhost").unwrap();
+    let mut c = rustls::ClientConnection::new(cfg.clone(), name).unwrap();
+    let mut out = Vec::new();
+    while c.wants_write() {
+        c.write_tls(&mut out).unwrap();
+    }
+    out
+}
+
+/// Connections the flood opens of each kind (half-open TLS, partial plain head). Without a cap the server holds
+/// all of them: measured at +59 MB for the 6,000 (a handshake's rustls state, the partial head's 8 KiB, socket
+/// state), past the group's limit: the server is OOM-killed.
+const FLOOD: usize = 3000;
+/// The cap the server runs with, and what the group must stay within above its usage before the flood: the capped
+/// connections at 32 KiB each (a handshake's state or a partial head, with slack), plus 8 MiB for allocator and
+/// kernel slack. Measured: +5 MB.
+const CAP: u64 = 400;
+const BOUND: u64 = CAP * 32 * 1024 + 8 * MIB;
+const LIMIT: u64 = 48 * MIB;
+
+#[test]
+fn a_flood_of_half_open_connections_stays_within_the_cap_in_a_memory_cgroup_and_the_server_keeps_serving() {
+    const TEST: &str = "a_flood_of_half_open_connections_stays_within_the_cap_in_a_memory_cgroup";
+    let group = match MemCgroup::create("hyperstatic-flood", LIMIT) {
+        Ok(g) => g,
+        Err(why) => return skip(TEST, &why),
+    };
+    raise_fd_limit();
+    let site = make_site("flood");
+    let certs = tempdir("flood-certs");
+    let ca = make_ca(&certs);
+    let (crt, key) = make_leaf(&certs, "leaf", 30);
+    let (crt, key) = (crt.display().to_string(), key.display().to_string());
+    let cap = CAP.to_string();
+    let args = [
+        "--workers",
+        "1",
+        "--compress=false",
+        "--header-timeout",
+        "120s",
+        "--max-connections-per-worker",
+        &cap,
+        "--tls-cert",
+        &crt,
+        "--tls-key",
+        &key,
+        "--tls-listen",
+        "127.0.0.1:0",
+    ];
+    let mut s = Server::start_with(&site, &args, &mut |cmd| group.join(cmd));
+    // The server at rest, a full TLS request served once (so lazily built state is in the baseline).
+    let cfg = client_config(&ca, &[&rustls::version::TLS13, &rustls::version::TLS12]);
+    assert_eq!(get(&mut connect(&cfg, s.https), "/100.html").status, 200);
+    assert_eq!(s.get("/100.html", &[]).status, 200);
+    let base = group.usage();
+    let hello = client_hello(&cfg);
+    let mut partial = b"GET /100.html HTTP/1.1\r\nHost: t\r\nX-Pad: ".to_vec();
+    partial.extend(std::iter::repeat_n(b'a', 8192));
+    let mut held = Vec::with_capacity(2 * FLOOD);
+    for _ in 0..FLOOD {
+        for (port, bytes) in [(s.https, &hello), (s.port, &partial)] {
+            let mut c = TcpStream::connect(("127.0.0.1", port)).unwrap();
+            c.write_all(bytes).unwrap();
+            held.push(c);
+        }
+    }
+    // Every connection of the flood was accepted and dealt with: counted, and either held or evicted.
+    let total = 2.0 * FLOOD as f64 + 2.0;
+    wait_for("the flood to be accepted", || s.metric("hyperstatic_connections_total") >= total);
+    let open = s.metric("hyperstatic_connections_open");
+    assert!(open <= CAP as f64, "{open} connections open past the cap of {CAP}");
+    let evicted = s.metric("hyperstatic_connections_evicted_total");
+    assert!(evicted >= total - CAP as f64 - 2.0, "{evicted} evicted of {total}");
+    // Still serving, over both listeners, with the flood still connected.
+    assert_eq!(s.get("/100.html", &[]).body, vec![b'a'; 100]);
+    assert_eq!(get(&mut connect(&cfg, s.https), "/100.html").body, vec![b'a'; 100]);
+    let peak = group.peak();
+    assert!(s.child.try_wait().unwrap().is_none(), "the server is alive");
+    assert_eq!(group.oom_kills(), 0, "no OOM kill");
+    let _ = std::io::stderr().write_all(
+        format!(
+            "flood of {} connections, cap {CAP}: group at rest {base}, peak {peak} (+{}), bound +{BOUND}\n",
+            2 * FLOOD,
+            peak.saturating_sub(base)
+        )
+        .as_bytes(),
+    );
+    assert!(peak <= base + BOUND, "the group peaked at {peak}, {} over its {base} at rest", peak - base);
+    drop(held);
+    drop(s);
+}
+
+/// A connection that asks for `path` and reads nothing: once the response started arriving, the rest waits in
+/// the server as unsent output.
+fn slow_reader(s: &Server, path: &str) -> TcpStream {
+    let mut c = s.connect();
+    c.write_all(format!("GET {path} HTTP/1.1\r\nHost: t\r\n\r\n").as_bytes()).unwrap();
+    wait_for("the response to start", || {
+        let mut n: libc::c_int = 0;
+        // SAFETY: FIONREAD into an int on our own socket.
+        unsafe { libc::ioctl(c.as_raw_fd(), libc::FIONREAD, &mut n) };
+        n > 0
+    });
+    c
+}
+
+#[test]
+fn slow_readers_never_pin_old_content_generations_across_reloads() {
+    const SIZE: u64 = 24 * MIB;
+    let site = tempdir("slow-readers");
+    let staging = tempdir("slow-readers-staging");
+    // Written aside and renamed in: one inotify event, so exactly one reload per new generation.
+    let write_big = |gen: u8| {
+        let data: Vec<u8> = (0..SIZE).map(|i| (i % 251) as u8 ^ gen).collect();
+        std::fs::write(staging.join("big.bin"), data).unwrap();
+        std::fs::rename(staging.join("big.bin"), site.join("big.bin")).unwrap();
+    };
+    write_big(0);
+    std::fs::write(site.join("index.html"), "home").unwrap();
+    // A fixed mmap threshold (glibc's tunable): every file body is its own mapping, returned to the kernel when its
+    // last holder drops it, so the resident size follows the bodies alive (by default the threshold grows with
+    // the first large free, and freed bodies stay in the loader threads' arenas, hiding what is held).
+    let args = ["--workers", "1", "--compress=false", "--memory-limit", "none", "--max-memory-file-size", "64MiB"];
+    let s = Server::start_with(&site, &args, &mut |cmd| {
+        cmd.env("MALLOC_MMAP_THRESHOLD_", "131072");
+    });
+    let rss = || s.metric("process_resident_memory_bytes") as u64;
+    let reloads = || s.metric("hyperstatic_reloads_total{result=\"success\"}");
+    let base = rss();
+    // Five readers, each stuck on a different generation: one before each reload.
+    let mut readers = Vec::new();
+    for gen in 1..=5u8 {
+        readers.push(slow_reader(&s, "/big.bin"));
+        let before = reloads();
+        write_big(gen);
+        wait_for("the reload", || reloads() > before);
+    }
+    // Each load cuts the readers still holding a table older than the one serving when it started: all but the
+    // last two readers' tables are gone, and the last one's is the only old one left.
+    wait_for("four slow readers cut", || s.metric("hyperstatic_slow_readers_closed_total") >= 4.0);
+    assert_eq!(s.metric("hyperstatic_slow_readers_closed_total"), 4.0, "the newest reader is kept");
+    let _ = std::io::stderr().write_all(format!("slow readers: RSS {} at rest, {} after\n", base, rss()).as_bytes());
+    wait_for("old generations released", || rss() < base + 2 * SIZE);
+    // The cut readers see their connection end short of the body; the kept one still gets every byte.
+    let mut first = readers.remove(0);
+    let mut got = Vec::new();
+    let _ = first.read_to_end(&mut got);
+    assert!((got.len() as u64) < SIZE, "a cut reader got {} bytes", got.len());
+    let mut last = readers.pop().unwrap();
+    let mut buf = vec![0u8; 1 << 20];
+    let mut n = 0u64;
+    while n < SIZE {
+        match last.read(&mut buf) {
+            Ok(0) => break,
+            Ok(k) => n += k as u64,
+            Err(e) => panic!("the kept reader: {e} after {n} bytes"),
+        }
+    }
+    assert!(n >= SIZE, "the kept reader got {n} bytes of {SIZE}");
+    assert_eq!(s.get("/index.html", &[]).text(), "home");
+}
