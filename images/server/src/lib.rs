@@ -3,6 +3,7 @@
 
 pub mod access;
 pub mod admin;
+pub mod cgroup_cpu;
 pub mod compress;
 pub mod conditional;
 pub mod config;
@@ -33,6 +34,7 @@ pub mod range;
 pub mod respond;
 pub mod rules;
 pub mod security;
+pub mod slack;
 pub mod state;
 pub mod timing;
 pub mod tls;
