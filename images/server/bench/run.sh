@@ -5,6 +5,7 @@
 #   BENCH_PROFILE=1 images/server/bench/run.sh PATH           syscalls per request and perf hot spots instead
 #   BENCH_RULES=1 images/server/bench/run.sh PATH             site with 1,000 redirect + 100 header rules vs none
 #   AB='a=ours; b=ours:--flag' images/server/bench/run.sh PATH  interleaved A/B of variants (hsbench/ab.py)
+#   BENCH_ENCODE_TIME=1 images/server/bench/run.sh PATH   the encoder's time to finish on an idle pod, by CPU cap
 # The HTTPS new-connection rows' load client (tlsload/main.go) is built with Go (PATH or /usr/local/go/bin) into the
 # run's temp dir.
 # Knobs (environment): PEERS BENCH_FLOOR BENCH_SECONDS REPS WARMUP_SECONDS BENCH_CPU_QUOTA SERVER_CPU CLIENT_CPU IDLE_CONNS
@@ -50,6 +51,9 @@ if [ -n "${BENCH_PROFILE:-}" ]; then
 fi
 if [ -n "${BENCH_RULES:-}" ]; then
   exec python3 -m hsbench.rules --ours "$ours" --out "$out/rules"
+fi
+if [ -n "${BENCH_ENCODE_TIME:-}" ]; then
+  exec python3 -m hsbench.encodetime --ours "$ours" --out "$out/encodetime"
 fi
 if [ -n "${AB:-}" ]; then
   exec python3 -m hsbench.ab --ours "$ours" --out "$out/ab"

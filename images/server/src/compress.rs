@@ -53,8 +53,15 @@ pub struct All {
 }
 
 pub fn all(data: &[u8]) -> All {
+    all_gated(data, || true).expect("an open gate never stops")
+}
+
+/// `all`, asking `gate` before each encoder runs (the background encoder pauses there while serving needs the
+/// CPU, slack.rs); None as soon as the gate says stop (newer content arrived).
+pub fn all_gated(data: &[u8], mut gate: impl FnMut() -> bool) -> Option<All> {
     let smaller = |c: Vec<u8>| if c.len() < data.len() { Some(c) } else { None };
-    All { br: smaller(brotli(data)), gz: smaller(gzip(data)), zst: smaller(zstd(data)) }
+    let mut one = |f: fn(&[u8]) -> Vec<u8>| if gate() { Some(smaller(f(data))) } else { None };
+    Some(All { br: one(brotli)?, gz: one(gzip)?, zst: one(zstd)? })
 }
 
 #[cfg(test)]
@@ -91,6 +98,23 @@ mod tests {
             })
             .collect();
         assert_eq!(all(&data), All::default());
+    }
+
+    #[test]
+    fn the_gate_is_asked_before_each_encoder_and_can_stop() {
+        let text = "p { margin: 0 }\n".repeat(200);
+        let mut asked = 0;
+        let a = all_gated(text.as_bytes(), || {
+            asked += 1;
+            true
+        });
+        assert_eq!((a.as_ref(), asked), (Some(&all(text.as_bytes())), 3));
+        let mut asked = 0;
+        let stopped = all_gated(text.as_bytes(), || {
+            asked += 1;
+            asked < 2
+        });
+        assert_eq!((stopped, asked), (None, 2), "stops at the second codec");
     }
 
     #[test]

@@ -1,8 +1,11 @@
 //! The background encoder: after content is served (identity, plus any `.br`/`.gz`/`.zst` siblings), one thread at
-//! `SCHED_IDLE` gives every compressible in-memory file its brotli, zstd and gzip variants and swaps them in. Being
-//! the idle class, it runs only on CPU time the workers leave: on a one-CPU pod under load, encoding waits and
-//! the site's latency does not. Smallest files first (most files compressed soonest), within what the memory
-//! budget leaves; each encoding is read from `--compress-cache` when there, written there when made.
+//! `SCHED_IDLE` gives every compressible in-memory file its brotli, zstd and gzip variants and swaps them in.
+//! The idle class alone is not enough: under a CFS quota it spends the quota the workers need a moment later, and
+//! without one it still evicts their caches. So before each slice of work (each codec of each file, and each cache
+//! read) it asks slack.rs, fed with the workers' CPU time and the cgroup's throttling (cgroup_cpu.rs), and pauses
+//! while serving needs the CPU, trickling at 0.5 % of capacity meanwhile. Smallest files first (most files
+//! compressed soonest), within what the memory budget leaves; each encoding is read from `--compress-cache` when
+//! there, written there when made.
 //!
 //! `pending` (the `hyperstatic_content_encodings_pending` gauge) counts files whose variants are still to come;
 //! it is set with each new content and reaches 0 only once every variant that will be made is being served.
@@ -11,10 +14,12 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
+use crate::cgroup_cpu::{self, Meter};
 use crate::config::Config;
 use crate::content::{Body, Table};
 use crate::encodings::{self, Encoded, Store};
 use crate::log::{self, V};
+use crate::slack::{Governor, Verdict};
 use crate::state::{bump, Shared};
 
 /// Encodings made are swapped in at least this often, so a long pass serves what it has.
@@ -28,6 +33,9 @@ pub struct State {
     /// Encodings read from `--compress-cache` and encodings computed, since start.
     pub from_cache: AtomicU64,
     pub computed: AtomicU64,
+    /// CPU time of the encoder thread and wall time it spent paused for serving, in nanoseconds.
+    pub cpu_ns: AtomicU64,
+    pub paused_ns: AtomicU64,
     /// Bumped with each new content; the encoder waits on it.
     epoch: Mutex<u64>,
     changed: Condvar,
@@ -42,6 +50,8 @@ impl State {
             pending: AtomicU64::new(0),
             from_cache: AtomicU64::new(0),
             computed: AtomicU64::new(0),
+            cpu_ns: AtomicU64::new(0),
+            paused_ns: AtomicU64::new(0),
             epoch: Mutex::new(0),
             changed: Condvar::new(),
         }
@@ -71,6 +81,13 @@ impl State {
         }
     }
 
+    /// Waits at most `d`, returning early when new content arrives; true when the epoch is still `epoch`.
+    fn pause(&self, epoch: u64, d: Duration) -> bool {
+        let e = self.epoch.lock().unwrap_or_else(|e| e.into_inner());
+        let (e, _) = self.changed.wait_timeout_while(e, d, |e| *e == epoch).unwrap_or_else(|e| e.into_inner());
+        *e == epoch
+    }
+
     /// Waits until the epoch differs from `seen`; returns the new one.
     fn wait(&self, seen: u64) -> u64 {
         let mut e = self.epoch.lock().unwrap_or_else(|e| e.into_inner());
@@ -88,9 +105,10 @@ pub fn spawn(shared: Arc<Shared>) {
         .spawn(move || {
             lower_priority();
             let mut seen = 0;
+            let mut slack = Slack::new(shared.workers);
             loop {
                 seen = shared.encoder.wait(seen);
-                pass(&shared, seen);
+                pass(&shared, seen, &mut slack);
             }
         })
         .expect("spawn encoder thread");
@@ -109,9 +127,49 @@ fn lower_priority() {
     }
 }
 
+/// The encoder's side of slack.rs: the governor, its meter, and the accounting behind the metrics.
+struct Slack {
+    governor: Governor,
+    meter: Meter,
+    workers: usize,
+}
+
+impl Slack {
+    fn new(workers: usize) -> Slack {
+        // Capacity: the quota in cores, at most the workers' CPUs; without a quota, the workers' CPUs.
+        let (capacity, quota) = match crate::cpus::cgroup_quota() {
+            Some(q) => (q.min(workers as f64), true),
+            None => (workers as f64, false),
+        };
+        Slack { governor: Governor::new(capacity, quota), meter: Meter::new(), workers }
+    }
+
+    /// Blocks until the governor lets the next slice run (true), or new content arrived (false).
+    fn gate(&mut self, st: &State, epoch: u64) -> bool {
+        if self.meter.workers() < self.workers {
+            self.meter = Meter::new(); // a worker had not named itself yet when the meter was made
+        }
+        loop {
+            let sample = self.meter.sample();
+            st.cpu_ns.store(sample.own_cpu_ns, Ordering::Relaxed);
+            match self.governor.decide(sample) {
+                Verdict::Run => return true,
+                Verdict::Pause(d) => {
+                    let t = Instant::now();
+                    let same = st.pause(epoch, d);
+                    bump(&st.paused_ns, t.elapsed().as_nanos() as u64);
+                    if !same {
+                        return false;
+                    }
+                }
+            }
+        }
+    }
+}
+
 /// Encodes the files of the current content that want it, publishing as it goes. Returns early when newer
 /// content arrives (the next pass starts from it; what was encoded stays in the store).
-fn pass(shared: &Shared, epoch: u64) {
+fn pass(shared: &Shared, epoch: u64, slack: &mut Slack) {
     let st = &shared.encoder;
     let started = Instant::now();
     let (table, _) = shared.table();
@@ -129,6 +187,9 @@ fn pass(shared: &Shared, epoch: u64) {
         if st.store.contains(&e.digest) {
             continue; // the same content under another name
         }
+        if !slack.gate(st, epoch) {
+            return;
+        }
         let enc = match st.store.read_disk(&e.digest) {
             Some(enc) => {
                 from_cache += 1;
@@ -136,7 +197,8 @@ fn pass(shared: &Shared, epoch: u64) {
                 enc
             }
             None => {
-                let enc = Encoded::compute(data);
+                let Some(all) = crate::compress::all_gated(data, || slack.gate(st, epoch)) else { return };
+                let enc = Encoded::from(all);
                 st.store.write_disk(&e.digest, &enc);
                 computed += 1;
                 bump(&st.computed, 1);
@@ -155,6 +217,7 @@ fn pass(shared: &Shared, epoch: u64) {
             last_publish = Instant::now();
         }
     }
+    st.cpu_ns.store(cgroup_cpu::own_thread_ns(), Ordering::Relaxed);
     publish(shared);
     st.set_pending(epoch, 0);
     st.store.retain(&encodings::digests(&shared.table().0));

@@ -30,8 +30,7 @@ pub struct Encoded {
 
 impl Encoded {
     pub fn compute(data: &[u8]) -> Encoded {
-        let a = compress::all(data);
-        Encoded { br: a.br.map(Arc::from), gz: a.gz.map(Arc::from), zst: a.zst.map(Arc::from) }
+        Encoded::from(compress::all(data))
     }
 
     /// The body of encoding `e` (None for identity and for encodings that were not smaller).
@@ -46,6 +45,12 @@ impl Encoded {
 
     pub fn bytes(&self) -> u64 {
         COMPRESSED.iter().filter_map(|&e| self.get(e)).map(|b| b.len() as u64).sum()
+    }
+}
+
+impl From<compress::All> for Encoded {
+    fn from(a: compress::All) -> Encoded {
+        Encoded { br: a.br.map(Arc::from), gz: a.gz.map(Arc::from), zst: a.zst.map(Arc::from) }
     }
 }
 

@@ -4,6 +4,7 @@
 pub mod access;
 pub mod admin;
 pub mod beneath;
+pub mod cgroup_cpu;
 pub mod compress;
 pub mod conditional;
 pub mod config;
@@ -34,6 +35,7 @@ pub mod range;
 pub mod respond;
 pub mod rules;
 pub mod security;
+pub mod slack;
 pub mod state;
 pub mod timing;
 pub mod tls;

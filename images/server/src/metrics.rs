@@ -75,6 +75,20 @@ fn tls_families(out: &mut String, s: &Shared, t: &crate::tls::Published) {
     let _ = writeln!(out, "hyperstatic_tls_handshakes_total{{result=\"error\",resumed=\"false\"}} {failed}");
 }
 
+/// The background encoder's cost and its waiting for slack (encoder.rs, slack.rs).
+fn encoder_families(out: &mut String, e: &crate::encoder::State) {
+    family(out, "hyperstatic_encoder_cpu_seconds_total", "counter", "CPU time the background encoder thread used.");
+    let _ = writeln!(out, "hyperstatic_encoder_cpu_seconds_total {}", e.cpu_ns.load(Ordering::Relaxed) as f64 / 1e9);
+    family(
+        out,
+        "hyperstatic_encoder_paused_seconds_total",
+        "counter",
+        "Wall time the background encoder waited with work left because serving needed the CPU.",
+    );
+    let _ =
+        writeln!(out, "hyperstatic_encoder_paused_seconds_total {}", e.paused_ns.load(Ordering::Relaxed) as f64 / 1e9);
+}
+
 pub fn render(s: &Shared) -> String {
     let mut out = String::with_capacity(4096);
     let sum = |f: &dyn Fn(&crate::state::WorkerStats) -> u64| s.stats.iter().map(f).sum::<u64>();
@@ -194,6 +208,7 @@ pub fn render(s: &Shared) -> String {
         "hyperstatic_content_encodings_total{{source=\"cache\"}} {}",
         e.from_cache.load(Ordering::Relaxed)
     );
+    encoder_families(&mut out, e);
     family(&mut out, "hyperstatic_reloads_total", "counter", "Content reloads, by result.");
     let _ = writeln!(out, "hyperstatic_reloads_total{{result=\"success\"}} {}", s.reloads_ok.load(Ordering::Relaxed));
     let _ =
@@ -268,6 +283,8 @@ mod tests {
             "hyperstatic_content_fit_memory_limit_bytes ",
             "hyperstatic_reloads_total{result=\"failure\"} ",
             "hyperstatic_content_load_failed 0\n",
+            "hyperstatic_encoder_cpu_seconds_total 0\n",
+            "hyperstatic_encoder_paused_seconds_total 0\n",
             "process_cpu_seconds_total ",
             "process_resident_memory_bytes ",
             "hyperstatic_build_info{",

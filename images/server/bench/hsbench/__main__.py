@@ -6,7 +6,8 @@ Usage: python3 -m hsbench --ours PATH_TO_hyperstatic-server   (or --ours nginx: 
 Environment: PEERS (nginx,lighttpd,h2o; any subset), BENCH_FLOOR (1; 0 leaves the floor out),
 BENCH_SECONDS (7), REPS (3), WARMUP_SECONDS (2), BENCH_CPU_QUOTA (40, percent of a core; 0 = no cap),
 SERVER_CPU (0), CLIENT_CPU (1), IDLE_CONNS (10000; 0 skips), BENCH_WORKLOADS (subset, comma-separated),
-BENCH_OUT (_out/bench), BENCH_SERVER_ARGS (extra flags for our server), BENCH_NICE (-20), BENCH_KEEP_TMP.
+BENCH_OUT (_out/bench), BENCH_SERVER_ARGS (extra flags for our server), BENCH_NICE (-20), BENCH_KEEP_TMP,
+BENCH_DEPLOYED (1; 0 leaves out the row of ours as deployed), BENCH_PAGES (1000: that row's compressible pages).
 """
 import argparse
 import math
@@ -23,7 +24,7 @@ from . import content, load, measure, render, report, tls, tlsload
 from .cgroup import CgroupError, CpuQuota
 from .placement import Client
 from .progress import step, warn
-from .servers import H2O_BIN, LIGHTTPD, NGINX, Hyperstatic, Server, lineup, parse_peers
+from .servers import H2O_BIN, LIGHTTPD, NGINX, Hyperstatic, Server, free_port, lineup, parse_peers
 from .workloads import Workload, select
 
 
@@ -46,6 +47,8 @@ class Settings:
     extra_args: list[str]
     peers: list[str]
     floor: bool
+    deployed: bool = False  # the row of ours as deployed (fresh per run, encoder at work on BENCH_PAGES pages)
+    pages: int = 0
 
     @classmethod
     def from_env(cls, ours: str, out: str) -> "Settings":
@@ -55,10 +58,12 @@ class Settings:
                    idle_n=_env_int("IDLE_CONNS", 10000), workloads=select(os.environ.get("BENCH_WORKLOADS", "")),
                    extra_args=shlex.split(os.environ.get("BENCH_SERVER_ARGS", "")),
                    peers=[p for p in parse_peers(os.environ.get("PEERS", "")) if p != "floor"],
-                   floor=os.environ.get("BENCH_FLOOR", "1") not in ("0", ""))
+                   floor=os.environ.get("BENCH_FLOOR", "1") not in ("0", ""),
+                   deployed=ours != "nginx" and os.environ.get("BENCH_DEPLOYED", "1") not in ("0", ""),
+                   pages=_env_int("BENCH_PAGES", 1000))
 
     def runs_per_rep(self) -> int:
-        n = len(self.workloads) * (1 + len(self.peers))
+        n = len(self.workloads) * (1 + len(self.peers) + (1 if self.deployed else 0))
         return n + (sum(1 for w in self.workloads if w.floor) if self.floor else 0)
 
     def problems(self) -> list[str]:
@@ -135,18 +140,39 @@ def round_order(servers: list, rep: int, wi: int, floor_ok: bool) -> list:
     return eligible[k:] + eligible[:k]
 
 
-def load_phase(cfg: Settings, servers: list[Server], client: Client, clients: load.Clients) -> list[measure.Run]:
+def settle_or_park(servers: list[Server]) -> None:
+    """After start: ours in steady state waits until its encoder is done; a fresh server stops until its runs."""
+    for s in servers:
+        if s.fresh:
+            s.stop()
+        elif isinstance(s, Hyperstatic):
+            step(f"{s.name}: steady state after {s.settle():.1f} s (no encodings pending)")
+
+
+def _encoder_note(r: measure.Run) -> str:
+    if r.pending_start < 0:
+        return ""
+    return f"  encoder: {r.pending_start}→{r.pending_end} pending, {r.encoder_cpu_s:.2f} CPU-s"
+
+
+def load_phase(cfg: Settings, servers: list[Server], client: Client, clients: load.Clients,
+               samples: dict[str, bytes] | None = None) -> list[measure.Run]:
     runs, n, total = [], 0, cfg.reps * cfg.runs_per_rep()
     for rep in range(cfg.reps):
         for wi, wl in enumerate(cfg.workloads):
             for s in round_order(servers, rep, wi, wl.floor):
                 n += 1
-                r = measure.run_workload(s, wl, rep, cfg.seconds, cfg.warmup, client, cfg.quota_pct, clients)
+                s.before_run(samples or {})
+                try:
+                    r = measure.run_workload(s, wl, rep, cfg.seconds, cfg.warmup, client, cfg.quota_pct, clients)
+                finally:
+                    s.after_run()
                 runs.append(r)
                 p99 = "n/a" if math.isnan(r.p99_ms) else f"{r.p99_ms:.2f} ms"
                 step(f"[{n}/{total}] rep {rep + 1} {wl.key:12} {s.name:12} {r.rps:10,.0f} req/s  "
                      f"cpu {r.cpu_s:5.2f} s  {r.req_per_cpu_s:9,.0f} req/CPU-s  p99 {p99:>9}  "
-                     f"rss {r.rss_bytes / 1e6:5.1f} MB  wrk cpu {r.client_cpu_s:4.1f} s{_note(r, cfg.quota_pct)}")
+                     f"rss {r.rss_bytes / 1e6:5.1f} MB  wrk cpu {r.client_cpu_s:4.1f} s{_note(r, cfg.quota_pct)}"
+                     f"{_encoder_note(r)}")
     return runs
 
 
@@ -156,6 +182,8 @@ def bench(cfg: Settings, work: str, cleanup: list) -> int:
     servers = lineup(cfg.ours, cfg.peers, cfg.floor, site.root, cfg.server_cpu, cfg.quota_pct, work,
                      cfg.extra_args, f"hs-bench-{os.getpid()}")
     ours = servers[0]
+    if cfg.deployed:
+        servers.insert(1, deployed_server(cfg, site, work, f"hs-bench-{os.getpid()}"))
     names = [s.name for s in servers]
     client = Client(cfg.client_cpu, CpuQuota(f"hs-bench-{os.getpid()}-client", 0))
     cleanup += [s.stop for s in servers] + [client.group.destroy]
@@ -170,12 +198,16 @@ def bench(cfg: Settings, work: str, cleanup: list) -> int:
     clients = https_clients(cfg, servers, work, meta)
     client.group.create()
     start(servers, site, meta, clients)
+    settle_or_park(servers)
     if isinstance(ours, Hyperstatic):
         m = ours.metrics()
         if "hyperstatic_content_bytes" in m:
             meta["ours_content_bytes_metric"] = m["hyperstatic_content_bytes"]
-    idle = idle_phase(cfg, servers, client) if cfg.idle_n else {}
-    runs = load_phase(cfg, servers, client, clients)
+    idle = idle_phase(cfg, [s for s in servers if not s.fresh], client) if cfg.idle_n else {}
+    runs = load_phase(cfg, servers, client, clients, site.samples)
+    if cfg.deployed:
+        meta["deployed"] = {"pages": cfg.pages, "pending": [(r.pending_start, r.pending_end) for r in runs
+                                                            if r.server == report.DEPLOYED]}
     meta["loadavg_end"] = os.getloadavg()[0]
     for stop in cleanup:
         stop()
@@ -188,6 +220,21 @@ def bench(cfg: Settings, work: str, cleanup: list) -> int:
          + (", ratios.png" if os.path.exists(os.path.join(cfg.out, "ratios.png")) else ""))
     print(md)
     return 0
+
+
+def deployed_server(cfg: Settings, site: content.Content, work: str, tag: str) -> Hyperstatic:
+    """Ours as deployed: defaults (the same flags as the steady row) on a copy of the tree plus cfg.pages raw
+    compressible pages, started fresh before each run so its encoder is at work while it is measured."""
+    root = os.path.join(work, "site-deployed")
+    shutil.copytree(site.root, root)
+    content.add_pages(root, cfg.pages)
+    binary = os.path.join(work, "hyperstatic-server-deployed")
+    shutil.copy2(cfg.ours, binary)
+    s = Hyperstatic(binary=binary, admin_port=free_port(), extra_args=cfg.extra_args, root=root, port=free_port(),
+                    cpu=cfg.server_cpu, quota=CpuQuota(f"{tag}-deployed", cfg.quota_pct),
+                    workdir=os.path.join(work, "deployed"))
+    s.name, s.fresh = report.DEPLOYED, True
+    return s
 
 
 def https_clients(cfg: Settings, servers: list[Server], work: str, meta: dict) -> load.Clients:
@@ -207,7 +254,7 @@ def https_clients(cfg: Settings, servers: list[Server], work: str, meta: dict) -
 
 def estimate_seconds(cfg: Settings) -> float:
     """Wall time: every run is warm-up + measured + ~1.5 s of wrk start/stop; the idle phase ~12 s per server."""
-    servers = 1 + len(cfg.peers) + (1 if cfg.floor else 0)
+    servers = 1 + len(cfg.peers) + (1 if cfg.floor else 0) + (1 if cfg.deployed else 0)
     return cfg.reps * cfg.runs_per_rep() * (cfg.seconds + cfg.warmup + 1.5) + (12 * servers if cfg.idle_n else 0) + 15
 
 

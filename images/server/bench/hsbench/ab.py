@@ -4,10 +4,15 @@ medians, min–max and each variant's ratio to the first. For a change that need
 
 Usage: python3 -m hsbench.ab --ours PATH   (make bench-ab AB='...')
 AB: variants separated by ';', each NAME=KIND[:ARGS], the first the reference:
-    NAME=ours[:FLAGS]            our server (PATH) with extra flags
-    NAME=bin:BINARY[:FLAGS]      another hyperstatic-server build
+    NAME=ours[:FLAGS]            our server (PATH) with extra flags, in steady state (measured only once its
+                                 background encoder has nothing pending)
+    NAME=fresh[:FLAGS]           our server as deployed: started just before each of its runs (its encoder begins
+                                 then, on a raw tree) and stopped right after
+    NAME=bin:BINARY[:FLAGS]      another hyperstatic-server build (steady state, like ours)
+    NAME=freshbin:BINARY[:FLAGS] another build as deployed (like fresh)
     NAME=floor:sendfile|writev|uring  the floor with that body mechanism, or on io_uring (floor_uring.c)
 e.g. AB='plain=ours; disk8k=ours:--max-memory-file-size=4KiB; floor=floor:sendfile; floor-writev=floor:writev'
+BENCH_PAGES=N adds N compressible 8 KiB pages without siblings to the tree (content.py), work for the encoder.
 Environment: as make bench-server (BENCH_WORKLOADS, REPS, BENCH_SECONDS, WARMUP_SECONDS, BENCH_CPU_QUOTA, SERVER_CPU,
 CLIENT_CPU); results in BENCH_OUT/ab (summary.md, results.json, runs.csv).
 """
@@ -20,7 +25,7 @@ import time
 from dataclasses import dataclass
 
 from . import content, report
-from .__main__ import Settings, _git_rev, https_clients, load_phase, run_in_workdir, start
+from .__main__ import Settings, _git_rev, https_clients, load_phase, run_in_workdir, settle_or_park, start
 from .cgroup import CgroupError, CpuQuota
 from .placement import Client
 from .progress import step, warn
@@ -30,7 +35,7 @@ from .servers import Floor, Hyperstatic, Server, free_port
 @dataclass(frozen=True)
 class Variant:
     name: str
-    kind: str  # "ours", "bin" or "floor"
+    kind: str  # "ours", "fresh", "bin", "freshbin" or "floor"
     binary: str = ""
     args: tuple[str, ...] = ()
     body_io: str = ""
@@ -47,15 +52,15 @@ def parse(spec: str, ours: str) -> list[Variant]:
         name, kind = name.strip(), kind.strip()
         if not sep or not name:
             raise SystemExit(f"AB: {item!r} is not NAME=KIND[:ARGS]")
-        if kind == "ours":
+        if kind in ("ours", "fresh"):
             out.append(Variant(name, kind, ours, tuple(shlex.split(args))))
-        elif kind == "bin":
+        elif kind in ("bin", "freshbin"):
             binary, _, flags = args.partition(":")
             out.append(Variant(name, kind, binary.strip(), tuple(shlex.split(flags))))
         elif kind == "floor":
             out.append(Variant(name, kind, body_io=args.strip()))
         else:
-            raise SystemExit(f"AB: unknown kind {kind!r} in {item!r} (ours, bin, floor)")
+            raise SystemExit(f"AB: unknown kind {kind!r} in {item!r} (ours, fresh, bin, freshbin, floor)")
     names = [v.name for v in out]
     if len(out) < 2 or len(set(names)) != len(names):
         raise SystemExit(f"AB: need at least two variants with distinct names, got {names}")
@@ -73,6 +78,7 @@ def build(v: Variant, root: str, cfg: Settings, work: str, tag: str) -> Server:
         binary = os.path.join(common["workdir"], "hyperstatic-server")
         shutil.copy2(v.binary, binary)  # a private copy: a rebuild during the run cannot swap it underneath
         s = Hyperstatic(binary=binary, admin_port=free_port(), extra_args=list(v.args), **common)
+        s.fresh = v.kind in ("fresh", "freshbin")
     s.name = v.name
     return s
 
@@ -102,8 +108,20 @@ def markdown(summary: list[dict], meta: dict, names: list[str]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def encoder_lines(runs: list, names: list[str]) -> str:
+    """Per variant of ours: files pending encoding at each measured run's start → end and the encoder's CPU time in
+    it, so a row that measured a server still encoding says so."""
+    out = []
+    for n in names:
+        rs = [r for r in runs if r.server == n and r.pending_start >= 0]
+        if rs:
+            out.append(f"- {n}: encodings pending at run start→end (encoder CPU-s in the run): "
+                       + ", ".join(f"{r.pending_start}→{r.pending_end} ({r.encoder_cpu_s:.2f})" for r in rs))
+    return ("\n" + "\n".join(out) + "\n") if out else ""
+
+
 def bench(cfg: Settings, variants: list[Variant], work: str, cleanup: list) -> int:
-    site = content.generate(os.path.join(work, "site"))
+    site = content.generate(os.path.join(work, "site"), pages=int(os.environ.get("BENCH_PAGES", "") or 0))
     tag = f"hs-ab-{os.getpid()}"
     servers = [build(v, site.root, cfg, work, tag) for v in variants]
     names = [s.name for s in servers]
@@ -112,18 +130,19 @@ def bench(cfg: Settings, variants: list[Variant], work: str, cleanup: list) -> i
     meta = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "git": _git_rev(), "seconds": cfg.seconds,
             "reps": cfg.reps, "warmup_seconds": cfg.warmup, "cpu_quota_percent": cfg.quota_pct,
             "server_cpu": cfg.server_cpu, "client_cpu": cfg.client_cpu, "idle_conns": 0,
-            "content_bytes": site.bytes, "kernel": os.uname().release, "servers": names,
+            "content_bytes": site.bytes, "content_files": site.files, "kernel": os.uname().release, "servers": names,
             "variants": [v.__dict__ for v in variants], "loadavg_start": os.getloadavg()[0],
             "versions": {s.name: " ".join([s.version(), *getattr(s, "extra_args", [])]) for s in servers}}
     clients = https_clients(cfg, servers, work, meta)  # HTTPS rows: every variant's TLS listener, the load client
     client.group.create()
     start(servers, site, meta, clients)
-    runs = load_phase(cfg, servers, client, clients)
+    settle_or_park(servers)
+    runs = load_phase(cfg, servers, client, clients, site.samples)
     meta["loadavg_end"] = os.getloadavg()[0]
     summary = report.summarize(runs, cfg.workloads, names)
     os.makedirs(cfg.out, exist_ok=True)
     report.write_files(cfg.out, runs, summary, {}, meta)
-    md = markdown(summary, meta, names)
+    md = markdown(summary, meta, names) + encoder_lines(runs, names)
     with open(os.path.join(cfg.out, "summary.md"), "w") as f:
         f.write(md)
     print(md)

@@ -4,6 +4,8 @@ floor ran; below, memory with 10k idle connections against its budget. Plain SVG
 import math
 from xml.sax.saxutils import escape
 
+from . import report
+
 W = 960
 LEFT = 250          # room for workload labels
 RIGHT = 150
@@ -115,7 +117,7 @@ def _idle_panel(idle, meta, top, names):
 
 def svg(summary, idle, meta, names) -> str:
     ours = names[0]
-    peers = [n for n in names[1:] if n != "floor"]
+    peers = [n for n in names[1:] if report.is_peer(n, ours)]
     title = f"{ours} vs {', '.join(peers)} — static files on loopback"
     sub = (f"server on CPU {meta['server_cpu']} capped at {meta['cpu_quota_percent']}% of a core, wrk on CPU "
            f"{meta['client_cpu']}; medians of {meta['reps']} × {meta['seconds']} s, interleaved; {meta['date']}")

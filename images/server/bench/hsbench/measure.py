@@ -34,6 +34,11 @@ class Run:
     rss_warm_bytes: int = 0     # summed VmRSS right after the warm-up, before the measured run
     rss_end_bytes: int = 0      # summed VmRSS right after the measured run
     bytes_read: float = 0.0     # response bytes wrk read (headers + bodies): shows what encoding was sent
+    # ours only (-1 elsewhere): files still waiting for the background encoder when the measured run began and
+    # ended, and the encoder's CPU time within the run: > 0 pending means the row measured a server still encoding
+    pending_start: int = -1
+    pending_end: int = -1
+    encoder_cpu_s: float = 0.0
 
     def row(self) -> dict:
         return asdict(self)
@@ -64,6 +69,7 @@ def run_workload(server: Server, wl: Workload, rep: int, seconds: float, warmup:
     pids = server.pids()
     rss_warm = procstat.rss_bytes(pids)
     throttled0 = server.quota.throttled().get("nr_throttled", 0)
+    enc0 = server.encoder()
     cpu0 = procstat.cpu_seconds(pids)
     sampler = _RssSampler(server)
     sampler.start()
@@ -74,6 +80,7 @@ def run_workload(server: Server, wl: Workload, rep: int, seconds: float, warmup:
     cpu = procstat.cpu_seconds(server.pids()) - cpu0
     rss_end = procstat.rss_bytes(server.pids())
     throttled = server.quota.throttled().get("nr_throttled", 0) - throttled0
+    enc1 = server.encoder()
     if not server.alive():
         raise RuntimeError(f"{server.name} died during {wl.key}:\n{server.log_tail()}")
     cap = (quota_percent / 100.0) if quota_percent else 1.0
@@ -84,7 +91,9 @@ def run_workload(server: Server, wl: Workload, rep: int, seconds: float, warmup:
                rss_bytes=peak, errors=res.errors, non2xx=res.non2xx,
                client_cpu_s=res.client_cpu_s, throttled_periods=throttled,
                cap_use=cpu / (res.seconds * cap) if res.seconds else 0.0,
-               rss_warm_bytes=rss_warm, rss_end_bytes=rss_end, bytes_read=res.bytes_read)
+               rss_warm_bytes=rss_warm, rss_end_bytes=rss_end, bytes_read=res.bytes_read,
+               pending_start=enc0[0] if enc0 else -1, pending_end=enc1[0] if enc1 else -1,
+               encoder_cpu_s=enc1[1] - enc0[1] if enc0 and enc1 else 0.0)
 
 
 @dataclass

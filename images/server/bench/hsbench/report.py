@@ -17,6 +17,12 @@ def _med(values):
 
 
 FLOOR = "floor"
+# Our server as deployed (servers.DEPLOYED_NAME): another row of ours, never a peer.
+DEPLOYED = "hyperstatic (as deployed)"
+
+
+def is_peer(name: str, ours: str) -> bool:
+    return name not in (ours, FLOOR, DEPLOYED)
 
 
 def _stats(rs) -> dict:
@@ -37,7 +43,7 @@ def _stats(rs) -> dict:
 
 def best_peer(servers: dict, ours: str) -> str | None:
     """The peer with the highest median req/s in one workload (never ours, never the floor)."""
-    peers = [(s["rps"], n) for n, s in servers.items() if n not in (ours, FLOOR) and s["rps"] > 0]
+    peers = [(s["rps"], n) for n, s in servers.items() if is_peer(n, ours) and s["rps"] > 0]
     return max(peers)[1] if peers else None
 
 
@@ -112,7 +118,7 @@ def _pct(x) -> str:
 
 
 def markdown(summary: list[dict], idle: dict[str, dict], meta: dict, names: list[str]) -> str:
-    ours, peers = names[0], [n for n in names[1:] if n != FLOOR]
+    ours, peers = names[0], [n for n in names[1:] if is_peer(n, names[0])]
     lines = [
         f"### {ours} vs {', '.join(peers)}: server on CPU {meta['server_cpu']} capped at "
         f"{meta['cpu_quota_percent']}% of a core, wrk on CPU {meta['client_cpu']}; medians of {meta['reps']} × "
@@ -169,9 +175,22 @@ def markdown(summary: list[dict], idle: dict[str, dict], meta: dict, names: list
                   f"req/s in that row; the target applies to it. % of floor: req/s as a share of the floor's "
                   f"(floor.c: a canned-response loop that reads nothing of a request but an 8 KiB file's number); "
                   f"– where the floor did not run."]
+    if meta.get("deployed"):
+        lines += ["", deployed_note(meta["deployed"], ours)]
     if meta.get("tls"):
         lines += ["", tls_note(meta["tls"])]
     return "\n".join(lines) + "\n"
+
+
+def deployed_note(d: dict, ours: str) -> str:
+    """Which row of ours is which (issue 25): steady state, and as deployed with its encoder at work."""
+    pending = ", ".join(f"{a}→{b}" for a, b in d.get("pending", [])) or "–"
+    return (f"Two rows of ours. **{ours}**: steady state, started once and measured only when its background "
+            f"encoder has nothing pending (this tree has nothing compressible in what is requested). "
+            f"**{DEPLOYED}**: as a new pod is deployed, with its defaults on a raw tree, the same files plus "
+            f"{d['pages']:,} compressible 8 KiB pages without siblings; started just before each of its runs and "
+            f"stopped after, so its encoder is at work in every run (files pending at each run's start→end: "
+            f"{pending}). Neither row is a peer: the best-peer ratio and the target use the steady row.")
 
 
 def tls_note(t: dict) -> str:

@@ -74,6 +74,9 @@ class Server:
     # what readiness asks for; the site benchmark has no /100.html and sets its own page
     ready_path = "/100.html"
     tls_port: int | None = None      # the HTTPS listener, when the run has HTTPS rows (tls.attach sets it)
+    # Started just before each of its runs and stopped right after (ours "as deployed": every run meets a new pod
+    # whose encoder has just begun, and it never runs while another server is measured)
+    fresh = False
     extra_env: dict[str, str] = {}   # added to the environment (h2o's OPENSSL_CONF for the HTTPS rows)
 
     def __init__(self, root: str, port: int, cpu: int, quota: CpuQuota, workdir: str):
@@ -149,6 +152,19 @@ class Server:
             if status != 200 or got != body:
                 raise RuntimeError(f"{self.name}: GET {path} -> {status}, {len(got)} bytes (want 200, {len(body)} bytes)")
 
+    def encoder(self) -> tuple[int, float] | None:
+        """(files pending encoding, encoder CPU seconds) for a server with a background encoder; None otherwise."""
+        return None
+
+    def before_run(self, samples: dict[str, bytes]) -> None:
+        if self.fresh:
+            self.start()
+            self.validate(samples)
+
+    def after_run(self) -> None:
+        if self.fresh:
+            self.stop()
+
     def stop(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
             try:
@@ -186,6 +202,22 @@ class Hyperstatic(Server):
     def ready(self) -> bool:
         status, _ = http_get(self.admin_port, "/readyz")
         return status == 200 and super().ready()
+
+    def encoder(self) -> tuple[int, float] | None:
+        m = self.metrics()
+        if "hyperstatic_content_encodings_pending" not in m:
+            return None
+        return int(m["hyperstatic_content_encodings_pending"]), m.get("hyperstatic_encoder_cpu_seconds_total", 0.0)
+
+    def settle(self, timeout: float = 900.0) -> float:
+        """Waits until the background encoder has nothing pending (steady state); returns the seconds waited."""
+        t0 = time.monotonic()
+        while time.monotonic() - t0 < timeout:
+            e = self.encoder()
+            if e is not None and e[0] == 0:
+                return time.monotonic() - t0
+            time.sleep(0.2)
+        raise RuntimeError(f"{self.name}: encodings still pending after {timeout:.0f} s")
 
     def metrics(self) -> dict[str, float]:
         """Unlabelled samples of the admin /metrics endpoint (e.g. hyperstatic_content_bytes)."""

@@ -2,6 +2,7 @@
 benchmark itself; here: parsing, medians and verdicts, the chart, /proc readers, the idle client, the cgroup."""
 import http.server
 import os
+import pathlib
 import subprocess
 import sys
 import tempfile
@@ -144,6 +145,15 @@ class EveryPeer(unittest.TestCase):
                                            "b": {"rps": 3}}, "ours"), "b")
         self.assertIsNone(report.best_peer({"ours": {"rps": 9}}, "ours"))
 
+    def test_the_row_of_ours_as_deployed_is_no_peer_and_is_explained(self):
+        self.assertEqual(report.best_peer({"ours": {"rps": 9}, report.DEPLOYED: {"rps": 50}, "a": {"rps": 2}},
+                                          "ours"), "a")
+        note = report.deployed_note({"pages": 1000, "pending": [(1000, 988), (1000, 990)]}, "hyperstatic")
+        self.assertIn("**hyperstatic**: steady state", note)
+        self.assertIn(f"**{report.DEPLOYED}**: as a new pod is deployed", note)
+        self.assertIn("1,000 compressible 8 KiB pages", note)
+        self.assertIn("1000→988, 1000→990", note)
+
     def test_markdown_and_chart(self):
         md = report.markdown(self.summary, {}, self.meta, self.NAMES)
         self.assertIn("| 100 B keep-alive, c=100 | ours | 40.0k (36.0k–44.0k)", md)
@@ -274,6 +284,21 @@ class ContentAndProc(unittest.TestCase):
             self.assertEqual(sizes, {8192})
             self.assertEqual(len(os.listdir(os.path.join(d, "8k"))), 1000)
             self.assertEqual(c.bytes, 100 + 1000 * 8192)
+
+
+    def test_compressible_pages_are_distinct_8k_text_without_siblings(self):
+        import zlib
+        with tempfile.TemporaryDirectory() as d:
+            c = content.generate(d, pages=20)
+            names = sorted(os.listdir(os.path.join(d, "pages")))
+            self.assertEqual(names, [f"{i:04d}.html" for i in range(20)], "no .br/.gz/.zst siblings")
+            bodies = [pathlib.Path(d, "pages", n).read_bytes() for n in names]
+            self.assertEqual(c.files, 1 + content.SET_COUNT + 20)
+            self.assertEqual(c.samples["/pages/0000.html"], bodies[0])
+        self.assertEqual({len(b) for b in bodies}, {content.PAGE_SIZE})
+        self.assertEqual(len(set(bodies)), 20, "each page its own digest, its own encoding")
+        ratio = content.PAGE_SIZE / len(zlib.compress(bodies[0], 9))
+        self.assertTrue(2.5 < ratio < 8, f"compresses like a real page, not like one repeated line: {ratio:.1f}x")
 
     def test_proc_readers_see_a_child(self):
         child = subprocess.Popen(["sleep", "5"])
