@@ -21,6 +21,7 @@ pub mod file_headers;
 pub mod glob;
 pub mod headers;
 pub mod headers_file;
+pub mod http2;
 pub mod load_error;
 pub mod loader;
 pub mod log;
