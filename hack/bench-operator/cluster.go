@@ -102,19 +102,11 @@ leaderElection: {leaderElect: false}
 	// kwok: pod IPs from a loopback CIDR, so every scrape of a pod IP by the operator reaches this machine's
 	// loopback (the responder listens on 0.0.0.0); the nodes' own address is loopback too. Its stages are the
 	// "fast" ones its module ships (nodes Ready at once, pods Running and Ready once bound).
-	kwokCfg := filepath.Join(workDir, "kwok.yaml")
-	if err := os.WriteFile(kwokCfg, []byte(fmt.Sprintf(`apiVersion: config.kwok.x-k8s.io/v1alpha1
-kind: KwokConfiguration
-options:
-  cidr: %q
-  nodeIP: %q
-  manageAllNodes: false
-  manageNodesWithAnnotationSelector: %s=fake
-  serverAddress: ""
-`, cfg.podCIDR, cfg.nodeIP, kwokNodeAnnotation)), 0o600); err != nil {
-		return err
-	}
-	args := []string{"--kubeconfig=" + c.kubeconfig, "--config=" + kwokCfg}
+	// Flags, not a KwokConfiguration file: kwok applies its defaults (stage parallelism, ...) only to the
+	// configuration it makes itself when no file holds one.
+	args := []string{"--kubeconfig=" + c.kubeconfig, "--cidr=" + cfg.podCIDR, "--node-ip=" + cfg.nodeIP,
+		"--manage-all-nodes=false", "--manage-nodes-with-annotation-selector=" + kwokNodeAnnotation + "=fake",
+		"--server-address="}
 	for _, s := range []string{"node/fast/node-initialize.yaml", "pod/fast/pod-ready.yaml", "pod/fast/pod-complete.yaml", "pod/fast/pod-delete.yaml"} {
 		args = append(args, "--config="+filepath.Join(cfg.kwokStages, s))
 	}
@@ -148,7 +140,7 @@ func (c *cluster) createNodes(ctx context.Context, n int) error {
 			}
 		}
 	}
-	return wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
 		nodes, err := c.clientset.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: "type=kwok"})
 		if err != nil {
 			return false, nil
@@ -163,6 +155,25 @@ func (c *cluster) createNodes(ctx context.Context, n int) error {
 		}
 		return ready == n, nil
 	})
+	if err != nil {
+		return fmt.Errorf("wait for kwok to make the nodes Ready: %w", err)
+	}
+	// The API server's admission taints a new node not-ready; the node lifecycle controller, which would lift
+	// the taint, is not run (it would also evict, which nothing here should do): lift it here.
+	for i := range n {
+		node, err := c.clientset.CoreV1().Nodes().Get(ctx, fmt.Sprintf("kwok-node-%03d", i), metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if len(node.Spec.Taints) == 0 {
+			continue
+		}
+		node.Spec.Taints = nil
+		if _, err := c.clientset.CoreV1().Nodes().Update(ctx, node, metav1.UpdateOptions{}); err != nil {
+			return fmt.Errorf("untaint node %s: %w", node.Name, err)
+		}
+	}
+	return nil
 }
 
 // startResponder runs the real hyperstatic-server with its admin port (the one the operator scrapes) on

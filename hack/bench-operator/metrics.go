@@ -158,8 +158,9 @@ func (h histogram) mean() float64 {
 	return h.sum / h.count
 }
 
-// apiserverWriteVerbs are the apiserver_request_total verbs that change state.
-var apiserverWriteVerbs = map[string]bool{"CREATE": true, "UPDATE": true, "PATCH": true, "APPLY": true, "DELETE": true, "DELETECOLLECTION": true}
+// apiserverWriteVerbs are the apiserver_request_total verbs that change state (the API server reports create as
+// POST, update as PUT, a server-side apply as APPLY).
+var apiserverWriteVerbs = map[string]bool{"POST": true, "PUT": true, "PATCH": true, "APPLY": true, "DELETE": true, "DELETECOLLECTION": true}
 
 // restClientWriteMethods are the rest_client_requests_total methods (HTTP) that change state.
 var restClientWriteMethods = map[string]bool{"POST": true, "PUT": true, "PATCH": true, "DELETE": true}

@@ -34,6 +34,9 @@ controller_runtime_reconcile_time_seconds_count{controller="autoscaler"} 7
 apiserver_request_total{verb="GET",resource="pods",subresource="",code="200"} 5
 apiserver_request_total{verb="PATCH",resource="staticsites",subresource="status",code="200"} 2
 apiserver_request_total{verb="APPLY",resource="deployments",subresource="",code="200"} 4
+apiserver_request_total{verb="PUT",resource="leases",subresource="",code="200"} 6
+apiserver_request_total{verb="LIST",resource="pods",subresource="",code="200"} 1
+apiserver_request_total{verb="WATCH",resource="pods",subresource="",code="200"} 1
 `
 
 func mustParse(t *testing.T, s string) families {
@@ -58,7 +61,7 @@ func TestCountersByLabel(t *testing.T) {
 		t.Fatalf("code 409 = %v", n)
 	}
 	aw := f.apiserverWrites()
-	if aw["PATCH staticsites/status"] != 2 || aw["APPLY deployments"] != 4 || len(aw) != 2 {
+	if aw["PATCH staticsites/status"] != 2 || aw["APPLY deployments"] != 4 || aw["PUT leases"] != 6 || len(aw) != 3 {
 		t.Fatalf("apiserver writes: %v", aw)
 	}
 }

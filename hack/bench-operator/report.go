@@ -111,9 +111,9 @@ func (r *report) markdown() string {
 	p("")
 	settled := "it settled"
 	if !r.settled {
-		settled = "**it did not settle** (reconciles kept coming)"
+		settled = "**it did not settle** (writes kept coming)"
 	}
-	p("### Steady state (%.1f min window, after %s with no StaticSite reconcile: %s in %.0f s)", steady.minutes, c.settleQuiet, settled, r.settleTime.Seconds())
+	p("### Steady state (%.1f min window, after %s with no write by the operator: %s in %.0f s)", steady.minutes, c.settleQuiet, settled, r.settleTime.Seconds())
 	p("")
 	p("- The operator's API requests per minute (client side, by method): %s.", formatCounts(steady.opRequests, steady.minutes))
 	p("- Reconciles per minute, by controller: %s.", formatCounts(steady.reconciles, steady.minutes))

@@ -45,14 +45,15 @@ func run(ctx context.Context, cfg *config) (err error) {
 	}
 	say("work directory (logs, kubeconfig): %s", workDir)
 	ps := &procs{logDir: workDir}
-	defer ps.stopAll()
 
 	say("starting kube-apiserver and etcd (%s)", cfg.assets)
 	cl, err := startControlPlane(cfg, workDir)
 	if err != nil {
 		return err
 	}
+	// Deferred in this order, the children stop first, then the API server and etcd they talk to.
 	defer func() { _ = cl.env.Stop() }()
+	defer ps.stopAll()
 	say("starting kube-controller-manager, kube-scheduler (%s) and kwok (pod CIDR %s, node IP %s)", cfg.k8sBin, cfg.podCIDR, cfg.nodeIP)
 	if err := cl.startComponents(cfg, ps, workDir); err != nil {
 		return err
@@ -118,7 +119,7 @@ func run(ctx context.Context, cfg *config) (err error) {
 	}
 	r.startup = startup
 
-	say("waiting for the steady state: no StaticSite reconcile for %s (at most %s)", cfg.settleQuiet, cfg.settleMax)
+	say("waiting for the steady state: no write by the operator for %s (at most %s)", cfg.settleQuiet, cfg.settleMax)
 	r.settled, r.settleTime = b.waitSettled(ctx, cfg.settleQuiet, cfg.settleMax)
 	say("steady-state window: %s, the harness makes no API request meanwhile", cfg.quiet)
 	if r.quietBefore, err = b.snapshot(ctx); err != nil {
@@ -265,14 +266,16 @@ func (b *bench) waitReconciled(ctx context.Context, r *report) error {
 	}
 }
 
-// waitSettled waits until the StaticSite controller has not reconciled for quiet (read from the operator's
-// metrics, no API request), at most max. It says whether it settled and how long it took.
+// waitSettled waits until the operator has made no write request (POST, PUT, PATCH, DELETE: read from its own
+// metrics, no API request) for quiet, at most max. It says whether it settled and how long it took. Reconciles
+// may go on (the StaticSite controller re-reads each site's content gauges every minute): what must stop is
+// writing.
 func (b *bench) waitSettled(ctx context.Context, quiet, maxWait time.Duration) (bool, time.Duration) {
 	start := time.Now()
 	last, lastChange := -1.0, time.Now()
 	for time.Since(start) < maxWait {
 		if f, err := b.operatorMetrics(ctx); err == nil {
-			n := f.sum("controller_runtime_reconcile_total", map[string]string{"controller": "staticsite"})
+			n := writes(f.sumBy("rest_client_requests_total", "method", nil), restClientWriteMethods)
 			if n != last {
 				last, lastChange = n, time.Now()
 			} else if time.Since(lastChange) >= quiet {
