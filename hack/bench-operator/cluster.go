@@ -12,7 +12,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
@@ -124,20 +123,9 @@ func (c *cluster) createNodes(ctx context.Context, n int) error {
 				Labels:      map[string]string{"type": "kwok", corev1.LabelHostname: fmt.Sprintf("kwok-node-%03d", i)},
 			},
 		}
-		created, err := c.clientset.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
-		if err != nil && !apierrors.IsAlreadyExists(err) {
+		// No capacity here: kwok's node-initialize stage fills in a large one (1k CPUs, 1 Mi pods).
+		if _, err := c.clientset.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("create node %s: %w", node.Name, err)
-		}
-		if err == nil {
-			capacity := corev1.ResourceList{
-				corev1.ResourceCPU:    resource.MustParse("64"),
-				corev1.ResourceMemory: resource.MustParse("256Gi"),
-				corev1.ResourcePods:   resource.MustParse("110"),
-			}
-			created.Status.Capacity, created.Status.Allocatable = capacity, capacity
-			if _, err := c.clientset.CoreV1().Nodes().UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
-				return fmt.Errorf("set node %s capacity: %w", node.Name, err)
-			}
 		}
 	}
 	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
