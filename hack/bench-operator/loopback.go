@@ -45,16 +45,46 @@ func nonLoopbackPeers(ssOutput string, pid int) []string {
 	return bad
 }
 
-// checkLoopbackOnly runs ss and fails if pid has a TCP connection to a non-loopback address; it also returns how
-// many of pid's sockets it saw, so a report can show the check looked at something.
-func checkLoopbackOnly(pid int) (int, error) {
+// peersOnPort reads `ss -tanH` output and returns the peer addresses of every TCP socket (any process, any
+// state: a scrape's closed connection lingers in TIME-WAIT without an owner) whose peer port is port.
+func peersOnPort(ssOutput string, port string) []string {
+	var peers []string
+	for _, line := range strings.Split(ssOutput, "\n") {
+		f := strings.Fields(line)
+		if len(f) < 5 {
+			continue
+		}
+		if _, p, err := net.SplitHostPort(f[4]); err == nil && p == port {
+			peers = append(peers, f[4])
+		}
+	}
+	return peers
+}
+
+// socketCheck is what one look at the machine's TCP sockets found.
+type socketCheck struct {
+	operatorSockets int // the operator's own sockets (listening and connected)
+	scrapeSockets   int // sockets, any owner and state, to the admin port
+}
+
+// checkLoopbackOnly runs ss and fails if pid has a TCP connection to a non-loopback address, or if any socket to
+// the admin port (the operator's scrapes, including closed ones in TIME-WAIT) has a non-loopback peer.
+func checkLoopbackOnly(pid int, adminPort string) (socketCheck, error) {
 	out, err := exec.Command("ss", "-tanpH").Output()
 	if err != nil {
-		return 0, fmt.Errorf("ss -tanpH: %w", err)
+		return socketCheck{}, fmt.Errorf("ss -tanpH: %w", err)
 	}
-	seen := strings.Count(string(out), fmt.Sprintf("pid=%d,", pid))
+	var c socketCheck
+	c.operatorSockets = strings.Count(string(out), fmt.Sprintf("pid=%d,", pid))
 	if bad := nonLoopbackPeers(string(out), pid); len(bad) > 0 {
-		return seen, fmt.Errorf("process %d has TCP sockets to non-loopback peers: %s", pid, strings.Join(bad, " "))
+		return c, fmt.Errorf("process %d has TCP sockets to non-loopback peers: %s", pid, strings.Join(bad, " "))
 	}
-	return seen, nil
+	for _, peer := range peersOnPort(string(out), adminPort) {
+		c.scrapeSockets++
+		host, _, _ := net.SplitHostPort(peer)
+		if !isLoopbackIP(host) {
+			return c, fmt.Errorf("a socket to the admin port has the non-loopback peer %s", peer)
+		}
+	}
+	return c, nil
 }

@@ -152,6 +152,9 @@ func TestLoopbackChecks(t *testing.T) {
 	if bad := nonLoopbackPeers(ss, 77); len(bad) != 2 || bad[0] != "10.0.3.7:9090" || bad[1] != "[fd00::7]:9090" {
 		t.Fatalf("non-loopback peers: %v", bad)
 	}
+	if peers := peersOnPort(ss, "9090"); len(peers) != 5 || peers[0] != "127.64.0.12:9090" || peers[4] != "[fd00::7]:9090" {
+		t.Fatalf("peers on 9090: %v", peers)
+	}
 	for cidr, ok := range map[string]bool{"127.64.0.0/16": true, "127.0.0.0/8": true, "10.0.0.0/16": false, "0.0.0.0/0": false, "::1/128": false} {
 		if _, err := parseLoopbackCIDR(cidr); (err == nil) != ok {
 			t.Errorf("parseLoopbackCIDR(%s): %v", cidr, err)

@@ -24,7 +24,7 @@ type report struct {
 	settleTime                time.Duration
 	quietBefore, quietAfter   snapshot
 	scaleBefore, scaleAfter   snapshot
-	socketsSeen               int
+	sockets                   socketCheck
 	podIPsChecked             int64
 }
 
@@ -135,6 +135,7 @@ func (r *report) markdown() string {
 	}
 	p("")
 	p("Network: kwok's pod CIDR %s and node IP %s; %d pod IPs seen by the harness' watch, all loopback; the", c.podCIDR, c.nodeIP, r.podIPsChecked)
-	p("operator's TCP sockets (%d seen by `ss -tanp` in the steady state and mid-autoscaling) all had loopback peers.", r.socketsSeen)
+	p("operator's TCP sockets (%d seen by `ss -tanp` in the steady state and mid-autoscaling) and every socket to the", r.sockets.operatorSockets)
+	p("admin port (%d, TIME-WAIT included: the scrapes) had loopback peers only.", r.sockets.scrapeSockets)
 	return sb.String()
 }

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"strconv"
 	"sync"
 	"time"
 
@@ -131,7 +132,8 @@ func run(ctx context.Context, cfg *config) (err error) {
 	if r.quietAfter, err = b.snapshot(ctx); err != nil {
 		return err
 	}
-	if r.socketsSeen, err = checkLoopbackOnly(b.operator.Process.Pid); err != nil {
+	adminPort := strconv.Itoa(v1alpha1.AdminPort)
+	if r.sockets, err = checkLoopbackOnly(b.operator.Process.Pid, adminPort); err != nil {
 		return err
 	}
 
@@ -151,11 +153,12 @@ func run(ctx context.Context, cfg *config) (err error) {
 			return withTripped(err, tripped)
 		}
 		// Mid-window, while scrapes are in flight: the operator's sockets again.
-		n, err := checkLoopbackOnly(b.operator.Process.Pid)
+		n, err := checkLoopbackOnly(b.operator.Process.Pid, adminPort)
 		if err != nil {
 			return err
 		}
-		r.socketsSeen += n
+		r.sockets.operatorSockets += n.operatorSockets
+		r.sockets.scrapeSockets += n.scrapeSockets
 		if err := sleep(ctx, cfg.autoscaleWindow-cfg.autoscaleWindow/2); err != nil {
 			return withTripped(err, tripped)
 		}
