@@ -37,6 +37,7 @@ include make/k6.mk
 include make/traefik.mk
 include make/ship.mk
 include make/verify.mk
+include make/benchoperator.mk
 
 ##@ General
 .PHONY: test

@@ -18,6 +18,7 @@ import (
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -53,6 +54,8 @@ type options struct {
 	operatorNamespace string
 	// tenancyPolicy is the JSON of the tenancy policy (internal/tenancy); empty: tenancy.Default().
 	tenancyPolicy string
+	// staticSiteConcurrency is how many StaticSites the StaticSite controller reconciles at once.
+	staticSiteConcurrency int
 }
 
 // policy parses --tenancy-policy: the multi-tenant default when it is not given.
@@ -62,6 +65,11 @@ func (o *options) policy() (tenancy.Policy, error) {
 	}
 	return tenancy.Parse(o.tenancyPolicy)
 }
+
+// defaultStaticSiteConcurrency is the StaticSite controller's default worker count. One worker made a restart
+// with 1,000 sites take about 100 s (each reconcile waits on several API round trips, applies and a status
+// write, and pods' readiness re-queues every site a few times): make bench-operator, docs/bench/operator-*.md.
+const defaultStaticSiteConcurrency = 8
 
 func bindFlags(fs *flag.FlagSet) *options {
 	o := &options{}
@@ -78,6 +86,8 @@ func bindFlags(fs *flag.FlagSet) *options {
 		"Namespace the operator runs in (default: $POD_NAMESPACE, which the chart sets): StaticSites' NetworkPolicies open the server's admin port to it.")
 	fs.StringVar(&o.tenancyPolicy, "tenancy-policy", "",
 		"The tenancy policy as JSON (the chart's values.tenancy; docs/security.md): what StaticSites and Benchmarks may ask beyond their own site. Empty: the multi-tenant default.")
+	fs.IntVar(&o.staticSiteConcurrency, "staticsite-max-concurrent-reconciles", defaultStaticSiteConcurrency,
+		"How many StaticSites are reconciled at once (distinct sites only: one site is never reconciled twice at a time).")
 	fs.DurationVar(&o.autoscaleInterval, "autoscaler-scrape-interval", autoscaling.DefaultScrapeInterval, "How often autoscaled StaticSites' pods are scraped and the replica count re-decided.")
 	return o
 }
@@ -98,6 +108,14 @@ func main() {
 	}
 }
 
+// controllerOptions sets the StaticSite controller's worker count. It is keyed by the kind the controller is
+// For: the autoscaler, also For StaticSites, sets its own count and keeps it; the Benchmark controller keeps one.
+func controllerOptions(o *options) config.Controller {
+	return config.Controller{GroupKindConcurrency: map[string]int{
+		v1alpha1.GroupVersion.WithKind("StaticSite").GroupKind().String(): o.staticSiteConcurrency,
+	}}
+}
+
 // run starts the manager and blocks until ctx ends.
 func run(ctx context.Context, cfg *rest.Config, o *options) error {
 	log := ctrl.Log.WithName("setup")
@@ -109,6 +127,7 @@ func run(ctx context.Context, cfg *rest.Config, o *options) error {
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                        scheme,
 		Cache:                         cache.Options{ByObject: managercache.OwnedObjectsOnly()},
+		Controller:                    controllerOptions(o),
 		Metrics:                       metricsserver.Options{BindAddress: o.metricsAddr},
 		HealthProbeBindAddress:        o.probeAddr,
 		LeaderElection:                o.leaderElect,
@@ -169,6 +188,6 @@ func run(ctx context.Context, cfg *rest.Config, o *options) error {
 	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
 		return err
 	}
-	log.Info("starting the manager", "version", version, "serverImage", o.serverImage, "serverImageRolloutConcurrency", o.serverImageRolloutConcurrency, "k6Image", o.k6Image, "operatorNamespace", o.operatorNamespace, "leaderElection", o.leaderElect)
+	log.Info("starting the manager", "version", version, "serverImage", o.serverImage, "serverImageRolloutConcurrency", o.serverImageRolloutConcurrency, "k6Image", o.k6Image, "staticSiteConcurrency", o.staticSiteConcurrency, "operatorNamespace", o.operatorNamespace, "leaderElection", o.leaderElect)
 	return mgr.Start(ctx)
 }

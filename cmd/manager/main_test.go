@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -26,6 +27,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"hyperstatic.dev/hyperstatic/api/v1alpha1"
+	"hyperstatic.dev/hyperstatic/controllers/autoscaling"
 	"hyperstatic.dev/hyperstatic/internal/managercache"
 	"hyperstatic.dev/hyperstatic/internal/tenancy"
 	"hyperstatic.dev/hyperstatic/internal/testenv"
@@ -37,7 +39,8 @@ func TestFlagDefaults(t *testing.T) {
 	if err := fs.Parse(nil); err != nil {
 		t.Fatal(err)
 	}
-	if o.serverImage != "hyperstatic/server:"+version || o.leaderElect || o.probeAddr != ":8081" || o.metricsAddr != ":8080" {
+	if o.serverImage != "hyperstatic/server:"+version || o.leaderElect || o.probeAddr != ":8081" || o.metricsAddr != ":8080" ||
+		o.staticSiteConcurrency != defaultStaticSiteConcurrency {
 		t.Errorf("defaults %+v", o)
 	}
 }
@@ -103,7 +106,7 @@ func TestManagerRuns(t *testing.T) {
 	done := make(chan error, 1)
 	go func() {
 		done <- run(ctx, cfg, &options{metricsAddr: metrics, probeAddr: probe, leaderElect: true,
-			leaderElectNS: operatorNamespace, serverImage: "hyperstatic/server:under-test"})
+			leaderElectNS: operatorNamespace, serverImage: "hyperstatic/server:under-test", staticSiteConcurrency: 3})
 	}()
 	defer func() {
 		cancel()
@@ -135,6 +138,29 @@ func TestManagerRuns(t *testing.T) {
 	}
 	within("readyz", func() error { return get("http://" + probe + "/readyz") })
 	within("metrics", func() error { return get("http://" + metrics + "/metrics") })
+	// The StaticSite controller runs the flag's worker count; the autoscaler (also For StaticSites) keeps its own,
+	// the Benchmark controller one.
+	within("worker counts", func() error {
+		resp, err := http.Get("http://" + metrics + "/metrics")
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		body, err := io.ReadAll(resp.Body)
+		if err != nil {
+			return err
+		}
+		for _, want := range []string{
+			`controller_runtime_max_concurrent_reconciles{controller="staticsite"} 3`,
+			fmt.Sprintf(`controller_runtime_max_concurrent_reconciles{controller="autoscaler"} %d`, autoscaling.DefaultMaxConcurrentReconciles),
+			`controller_runtime_max_concurrent_reconciles{controller="benchmark"} 1`,
+		} {
+			if !strings.Contains(string(body), want) {
+				return fmt.Errorf("no %s in the metrics", want)
+			}
+		}
+		return nil
+	})
 	c := env.Client
 	within("leader lease", func() error {
 		return c.Get(ctx, client.ObjectKey{Namespace: operatorNamespace, Name: "operator.hyperstatic.dev"}, &coordinationv1.Lease{})

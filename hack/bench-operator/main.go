@@ -1,0 +1,122 @@
+// Command bench-operator measures the Hyperstatic operator at scale (issue 28, item 3): many StaticSites on
+// fake kwok nodes, next to a real kube-apiserver and etcd (envtest's), kube-controller-manager and
+// kube-scheduler, the operator running as a local process. It reports the time from the operator's start to
+// every site reconciled, the API requests per minute in steady state, the operator's RSS and CPU, the StaticSite
+// reconcile latency, and the autoscaler's passes over every pod. `make bench-operator` builds what it needs and
+// runs it; docs/bench/operator-*.md holds results.
+//
+// Nothing leaves the machine: kwok gives pods IPs in a loopback CIDR (checked before the operator starts, and
+// for every pod while it runs), the real hyperstatic-server answers the operator's scrapes on 0.0.0.0:9090,
+// and the operator's sockets are checked with ss to have loopback peers only.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"net"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+)
+
+// config is the harness's flags.
+type config struct {
+	sites, replicas, nodes, namespaces, autoscaled int
+	repo, assets, k8sBin, kwok, kwokStages         string
+	serverBin, siteRoot, manager                   string
+	podCIDR, nodeIP                                string
+	reconcileTimeout, settleQuiet, settleMax       time.Duration
+	quiet, autoscaleWarmup, autoscaleWindow        time.Duration
+	out                                            string
+}
+
+func bindFlags(fs *flag.FlagSet) *config {
+	c := &config{}
+	fs.IntVar(&c.sites, "sites", 1000, "StaticSites to create")
+	fs.IntVar(&c.replicas, "replicas", 2, "replicas per site")
+	fs.IntVar(&c.nodes, "nodes", 100, "fake kwok nodes")
+	fs.IntVar(&c.namespaces, "namespaces", 10, "namespaces the sites are spread over")
+	fs.IntVar(&c.autoscaled, "autoscaled", -1, "sites to turn autoscaling on for in the last phase (-1: all, 0: skip the phase)")
+	fs.StringVar(&c.repo, "repo", ".", "repository root (CRDs in config/crd/bases)")
+	fs.StringVar(&c.assets, "assets", "", "directory with kube-apiserver and etcd (envtest assets)")
+	fs.StringVar(&c.k8sBin, "k8s-bin", "", "directory with kube-controller-manager and kube-scheduler")
+	fs.StringVar(&c.kwok, "kwok", "", "kwok binary")
+	fs.StringVar(&c.kwokStages, "kwok-stages", "", "kwok module's kustomize/stage directory (the stages it ships)")
+	fs.StringVar(&c.serverBin, "server-bin", "", "hyperstatic-server binary (answers the operator's scrapes)")
+	fs.StringVar(&c.siteRoot, "site-root", "", "directory the server serves (default: <repo>/images/server/example/site)")
+	fs.StringVar(&c.manager, "manager", "", "operator binary (go build ./cmd/manager)")
+	fs.StringVar(&c.podCIDR, "pod-cidr", "127.64.0.0/16", "kwok's pod CIDR: must be loopback")
+	fs.StringVar(&c.nodeIP, "node-ip", "127.0.0.2", "kwok's node IP: must be loopback")
+	fs.DurationVar(&c.reconcileTimeout, "reconcile-timeout", 10*time.Minute, "give up waiting for every site to be reconciled and available after this")
+	fs.DurationVar(&c.settleQuiet, "settle-quiet", 15*time.Second, "steady state: no write by the operator for this long")
+	fs.DurationVar(&c.settleMax, "settle-max", 3*time.Minute, "measure the steady state after this even if writes never stop")
+	fs.DurationVar(&c.quiet, "quiet", time.Minute, "length of the steady-state window")
+	fs.DurationVar(&c.autoscaleWarmup, "autoscale-warmup", 30*time.Second, "wait after turning autoscaling on, before its window")
+	fs.DurationVar(&c.autoscaleWindow, "autoscale-window", time.Minute, "length of the autoscaling window")
+	fs.StringVar(&c.out, "out", "", "also write the report (markdown) to this file")
+	return c
+}
+
+func (c *config) validate() error {
+	for name, v := range map[string]string{"-assets": c.assets, "-k8s-bin": c.k8sBin, "-kwok": c.kwok, "-kwok-stages": c.kwokStages, "-server-bin": c.serverBin, "-manager": c.manager} {
+		if v == "" {
+			return fmt.Errorf("%s is required", name)
+		}
+	}
+	if c.sites < 1 || c.replicas < 1 || c.nodes < 1 || c.namespaces < 1 {
+		return fmt.Errorf("-sites, -replicas, -nodes and -namespaces must be positive")
+	}
+	if c.autoscaled < 0 || c.autoscaled > c.sites {
+		c.autoscaled = c.sites
+	}
+	if c.siteRoot == "" {
+		c.siteRoot = filepath.Join(c.repo, "images", "server", "example", "site")
+	}
+	prefix, err := parseLoopbackCIDR(c.podCIDR)
+	if err != nil {
+		return err
+	}
+	c.podCIDR = prefix
+	if !isLoopbackIP(c.nodeIP) {
+		return fmt.Errorf("-node-ip %s is not a loopback address", c.nodeIP)
+	}
+	return nil
+}
+
+// parseLoopbackCIDR accepts a CIDR inside 127.0.0.0/8 only.
+func parseLoopbackCIDR(s string) (string, error) {
+	ip, n, err := net.ParseCIDR(s)
+	if err != nil {
+		return "", fmt.Errorf("-pod-cidr: %w", err)
+	}
+	ones, _ := n.Mask.Size()
+	if ip.To4() == nil || !isLoopbackIP(n.IP.String()) || ones < 8 {
+		return "", fmt.Errorf("-pod-cidr %s is not inside 127.0.0.0/8: pods' IPs would not be on loopback", s)
+	}
+	return n.String(), nil
+}
+
+func main() {
+	cfg := bindFlags(flag.CommandLine)
+	flag.Parse()
+	if err := cfg.validate(); err != nil {
+		fmt.Fprintln(os.Stderr, "bench-operator:", err)
+		os.Exit(2)
+	}
+	// SIGINT/SIGTERM end the run through ctx: every deferred stop runs, so no child outlives the harness.
+	ctx, stopSignals := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, cfg)
+	stopSignals()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench-operator:", err)
+		os.Exit(1)
+	}
+}
+
+// say prints a timestamped progress line.
+func say(format string, args ...any) {
+	fmt.Printf("==> [%s] %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, args...))
+}

@@ -1,0 +1,141 @@
+package main
+
+import (
+	"fmt"
+	"math"
+	"strings"
+	"time"
+)
+
+// Goals of issue 28 item 3.
+const (
+	goalReconciled = 60 * time.Second
+	goalSteadyCPU  = 0.05              // CPUs
+	goalSteadyRSS  = 256 * 1024 * 1024 // bytes
+)
+
+// report is what one run measured.
+type report struct {
+	cfg                       *config
+	startedAt, operatorStart  time.Time
+	reconciledAt, availableAt time.Time
+	startup                   snapshot // when every Deployment was available
+	settled                   bool
+	settleTime                time.Duration
+	quietBefore, quietAfter   snapshot
+	scaleBefore, scaleAfter   snapshot
+	sockets                   socketCheck
+	podIPsChecked             int64
+}
+
+// window is what changed between two snapshots, per minute where it is a rate.
+type window struct {
+	minutes       float64
+	opRequests    map[string]float64 // the operator's requests by HTTP method
+	apiRequests   map[string]float64 // every client's, by apiserver verb
+	apiWrites     map[string]float64 // every client's writes, by verb and resource
+	reconciles    map[string]float64 // by controller
+	cpu           float64            // CPUs used on average
+	rss           int64
+	reconcileTime histogram // StaticSite reconciles in the window
+	passTime      histogram // autoscaler passes in the window
+}
+
+func between(a, b snapshot) window {
+	w := window{minutes: b.at.Sub(a.at).Minutes()}
+	w.opRequests = delta(a.op.sumBy("rest_client_requests_total", "method", nil), b.op.sumBy("rest_client_requests_total", "method", nil))
+	w.apiRequests = delta(a.api.sumBy("apiserver_request_total", "verb", nil), b.api.sumBy("apiserver_request_total", "verb", nil))
+	w.apiWrites = delta(a.api.apiserverWrites(), b.api.apiserverWrites())
+	w.reconciles = delta(a.op.sumBy("controller_runtime_reconcile_total", "controller", nil), b.op.sumBy("controller_runtime_reconcile_total", "controller", nil))
+	w.cpu = (b.proc.cpuSeconds - a.proc.cpuSeconds) / b.at.Sub(a.at).Seconds()
+	w.rss = b.proc.rssBytes
+	w.reconcileTime = b.op.histogramOf("controller_runtime_reconcile_time_seconds", map[string]string{"controller": "staticsite"}).
+		minus(a.op.histogramOf("controller_runtime_reconcile_time_seconds", map[string]string{"controller": "staticsite"}))
+	w.passTime = b.op.histogramOf("controller_runtime_reconcile_time_seconds", map[string]string{"controller": "autoscaler"}).
+		minus(a.op.histogramOf("controller_runtime_reconcile_time_seconds", map[string]string{"controller": "autoscaler"}))
+	return w
+}
+
+func verdict(ok bool) string {
+	if ok {
+		return "met"
+	}
+	return "**missed**"
+}
+
+func mib(b int64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) }
+
+func ms(seconds float64) string {
+	if math.IsNaN(seconds) {
+		return "n/a"
+	}
+	return fmt.Sprintf("%.1f ms", seconds*1000)
+}
+
+// markdown renders the report: the figures against the goals first, then the detail behind them.
+func (r *report) markdown() string {
+	var sb strings.Builder
+	p := func(format string, args ...any) { fmt.Fprintf(&sb, format+"\n", args...) }
+	c := r.cfg
+	toReconciled := r.reconciledAt.Sub(r.operatorStart)
+	steady := between(r.quietBefore, r.quietAfter)
+	steadyWrites := writes(steady.opRequests, restClientWriteMethods)
+	startup := between(snapshot{at: r.operatorStart, op: families{}, api: r.startup.api}, r.startup)
+	startupLatency := r.startup.op.histogramOf("controller_runtime_reconcile_time_seconds", map[string]string{"controller": "staticsite"})
+
+	p("## Operator at scale: %d StaticSites × %d replicas on %d kwok nodes", c.sites, c.replicas, c.nodes)
+	p("")
+	p("| Figure | Measured | Goal | |")
+	p("|---|---|---|---|")
+	p("| Operator start → every site reconciled | %.1f s | ≤ %.0f s | %s |", toReconciled.Seconds(), goalReconciled.Seconds(), verdict(toReconciled <= goalReconciled))
+	p("| Operator writes per minute, steady state | %.1f | 0 | %s |", steadyWrites/steady.minutes, verdict(steadyWrites == 0))
+	p("| Operator CPU, steady state | %.4f CPU | < %.2f | %s |", steady.cpu, goalSteadyCPU, verdict(steady.cpu < goalSteadyCPU))
+	p("| Operator RSS, steady state | %s | < %s | %s |", mib(steady.rss), mib(goalSteadyRSS), verdict(steady.rss < goalSteadyRSS))
+	p("| StaticSite reconcile p50 / p99 (start-up, %.0f reconciles) | %s / %s | — | |", startupLatency.count, ms(startupLatency.quantile(0.5)), ms(startupLatency.quantile(0.99)))
+	if c.autoscaled > 0 {
+		as := between(r.scaleBefore, r.scaleAfter)
+		passesPerSecond := as.reconciles["autoscaler"] / (as.minutes * 60)
+		round := math.NaN()
+		if passesPerSecond > 0 {
+			round = float64(c.autoscaled) / passesPerSecond
+		}
+		p("| Autoscaler round over %d sites / %d pods (every site passed once) | %.2f s | the scrape interval | |", c.autoscaled, c.autoscaled*c.replicas, round)
+		p("| Autoscaler pass (one site) p50 / p99 | %s / %s | — | |", ms(as.passTime.quantile(0.5)), ms(as.passTime.quantile(0.99)))
+	}
+	p("")
+	p("Reconciled: `status.observedGeneration == metadata.generation` and the site's Deployment exists. Every")
+	p("Deployment had all its replicas ready (kube-controller-manager, kube-scheduler, kwok) %.1f s after the operator", r.availableAt.Sub(r.operatorStart).Seconds())
+	p("started. Start-up, until then: the operator used %.1f CPU-seconds, peak RSS %s; its API requests: %s.",
+		r.startup.proc.cpuSeconds, mib(r.startup.proc.hwmBytes), formatCounts(startup.opRequests, 1))
+	p("StaticSite reconciles at start-up, by result: %s.", formatCounts(r.startup.op.sumBy("controller_runtime_reconcile_total", "result", map[string]string{"controller": "staticsite"}), 1))
+	p("")
+	settled := "it settled"
+	if !r.settled {
+		settled = "**it did not settle** (writes kept coming)"
+	}
+	p("### Steady state (%.1f min window, after %s with no write by the operator: %s in %.0f s)", steady.minutes, c.settleQuiet, settled, r.settleTime.Seconds())
+	p("")
+	p("- The operator's API requests per minute (client side, by method): %s.", formatCounts(steady.opRequests, steady.minutes))
+	p("- Reconciles per minute, by controller: %s.", formatCounts(steady.reconciles, steady.minutes))
+	p("- kube-apiserver, every client (controller-manager, scheduler, kwok's node leases, the harness' metric reads), requests per minute by verb: %s.", formatCounts(steady.apiRequests, steady.minutes))
+	p("- kube-apiserver writes per minute by resource, every client: %s.", formatCounts(steady.apiWrites, steady.minutes))
+	p("- Operator CPU %.4f, RSS %s (peak %s).", steady.cpu, mib(steady.rss), mib(r.quietAfter.proc.hwmBytes))
+	if c.autoscaled > 0 {
+		as := between(r.scaleBefore, r.scaleAfter)
+		p("")
+		p("### Autoscaling on %d sites (%.1f min window, after %s of warm-up)", c.autoscaled, as.minutes, c.autoscaleWarmup)
+		p("")
+		p("- Autoscaler passes per second: %.1f (%.0f in the window, %d pods per site: ≈ %.0f scrapes per second).",
+			as.reconciles["autoscaler"]/(as.minutes*60), as.reconciles["autoscaler"], c.replicas, as.reconciles["autoscaler"]*float64(c.replicas)/(as.minutes*60))
+		p("- One pass (read the scale, list the pods from the cache, scrape them, decide, write status if changed): mean %s, p50 %s, p99 %s.",
+			ms(as.passTime.mean()), ms(as.passTime.quantile(0.5)), ms(as.passTime.quantile(0.99)))
+		p("- The operator's API requests per minute (client side, by method): %s.", formatCounts(as.opRequests, as.minutes))
+		p("- Reconciles per minute, by controller: %s.", formatCounts(as.reconciles, as.minutes))
+		p("- Operator CPU %.4f, RSS %s (peak %s).", as.cpu, mib(as.rss), mib(r.scaleAfter.proc.hwmBytes))
+	}
+	p("")
+	p("Network: kwok's pod CIDR %s and node IP %s; %d pod IPs seen by the harness' watch, all loopback; the", c.podCIDR, c.nodeIP, r.podIPsChecked)
+	p("operator's TCP sockets (%d seen by `ss -tanp` in the steady state and mid-autoscaling) and every socket to the", r.sockets.operatorSockets)
+	p("admin port (%d, TIME-WAIT included: the scrapes) had loopback peers only.", r.sockets.scrapeSockets)
+	return sb.String()
+}

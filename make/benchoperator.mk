@@ -1,0 +1,37 @@
+##@ Operator benchmark (kwok: fake nodes and pods, real control plane)
+# make/benchoperator.mk — the operator at scale (issue 28 item 3): StaticSites on kwok's fake nodes next to a
+# real kube-apiserver + etcd (the envtest assets), kube-controller-manager and kube-scheduler (built from the Go
+# module proxy by e2e/kind/scripts/build-k8s.sh, cached under $(CACHE_DIR)/kube), the operator as a local
+# process and the real server answering its scrapes. kwok's pods get loopback IPs: nothing leaves the machine.
+# The harness is hack/bench-operator (its unit tests run in `make go-test`, part of `make test`).
+
+KWOK_VERSION ?= v0.8.0
+KWOK := $(BIN)/kwok-$(KWOK_VERSION)
+BENCH_OPERATOR_SITES ?= 1000
+BENCH_OPERATOR_REPLICAS ?= 2
+BENCH_OPERATOR_NODES ?= 100
+# Sites to turn autoscaling on for in the last phase; -1 all, 0 none.
+BENCH_OPERATOR_AUTOSCALED ?= -1
+BENCH_OPERATOR_QUIET ?= 60s
+BENCH_OPERATOR_AUTOSCALE_WINDOW ?= 60s
+BENCH_OPERATOR_OUT ?= $(ROOT)/_out/bench/operator
+BENCH_OPERATOR_BIN := $(BIN)/bench-operator
+
+$(KWOK):
+	$(call go-install-tool,$@,sigs.k8s.io/kwok/cmd/kwok,$(KWOK_VERSION),kwok)
+
+.PHONY: bench-operator
+bench-operator: envtest-assets server-build operator-build $(KWOK) ## The operator with 1,000 StaticSites × 2 replicas on 100 kwok nodes: time to reconcile all, steady-state API writes/CPU/RSS, reconcile p50/p99, autoscaler round over 2,000 pods; writes _out/bench/operator/ (≈6 min; BENCH_OPERATOR_SITES=100 for less).
+	@$(call progress,kube-controller-manager and kube-scheduler $(K8S_VERSION) (built once into $(CACHE_DIR)/kube))
+	@$(CLUSTER_ENV) $(KIND_SCRIPTS)/build-k8s.sh kube-controller-manager kube-scheduler
+	@$(call progress,kwok $(KWOK_VERSION) stages from its module)
+	@stages=$$(cd $(CACHE_DIR) && go mod download -json sigs.k8s.io/kwok@$(KWOK_VERSION) | jq -r .Dir)/kustomize/stage; \
+	  $(call progress,building the harness (hack/bench-operator)); \
+	  go build -o $(BENCH_OPERATOR_BIN) ./hack/bench-operator; \
+	  mkdir -p $(BENCH_OPERATOR_OUT); \
+	  $(call progress,running: $(BENCH_OPERATOR_SITES) sites × $(BENCH_OPERATOR_REPLICAS) on $(BENCH_OPERATOR_NODES) nodes); \
+	  $(BENCH_OPERATOR_BIN) -repo $(ROOT) -assets $(ENVTEST_ASSETS) -k8s-bin $(CACHE_DIR)/kube/k8s-$(K8S_VERSION) \
+	    -kwok $(KWOK) -kwok-stages "$$stages" -server-bin $(SERVER_BIN) -manager $(OPERATOR_BIN) \
+	    -sites $(BENCH_OPERATOR_SITES) -replicas $(BENCH_OPERATOR_REPLICAS) -nodes $(BENCH_OPERATOR_NODES) \
+	    -autoscaled $(BENCH_OPERATOR_AUTOSCALED) -quiet $(BENCH_OPERATOR_QUIET) -autoscale-window $(BENCH_OPERATOR_AUTOSCALE_WINDOW) \
+	    -out $(BENCH_OPERATOR_OUT)/report.md
