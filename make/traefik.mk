@@ -10,7 +10,7 @@
 TRAEFIK_VERSION ?= v3.6.25
 # The e2e route scenario (12) runs with E2E_ROUTES=1 (`make e2e E2E_ROUTES=1`): `make e2e-images` then builds this
 # image and `make e2e-test` hands it to the suite; without it the scenario skips, saying so. Off by default because
-# a cold build costs more than the cold CI can spare (README.md, Tests); warm it is a cache hit.
+# a cold build costs more than the cold CI can spare (docs/ci.md); warm it is a cache hit.
 E2E_ROUTES ?= 0
 TRAEFIK_MODULE := github.com/traefik/traefik/v3
 TRAEFIK_CACHE := $(CACHE_DIR)/traefik/traefik-$(TRAEFIK_VERSION)
