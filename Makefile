@@ -35,7 +35,10 @@ include make/operator.mk
 include make/cluster.mk
 include make/k6.mk
 include make/traefik.mk
-include make/ship.mk
+include make/images.mk
+include make/chart.mk
+include make/e2e.mk
+include make/demo.mk
 include make/verify.mk
 include make/benchoperator.mk
 
@@ -43,9 +46,10 @@ include make/benchoperator.mk
 .PHONY: test
 test: go-test server-test cluster-test bench-test chart-check ## Unit + envtest (Go), the server's Rust tests, the tooling's tests, the chart's drift check: the README's test command.
 
-# help prints the targets that have a `## description`, under the `##@ Group` line above them; the files are read
-# in include order (this file first), so the groups come out in that order and targets in file order.
+# help prints the targets that have a `## description`, under the `##@ Group` line above them, each followed by
+# the targets it runs first, gathered from every rule line that names it (also those in other files, such as
+# `bench: bench-<name>`): no prerequisite stays hidden. make/help.awk says how; the files are read in include order
+# (this file first), so the groups come out in that order and targets in file order.
 .PHONY: help
-help: ## List targets, grouped.
-	@awk -F':.*## ' '/^##@ / { printf "\n%s\n", substr($$0, 5); next } \
-	  /^[a-zA-Z0-9_.-]+:.*## / { printf "  %-22s %s\n", $$1, $$2 }' $(MAKEFILE_LIST)
+help: ## List targets, grouped, each with the targets it runs first ("first:").
+	@awk -f $(ROOT)/make/help.awk $(MAKEFILE_LIST)

@@ -15,8 +15,10 @@ BENCH_ENV = BENCH_SECONDS=$(BENCH_SECONDS) REPS=$(REPS) WARMUP_SECONDS=$(WARMUP_
   BENCH_CPU_QUOTA=$(BENCH_CPU_QUOTA) IDLE_CONNS=$(IDLE_CONNS) BENCH_WORKLOADS="$(BENCH_WORKLOADS)" BENCH_OUT="$(BENCH_OUT)" \
   PEERS="$(PEERS)" BENCH_FLOOR=$(BENCH_FLOOR)
 
+# `bench` runs every benchmark, one after the other. A benchmark in a make file of its own joins it with a line
+# `bench: bench-<name>` there; `make help` lists what bench runs, from every such line.
 .PHONY: bench
-bench: bench-server bench-site ## Run every benchmark there is (bench-server, bench-site).
+bench: bench-server bench-site bench-rules ## Run every benchmark there is, one after the other (each writes under _out/bench/).
 
 .PHONY: bench-server
 bench-server: ## Our server vs nginx, lighttpd, h2o and a canned-response floor on loopback, pinned + CPU-capped, plain HTTP and HTTPS rows; writes _out/bench/ (≈22 min; PEERS=nginx REPS=1 BENCH_SECONDS=3 for less).
@@ -61,7 +63,7 @@ bench-self-check: ## nginx against itself through the same harness: every ratio 
 # floor_uring.c (the floor on io_uring) links Debian's liburing and the floor tests build it: install the headers when
 # missing, refreshing the package lists only when the first attempt fails (a fresh machine has none).
 .PHONY: liburing-installed
-liburing-installed:
+liburing-installed: ## Install Debian's liburing-dev when its header is missing (bench-test needs it for floor_uring.c).
 	@[ -e /usr/include/liburing.h ] || { \
 	  $(call progress,installing liburing-dev (Debian package)); \
 	  apt="env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq liburing-dev"; \

@@ -100,5 +100,9 @@ kind-down: $(KIND) ## Delete the kind cluster $(CLUSTER_NAME).
 cluster-test: ## Unit tests of the cluster tooling's small Go programs (runc wrapper).
 	@cd $(ROOT)/e2e/kind/capfix && go vet ./... && go test ./...
 
-# Aliases the e2e make file (make/ship.mk) reads.
+# Aliases the images, chart, e2e and demo make files read, and kubectl for them.
 KIND_KUBECONFIG = $(KUBECONFIG_PATH)
+KIND_CLUSTER_NAME ?= $(or $(CLUSTER_NAME),hyperstatic)
+# The kind cluster's kubeconfig, written by `make kind-up`.
+E2E_KUBECONFIG ?= $(or $(KIND_KUBECONFIG),$(ROOT)/_out/kubeconfig)
+KUBECTL ?= $(BIN)/kubectl

@@ -1,14 +1,13 @@
 ##@ k6 load generator
-# make/k6.mk — the k6 load generator: a static k6 binary, the FROM-scratch k6 image with our runner, and a
-# helper that copies a Benchmark's results out of the cluster.
+# make/k6.mk — the k6 load generator: a static k6 binary, the runner the k6 image wraps it in (the image itself
+# is built in make/images.mk), and a helper that copies a Benchmark's results out of the cluster. go-test needs
+# k6-build (make/operator.mk says so).
 #
 # k6 takes about 3 minutes to build, so the binary is cached in $(CACHE_DIR) (outside the clone) and copied into
 # ./bin; a second clone on the same machine starts warm.
 
 K6_CACHE := $(CACHE_DIR)/k6/k6-$(K6_VERSION)
 K6_RUNNER := $(BIN)/hyperstatic-k6-runner
-K6_IMAGE_DIR := $(ROOT)/images/k6
-K6_IMAGE_CONTEXT := $(BIN)/k6-image-context
 BENCH_RESULTS_DIR ?= bench-results
 
 .PHONY: k6-build
@@ -29,21 +28,7 @@ k6-runner: ## Build the static runner that wraps k6 in the k6 image (measures k6
 	@mkdir -p $(BIN)
 	CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o $(K6_RUNNER) ./images/k6/runner
 
-.PHONY: k6-image
-k6-image: k6-build k6-runner docker-engine ## Build $(K6_IMAGE): FROM scratch, static k6 + runner, user 65532.
-	@$(call progress,building $(K6_IMAGE))
-	@rm -rf $(K6_IMAGE_CONTEXT) && mkdir -p $(K6_IMAGE_CONTEXT)
-	@cp $(K6_CACHE) $(K6_IMAGE_CONTEXT)/k6
-	@cp $(K6_RUNNER) $(K6_IMAGE_CONTEXT)/runner
-	@cp $(K6_IMAGE_DIR)/Dockerfile $(K6_IMAGE_CONTEXT)/Dockerfile
-	@if [ -f /etc/ssl/certs/ca-certificates.crt ]; then cp /etc/ssl/certs/ca-certificates.crt $(K6_IMAGE_CONTEXT)/; else : > $(K6_IMAGE_CONTEXT)/ca-certificates.crt; fi
-	docker build --pull=false -t $(K6_IMAGE) $(K6_IMAGE_CONTEXT)
-	@$(call progress,built $(K6_IMAGE))
-
 .PHONY: bench-results
 bench-results: ## Write a Benchmark's results (JSON, CSV, SVG) to $(BENCH_RESULTS_DIR): BENCHMARK=<name> [NAMESPACE=default].
 	@[ -n "$(BENCHMARK)" ] || { echo "usage: make bench-results BENCHMARK=<name> [NAMESPACE=<ns>] [BENCH_RESULTS_DIR=<dir>]"; exit 2; }
 	go run ./cmd/bench-results -benchmark "$(BENCHMARK)" -namespace "$(or $(NAMESPACE),default)" -out "$(BENCH_RESULTS_DIR)"
-
-# The script tests run the generated k6 scripts through the real k6 (`k6 inspect`), so Go tests need it.
-go-test: k6-build

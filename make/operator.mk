@@ -21,8 +21,10 @@ manifests: $(CONTROLLER_GEN) ## Generate CRDs (config/crd/bases) and RBAC (confi
 vet: ## go vet every package.
 	go vet $(GO_TEST_PACKAGES)
 
+# go-test needs three things built first: the envtest binaries, the server binary (the contract tests run it), and
+# k6 (the k6 script tests run the generated scripts through the real `k6 inspect`).
 .PHONY: go-test
-go-test: envtest-assets server-build ## Go unit tests, envtest suites (real kube-apiserver and etcd), contract tests against the real server binary.
+go-test: envtest-assets server-build k6-build ## Go unit tests, envtest suites (real kube-apiserver and etcd), contract tests against the real server binary, k6 script tests against real k6.
 	@$(call progress,go test with envtest assets in $(ENVTEST_ASSETS) and server $(SERVER_BIN))
 	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" HYPERSTATIC_SERVER_BIN="$(SERVER_BIN)" go test $(GO_TEST_PACKAGES) -count=1
 

@@ -1,5 +1,6 @@
 ##@ Server (Rust, images/server)
-# make/server.mk — the native static server (images/server, Rust): build, tests, fuzzing, images.
+# make/server.mk — the native static server (images/server, Rust): build, tests, fuzzing. Its images
+# (server-image, site-image) are in make/images.mk.
 
 SERVER_DIR := $(ROOT)/images/server
 SERVER_TARGET := x86_64-unknown-linux-gnu
@@ -9,9 +10,6 @@ CARGO ?= cargo
 FUZZ_SECONDS ?= 30
 CARGO_FUZZ_VERSION ?= 0.13.2
 CARGO_FUZZ := $(BIN)/bin/cargo-fuzz
-# site-image: the directory baked into an image FROM $(SERVER_IMAGE), and the image's name.
-SITE_DIR ?= $(SERVER_DIR)/example/site
-SITE_IMAGE ?= hyperstatic/example-site:$(VERSION)
 
 .PHONY: server-build
 server-build: ## Build the static hyperstatic-server release binary and print its path.
@@ -46,18 +44,3 @@ server-fuzz: $(CARGO_FUZZ) ## Fuzz the request parser, the path normaliser, TLS 
 	  cargo $$tc fuzz run $$san $$t corpus/$$t seeds/$$t -- -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=2048 2>&1 | tail -n 3; \
 	  test "$${PIPESTATUS[0]}" = 0 || { echo "fuzz target $$t failed"; exit 1; }; \
 	done
-
-.PHONY: server-image
-server-image: server-build docker-engine ## Build the server image $(SERVER_IMAGE) (FROM scratch + the static binary; no pull).
-	@$(call progress,building $(SERVER_IMAGE))
-	@ctx=$$(mktemp -d) && trap 'rm -rf "$$ctx"' EXIT && \
-	cp $(SERVER_BIN) "$$ctx/hyperstatic-server" && cp $(SERVER_DIR)/Dockerfile "$$ctx/Dockerfile" && \
-	DOCKER_BUILDKIT=0 docker build --pull=false -q -t $(SERVER_IMAGE) "$$ctx"
-
-.PHONY: site-image
-site-image: server-image ## Bake SITE_DIR into SITE_IMAGE: images/server/example/Dockerfile, which precompresses the site in a build stage (no compression at pod start).
-	@$(call progress,baking $(SITE_DIR) into $(SITE_IMAGE))
-	@$(SERVER_BIN) --check --root $(SITE_DIR)
-	@ctx=$$(mktemp -d) && trap 'rm -rf "$$ctx"' EXIT && \
-	cp -r $(SITE_DIR) "$$ctx/site" && cp $(SERVER_DIR)/example/Dockerfile "$$ctx/Dockerfile" && \
-	DOCKER_BUILDKIT=0 docker build --pull=false -q --build-arg SERVER_IMAGE=$(SERVER_IMAGE) -t $(SITE_IMAGE) "$$ctx"

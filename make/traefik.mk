@@ -1,7 +1,7 @@
 ##@ Traefik (e2e routes)
 # make/traefik.mk — Traefik, the ingress controller the e2e route scenario sends requests through: a static
-# binary built from the Go module proxy into $(CACHE_DIR) (so a warm machine never rebuilds it) and a FROM-scratch
-# image the e2e suite loads into kind with the others.
+# binary built from the Go module proxy into $(CACHE_DIR) (so a warm machine never rebuilds it). The FROM-scratch
+# image the e2e suite loads into kind with the others is e2e-traefik-image in make/images.mk.
 #
 # Pinned to 3.6: Traefik 3.6 implements Gateway API v1.4 (the version of the operator's go.mod, whose standard
 # CRDs the scenario installs); 3.7 needs the v1.5 CRDs (TLSRoute v1). Traefik's go.mod has replace directives, so
@@ -10,12 +10,11 @@
 TRAEFIK_VERSION ?= v3.6.25
 # The e2e route scenario (12) runs with E2E_ROUTES=1 (`make e2e E2E_ROUTES=1`): `make e2e-images` then builds this
 # image and `make e2e-test` hands it to the suite; without it the scenario skips, saying so. Off by default because
-# a cold build costs more than the cold CI can spare (README.md, Tests); warm it is a cache hit.
+# a cold build costs more than the cold CI can spare (docs/ci.md); warm it is a cache hit.
 E2E_ROUTES ?= 0
 TRAEFIK_MODULE := github.com/traefik/traefik/v3
 TRAEFIK_CACHE := $(CACHE_DIR)/traefik/traefik-$(TRAEFIK_VERSION)
 TRAEFIK_IMAGE ?= hyperstatic/e2e-traefik:$(TRAEFIK_VERSION)
-TRAEFIK_IMAGE_CONTEXT := $(BIN)/traefik-image-context
 
 .PHONY: traefik-build
 traefik-build: ## Build static Traefik $(TRAEFIK_VERSION) (CGO_ENABLED=0) into $(CACHE_DIR) (cold: several minutes).
@@ -29,10 +28,3 @@ traefik-build: ## Build static Traefik $(TRAEFIK_VERSION) (CGO_ENABLED=0) into $
 	  mv "$$tmp/traefik" "$(TRAEFIK_CACHE)" && rmdir "$$tmp" && \
 	  $(call progress,Traefik $(TRAEFIK_VERSION) built in $$(( $$(date +%s) - start )) s); \
 	fi
-
-.PHONY: e2e-traefik-image
-e2e-traefik-image: traefik-build docker-engine ## Build $(TRAEFIK_IMAGE): the static Traefik FROM scratch, user 65532.
-	@rm -rf $(TRAEFIK_IMAGE_CONTEXT) && mkdir -p $(TRAEFIK_IMAGE_CONTEXT)
-	@cp $(TRAEFIK_CACHE) $(TRAEFIK_IMAGE_CONTEXT)/traefik
-	@cp $(ROOT)/e2e/traefik/Dockerfile $(TRAEFIK_IMAGE_CONTEXT)/Dockerfile
-	docker build --pull=false -q -t $(TRAEFIK_IMAGE) $(TRAEFIK_IMAGE_CONTEXT)

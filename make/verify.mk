@@ -130,7 +130,7 @@ as-root = if [ "$$(id -u)" = 0 ]; then $(1); else sudo $(1); fi
 # shellcheck comes from Debian (no Go or Rust build of it): install it when missing, refreshing the package
 # lists only when the first attempt fails (a fresh machine has none).
 .PHONY: shellcheck-installed
-shellcheck-installed:
+shellcheck-installed: ## Install Debian's shellcheck when missing (verify-shell needs it).
 	@command -v shellcheck >/dev/null 2>&1 || { \
 	  $(call progress,installing shellcheck (Debian package)); \
 	  apt="env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq shellcheck"; \

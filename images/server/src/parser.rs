@@ -1,22 +1,10 @@
 //! Strict, zero-copy HTTP/1.1 request-head parser (RFC 9112). It borrows from the read buffer and never
 //! allocates; the result names the few header fields a static server acts on.
 //!
-//! Hand-written rather than httparse because it is faster on our workloads. `cargo bench --bench parser`
-//! (benches/parser.rs) runs both doing the same job — httparse tokenising into 64 uninitialised header slots,
-//! then the same `Request::new`/`apply_field`/`finish` and the limit checks httparse does not make. Best of 15
-//! rounds, ns per request, static release build, 2-core VM shared with other builds:
-//!
-//! | workload                         | this parser | httparse 1.10 + our checks |
-//! |----------------------------------|------------:|---------------------------:|
-//! | browser GET, 9 headers (376 B)   |         205 |                        256 |
-//! | wrk GET (`Host` only)            |          50 |                         72 |
-//! | wrk GET pipelined ×16, per head  |          50 |                         70 |
-//!
-//! Three later runs at load average 13–17 kept the order on every line (best: 238–366 vs 458–522 ns, 55–100 vs
-//! 89–124 ns, 87–100 vs 91–159 ns).
-//!
-//! Two details carry the browser case: header names are checked through a 256-byte table, and targets and
-//! values are checked without early exit so the loops vectorise (before that this parser took 405 ns there).
+//! Hand-written rather than httparse because it is faster on our workloads: `cargo bench --bench parser`
+//! (benches/parser.rs) runs both doing the same job; the measured runs are in docs/bench/server-alone.md
+//! ("Request-head parser against httparse"). Two details carry the browser case there: header names are checked
+//! through a 256-byte table, and targets and values are checked without early exit so the loops vectorise.
 
 /// Longest request line accepted; longer gets 414.
 pub const MAX_REQUEST_LINE: usize = 8 * 1024;

@@ -13,22 +13,40 @@ use super::values::{
 };
 
 const AFTER_HELP: &str = "\
-Flags win over the environment. The repeatable flags (--cache-control, --header, --cors) take one rule per line \
-in the environment; on the command line, any of them replaces the environment's whole list.
+Every flag can be set in the environment instead: HYPERSTATIC_ and the flag's name in capitals, dashes as \
+underscores (--max-connection-age: HYPERSTATIC_MAX_CONNECTION_AGE). Flags win over the environment. The \
+repeatable flags (--cache-control, --header, --cors, --redirect, --error-page) take one rule per line in the \
+environment; on the command line, any of them replaces the environment's whole list. A flag given twice keeps \
+its last value.
 Durations: 10s, 500ms, 1m, 1h, 1.5s (a bare number is seconds). Sizes: 8MiB, 512KiB, 1000000, 1M.
 Booleans: --flag, --flag=true, --flag=false (also 1/0, yes/no, on/off).
 Globs: a pattern without '/' matches the file name at any depth (*.html); with '/' it matches the URL path \
 (/assets/**). '*' and '?' stay within a segment, '**' crosses segments; every other character is literal.";
 
-/// Raw flags; `from_flags` in config.rs turns them into a `Config` (and checks the rules).
-///
-/// Every flag that takes a value takes the next argument, even one starting with `-`: the StaticSite API admits
-/// header names and globs like `-X-A` and `-draft-*.html`, and a flag given twice keeps the last value.
+/// What `hyperstatic-server --help` says first: what the program does, for the people who run it.
+const LONG_ABOUT: &str = "\
+Serves the static site under --root over HTTP/1.1, and over HTTPS when --tls-cert and --tls-key are given. The \
+whole site is read into memory at start (files above --max-memory-file-size or beyond the memory budget are sent \
+from disk), every response header is prepared then, and changed files are picked up live (inotify, or SIGHUP). \
+/healthz, /readyz and /metrics are on --admin-listen. SIGTERM drains: readiness fails, serving goes on for \
+--drain-delay, then open connections get up to --shutdown-timeout to finish.
+
+hyperstatic-server --check --root DIR loads and validates a site, prints a report and exits 1 on problems. \
+hyperstatic-server precompress [--force] DIR writes .br, .zst and .gz siblings next to the files worth it, for \
+an image build.";
+
+// Raw flags; `from_flags` in config.rs turns them into a `Config` (and checks the rules). Plain comments, not a
+// doc comment: clap would print a doc comment as the long `--help` text, and that text is for users
+// (LONG_ABOUT).
+//
+// Every flag that takes a value takes the next argument, even one starting with `-`: the StaticSite API admits
+// header names and globs like `-X-A` and `-draft-*.html`, and a flag given twice keeps the last value.
 #[derive(Parser, Debug)]
 #[command(
     name = "hyperstatic-server",
     version,
-    about = "Serves a static site from memory over HTTP/1.1.",
+    about = "Serves a static site from memory over HTTP/1.1 and HTTPS.",
+    long_about = LONG_ABOUT,
     after_help = AFTER_HELP,
     // A flag given twice: the last one wins, as it always has. `spec.server.extraArgs` come after the operator's
     // own flags and rely on this to override them.

@@ -1,0 +1,133 @@
+##@ Images: build every image here, load them into kind
+# make/images.mk — every container image, and loading them into the local kind cluster.
+#
+# Every image is FROM scratch plus a static binary built on this host: nothing is ever pulled (there is no
+# registry). The binaries come from the make file of their part (server-build in server.mk, operator-build in
+# operator.mk, k6-build and k6-runner in k6.mk, traefik-build in traefik.mk); this file only packs them.
+
+# site-image: the directory baked into an image FROM $(SERVER_IMAGE), and the image's name.
+SITE_DIR ?= $(SERVER_DIR)/example/site
+SITE_IMAGE ?= hyperstatic/example-site:$(VERSION)
+K6_IMAGE_DIR := $(ROOT)/images/k6
+K6_IMAGE_CONTEXT := $(BIN)/k6-image-context
+TRAEFIK_IMAGE_CONTEXT := $(BIN)/traefik-image-context
+OPERATOR_IMAGE_CONTEXT := $(BIN)/operator-image-context
+# The e2e suite's own images: an in-cluster HTTP client, and baked sites (example site; two versions for the
+# rolling-update test).
+FETCH_IMAGE ?= hyperstatic/e2e-fetch:$(VERSION)
+FETCH_IMAGE_CONTEXT := $(BIN)/fetch-image-context
+# The admin-port slow client (slowloris scenario), and the server image under a second tag: the "new" default
+# server image of the operator-upgrade scenario.
+SLOWLORIS_IMAGE ?= hyperstatic/e2e-slowloris:$(VERSION)
+SLOWLORIS_IMAGE_CONTEXT := $(BIN)/slowloris-image-context
+SERVER_NEXT_IMAGE ?= $(SERVER_IMAGE)-next
+EXAMPLE_SITE_IMAGE ?= hyperstatic/example-site:$(VERSION)
+ROLLOUT_V1_IMAGE ?= hyperstatic/e2e-site-rollout:v1-$(VERSION)
+ROLLOUT_V2_IMAGE ?= hyperstatic/e2e-site-rollout:v2-$(VERSION)
+# The real site (issue 12): the Python 3.11 docs (hack/python-docs.sh, 1,065 files, 67 MB) baked like any site,
+# and a v2 for the rollout scenario: the same image plus one changed page (PYDOCS_PAGE with " (hyperstatic e2e
+# v2)" added to its <title>), layered by e2e/testdata/site-update.Dockerfile so only that page is encoded again.
+# The trees live under _out/ (PYDOCS_DIR, and PYDOCS_V2_DIR holding only the changed page).
+PYDOCS_DIR ?= $(ROOT)/_out/pydocs
+PYDOCS_V2_DIR ?= $(ROOT)/_out/pydocs-v2
+PYDOCS_PAGE ?= index.html
+PYDOCS_IMAGE ?= hyperstatic/pydocs-site:$(VERSION)
+PYDOCS_V2_IMAGE ?= hyperstatic/pydocs-site:v2-$(VERSION)
+E2E_IMAGES := $(FETCH_IMAGE) $(EXAMPLE_SITE_IMAGE) $(ROLLOUT_V1_IMAGE) $(ROLLOUT_V2_IMAGE) $(SLOWLORIS_IMAGE) $(SERVER_NEXT_IMAGE) \
+  $(PYDOCS_IMAGE) $(PYDOCS_V2_IMAGE) $(TRAEFIK_IMAGE)
+
+.PHONY: images
+images: server-image operator-image k6-image ## Build the server, operator and k6 images ($(VERSION)), FROM scratch, nothing pulled.
+	@$(call progress,images ready: $(SERVER_IMAGE) $(OPERATOR_IMAGE) $(K6_IMAGE))
+
+.PHONY: server-image
+server-image: server-build docker-engine ## Build the server image $(SERVER_IMAGE) (FROM scratch + the static binary; no pull).
+	@$(call progress,building $(SERVER_IMAGE))
+	@ctx=$$(mktemp -d) && trap 'rm -rf "$$ctx"' EXIT && \
+	cp $(SERVER_BIN) "$$ctx/hyperstatic-server" && cp $(SERVER_DIR)/Dockerfile "$$ctx/Dockerfile" && \
+	DOCKER_BUILDKIT=0 docker build --pull=false -q -t $(SERVER_IMAGE) "$$ctx"
+
+.PHONY: site-image
+site-image: server-image ## Bake SITE_DIR into SITE_IMAGE: images/server/example/Dockerfile, which precompresses the site in a build stage (no compression at pod start).
+	@$(call progress,baking $(SITE_DIR) into $(SITE_IMAGE))
+	@$(SERVER_BIN) --check --root $(SITE_DIR)
+	@ctx=$$(mktemp -d) && trap 'rm -rf "$$ctx"' EXIT && \
+	cp -r $(SITE_DIR) "$$ctx/site" && cp $(SERVER_DIR)/example/Dockerfile "$$ctx/Dockerfile" && \
+	DOCKER_BUILDKIT=0 docker build --pull=false -q --build-arg SERVER_IMAGE=$(SERVER_IMAGE) -t $(SITE_IMAGE) "$$ctx"
+
+.PHONY: operator-image
+operator-image: operator-build docker-engine ## Build $(OPERATOR_IMAGE): the static manager binary (CGO_ENABLED=0) FROM scratch, user 65532.
+	@rm -rf $(OPERATOR_IMAGE_CONTEXT) && mkdir -p $(OPERATOR_IMAGE_CONTEXT)
+	@cp $(OPERATOR_BIN) $(OPERATOR_IMAGE_CONTEXT)/manager
+	@cp $(ROOT)/images/operator/Dockerfile $(OPERATOR_IMAGE_CONTEXT)/Dockerfile
+	@$(call progress,building $(OPERATOR_IMAGE))
+	docker build --pull=false -q -t $(OPERATOR_IMAGE) $(OPERATOR_IMAGE_CONTEXT)
+
+.PHONY: k6-image
+k6-image: k6-build k6-runner docker-engine ## Build $(K6_IMAGE): FROM scratch, static k6 + runner, user 65532.
+	@$(call progress,building $(K6_IMAGE))
+	@rm -rf $(K6_IMAGE_CONTEXT) && mkdir -p $(K6_IMAGE_CONTEXT)
+	@cp $(K6_CACHE) $(K6_IMAGE_CONTEXT)/k6
+	@cp $(K6_RUNNER) $(K6_IMAGE_CONTEXT)/runner
+	@cp $(K6_IMAGE_DIR)/Dockerfile $(K6_IMAGE_CONTEXT)/Dockerfile
+	@if [ -f /etc/ssl/certs/ca-certificates.crt ]; then cp /etc/ssl/certs/ca-certificates.crt $(K6_IMAGE_CONTEXT)/; else : > $(K6_IMAGE_CONTEXT)/ca-certificates.crt; fi
+	docker build --pull=false -t $(K6_IMAGE) $(K6_IMAGE_CONTEXT)
+	@$(call progress,built $(K6_IMAGE))
+
+.PHONY: e2e-images
+e2e-images: e2e-fetch-image e2e-slowloris-image $(if $(filter 1,$(E2E_ROUTES)),e2e-traefik-image) server-image ## Build the e2e suite's images: the in-cluster fetch and slowloris clients, Traefik with E2E_ROUTES=1 (make/traefik.mk), baked test sites (the real one too: the Python docs), the server retagged -next.
+	docker tag $(SERVER_IMAGE) $(SERVER_NEXT_IMAGE)
+	@$(MAKE) site-image SITE_DIR=$(ROOT)/images/server/example/site SITE_IMAGE=$(EXAMPLE_SITE_IMAGE)
+	@$(MAKE) site-image SITE_DIR=$(ROOT)/e2e/testdata/rollout-v1 SITE_IMAGE=$(ROLLOUT_V1_IMAGE)
+	@$(MAKE) site-image SITE_DIR=$(ROOT)/e2e/testdata/rollout-v2 SITE_IMAGE=$(ROLLOUT_V2_IMAGE)
+	@$(MAKE) e2e-pydocs-images
+
+# The v1 image is `make site-image` of the docs (its precompress stage is the one slow step, and Docker's build
+# cache skips it while the tree is unchanged). The v2 page is written from the v1 page every time, so it cannot go
+# stale; the check that it differs guards against a page without a <title>, where sed would change nothing.
+.PHONY: e2e-pydocs-images
+e2e-pydocs-images: server-image ## Build the real-site e2e images $(PYDOCS_IMAGE) and $(PYDOCS_V2_IMAGE) (Python 3.11 docs; v2 changes one page).
+	@start=$$(date +%s) && \
+	  $(ROOT)/hack/python-docs.sh $(PYDOCS_DIR) && \
+	  $(MAKE) --no-print-directory site-image SITE_DIR=$(PYDOCS_DIR) SITE_IMAGE=$(PYDOCS_IMAGE) && \
+	  $(call progress,$(PYDOCS_IMAGE) built in $$(( $$(date +%s) - start )) s; now $(PYDOCS_V2_IMAGE)) && \
+	  rm -rf $(PYDOCS_V2_DIR) && mkdir -p $(dir $(PYDOCS_V2_DIR)/$(PYDOCS_PAGE)) && \
+	  sed 's|</title>| (hyperstatic e2e v2)</title>|' $(PYDOCS_DIR)/$(PYDOCS_PAGE) > $(PYDOCS_V2_DIR)/$(PYDOCS_PAGE) && \
+	  if cmp -s $(PYDOCS_DIR)/$(PYDOCS_PAGE) $(PYDOCS_V2_DIR)/$(PYDOCS_PAGE); then \
+	    echo "e2e-pydocs-images: $(PYDOCS_PAGE) has no </title>: the v2 page would equal v1" >&2; exit 1; fi && \
+	  ctx=$$(mktemp -d) && trap 'rm -rf "$$ctx"' EXIT && \
+	  cp -r $(PYDOCS_V2_DIR) "$$ctx/site" && cp $(ROOT)/e2e/testdata/site-update.Dockerfile "$$ctx/Dockerfile" && \
+	  DOCKER_BUILDKIT=0 docker build --pull=false -q --build-arg SERVER_IMAGE=$(SERVER_IMAGE) \
+	    --build-arg BASE_IMAGE=$(PYDOCS_IMAGE) -t $(PYDOCS_V2_IMAGE) "$$ctx" && \
+	  $(call progress,real-site images $(PYDOCS_IMAGE) and $(PYDOCS_V2_IMAGE) built in $$(( $$(date +%s) - start )) s)
+
+.PHONY: e2e-fetch-image
+e2e-fetch-image: docker-engine ## Build $(FETCH_IMAGE): the e2e tests' static in-cluster HTTP client, FROM scratch.
+	@$(call progress,building $(FETCH_IMAGE))
+	@rm -rf $(FETCH_IMAGE_CONTEXT) && mkdir -p $(FETCH_IMAGE_CONTEXT)
+	CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o $(FETCH_IMAGE_CONTEXT)/fetch ./e2e/cmd/fetch
+	@cp $(ROOT)/e2e/cmd/fetch/Dockerfile $(FETCH_IMAGE_CONTEXT)/Dockerfile
+	docker build --pull=false -q -t $(FETCH_IMAGE) $(FETCH_IMAGE_CONTEXT)
+
+.PHONY: e2e-slowloris-image
+e2e-slowloris-image: docker-engine ## Build $(SLOWLORIS_IMAGE): the e2e tests' slow admin-port client, FROM scratch.
+	@$(call progress,building $(SLOWLORIS_IMAGE))
+	@rm -rf $(SLOWLORIS_IMAGE_CONTEXT) && mkdir -p $(SLOWLORIS_IMAGE_CONTEXT)
+	CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o $(SLOWLORIS_IMAGE_CONTEXT)/slowloris ./e2e/cmd/slowloris
+	@cp $(ROOT)/e2e/cmd/slowloris/Dockerfile $(SLOWLORIS_IMAGE_CONTEXT)/Dockerfile
+	docker build --pull=false -q -t $(SLOWLORIS_IMAGE) $(SLOWLORIS_IMAGE_CONTEXT)
+
+.PHONY: e2e-traefik-image
+e2e-traefik-image: traefik-build docker-engine ## Build $(TRAEFIK_IMAGE): the static Traefik FROM scratch, user 65532.
+	@rm -rf $(TRAEFIK_IMAGE_CONTEXT) && mkdir -p $(TRAEFIK_IMAGE_CONTEXT)
+	@cp $(TRAEFIK_CACHE) $(TRAEFIK_IMAGE_CONTEXT)/traefik
+	@cp $(ROOT)/e2e/traefik/Dockerfile $(TRAEFIK_IMAGE_CONTEXT)/Dockerfile
+	docker build --pull=false -q -t $(TRAEFIK_IMAGE) $(TRAEFIK_IMAGE_CONTEXT)
+
+.PHONY: kind-load
+kind-load: $(KIND) ## Load the images (and the e2e images when built) into the kind cluster "$(KIND_CLUSTER_NAME)".
+	@$(call progress,loading images into kind cluster $(KIND_CLUSTER_NAME))
+	@imgs="$(SERVER_IMAGE) $(OPERATOR_IMAGE) $(K6_IMAGE)"; \
+	for i in $(E2E_IMAGES); do docker image inspect $$i >/dev/null 2>&1 && imgs="$$imgs $$i"; done; \
+	$(KIND) load docker-image --name $(KIND_CLUSTER_NAME) $$imgs
+	@$(call progress,images loaded)
