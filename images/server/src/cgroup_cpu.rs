@@ -91,6 +91,12 @@ impl Meter {
         self.workers.len()
     }
 
+    /// Looks for the worker threads again (one had not named itself yet); the clock origin stays, so readings
+    /// never go backwards.
+    pub fn rescan_workers(&mut self) {
+        self.workers = threads_named("worker-").into_iter().map(thread_clock).collect();
+    }
+
     pub fn sample(&self) -> Sample {
         Sample {
             wall_ns: self.origin.elapsed().as_nanos() as u64,
@@ -152,12 +158,18 @@ mod tests {
     /// its own clock must not count it.
     #[test]
     fn meter_reads_the_workers_cpu_clocks_by_name() {
+        // Made before the worker exists, as when the encoder starts before a worker has named itself.
+        let mut m = Meter::new();
+        let before = m.sample();
         let stop = Arc::new(AtomicBool::new(false));
         let named = Arc::new(Barrier::new(2));
         let (s, n) = (stop.clone(), named.clone());
+        let (tx, rx) = std::sync::mpsc::channel();
         let h = std::thread::Builder::new()
             .name("worker-test".into())
             .spawn(move || {
+                // SAFETY: gettid has no arguments and cannot fail.
+                tx.send(unsafe { libc::gettid() }).unwrap();
                 n.wait();
                 let mut x = 0u64;
                 while !s.load(Ordering::Relaxed) {
@@ -166,10 +178,12 @@ mod tests {
                 x
             })
             .unwrap();
+        let tid = rx.recv().unwrap();
         named.wait();
-        let m = Meter::new();
-        assert!(m.workers() >= 1, "the named thread is found");
+        m.rescan_workers();
+        assert!(m.workers.contains(&thread_clock(tid)), "the named thread is found on a rescan");
         let first = m.sample();
+        assert!(first.wall_ns >= before.wall_ns, "a rescan keeps the clock origin");
         // Wait on a condition, not a time: until the worker's clock has advanced by 20 ms of CPU.
         let mut later = m.sample();
         while later.serving_cpu_ns < first.serving_cpu_ns + 20_000_000 {

@@ -147,7 +147,7 @@ impl Slack {
     /// Blocks until the governor lets the next slice run (true), or new content arrived (false).
     fn gate(&mut self, st: &State, epoch: u64) -> bool {
         if self.meter.workers() < self.workers {
-            self.meter = Meter::new(); // a worker had not named itself yet when the meter was made
+            self.meter.rescan_workers(); // a worker had not named itself yet when the meter was made
         }
         loop {
             let sample = self.meter.sample();

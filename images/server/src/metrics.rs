@@ -83,7 +83,7 @@ fn encoder_families(out: &mut String, e: &crate::encoder::State) {
         out,
         "hyperstatic_encoder_paused_seconds_total",
         "counter",
-        "Wall time the background encoder waited with work left because serving needed the CPU.",
+        "Wall time the background encoder waited with work left, held back to the CPU serving leaves (slack.rs).",
     );
     let _ =
         writeln!(out, "hyperstatic_encoder_paused_seconds_total {}", e.paused_ns.load(Ordering::Relaxed) as f64 / 1e9);

@@ -68,6 +68,9 @@ def markdown(rows: list[dict], meta: dict) -> str:
             continue
         cap = r["quota_pct"] / 100 if r["quota_pct"] else 1.0
         least = r["cpu_s"] / cap
+        if least <= 0:  # a build without hyperstatic_encoder_cpu_seconds_total
+            lines.append(f"| {r['quota_pct'] or 'none'} | {r['wall_s']:.1f} s | – | – | – | – |")
+            continue
         lines.append(f"| {str(r['quota_pct']) + ' % of a core' if r['quota_pct'] else 'none (one whole core)'} | "
                      f"{r['wall_s']:.1f} s | {r['cpu_s']:.1f} s | {least:.1f} s | {r['wall_s'] / least:.2f}× | "
                      f"{r['paused_s']:.1f} s |")
