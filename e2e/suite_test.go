@@ -28,7 +28,7 @@ import (
 	"hyperstatic.dev/hyperstatic/api/v1alpha1"
 )
 
-// env is what `make e2e-test` passes in; see make/ship.mk.
+// env is what `make e2e-test` passes in; see make/e2e.mk.
 type env struct {
 	helm, chart, version                   string
 	fetchImage, siteImage, siteDir         string
@@ -80,7 +80,7 @@ func setup() error {
 		pydocsV2Dir:      get("E2E_PYDOCS_V2_DIR", filepath.Join(root, "_out", "pydocs-v2")),
 		serverImage:      get("E2E_SERVER_IMAGE", "hyperstatic/server:"+version),
 		k6Image:          get("E2E_K6_IMAGE", "hyperstatic/k6:"+version),
-		traefikImage:     os.Getenv("E2E_TRAEFIK_IMAGE"), // set by `make e2e E2E_ROUTES=1`
+		traefikImage:     os.Getenv("E2E_TRAEFIK_IMAGE"), // set by `make e2e` (E2E_ROUTES=1, the default)
 		releaseName:      "hyperstatic",
 		releaseNamespace: "hyperstatic-system",
 		kubeCfg:          os.Getenv("KUBECONFIG"),
