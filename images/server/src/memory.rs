@@ -18,7 +18,8 @@
 //!   list (one copy, ~60 bytes a file), the path map and header blocks of the table (a few hundred bytes a
 //!   file, outside the content bytes counted here) and allocator slack. See the README for the measurements.
 //! - `limit / 8` scales with the pod: unsent output of slow clients (`Pending` copies headers and bodies up to
-//!   16 KiB), load-time work buffers, and the kernel memory (socket buffers) charged to the same cgroup.
+//!   16 KiB), load-time work buffers, and the kernel memory (socket buffers) charged to the same cgroup. Half
+//!   of it bounds connections still waiting for their request head (`pre_head_per_worker`).
 //!
 //! So 64 MiB → 20 MiB of content, 128 MiB → 48 MiB, 256 MiB → 104 MiB, 1 GiB → 440 MiB.
 //! `--memory-budget` overrides the rule (0 puts every file on disk).
