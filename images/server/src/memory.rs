@@ -18,7 +18,8 @@
 //!   list (one copy, ~60 bytes a file), the path map and header blocks of the table (a few hundred bytes a
 //!   file, outside the content bytes counted here) and allocator slack. See the README for the measurements.
 //! - `limit / 8` scales with the pod: unsent output of slow clients (`Pending` copies headers and bodies up to
-//!   16 KiB), load-time work buffers, and the kernel memory (socket buffers) charged to the same cgroup.
+//!   16 KiB), load-time work buffers, and the kernel memory (socket buffers) charged to the same cgroup. Half
+//!   of it bounds connections still waiting for their request head (`pre_head_per_worker`).
 //!
 //! So 64 MiB → 20 MiB of content, 128 MiB → 48 MiB, 256 MiB → 104 MiB, 1 GiB → 440 MiB.
 //! `--memory-budget` overrides the rule (0 puts every file on disk).
@@ -207,6 +208,29 @@ pub fn load_threads(cpus: usize, limit: Option<u64>) -> usize {
     cpus.min(by_memory).max(1)
 }
 
+/// What one connection can hold before its request head completes, at worst: its partial head (under
+/// `parser::MAX_REQUEST_LINE` + `parser::MAX_HEADER_SECTION` = 24 KiB, copied out of the worker's shared read
+/// buffer) or, over TLS, its rustls handshake state, plus the socket's kernel memory and allocator slack. Issue 24
+/// measured about 26 KB for a half-open handshake and 18 KB for a partial head, all of it charged to the pod.
+pub const PRE_HEAD_COST: u64 = 32 * 1024;
+/// The share of the limit that connections still waiting for their request head (handshake in progress, partial
+/// head) may hold, all workers together: half of the `limit / RESERVE_DIVISOR` kept for buffers that grow with load.
+pub const PRE_HEAD_DIVISOR: u64 = 16;
+/// Per worker, with no memory limit: 1,024 × 32 KiB = 32 MiB.
+pub const PRE_HEAD_UNLIMITED: usize = 1024;
+/// Per worker, whatever the limit: a legitimate client's handshake is never the only one that can be in progress.
+pub const PRE_HEAD_MIN: usize = 16;
+
+/// How many connections still waiting for their request head one of `workers` workers holds under `limit`
+/// (None: no limit): `limit / PRE_HEAD_DIVISOR / workers / PRE_HEAD_COST`, at least PRE_HEAD_MIN. Past it the
+/// worker closes its oldest such connection (worker.rs), so a flood of half-open handshakes and partial heads
+/// costs at most this many × PRE_HEAD_COST per worker, whatever `--max-connections-per-worker` allows.
+pub fn pre_head_per_worker(limit: Option<u64>, workers: usize) -> usize {
+    let Some(limit) = limit else { return PRE_HEAD_UNLIMITED };
+    let n = limit / PRE_HEAD_DIVISOR / workers.max(1) as u64 / PRE_HEAD_COST;
+    (n.min(PRE_HEAD_UNLIMITED as u64) as usize).max(PRE_HEAD_MIN)
+}
+
 /// The memory side of a loaded table, for /metrics, the log and `--check`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Summary {
@@ -284,6 +308,23 @@ mod tests {
         assert_eq!(load_threads(8, Some(512 * MIB)), 2);
         assert_eq!(load_threads(2, Some(4 << 30)), 2);
         assert_eq!(load_threads(0, None), 1);
+    }
+
+    #[test]
+    fn pre_head_connections_take_a_sixteenth_of_the_limit_across_workers() {
+        // 256 MiB: 16 MiB for connections before their head, 512 of them at 32 KiB, split over the workers.
+        assert_eq!(pre_head_per_worker(Some(256 * MIB), 1), 512);
+        assert_eq!(pre_head_per_worker(Some(256 * MIB), 2), 256);
+        assert_eq!(pre_head_per_worker(Some(256 * MIB), 0), 512, "zero workers counts as one");
+        assert_eq!(pre_head_per_worker(Some(64 * MIB), 2), 64);
+        for (limit, workers) in [(64 * MIB, 1), (256 * MIB, 3), (1 << 30, 8), (100_000_000, 2)] {
+            let n = pre_head_per_worker(Some(limit), workers) as u64;
+            assert!(n * workers as u64 * PRE_HEAD_COST <= limit / PRE_HEAD_DIVISOR, "{limit} {workers}: {n}");
+        }
+        // A tiny limit still leaves room for a few handshakes; a huge one or none stays at a sane fixed size.
+        assert_eq!(pre_head_per_worker(Some(16 * MIB), 4), PRE_HEAD_MIN);
+        assert_eq!(pre_head_per_worker(Some(1 << 40), 1), PRE_HEAD_UNLIMITED);
+        assert_eq!(pre_head_per_worker(None, 2), PRE_HEAD_UNLIMITED);
     }
 
     #[test]

@@ -136,6 +136,11 @@ pub fn render(s: &Shared) -> String {
             sum(&|w| w.connections_evicted.load(Ordering::Relaxed)),
         ),
         (
+            "hyperstatic_pre_head_connections_evicted_total",
+            "Connections closed before their request head completed (TLS handshake in progress or partial head): a newer one took the worker past hyperstatic_pre_head_connections_max_per_worker.",
+            sum(&|w| w.pre_head_evicted.load(Ordering::Relaxed)),
+        ),
+        (
             "hyperstatic_slow_readers_closed_total",
             "Connections closed because their unsent output still held content a newer load replaced.",
             sum(&|w| w.slow_readers_closed.load(Ordering::Relaxed)),
@@ -145,6 +150,21 @@ pub fn render(s: &Shared) -> String {
         family(&mut out, name, "counter", help);
         let _ = writeln!(out, "{name} {n}");
     }
+    family(
+        &mut out,
+        "hyperstatic_pre_head_connections_max_per_worker",
+        "gauge",
+        "Connections waiting for their request head one worker holds at most (a sixteenth of the memory limit over the workers, 32 KiB each; 1024 without a limit).",
+    );
+    let _ = writeln!(out, "hyperstatic_pre_head_connections_max_per_worker {}", s.pre_head_per_worker);
+    family(
+        &mut out,
+        "hyperstatic_pre_head_memory_budget_bytes",
+        "gauge",
+        "Memory all workers' connections may hold before their request head completes, at 32 KiB each.",
+    );
+    let budget = s.pre_head_per_worker as u64 * s.stats.len() as u64 * crate::memory::PRE_HEAD_COST;
+    let _ = writeln!(out, "hyperstatic_pre_head_memory_budget_bytes {budget}");
     let (table, _) = s.table();
     family(&mut out, "hyperstatic_content_files", "gauge", "Files in the served content table.");
     let _ = writeln!(out, "hyperstatic_content_files {}", table.files());

@@ -60,6 +60,9 @@ pub struct WorkerStats {
     pub connections_refused: AtomicU64,
     /// hyperstatic_connections_evicted_total: idle or head-less connections closed to make room for a new one.
     pub connections_evicted: AtomicU64,
+    /// hyperstatic_pre_head_connections_evicted_total: connections closed while still waiting for their request
+    /// head (handshake in progress or partial head) because a newer one took the worker past its pre-head budget.
+    pub pre_head_evicted: AtomicU64,
     /// hyperstatic_slow_readers_closed_total: connections cut because their unsent output still held content a
     /// reload had already replaced (see `Shared::retire_below`).
     pub slow_readers_closed: AtomicU64,
@@ -97,12 +100,16 @@ pub struct Shared {
     /// table older than this is closed by its worker, so a slow reader never keeps a third generation alive
     /// (the memory budget counts two: the serving table and the one being loaded).
     pub retire_below: AtomicU64,
+    /// Connections still waiting for their request head that one worker holds at most
+    /// (`memory::pre_head_per_worker` of the memory limit): the oldest is closed past it.
+    pub pre_head_per_worker: usize,
 }
 
 impl Shared {
     pub fn new(cfg: Config, workers: usize, worker_cpus: String, pinned: bool) -> Shared {
         let start_time =
             std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0.0, |d| d.as_secs_f64());
+        let pre_head_per_worker = crate::memory::pre_head_per_worker(crate::memory::Budget::of(&cfg).limit, workers);
         Shared {
             encoder: encoder::State::new(&cfg),
             cfg,
@@ -121,6 +128,7 @@ impl Shared {
             start_time,
             tls: None,
             retire_below: AtomicU64::new(0),
+            pre_head_per_worker,
         }
     }
 

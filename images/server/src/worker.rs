@@ -68,6 +68,10 @@ struct Conn {
     tls: Option<Box<ServerConnection>>,
     /// The handshake's outcome was counted (hyperstatic_tls_handshakes_total).
     handshake_counted: bool,
+    /// In the worker's pre-head list (`PreHead`), with its neighbours there (NIL at the ends).
+    pre_head: bool,
+    pre_prev: u32,
+    pre_next: u32,
 }
 
 /// A queued response waiting for its write to complete: when its head was parsed, and its access-log line
@@ -101,8 +105,30 @@ impl Conn {
             inflight_log: Vec::new(),
             tls: None,
             handshake_counted: false,
+            pre_head: false,
+            pre_prev: NIL,
+            pre_next: NIL,
         }
     }
+
+    /// Waiting for a request head with nothing in flight: a TLS handshake in progress or a partial head in
+    /// `stash`, the memory `PreHead` bounds. An idle keep-alive connection (no head begun) holds no buffer and is
+    /// not one; neither is one with output pending (its input waits) or lingering.
+    fn holds_pre_head(&self) -> bool {
+        self.active && self.head_since_ms != 0 && self.pending.is_none() && !self.lingering
+    }
+}
+
+const NIL: u32 = u32::MAX;
+
+/// The worker's connections that wait for their request head (`Conn::holds_pre_head`), oldest first: a list
+/// threaded through the slots (no allocation), so joining, leaving and finding the oldest are O(1).
+struct PreHead {
+    oldest: u32,
+    newest: u32,
+    count: usize,
+    /// `Shared::pre_head_per_worker`: past it the oldest is closed.
+    max: usize,
 }
 
 pub struct Worker {
@@ -144,6 +170,7 @@ pub struct Worker {
     redirect_port: Option<u16>,
     /// `--max-connections-per-worker`.
     max_conns: usize,
+    pre: PreHead,
     /// Where the next search for a connection to evict starts (a clock hand over the slots: the connection
     /// evicted is the next in slot order after the last one, so a refilled slot is the last to go again).
     evict_from: usize,
@@ -277,6 +304,7 @@ impl Worker {
             hsts_date: Vec::new(),
             redirect_port: cfg.https_redirect,
             max_conns: cfg.max_connections_per_worker,
+            pre: PreHead { oldest: NIL, newest: NIL, count: 0, max: shared.pre_head_per_worker.max(1) },
             evict_from: 0,
             shared,
         }
@@ -525,6 +553,57 @@ impl Worker {
         false
     }
 
+    /// After anything that may have begun or ended a connection's request head (a read, a response, a
+    /// timeout): it joins the pre-head list as its newest member, or leaves it. Joining a full list first closes
+    /// the oldest member: the memory connections hold before their head completes stays within
+    /// `Shared::pre_head_per_worker` × `memory::PRE_HEAD_COST`, whatever the flood (a partial head grows no further
+    /// than that cost, so one that grows needs no new check). The newest is kept: a real client's handshake or
+    /// head is usually done long before a flood's connections, opened earlier and left hanging, would be.
+    fn track_pre_head(&mut self, idx: usize) {
+        let c = &self.conns[idx];
+        let want = c.holds_pre_head();
+        if want == c.pre_head {
+            return;
+        }
+        if !want {
+            self.pre_unlink(idx);
+            return;
+        }
+        if self.pre.count >= self.pre.max {
+            // Never `idx` itself: it is not in the list yet.
+            self.close(self.pre.oldest as usize);
+            bump(&self.stats().pre_head_evicted, 1);
+        }
+        let newest = self.pre.newest;
+        let c = &mut self.conns[idx];
+        c.pre_head = true;
+        c.pre_prev = newest;
+        c.pre_next = NIL;
+        match newest {
+            NIL => self.pre.oldest = idx as u32,
+            n => self.conns[n as usize].pre_next = idx as u32,
+        }
+        self.pre.newest = idx as u32;
+        self.pre.count += 1;
+    }
+
+    fn pre_unlink(&mut self, idx: usize) {
+        let c = &mut self.conns[idx];
+        let (prev, next) = (c.pre_prev, c.pre_next);
+        c.pre_head = false;
+        c.pre_prev = NIL;
+        c.pre_next = NIL;
+        match prev {
+            NIL => self.pre.oldest = next,
+            p => self.conns[p as usize].pre_next = next,
+        }
+        match next {
+            NIL => self.pre.newest = prev,
+            n => self.conns[n as usize].pre_prev = prev,
+        }
+        self.pre.count -= 1;
+    }
+
     fn close(&mut self, idx: usize) {
         let c = &mut self.conns[idx];
         if !c.active {
@@ -533,6 +612,10 @@ impl Worker {
         // SAFETY: closing the connection's own fd (also removes it from epoll).
         unsafe { libc::close(c.fd) };
         c.active = false;
+        if c.pre_head {
+            self.pre_unlink(idx);
+        }
+        let c = &mut self.conns[idx];
         c.fd = -1;
         c.pending = None;
         c.tls = None;
@@ -635,11 +718,17 @@ impl Worker {
                 }
             }
         }
+        self.track_pre_head(idx);
     }
 
     /// Reads what the socket has (when `read` is set), answers every complete request in the buffer, writes
-    /// the batch, keeps an incomplete tail for later.
-    fn process(&mut self, idx: usize, mut read: bool) {
+    /// the batch, keeps an incomplete tail for later; then the connection joins or leaves the pre-head list.
+    fn process(&mut self, idx: usize, read: bool) {
+        self.process_input(idx, read);
+        self.track_pre_head(idx);
+    }
+
+    fn process_input(&mut self, idx: usize, mut read: bool) {
         loop {
             let mut len = 0;
             if !self.conns[idx].stash.is_empty() {
@@ -981,6 +1070,7 @@ impl Worker {
         if let Flow::Continue = self.flush(idx) {
             self.begin_close(idx);
         }
+        self.track_pre_head(idx);
     }
 }
 
