@@ -3,6 +3,8 @@ package main
 import (
 	"fmt"
 	"math"
+	"os"
+	"runtime"
 	"strings"
 	"time"
 )
@@ -25,6 +27,7 @@ type report struct {
 	quietBefore, quietAfter   snapshot
 	scaleBefore, scaleAfter   snapshot
 	sockets                   socketCheck
+	loadAtStart, loadAtEnd    string // /proc/loadavg: the machine is shared, say how busy it was
 	podIPsChecked             int64
 }
 
@@ -85,6 +88,8 @@ func (r *report) markdown() string {
 
 	p("## Operator at scale: %d StaticSites × %d replicas on %d kwok nodes", c.sites, c.replicas, c.nodes)
 	p("")
+	p("Machine: %s; load average (1, 5, 15 min) when the operator started %s, at the end %s.", machine(), r.loadAtStart, r.loadAtEnd)
+	p("")
 	p("| Figure | Measured | Goal | |")
 	p("|---|---|---|---|")
 	p("| Operator start → every site reconciled | %.1f s | ≤ %.0f s | %s |", toReconciled.Seconds(), goalReconciled.Seconds(), verdict(toReconciled <= goalReconciled))
@@ -138,4 +143,31 @@ func (r *report) markdown() string {
 	p("operator's TCP sockets (%d seen by `ss -tanp` in the steady state and mid-autoscaling) and every socket to the", r.sockets.operatorSockets)
 	p("admin port (%d, TIME-WAIT included: the scrapes) had loopback peers only.", r.sockets.scrapeSockets)
 	return sb.String()
+}
+
+// machine names the CPU and counts the CPUs this process may use.
+func machine() string {
+	model := "unknown CPU"
+	if raw, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, line := range strings.Split(string(raw), "\n") {
+			if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
+				model = strings.TrimSpace(v)
+				break
+			}
+		}
+	}
+	return fmt.Sprintf("%d × %s", runtime.NumCPU(), model)
+}
+
+// loadAverage is the first three fields of /proc/loadavg.
+func loadAverage() string {
+	raw, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	f := strings.Fields(string(raw))
+	if len(f) < 3 {
+		return "unknown"
+	}
+	return strings.Join(f[:3], " ")
 }

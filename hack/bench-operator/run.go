@@ -110,6 +110,7 @@ func run(ctx context.Context, cfg *config) (err error) {
 		return err
 	}
 	r.operatorStart = time.Now()
+	r.loadAtStart = loadAverage()
 	say("operator started (pid %d); waiting for every site to be reconciled", b.operator.Process.Pid)
 	if err := b.waitReconciled(ctx, r); err != nil {
 		return withTripped(err, tripped)
@@ -170,6 +171,7 @@ func run(ctx context.Context, cfg *config) (err error) {
 		return tripped
 	}
 	r.podIPsChecked = podIPsChecked()
+	r.loadAtEnd = loadAverage()
 	if b.operator.exited() {
 		return fmt.Errorf("the operator exited during the run: see %s/operator.log", workDir)
 	}
