@@ -88,6 +88,10 @@ func (r *report) markdown() string {
 
 	p("## Operator at scale: %d StaticSites × %d replicas on %d kwok nodes", c.sites, c.replicas, c.nodes)
 	p("")
+	if c.operatorArgs != "" {
+		p("Operator flags added: `%s`.", c.operatorArgs)
+		p("")
+	}
 	p("Machine: %s; load average (1, 5, 15 min) when the operator started %s, at the end %s.", machine(), r.loadAtStart, r.loadAtEnd)
 	p("")
 	p("| Figure | Measured | Goal | |")
