@@ -83,7 +83,7 @@ func (r *report) markdown() string {
 	toReconciled := r.reconciledAt.Sub(r.operatorStart)
 	steady := between(r.quietBefore, r.quietAfter)
 	steadyWrites := writes(steady.opRequests, restClientWriteMethods)
-	startup := between(snapshot{at: r.operatorStart, op: families{}, api: r.startup.api}, r.startup)
+	startupRequests := r.startup.op.sumBy("rest_client_requests_total", "method", nil) // all since the operator started
 	startupLatency := r.startup.op.histogramOf("controller_runtime_reconcile_time_seconds", map[string]string{"controller": "staticsite"})
 
 	p("## Operator at scale: %d StaticSites × %d replicas on %d kwok nodes", c.sites, c.replicas, c.nodes)
@@ -115,7 +115,7 @@ func (r *report) markdown() string {
 	p("Reconciled: `status.observedGeneration == metadata.generation` and the site's Deployment exists. Every")
 	p("Deployment had all its replicas ready (kube-controller-manager, kube-scheduler, kwok) %.1f s after the operator", r.availableAt.Sub(r.operatorStart).Seconds())
 	p("started. Start-up, until then: the operator used %.1f CPU-seconds, peak RSS %s; its API requests: %s.",
-		r.startup.proc.cpuSeconds, mib(r.startup.proc.hwmBytes), formatCounts(startup.opRequests, 1))
+		r.startup.proc.cpuSeconds, mib(r.startup.proc.hwmBytes), formatCounts(startupRequests, 1))
 	p("StaticSite reconciles at start-up, by result: %s.", formatCounts(r.startup.op.sumBy("controller_runtime_reconcile_total", "result", map[string]string{"controller": "staticsite"}), 1))
 	p("")
 	settled := "it settled"
