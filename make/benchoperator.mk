@@ -15,6 +15,8 @@ BENCH_OPERATOR_AUTOSCALED ?= -1
 BENCH_OPERATOR_QUIET ?= 60s
 BENCH_OPERATOR_AUTOSCALE_WINDOW ?= 60s
 BENCH_OPERATOR_OUT ?= $(ROOT)/_out/bench/operator
+# More operator flags, e.g. BENCH_OPERATOR_ARGS=--staticsite-max-concurrent-reconciles=1 for the one-worker baseline.
+BENCH_OPERATOR_ARGS ?=
 BENCH_OPERATOR_BIN := $(BIN)/bench-operator
 
 $(KWOK):
@@ -34,4 +36,4 @@ bench-operator: envtest-assets server-build operator-build $(KWOK) ## The operat
 	    -kwok $(KWOK) -kwok-stages "$$stages" -server-bin $(SERVER_BIN) -manager $(OPERATOR_BIN) \
 	    -sites $(BENCH_OPERATOR_SITES) -replicas $(BENCH_OPERATOR_REPLICAS) -nodes $(BENCH_OPERATOR_NODES) \
 	    -autoscaled $(BENCH_OPERATOR_AUTOSCALED) -quiet $(BENCH_OPERATOR_QUIET) -autoscale-window $(BENCH_OPERATOR_AUTOSCALE_WINDOW) \
-	    -out $(BENCH_OPERATOR_OUT)/report.md
+	    -operator-args "$(BENCH_OPERATOR_ARGS)" -out $(BENCH_OPERATOR_OUT)/report.md

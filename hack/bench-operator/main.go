@@ -31,6 +31,7 @@ type config struct {
 	reconcileTimeout, settleQuiet, settleMax       time.Duration
 	quiet, autoscaleWarmup, autoscaleWindow        time.Duration
 	out                                            string
+	operatorArgs                                   string
 }
 
 func bindFlags(fs *flag.FlagSet) *config {
@@ -57,6 +58,7 @@ func bindFlags(fs *flag.FlagSet) *config {
 	fs.DurationVar(&c.autoscaleWarmup, "autoscale-warmup", 30*time.Second, "wait after turning autoscaling on, before its window")
 	fs.DurationVar(&c.autoscaleWindow, "autoscale-window", time.Minute, "length of the autoscaling window")
 	fs.StringVar(&c.out, "out", "", "also write the report (markdown) to this file")
+	fs.StringVar(&c.operatorArgs, "operator-args", "", "more flags for the operator, space-separated (e.g. --staticsite-max-concurrent-reconciles=1)")
 	return c
 }
 

@@ -3,6 +3,8 @@ package main
 import (
 	"fmt"
 	"math"
+	"os"
+	"runtime"
 	"strings"
 	"time"
 )
@@ -25,6 +27,7 @@ type report struct {
 	quietBefore, quietAfter   snapshot
 	scaleBefore, scaleAfter   snapshot
 	sockets                   socketCheck
+	loadAtStart, loadAtEnd    string // /proc/loadavg: the machine is shared, say how busy it was
 	podIPsChecked             int64
 }
 
@@ -80,10 +83,16 @@ func (r *report) markdown() string {
 	toReconciled := r.reconciledAt.Sub(r.operatorStart)
 	steady := between(r.quietBefore, r.quietAfter)
 	steadyWrites := writes(steady.opRequests, restClientWriteMethods)
-	startup := between(snapshot{at: r.operatorStart, op: families{}, api: r.startup.api}, r.startup)
+	startupRequests := r.startup.op.sumBy("rest_client_requests_total", "method", nil) // all since the operator started
 	startupLatency := r.startup.op.histogramOf("controller_runtime_reconcile_time_seconds", map[string]string{"controller": "staticsite"})
 
 	p("## Operator at scale: %d StaticSites × %d replicas on %d kwok nodes", c.sites, c.replicas, c.nodes)
+	p("")
+	if c.operatorArgs != "" {
+		p("Operator flags added: `%s`.", c.operatorArgs)
+		p("")
+	}
+	p("Machine: %s; load average (1, 5, 15 min) when the operator started %s, at the end %s.", machine(), r.loadAtStart, r.loadAtEnd)
 	p("")
 	p("| Figure | Measured | Goal | |")
 	p("|---|---|---|---|")
@@ -106,7 +115,7 @@ func (r *report) markdown() string {
 	p("Reconciled: `status.observedGeneration == metadata.generation` and the site's Deployment exists. Every")
 	p("Deployment had all its replicas ready (kube-controller-manager, kube-scheduler, kwok) %.1f s after the operator", r.availableAt.Sub(r.operatorStart).Seconds())
 	p("started. Start-up, until then: the operator used %.1f CPU-seconds, peak RSS %s; its API requests: %s.",
-		r.startup.proc.cpuSeconds, mib(r.startup.proc.hwmBytes), formatCounts(startup.opRequests, 1))
+		r.startup.proc.cpuSeconds, mib(r.startup.proc.hwmBytes), formatCounts(startupRequests, 1))
 	p("StaticSite reconciles at start-up, by result: %s.", formatCounts(r.startup.op.sumBy("controller_runtime_reconcile_total", "result", map[string]string{"controller": "staticsite"}), 1))
 	p("")
 	settled := "it settled"
@@ -138,4 +147,31 @@ func (r *report) markdown() string {
 	p("operator's TCP sockets (%d seen by `ss -tanp` in the steady state and mid-autoscaling) and every socket to the", r.sockets.operatorSockets)
 	p("admin port (%d, TIME-WAIT included: the scrapes) had loopback peers only.", r.sockets.scrapeSockets)
 	return sb.String()
+}
+
+// machine names the CPU and counts the CPUs this process may use.
+func machine() string {
+	model := "unknown CPU"
+	if raw, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, line := range strings.Split(string(raw), "\n") {
+			if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
+				model = strings.TrimSpace(v)
+				break
+			}
+		}
+	}
+	return fmt.Sprintf("%d × %s", runtime.NumCPU(), model)
+}
+
+// loadAverage is the first three fields of /proc/loadavg.
+func loadAverage() string {
+	raw, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	f := strings.Fields(string(raw))
+	if len(f) < 3 {
+		return "unknown"
+	}
+	return strings.Join(f[:3], " ")
 }

@@ -9,12 +9,16 @@ import (
 	"net/http"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/informers"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"hyperstatic.dev/hyperstatic/api/v1alpha1"
@@ -33,6 +37,7 @@ type bench struct {
 	cfg        *config
 	cluster    *cluster
 	client     client.Client
+	watched    client.Reader // StaticSites and the operator's Deployments, from watches
 	operator   *child
 	metricsURL string
 }
@@ -82,7 +87,23 @@ func run(ctx context.Context, cfg *config) (err error) {
 	if err != nil {
 		return err
 	}
-	b := &bench{cfg: cfg, cluster: cl, client: c}
+	// The harness' view of the sites and Deployments: watched, not polled.
+	watched, err := cache.New(&restCfg, cache.Options{Scheme: scheme, ByObject: map[client.Object]cache.ByObject{
+		&appsv1.Deployment{}: {Label: labels.SelectorFromSet(labels.Set{v1alpha1.LabelManagedBy: v1alpha1.ManagedByValue})},
+	}})
+	if err != nil {
+		return err
+	}
+	for _, obj := range []client.Object{&v1alpha1.StaticSite{}, &appsv1.Deployment{}} {
+		if _, err := watched.GetInformer(ctx, obj); err != nil {
+			return err
+		}
+	}
+	go func() { _ = watched.Start(ctx) }()
+	if !watched.WaitForCacheSync(ctx) {
+		return fmt.Errorf("the harness' cache did not sync")
+	}
+	b := &bench{cfg: cfg, cluster: cl, client: c, watched: watched}
 
 	// The tripwire: any pod IP outside loopback stops the operator at once (kwok's config already rules it out).
 	var tripped error
@@ -110,6 +131,7 @@ func run(ctx context.Context, cfg *config) (err error) {
 		return err
 	}
 	r.operatorStart = time.Now()
+	r.loadAtStart = loadAverage()
 	say("operator started (pid %d); waiting for every site to be reconciled", b.operator.Process.Pid)
 	if err := b.waitReconciled(ctx, r); err != nil {
 		return withTripped(err, tripped)
@@ -170,6 +192,7 @@ func run(ctx context.Context, cfg *config) (err error) {
 		return tripped
 	}
 	r.podIPsChecked = podIPsChecked()
+	r.loadAtEnd = loadAverage()
 	if b.operator.exited() {
 		return fmt.Errorf("the operator exited during the run: see %s/operator.log", workDir)
 	}
@@ -224,13 +247,14 @@ func (b *bench) startOperator(ps *procs) error {
 		return err
 	}
 	b.metricsURL = "http://" + metricsAddr + "/metrics"
-	b.operator, err = ps.start("operator", b.cfg.manager,
-		"--kubeconfig="+b.cluster.kubeconfig,
-		"--metrics-bind-address="+metricsAddr,
-		"--health-probe-bind-address="+probeAddr,
+	args := append([]string{
+		"--kubeconfig=" + b.cluster.kubeconfig,
+		"--metrics-bind-address=" + metricsAddr,
+		"--health-probe-bind-address=" + probeAddr,
 		"--leader-elect=false",
 		"--operator-namespace=hyperstatic-system",
-	)
+	}, strings.Fields(b.cfg.operatorArgs)...)
+	b.operator, err = ps.start("operator", b.cfg.manager, args...)
 	return err
 }
 
@@ -242,7 +266,7 @@ func (b *bench) waitReconciled(ctx context.Context, r *report) error {
 		if b.operator.exited() {
 			return fmt.Errorf("the operator exited: see its log in the work directory")
 		}
-		p, err := observe(ctx, b.client)
+		p, err := observe(ctx, b.watched)
 		now := time.Now()
 		if err == nil {
 			if p.reconciled == b.cfg.sites && r.reconciledAt.IsZero() {
