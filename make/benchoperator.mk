@@ -37,3 +37,6 @@ bench-operator: envtest-assets server-build operator-build $(KWOK) ## The operat
 	    -sites $(BENCH_OPERATOR_SITES) -replicas $(BENCH_OPERATOR_REPLICAS) -nodes $(BENCH_OPERATOR_NODES) \
 	    -autoscaled $(BENCH_OPERATOR_AUTOSCALED) -quiet $(BENCH_OPERATOR_QUIET) -autoscale-window $(BENCH_OPERATOR_AUTOSCALE_WINDOW) \
 	    -operator-args "$(BENCH_OPERATOR_ARGS)" -out $(BENCH_OPERATOR_OUT)/report.md
+
+# `make bench` runs every benchmark (make/bench.mk); this one joins it here so bench.mk needs no knowledge of kwok.
+bench: bench-operator
