@@ -35,13 +35,28 @@ type LogSource interface {
 const (
 	maxLogBytes = 8 << 20
 	maxLogLines = 20000
-	// maxResultBytes bounds the result blocks of all the pods of a run together, and so the memory their parsed
+	// DefaultResultBytes bounds the result blocks of all the pods of a run together, and so the memory their parsed
 	// form takes at once (a few times the text at most: a JSON number of one digit and its comma become 8 bytes):
 	// whatever a pod prints, and however many pods a run has, collecting never takes the operator near its memory
 	// limit. A run over it fails with ResultsTooLarge; the runner's blocks are far smaller (a 200-step sweep's is
-	// under 1 MiB per pod; the default tenancy policy allows 4 pods).
-	maxResultBytes = 8 << 20
+	// under 1 MiB per pod; the default tenancy policy allows 4 pods). Reconciler.ResultBytes overrides it (tests).
+	DefaultResultBytes = 8 << 20
 )
+
+func (r *Reconciler) resultBytes() int {
+	if r.ResultBytes > 0 {
+		return r.ResultBytes
+	}
+	return DefaultResultBytes
+}
+
+// sizeText writes a byte count as whole MiB when it is one, else KiB.
+func sizeText(n int) string {
+	if n%(1<<20) == 0 {
+		return strconv.Itoa(n>>20) + " MiB"
+	}
+	return strconv.Itoa(n>>10) + " KiB"
+}
 
 // KubeLogs reads pod logs through the API server.
 type KubeLogs struct{ Clientset kubernetes.Interface }
@@ -92,7 +107,7 @@ func (r *Reconciler) jobPods(ctx context.Context, b *v1alpha1.Benchmark) (map[in
 // was missing or cut (benchresults.ErrResultsIncomplete) of the pods found.
 //
 // The pods are read one at a time, each log dropped once parsed, and the result blocks together may hold at most
-// maxResultBytes: past it the pods left are not parsed and tooLarge says so.
+// the result bytes budget (resultBytes): past it the pods left are not parsed and tooLarge says so.
 func (r *Reconciler) mergeRun(ctx context.Context, b *v1alpha1.Benchmark, plan k6script.Plan, samples []benchresults.ServerSample) (res benchresults.Results, unread, found int, tooLarge *problem, err error) {
 	pods, err := r.jobPods(ctx, b)
 	if err != nil {
@@ -119,9 +134,9 @@ func (r *Reconciler) mergeRun(ctx context.Context, b *v1alpha1.Benchmark, plan k
 		if len(raw) > maxLogBytes { // a LogSource that does not bound its answer: its tail holds the block
 			raw = raw[len(raw)-maxLogBytes:]
 		}
-		if blockBytes += benchresults.BlockSize(raw); blockBytes > maxResultBytes {
+		if blockBytes += benchresults.BlockSize(raw); blockBytes > r.resultBytes() {
 			tooLarge = failWith(v1alpha1.BenchmarkReasonResultsTooLarge,
-				"the result blocks of the k6 pods pass the operator's budget of %d MiB at pod %s: use fewer pods or steps", maxResultBytes>>20, pods[i].Name)
+				"the result blocks of the k6 pods pass the operator's budget of %s at pod %s: use fewer pods or steps", sizeText(r.resultBytes()), pods[i].Name)
 			problems = append(problems, fmt.Sprintf("pod %s: not parsed: %s", pods[i].Name, tooLarge.message))
 			continue
 		}

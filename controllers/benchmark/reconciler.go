@@ -55,6 +55,8 @@ type Reconciler struct {
 	APIReader client.Reader
 	// Policy is the tenancy policy (operator flag --tenancy-policy); nil: tenancy.Unrestricted. See tenancy.go.
 	Policy *tenancy.Policy
+	// ResultBytes bounds the result blocks of all the pods of a run together (0: DefaultResultBytes). See collect.go.
+	ResultBytes int
 }
 
 func (r *Reconciler) startDelay() time.Duration {

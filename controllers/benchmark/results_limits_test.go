@@ -148,16 +148,17 @@ func hugeBlock(t *testing.T, pod, size int) []byte {
 	return []byte(begin + "\n" + result + "\n" + done + "\n")
 }
 
-// Issue 24, item 3: the pods' result blocks together are bounded (maxResultBytes): a run whose pods print more
+// Issue 24, item 3: the pods' result blocks together are bounded (ResultBytes): a run whose pods print more
 // fails with ResultsTooLarge, naming the pod where the budget ran out, and the pods past it are never parsed, so
-// the operator's memory stays bounded whatever the pods print.
+// the operator's memory stays bounded whatever the pods print. (The suite's budget is small; the operator's default
+// is DefaultResultBytes, TestDefaultResultBudget.)
 func TestResultsOverTheBudgetFailTheRun(t *testing.T) {
 	ns := namespace(t)
 	testenv.Must(t, k8s.Create(ctx, urlBenchmark(ns, "flood")))
 	job := getJob(t, ns, "flood")
 	for i := 0; i < 2; i++ {
-		block := hugeBlock(t, i, maxResultBytes*3/4)
-		if len(block) > maxLogBytes || len(block) < maxResultBytes/2 {
+		block := hugeBlock(t, i, suiteResultBytes*3/4)
+		if len(block) > suiteResultBytes || len(block) < suiteResultBytes/2 {
 			t.Fatalf("block of %d bytes", len(block))
 		}
 		k6Pod(t, ns, "flood", i, block)
@@ -166,7 +167,13 @@ func TestResultsOverTheBudgetFailTheRun(t *testing.T) {
 	b := waitBenchmark(t, ns, "flood", "failed", func(b *v1alpha1.Benchmark) error {
 		return condition(b, v1alpha1.BenchmarkFailed, metav1.ConditionTrue, v1alpha1.BenchmarkReasonResultsTooLarge)
 	})
-	if msg := meta.FindStatusCondition(b.Status.Conditions, v1alpha1.BenchmarkFailed).Message; !strings.Contains(msg, "budget of 8 MiB at pod flood-1-x") {
+	if msg := meta.FindStatusCondition(b.Status.Conditions, v1alpha1.BenchmarkFailed).Message; !strings.Contains(msg, "budget of 64 KiB at pod flood-1-x") {
 		t.Fatalf("message %q", msg)
+	}
+}
+
+func TestDefaultResultBudget(t *testing.T) {
+	if got := sizeText((&Reconciler{}).resultBytes()); got != "8 MiB" {
+		t.Errorf("default budget %s, docs/security.md says 8 MiB", got)
 	}
 }

@@ -131,6 +131,10 @@ var suitePolicy = func() tenancy.Policy {
 
 const suiteMaxParallelism = 8
 
+// suiteResultBytes is the suite's result budget: far above the recorded runs (4 KiB a pod), small enough that a
+// test over it parses little, even under the race detector.
+const suiteResultBytes = 64 << 10
+
 func TestMain(m *testing.M) { os.Exit(runSuite(m)) }
 
 func runSuite(m *testing.M) int {
@@ -149,7 +153,7 @@ func runSuite(m *testing.M) int {
 	}
 	r := &Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorderFor(FieldOwner), Clock: clk,
 		Image: "hyperstatic/k6:test", Logs: logs, Content: content, Scraper: scraper, APIReader: mgr.GetAPIReader(),
-		Policy: &suitePolicy}
+		Policy: &suitePolicy, ResultBytes: suiteResultBytes}
 	passes.inner, passes.cache = r, mgr.GetClient()
 	if err := r.setup(mgr, passes); err != nil {
 		fmt.Fprintln(os.Stderr, "setup:", err)
