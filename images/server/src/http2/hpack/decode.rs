@@ -63,6 +63,10 @@ impl Decoder {
         self.table.size()
     }
 
+    pub fn heap_bytes(&self) -> usize {
+        self.table.heap_bytes()
+    }
+
     /// Appends the name of index `i` (§2.3.3: 1..=61 static, then dynamic newest first).
     fn name_of(&self, i: usize, out: &mut Vec<u8>) -> Result<(), CompressionError> {
         self.pair(i).map(|(n, _)| out.extend_from_slice(n))
