@@ -258,6 +258,16 @@ impl<B> Conn<B> {
         self.streams.len()
     }
 
+    /// Heap bytes this connection holds (its `size_of` aside): reusable buffers, the stream table, the HPACK
+    /// table.
+    pub fn heap_bytes(&self) -> usize {
+        self.decoder.heap_bytes()
+            + self.fields.heap_bytes()
+            + self.block.capacity()
+            + self.q.capacity()
+            + self.streams.capacity() * std::mem::size_of::<Stream<B>>()
+    }
+
     /// Frees reusable buffers while the connection has nothing in flight, so an idle connection costs only
     /// its fixed state and the HPACK table (see the memory figures in `http2/mod.rs`).
     pub fn release_idle_memory(&mut self) {

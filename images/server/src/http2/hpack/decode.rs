@@ -37,6 +37,10 @@ fn integer(b: &[u8], pos: &mut usize, prefix: u8) -> Result<usize, CompressionEr
             return Ok(v as usize);
         }
         shift += 7;
+        // Zero-valued continuation bytes keep `v` small: bound the length too (found by fuzzing).
+        if shift > 28 {
+            return Err(CompressionError("integer too long"));
+        }
     }
 }
 
@@ -61,6 +65,10 @@ impl Decoder {
 
     pub fn table_size(&self) -> usize {
         self.table.size()
+    }
+
+    pub fn heap_bytes(&self) -> usize {
+        self.table.heap_bytes()
     }
 
     /// Appends the name of index `i` (§2.3.3: 1..=61 static, then dynamic newest first).
@@ -289,6 +297,7 @@ mod tests {
             ("400a 6375 73", "string past the end"),
             ("0085 ffffffff ff", "EOS in a name"),
             ("7f", "truncated integer"),
+            ("ff 8080 8080 8080 8080 8080 8080 01", "overlong integer of zero continuation bytes"),
         ] {
             let mut d = Decoder::new(4096);
             l.clear();

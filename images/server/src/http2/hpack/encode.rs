@@ -4,9 +4,8 @@
 //! Each field takes the cheapest static form: the exact pair from the static table (one byte, e.g. `:status
 //! 200`), else a literal *without indexing* naming the static entry (`content-type` is 31: two bytes), else a
 //! literal name; each string is Huffman-coded only when that is shorter. Why not the dynamic table: it would
-//! make a block connection-specific (encoded per response, ordered by HPACK state) to save the repeat of a
-//! ~100-byte block on a 10-stream page, and it costs a 4 KiB table per connection; the figures are in
-//! `http2/mod.rs`.
+//! make a block connection-specific (encoded per response, ordered by HPACK state) to save most of a
+//! ~120-byte block on repeats; the figures are in `http2/mod.rs`.
 
 use super::huffman;
 use super::table::{static_name_index, static_pair_index};

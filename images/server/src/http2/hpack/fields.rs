@@ -41,6 +41,10 @@ impl FieldList {
         *self = FieldList::new(self.limit);
     }
 
+    pub fn heap_bytes(&self) -> usize {
+        self.bytes.capacity() + self.fields.capacity() * std::mem::size_of::<Field>()
+    }
+
     pub fn overflowed(&self) -> bool {
         self.overflow
     }

@@ -124,6 +124,11 @@ impl Dynamic {
         self.size
     }
 
+    /// Heap bytes held (for the memory accounting of idle connections).
+    pub fn heap_bytes(&self) -> usize {
+        self.buf.capacity() + self.entries.capacity() * std::mem::size_of::<Entry>()
+    }
+
     /// Entry `i` (0 = newest) as (name, value).
     pub fn get(&self, i: usize) -> Option<(&[u8], &[u8])> {
         let e = *self.entries.get(self.entries.len().checked_sub(i + 1)?)?;

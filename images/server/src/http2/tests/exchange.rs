@@ -6,6 +6,8 @@ use super::*;
 
 const BIG: &[u8] = &[b'x'; 100_000];
 
+include!("../../../benches/data/h2_blocks.rs");
+
 fn big_site(path: &[u8]) -> (u16, Body) {
     match path {
         b"/big" => (200, BIG),
@@ -242,4 +244,37 @@ fn respond_to_a_reset_stream_is_refused() {
     assert!(ev.is_none());
     assert_eq!(c.respond(1, &[&[0x88]], None), Err(super::super::RespondError::NoStream));
     assert_eq!(c.open_streams(), 0);
+}
+
+#[test]
+fn idle_memory_after_a_page() {
+    // A browser's page (10 requests with its real HPACK blocks), answered, then idle.
+    let mut s = Server::open();
+    for (i, block) in BROWSER.iter().enumerate() {
+        s.feed(&Client::headers(1 + 2 * i as u32, true, block));
+        s.out_all();
+    }
+    assert_eq!(s.requests.len(), 10);
+    let busy = s.conn.heap_bytes();
+    s.conn.release_idle_memory();
+    let idle = s.conn.heap_bytes();
+    let fixed = std::mem::size_of::<Conn<Body>>();
+    eprintln!(
+        "conn struct {fixed} B; heap busy {busy} B, idle {idle} B (HPACK table {} B of entries)",
+        s.conn.decoder.table_size()
+    );
+    assert!(idle < busy);
+    // What an idle connection keeps is its fixed state and the HPACK table (bounded by 2 x 4096 bytes + entries).
+    assert!(fixed <= 512, "{fixed}");
+    assert!(idle <= 2 * 4096 + 128 * 16, "{idle}");
+    // h2load's blocks (one indexed field set, then 5-byte repeats) decode as requests too.
+    let mut h = Server::open();
+    for (i, block) in H2LOAD.iter().enumerate() {
+        h.feed(&Client::headers(1 + 2 * i as u32, true, block));
+    }
+    assert_eq!(h.requests.len(), 10);
+    // A fresh connection that has only done the handshake holds almost nothing.
+    let mut fresh = Server::open();
+    fresh.conn.release_idle_memory();
+    assert_eq!(fresh.conn.heap_bytes(), 0);
 }

@@ -4,6 +4,7 @@
 mod conformance;
 mod defences;
 mod exchange;
+mod real_client;
 
 use super::frame::{self, ErrorCode, Head, PREFACE};
 use super::hpack::encode;
