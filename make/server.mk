@@ -33,12 +33,12 @@ $(CARGO_FUZZ):
 # cargo-fuzz needs nightly features: use a nightly toolchain when rustup has one, else let stable act as
 # nightly (RUSTC_BOOTSTRAP=1). Without a usable ASan runtime, run unsanitized (--sanitizer none).
 .PHONY: server-fuzz
-server-fuzz: $(CARGO_FUZZ) ## Fuzz the request parser, the path normaliser, TLS input and the _redirects parser for FUZZ_SECONDS each (default 30).
+server-fuzz: $(CARGO_FUZZ) ## Fuzz the request parser, the path normaliser, TLS input, the _redirects parser, the HTTP/2 frame engine and the HPACK decoder for FUZZ_SECONDS each (default 30).
 	@cd $(SERVER_DIR)/fuzz && export PATH="$(BIN)/bin:$$PATH" && \
 	if rustup toolchain list 2>/dev/null | grep -q '^nightly'; then tc="+nightly"; else tc=""; export RUSTC_BOOTSTRAP=1; fi; \
 	san=""; \
 	if ! cargo $$tc fuzz build parse_request >/dev/null 2>&1; then san="--sanitizer none"; fi; \
-	for t in parse_request normalize_path tls_records parse_redirects; do \
+	for t in parse_request normalize_path tls_records parse_redirects h2_frames hpack_decode; do \
 	  $(call progress,fuzzing $$t for $(FUZZ_SECONDS)s $$tc $$san); \
 	  mkdir -p corpus/$$t; \
 	  cargo $$tc fuzz run $$san $$t corpus/$$t seeds/$$t -- -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=2048 2>&1 | tail -n 3; \
