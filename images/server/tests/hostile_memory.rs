@@ -37,6 +37,52 @@ fn client_hello(cfg: &Arc<rustls::ClientConfig>) -> Vec<u8> {
     out
 }
 
+/// What each flood test starts from: a memory cgroup of `limit`, the test site, and a TLS certificate for it
+/// (with the CA a client trusts). The temp dirs live as long as the value: bind `_certs`, not `..`, or the
+/// certificate directory is gone before the server reads it.
+struct FloodSetup {
+    group: MemCgroup,
+    site: Site,
+    _certs: Site,
+    ca: std::path::PathBuf,
+    crt: String,
+    key: String,
+}
+
+/// None (after saying why) where no writable memory cgroup exists: `skip` fails under CI=true.
+fn flood_setup(name: &str, test: &str, limit: u64) -> Option<FloodSetup> {
+    let group = match MemCgroup::create(&format!("hyperstatic-{name}"), limit) {
+        Ok(g) => g,
+        Err(why) => {
+            skip(test, &why);
+            return None;
+        }
+    };
+    raise_fd_limit();
+    let site = make_site(name);
+    let certs = tempdir(&format!("{name}-certs"));
+    let ca = make_ca(&certs);
+    let (crt, key) = make_leaf(&certs, "leaf", 30);
+    let (crt, key) = (crt.display().to_string(), key.display().to_string());
+    Some(FloodSetup { group, site, _certs: certs, ca, crt, key })
+}
+
+/// A request head that never ends: the request line, a Host, and `pad` bytes of one more field.
+fn partial_head(pad: usize) -> Vec<u8> {
+    let mut head = b"GET /100.html HTTP/1.1\r\nHost: t\r\nX-Pad: ".to_vec();
+    head.extend(std::iter::repeat_n(b'a', pad));
+    head
+}
+
+/// One more pair of the flood: a ClientHello on the TLS port and a partial head on the plain one, both held open.
+fn open_pair(s: &Server, hello: &[u8], partial: &[u8], held: &mut Vec<TcpStream>) {
+    for (port, bytes) in [(s.https, hello), (s.port, partial)] {
+        let mut c = TcpStream::connect(("127.0.0.1", port)).unwrap();
+        c.write_all(bytes).unwrap();
+        held.push(c);
+    }
+}
+
 /// Connections the flood opens of each kind (half-open TLS, partial plain head). Without a cap the server holds
 /// all of them: measured at +59 MB for the 6,000 (a handshake's rustls state, the partial head's 8 KiB, socket
 /// state), past the group's limit: the server is OOM-killed.
@@ -51,16 +97,9 @@ const LIMIT: u64 = 48 * MIB;
 #[test]
 fn a_flood_of_half_open_connections_stays_within_the_cap_in_a_memory_cgroup_and_the_server_keeps_serving() {
     const TEST: &str = "a_flood_of_half_open_connections_stays_within_the_cap_in_a_memory_cgroup";
-    let group = match MemCgroup::create("hyperstatic-flood", LIMIT) {
-        Ok(g) => g,
-        Err(why) => return skip(TEST, &why),
+    let Some(FloodSetup { group, site, _certs, ca, crt, key }) = flood_setup("flood", TEST, LIMIT) else {
+        return;
     };
-    raise_fd_limit();
-    let site = make_site("flood");
-    let certs = tempdir("flood-certs");
-    let ca = make_ca(&certs);
-    let (crt, key) = make_leaf(&certs, "leaf", 30);
-    let (crt, key) = (crt.display().to_string(), key.display().to_string());
     let cap = CAP.to_string();
     let args = [
         "--workers",
@@ -88,15 +127,10 @@ fn a_flood_of_half_open_connections_stays_within_the_cap_in_a_memory_cgroup_and_
     assert_eq!(s.get("/100.html", &[]).status, 200);
     let base = group.usage();
     let hello = client_hello(&cfg);
-    let mut partial = b"GET /100.html HTTP/1.1\r\nHost: t\r\nX-Pad: ".to_vec();
-    partial.extend(std::iter::repeat_n(b'a', 8192));
+    let partial = partial_head(8192);
     let mut held = Vec::with_capacity(2 * FLOOD);
     for _ in 0..FLOOD {
-        for (port, bytes) in [(s.https, &hello), (s.port, &partial)] {
-            let mut c = TcpStream::connect(("127.0.0.1", port)).unwrap();
-            c.write_all(bytes).unwrap();
-            held.push(c);
-        }
+        open_pair(&s, &hello, &partial, &mut held);
     }
     // Every connection of the flood was accepted and dealt with: counted, and either held or evicted.
     let total = 2.0 * FLOOD as f64 + 2.0;
@@ -210,16 +244,9 @@ const PRE_HEAD_COST: f64 = 32.0 * 1024.0;
 #[test]
 fn the_issues_flood_of_handshakes_and_partial_heads_at_default_flags_stays_within_the_pre_head_budget() {
     const TEST: &str = "the_issues_flood_of_handshakes_and_partial_heads_at_default_flags";
-    let group = match MemCgroup::create("hyperstatic-prehead", POD) {
-        Ok(g) => g,
-        Err(why) => return skip(TEST, &why),
+    let Some(FloodSetup { group, site, _certs, ca, crt, key }) = flood_setup("prehead", TEST, POD) else {
+        return;
     };
-    raise_fd_limit();
-    let site = make_site("prehead");
-    let certs = tempdir("prehead-certs");
-    let ca = make_ca(&certs);
-    let (crt, key) = make_leaf(&certs, "leaf", 30);
-    let (crt, key) = (crt.display().to_string(), key.display().to_string());
     // Nothing but TLS on: workers, timeouts, the connection cap and the memory limit are the defaults.
     let args = ["--tls-cert", &crt, "--tls-key", &key, "--tls-listen", "127.0.0.1:0"];
     let mut s = Server::start_with(&site, &args, &mut |cmd| group.join(cmd));
@@ -243,15 +270,10 @@ fn the_issues_flood_of_handshakes_and_partial_heads_at_default_flags_stays_withi
     let base = group.usage();
     let hello = client_hello(&cfg);
     // A head of about 16 KiB that never ends (the request line and most of the 16 KiB the fields may take).
-    let mut partial = b"GET /100.html HTTP/1.1\r\nHost: t\r\nX-Pad: ".to_vec();
-    partial.extend(std::iter::repeat_n(b'a', 15 * 1024));
+    let partial = partial_head(15 * 1024);
     let mut held = Vec::with_capacity(2 * ATTACK);
     for i in 0..ATTACK {
-        for (port, bytes) in [(s.https, &hello), (s.port, &partial)] {
-            let mut c = TcpStream::connect(("127.0.0.1", port)).unwrap();
-            c.write_all(bytes).unwrap();
-            held.push(c);
-        }
+        open_pair(&s, &hello, &partial, &mut held);
         if i % 1000 == 999 {
             served(&s, held.len()); // during the flood, with its connections held
         }
