@@ -28,6 +28,10 @@ const (
 	BenchmarkTargetChanged = "TargetChanged"
 )
 
+// BenchmarkAbnormalTrueConditions are the Benchmark conditions that are True when something needs attention (see
+// StaticSiteAbnormalTrueConditions); the others are normal-true.
+var BenchmarkAbnormalTrueConditions = []string{BenchmarkFailed, BenchmarkClientBound, BenchmarkTargetChanged}
+
 // Reasons of TargetResolved.
 const (
 	// BenchmarkReasonResolved (True): the base URL and the paths are known.

@@ -36,6 +36,12 @@ const (
 	ConditionPodMonitorApplied = "PodMonitorApplied"
 )
 
+// StaticSiteAbnormalTrueConditions are the StaticSite conditions that are True when something needs attention
+// (kstatus' abnormal-true, flux's negative polarity); every other StaticSite condition, the autoscaler's AbleToScale
+// and ScalingActive included, is normal-true. Data, not prose: the controller derives event types from it
+// (internal/reconcile.Polarity) and the status tests check every derived condition against it.
+var StaticSiteAbnormalTrueConditions = []string{ConditionReconciling, ConditionStalled}
+
 // Content source names, as shown in status.contentSource and the Content printer column.
 const (
 	ContentSourceImage                 = "image"
