@@ -30,31 +30,6 @@ const tlsVolumeName = "tls"
 // operator does not watch Secrets (see reconcileTLS), so this bounds how stale TLSReady can be after a rotation.
 const DefaultTLSRecheck = time.Minute
 
-// tlsArgs are the server flags for spec.tls (the server's TLS contract: --tls-listen, --tls-cert, --tls-key,
-// --https-redirect, --https-redirect-port, --hsts).
-func tlsArgs(site *v1alpha1.StaticSite) []string {
-	t := site.Spec.TLS
-	if t == nil {
-		return nil
-	}
-	args := []string{
-		"--tls-listen", "0.0.0.0:" + strconv.Itoa(v1alpha1.HTTPSPort),
-		"--tls-cert", v1alpha1.TLSMountPath + "/" + corev1.TLSCertKey,
-		"--tls-key", v1alpha1.TLSMountPath + "/" + corev1.TLSPrivateKeyKey,
-	}
-	if t.HTTPRedirect {
-		args = append(args, "--https-redirect")
-		// The redirect names the port clients reach the Service's https port on, not the pod's 8443.
-		if p := httpsServicePortOf(site); p != v1alpha1.DefaultHTTPSServicePort {
-			args = append(args, "--https-redirect-port", strconv.Itoa(int(p)))
-		}
-	}
-	if t.HSTS != nil {
-		args = append(args, "--hsts", HSTSValue(t.HSTS))
-	}
-	return args
-}
-
 // HSTSValue is the Strict-Transport-Security header value of an HSTS policy.
 func HSTSValue(h *v1alpha1.HSTSSpec) string {
 	v := "max-age=" + strconv.FormatInt(h.MaxAgeSeconds, 10)

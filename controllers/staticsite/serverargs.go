@@ -1,0 +1,150 @@
+// The operator's half of the command-line contract with the server: the arguments a site's server container
+// starts with. The server's half is images/server/src/config/flags.rs (its flags) and config.rs (how they become a
+// Config); internal/contract/serverargs_test.go runs the real server on every case of ServerArgs, so a flag one side
+// adds and the other does not know fails there. docs/developing.md follows one flag through both halves.
+
+package staticsite
+
+import (
+	"strconv"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"hyperstatic.dev/hyperstatic/api/v1alpha1"
+)
+
+// formatDuration writes a duration the way the server's flags read it: whole seconds as "5s", else "1500ms".
+func formatDuration(d time.Duration) string {
+	if d%time.Second == 0 {
+		return strconv.FormatInt(int64(d/time.Second), 10) + "s"
+	}
+	return strconv.FormatInt(d.Milliseconds(), 10) + "ms"
+}
+
+// ServerArgs are the server's command-line arguments for a site (flags of images/server: --root, --listen,
+// --admin-listen, --drain-delay, --shutdown-timeout, --max-requests-per-connection, --max-connection-age,
+// --cache-control GLOB=VALUE and --header [GLOB=]NAME:VALUE (both repeatable), --security-headers=false (when
+// securityHeaders is false), --cors GLOB=ORIGINS;methods=..;headers=..;max-age=.. (repeatable, see corsArg),
+// --spa-fallback, --not-found-page PATH, and the site rules of siteRuleArgs: --redirect 'FROM TO STATUS[!]',
+// --clean-urls, --error-page 'STATUS PATH PREFIX', and the TLS flags of tls.go).
+// The compression cache is not an argument but an environment variable: see cachevolume.go.
+func ServerArgs(site *v1alpha1.StaticSite) []string {
+	s := site.Spec.Server
+	args := []string{
+		"--root", v1alpha1.SiteRoot,
+		"--listen", "0.0.0.0:" + strconv.Itoa(v1alpha1.ServerPort),
+		"--admin-listen", "0.0.0.0:" + strconv.Itoa(v1alpha1.AdminPort),
+		"--drain-delay", formatDuration(drainDelayOf(site)),
+		"--shutdown-timeout", formatDuration(shutdownTimeout),
+	}
+	if s.MaxRequestsPerConnection != nil {
+		args = append(args, "--max-requests-per-connection", strconv.Itoa(int(*s.MaxRequestsPerConnection)))
+	}
+	if s.MaxConnectionAge != nil {
+		args = append(args, "--max-connection-age", formatDuration(s.MaxConnectionAge.Duration))
+	}
+	for _, r := range s.CacheControl {
+		args = append(args, "--cache-control", r.Glob+"="+r.Value)
+	}
+	for _, h := range s.Headers {
+		rule := h.Name + ":" + h.Value
+		if h.Glob != "" {
+			rule = h.Glob + "=" + rule
+		}
+		args = append(args, "--header", rule)
+	}
+	// The server sends its security headers unless told otherwise, so only "off" is an argument: a site that does
+	// not set the field gets no new argument (no pod template change on operator upgrade, and older pinned
+	// server images, which reject unknown flags, keep starting).
+	if s.SecurityHeaders != nil && !*s.SecurityHeaders {
+		args = append(args, "--security-headers=false")
+	}
+	for _, c := range s.CORS {
+		args = append(args, "--cors", corsArg(c))
+	}
+	if s.SPAFallback {
+		args = append(args, "--spa-fallback")
+	}
+	if s.NotFoundPage != "" {
+		args = append(args, "--not-found-page", s.NotFoundPage)
+	}
+	args = append(args, siteRuleArgs(s)...)
+	args = append(args, tlsArgs(site)...)
+	return append(args, s.ExtraArgs...)
+}
+
+// corsArg is one --cors value of the server: GLOB=ORIGIN,ORIGIN[;methods=M,M][;headers=H,H][;max-age=SECONDS].
+// The CRD keeps '=' out of globs and ',' and ';' out of origins, methods and header names, so the pieces cannot
+// run into each other.
+func corsArg(c v1alpha1.CORSRule) string {
+	var b strings.Builder
+	b.WriteString(c.Glob)
+	b.WriteString("=")
+	b.WriteString(strings.Join(c.AllowOrigins, ","))
+	if len(c.AllowMethods) > 0 {
+		b.WriteString(";methods=" + strings.Join(c.AllowMethods, ","))
+	}
+	if len(c.AllowHeaders) > 0 {
+		b.WriteString(";headers=" + strings.Join(c.AllowHeaders, ","))
+	}
+	if c.MaxAge != nil {
+		b.WriteString(";max-age=" + strconv.Itoa(int(*c.MaxAge)))
+	}
+	return b.String()
+}
+
+// siteRuleArgs are the server flags of spec.server's site rules: one --redirect 'FROM TO STATUS[!]' per rule
+// (the server's `_redirects` line syntax; the CRD admits no whitespace in from or to), --clean-urls, and one
+// --error-page 'STATUS PATH PREFIX' per page.
+func siteRuleArgs(s v1alpha1.ServerSpec) []string {
+	var args []string
+	for _, r := range s.Redirects {
+		status := r.Status
+		if status == 0 {
+			status = 301
+		}
+		rule := r.From + " " + r.To + " " + strconv.Itoa(int(status))
+		if r.Force {
+			rule += "!"
+		}
+		args = append(args, "--redirect", rule)
+	}
+	if s.CleanURLs {
+		args = append(args, "--clean-urls")
+	}
+	for _, p := range s.ErrorPages {
+		prefix := p.PathPrefix
+		if prefix == "" {
+			prefix = "/"
+		}
+		args = append(args, "--error-page", strconv.Itoa(int(p.Status))+" "+p.Path+" "+prefix)
+	}
+	return args
+}
+
+// tlsArgs are the server flags for spec.tls (the server's TLS contract: --tls-listen, --tls-cert, --tls-key,
+// --https-redirect, --https-redirect-port, --hsts).
+func tlsArgs(site *v1alpha1.StaticSite) []string {
+	t := site.Spec.TLS
+	if t == nil {
+		return nil
+	}
+	args := []string{
+		"--tls-listen", "0.0.0.0:" + strconv.Itoa(v1alpha1.HTTPSPort),
+		"--tls-cert", v1alpha1.TLSMountPath + "/" + corev1.TLSCertKey,
+		"--tls-key", v1alpha1.TLSMountPath + "/" + corev1.TLSPrivateKeyKey,
+	}
+	if t.HTTPRedirect {
+		args = append(args, "--https-redirect")
+		// The redirect names the port clients reach the Service's https port on, not the pod's 8443.
+		if p := httpsServicePortOf(site); p != v1alpha1.DefaultHTTPSServicePort {
+			args = append(args, "--https-redirect-port", strconv.Itoa(int(p)))
+		}
+	}
+	if t.HSTS != nil {
+		args = append(args, "--hsts", HSTSValue(t.HSTS))
+	}
+	return args
+}
