@@ -44,7 +44,7 @@ func claimAccessProblem(site *v1alpha1.StaticSite, claim *corev1.PersistentVolum
 	if replicas <= 1 || !singleAttach(claim) {
 		return nil
 	}
-	return &problem{v1alpha1.ReasonClaimAccessMode, fmt.Sprintf(
+	return &problem{Reason: v1alpha1.ReasonClaimAccessMode, Message: fmt.Sprintf(
 		"PersistentVolumeClaim %q has access modes %v: its volume can be mounted by one node at a time (ReadWriteOncePod: one pod), "+
 			"so %d replicas cannot run; use a ReadOnlyMany or ReadWriteMany claim, or replicas: 1 (the Deployment is left unchanged)",
 		claim.Name, accessModesOf(claim), replicas)}

@@ -313,10 +313,10 @@ func TestImageVolumeOnOldCluster(t *testing.T) {
 	r := &Reconciler{Client: k8s, Recorder: record.NewFakeRecorder(10), ServerImage: testServerImage, ServerVersion: func() (*version.Info, error) {
 		return &version.Info{Major: "1", Minor: "30"}, nil
 	}}
-	st := &state{site: site}
+	st := &observation{site: site}
 	testenv.Must(t, k8s.Get(context.Background(), client.ObjectKeyFromObject(site), site))
 	testenv.Must(t, r.reconcileContent(context.Background(), st))
-	if st.contentProblem == nil || st.contentProblem.reason != "ImageVolumeUnsupported" || !strings.Contains(st.contentProblem.message, "1.30") || !st.skipDeployment {
+	if st.contentProblem == nil || st.contentProblem.Reason != "ImageVolumeUnsupported" || !strings.Contains(st.contentProblem.Message, "1.30") || !st.skipDeployment {
 		t.Errorf("content on 1.30: %+v skip=%v", st.contentProblem, st.skipDeployment)
 	}
 }

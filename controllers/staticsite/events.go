@@ -1,5 +1,18 @@
 package staticsite
 
+import (
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"hyperstatic.dev/hyperstatic/internal/reconcile"
+
+	"hyperstatic.dev/hyperstatic/api/v1alpha1"
+)
+
 // Event reasons the StaticSite controller records besides condition transitions (which use the condition's own
 // reason, see api/v1alpha1/staticsite_reasons.go).
 const (
@@ -21,3 +34,86 @@ const (
 // deploymentTimedOutReason is the reason the Deployment controller puts on Progressing=False when a rollout passes
 // spec.progressDeadlineSeconds (k8s.io/kubernetes' deploymentutil.TimedOutReason, not importable from here).
 const deploymentTimedOutReason = "ProgressDeadlineExceeded"
+
+func (r *Reconciler) recordApply(site *v1alpha1.StaticSite, kind string, res applyResult) {
+	switch res {
+	case applyCreated:
+		r.Recorder.Eventf(site, corev1.EventTypeNormal, eventCreated, "Created %s %s", kind, site.Name)
+	case applyUpdated:
+		r.Recorder.Eventf(site, corev1.EventTypeNormal, eventUpdated, "Updated %s %s to the desired state", kind, site.Name)
+	}
+}
+
+// polarity is the StaticSite conditions' polarity, declared beside their types.
+var polarity = reconcile.NewPolarity(v1alpha1.StaticSiteAbnormalTrueConditions)
+
+// recordTransitions emits an event for each meaningful change of the controller's conditions between the site as
+// the pass read it (before) and as it was just written (after). It runs only once the status write is in
+// (reconcile.WriteStatus), so a lost write neither repeats nor invents an event.
+func (r *Reconciler) recordTransitions(before, after *v1alpha1.StaticSite) {
+	transition := func(t string) reconcile.Transition {
+		return reconcile.TransitionOf(before.Status.Conditions, after.Status.Conditions, t)
+	}
+	if tr := transition(v1alpha1.ConditionReady); tr.Changed() {
+		if c := *tr.After; c.Status == metav1.ConditionTrue {
+			r.Recorder.Event(after, polarity.EventType(c), c.Reason, "Ready: "+c.Message)
+		} else if tr.Was(metav1.ConditionTrue) {
+			r.Recorder.Event(after, polarity.EventType(c), c.Reason, "No longer ready: "+c.Message)
+		}
+	}
+	if tr := transition(v1alpha1.ConditionStalled); tr.Changed() { // present only while True
+		r.Recorder.Event(after, polarity.EventType(*tr.After), tr.After.Reason, "Stalled: "+tr.After.Message)
+	}
+	if tr := transition(v1alpha1.ConditionContentAvailable); tr.Changed() && tr.Before != nil && tr.After.Status == metav1.ConditionTrue {
+		r.Recorder.Event(after, polarity.EventType(*tr.After), tr.After.Reason, "Content available again: "+tr.After.Message)
+	}
+	if tr := transition(v1alpha1.ConditionPinned); tr.Changed() && tr.After.Status != metav1.ConditionUnknown {
+		// Pinned=False is by design on fractional CPUs: news either way, never a Warning.
+		r.Recorder.Event(after, corev1.EventTypeNormal, eventPinnedPrefix+string(tr.After.Status), tr.After.Message)
+	}
+	r.recordContentInMemory(before, after)
+	// A certificate, route or PodMonitor that goes bad is a Warning (the site still serves); its recovery is news.
+	for _, t := range []string{v1alpha1.ConditionTLSReady, v1alpha1.ConditionRouteApplied, v1alpha1.ConditionPodMonitorApplied} {
+		tr := transition(t)
+		switch {
+		case tr.Changed() && tr.After.Status == metav1.ConditionFalse:
+			r.Recorder.Event(after, polarity.EventType(*tr.After), tr.After.Reason, t+" False: "+tr.After.Message)
+		case tr.Changed() && tr.After.Status == metav1.ConditionTrue && tr.Was(metav1.ConditionFalse):
+			r.Recorder.Event(after, polarity.EventType(*tr.After), tr.After.Reason, t+" again: "+tr.After.Message)
+		}
+	}
+	if old, now := before.Status.ContentRevision, after.Status.ContentRevision; old != "" && old != now &&
+		!strings.HasPrefix(now, old+"@") { // learning the digest of the same image is no change
+		r.Recorder.Eventf(after, corev1.EventTypeNormal, eventContentChanged, "Content revision %s → %s", before.Status.ContentRevision, after.Status.ContentRevision)
+	}
+}
+
+// recordContentInMemory: a Warning when part of the site turns out to be served from disk (the message names the
+// bytes and the memory limit that would hold them), a Normal event when all of it is in memory again. Events mark
+// changes between known states, never a pass: Unknown in between (a pod that could not be read for a moment, a
+// rollout to a new memory limit, when the old pods no longer count and the new ones are not ready) neither records
+// anything nor makes the next known state news. The last known state is kept in memory, like the pods' CPU sets;
+// after an operator restart the condition as the last pass left it stands in.
+func (r *Reconciler) recordContentInMemory(before, after *v1alpha1.StaticSite) {
+	now := meta.FindStatusCondition(after.Status.Conditions, v1alpha1.ConditionContentInMemory)
+	if now == nil || now.Status == metav1.ConditionUnknown {
+		return
+	}
+	key := types.NamespacedName{Namespace: after.Namespace, Name: after.Name}
+	r.contentMu.Lock()
+	was, ok := r.contentKnown[key]
+	if r.contentKnown == nil {
+		r.contentKnown = map[types.NamespacedName]metav1.ConditionStatus{}
+	}
+	r.contentKnown[key] = now.Status
+	r.contentMu.Unlock()
+	if old := meta.FindStatusCondition(before.Status.Conditions, v1alpha1.ConditionContentInMemory); !ok && old != nil {
+		was = old.Status
+	}
+	switch {
+	case now.Status == metav1.ConditionFalse && was != metav1.ConditionFalse:
+		r.Recorder.Event(after, corev1.EventTypeWarning, eventContentPartlyOnDisk, now.Message)
+	case now.Status == metav1.ConditionTrue && was == metav1.ConditionFalse:
+		r.Recorder.Event(after, corev1.EventTypeNormal, eventContentInMemory, now.Message)
+	}
+}

@@ -57,7 +57,7 @@ func StartFailure(p *corev1.Pod) (string, bool) {
 
 // observeStartFailures records the first pod (in list order) that runs the current content and whose server
 // cannot start on it, unless the content already has a problem.
-func observeStartFailures(st *state) {
+func observeStartFailures(st *observation) {
 	for i := range st.pods {
 		p := &st.pods[i]
 		if st.contentProblem != nil {
@@ -67,17 +67,15 @@ func observeStartFailures(st *state) {
 			continue // an older image's failure says nothing of the current one
 		}
 		if msg, ok := StartFailure(p); ok {
-			st.contentProblem = &problem{v1alpha1.ReasonContentLoadFailed,
-				fmt.Sprintf("the server of pod %s cannot start: %s", p.Name, msg)}
+			st.contentProblem = &problem{Reason: v1alpha1.ReasonContentLoadFailed, Message: fmt.Sprintf("the server of pod %s cannot start: %s", p.Name, msg)}
 		}
 	}
 }
 
 // observeReloadFailure records a ready pod's failed reload, unless the content already has a problem.
-func observeReloadFailure(st *state, pod string, s podmetrics.Sample) {
+func observeReloadFailure(st *observation, pod string, s podmetrics.Sample) {
 	if !s.LoadFailed || st.contentProblem != nil {
 		return
 	}
-	st.contentProblem = &problem{v1alpha1.ReasonContentLoadFailed,
-		fmt.Sprintf("the server of pod %s refused the new content and keeps serving the previous one: %s", pod, podtext.Clean(s.LoadError, podtext.MaxStatusText))}
+	st.contentProblem = &problem{Reason: v1alpha1.ReasonContentLoadFailed, Message: fmt.Sprintf("the server of pod %s refused the new content and keeps serving the previous one: %s", pod, podtext.Clean(s.LoadError, podtext.MaxStatusText))}
 }

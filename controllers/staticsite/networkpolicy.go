@@ -1,12 +1,9 @@
 package staticsite
 
 import (
-	"context"
-
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
 	networkingv1ac "k8s.io/client-go/applyconfigurations/networking/v1"
@@ -58,26 +55,6 @@ func DesiredNetworkPolicy(site *v1alpha1.StaticSite, operatorNamespace string) *
 			WithPodSelector(metav1ac.LabelSelector().WithMatchLabels(selectorLabels(site))).
 			WithPolicyTypes(networkingv1.PolicyTypeIngress).
 			WithIngress(serving, admin))
-}
-
-// +kubebuilder:rbac:groups=networking.k8s.io,resources=networkpolicies,verbs=get;list;watch;create;patch;delete
-
-// reconcileNetworkPolicy applies the NetworkPolicy of spec.networkPolicy, or deletes the one the site made. A
-// refusal or a foreign object of that name makes the site Stalled, like the other children: a policy the user
-// asked for and does not have is a security problem, not a detail.
-func (r *Reconciler) reconcileNetworkPolicy(ctx context.Context, st *state) error {
-	site := st.site
-	desired := DesiredNetworkPolicy(site, r.OperatorNamespace)
-	if desired == nil {
-		return r.deleteOwned(ctx, r.Client, site, "NetworkPolicy", &networkingv1.NetworkPolicy{}, "spec.networkPolicy is unset")
-	}
-	res, err := applyChild(ctx, r.Client, r.directReader(), site, "NetworkPolicy", &networkingv1.NetworkPolicy{}, desired,
-		types.NamespacedName{Namespace: site.Namespace, Name: site.Name}, extractNetworkPolicy)
-	if err != nil {
-		return childRefused(st, "NetworkPolicy", v1alpha1.ReasonNetworkPolicyRejected, err)
-	}
-	r.recordApply(site, "NetworkPolicy", res)
-	return nil
 }
 
 func extractNetworkPolicy(o client.Object) (any, error) {

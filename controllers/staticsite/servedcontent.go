@@ -33,7 +33,7 @@ const maxContentScrapes = 3
 
 // observeServedContent reads the content gauges of one ready pod that runs the current spec into st.served, or
 // says in st.notMeasured why there is no reading.
-func (r *Reconciler) observeServedContent(ctx context.Context, st *state) {
+func (r *Reconciler) observeServedContent(ctx context.Context, st *observation) {
 	pods := contentPods(st)
 	if len(pods) == 0 {
 		st.notMeasured = "no ready pod runs the current spec (memory and content) yet"
@@ -49,7 +49,7 @@ func (r *Reconciler) observeServedContent(ctx context.Context, st *state) {
 		}
 		r.rememberCPUs(st, p, s) // saves the Pinned condition a second request to the same pod
 		observeReloadFailure(st, p.Name, s)
-		st.requeue(r.contentRefresh())
+		st.requeue(st.tun.contentRefresh)
 		if s.Content == nil {
 			st.notMeasured = fmt.Sprintf("the server of pod %s does not report its content (an image older than the content metrics?)", p.Name)
 			return
@@ -58,13 +58,13 @@ func (r *Reconciler) observeServedContent(ctx context.Context, st *state) {
 		return
 	}
 	st.notMeasured = "cannot read the admin port of " + strings.Join(failures, "; ")
-	st.requeue(r.scrapeRetry())
+	st.requeue(st.tun.scrapeRetry)
 }
 
 // contentPods are the pods whose reading describes the site as specified, in name order so that passes read the
 // same pod while it lives: ready, not terminating, with the current memory limit (the reading depends on it) and,
 // for image content, the current content.
-func contentPods(st *state) []*corev1.Pod {
+func contentPods(st *observation) []*corev1.Pod {
 	var out []*corev1.Pod
 	for i := range st.pods {
 		p := &st.pods[i]
@@ -106,7 +106,7 @@ func servedContent(pod string, c *podmetrics.Content) *v1alpha1.ServedContent {
 }
 
 // contentInMemoryCondition is the ContentInMemory condition for a reading (nil: none, for the reason notMeasured).
-// It is informational: summarize never lets it touch Ready, since a file served from disk is served correctly.
+// It is informational: deriveStatus never lets it touch Ready, since a file served from disk is served correctly.
 func contentInMemoryCondition(served *v1alpha1.ServedContent, notMeasured string) metav1.Condition {
 	c := metav1.Condition{Type: v1alpha1.ConditionContentInMemory}
 	switch {
@@ -134,18 +134,4 @@ func contentInMemoryCondition(served *v1alpha1.ServedContent, notMeasured string
 		c.Message += fmt.Sprintf(" (compressed variants of %d files are still being made)", served.EncodingsPending)
 	}
 	return c
-}
-
-func (r *Reconciler) contentRefresh() time.Duration {
-	if r.ContentRefresh > 0 {
-		return r.ContentRefresh
-	}
-	return DefaultContentRefresh
-}
-
-func (r *Reconciler) scrapeRetry() time.Duration {
-	if r.ScrapeRetry > 0 {
-		return r.ScrapeRetry
-	}
-	return defaultScrapeRetry
 }

@@ -88,7 +88,7 @@ func TestContentPods(t *testing.T) {
 		}
 		return p
 	}
-	st := &state{content: content, memory: memory, pods: []corev1.Pod{
+	st := &observation{content: content, memory: memory, pods: []corev1.Pod{
 		pod("docs-c", true, "64Mi", content.RollHash),
 		pod("docs-a", true, "64Mi", content.RollHash),
 		pod("docs-b", false, "64Mi", content.RollHash),  // not ready
@@ -125,15 +125,16 @@ func TestObserveServedContent(t *testing.T) {
 				Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("64Mi")}}}}},
 			Status: corev1.PodStatus{Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}}}
 	}
-	newState := func(pods ...corev1.Pod) *state {
-		return &state{site: newSite(v1alpha1.ContentSource{Image: "example/docs:v3"}), content: content,
-			memory: resource.MustParse("64Mi"), pods: pods}
+	newState := func(r *Reconciler, pods ...corev1.Pod) *observation {
+		o := r.newObservation(newSite(v1alpha1.ContentSource{Image: "example/docs:v3"}))
+		o.content, o.memory, o.pods = content, resource.MustParse("64Mi"), pods
+		return o
 	}
 	withContent := podmetrics.Sample{CPUs: "1", Pinned: true, Content: &podmetrics.Content{Files: 1, Bytes: 10, MemoryBytes: 10, FitMemoryLimitBytes: 19 * mi}}
 
 	t.Run("the first pod that answers", func(t *testing.T) {
 		r := &Reconciler{Scraper: scriptedScraper{"docs-a": context.DeadlineExceeded, "docs-b": withContent}, ContentRefresh: 30 * time.Second}
-		st := newState(readyPod("docs-b"), readyPod("docs-a"))
+		st := newState(r, readyPod("docs-b"), readyPod("docs-a"))
 		r.observeServedContent(context.Background(), st)
 		if st.served == nil || st.served.Pod != "docs-b" || st.requeueAfter != 30*time.Second {
 			t.Fatalf("served %+v requeue %v", st.served, st.requeueAfter)
@@ -144,7 +145,7 @@ func TestObserveServedContent(t *testing.T) {
 	})
 	t.Run("no pod answers", func(t *testing.T) {
 		r := &Reconciler{Scraper: scriptedScraper{}, ScrapeRetry: 2 * time.Second}
-		st := newState(readyPod("docs-a"))
+		st := newState(r, readyPod("docs-a"))
 		r.observeServedContent(context.Background(), st)
 		if st.served != nil || !strings.Contains(st.notMeasured, "docs-a") || st.requeueAfter != 2*time.Second {
 			t.Fatalf("served %+v notMeasured %q requeue %v", st.served, st.notMeasured, st.requeueAfter)
@@ -152,7 +153,7 @@ func TestObserveServedContent(t *testing.T) {
 	})
 	t.Run("a server older than the content metrics", func(t *testing.T) {
 		r := &Reconciler{Scraper: scriptedScraper{"docs-a": podmetrics.Sample{CPUs: "1"}}}
-		st := newState(readyPod("docs-a"))
+		st := newState(r, readyPod("docs-a"))
 		r.observeServedContent(context.Background(), st)
 		if st.served != nil || !strings.Contains(st.notMeasured, "does not report its content") || st.requeueAfter != DefaultContentRefresh {
 			t.Fatalf("served %+v notMeasured %q requeue %v", st.served, st.notMeasured, st.requeueAfter)
@@ -160,7 +161,7 @@ func TestObserveServedContent(t *testing.T) {
 	})
 	t.Run("no ready pod", func(t *testing.T) {
 		r := &Reconciler{Scraper: scriptedScraper{}}
-		st := newState()
+		st := newState(r)
 		r.observeServedContent(context.Background(), st)
 		if st.served != nil || st.notMeasured == "" || st.requeueAfter != 0 {
 			t.Fatalf("served %+v notMeasured %q requeue %v: pod events trigger the next pass", st.served, st.notMeasured, st.requeueAfter)
@@ -176,9 +177,9 @@ func TestContentInMemoryStatusAndEvents(t *testing.T) {
 	site := newSite(v1alpha1.ContentSource{Image: "x"})
 	pass := func(s *v1alpha1.ServedContent) {
 		before := site.DeepCopy()
-		r.summarize(&state{site: site, content: ImageContent("image", "x", ""), memory: resource.MustParse("64Mi"),
-			pinned:     metav1.Condition{Type: v1alpha1.ConditionPinned, Status: metav1.ConditionFalse, Reason: "FractionalCPU"},
-			deployment: deployment(1, 1, 1, 1, 1), served: s, notMeasured: "no ready pod"}, nil)
+		o := healthy()
+		o.served, o.notMeasured = s, "no ready pod"
+		derive(site, o)
 		r.recordContentInMemory(before, site)
 	}
 	drain := func() []string {

@@ -119,8 +119,9 @@ func rolloutWorld(sites []v1alpha1.StaticSite, deployments []appsv1.Deployment) 
 			continue
 		}
 		stalled := meta.IsStatusConditionTrue(site.Status.Conditions, v1alpha1.ConditionStalled)
-		world = append(world, siteRollout{site: key, image: serverImageOf(d), rolledOut: rolledOut(d),
-			queues: usesDefaultServerImage(site) && !stalled, stuck: stalled || pastProgressDeadline(d)})
+		ro := deploymentRollout(d)
+		world = append(world, siteRollout{site: key, image: serverImageOf(d), rolledOut: ro.done && ro.exact,
+			queues: usesDefaultServerImage(site) && !stalled, stuck: stalled || ro.stalled})
 	}
 	return world
 }
@@ -141,27 +142,6 @@ func serverImageOf(d *appsv1.Deployment) string {
 	return ""
 }
 
-// pastProgressDeadline: the Deployment controller gave up waiting for the rollout (Progressing=False,
-// ProgressDeadlineExceeded), which it says before the site's next pass can turn it into Stalled.
-func pastProgressDeadline(d *appsv1.Deployment) bool {
-	for _, c := range d.Status.Conditions {
-		if c.Type == appsv1.DeploymentProgressing && c.Status == corev1.ConditionFalse && c.Reason == deploymentTimedOutReason {
-			return true
-		}
-	}
-	return false
-}
-
-// rolledOut: the Deployment controller observed the latest spec and every wanted replica runs it and is ready.
-func rolledOut(d *appsv1.Deployment) bool {
-	want := int32(defaultReplicas)
-	if d.Spec.Replicas != nil {
-		want = *d.Spec.Replicas
-	}
-	s := d.Status
-	return s.ObservedGeneration == d.Generation && s.UpdatedReplicas == want && s.Replicas == want && s.ReadyReplicas == want
-}
-
 // chooseServerImage picks the server image of the desired Deployment. A site that would move to a new default
 // image moves only when the gate admits it; else it keeps its current image, and st says it is queued.
 //
@@ -169,7 +149,7 @@ func rolledOut(d *appsv1.Deployment) bool {
 // may not show the previous admission's write yet), and the mutex stays locked until the caller has applied the
 // Deployment and calls release. Each admission therefore sees every earlier one, whatever MaxConcurrentReconciles
 // is, and no more than the limit ever move. Waiting sites, the common case, decide from the cache alone.
-func (r *Reconciler) chooseServerImage(ctx context.Context, st *state) (choice serverImageChoice, release func(), err error) {
+func (r *Reconciler) chooseServerImage(ctx context.Context, st *observation) (choice serverImageChoice, release func(), err error) {
 	release = func() {}
 	site, target := st.site, r.ServerImage
 	choice.image = target
@@ -209,7 +189,7 @@ func (r *Reconciler) chooseServerImage(ctx context.Context, st *state) (choice s
 		if place.stuck > 0 {
 			st.serverImageQueued += fmt.Sprintf(" (%d stuck site(s) on the new image skipped: Stalled or past their rollout's progress deadline)", place.stuck)
 		}
-		st.requeue(r.serverImageQueueRetry())
+		st.requeue(st.tun.serverImageQueueRetry)
 		return serverImageChoice{image: current}, release, nil
 	}
 	return choice, unlock, nil
@@ -232,34 +212,9 @@ func (r *Reconciler) queuePlaceOf(ctx context.Context, deployments ctrl.Reader, 
 	return placeInQueue(r.ServerImage, limit, key, rolloutWorld(sites.Items, ds.Items)), nil
 }
 
-func (r *Reconciler) serverImageQueueRetry() time.Duration {
-	if r.ServerImageQueueRetry > 0 {
-		return r.ServerImageQueueRetry
-	}
-	return DefaultServerImageQueueRetry
-}
-
 // recordServerImageMove records the event of a site whose Deployment just started moving to the new image.
 func (r *Reconciler) recordServerImageMove(site *v1alpha1.StaticSite, choice serverImageChoice, res applyResult) {
 	if choice.from != "" && res == applyUpdated {
 		r.Recorder.Eventf(site, corev1.EventTypeNormal, eventServerImageUpgrade, "Moving to server image %s (from %s)", choice.image, choice.from)
 	}
-}
-
-// reportServerImageQueue refines what summarize derived for a site waiting for its turn: Reconciling=True,
-// ServerImageUpgradeQueued, unless something else is in progress or stuck (that says more). Ready is left as
-// summarize set it: the site still serves on its current image. before is the site as the pass found it, so the
-// condition keeps its transition time from pass to pass.
-func (r *Reconciler) reportServerImageQueue(st *state, before *v1alpha1.StaticSite) {
-	conds := &st.site.Status.Conditions
-	if st.serverImageQueued == "" || meta.FindStatusCondition(*conds, v1alpha1.ConditionReconciling) != nil ||
-		meta.IsStatusConditionTrue(*conds, v1alpha1.ConditionStalled) {
-		return
-	}
-	c := metav1.Condition{Type: v1alpha1.ConditionReconciling, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonServerImageUpgradeQueued,
-		Message: st.serverImageQueued, ObservedGeneration: st.site.Generation, LastTransitionTime: metav1.NewTime(r.now())}
-	if old := meta.FindStatusCondition(before.Status.Conditions, v1alpha1.ConditionReconciling); old != nil && old.Status == metav1.ConditionTrue {
-		c.LastTransitionTime = old.LastTransitionTime
-	}
-	meta.SetStatusCondition(conds, c)
 }

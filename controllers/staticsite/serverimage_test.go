@@ -452,7 +452,7 @@ func TestAdmissionIsConfirmedWithTheAPIServer(t *testing.T) {
 	live := fake.NewClientBuilder().WithScheme(scheme).WithObjects(a, b, c, deployment(a, imageB, false), deployment(b, imageA, true), deployment(c, imageA, true)).Build()
 	r := &Reconciler{Client: cached, APIReader: live, ServerImage: imageB, ServerImageRolloutConcurrency: 1}
 
-	st := &state{site: b}
+	st := r.newObservation(b)
 	choice, release, err := r.chooseServerImage(context.Background(), st)
 	testenv.Must(t, err)
 	release()
@@ -465,7 +465,7 @@ func TestAdmissionIsConfirmedWithTheAPIServer(t *testing.T) {
 	testenv.Must(t, live.Get(context.Background(), client.ObjectKeyFromObject(a), rolled))
 	rolled.Status = deployment(a, imageB, true).Status
 	testenv.Must(t, live.Status().Update(context.Background(), rolled))
-	st = &state{site: b}
+	st = r.newObservation(b)
 	choice, release, err = r.chooseServerImage(context.Background(), st)
 	testenv.Must(t, err)
 	if choice.image != imageB || choice.from != imageA || st.serverImageQueued != "" {

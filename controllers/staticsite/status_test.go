@@ -7,11 +7,10 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/tools/record"
-	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 
 	"hyperstatic.dev/hyperstatic/api/v1alpha1"
@@ -41,25 +40,40 @@ func TestRolloutOf(t *testing.T) {
 		{"done", deployment(1, 1, 2, 2, 2), true, ""},
 		{"deadline", stuck, false, "ProgressDeadlineExceeded"},
 	} {
-		ro := rolloutOf(site, tc.d, false)
+		ro := rolloutOf(tc.d, replicasOf(site), false)
 		if ro.done != tc.done || ro.reason != tc.reason {
 			t.Errorf("%s: %+v, want done=%v reason=%s", tc.name, ro, tc.done, tc.reason)
 		}
 	}
 }
 
-func TestSummarize(t *testing.T) {
-	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	r := &Reconciler{Clock: clocktesting.NewFakePassiveClock(now), Recorder: record.NewFakeRecorder(100)}
+// testNow is the clock reading of the passes the status tests derive.
+var testNow = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+
+// derive runs deriveStatus as a pass does (the clock read once) and stores the result in the site.
+func derive(site *v1alpha1.StaticSite, o *observation) {
+	o.site = site
+	if o.now.IsZero() {
+		o.now = testNow
+	}
+	site.Status = deriveStatus(site, o)
+}
+
+// healthy is an observation of a site whose one pod serves: every step found what it wanted.
+func healthy() *observation {
+	return &observation{content: ImageContent("image", "x", ""), memory: resource.MustParse("64Mi"), contentReason: "ImageSpecified",
+		pinned:     metav1.Condition{Type: v1alpha1.ConditionPinned, Status: metav1.ConditionFalse, Reason: "FractionalCPU"},
+		deployment: deployment(1, 1, 1, 1, 1)}
+}
+
+func TestDeriveStatusKeepsWhatItDoesNotOwn(t *testing.T) {
 	site := newSite(v1alpha1.ContentSource{Image: "x"})
 	site.Generation = 4
-	pinned := metav1.Condition{Type: v1alpha1.ConditionPinned, Status: metav1.ConditionFalse, Reason: "FractionalCPU"}
 	// Someone else's condition survives every rebuild.
 	site.Status.Conditions = []metav1.Condition{{Type: "ScalingActive", Status: metav1.ConditionTrue, Reason: "ValidMetricFound", LastTransitionTime: metav1.Now()}}
+	site.Status.Autoscaling = &v1alpha1.AutoscalingStatus{DesiredReplicas: 3}
 
-	st := &state{site: site, content: ImageContent("image", "x", ""), memory: resource.MustParse("64Mi"), pinned: pinned,
-		contentReason: "ImageSpecified", deployment: deployment(1, 1, 1, 1, 1)}
-	r.summarize(st, nil)
+	derive(site, healthy())
 	for typ, want := range map[string]metav1.ConditionStatus{v1alpha1.ConditionReady: "True", v1alpha1.ConditionContentAvailable: "True",
 		v1alpha1.ConditionPinned: "False", "ScalingActive": "True", v1alpha1.ConditionReconciling: "", v1alpha1.ConditionStalled: ""} {
 		if err := condition(site, typ, want, ""); err != nil {
@@ -67,51 +81,49 @@ func TestSummarize(t *testing.T) {
 		}
 	}
 	ready := meta.FindStatusCondition(site.Status.Conditions, v1alpha1.ConditionReady)
-	if !ready.LastTransitionTime.Time.Equal(now) || ready.ObservedGeneration != 4 || site.Status.ObservedGeneration != 4 {
+	if !ready.LastTransitionTime.Time.Equal(testNow) || ready.ObservedGeneration != 4 || site.Status.ObservedGeneration != 4 {
 		t.Errorf("ready %+v observedGeneration %d", ready, site.Status.ObservedGeneration)
+	}
+	if site.Status.Autoscaling == nil || site.Status.Autoscaling.DesiredReplicas != 3 {
+		t.Errorf("status.autoscaling is the autoscaler's: %+v", site.Status.Autoscaling)
 	}
 
 	// A transient error: Reconciling says so, the rest is kept as it was.
-	r.summarize(&state{site: site}, errors.New("etcd is slow"))
+	derive(site, &observation{err: errors.New("etcd is slow")})
 	if err := condition(site, v1alpha1.ConditionReconciling, metav1.ConditionTrue, "RetryingAfterError"); err != nil {
 		t.Error(err)
 	}
 	if err := condition(site, v1alpha1.ConditionReady, metav1.ConditionTrue, "Available"); err != nil {
 		t.Error(err)
 	}
+}
 
-	// Missing content stalls the site and Ready follows Stalled.
-	st.contentProblem = &problem{"ConfigMapNotFound", "missing"}
-	r.summarize(st, nil)
-	for typ, want := range map[string]metav1.ConditionStatus{v1alpha1.ConditionReady: "False", v1alpha1.ConditionStalled: "True",
-		v1alpha1.ConditionContentAvailable: "False", v1alpha1.ConditionReconciling: ""} {
-		if err := condition(site, typ, want, ""); err != nil {
-			t.Error(err)
-		}
+// deriveStatus is pure: the site it reads is left as it was, and the same input gives the same status.
+func TestDeriveStatusIsPure(t *testing.T) {
+	site := newSite(v1alpha1.ContentSource{Image: "x"})
+	site.Status.Conditions = []metav1.Condition{{Type: v1alpha1.ConditionReady, Status: metav1.ConditionTrue, Reason: "Available"}}
+	o := healthy()
+	o.site, o.now, o.contentProblem = site, testNow, &problem{Reason: "ConfigMapNotFound", Message: "missing"}
+	before := site.DeepCopy()
+	first, second := deriveStatus(site, o), deriveStatus(site, o)
+	if !equality.Semantic.DeepEqual(site, before) {
+		t.Errorf("deriveStatus changed the site it read:\n%+v\n%+v", before.Status, site.Status)
 	}
-
-	// Scaled to zero with nothing to wait for is Ready.
-	site.Spec.Replicas = ptr.To[int32](0)
-	st.contentProblem = nil
-	st.deployment = deployment(1, 1, 0, 0, 0)
-	r.summarize(st, nil)
-	if err := condition(site, v1alpha1.ConditionReady, metav1.ConditionTrue, "ScaledToZero"); err != nil {
-		t.Error(err)
+	if !equality.Semantic.DeepEqual(first, second) {
+		t.Errorf("two derivations differ:\n%+v\n%+v", first, second)
 	}
 }
 
 // Ready is judged against the generation the pass's apply produced: a template change is not "done" because the
 // old ReplicaSet's pods are ready; a change of replicas alone keeps Ready while no serving pod is lost.
 func TestReadyAcrossTemplateChangesAndScaleUps(t *testing.T) {
-	r := &Reconciler{Clock: clocktesting.NewFakePassiveClock(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)), Recorder: record.NewFakeRecorder(100)}
 	readySite := func(replicas int32) *v1alpha1.StaticSite {
 		site := newSite(v1alpha1.ContentSource{Image: "x"})
 		site.Spec.Replicas = ptr.To(replicas)
-		st := &state{site: site, content: ImageContent("image", "x", ""), memory: resource.MustParse("64Mi"),
-			pinned:     metav1.Condition{Type: v1alpha1.ConditionPinned, Status: metav1.ConditionFalse, Reason: "FractionalCPU"},
-			deployment: deployment(1, 1, 2, 2, 2)}
+		o := healthy()
+		o.deployment = deployment(1, 1, 2, 2, 2)
 		site.Spec.Replicas = ptr.To[int32](2)
-		r.summarize(st, nil)
+		derive(site, o)
 		if err := condition(site, v1alpha1.ConditionReady, metav1.ConditionTrue, v1alpha1.ReasonAvailable); err != nil {
 			t.Fatal(err)
 		}
@@ -119,9 +131,9 @@ func TestReadyAcrossTemplateChangesAndScaleUps(t *testing.T) {
 		return site
 	}
 	pass := func(site *v1alpha1.StaticSite, d *appsv1.Deployment, templateChanged bool) {
-		r.summarize(&state{site: site, content: ImageContent("image", "x", ""), memory: resource.MustParse("64Mi"),
-			pinned:     metav1.Condition{Type: v1alpha1.ConditionPinned, Status: metav1.ConditionFalse, Reason: "FractionalCPU"},
-			deployment: d, templateChanged: templateChanged}, nil)
+		o := healthy()
+		o.deployment, o.templateChanged = d, templateChanged
+		derive(site, o)
 	}
 	for _, tc := range []struct {
 		name            string
@@ -166,13 +178,21 @@ func TestReadyAcrossTemplateChangesAndScaleUps(t *testing.T) {
 // A Stalled site is retried on a timer: what stalls it (quota, webhook, a foreign object) may be fixed outside
 // anything the controller watches.
 func TestStalledSitesAreRetried(t *testing.T) {
-	r := &Reconciler{Clock: clocktesting.NewFakePassiveClock(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)), Recorder: record.NewFakeRecorder(100)}
+	r := &Reconciler{}
 	site := newSite(v1alpha1.ContentSource{Image: "x"})
-	st := &state{site: site, content: ImageContent("image", "x", ""), memory: resource.MustParse("64Mi"),
-		pinned:   metav1.Condition{Type: v1alpha1.ConditionPinned, Status: metav1.ConditionFalse, Reason: "FractionalCPU"},
-		rejected: &problem{v1alpha1.ReasonServiceRejected, "exceeded quota"}}
-	r.summarize(st, nil)
-	if st.requeueAfter != DefaultStalledRetry {
-		t.Errorf("requeue after %v, want %v", st.requeueAfter, DefaultStalledRetry)
+	o := healthy()
+	o.tun = r.tunables()
+	o.rejected = &problem{Reason: v1alpha1.ReasonServiceRejected, Message: "exceeded quota"}
+	derive(site, o)
+	retryStalled(o, site.Status)
+	if o.requeueAfter != DefaultStalledRetry {
+		t.Errorf("requeue after %v, want %v", o.requeueAfter, DefaultStalledRetry)
+	}
+	o = healthy()
+	o.tun = r.tunables()
+	derive(site, o)
+	retryStalled(o, site.Status)
+	if o.requeueAfter != 0 {
+		t.Errorf("a site that is not Stalled: requeue after %v", o.requeueAfter)
 	}
 }

@@ -27,7 +27,7 @@ var imagePullReasons = map[string]bool{"ErrImagePull": true, "ImagePullBackOff":
 
 // reconcilePods looks at the site's pods: image pull failures, the digest they run, servers that refuse the content
 // (loadfailure.go), the content one of them serves (status.content, ContentInMemory), and their CPU pinning.
-func (r *Reconciler) reconcilePods(ctx context.Context, st *state) error {
+func (r *Reconciler) reconcilePods(ctx context.Context, st *observation) error {
 	site := st.site
 	list := &corev1.PodList{}
 	if err := r.List(ctx, list, client.InNamespace(site.Namespace), client.MatchingLabels(selectorLabels(site))); err != nil {
@@ -61,7 +61,7 @@ func current(p *corev1.Pod, c Content) bool {
 
 // observeImagePods reports pull failures of the current content image and, for a baked image, the digest the
 // ready pods run.
-func (r *Reconciler) observeImagePods(st *state) {
+func (r *Reconciler) observeImagePods(st *observation) {
 	for i := range st.pods {
 		p := &st.pods[i]
 		if !current(p, st.content) {
@@ -69,7 +69,7 @@ func (r *Reconciler) observeImagePods(st *state) {
 		}
 		for _, cs := range p.Status.ContainerStatuses {
 			if w := cs.State.Waiting; w != nil && imagePullReasons[w.Reason] && st.contentProblem == nil {
-				st.contentProblem = &problem{v1alpha1.ReasonImagePullFailed, fmt.Sprintf("pod %s: %s: %s", p.Name, w.Reason, w.Message)}
+				st.contentProblem = &problem{Reason: v1alpha1.ReasonImagePullFailed, Message: fmt.Sprintf("pod %s: %s: %s", p.Name, w.Reason, w.Message)}
 			}
 			if st.content.Source == v1alpha1.ContentSourceImage && cs.Name == containerName && cs.Ready &&
 				!strings.Contains(st.content.Revision, "@") {
@@ -84,7 +84,7 @@ func (r *Reconciler) observeImagePods(st *state) {
 // pinnedCondition: True when every ready pod is Guaranteed and its server reports workers pinned to exclusive
 // CPUs; False for a fractional CPU (the shared pool, by design) or when a pod reports unpinned workers (typically
 // a node without the static CPU manager policy); Unknown while no pod is ready or a pod's metrics cannot be read.
-func (r *Reconciler) pinnedCondition(ctx context.Context, st *state) metav1.Condition {
+func (r *Reconciler) pinnedCondition(ctx context.Context, st *observation) metav1.Condition {
 	cpu := cpuOf(st.site)
 	if !wholeCPUs(cpu) {
 		return metav1.Condition{Type: v1alpha1.ConditionPinned, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonFractionalCPU,
@@ -118,7 +118,7 @@ func (r *Reconciler) pinnedCondition(ctx context.Context, st *state) metav1.Cond
 		c.Message = strings.Join(unpinned, "; ") + " (does the node's kubelet use the static CPU manager policy?)"
 	case len(unknown) > 0:
 		c.Status, c.Reason, c.Message = metav1.ConditionUnknown, v1alpha1.ReasonMetricsUnavailable, strings.Join(unknown, "; ")
-		st.requeue(r.scrapeRetry())
+		st.requeue(st.tun.scrapeRetry)
 	case len(pinned) == 0:
 		c.Status, c.Reason, c.Message = metav1.ConditionUnknown, v1alpha1.ReasonNoReadyPods, "no ready pod has reported its CPUs yet"
 	default:
@@ -130,7 +130,7 @@ func (r *Reconciler) pinnedCondition(ctx context.Context, st *state) metav1.Cond
 
 // podSample returns a pod's metrics sample, scraping it once per pod: the CPU set a pod is given is fixed for its
 // life, so later reconciles cost no HTTP request.
-func (r *Reconciler) podSample(ctx context.Context, st *state, p *corev1.Pod) (podmetrics.Sample, error) {
+func (r *Reconciler) podSample(ctx context.Context, st *observation, p *corev1.Pod) (podmetrics.Sample, error) {
 	r.samplesMu.Lock()
 	c, ok := r.samples[p.UID]
 	r.samplesMu.Unlock()
@@ -157,7 +157,7 @@ func (r *Reconciler) scrape(ctx context.Context, p *corev1.Pod) (podmetrics.Samp
 }
 
 // rememberCPUs keeps a sample for the Pinned condition once it reports the pod's CPU set.
-func (r *Reconciler) rememberCPUs(st *state, p *corev1.Pod, s podmetrics.Sample) {
+func (r *Reconciler) rememberCPUs(st *observation, p *corev1.Pod, s podmetrics.Sample) {
 	if s.CPUs == "" {
 		return
 	}
