@@ -1,8 +1,11 @@
 package autoscaling
 
 import (
-	"k8s.io/apimachinery/pkg/api/meta"
+	"time"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"hyperstatic.dev/hyperstatic/internal/reconcile"
 
 	"hyperstatic.dev/hyperstatic/api/v1alpha1"
 	"hyperstatic.dev/hyperstatic/controllers/autoscaling/hpa"
@@ -42,8 +45,9 @@ func apiReason(r hpa.Reason) string {
 	return string(r)
 }
 
-// setCondition sets condType on the site from c; a nil c (the pass decided nothing about it) leaves it as it was.
-func setCondition(site *v1alpha1.StaticSite, condType string, c *condition, generation int64) {
+// setCondition sets condType on the site from c, stamped with the pass's clock reading (now) when its status
+// changes; a nil c (the pass decided nothing about it) leaves it as it was.
+func setCondition(site *v1alpha1.StaticSite, condType string, c *condition, now time.Time) {
 	if c == nil {
 		return
 	}
@@ -51,7 +55,5 @@ func setCondition(site *v1alpha1.StaticSite, condType string, c *condition, gene
 	if c.status {
 		status = metav1.ConditionTrue
 	}
-	meta.SetStatusCondition(&site.Status.Conditions, metav1.Condition{
-		Type: condType, Status: status, Reason: c.reason, Message: c.message, ObservedGeneration: generation,
-	})
+	reconcile.NewConditions(&site.Status.Conditions, site.Generation, now).Set(condType, status, c.reason, c.message)
 }

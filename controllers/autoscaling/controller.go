@@ -47,7 +47,7 @@ type Reconciler struct {
 	client        client.Client
 	recorder      record.EventRecorder
 	scraper       podmetrics.Scraper
-	clock         clock.PassiveClock
+	clock         clock.PassiveClock // read through reconcile.Now, like the other controllers' Clock; nil: the real clock
 	interval      time.Duration
 	window        time.Duration
 	scrapeTimeout time.Duration
@@ -95,7 +95,6 @@ func New(c client.Client, recorder record.EventRecorder, scraper podmetrics.Scra
 		client:        c,
 		recorder:      recorder,
 		scraper:       scraper,
-		clock:         clock.RealClock{},
 		interval:      DefaultScrapeInterval,
 		maxConcurrent: DefaultMaxConcurrentReconciles,
 		sites:         map[types.NamespacedName]*siteState{},

@@ -40,7 +40,8 @@ func WithWindow(d time.Duration) Option {
 	return func(r *Reconciler) { r.window = d }
 }
 
-// WithClock replaces the real clock (tests step a fake clock through stabilization windows).
+// WithClock replaces the real clock (tests step a fake clock through stabilization windows). It is the clock of
+// every decision and of the AbleToScale and ScalingActive transition times.
 func WithClock(c clock.PassiveClock) Option {
 	return func(r *Reconciler) { r.clock = c }
 }

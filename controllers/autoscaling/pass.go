@@ -11,6 +11,8 @@ import (
 	"sync"
 	"time"
 
+	"hyperstatic.dev/hyperstatic/internal/reconcile"
+
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -28,7 +30,10 @@ const metricDescription = "requests per second per pod"
 // passResult is what one pass observed and decided: the autoscaler's part of the StaticSite status.
 type passResult struct {
 	// stale: the cached StaticSite is older than the scale just read; nothing was decided or should be written.
-	stale         bool
+	stale bool
+	// now is the clock reading the pass decided at (its start, when it stopped before deciding): the conditions'
+	// transition time.
+	now           time.Time
 	status        v1alpha1.AutoscalingStatus
 	ableToScale   *condition
 	scalingActive *condition
@@ -38,7 +43,7 @@ type passResult struct {
 func (r *Reconciler) pass(ctx context.Context, site *v1alpha1.StaticSite, state *siteState) passResult {
 	logger := log.FromContext(ctx)
 	spec := site.Spec.Autoscaling
-	var res passResult
+	res := passResult{now: reconcile.Now(r.clock)}
 	switch {
 	case state.lastScale != nil:
 		res.status.LastScaleTime = state.lastScale
@@ -103,7 +108,8 @@ func (r *Reconciler) pass(ctx context.Context, site *v1alpha1.StaticSite, state 
 	if spec.MinReplicas != nil {
 		minReplicas = *spec.MinReplicas
 	}
-	now := r.clock.Now()
+	now := reconcile.Now(r.clock)
+	res.now = now
 	d := state.hpa.Decide(hpa.Input{
 		Now: now, CurrentReplicas: current, MinReplicas: minReplicas, MaxReplicas: spec.MaxReplicas,
 		Behavior: behavior, MetricReplicas: metricReplicas, MetricErr: err, MetricDescription: metricDescription,
@@ -182,7 +188,7 @@ func (r *Reconciler) measure(ctx context.Context, site *v1alpha1.StaticSite, sta
 		client.MatchingLabels{v1alpha1.LabelSite: site.Name}); err != nil {
 		return measurement{}, fmt.Errorf("list pods: %w", err)
 	}
-	now := r.clock.Now()
+	now := reconcile.Now(r.clock)
 	states := make([]hpa.PodState, len(list.Items))
 	var toScrape []*corev1.Pod
 	keep := make(map[string]bool, len(list.Items))
@@ -239,12 +245,12 @@ func (r *Reconciler) measure(ctx context.Context, site *v1alpha1.StaticSite, sta
 		}
 		at := s.sample.Time
 		if at.IsZero() {
-			at = r.clock.Now()
+			at = reconcile.Now(r.clock)
 		}
 		state.window.Add(podKey(s.pod), at, s.sample.Requests)
 	}
 
-	now = r.clock.Now()
+	now = reconcile.Now(r.clock)
 	m := measurement{pods: make([]hpa.Pod, len(list.Items))}
 	known := 0
 	for i := range list.Items {

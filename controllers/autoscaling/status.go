@@ -29,8 +29,8 @@ func (r *Reconciler) writeStatus(ctx context.Context, key types.NamespacedName, 
 		before := site.Status.DeepCopy()
 		status := res.status
 		site.Status.Autoscaling = &status
-		setCondition(site, v1alpha1.ConditionAbleToScale, res.ableToScale, site.Generation)
-		setCondition(site, v1alpha1.ConditionScalingActive, res.scalingActive, site.Generation)
+		setCondition(site, v1alpha1.ConditionAbleToScale, res.ableToScale, res.now)
+		setCondition(site, v1alpha1.ConditionScalingActive, res.scalingActive, res.now)
 		if equality.Semantic.DeepEqual(before, &site.Status) {
 			return nil
 		}
