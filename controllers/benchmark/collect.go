@@ -43,13 +43,6 @@ const (
 	DefaultResultBytes = 8 << 20
 )
 
-func (r *Reconciler) resultBytes() int {
-	if r.ResultBytes > 0 {
-		return r.ResultBytes
-	}
-	return DefaultResultBytes
-}
-
 // sizeText writes a byte count as whole MiB when it is one, else KiB.
 func sizeText(n int) string {
 	if n%(1<<20) == 0 {
@@ -134,10 +127,10 @@ func (r *Reconciler) mergeRun(ctx context.Context, b *v1alpha1.Benchmark, plan k
 		if len(raw) > maxLogBytes { // a LogSource that does not bound its answer: its tail holds the block
 			raw = raw[len(raw)-maxLogBytes:]
 		}
-		if blockBytes += benchresults.BlockSize(raw); blockBytes > r.resultBytes() {
+		if blockBytes += benchresults.BlockSize(raw); blockBytes > r.tunables().resultBytes {
 			tooLarge = failWith(v1alpha1.BenchmarkReasonResultsTooLarge,
-				"the result blocks of the k6 pods pass the operator's budget of %s at pod %s: use fewer pods or steps", sizeText(r.resultBytes()), pods[i].Name)
-			problems = append(problems, fmt.Sprintf("pod %s: not parsed: %s", pods[i].Name, tooLarge.message))
+				"the result blocks of the k6 pods pass the operator's budget of %s at pod %s: use fewer pods or steps", sizeText(r.tunables().resultBytes), pods[i].Name)
+			problems = append(problems, fmt.Sprintf("pod %s: not parsed: %s", pods[i].Name, tooLarge.Message))
 			continue
 		}
 		parsed, err := benchresults.ParseLog(raw)

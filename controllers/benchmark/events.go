@@ -3,8 +3,8 @@ package benchmark
 import (
 	"context"
 
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
+	"hyperstatic.dev/hyperstatic/internal/reconcile"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -18,26 +18,30 @@ const (
 	eventClientBound = "ClientBound"
 )
 
+// polarity is the Benchmark conditions' polarity, declared beside their types: a transition to True of an
+// abnormal-true one (Failed, ClientBound, TargetChanged) is a Warning.
+var polarity = reconcile.NewPolarity(v1alpha1.BenchmarkAbnormalTrueConditions)
+
 // recordTransitions emits one event per condition that became True in a status that was just written: the outcome
-// (Complete or Failed) and ClientBound. Emitting after the write means a lost write does not repeat an event.
+// (Complete or Failed) and ClientBound. It runs only once the write is in (reconcile.WriteStatus): a lost write does not repeat an event.
 func (r *Reconciler) recordTransitions(ctx context.Context, before, after *v1alpha1.Benchmark) {
 	became := func(t string) *metav1.Condition {
-		if meta.IsStatusConditionTrue(before.Status.Conditions, t) || !meta.IsStatusConditionTrue(after.Status.Conditions, t) {
-			return nil
+		if tr := reconcile.TransitionOf(before.Status.Conditions, after.Status.Conditions, t); tr.Became(metav1.ConditionTrue) {
+			return tr.After
 		}
-		return meta.FindStatusCondition(after.Status.Conditions, t)
+		return nil
 	}
 	if c := became(v1alpha1.BenchmarkClientBound); c != nil {
-		r.Recorder.Event(after, corev1.EventTypeWarning, eventClientBound, c.Message)
+		r.Recorder.Event(after, polarity.EventType(*c), eventClientBound, c.Message)
 	}
 	if c := became(v1alpha1.BenchmarkTargetChanged); c != nil {
-		r.Recorder.Event(after, corev1.EventTypeWarning, c.Reason, c.Message)
+		r.Recorder.Event(after, polarity.EventType(*c), c.Reason, c.Message)
 	}
 	if c := became(v1alpha1.BenchmarkFailed); c != nil {
-		r.Recorder.Event(after, corev1.EventTypeWarning, c.Reason, c.Message)
+		r.Recorder.Event(after, polarity.EventType(*c), c.Reason, c.Message)
 	}
 	if c := became(v1alpha1.BenchmarkComplete); c != nil {
-		r.Recorder.Eventf(after, corev1.EventTypeNormal, eventCompleted, "%s; results in ConfigMap %s", c.Message, after.Status.Results)
+		r.Recorder.Eventf(after, polarity.EventType(*c), eventCompleted, "%s; results in ConfigMap %s", c.Message, after.Status.Results)
 		if s := after.Status.Summary; s != nil {
 			log.FromContext(ctx).Info("benchmark complete", "peak", s.Peak, "p99", s.P99, "verdict", s.Verdict)
 		}

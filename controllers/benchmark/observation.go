@@ -1,8 +1,9 @@
 package benchmark
 
 import (
-	"fmt"
 	"time"
+
+	"hyperstatic.dev/hyperstatic/internal/reconcile"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -49,13 +50,12 @@ type observation struct {
 	failure *problem
 }
 
-// problem is a condition reason with its message.
-type problem struct{ reason, message string }
+// problem is a condition reason with its message (internal/reconcile's, shared by the controllers).
+type problem = reconcile.Problem
 
-func (p *problem) Error() string { return p.reason + ": " + p.message }
-
+// failWith is a terminal problem.
 func failWith(reason, format string, args ...any) *problem {
-	return &problem{reason: reason, message: fmt.Sprintf(format, args...)}
+	return reconcile.Problemf(reason, format, args...)
 }
 
 // halted says the remaining steps of the pass have nothing to do: the run failed, or the target is not there yet.

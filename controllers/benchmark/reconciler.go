@@ -8,6 +8,8 @@ import (
 	"context"
 	"time"
 
+	"hyperstatic.dev/hyperstatic/internal/reconcile"
+
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/tools/record"
@@ -40,7 +42,8 @@ type Reconciler struct {
 	client.Client
 	// Recorder records events on Benchmarks.
 	Recorder record.EventRecorder
-	// Clock is the only time source of the controller; tests inject a fake one. Nil means the real clock.
+	// Clock is the only time source of the controller, read once per pass through reconcile.Now; tests inject a fake
+	// one. Nil means the real clock.
 	Clock clock.PassiveClock
 	// Image is the default k6 image (operator flag --k6-image).
 	Image string
@@ -59,11 +62,17 @@ type Reconciler struct {
 	ResultBytes int
 }
 
-func (r *Reconciler) startDelay() time.Duration {
-	if r.StartDelay > 0 {
-		return r.StartDelay
+// tunables are the Reconciler's settings with "0 means the default" resolved, in one place.
+type tunables struct {
+	startDelay  time.Duration
+	resultBytes int
+}
+
+func (r *Reconciler) tunables() tunables {
+	return tunables{
+		startDelay:  reconcile.OrDefault(r.StartDelay, DefaultStartDelay),
+		resultBytes: reconcile.OrDefault(r.ResultBytes, DefaultResultBytes),
 	}
-	return DefaultStartDelay
 }
 
 // direct reads from the API server, around the cache.
@@ -99,7 +108,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if b.DeletionTimestamp != nil {
 		return ctrl.Result{}, nil // owner references take the Job, its pods and the ConfigMaps away
 	}
-	o := &observation{now: r.Clock.Now()}
+	o := &observation{now: reconcile.Now(r.Clock)}
 	for _, s := range r.stepsFor(b) {
 		if o.halted() {
 			break
@@ -110,18 +119,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 
 	status := deriveStatus(b, o)
-	if !equality.Semantic.DeepEqual(b.Status, status) {
-		before := b.DeepCopy()
-		b.Status = status
-		// Update, not patch: the resourceVersion makes a pass that read an old Benchmark lose, not overwrite.
-		if err := r.Status().Update(ctx, b); err != nil {
-			if apierrors.IsConflict(err) {
-				log.FromContext(ctx).V(1).Info("the Benchmark changed meanwhile; requeueing")
-				return ctrl.Result{RequeueAfter: conflictRetry}, nil
-			}
-			return ctrl.Result{}, err
+	before := b.DeepCopy()
+	changed := !equality.Semantic.DeepEqual(b.Status, status)
+	b.Status = status
+	if err := reconcile.WriteStatus(ctx, r, b, changed, func() { r.recordTransitions(ctx, before, b) }); err != nil {
+		if apierrors.IsConflict(err) {
+			log.FromContext(ctx).V(1).Info("the Benchmark changed meanwhile; requeueing")
+			return ctrl.Result{RequeueAfter: conflictRetry}, nil
 		}
-		r.recordTransitions(ctx, before, b)
+		return ctrl.Result{}, err
 	}
 	return ctrl.Result{RequeueAfter: requeueAfter(b, o)}, nil
 }

@@ -173,7 +173,7 @@ func TestResultsOverTheBudgetFailTheRun(t *testing.T) {
 }
 
 func TestDefaultResultBudget(t *testing.T) {
-	if got := sizeText((&Reconciler{}).resultBytes()); got != "8 MiB" {
+	if got := sizeText((&Reconciler{}).tunables().resultBytes); got != "8 MiB" {
 		t.Errorf("default budget %s, docs/security.md says 8 MiB", got)
 	}
 }

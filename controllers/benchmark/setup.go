@@ -5,7 +5,6 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -35,9 +34,6 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error { return r.setup(m
 
 // setup registers rec (the Reconciler itself, or a test's wrapper of it) for Benchmarks and their children.
 func (r *Reconciler) setup(mgr ctrl.Manager, rec reconcile.Reconciler) error {
-	if r.Clock == nil {
-		r.Clock = clock.RealClock{}
-	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("benchmark").
 		For(&v1alpha1.Benchmark{}).

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"time"
 
+	"hyperstatic.dev/hyperstatic/internal/reconcile"
+
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -27,10 +29,7 @@ func deriveStatus(b *v1alpha1.Benchmark, o *observation) v1alpha1.BenchmarkStatu
 
 // deriveRun rebuilds the status of a run whose outcome is not recorded yet.
 func deriveRun(s *v1alpha1.BenchmarkStatus, b *v1alpha1.Benchmark, o *observation) {
-	set := func(t string, status metav1.ConditionStatus, reason, message string) {
-		meta.SetStatusCondition(&s.Conditions, metav1.Condition{Type: t, Status: status, Reason: reason, Message: message,
-			ObservedGeneration: b.Generation, LastTransitionTime: metav1.NewTime(o.now)})
-	}
+	set := reconcile.NewConditions(&s.Conditions, b.Generation, o.now).Set
 
 	// The children this pass saw.
 	if o.plan != nil {
@@ -51,12 +50,12 @@ func deriveRun(s *v1alpha1.BenchmarkStatus, b *v1alpha1.Benchmark, o *observatio
 		set(v1alpha1.BenchmarkTargetResolved, metav1.ConditionTrue, v1alpha1.BenchmarkReasonResolved,
 			fmt.Sprintf("loading %s, %d step(s), %d k6 pod(s)", o.plan.BaseURL, len(o.plan.Steps), o.plan.Parallelism))
 	case o.targetWait != nil:
-		set(v1alpha1.BenchmarkTargetResolved, metav1.ConditionFalse, o.targetWait.reason, o.targetWait.message)
+		set(v1alpha1.BenchmarkTargetResolved, metav1.ConditionFalse, o.targetWait.Reason, o.targetWait.Message)
 	}
 
 	failure := o.failure
 	if failure == nil && o.targetWait != nil && !o.now.Before(targetGiveUpAt(*s, b, o.now)) {
-		failure = failWith(v1alpha1.BenchmarkReasonTargetNotResolved, "gave up after %s: %s", targetWaitOf(b), o.targetWait.message)
+		failure = failWith(v1alpha1.BenchmarkReasonTargetNotResolved, "gave up after %s: %s", targetWaitOf(b), o.targetWait.Message)
 	}
 	if res := o.collected; res != nil {
 		summary := benchresults.Summarize(*res)
@@ -74,15 +73,15 @@ func deriveRun(s *v1alpha1.BenchmarkStatus, b *v1alpha1.Benchmark, o *observatio
 			failure = failWith(v1alpha1.BenchmarkReasonNoResults, "the k6 pods completed but reported no request")
 		}
 		if failure != nil && len(res.Warnings) > 0 {
-			failure = &problem{failure.reason, failure.message + "; " + res.Warnings[0]}
+			failure = &problem{Reason: failure.Reason, Message: failure.Message + "; " + res.Warnings[0]}
 		}
 	}
 
 	switch {
 	case failure != nil:
-		set(v1alpha1.BenchmarkFailed, metav1.ConditionTrue, failure.reason, failure.message)
-		set(v1alpha1.BenchmarkRunning, metav1.ConditionFalse, failure.reason, "the run has stopped")
-		set(v1alpha1.BenchmarkComplete, metav1.ConditionFalse, failure.reason, "the run failed")
+		set(v1alpha1.BenchmarkFailed, metav1.ConditionTrue, failure.Reason, failure.Message)
+		set(v1alpha1.BenchmarkRunning, metav1.ConditionFalse, failure.Reason, "the run has stopped")
+		set(v1alpha1.BenchmarkComplete, metav1.ConditionFalse, failure.Reason, "the run failed")
 		s.CompletionTime = completionTime(*s, o.now)
 	case o.collected != nil:
 		set(v1alpha1.BenchmarkComplete, metav1.ConditionTrue, v1alpha1.BenchmarkReasonResultsPublished, completeMessage(*o.collected, *s.Summary, o.dropped))

@@ -55,7 +55,7 @@ func TestDeriveStatus(t *testing.T) {
 	failed := func(reason string) conds {
 		return conds{v1alpha1.BenchmarkFailed: {"True", reason}, v1alpha1.BenchmarkRunning: {"False", reason}, v1alpha1.BenchmarkComplete: {"False", reason}}
 	}
-	serviceMissing := &problem{v1alpha1.BenchmarkReasonServiceNotFound, "StaticSite site has no Service site yet"}
+	serviceMissing := &problem{Reason: v1alpha1.BenchmarkReasonServiceNotFound, Message: "StaticSite site has no Service site yet"}
 	recordedComplete := withCondition(v1alpha1.BenchmarkComplete, metav1.ConditionTrue, v1alpha1.BenchmarkReasonResultsPublished, derivedAt.Add(-time.Hour))
 
 	for _, tc := range []struct {
@@ -114,20 +114,20 @@ func TestDeriveStatus(t *testing.T) {
 	}, {
 		name: "job failed, partial results",
 		o: observation{plan: testPlan, job: runningJob(), collected: results(300, 0, "pod b1-1-x: no result"),
-			failure: &problem{v1alpha1.BenchmarkReasonJobFailed, "the k6 Job failed (BackoffLimitExceeded): limit"}},
+			failure: &problem{Reason: v1alpha1.BenchmarkReasonJobFailed, Message: "the k6 Job failed (BackoffLimitExceeded): limit"}},
 		conds: failed(v1alpha1.BenchmarkReasonJobFailed),
 		phase: v1alpha1.BenchmarkPhaseFailed, completed: true,
 		message: "the k6 Job failed (BackoffLimitExceeded): limit; pod b1-1-x: no result",
 	}, {
 		name:  "job deleted: no results, no ClientBound",
 		prev:  v1alpha1.BenchmarkStatus{StartAt: &metav1.Time{Time: derivedAt.Add(-time.Minute)}},
-		o:     observation{plan: testPlan, failure: &problem{v1alpha1.BenchmarkReasonJobDeleted, "gone"}},
+		o:     observation{plan: testPlan, failure: &problem{Reason: v1alpha1.BenchmarkReasonJobDeleted, Message: "gone"}},
 		conds: conds{v1alpha1.BenchmarkFailed: {"True", v1alpha1.BenchmarkReasonJobDeleted}, v1alpha1.BenchmarkClientBound: {}},
 		phase: v1alpha1.BenchmarkPhaseFailed, completed: true,
 	}, {
 		name:  "recorded outcome is never derived again",
 		prev:  recordedComplete,
-		o:     observation{failure: &problem{v1alpha1.BenchmarkReasonJobDeleted, "the Job is gone, deleted by cleanup"}},
+		o:     observation{failure: &problem{Reason: v1alpha1.BenchmarkReasonJobDeleted, Message: "the Job is gone, deleted by cleanup"}},
 		conds: conds{v1alpha1.BenchmarkComplete: {"True", v1alpha1.BenchmarkReasonResultsPublished}, v1alpha1.BenchmarkFailed: {}},
 		phase: v1alpha1.BenchmarkPhaseComplete,
 	}} {
@@ -219,7 +219,7 @@ func TestRunEnd(t *testing.T) {
 		ended, why := o.runEnd()
 		reason := ""
 		if why != nil {
-			reason = why.reason
+			reason = why.Reason
 		}
 		if ended != tc.ended || reason != tc.reason {
 			t.Errorf("%s: ended %v (%v), want %v %q", tc.name, ended, why, tc.ended, tc.reason)
@@ -233,7 +233,7 @@ func TestRequeueAfter(t *testing.T) {
 	waitingSince := func(d time.Duration) v1alpha1.BenchmarkStatus {
 		return withCondition(v1alpha1.BenchmarkTargetResolved, metav1.ConditionFalse, v1alpha1.BenchmarkReasonServiceNotFound, derivedAt.Add(-d))
 	}
-	wait := &problem{v1alpha1.BenchmarkReasonServiceNotFound, ""}
+	wait := &problem{Reason: v1alpha1.BenchmarkReasonServiceNotFound, Message: ""}
 	for _, tc := range []struct {
 		name   string
 		status v1alpha1.BenchmarkStatus
