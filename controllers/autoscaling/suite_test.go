@@ -37,17 +37,7 @@ func TestMain(m *testing.M) {
 		logs = os.Stderr
 	}
 	ctrl.SetLogger(zap.New(zap.UseDevMode(true), zap.WriteTo(logs)))
-	var err error
-	env, err = testenv.Start()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	if err := env.Stop(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-	}
-	os.Exit(code)
+	testenv.Main(m, &env, nil) // each test runs its autoscaler itself, or in a manager of its own
 }
 
 func newNamespace(t *testing.T, prefix string) string {

@@ -17,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	clocktesting "k8s.io/utils/clock/testing"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -135,40 +136,21 @@ const suiteMaxParallelism = 8
 // test over it parses little, even under the race detector.
 const suiteResultBytes = 64 << 10
 
-func TestMain(m *testing.M) { os.Exit(runSuite(m)) }
+func TestMain(m *testing.M) { testenv.Main(m, &env, setupSuite) }
 
-func runSuite(m *testing.M) int {
-	var err error
-	env, err = testenv.Start()
+// setupSuite installs the controller behind the suite's pass counter, with fakes for the k6 logs, the site's
+// content and its metrics.
+func setupSuite(e *testenv.Env) (ctrl.Manager, error) {
+	k8s = e.Client
+	mgr, err := e.NewManager()
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "envtest:", err)
-		return 1
-	}
-	defer func() { _ = env.Stop() }()
-	k8s = env.Client
-	mgr, err := env.NewManager()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "manager:", err)
-		return 1
+		return nil, fmt.Errorf("manager: %w", err)
 	}
 	r := &Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorderFor(FieldOwner), Clock: clk,
 		Image: "hyperstatic/k6:test", Logs: logs, Content: content, Scraper: scraper, APIReader: mgr.GetAPIReader(),
 		Policy: &suitePolicy, ResultBytes: suiteResultBytes}
 	passes.inner, passes.cache = r, mgr.GetClient()
-	if err := r.setup(mgr, passes); err != nil {
-		fmt.Fprintln(os.Stderr, "setup:", err)
-		return 1
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			fmt.Fprintln(os.Stderr, "manager:", err)
-		}
-	}()
-	return m.Run()
+	return mgr, r.setup(mgr, passes)
 }
 
 // namespace creates a namespace for one test. Its Benchmarks are deleted when the test ends, so that later tests

@@ -72,8 +72,10 @@ func TestDeriveStatus(t *testing.T) {
 			*o = observation{refused: &problem{Reason: v1alpha1.ReasonPolicyViolation, Message: "spec.server.image: not allowed"}}
 		}, ready: want{"False", v1alpha1.ReasonPolicyViolation}, reconcile: absent, stalled: want{"True", v1alpha1.ReasonPolicyViolation}},
 		{name: "policy violation while reconciling", replicas: 1, before: []metav1.Condition{{Type: v1alpha1.ConditionReconciling, Status: "True", Reason: v1alpha1.ReasonRollingOut}},
-			observe: func(o *observation) { *o = observation{refused: &problem{Reason: v1alpha1.ReasonPolicyViolation, Message: "m"}} },
-			ready:   want{"False", v1alpha1.ReasonPolicyViolation}, reconcile: absent, stalled: want{"True", v1alpha1.ReasonPolicyViolation}},
+			observe: func(o *observation) {
+				*o = observation{refused: &problem{Reason: v1alpha1.ReasonPolicyViolation, Message: "m"}}
+			},
+			ready: want{"False", v1alpha1.ReasonPolicyViolation}, reconcile: absent, stalled: want{"True", v1alpha1.ReasonPolicyViolation}},
 		{name: "transient error keeps Ready", replicas: 1, observe: func(o *observation) { *o = observation{err: errors.New("etcd is slow")} },
 			ready: want{"True", v1alpha1.ReasonAvailable}, reconcile: want{"True", v1alpha1.ReasonRetryingAfterError}, stalled: absent},
 		{name: "transient error keeps Stalled", replicas: 1, before: []metav1.Condition{{Type: v1alpha1.ConditionStalled, Status: "True", Reason: v1alpha1.ReasonNotOwned}},
@@ -108,8 +110,10 @@ func TestDeriveStatus(t *testing.T) {
 			o.reject(&problem{Reason: v1alpha1.ReasonServiceRejected, Message: "quota"})
 		}, ready: want{"False", v1alpha1.ReasonServiceRejected}, reconcile: absent, stalled: want{"True", v1alpha1.ReasonServiceRejected}},
 		{name: "problem clears Reconciling", replicas: 1, before: []metav1.Condition{{Type: v1alpha1.ConditionReconciling, Status: "True", Reason: v1alpha1.ReasonRollingOut}},
-			observe: func(o *observation) { o.contentProblem = &problem{Reason: v1alpha1.ReasonConfigMapNotFound, Message: "m"} },
-			ready:   want{"False", v1alpha1.ReasonConfigMapNotFound}, reconcile: absent, stalled: want{"True", v1alpha1.ReasonConfigMapNotFound}},
+			observe: func(o *observation) {
+				o.contentProblem = &problem{Reason: v1alpha1.ReasonConfigMapNotFound, Message: "m"}
+			},
+			ready: want{"False", v1alpha1.ReasonConfigMapNotFound}, reconcile: absent, stalled: want{"True", v1alpha1.ReasonConfigMapNotFound}},
 
 		// The rollout.
 		{name: "creating", new: true, replicas: 1, observe: func(o *observation) { o.deployment = nil },

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -19,32 +18,6 @@ import (
 func deployment(gen, observed int64, replicas, updated, ready int32) *appsv1.Deployment {
 	return &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Generation: gen},
 		Status: appsv1.DeploymentStatus{ObservedGeneration: observed, Replicas: replicas, UpdatedReplicas: updated, ReadyReplicas: ready}}
-}
-
-func TestRolloutOf(t *testing.T) {
-	site := newSite(v1alpha1.ContentSource{Image: "x"})
-	site.Spec.Replicas = ptr.To[int32](2)
-	stuck := deployment(1, 1, 2, 1, 1)
-	stuck.Status.Conditions = []appsv1.DeploymentCondition{{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionFalse, Reason: "ProgressDeadlineExceeded"}}
-	for _, tc := range []struct {
-		name   string
-		d      *appsv1.Deployment
-		done   bool
-		reason string
-	}{
-		{"absent", nil, false, "Creating"},
-		{"spec not observed", deployment(2, 1, 2, 2, 2), false, "Progressing"},
-		{"pods not updated", deployment(1, 1, 2, 1, 2), false, "RollingOut"},
-		{"old pods left", deployment(1, 1, 3, 2, 2), false, "RollingOut"},
-		{"not ready", deployment(1, 1, 2, 2, 1), false, "WaitingForReadyPods"},
-		{"done", deployment(1, 1, 2, 2, 2), true, ""},
-		{"deadline", stuck, false, "ProgressDeadlineExceeded"},
-	} {
-		ro := rolloutOf(tc.d, replicasOf(site), false)
-		if ro.done != tc.done || ro.reason != tc.reason {
-			t.Errorf("%s: %+v, want done=%v reason=%s", tc.name, ro, tc.done, tc.reason)
-		}
-	}
 }
 
 // testNow is the clock reading of the passes the status tests derive.

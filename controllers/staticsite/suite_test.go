@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -101,30 +100,21 @@ const allowedPriorityClass = "tenant-low"
 const testOperatorNamespace = "hyperstatic-system"
 
 func TestMain(m *testing.M) {
-	os.Exit(runSuite(m))
+	logf.SetLogger(logr.Discard())
+	testenv.Main(m, &env, setupSuite)
 }
 
-func runSuite(m *testing.M) int {
-	logf.SetLogger(logr.Discard())
-	var err error
-	env, err = testenv.Start()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "envtest:", err)
-		return 1
-	}
-	defer func() { _ = env.Stop() }()
-	k8s = env.Client
-
+// setupSuite installs the controller as the operator does, with the suite's fakes and short retries.
+func setupSuite(e *testenv.Env) (ctrl.Manager, error) {
+	k8s = e.Client
 	// The production cache: children the operator did not label are invisible to it, as in a real cluster.
-	mgr, err := env.NewManager(func(o *ctrl.Options) { o.Cache = cache.Options{ByObject: managercache.OwnedObjectsOnly()} })
+	mgr, err := e.NewManager(func(o *ctrl.Options) { o.Cache = cache.Options{ByObject: managercache.OwnedObjectsOnly()} })
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "manager:", err)
-		return 1
+		return nil, fmt.Errorf("manager: %w", err)
 	}
-	disco, err := discovery.NewDiscoveryClientForConfig(env.Config)
+	disco, err := discovery.NewDiscoveryClientForConfig(e.Config)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "discovery:", err)
-		return 1
+		return nil, fmt.Errorf("discovery: %w", err)
 	}
 	r := &Reconciler{
 		Client:        mgr.GetClient(),
@@ -140,20 +130,7 @@ func runSuite(m *testing.M) int {
 		OperatorNamespace: testOperatorNamespace,
 		Policy:            &suitePolicy,
 	}
-	if err := r.SetupWithManager(mgr); err != nil {
-		fmt.Fprintln(os.Stderr, "setup:", err)
-		return 1
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			fmt.Fprintln(os.Stderr, "manager:", err)
-		}
-	}()
-	return m.Run()
+	return mgr, r.SetupWithManager(mgr)
 }
 
 // namespace creates a fresh namespace (and its default ServiceAccount, which pod admission wants) for one test.
