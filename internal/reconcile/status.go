@@ -44,4 +44,6 @@ func (tr Transition) Became(s metav1.ConditionStatus) bool {
 }
 
 // Was says the condition had status s before the pass.
-func (tr Transition) Was(s metav1.ConditionStatus) bool { return tr.Before != nil && tr.Before.Status == s }
+func (tr Transition) Was(s metav1.ConditionStatus) bool {
+	return tr.Before != nil && tr.Before.Status == s
+}
