@@ -33,7 +33,8 @@ type Reconciler struct {
 	ctrl.Client
 	// Recorder records events on StaticSites.
 	Recorder record.EventRecorder
-	// Clock stamps condition transitions; tests inject a fake one.
+	// Clock is the controller's time source, read once per pass through reconcile.Now (nil: the real clock);
+	// tests inject a fake one.
 	Clock clock.PassiveClock
 	// Scraper reads a ready pod's metrics, for the Pinned and ContentInMemory conditions and status.content.
 	Scraper podmetrics.Scraper
@@ -88,7 +89,9 @@ type cachedSample struct {
 // +kubebuilder:rbac:groups=hyperstatic.dev,resources=staticsites/finalizers,verbs=update
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 
-// Reconcile brings a site's children to the desired state and rebuilds the site's status from the world.
+// Reconcile runs one pass (the shared skeleton, internal/reconcile): the clock read once, the tenancy policy, the
+// steps in order (each fills its part of the observation), then the status derived in one place (deriveStatus),
+// written only when it changed, and the events of its transitions recorded once the write is in.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrlreconcile.Request) (ctrlreconcile.Result, error) {
 	logger := log.FromContext(ctx)
 	site := &v1alpha1.StaticSite{}
