@@ -207,3 +207,34 @@ func TestRolloutOf(t *testing.T) {
 		}
 	}
 }
+
+// The server-image queue's "rolled out" is the one rollout judgment with no pod beyond the wanted count: over every
+// small Deployment status it agrees with the queue's own former rule (the Deployment controller observed the latest
+// spec and replicas, updated and ready all equal spec.replicas).
+func TestRolledOutIsTheExactDoneRollout(t *testing.T) {
+	for want := int32(0); want <= 3; want++ {
+		for gen := int64(1); gen <= 2; gen++ {
+			for _, s := range statusesUpTo(4) {
+				d := deployment(gen, 1, s[0], s[1], s[2])
+				d.Spec.Replicas = ptr.To(want)
+				former := d.Status.ObservedGeneration == d.Generation && s[1] == want && s[0] == want && s[2] == want
+				if got := rolledOut(d); got != former {
+					t.Errorf("want %d, generation %d, status %+v: rolledOut %v, the former rule %v", want, gen, d.Status, got, former)
+				}
+			}
+		}
+	}
+}
+
+// statusesUpTo lists every (replicas, updated, ready) with each count at most n, updated and ready at most replicas.
+func statusesUpTo(n int32) [][3]int32 {
+	var out [][3]int32
+	for r := int32(0); r <= n; r++ {
+		for u := int32(0); u <= r; u++ {
+			for ready := int32(0); ready <= r; ready++ {
+				out = append(out, [3]int32{r, u, ready})
+			}
+		}
+	}
+	return out
+}
