@@ -220,10 +220,7 @@ func TestSweepAgainstStaticSite(t *testing.T) {
 		}
 		return fmt.Errorf("job still there (%w)", err)
 	})
-	ev := events(t, ns, "sweep")
-	if !strings.Contains(ev, "Normal Started") || !strings.Contains(ev, "Normal Completed") {
-		t.Fatalf("events:\n%s", ev)
-	}
+	waitEvents(t, ns, "sweep", "Normal Started", "Normal Completed")
 }
 
 func TestFailedRunKeepsItsPods(t *testing.T) {
@@ -251,9 +248,7 @@ func TestFailedRunKeepsItsPods(t *testing.T) {
 	// outcome (the touch came after it) leaves the Job.
 	awaitPass(t, ns, "broken", touch(t, ns, "broken"))
 	testenv.Must(t, k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "broken"}, &batchv1.Job{}))
-	if ev := events(t, ns, "broken"); !strings.Contains(ev, "Warning JobFailed") {
-		t.Fatalf("events:\n%s", ev)
-	}
+	waitEvents(t, ns, "broken", "Warning JobFailed")
 }
 
 func TestTimeoutStopsTheRun(t *testing.T) {

@@ -12,6 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -136,7 +139,10 @@ const suiteMaxParallelism = 8
 // test over it parses little, even under the race detector.
 const suiteResultBytes = 64 << 10
 
-func TestMain(m *testing.M) { testenv.Main(m, &env, setupSuite) }
+func TestMain(m *testing.M) {
+	logf.SetLogger(logr.Discard())
+	testenv.Main(m, &env, setupSuite)
+}
 
 // setupSuite installs the controller behind the suite's pass counter, with fakes for the k6 logs, the site's
 // content and its metrics.
@@ -260,4 +266,20 @@ func events(t *testing.T, ns, name string) string {
 		}
 	}
 	return strings.Join(out, "\n")
+}
+
+// waitEvents waits until the Benchmark's events contain every one of want ("<type> <reason>[ <message>]"). The
+// recorder hands events to the API server asynchronously, after the status write that a test observed: reading
+// them once right after that races the broadcaster.
+func waitEvents(t *testing.T, ns, name string, want ...string) {
+	t.Helper()
+	testenv.Eventually(t, fmt.Sprintf("events %q of %s", want, name), func() error {
+		ev := events(t, ns, name)
+		for _, w := range want {
+			if !strings.Contains(ev, w) {
+				return fmt.Errorf("no %q in the events:\n%s", w, ev)
+			}
+		}
+		return nil
+	})
 }

@@ -101,9 +101,7 @@ func TestTargetChangedMidRun(t *testing.T) {
 	waitBenchmark(t, ns, "moving", "target changed", func(b *v1alpha1.Benchmark) error {
 		return condition(b, v1alpha1.BenchmarkTargetChanged, metav1.ConditionTrue, v1alpha1.BenchmarkReasonTargetSpecChanged)
 	})
-	if ev := events(t, ns, "moving"); !strings.Contains(ev, "Warning "+v1alpha1.BenchmarkReasonTargetSpecChanged) {
-		t.Fatalf("events:\n%s", ev)
-	}
+	waitEvents(t, ns, "moving", "Warning "+v1alpha1.BenchmarkReasonTargetSpecChanged)
 
 	// The run still completes, and the condition stays: its numbers mix two configurations.
 	k6Pod(t, ns, "moving", 0, recorded(t, "pod0.log"))
