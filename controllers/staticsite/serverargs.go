@@ -28,7 +28,7 @@ func formatDuration(d time.Duration) string {
 // --cache-control GLOB=VALUE and --header [GLOB=]NAME:VALUE (both repeatable), --security-headers=false (when
 // securityHeaders is false), --cors GLOB=ORIGINS;methods=..;headers=..;max-age=.. (repeatable, see corsArg),
 // --spa-fallback, --not-found-page PATH, and the site rules of siteRuleArgs: --redirect 'FROM TO STATUS[!]',
-// --clean-urls, --error-page 'STATUS PATH PREFIX', and the TLS flags of tls.go).
+// --clean-urls, --error-page 'STATUS PATH PREFIX', and the TLS flags of tlsArgs, below).
 // The compression cache is not an argument but an environment variable: see cachevolume.go.
 func ServerArgs(site *v1alpha1.StaticSite) []string {
 	s := site.Spec.Server
