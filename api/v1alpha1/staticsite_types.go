@@ -358,6 +358,11 @@ type ServiceSpec struct {
 	// annotations on the Service (e.g. for a cloud load balancer).
 	// +optional
 	Annotations map[string]string `json:"annotations,omitempty"`
+	// ipFamilyPolicy of the Service. Default PreferDualStack: both families on a dual-stack cluster, the only one
+	// on a single-stack cluster. SingleStack gives it the cluster's primary family only.
+	// +kubebuilder:validation:Enum=SingleStack;PreferDualStack;RequireDualStack
+	// +optional
+	IPFamilyPolicy *corev1.IPFamilyPolicy `json:"ipFamilyPolicy,omitempty"`
 }
 
 // PodTemplateOverrides are the parts of the pod template a user may set.
@@ -378,7 +383,7 @@ type PodTemplateOverrides struct {
 	// affinity of the pods.
 	// +optional
 	Affinity *corev1.Affinity `json:"affinity,omitempty"`
-	// topologySpreadConstraints replace the default spread (across nodes, ScheduleAnyway) when set.
+	// topologySpreadConstraints replace the default spread (across nodes and zones, maxSkew 1, ScheduleAnyway) when set.
 	// +listType=atomic
 	// +optional
 	TopologySpreadConstraints []corev1.TopologySpreadConstraint `json:"topologySpreadConstraints,omitempty"`

@@ -38,7 +38,7 @@ func tlsArgs(site *v1alpha1.StaticSite) []string {
 		return nil
 	}
 	args := []string{
-		"--tls-listen", "0.0.0.0:" + strconv.Itoa(v1alpha1.HTTPSPort),
+		"--tls-listen", listenAddr(v1alpha1.HTTPSPort),
 		"--tls-cert", v1alpha1.TLSMountPath + "/" + corev1.TLSCertKey,
 		"--tls-key", v1alpha1.TLSMountPath + "/" + corev1.TLSPrivateKeyKey,
 	}
