@@ -380,10 +380,12 @@ type PodTemplateOverrides struct {
 	// +listType=atomic
 	// +optional
 	Tolerations []corev1.Toleration `json:"tolerations,omitempty"`
-	// affinity of the pods.
+	// affinity of the pods. Without a podAntiAffinity here (and without topologySpreadConstraints) the operator adds
+	// its zone spread as the podAntiAffinity.
 	// +optional
 	Affinity *corev1.Affinity `json:"affinity,omitempty"`
-	// topologySpreadConstraints replace the default spread (across nodes and zones, maxSkew 1, ScheduleAnyway) when set.
+	// topologySpreadConstraints replace the default spread when set: across nodes (maxSkew 1, ScheduleAnyway) and
+	// across zones (a preferred podAntiAffinity on topology.kubernetes.io/zone, dropped when this is set).
 	// +listType=atomic
 	// +optional
 	TopologySpreadConstraints []corev1.TopologySpreadConstraint `json:"topologySpreadConstraints,omitempty"`

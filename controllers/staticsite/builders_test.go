@@ -212,7 +212,7 @@ func TestDeploymentShape(t *testing.T) {
 		t.Errorf("owner references: %+v", or)
 	}
 	tsc := d.Spec.Template.Spec.TopologySpreadConstraints
-	if len(tsc) != 2 || tsc[0].WhenUnsatisfiable != corev1.ScheduleAnyway || tsc[0].TopologyKey != corev1.LabelHostname {
+	if len(tsc) != 1 || tsc[0].WhenUnsatisfiable != corev1.ScheduleAnyway || tsc[0].TopologyKey != corev1.LabelHostname {
 		t.Errorf("default spread: %+v", tsc)
 	}
 

@@ -78,8 +78,8 @@ func desiredPodTemplate(site *v1alpha1.StaticSite, serverImage string, content C
 		spec.WithNodeSelector(o.NodeSelector)
 	}
 	spec.WithTolerations(tolerationsOf(site)...) // placement.go
-	if o.Affinity != nil {
-		spec.WithAffinity(affinityApplyConfiguration(o.Affinity))
+	if a := affinityOf(site); a != nil { // placement.go
+		spec.WithAffinity(a)
 	}
 	if o.PriorityClassName != "" {
 		spec.WithPriorityClassName(o.PriorityClassName)

@@ -33,25 +33,56 @@ func listenAddr(port int) string {
 	return net.JoinHostPort("::", strconv.Itoa(port))
 }
 
-// defaultSpread spreads a site's replicas across nodes and zones. Both are ScheduleAnyway: a preference, never
-// a reason to leave a pod Pending. With DoNotSchedule on nodes, a drain (the cordoned node still counts as a
-// domain) or the autoscaler asking for more replicas than fit where the skew allows would block scheduling;
-// on a single node every replica lands on it. matchLabelKeys limits the count to one ReplicaSet, so a rollout's
-// new pods spread among themselves.
+// defaultSpread spreads a site's replicas across nodes: maxSkew 1, ScheduleAnyway, a preference and never a reason
+// to leave a pod Pending. With DoNotSchedule a drain (the cordoned node still counts as a domain) or the autoscaler
+// asking for more replicas than fit where the skew allows would block scheduling; on a single node every replica
+// lands on it. matchLabelKeys limits the count to one ReplicaSet, so a rollout's new pods spread among themselves.
+//
+// Zones are not a second constraint here, on purpose: when a pod has constraints, the scheduler's topology-spread
+// score ignores every node that lacks one of their keys, so a zone constraint on a cluster whose nodes carry no
+// topology.kubernetes.io/zone label would switch off the spread across nodes too. Zones come from defaultZoneSpread.
 func defaultSpread(site *v1alpha1.StaticSite) []*corev1ac.TopologySpreadConstraintApplyConfiguration {
-	var out []*corev1ac.TopologySpreadConstraintApplyConfiguration
-	for _, key := range []string{corev1.LabelHostname, corev1.LabelTopologyZone} {
-		out = append(out, corev1ac.TopologySpreadConstraint().
-			WithMaxSkew(1).
-			WithTopologyKey(key).
-			WithWhenUnsatisfiable(corev1.ScheduleAnyway).
-			WithLabelSelector(metav1ac.LabelSelector().WithMatchLabels(selectorLabels(site))).
-			WithMatchLabelKeys(appsv1.DefaultDeploymentUniqueLabelKey))
-	}
-	return out
+	return []*corev1ac.TopologySpreadConstraintApplyConfiguration{corev1ac.TopologySpreadConstraint().
+		WithMaxSkew(1).
+		WithTopologyKey(corev1.LabelHostname).
+		WithWhenUnsatisfiable(corev1.ScheduleAnyway).
+		WithLabelSelector(metav1ac.LabelSelector().WithMatchLabels(selectorLabels(site))).
+		WithMatchLabelKeys(appsv1.DefaultDeploymentUniqueLabelKey)}
 }
 
-// spreadOf is spec.podTemplate.topologySpreadConstraints when set (they replace the default), else defaultSpread.
+// zoneSpreadWeight is the weight of the zone preference (the most a preferred term can have).
+const zoneSpreadWeight = 100
+
+// defaultZoneSpread spreads a site's replicas across zones where nodes carry topology.kubernetes.io/zone: a
+// preferred pod anti-affinity, which scores a zone down by each of the site's pods already in it (so the zone
+// with fewest is preferred) and, unlike a spread constraint, leaves nodes without the label to the other scores.
+func defaultZoneSpread(site *v1alpha1.StaticSite) *corev1ac.PodAntiAffinityApplyConfiguration {
+	return corev1ac.PodAntiAffinity().WithPreferredDuringSchedulingIgnoredDuringExecution(
+		corev1ac.WeightedPodAffinityTerm().WithWeight(zoneSpreadWeight).WithPodAffinityTerm(
+			corev1ac.PodAffinityTerm().
+				WithTopologyKey(corev1.LabelTopologyZone).
+				WithLabelSelector(metav1ac.LabelSelector().WithMatchLabels(selectorLabels(site)))))
+}
+
+// affinityOf is spec.podTemplate.affinity with defaultZoneSpread added as its podAntiAffinity, unless the user set
+// a podAntiAffinity (theirs stands) or topologySpreadConstraints (they replace the whole default spread).
+func affinityOf(site *v1alpha1.StaticSite) *corev1ac.AffinityApplyConfiguration {
+	o := site.Spec.PodTemplate
+	var a *corev1ac.AffinityApplyConfiguration
+	if o.Affinity != nil {
+		a = affinityApplyConfiguration(o.Affinity)
+	}
+	if len(o.TopologySpreadConstraints) > 0 || (o.Affinity != nil && o.Affinity.PodAntiAffinity != nil) {
+		return a
+	}
+	if a == nil {
+		a = corev1ac.Affinity()
+	}
+	return a.WithPodAntiAffinity(defaultZoneSpread(site))
+}
+
+// spreadOf is spec.podTemplate.topologySpreadConstraints when set (they replace the default spread, zones included),
+// else defaultSpread.
 func spreadOf(site *v1alpha1.StaticSite) []*corev1ac.TopologySpreadConstraintApplyConfiguration {
 	user := site.Spec.PodTemplate.TopologySpreadConstraints
 	if len(user) == 0 {
