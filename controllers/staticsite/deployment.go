@@ -77,8 +77,9 @@ func desiredPodTemplate(site *v1alpha1.StaticSite, serverImage string, content C
 	if len(o.NodeSelector) > 0 {
 		spec.WithNodeSelector(o.NodeSelector)
 	}
-	spec.WithTolerations(tolerationsOf(site)...) // placement.go
-	if a := affinityOf(site); a != nil { // placement.go
+	// placement.go: the user's tolerations and affinity with the operator's node-loss and zone defaults.
+	spec.WithTolerations(tolerationsOf(site)...)
+	if a := affinityOf(site); a != nil {
 		spec.WithAffinity(a)
 	}
 	if o.PriorityClassName != "" {
