@@ -35,11 +35,13 @@ fi
 start=$SECONDS
 for n in $("$KIND" get nodes --name "$CLUSTER_NAME"); do
   for c in OUTPUT FORWARD; do
-    docker exec "$n" iptables -C "$c" -d 10.96.0.0/12 -j REJECT && docker exec "$n" ip6tables -C "$c" -d fd00:10:96::/64 -j REJECT \
-      || { echo "the Service-CIDR guard is missing from chain $c on $n: refusing to use this cluster" >&2; exit 1; }
+    if ! docker exec "$n" iptables -C "$c" -d 10.96.0.0/12 -j REJECT \
+       || ! docker exec "$n" ip6tables -C "$c" -d fd00:10:96::/64 -j REJECT; then
+      echo "the Service-CIDR guard is missing from chain $c on $n: refusing to use this cluster" >&2; exit 1
+    fi
   done
 done
-if [ "${POD_NETWORK:-0}" = 1 ]; then timed pod-network-$CLUSTER_NAME "$KIND_DIR/scripts/pod-network.sh"; fi
+if [ "${POD_NETWORK:-0}" = 1 ]; then timed "pod-network-$CLUSTER_NAME" "$KIND_DIR/scripts/pod-network.sh"; fi
 kubectl wait --for=condition=Ready node --all --timeout=180s >/dev/null
 until kubectl get serviceaccount default -n default >/dev/null 2>&1; do # created asynchronously after kind returns
   [ $((SECONDS - start)) -lt 120 ] || { echo "no default ServiceAccount after 120s" >&2; exit 1; }

@@ -75,5 +75,5 @@ done
 # Pods created before the rewrite have addresses from the static config: recreate them.
 for ns in kube-system local-path-storage; do
   kubectl -n "$ns" get pods -o jsonpath='{range .items[*]}{.metadata.name} {.spec.hostNetwork}{"\n"}{end}' 2>/dev/null \
-    | awk '$2 != "true" {print $1}' | xargs -r kubectl -n "$ns" delete pod --wait=false >/dev/null
+    | awk '$2 != "true" {print $1}' | while read -r pod; do kubectl -n "$ns" delete pod "$pod" --wait=false >/dev/null; done
 done
