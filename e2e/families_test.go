@@ -34,6 +34,7 @@ func TestAddressFamilies(t *testing.T) {
 // pod an address of each, and a client pod gets every file's exact bytes through the Service's DNS name and
 // through its ClusterIP of each family.
 func testSiteOnEveryFamily(t *testing.T, families []corev1.IPFamily) {
+	t.Helper()
 	requireOperator(t)
 	ns := newNamespace(t, "families", false)
 	ctx := ctxFor(t, 10*time.Minute)

@@ -193,7 +193,7 @@ func testDrainWorkerUnderLoad(t *testing.T) {
 		t.Fatalf("kubectl drain %s: %v: %s", node, err, out)
 	}
 	drained := time.Since(start).Round(time.Second)
-	site = waitSiteReady(t, ns, "drain", 3*time.Minute)
+	waitSiteReady(t, ns, "drain", 3*time.Minute)
 	after := sitePods(ctxFor(t, 30*time.Second), t, ns, "drain")
 	for _, p := range after {
 		if p.Spec.NodeName == node {
