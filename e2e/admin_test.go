@@ -6,7 +6,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -95,10 +97,7 @@ func testAdminSlowloris(t *testing.T) {
 	restartsBefore := restarts(&pod)
 	droppedBefore := adminDropped(ctx, t, &pod)
 
-	admin := fmt.Sprintf("%s:%d", pod.Status.PodIP, v1alpha1.AdminPort)
-	if strings.Contains(pod.Status.PodIP, ":") { // IPv6
-		admin = fmt.Sprintf("[%s]:%d", pod.Status.PodIP, v1alpha1.AdminPort)
-	}
+	admin := net.JoinHostPort(pod.Status.PodIP, strconv.Itoa(v1alpha1.AdminPort)) // [fd00::1]:9090 on IPv6
 	c := restrictedContainer("slowloris", slowlorisImage(),
 		"-target", admin, "-conns", fmt.Sprint(slowlorisConns), "-duration", slowlorisDuration.String(),
 		"-trickle", "500ms",

@@ -134,6 +134,12 @@ func runK6(t *testing.T, ns, name, script string, env []corev1.EnvVar, duration 
 // runK6With is runK6 with more files beside the script (load.js) in /scripts, e.g. a CA for https targets.
 func runK6With(t *testing.T, ns, name string, files map[string]string, env []corev1.EnvVar, duration time.Duration) {
 	t.Helper()
+	runK6Placed(t, ns, name, files, env, duration, nil)
+}
+
+// runK6Placed is runK6With with place (when not nil) adjusting the k6 pod's spec: e.g. onControlPlane.
+func runK6Placed(t *testing.T, ns, name string, files map[string]string, env []corev1.EnvVar, duration time.Duration, place func(*corev1.PodSpec)) {
+	t.Helper()
 	ctx := ctxFor(t, 30*time.Second)
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name + "-script"}, Data: files}
 	if err := k8s.Create(ctx, cm); err != nil {
@@ -146,14 +152,18 @@ func runK6With(t *testing.T, ns, name string, files map[string]string, env []cor
 	res := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("400m"), corev1.ResourceMemory: resource.MustParse("256Mi")}
 	c.Resources = corev1.ResourceRequirements{Requests: res, Limits: res}
 	c.VolumeMounts = []corev1.VolumeMount{{Name: "script", MountPath: "/scripts"}, {Name: "tmp", MountPath: "/tmp"}}
-	runJob(t, ns, name, corev1.PodSpec{
+	spec := corev1.PodSpec{
 		Containers: []corev1.Container{c},
 		Volumes: []corev1.Volume{
 			{Name: "script", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
 				LocalObjectReference: corev1.LocalObjectReference{Name: cm.Name}}}},
 			{Name: "tmp", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
 		},
-	}, duration+3*time.Minute)
+	}
+	if place != nil {
+		place(&spec)
+	}
+	runJob(t, ns, name, spec, duration+3*time.Minute)
 	eventually(t, 2*time.Minute, "k6 pod "+name+" running", func(ctx context.Context) (bool, string, error) {
 		pods, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "job-name=" + name})
 		if err != nil || len(pods.Items) == 0 {

@@ -34,6 +34,15 @@ KPROXY_PACKAGES := iptables,nftables,conntrack,kmod
 
 CLUSTER_NAME ?= hyperstatic
 KUBECONFIG_PATH ?= $(ROOT)/_out/kubeconfig
+# The cluster's kind config, and whether scripts/pod-network.sh lays the pod network out per node afterwards (the
+# node image's static CNI fits one IPv4 node only).
+KIND_CONFIG ?= $(ROOT)/e2e/kind/kind-config.yaml
+POD_NETWORK ?= 0
+# The other e2e clusters (e2e/kind/README.md): dual-stack with a control plane and two workers, and IPv6-only.
+DUAL_CLUSTER_NAME ?= hyperstatic-dual
+DUAL_KUBECONFIG ?= $(ROOT)/_out/kubeconfig-dual
+IPV6_CLUSTER_NAME ?= hyperstatic-ipv6
+IPV6_KUBECONFIG ?= $(ROOT)/_out/kubeconfig-ipv6
 ENVTEST_ASSETS ?= $(CACHE_DIR)/envtest/k8s-$(K8S_VERSION)-etcd-$(ETCD_VERSION)
 
 KIND_SCRIPTS := $(ROOT)/e2e/kind/scripts
@@ -50,7 +59,8 @@ CLUSTER_ENV = ROOT=$(ROOT) CACHE_DIR=$(CACHE_DIR) AIRGAPPED=$(AIRGAPPED) \
   COREDNS_VERSION=$(COREDNS_VERSION) PAUSE_IMAGE=$(PAUSE_IMAGE) KIND_VERSION=$(KIND_VERSION) \
   SETUP_ENVTEST_VERSION=$(SETUP_ENVTEST_VERSION) DEBIAN_SUITE=$(DEBIAN_SUITE) \
   NODE_PACKAGES=$(NODE_PACKAGES) KPROXY_PACKAGES=$(KPROXY_PACKAGES) PUBLIC_NODE_IMAGE=$(PUBLIC_NODE_IMAGE) \
-  ENVTEST_ASSETS=$(ENVTEST_ASSETS) CLUSTER_NAME=$(CLUSTER_NAME) KUBECONFIG_PATH=$(KUBECONFIG_PATH) KIND=$(KIND)
+  ENVTEST_ASSETS=$(ENVTEST_ASSETS) CLUSTER_NAME=$(CLUSTER_NAME) KUBECONFIG_PATH=$(KUBECONFIG_PATH) KIND=$(KIND) \
+  KIND_CONFIG=$(KIND_CONFIG) POD_NETWORK=$(POD_NETWORK)
 
 .PHONY: docker-engine
 docker-engine: ## Make a Docker engine answer (install docker.io, runc capability wrapper, start dockerd).
@@ -95,6 +105,20 @@ kind-smoke: kind-up ## Check the cluster: Service by DNS name from a Job, exclus
 kind-down: $(KIND) ## Delete the kind cluster $(CLUSTER_NAME).
 	@$(KIND) delete cluster --name $(CLUSTER_NAME) --kubeconfig $(KUBECONFIG_PATH)
 	@rm -f $(KUBECONFIG_PATH)
+
+# The dual-stack multi-node and the IPv6-only clusters: the same kind-up/kind-down with another name, kubeconfig
+# and kind config. kind-load-dual/-ipv6 are in make/e2e.mk.
+.PHONY: kind-up-dual kind-up-ipv6 kind-down-dual kind-down-ipv6
+kind-up-dual: ## Create the dual-stack cluster $(DUAL_CLUSTER_NAME): a control plane and two workers (zone-a, zone-b).
+	@$(MAKE) --no-print-directory kind-up CLUSTER_NAME=$(DUAL_CLUSTER_NAME) KUBECONFIG_PATH=$(DUAL_KUBECONFIG) \
+	  KIND_CONFIG=$(ROOT)/e2e/kind/kind-config-dual.yaml POD_NETWORK=1
+kind-up-ipv6: ## Create the IPv6-only single-node cluster $(IPV6_CLUSTER_NAME).
+	@$(MAKE) --no-print-directory kind-up CLUSTER_NAME=$(IPV6_CLUSTER_NAME) KUBECONFIG_PATH=$(IPV6_KUBECONFIG) \
+	  KIND_CONFIG=$(ROOT)/e2e/kind/kind-config-ipv6.yaml POD_NETWORK=1
+kind-down-dual: ## Delete the cluster $(DUAL_CLUSTER_NAME).
+	@$(MAKE) --no-print-directory kind-down CLUSTER_NAME=$(DUAL_CLUSTER_NAME) KUBECONFIG_PATH=$(DUAL_KUBECONFIG)
+kind-down-ipv6: ## Delete the cluster $(IPV6_CLUSTER_NAME).
+	@$(MAKE) --no-print-directory kind-down CLUSTER_NAME=$(IPV6_CLUSTER_NAME) KUBECONFIG_PATH=$(IPV6_KUBECONFIG)
 
 .PHONY: cluster-test
 cluster-test: ## Unit tests of the cluster tooling's small Go programs (runc wrapper).

@@ -364,6 +364,11 @@ type ServiceSpec struct {
 	// annotations on the Service (e.g. for a cloud load balancer).
 	// +optional
 	Annotations map[string]string `json:"annotations,omitempty"`
+	// ipFamilyPolicy of the Service. Default PreferDualStack: both families on a dual-stack cluster, the only one
+	// on a single-stack cluster. SingleStack gives it the cluster's primary family only.
+	// +kubebuilder:validation:Enum=SingleStack;PreferDualStack;RequireDualStack
+	// +optional
+	IPFamilyPolicy *corev1.IPFamilyPolicy `json:"ipFamilyPolicy,omitempty"`
 }
 
 // PodTemplateOverrides are the parts of the pod template a user may set.
@@ -381,10 +386,12 @@ type PodTemplateOverrides struct {
 	// +listType=atomic
 	// +optional
 	Tolerations []corev1.Toleration `json:"tolerations,omitempty"`
-	// affinity of the pods.
+	// affinity of the pods. Without a podAntiAffinity here (and without topologySpreadConstraints) the operator adds
+	// its zone spread as the podAntiAffinity.
 	// +optional
 	Affinity *corev1.Affinity `json:"affinity,omitempty"`
-	// topologySpreadConstraints replace the default spread (across nodes, ScheduleAnyway) when set.
+	// topologySpreadConstraints replace the default spread when set: across nodes (maxSkew 1, ScheduleAnyway) and
+	// across zones (a preferred podAntiAffinity on topology.kubernetes.io/zone, dropped when this is set).
 	// +listType=atomic
 	// +optional
 	TopologySpreadConstraints []corev1.TopologySpreadConstraint `json:"topologySpreadConstraints,omitempty"`

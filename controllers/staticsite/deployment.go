@@ -4,7 +4,6 @@ import (
 	"maps"
 	"path"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -78,28 +77,15 @@ func desiredPodTemplate(site *v1alpha1.StaticSite, serverImage string, content C
 	if len(o.NodeSelector) > 0 {
 		spec.WithNodeSelector(o.NodeSelector)
 	}
-	for i := range o.Tolerations {
-		spec.WithTolerations(viaJSON[corev1ac.TolerationApplyConfiguration](&o.Tolerations[i]))
-	}
-	if o.Affinity != nil {
-		spec.WithAffinity(affinityApplyConfiguration(o.Affinity))
+	// placement.go: the user's tolerations and affinity with the operator's node-loss and zone defaults.
+	spec.WithTolerations(tolerationsOf(site)...)
+	if a := affinityOf(site); a != nil {
+		spec.WithAffinity(a)
 	}
 	if o.PriorityClassName != "" {
 		spec.WithPriorityClassName(o.PriorityClassName)
 	}
-	if len(o.TopologySpreadConstraints) > 0 {
-		for i := range o.TopologySpreadConstraints {
-			spec.WithTopologySpreadConstraints(topologySpreadApplyConfiguration(&o.TopologySpreadConstraints[i]))
-		}
-	} else {
-		// Default: spread replicas across nodes when the cluster has several, never refuse to schedule.
-		spec.WithTopologySpreadConstraints(corev1ac.TopologySpreadConstraint().
-			WithMaxSkew(1).
-			WithTopologyKey(corev1.LabelHostname).
-			WithWhenUnsatisfiable(corev1.ScheduleAnyway).
-			WithLabelSelector(metav1ac.LabelSelector().WithMatchLabels(selectorLabels(site))).
-			WithMatchLabelKeys(appsv1.DefaultDeploymentUniqueLabelKey))
-	}
+	spec.WithTopologySpreadConstraints(spreadOf(site)...) // placement.go
 
 	t := corev1ac.PodTemplateSpec().WithLabels(podLabels).WithSpec(spec)
 	if len(annotations) > 0 {

@@ -34,8 +34,8 @@ func ServerArgs(site *v1alpha1.StaticSite) []string {
 	s := site.Spec.Server
 	args := []string{
 		"--root", v1alpha1.SiteRoot,
-		"--listen", "0.0.0.0:" + strconv.Itoa(v1alpha1.ServerPort),
-		"--admin-listen", "0.0.0.0:" + strconv.Itoa(v1alpha1.AdminPort),
+		"--listen", listenAddr(v1alpha1.ServerPort),
+		"--admin-listen", listenAddr(v1alpha1.AdminPort),
 		"--drain-delay", formatDuration(drainDelayOf(site)),
 		"--shutdown-timeout", formatDuration(shutdownTimeout),
 	}
@@ -132,7 +132,7 @@ func tlsArgs(site *v1alpha1.StaticSite) []string {
 		return nil
 	}
 	args := []string{
-		"--tls-listen", "0.0.0.0:" + strconv.Itoa(v1alpha1.HTTPSPort),
+		"--tls-listen", listenAddr(v1alpha1.HTTPSPort),
 		"--tls-cert", v1alpha1.TLSMountPath + "/" + corev1.TLSCertKey,
 		"--tls-key", v1alpha1.TLSMountPath + "/" + corev1.TLSPrivateKeyKey,
 	}

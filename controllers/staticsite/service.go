@@ -22,6 +22,7 @@ func DesiredService(site *v1alpha1.StaticSite) *corev1ac.ServiceApplyConfigurati
 	spec := corev1ac.ServiceSpec().
 		WithType(typ).
 		WithSelector(selectorLabels(site)).
+		WithIPFamilyPolicy(ipFamilyPolicyOf(site)). // placement.go
 		WithPorts(
 			corev1ac.ServicePort().WithName(v1alpha1.ServerPortName).WithProtocol(corev1.ProtocolTCP).
 				WithAppProtocol("http").WithPort(servicePortOf(site)).

@@ -67,8 +67,8 @@ func TestTLSInThePodTemplateAndService(t *testing.T) {
 	site := newSite(v1alpha1.ContentSource{Image: "x"})
 	site.Spec.TLS = &v1alpha1.TLSSpec{SecretName: "docs-tls", HTTPRedirect: true,
 		HSTS: &v1alpha1.HSTSSpec{MaxAgeSeconds: 31536000, IncludeSubDomains: true, Preload: true}}
-	want := []string{"--root", "/site", "--listen", "0.0.0.0:8080", "--admin-listen", "0.0.0.0:9090", "--drain-delay", "5s", "--shutdown-timeout", "10s",
-		"--tls-listen", "0.0.0.0:8443", "--tls-cert", "/etc/hyperstatic/tls/tls.crt", "--tls-key", "/etc/hyperstatic/tls/tls.key",
+	want := []string{"--root", "/site", "--listen", "[::]:8080", "--admin-listen", "[::]:9090", "--drain-delay", "5s", "--shutdown-timeout", "10s",
+		"--tls-listen", "[::]:8443", "--tls-cert", "/etc/hyperstatic/tls/tls.crt", "--tls-key", "/etc/hyperstatic/tls/tls.key",
 		"--https-redirect", "--hsts", "max-age=31536000; includeSubDomains; preload"}
 	if got := ServerArgs(site); !reflect.DeepEqual(got, want) {
 		t.Errorf("args = %q\nwant %q", got, want)
@@ -142,7 +142,7 @@ func TestTLSSecretLifecycle(t *testing.T) {
 
 	d := getDeployment(t, ns, "secure")
 	args := strings.Join(d.Spec.Template.Spec.Containers[0].Args, " ")
-	if !strings.Contains(args, "--tls-listen 0.0.0.0:8443 --tls-cert /etc/hyperstatic/tls/tls.crt --tls-key /etc/hyperstatic/tls/tls.key --hsts max-age=300") {
+	if !strings.Contains(args, "--tls-listen [::]:8443 --tls-cert /etc/hyperstatic/tls/tls.crt --tls-key /etc/hyperstatic/tls/tls.key --hsts max-age=300") {
 		t.Errorf("args %s", args)
 	}
 	svc := &corev1.Service{}
