@@ -116,13 +116,9 @@ pub fn spawn(shared: Arc<Shared>) {
 
 /// `SCHED_IDLE` for this thread (Linux applies it per thread); where a profile forbids that, nice 19.
 fn lower_priority() {
-    let p = libc::sched_param { sched_priority: 0 };
-    // SAFETY: scheduling calls on the calling thread (pid 0) with a valid parameter struct.
-    let idle = unsafe { libc::sched_setscheduler(0, libc::SCHED_IDLE, &p) } == 0;
-    if !idle {
-        let err = std::io::Error::last_os_error().to_string();
-        // SAFETY: as above; PRIO_PROCESS with 0 is the calling thread on Linux.
-        unsafe { libc::setpriority(libc::PRIO_PROCESS, 0, 19) };
+    if let Err(e) = crate::sys::process::sched_idle() {
+        let err = e.to_string();
+        crate::sys::process::nice(19);
         log::warn("encoder: SCHED_IDLE refused, running at nice 19", &[("error", V::S(&err))]);
     }
 }

@@ -38,6 +38,7 @@ pub mod rules;
 pub mod security;
 pub mod slack;
 pub mod state;
+pub mod sys;
 pub mod timing;
 pub mod tls;
 pub mod worker;
@@ -126,16 +127,7 @@ pub fn check(cfg: &Config) -> i32 {
     }
 }
 
-fn raise_fd_limit() {
-    // SAFETY: get/setrlimit with a local struct.
-    unsafe {
-        let mut r = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
-        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut r) == 0 && r.rlim_cur < r.rlim_max {
-            r.rlim_cur = r.rlim_max;
-            libc::setrlimit(libc::RLIMIT_NOFILE, &r);
-        }
-    }
-}
+use sys::process::raise_fd_limit;
 
 /// One SO_REUSEPORT listener per worker on `addr`; with port 0 the first picks the port and the others join
 /// it. None (after logging `what`) when the address cannot be bound.

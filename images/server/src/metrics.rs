@@ -8,8 +8,8 @@ use crate::timing;
 
 /// process_cpu_seconds_total and process_resident_memory_bytes from /proc/self.
 pub fn process_stats() -> (f64, u64) {
-    let ticks = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
-    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) }.max(1) as u64;
+    let (ticks, page) = crate::sys::process::clk_tck_and_page();
+    let ticks = ticks as f64;
     let cpu = std::fs::read_to_string("/proc/self/stat")
         .ok()
         .and_then(|s| {

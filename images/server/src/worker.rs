@@ -134,7 +134,7 @@ struct PreHead {
 pub struct Worker {
     id: usize,
     shared: Arc<Shared>,
-    ep: RawFd,
+    ep: Option<Epoll>,
     listener: RawFd,
     conns: Vec<Conn>,
     free: Vec<u32>,
@@ -180,84 +180,30 @@ pub struct Worker {
 /// the work a flood of connections can cause when every slot has output in flight.
 const EVICT_SCAN: usize = 64;
 
-fn errno() -> i32 {
-    std::io::Error::last_os_error().raw_os_error().unwrap_or(0)
-}
-
-pub fn monotonic_ms() -> u64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: valid out-pointer.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC_COARSE, &mut ts) };
-    ts.tv_sec as u64 * 1000 + ts.tv_nsec as u64 / 1_000_000
-}
+use crate::sys::clock::monotonic_coarse_ms as monotonic_ms;
+use crate::sys::epoll::{self, Epoll, Events};
+use crate::sys::errno;
+use crate::sys::socket::{self, AcceptError};
+use crate::sys::{self, io};
 
 /// Creates a non-blocking SO_REUSEPORT listener.
 pub fn listen(addr: std::net::SocketAddr) -> std::io::Result<RawFd> {
-    use std::net::SocketAddr;
-    // SAFETY: plain socket syscalls with correctly sized address structures.
-    unsafe {
-        let family = if addr.is_ipv4() { libc::AF_INET } else { libc::AF_INET6 };
-        let fd = libc::socket(family, libc::SOCK_STREAM | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC, 0);
-        if fd < 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        let one: libc::c_int = 1;
-        let sz = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
-        libc::setsockopt(fd, libc::SOL_SOCKET, libc::SO_REUSEADDR, &one as *const _ as *const libc::c_void, sz);
-        libc::setsockopt(fd, libc::SOL_SOCKET, libc::SO_REUSEPORT, &one as *const _ as *const libc::c_void, sz);
-        // Accepted sockets inherit TCP_NODELAY from the listener (tested below), which saves a setsockopt per
-        // connection: responses go out in one write per batch, so Nagle only ever delays.
-        libc::setsockopt(fd, libc::IPPROTO_TCP, libc::TCP_NODELAY, &one as *const _ as *const libc::c_void, sz);
-        // The kernel hands a connection to accept only once its first bytes arrived (or after about a second
-        // without any): HTTP clients speak first, so a new connection wakes the loop once instead of once for
-        // the handshake and again for the request. On a VM each sleep and wake-up is the dearest part of a short
-        // connection: `make bench-profile` measured 451 → 26 context switches per 1,000 `Connection: close`
-        // requests and 17.7 → 7.8 µs of system time each (docs/bench/breakdown.md). Connections that never
-        // send hold no slot here until then either.
-        libc::setsockopt(fd, libc::IPPROTO_TCP, libc::TCP_DEFER_ACCEPT, &one as *const _ as *const libc::c_void, sz);
-        let rc = match addr {
-            SocketAddr::V4(a) => {
-                let sa = libc::sockaddr_in {
-                    sin_family: libc::AF_INET as libc::sa_family_t,
-                    sin_port: a.port().to_be(),
-                    sin_addr: libc::in_addr { s_addr: u32::from_ne_bytes(a.ip().octets()) },
-                    sin_zero: [0; 8],
-                };
-                libc::bind(fd, &sa as *const _ as *const libc::sockaddr, std::mem::size_of_val(&sa) as libc::socklen_t)
-            }
-            SocketAddr::V6(a) => {
-                let sa = libc::sockaddr_in6 {
-                    sin6_family: libc::AF_INET6 as libc::sa_family_t,
-                    sin6_port: a.port().to_be(),
-                    sin6_flowinfo: 0,
-                    sin6_addr: libc::in6_addr { s6_addr: a.ip().octets() },
-                    sin6_scope_id: a.scope_id(),
-                };
-                libc::bind(fd, &sa as *const _ as *const libc::sockaddr, std::mem::size_of_val(&sa) as libc::socklen_t)
-            }
-        };
-        if rc != 0 || libc::listen(fd, 4096) != 0 {
-            let e = std::io::Error::last_os_error();
-            libc::close(fd);
-            return Err(e);
-        }
-        Ok(fd)
-    }
+    let fd = socket::tcp_socket(addr, true)?;
+    // SO_REUSEPORT: one listener per worker on the same port. Accepted sockets inherit TCP_NODELAY from the
+    // listener (tested below), which saves a setsockopt per connection: responses go out in one write per batch,
+    // so Nagle only ever delays. TCP_DEFER_ACCEPT: the kernel hands a connection to accept only once its first
+    // bytes arrived (or after about a second without any): HTTP clients speak first, so a new connection wakes
+    // the loop once instead of once for the handshake and again for the request. On a VM each sleep and wake-up
+    // is the dearest part of a short connection: `make bench-profile` measured 451 → 26 context switches per
+    // 1,000 `Connection: close` requests and 17.7 → 7.8 µs of system time each (docs/bench/breakdown.md).
+    // Connections that never send hold no slot here until then either.
+    socket::worker_listener_options(fd);
+    socket::bind_listen(fd, addr, 4096)
 }
 
 /// The port a listener got (for `--listen 127.0.0.1:0`).
 pub fn local_port(fd: RawFd) -> u16 {
-    // SAFETY: getsockname into a large enough storage.
-    unsafe {
-        let mut ss: libc::sockaddr_storage = std::mem::zeroed();
-        let mut len = std::mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
-        libc::getsockname(fd, &mut ss as *mut _ as *mut libc::sockaddr, &mut len);
-        if ss.ss_family as i32 == libc::AF_INET {
-            u16::from_be((*(&ss as *const _ as *const libc::sockaddr_in)).sin_port)
-        } else {
-            u16::from_be((*(&ss as *const _ as *const libc::sockaddr_in6)).sin6_port)
-        }
-    }
+    socket::local_addr(fd).map_or(0, |a| a.port())
 }
 
 impl Worker {
@@ -275,7 +221,7 @@ impl Worker {
         let ms = |d: std::time::Duration| (d.as_millis() as u64).max(1);
         Worker {
             id,
-            ep: -1,
+            ep: None,
             listener,
             conns: Vec::new(),
             free: Vec::new(),
@@ -315,23 +261,18 @@ impl Worker {
     }
 
     pub fn run(mut self) {
-        // SAFETY: epoll syscalls on fds this worker owns.
-        unsafe {
-            self.ep = libc::epoll_create1(libc::EPOLL_CLOEXEC);
-            let mut ev = libc::epoll_event { events: libc::EPOLLIN as u32, u64: LISTENER };
-            libc::epoll_ctl(self.ep, libc::EPOLL_CTL_ADD, self.listener, &mut ev);
-            if self.tls_listener >= 0 {
-                let mut ev = libc::epoll_event { events: libc::EPOLLIN as u32, u64: TLS_LISTENER };
-                libc::epoll_ctl(self.ep, libc::EPOLL_CTL_ADD, self.tls_listener, &mut ev);
-            }
+        let ep = Epoll::new().expect("epoll_create1");
+        ep.add(self.listener, epoll::IN, LISTENER);
+        if self.tls_listener >= 0 {
+            ep.add(self.tls_listener, epoll::IN, TLS_LISTENER);
         }
-        let mut events: Vec<libc::epoll_event> = vec![libc::epoll_event { events: 0, u64: 0 }; MAX_EVENTS];
+        self.ep = Some(ep);
+        let mut events = Events::with_capacity(MAX_EVENTS);
         let tick = (self.header_timeout_ms.min(self.keepalive_ms) / 4).clamp(5, 1000);
         let mut next_sweep = monotonic_ms() + tick;
         loop {
             let timeout = if self.closing { 50 } else { tick as i32 };
-            // SAFETY: events buffer has MAX_EVENTS entries.
-            let n = unsafe { libc::epoll_wait(self.ep, events.as_mut_ptr(), MAX_EVENTS as i32, timeout) };
+            let n = self.ep().wait(&mut events, timeout);
             self.now_ms = monotonic_ms();
             self.date.refresh();
             let g = self.shared.generation();
@@ -341,8 +282,7 @@ impl Worker {
                 self.table_gen = g;
             }
             self.refresh_tls();
-            for ev in events.iter().take(n.max(0) as usize) {
-                let (data, flags) = (ev.u64, ev.events);
+            for (data, flags) in events.ready(n) {
                 if data == LISTENER || data == TLS_LISTENER {
                     if self.listener >= 0 && self.accept_paused_until == 0 {
                         self.accept(data == TLS_LISTENER);
@@ -354,13 +294,13 @@ impl Worker {
                 if idx >= self.conns.len() || !self.conns[idx].active || self.conns[idx].gen != gen {
                     continue;
                 }
-                if flags & (libc::EPOLLHUP | libc::EPOLLRDHUP) as u32 != 0 {
+                if flags & (epoll::HUP | epoll::RDHUP) != 0 {
                     self.conns[idx].peer_closed = true;
                 }
-                if flags & (libc::EPOLLIN | libc::EPOLLERR | libc::EPOLLHUP | libc::EPOLLRDHUP) as u32 != 0 {
+                if flags & (epoll::IN | epoll::ERR | epoll::HUP | epoll::RDHUP) != 0 {
                     self.on_readable(idx);
                 }
-                if flags & libc::EPOLLOUT as u32 != 0 && self.conns[idx].active && self.conns[idx].gen == gen {
+                if flags & epoll::OUT != 0 && self.conns[idx].active && self.conns[idx].gen == gen {
                     self.on_writable(idx);
                 }
             }
@@ -377,16 +317,17 @@ impl Worker {
                     self.accept_paused_until = 0;
                     for (fd, data) in [(self.listener, LISTENER), (self.tls_listener, TLS_LISTENER)] {
                         if fd >= 0 {
-                            let mut ev = libc::epoll_event { events: libc::EPOLLIN as u32, u64: data };
-                            // SAFETY: re-adding our own listener.
-                            unsafe { libc::epoll_ctl(self.ep, libc::EPOLL_CTL_ADD, fd, &mut ev) };
+                            self.ep().add(fd, epoll::IN, data);
                         }
                     }
                 }
             }
         }
-        // SAFETY: closing our own epoll fd.
-        unsafe { libc::close(self.ep) };
+        self.ep = None;
+    }
+
+    fn ep(&self) -> &Epoll {
+        self.ep.as_ref().expect("the event loop is running")
     }
 
     /// Once per loop iteration: a rotated certificate (one atomic load; the mutex only when it changed), and
@@ -414,11 +355,8 @@ impl Worker {
         self.closing = true;
         for fd in [self.listener, self.tls_listener] {
             if fd >= 0 {
-                // SAFETY: our own fds.
-                unsafe {
-                    libc::epoll_ctl(self.ep, libc::EPOLL_CTL_DEL, fd, std::ptr::null_mut());
-                    libc::close(fd);
-                }
+                self.ep().delete(fd);
+                sys::close(fd);
             }
         }
         self.listener = -1;
@@ -429,43 +367,28 @@ impl Worker {
     fn accept(&mut self, tls: bool) {
         let listener = if tls { self.tls_listener } else { self.listener };
         for _ in 0..256 {
-            // SAFETY: zeroed sockaddr_storage is a valid value.
-            let mut ss: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
-            let mut sl = std::mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
-            // SAFETY: accept4 on our listener into a large enough address buffer.
-            let fd = unsafe {
-                libc::accept4(
-                    listener,
-                    &mut ss as *mut _ as *mut libc::sockaddr,
-                    &mut sl,
-                    libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
-                )
-            };
-            if fd < 0 {
-                match errno() {
-                    libc::EINTR | libc::ECONNABORTED => continue,
-                    libc::EAGAIN => return,
-                    e => {
-                        // Out of descriptors (or similar): stop polling the listener for a moment instead of
-                        // spinning on a readable listener we cannot accept from.
-                        log::warn(
-                            "accept failed; pausing accepts for 100ms",
-                            &[("errno", log::V::U(e as u64)), ("worker", log::V::U(self.id as u64))],
-                        );
-                        for fd in [self.listener, self.tls_listener] {
-                            // SAFETY: removing our own listeners from our epoll set.
-                            unsafe { libc::epoll_ctl(self.ep, libc::EPOLL_CTL_DEL, fd, std::ptr::null_mut()) };
-                        }
-                        self.accept_paused_until = self.now_ms + 100;
-                        return;
+            let (fd, peer) = match socket::accept(listener) {
+                Ok(x) => x,
+                Err(AcceptError::Retry) => continue,
+                Err(AcceptError::Empty) => return,
+                Err(AcceptError::Other(e)) => {
+                    // Out of descriptors (or similar): stop polling the listener for a moment instead of
+                    // spinning on a readable listener we cannot accept from.
+                    log::warn(
+                        "accept failed; pausing accepts for 100ms",
+                        &[("errno", log::V::U(e as u64)), ("worker", log::V::U(self.id as u64))],
+                    );
+                    for fd in [self.listener, self.tls_listener] {
+                        self.ep().delete(fd);
                     }
+                    self.accept_paused_until = self.now_ms + 100;
+                    return;
                 }
-            }
+            };
             if self.open >= self.max_conns && !self.evict_one() {
                 // Every connection has a response in flight: the newcomer is the one that waits (its client
                 // sees the connection close at once and may retry).
-                // SAFETY: closing the fd just accepted.
-                unsafe { libc::close(fd) };
+                sys::close(fd);
                 bump(&self.stats().connections_refused, 1);
                 continue;
             }
@@ -474,8 +397,7 @@ impl Worker {
                 (true, Some(cfg)) => match ServerConnection::new(cfg.clone()) {
                     Ok(c) => Some(Box::new(c)),
                     Err(_) => {
-                        // SAFETY: closing the fd just accepted.
-                        unsafe { libc::close(fd) };
+                        sys::close(fd);
                         continue;
                     }
                 },
@@ -504,7 +426,7 @@ impl Worker {
             c.peer_closed = false;
             c.stash = Vec::new();
             c.pending = None;
-            c.peer = sockaddr(&ss);
+            c.peer = peer;
             c.inflight.clear();
             c.inflight_log.clear();
             c.tls = conn;
@@ -524,12 +446,7 @@ impl Worker {
                 continue;
             }
             let data = (gen as u64) << 32 | idx as u64;
-            let mut ev = libc::epoll_event {
-                events: (libc::EPOLLIN | libc::EPOLLOUT | libc::EPOLLRDHUP | libc::EPOLLET) as u32,
-                u64: data,
-            };
-            // SAFETY: registering a fresh fd.
-            unsafe { libc::epoll_ctl(self.ep, libc::EPOLL_CTL_ADD, fd, &mut ev) };
+            self.ep().add(fd, epoll::IN | epoll::OUT | epoll::RDHUP | epoll::ET, data);
         }
     }
 
@@ -609,8 +526,8 @@ impl Worker {
         if !c.active {
             return;
         }
-        // SAFETY: closing the connection's own fd (also removes it from epoll).
-        unsafe { libc::close(c.fd) };
+        // Closing also removes it from the epoll set.
+        sys::close(c.fd);
         c.active = false;
         if c.pre_head {
             self.pre_unlink(idx);
@@ -648,8 +565,7 @@ impl Worker {
             self.close(idx);
             return;
         }
-        // SAFETY: shutdown on our own fd.
-        unsafe { libc::shutdown(c.fd, libc::SHUT_WR) };
+        socket::shutdown_write(c.fd);
         c.lingering = true;
         c.stash = Vec::new();
         c.last_ms = self.now_ms;
@@ -659,19 +575,15 @@ impl Worker {
     fn drain_linger(&mut self, idx: usize) {
         let fd = self.conns[idx].fd;
         loop {
-            // SAFETY: reading into our buffer.
-            let n = unsafe { libc::read(fd, self.rbuf.as_mut_ptr() as *mut libc::c_void, self.rbuf.len()) };
-            if n > 0 {
-                continue;
+            match io::read(fd, &mut self.rbuf) {
+                Ok(n) if n > 0 => continue,
+                Err(e) if e.raw_os_error() == Some(libc::EAGAIN) => return,
+                Err(e) if e.raw_os_error() == Some(libc::EINTR) => continue,
+                _ => {
+                    self.close(idx);
+                    return;
+                }
             }
-            if n < 0 && errno() == libc::EAGAIN {
-                return;
-            }
-            if n < 0 && errno() == libc::EINTR {
-                continue;
-            }
-            self.close(idx);
-            return;
         }
     }
 
@@ -743,8 +655,10 @@ impl Worker {
                 full = more;
             } else if read {
                 let fd = self.conns[idx].fd;
-                // SAFETY: reading into the free tail of our buffer.
-                let n = unsafe { libc::read(fd, self.rbuf[len..].as_mut_ptr() as *mut libc::c_void, READ_BUF - len) };
+                let n = match io::read(fd, &mut self.rbuf[len..READ_BUF]) {
+                    Ok(n) => n as isize,
+                    Err(_) => -1,
+                };
                 if n == 0 {
                     if len == 0 {
                         self.close(idx);
@@ -856,7 +770,8 @@ impl Worker {
         let mut close = false;
         // Whether the last request answered was whole and without a body (see Conn::close_clean).
         let mut bodiless = false;
-        let table = self.table.clone_ref();
+        // The table outlives the batch: the worker only swaps it between loop iterations.
+        let table = sys::mem::detach(&self.table);
         let force_close_base = self.closing;
         // Every request in this read arrived together, so their durations start together: one clock read per
         // batch (pipelined ×16 reads the clock twice per batch, not twice per request), taken at the first
@@ -1095,45 +1010,10 @@ fn complete(done: &mut Vec<Done>, lines: &mut Vec<u8>, line: &mut Vec<u8>, stats
     lines.clear();
 }
 
-/// The peer address accept4 filled in (None for families other than IPv4/IPv6).
-fn sockaddr(ss: &libc::sockaddr_storage) -> Option<std::net::SocketAddr> {
-    use std::net::{SocketAddrV4, SocketAddrV6};
-    // SAFETY: the family field says which sockaddr type the storage holds.
-    unsafe {
-        match ss.ss_family as i32 {
-            libc::AF_INET => {
-                let a = &*(ss as *const _ as *const libc::sockaddr_in);
-                let ip = std::net::Ipv4Addr::from(u32::from_be(a.sin_addr.s_addr));
-                Some(SocketAddrV4::new(ip, u16::from_be(a.sin_port)).into())
-            }
-            libc::AF_INET6 => {
-                let a = &*(ss as *const _ as *const libc::sockaddr_in6);
-                let ip = std::net::Ipv6Addr::from(a.sin6_addr.s6_addr);
-                Some(SocketAddrV6::new(ip, u16::from_be(a.sin6_port), a.sin6_flowinfo, a.sin6_scope_id).into())
-            }
-            _ => None,
-        }
-    }
-}
-
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Flow {
     Continue,
     Stop,
-}
-
-/// A borrow of the worker's table that does not hold `self` borrowed (the table outlives the batch: the
-/// worker only swaps it between loop iterations).
-trait CloneRef {
-    fn clone_ref<'a>(&self) -> &'a Table;
-}
-
-impl CloneRef for Arc<Table> {
-    fn clone_ref<'a>(&self) -> &'a Table {
-        // SAFETY: the Arc is owned by the worker and replaced only at the top of the event loop, never while
-        // a batch is being answered; segments that outlive the batch hold their own Arc (Pending::_hold).
-        unsafe { &*Arc::as_ptr(self) }
-    }
 }
 
 #[cfg(test)]
@@ -1142,35 +1022,27 @@ mod tests {
     use std::io::Write;
 
     fn int_opt(fd: RawFd, level: libc::c_int, name: libc::c_int) -> libc::c_int {
-        let mut v: libc::c_int = 0;
-        let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
-        // SAFETY: getsockopt of an int option into a correctly sized buffer.
-        let rc = unsafe { libc::getsockopt(fd, level, name, &mut v as *mut _ as *mut libc::c_void, &mut len) };
-        assert_eq!(rc, 0, "getsockopt: {}", std::io::Error::last_os_error());
-        v
+        socket::int_opt(fd, level, name).expect("getsockopt")
     }
 
-    /// accept4 without waiting: -1 when nothing is in the accept queue.
-    fn try_accept(l: RawFd) -> RawFd {
-        // SAFETY: accept4 on our listener without an address buffer.
-        unsafe { libc::accept4(l, std::ptr::null_mut(), std::ptr::null_mut(), libc::SOCK_CLOEXEC) }
+    /// accept4 without waiting: None when nothing is in the accept queue.
+    fn try_accept(l: RawFd) -> Option<RawFd> {
+        match socket::accept(l) {
+            Ok((fd, _)) => Some(fd),
+            Err(AcceptError::Empty) => None,
+            Err(_) => panic!("accept4: {}", std::io::Error::last_os_error()),
+        }
     }
 
     /// Waits (poll(2), up to 10 s) until the listener has a connection to accept, and accepts it.
     fn accept_when_ready(l: RawFd) -> RawFd {
-        let mut p = libc::pollfd { fd: l, events: libc::POLLIN, revents: 0 };
-        // SAFETY: polling one descriptor we own.
-        let n = unsafe { libc::poll(&mut p, 1, 10_000) };
-        assert_eq!(n, 1, "no connection to accept within 10 s");
-        let fd = try_accept(l);
-        assert!(fd >= 0, "accept4: {}", std::io::Error::last_os_error());
-        fd
+        assert!(socket::wait_readable(l, 10_000), "no connection to accept within 10 s");
+        try_accept(l).expect("a connection to accept")
     }
 
     fn close_all(fds: &[RawFd]) {
         for &fd in fds {
-            // SAFETY: closing descriptors the test opened.
-            unsafe { libc::close(fd) };
+            sys::close(fd);
         }
     }
 
@@ -1181,8 +1053,7 @@ mod tests {
         // A client that connects and stays silent is not handed to accept (on loopback, without the option, the
         // connection is in the accept queue when connect returns); its first byte makes it so.
         let mut client = std::net::TcpStream::connect(("127.0.0.1", local_port(l))).unwrap();
-        let early = try_accept(l);
-        assert!(early < 0 && errno() == libc::EAGAIN, "a silent connection was accepted before sending");
+        assert!(try_accept(l).is_none(), "a silent connection was accepted before sending");
         client.write_all(b"G").unwrap();
         close_all(&[accept_when_ready(l), l]);
     }
