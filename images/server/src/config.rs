@@ -59,7 +59,7 @@ pub struct Config {
     /// template; the headers arrive with the new server image, which moves sites a few at a time).
     pub security_headers: bool,
     /// `--cors`: first match per file wins (cors.rs).
-    pub cors: Vec<crate::cors::CorsRule>,
+    pub cors: Vec<crate::answer::cors::CorsRule>,
     /// `--tls-cert`/`--tls-key`: HTTPS is served on `tls_listen` when set (tls/).
     pub tls: Option<TlsFiles>,
     pub tls_listen: SocketAddr,
@@ -209,7 +209,7 @@ fn from_flags(f: Flags, matches: &ArgMatches) -> Result<Config, String> {
         access_log: f.access_log,
         access_log_sample: f.access_log_sample.max(1),
         security_headers: f.security_headers,
-        cors: cors.iter().map(|r| crate::cors::parse_rule(r)).collect::<Result<_, _>>()?,
+        cors: cors.iter().map(|r| crate::answer::cors::parse_rule(r)).collect::<Result<_, _>>()?,
         tls_listen: f.tls_listen,
         https_redirect: f.https_redirect.then_some(f.https_redirect_port),
         hsts: f.hsts.as_deref().map(values::parse_hsts).transpose()?,

@@ -8,8 +8,8 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::loader;
 use crate::log::{self, V};
+use crate::site::loader;
 use crate::state::{bump, Shared};
 use crate::sys::inotify::Inotify;
 use crate::sys::signal::{self, PollFd};

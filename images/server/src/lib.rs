@@ -3,45 +3,24 @@
 
 pub mod access;
 pub mod admin;
-pub mod beneath;
-pub mod cgroup_cpu;
+pub mod answer;
 pub mod compress;
-pub mod conditional;
 pub mod config;
-pub mod content;
 pub mod control;
-pub mod cors;
 pub mod cpus;
 pub mod datecache;
 pub mod dates;
-pub mod encoder;
-pub mod encoding;
-pub mod encodings;
-pub mod file_headers;
-pub mod glob;
 pub mod headers;
-pub mod headers_file;
+pub mod http1;
 pub mod http2;
-pub mod load_error;
-pub mod loader;
 pub mod log;
-pub mod memory;
-pub mod metrics;
-pub mod mime;
-pub mod out;
-pub mod parser;
-pub mod path;
-pub mod precompress;
-pub mod range;
-pub mod respond;
 pub mod rules;
-pub mod security;
-pub mod slack;
+pub mod server;
+pub mod site;
 pub mod state;
 pub mod sys;
 pub mod timing;
 pub mod tls;
-pub mod worker;
 
 use std::net::TcpListener;
 use std::sync::atomic::Ordering;
@@ -80,7 +59,7 @@ pub fn check(cfg: &Config) -> i32 {
         println!("1 problem(s) found");
         return 1;
     }
-    match loader::load(cfg, None, &mut |_| {}) {
+    match site::loader::load(cfg, None, &mut |_| {}) {
         Ok((t, r)) => {
             println!(
                 "site {}: {} files, {} bytes ({} bytes in memory with encodings, {} files served from disk), {} compressed variants",
@@ -134,10 +113,10 @@ use sys::process::raise_fd_limit;
 fn listen_all(mut addr: std::net::SocketAddr, workers: usize, what: &str) -> Option<(Vec<i32>, std::net::SocketAddr)> {
     let mut fds = Vec::with_capacity(workers);
     for _ in 0..workers {
-        match worker::listen(addr) {
+        match server::listen(addr) {
             Ok(fd) => {
                 if addr.port() == 0 {
-                    addr.set_port(worker::local_port(fd));
+                    addr.set_port(server::local_port(fd));
                 }
                 fds.push(fd);
             }
@@ -223,7 +202,7 @@ pub fn serve(cfg: Config) -> i32 {
     if shared.reloads_ok.load(Ordering::Relaxed) == 0 {
         log::error("initial content load failed", &[]);
         if let (Some(path), Some(msg)) = (&shared.cfg.termination_log, shared.load_error.get()) {
-            if let Err(e) = load_error::write_termination_log(path, &msg) {
+            if let Err(e) = site::load_error::write_termination_log(path, &msg) {
                 log::warn(
                     "cannot write the termination log",
                     &[("path", V::S(&path.display().to_string())), ("error", V::S(&e.to_string()))],
@@ -245,13 +224,13 @@ pub fn serve(cfg: Config) -> i32 {
                         log::warn("could not pin worker", &[("worker", V::U(i as u64)), ("cpu", V::U(c as u64))]);
                     }
                 }
-                worker::Worker::new(i, s, fd, tls_fd).run();
+                server::Worker::new(i, s, fd, tls_fd).run();
             })
             .expect("spawn worker thread");
         handles.push(h);
     }
     if shared.cfg.compress {
-        encoder::spawn(shared.clone());
+        compress::encoder::spawn(shared.clone());
     }
     shared.loaded.store(true, Ordering::Release);
     let https = if shared.tls.is_some() { tls_addr.to_string() } else { "off".to_string() };

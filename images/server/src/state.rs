@@ -4,9 +4,9 @@
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
+use crate::compress::encoder;
 use crate::config::Config;
-use crate::content::Table;
-use crate::encoder;
+use crate::site::content::Table;
 
 /// Status codes counted in hyperstatic_requests_total.
 /// 204 (OPTIONS, cors.rs), 308 (--https-redirect, redirect rules), 302 and 307 (redirect rules, rules/) came
@@ -86,7 +86,7 @@ pub struct Shared {
     pub reloads_ok: AtomicU64,
     pub reloads_failed: AtomicU64,
     /// Why the last load or reload failed (None after a success): hyperstatic_content_load_failed, /load-error.
-    pub load_error: crate::load_error::LastLoadError,
+    pub load_error: crate::site::load_error::LastLoadError,
     pub stats: Vec<WorkerStats>,
     pub workers: usize,
     pub worker_cpus: String,
@@ -109,7 +109,8 @@ impl Shared {
     pub fn new(cfg: Config, workers: usize, worker_cpus: String, pinned: bool) -> Shared {
         let start_time =
             std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0.0, |d| d.as_secs_f64());
-        let pre_head_per_worker = crate::memory::pre_head_per_worker(crate::memory::Budget::of(&cfg).limit, workers);
+        let pre_head_per_worker =
+            crate::site::memory::pre_head_per_worker(crate::site::memory::Budget::of(&cfg).limit, workers);
         Shared {
             encoder: encoder::State::new(&cfg),
             cfg,

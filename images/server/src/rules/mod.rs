@@ -19,7 +19,7 @@ pub use navigation::is_navigation;
 pub use parse::{parse_file, parse_rule, Piece, Rule, Seg};
 
 use crate::config::Config;
-use crate::content::{Table, Target};
+use crate::site::content::{Table, Target};
 
 /// The rules file at the content root. It is configuration, never served.
 pub const REDIRECTS_FILE: &str = "/_redirects";

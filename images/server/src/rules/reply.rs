@@ -4,10 +4,10 @@
 use super::matcher::Captures;
 use super::parse::Rule;
 use super::target;
-use crate::content::Target;
-use crate::out::Out;
-use crate::parser::{Request, Version};
-use crate::respond::{self, Ctx, Resp};
+use crate::http1::out::Out;
+use crate::http1::parser::{Request, Version};
+use crate::http1::respond::{self, Ctx, Resp};
+use crate::site::content::Target;
 
 /// None: a rewrite whose target is not in the site (the request goes on as if no rule matched).
 #[allow(clippy::too_many_arguments)]

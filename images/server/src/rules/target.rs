@@ -4,7 +4,7 @@
 
 use super::matcher::Captures;
 use super::parse::{Piece, Rule};
-use crate::out::Out;
+use crate::http1::out::Out;
 
 fn capture<'p>(piece: &Piece, path: &'p [u8], caps: &Captures) -> &'p [u8] {
     let (s, e) = match piece {

@@ -27,7 +27,7 @@ pub struct Published {
     pub reloads_failed: AtomicU64,
     /// Why the last rotation was refused (None once one is installed): GET /load-error's `tls:` line and
     /// hyperstatic_tls_certificate_reload_failed.
-    pub refused: crate::load_error::LastLoadError,
+    pub refused: crate::site::load_error::LastLoadError,
     pub resumption: Resumption,
 }
 

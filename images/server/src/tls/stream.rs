@@ -15,7 +15,7 @@ use std::os::fd::RawFd;
 
 use rustls::ServerConnection;
 
-use crate::out::{self, Seg, WriteResult};
+use crate::http1::out::{self, Seg, WriteResult};
 
 /// File-backed bodies are read this much at a time (one TLS record's worth of plaintext).
 pub const SCRATCH: usize = 16 * 1024;

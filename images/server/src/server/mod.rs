@@ -10,12 +10,12 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use crate::access;
-use crate::content::Table;
 use crate::datecache::DateCache;
+use crate::http1::out::{self, Out, Pending, WriteResult};
+use crate::http1::parser::{self, Parsed};
+use crate::http1::respond::{self, Ctx, Resp};
 use crate::log;
-use crate::out::{self, Out, Pending, WriteResult};
-use crate::parser::{self, Parsed};
-use crate::respond::{self, Ctx, Resp};
+use crate::site::content::Table;
 use crate::state::{bump, code_index, Shared, WorkerStats};
 use crate::timing;
 use crate::tls;

@@ -14,12 +14,12 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::cgroup_cpu::{self, Meter};
+use crate::compress::cgroup_cpu::{self, Meter};
+use crate::compress::encodings::{self, Encoded, Store};
+use crate::compress::slack::{Governor, Verdict};
 use crate::config::Config;
-use crate::content::{Body, Table};
-use crate::encodings::{self, Encoded, Store};
 use crate::log::{self, V};
-use crate::slack::{Governor, Verdict};
+use crate::site::content::{Body, Table};
 use crate::state::{bump, Shared};
 
 /// Encodings made are swapped in at least this often, so a long pass serves what it has.
@@ -193,7 +193,7 @@ fn pass(shared: &Shared, epoch: u64, slack: &mut Slack) {
                 enc
             }
             None => {
-                let Some(all) = crate::compress::all_gated(data, || slack.gate(st, epoch)) else { return };
+                let Some(all) = crate::compress::codec::all_gated(data, || slack.gate(st, epoch)) else { return };
                 let enc = Encoded::from(all);
                 st.store.write_disk(&e.digest, &enc);
                 computed += 1;

@@ -2,14 +2,14 @@
 //! lookup (index, directory redirect, SPA fallback, custom 404), encoding negotiation, conditionals, ranges,
 //! OPTIONS and CORS (cors.rs). Everything is copied from precomputed blocks; nothing is allocated.
 
-use crate::conditional::{self, Conditions, Outcome};
-use crate::content::{Body, FileEntry, Table, Target, Variant};
-use crate::encoding::{self, Encoding};
-use crate::out::Out;
-use crate::parser::{Method, ParseError, Request, Version};
-use crate::path;
-use crate::range::{self, RangeResult};
+use crate::answer::conditional::{self, Conditions, Outcome};
+use crate::answer::path;
+use crate::answer::range::{self, RangeResult};
+use crate::compress::encoding::{self, Encoding};
+use crate::http1::out::Out;
+use crate::http1::parser::{Method, ParseError, Request, Version};
 use crate::rules;
+use crate::site::content::{Body, FileEntry, Table, Target, Variant};
 use std::os::fd::AsRawFd;
 
 /// Per-response facts the worker needs: status for metrics/logs, whether to close, bytes queued.
@@ -359,7 +359,8 @@ pub fn respond(out: &mut Out, ctx: &Ctx, req: &Request, pathbuf: &mut [u8]) -> R
             // the 405 page is chosen here from the target, by its normalised path as for 404: `/d%6Fcs/x` and
             // `/docs/../x` are under the prefixes their normalised forms are under. A target that does not parse
             // or normalise gets the page for `/`: it is still a 405, not a 400.
-            let n = crate::parser::split_target(req.target).and_then(|(raw, _)| path::normalize(raw, pathbuf).ok());
+            let n =
+                crate::http1::parser::split_target(req.target).and_then(|(raw, _)| path::normalize(raw, pathbuf).ok());
             let p = n.map_or(&b"/"[..], |n| &pathbuf[..n]);
             return error(out, ctx, req, 405, p, &[ALLOW], close);
         }
@@ -416,8 +417,8 @@ pub fn respond(out: &mut Out, ctx: &Ctx, req: &Request, pathbuf: &mut [u8]) -> R
 mod tests {
     use super::*;
     use crate::config::Config;
-    use crate::loader;
-    use crate::parser::{self, Parsed};
+    use crate::http1::parser::{self, Parsed};
+    use crate::site::loader;
 
     fn table(name: &str, cfg: impl FnOnce(&mut Config)) -> (Table, std::path::PathBuf) {
         let d = std::env::temp_dir().join(format!("hs-respond-{name}-{}", std::process::id()));
@@ -430,8 +431,8 @@ mod tests {
         let mut c = Config { root: d.clone(), ..Config::default() };
         cfg(&mut c);
         // With every variant in place, as the background encoder leaves it.
-        let store = crate::encodings::Store::new(None);
-        crate::encodings::encode_now(&loader::load(&c, None, &mut |_| {}).unwrap().0, &store);
+        let store = crate::compress::encodings::Store::new(None);
+        crate::compress::encodings::encode_now(&loader::load(&c, None, &mut |_| {}).unwrap().0, &store);
         (loader::load(&c, Some(&store), &mut |_| {}).unwrap().0, d)
     }
 

@@ -7,7 +7,7 @@ use std::io::IoSlice;
 use std::os::fd::RawFd;
 use std::sync::Arc;
 
-use crate::content::Table;
+use crate::site::content::Table;
 use crate::sys::io;
 use crate::sys::mem::Borrowed;
 

@@ -6,7 +6,7 @@ use std::fs;
 use std::path::PathBuf;
 use std::time::Instant;
 
-use crate::slack::Sample;
+use crate::compress::slack::Sample;
 
 /// CPU time of the calling thread, in nanoseconds.
 pub use crate::sys::clock::own_thread_cpu_ns as own_thread_ns;

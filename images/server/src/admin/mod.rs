@@ -30,8 +30,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::log;
-use crate::metrics;
-use crate::parser::{self, Method, Parsed};
+pub mod metrics;
+use crate::http1::parser::{self, Method, Parsed};
 use crate::state::Shared;
 use crate::sys::signal::{poll, PollFd};
 
@@ -137,11 +137,15 @@ pub fn route(shared: &Shared, dropped: &Dropped, path: &[u8]) -> (u16, &'static 
 
 /// One /content line: the URL path, then tab-separated `memory` or `disk` (where its identity body is served
 /// from) and its encodings (`identity,br,gzip,zstd`).
-fn content_line(out: &mut String, e: &crate::content::FileEntry) {
+fn content_line(out: &mut String, e: &crate::site::content::FileEntry) {
     out.push_str(&e.path);
-    out.push_str(if matches!(e.identity().body, crate::content::Body::Disk(_)) { "\tdisk\t" } else { "\tmemory\t" });
+    out.push_str(if matches!(e.identity().body, crate::site::content::Body::Disk(_)) {
+        "\tdisk\t"
+    } else {
+        "\tmemory\t"
+    });
     let mut first = true;
-    for enc in crate::encoding::ALL {
+    for enc in crate::compress::encoding::ALL {
         if e.has(enc) {
             if !first {
                 out.push(',');
@@ -155,7 +159,7 @@ fn content_line(out: &mut String, e: &crate::content::FileEntry) {
 
 /// A whole response; every admin response closes its connection.
 fn response(status: u16, ctype: &str, body: &str, head_only: bool) -> Vec<u8> {
-    let reason = crate::respond::reason(status);
+    let reason = crate::http1::respond::reason(status);
     let mut resp = format!(
         "HTTP/1.1 {status} {reason}\r\nContent-Type: {ctype}\r\nContent-Length: {}\r\nCache-Control: no-store\r\nConnection: close\r\n\r\n",
         body.len()
@@ -464,7 +468,7 @@ mod tests {
             first.starts_with(b"HTTP/1.1 200 OK\r\n")
                 && first.ends_with(b"Content-Length: 0\r\nCache-Control: no-store\r\nConnection: close\r\n\r\n")
         );
-        a.shared.swap(crate::content::Table::default());
+        a.shared.swap(crate::site::content::Table::default());
         assert!(!Rc::ptr_eq(&a.answer(get).unwrap(), &first), "a reload makes a new list");
         drop((first, second));
         a.release_unused();

@@ -13,13 +13,14 @@ use std::time::UNIX_EPOCH;
 
 use sha2::{Digest as _, Sha256};
 
+use crate::compress::encoding::{self, Encoding, COMPRESSED};
+use crate::compress::encodings::{self, Digest, Encoded, Store};
 use crate::config::Config;
-use crate::content::{Body, FileEntry, Table, Target, Variant};
-use crate::encoding::{self, Encoding, COMPRESSED};
-use crate::encodings::{self, Digest, Encoded, Store};
-use crate::file_headers::{self, Resolved};
-use crate::memory;
-use crate::{headers, mime};
+use crate::headers::blocks as headers;
+use crate::headers::per_file::{self, Resolved};
+use crate::site::content::{Body, FileEntry, Table, Target, Variant};
+use crate::site::memory;
+use crate::site::mime;
 
 #[derive(Default, Debug)]
 pub struct Report {
@@ -54,7 +55,7 @@ pub(crate) struct Found {
 impl Found {
     /// Opens the file the walk checked, without following any symlink swapped in since (beneath.rs).
     pub fn open(&self) -> Result<File, String> {
-        crate::beneath::open_file(&self.root, &self.rel).map_err(|e| format!("{}: {e}", self.fs_path.display()))
+        crate::site::beneath::open_file(&self.root, &self.rel).map_err(|e| format!("{}: {e}", self.fs_path.display()))
     }
 
     pub fn read(&self) -> Result<Vec<u8>, String> {
@@ -312,8 +313,8 @@ pub(crate) fn with_encodings(e: &FileEntry, enc: &Encoded) -> FileEntry {
 pub fn load(cfg: &Config, store: Option<&Store>, on_dir: &mut dyn FnMut(&Path)) -> Result<(Table, Report), String> {
     let mut report = Report::default();
     let (mut found, dirs) = walk(&cfg.root, on_dir, &mut report)?;
-    let site_headers = file_headers::take_site_file(&mut found)?;
-    let hdrs = |url: &str| Arc::new(file_headers::resolve(cfg, &site_headers, url));
+    let site_headers = per_file::take_site_file(&mut found)?;
+    let hdrs = |url: &str| Arc::new(per_file::resolve(cfg, &site_headers, url));
     // `_redirects` is configuration (rules/), never served.
     // Read through the checked path like every site file (beneath.rs): its lines can end up in /load-error.
     let redirects_text = match found.iter().position(|f| f.url == crate::rules::REDIRECTS_FILE) {
