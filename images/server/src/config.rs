@@ -87,8 +87,8 @@ impl Default for Config {
     fn default() -> Self {
         Config {
             root: PathBuf::from("/site"),
-            listen: "0.0.0.0:8080".parse().unwrap(),
-            admin_listen: "0.0.0.0:9090".parse().unwrap(),
+            listen: "[::]:8080".parse().unwrap(),
+            admin_listen: "[::]:9090".parse().unwrap(),
             workers: 0,
             header_timeout: Duration::from_secs(10),
             keepalive_timeout: Duration::from_secs(60),
@@ -114,7 +114,7 @@ impl Default for Config {
             security_headers: true,
             cors: Vec::new(),
             tls: None,
-            tls_listen: "0.0.0.0:8443".parse().unwrap(),
+            tls_listen: "[::]:8443".parse().unwrap(),
             https_redirect: None,
             hsts: None,
             redirects: Vec::new(),
@@ -510,7 +510,9 @@ mod tests {
         assert_eq!(c.hsts.as_deref(), Some("max-age=31536000; includeSubDomains"));
         let c = flags(&["--tls-cert", "c", "--tls-key", "k", "--https-redirect=true"]).unwrap();
         assert_eq!(c.https_redirect, Some(443));
-        assert_eq!(c.tls_listen, "0.0.0.0:8443".parse().unwrap());
+        assert_eq!(c.tls_listen, "[::]:8443".parse().unwrap());
+        // The other listeners default to dual-stack [::] too (server/listen.rs falls back to 0.0.0.0 without IPv6).
+        assert_eq!((c.listen, c.admin_listen), ("[::]:8080".parse().unwrap(), "[::]:9090".parse().unwrap()));
         assert!(error(&["--tls-cert", "c"]).contains("--tls-cert needs --tls-key"));
         assert!(error(&["--tls-key", "k"]).contains("--tls-key needs --tls-cert"));
         assert!(error(&["--https-redirect"]).contains("--https-redirect needs --tls-cert"));

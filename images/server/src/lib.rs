@@ -22,7 +22,6 @@ pub mod sys;
 pub mod timing;
 pub mod tls;
 
-use std::net::TcpListener;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Instant;
@@ -108,25 +107,16 @@ pub fn check(cfg: &Config) -> i32 {
 
 use sys::process::raise_fd_limit;
 
-/// One SO_REUSEPORT listener per worker on `addr`; with port 0 the first picks the port and the others join
-/// it. None (after logging `what`) when the address cannot be bound.
-fn listen_all(mut addr: std::net::SocketAddr, workers: usize, what: &str) -> Option<(Vec<i32>, std::net::SocketAddr)> {
-    let mut fds = Vec::with_capacity(workers);
-    for _ in 0..workers {
-        match server::listen(addr) {
-            Ok(fd) => {
-                if addr.port() == 0 {
-                    addr.set_port(server::local_port(fd));
-                }
-                fds.push(fd);
-            }
-            Err(e) => {
-                log::error(what, &[("address", V::S(&addr.to_string())), ("error", V::S(&e.to_string()))]);
-                return None;
-            }
+/// One SO_REUSEPORT listener per worker on `addr` (server/listen.rs). None (after logging `what`) when the address
+/// cannot be bound.
+fn listen_all(addr: std::net::SocketAddr, workers: usize, what: &str) -> Option<(Vec<i32>, std::net::SocketAddr)> {
+    match server::listen::listen_all(addr, workers) {
+        Ok(x) => Some(x),
+        Err(e) => {
+            log::error(what, &[("address", V::S(&addr.to_string())), ("error", V::S(&e.to_string()))]);
+            None
         }
     }
-    Some((fds, addr))
 }
 
 /// Runs the server until SIGTERM/SIGINT has drained it. Returns the exit code.
@@ -162,7 +152,7 @@ pub fn serve(cfg: Config) -> i32 {
         let Some((fds, a)) = listen_all(cfg.tls_listen, workers, "cannot listen (https)") else { return 1 };
         (tls_listeners, tls_addr) = (fds, a);
     }
-    let admin = match TcpListener::bind(cfg.admin_listen) {
+    let admin = match server::listen::listen_admin(cfg.admin_listen) {
         Ok(l) => l,
         Err(e) => {
             log::error(

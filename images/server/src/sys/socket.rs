@@ -203,3 +203,10 @@ pub fn wait_readable(fd: RawFd, timeout_ms: i32) -> bool {
     super::signal::poll(&mut p, timeout_ms);
     p[0].revents & libc::POLLIN != 0
 }
+
+/// A listening socket made here as a std `TcpListener` (the admin thread uses std's accept and streams).
+pub fn into_std_listener(fd: RawFd) -> std::net::TcpListener {
+    use std::os::fd::FromRawFd;
+    // SAFETY: `fd` is a listening TCP socket the caller just created and hands over: nothing else owns or closes it.
+    unsafe { std::net::TcpListener::from_raw_fd(fd) }
+}
