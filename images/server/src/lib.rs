@@ -14,6 +14,7 @@ pub mod headers;
 pub mod http1;
 pub mod http2;
 pub mod log;
+pub mod publish;
 pub mod rules;
 pub mod server;
 pub mod site;
@@ -148,7 +149,7 @@ pub fn serve(cfg: Config) -> i32 {
             "tls certificate loaded",
             &[("cert", V::S(&files.cert.display().to_string())), ("not_after", V::U(built.not_after as u64))],
         );
-        tls_state = Some((tls::Published::new(built, resumption), tls::watch::CertWatch::new(files.clone(), material)));
+        tls_state = Some((tls::TlsState::new(built, resumption), tls::watch::CertWatch::new(files.clone(), material)));
         let Some((fds, a)) = listen_all(cfg.tls_listen, workers, "cannot listen (https)") else { return 1 };
         (tls_listeners, tls_addr) = (fds, a);
     }

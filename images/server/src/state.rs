@@ -2,7 +2,9 @@
 //! through a generation counter: one atomic load per loop iteration, the mutex only when it changed.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+
+use crate::publish::Published;
 
 use crate::compress::encoder;
 use crate::config::Config;
@@ -75,8 +77,8 @@ pub fn bump(c: &AtomicU64, by: u64) {
 
 pub struct Shared {
     pub cfg: Config,
-    table: Mutex<Arc<Table>>,
-    generation: AtomicU64,
+    /// The content table the workers serve (swapped whole at reload).
+    pub table: Published<Table>,
     /// First load done.
     pub loaded: AtomicBool,
     /// SIGTERM received: /readyz fails.
@@ -95,7 +97,7 @@ pub struct Shared {
     /// The background encoder's store and progress (encoder.rs).
     pub encoder: encoder::State,
     /// HTTPS configuration and certificate reload state; None when TLS is off (set before the Arc is made).
-    pub tls: Option<crate::tls::Published>,
+    pub tls: Option<crate::tls::TlsState>,
     /// Set to the serving generation when a content load starts: a connection whose unsent output still holds a
     /// table older than this is closed by its worker, so a slow reader never keeps a third generation alive
     /// (the memory budget counts two: the serving table and the one being loaded).
@@ -114,8 +116,7 @@ impl Shared {
         Shared {
             encoder: encoder::State::new(&cfg),
             cfg,
-            table: Mutex::new(Arc::new(Table::default())),
-            generation: AtomicU64::new(0),
+            table: Published::new(Arc::new(Table::default())),
             loaded: AtomicBool::new(false),
             draining: AtomicBool::new(false),
             stop_accepting: AtomicBool::new(false),
@@ -134,31 +135,22 @@ impl Shared {
     }
 
     pub fn generation(&self) -> u64 {
-        self.generation.load(Ordering::Acquire)
+        self.table.generation()
     }
 
     /// The current table and its generation (takes the mutex: not for the per-request path).
     pub fn table(&self) -> (Arc<Table>, u64) {
-        let g = self.table.lock().unwrap_or_else(|e| e.into_inner());
-        (g.clone(), self.generation.load(Ordering::Acquire))
+        self.table.get()
     }
 
     /// Installs a new table; workers pick it up on their next loop iteration.
     pub fn swap(&self, t: Table) {
-        let mut g = self.table.lock().unwrap_or_else(|e| e.into_inner());
-        *g = Arc::new(t);
-        self.generation.fetch_add(1, Ordering::AcqRel);
+        self.table.set(Arc::new(t));
     }
 
     /// Installs `t` only if no other table was installed since `generation` was read; false otherwise.
     pub fn swap_if(&self, generation: u64, t: Table) -> bool {
-        let mut g = self.table.lock().unwrap_or_else(|e| e.into_inner());
-        if self.generation.load(Ordering::Acquire) != generation {
-            return false;
-        }
-        *g = Arc::new(t);
-        self.generation.fetch_add(1, Ordering::AcqRel);
-        true
+        self.table.set_if(generation, Arc::new(t))
     }
 
     pub fn ready(&self) -> bool {

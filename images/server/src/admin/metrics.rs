@@ -31,7 +31,7 @@ fn family(out: &mut String, name: &str, kind: &str, help: &str) {
 }
 
 /// HTTPS: certificate expiry and reloads, handshakes by outcome (only present when TLS is on).
-fn tls_families(out: &mut String, s: &Shared, t: &crate::tls::Published) {
+fn tls_families(out: &mut String, s: &Shared, t: &crate::tls::TlsState) {
     let sum = |f: &dyn Fn(&crate::state::WorkerStats) -> u64| s.stats.iter().map(f).sum::<u64>();
     family(
         out,

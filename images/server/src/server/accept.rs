@@ -46,7 +46,7 @@ impl Worker {
                 bump(&self.stats().connections_refused, 1);
                 continue;
             }
-            let conn = match (tls, &self.tls_config) {
+            let conn = match (tls, self.tls_config.as_ref().map(|l| &l.value)) {
                 (false, _) => None,
                 (true, Some(cfg)) => match ServerConnection::new(cfg.clone()) {
                     Ok(c) => Some(Box::new(c)),

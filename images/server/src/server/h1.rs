@@ -20,7 +20,7 @@ impl Worker {
         // Whether the last request answered was whole and without a body (see Then::Close).
         let mut bodiless = false;
         // The table outlives the batch: the worker only swaps it between loop iterations.
-        let table = sys::mem::detach(&self.table);
+        let table = sys::mem::detach(&self.table.value);
         let force_close_base = self.closing;
         // Every request in this read arrived together, so their durations start together: one clock read per
         // batch (pipelined ×16 reads the clock twice per batch, not twice per request), taken at the first

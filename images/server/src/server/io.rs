@@ -210,11 +210,11 @@ impl Worker {
                 Flow::Continue
             }
             WriteResult::Blocked => {
-                let p = Pending::from_rest(&self.out.buf, &self.out.segs[cur..], self.table.clone());
+                let p = Pending::from_rest(&self.out.buf, &self.out.segs[cur..], self.table.value.clone());
                 self.out.clear();
                 let c = &mut self.conns[idx];
                 c.pending = Some(p);
-                c.pending_gen = self.table_gen;
+                c.pending_gen = self.table.generation;
                 // The batch finishes when the pending output does (on_writable); swapping keeps both
                 // vectors' capacity instead of allocating.
                 std::mem::swap(&mut self.batch, &mut c.inflight);

@@ -24,6 +24,7 @@ use rustls::ServerConfig;
 use crate::datecache::DateCache;
 use crate::http1::out::Out;
 use crate::http1::parser;
+use crate::publish::Local;
 use crate::site::content::Table;
 use crate::state::{Shared, WorkerStats};
 use crate::sys;
@@ -56,8 +57,8 @@ pub struct Worker {
     rbuf: Box<[u8]>,
     out: Out,
     pathbuf: Box<[u8]>,
-    table: Arc<Table>,
-    table_gen: u64,
+    /// The content table this worker serves, refreshed between batches.
+    table: Local<Table>,
     date: DateCache,
     now_ms: u64,
     closing: bool,
@@ -72,10 +73,9 @@ pub struct Worker {
     keepalive_ms: u64,
     max_age_ms: u64,
     max_requests: u64,
-    /// HTTPS: the listener (-1 without TLS), the configuration new handshakes use and its generation.
+    /// HTTPS: the listener (-1 without TLS) and the configuration new handshakes use.
     tls_listener: RawFd,
-    tls_config: Option<Arc<ServerConfig>>,
-    tls_gen: u64,
+    tls_config: Option<Local<ServerConfig>>,
     /// File-backed bodies pass through here on their way into TLS records (empty without TLS).
     scratch: Box<[u8]>,
     /// The Date line followed by Strict-Transport-Security, for HTTPS responses when `--hsts` is set.
@@ -93,14 +93,8 @@ pub struct Worker {
 impl Worker {
     /// `tls_listener` is -1 when HTTPS is off.
     pub fn new(id: usize, shared: Arc<Shared>, listener: RawFd, tls_listener: RawFd) -> Worker {
-        let (table, table_gen) = shared.table();
-        let (tls_config, tls_gen) = match &shared.tls {
-            Some(p) => {
-                let (c, g) = p.config();
-                (Some(c), g)
-            }
-            None => (None, 0),
-        };
+        let table = Local::new(&shared.table);
+        let tls_config = shared.tls.as_ref().map(|t| Local::new(&t.config));
         let cfg = &shared.cfg;
         let ms = |d: std::time::Duration| (d.as_millis() as u64).max(1);
         Worker {
@@ -114,7 +108,6 @@ impl Worker {
             out: Out::default(),
             pathbuf: vec![0u8; parser::MAX_REQUEST_LINE].into_boxed_slice(),
             table,
-            table_gen,
             date: DateCache::new(),
             now_ms: monotonic_ms(),
             closing: false,
@@ -130,7 +123,6 @@ impl Worker {
             tls_listener,
             scratch: vec![0u8; if tls_config.is_some() { tls::stream::SCRATCH } else { 0 }].into_boxed_slice(),
             tls_config,
-            tls_gen,
             hsts_date: Vec::new(),
             redirect_port: cfg.https_redirect,
             max_conns: cfg.max_connections_per_worker,
@@ -159,12 +151,7 @@ impl Worker {
             let n = self.ep().wait(&mut events, timeout);
             self.now_ms = monotonic_ms();
             self.date.refresh();
-            let g = self.shared.generation();
-            if g != self.table_gen {
-                let (t, g) = self.shared.table();
-                self.table = t;
-                self.table_gen = g;
-            }
+            self.table.refresh(&self.shared.table);
             self.refresh_tls();
             for (data, flags) in events.ready(n) {
                 if data == LISTENER || data == TLS_LISTENER {
@@ -217,12 +204,8 @@ impl Worker {
     /// Once per loop iteration: a rotated certificate (one atomic load; the mutex only when it changed), and
     /// the Date line with HSTS when the second turned.
     fn refresh_tls(&mut self) {
-        let Some(p) = &self.shared.tls else { return };
-        if p.generation() != self.tls_gen {
-            let (c, g) = p.config();
-            self.tls_config = Some(c);
-            self.tls_gen = g;
-        }
+        let (Some(p), Some(local)) = (&self.shared.tls, &mut self.tls_config) else { return };
+        local.refresh(&p.config);
         if let Some(h) = &self.shared.cfg.hsts {
             let d = self.date.line();
             if !self.hsts_date.starts_with(d) {

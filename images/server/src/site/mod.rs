@@ -9,3 +9,4 @@ pub mod load_error;
 pub mod loader;
 pub mod memory;
 pub mod mime;
+pub mod walk;
