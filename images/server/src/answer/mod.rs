@@ -4,5 +4,6 @@
 
 pub mod conditional;
 pub mod cors;
+pub mod file;
 pub mod path;
 pub mod range;

@@ -1,11 +1,11 @@
-//! Turns one parsed request into response bytes in the batch `Out`: method check, path normalisation,
-//! lookup (index, directory redirect, SPA fallback, custom 404), encoding negotiation, conditionals, ranges,
-//! OPTIONS and CORS (cors.rs). Everything is copied from precomputed blocks; nothing is allocated.
+//! Turns one parsed request into HTTP/1.1 response bytes in the batch `Out`: method check, path normalisation,
+//! lookup (index, directory redirect, SPA fallback, custom 404), OPTIONS and CORS (answer/cors.rs), and a file's
+//! answer (encoding, conditionals, ranges: decided in answer/file.rs, framed here). Everything is copied from
+//! precomputed blocks; nothing is allocated.
 
-use crate::answer::conditional::{self, Conditions, Outcome};
+use crate::answer::conditional::Conditions;
+use crate::answer::file::{self, FileAnswer, FileAsk, FileReply};
 use crate::answer::path;
-use crate::answer::range::{self, RangeResult};
-use crate::compress::encoding::{self, Encoding};
 use crate::http1::out::Out;
 use crate::http1::parser::{Method, ParseError, Request, Version};
 use crate::rules;
@@ -181,14 +181,6 @@ fn body(out: &mut Out, v: &Variant, start: u64, len: u64) {
 /// The methods every path allows (405 and OPTIONS say so).
 const ALLOW: &[u8] = b"Allow: GET, HEAD, OPTIONS\r\n";
 
-/// The `Access-Control-Allow-Origin` line a GET/HEAD of `e` gets for its `Origin`, when the file's CORS rule
-/// lists that origin (`*` rules have theirs in the header block).
-#[inline]
-fn cors_line<'t>(ctx: &Ctx<'t>, req: &Request, e: &'t FileEntry) -> Option<&'t [u8]> {
-    let (origin, i) = (req.origin?, e.headers.cors?);
-    ctx.table.cors[i as usize].allow_line(origin)
-}
-
 /// `OPTIONS *` and `OPTIONS /path`: 204 with `Allow`. A CORS preflight (with `Origin` and
 /// `Access-Control-Request-Method`) for a file under a `--cors` rule that allows the origin and method also gets
 /// the rule's `Access-Control-Allow-*` lines; refused, it gets none (the browser then blocks the request).
@@ -225,82 +217,86 @@ fn options(out: &mut Out, ctx: &Ctx, req: &Request, pathbuf: &mut [u8], close: b
     Resp { status: 204, close, bytes: (out.buf.len() - start) as u64, body: 0 }
 }
 
+impl<'a> From<&Request<'a>> for FileAsk<'a> {
+    #[inline]
+    fn from(req: &Request<'a>) -> FileAsk<'a> {
+        FileAsk {
+            get: req.method == Method::Get,
+            accept_encoding: req.accept_encoding,
+            conditions: Conditions {
+                if_match: req.if_match,
+                if_unmodified_since: req.if_unmodified_since,
+                if_none_match: req.if_none_match,
+                if_modified_since: req.if_modified_since,
+            },
+            range: req.range,
+            if_range: req.if_range,
+            origin: req.origin,
+        }
+    }
+}
+
+/// A GET or HEAD of file `e`: the protocol-agnostic decision (answer/file.rs) framed as HTTP/1.1.
 pub(crate) fn serve(out: &mut Out, ctx: &Ctx, req: &Request, e: &FileEntry, close: bool) -> Resp {
     let v10 = req.version == Version::Http10;
-    let cors = cors_line(ctx, req, e);
     let head = req.method == Method::Head;
-    let enc = if e.negotiable() { encoding::negotiate(req.accept_encoding, e.available()) } else { Encoding::Identity };
-    let v = e.variant(enc);
+    let FileReply { answer, cors } = file::decide(ctx.table, &FileAsk::from(req), e);
     let start = out.buf.len();
-    let conds = Conditions {
-        if_match: req.if_match,
-        if_unmodified_since: req.if_unmodified_since,
-        if_none_match: req.if_none_match,
-        if_modified_since: req.if_modified_since,
-    };
-    match conditional::evaluate(&conds, &v.etag, e.last_modified) {
-        Outcome::NotModified => {
+    match answer {
+        FileAnswer::NotModified(v) => {
             out.bytes(b"HTTP/1.1 304 Not Modified\r\n");
             out.bytes(&v.fields_304);
             if let Some(c) = cors {
                 out.bytes(c);
             }
             end_head(out, ctx, close, v10);
-            return Resp { status: 304, close, bytes: (out.buf.len() - start) as u64, body: 0 };
+            Resp { status: 304, close, bytes: (out.buf.len() - start) as u64, body: 0 }
         }
-        Outcome::PreconditionFailed => return simple(out, ctx, 412, &[], close, v10, head),
-        Outcome::Proceed => {}
-    }
-    if let (Some(r), Method::Get) = (req.range, req.method) {
-        if conditional::if_range_allows(req.if_range, &v.etag, e.last_modified) {
-            match range::evaluate(r, v.len) {
-                RangeResult::Full => {}
-                RangeResult::Partial { start: s, end: last } => {
-                    let n = last - s + 1;
-                    out.bytes(b"HTTP/1.1 206 Partial Content\r\nContent-Range: bytes ");
-                    out.num(s);
-                    out.bytes(b"-");
-                    out.num(last);
-                    out.bytes(b"/");
-                    out.num(v.len);
-                    out.bytes(b"\r\nContent-Length: ");
-                    out.num(n);
-                    out.bytes(b"\r\n");
-                    out.bytes(&v.fields);
-                    if let Some(c) = cors {
-                        out.bytes(c);
-                    }
-                    end_head(out, ctx, close, v10);
-                    let hl = (out.buf.len() - start) as u64;
-                    body(out, v, s, n);
-                    return Resp { status: 206, close, bytes: hl + n, body: n };
-                }
-                RangeResult::Unsatisfiable => {
-                    let hs = out.buf.len();
-                    status_line(out, 416);
-                    out.bytes(b"Content-Range: bytes */");
-                    out.num(v.len);
-                    out.bytes(b"\r\nContent-Length: 0\r\n");
-                    if e.negotiable() {
-                        out.bytes(b"Vary: Accept-Encoding\r\n");
-                    }
-                    end_head(out, ctx, close, v10);
-                    return Resp { status: 416, close, bytes: (out.buf.len() - hs) as u64, body: 0 };
-                }
+        FileAnswer::PreconditionFailed => simple(out, ctx, 412, &[], close, v10, head),
+        FileAnswer::Part { v, start: s, len: n } => {
+            out.bytes(b"HTTP/1.1 206 Partial Content\r\nContent-Range: bytes ");
+            out.num(s);
+            out.bytes(b"-");
+            out.num(s + n - 1);
+            out.bytes(b"/");
+            out.num(v.len);
+            out.bytes(b"\r\nContent-Length: ");
+            out.num(n);
+            out.bytes(b"\r\n");
+            out.bytes(&v.fields);
+            if let Some(c) = cors {
+                out.bytes(c);
             }
+            end_head(out, ctx, close, v10);
+            let hl = (out.buf.len() - start) as u64;
+            body(out, v, s, n);
+            Resp { status: 206, close, bytes: hl + n, body: n }
+        }
+        FileAnswer::Unsatisfiable(v) => {
+            status_line(out, 416);
+            out.bytes(b"Content-Range: bytes */");
+            out.num(v.len);
+            out.bytes(b"\r\nContent-Length: 0\r\n");
+            if e.negotiable() {
+                out.bytes(b"Vary: Accept-Encoding\r\n");
+            }
+            end_head(out, ctx, close, v10);
+            Resp { status: 416, close, bytes: (out.buf.len() - start) as u64, body: 0 }
+        }
+        FileAnswer::Whole(v) => {
+            out.bytes(&v.head_200);
+            if let Some(c) = cors {
+                out.bytes(c);
+            }
+            end_head(out, ctx, close, v10);
+            let hl = (out.buf.len() - start) as u64;
+            if head {
+                return Resp { status: 200, close, bytes: hl, body: 0 };
+            }
+            body(out, v, 0, v.len);
+            Resp { status: 200, close, bytes: hl + v.len, body: v.len }
         }
     }
-    out.bytes(&v.head_200);
-    if let Some(c) = cors {
-        out.bytes(c);
-    }
-    end_head(out, ctx, close, v10);
-    let hl = (out.buf.len() - start) as u64;
-    if head {
-        return Resp { status: 200, close, bytes: hl, body: 0 };
-    }
-    body(out, v, 0, v.len);
-    Resp { status: 200, close, bytes: hl + v.len, body: v.len }
 }
 
 /// A site page (error page, not-found page) served with an error status.
