@@ -1,5 +1,11 @@
 //! hyperstatic-server: a static HTTP/1.1 server that keeps the whole site in memory with precomputed
 //! responses, runs one pinned epoll worker per CPU it may use, and reloads content live.
+//!
+//! Layers, bottom up: `sys` (every system call and every `unsafe`, behind thin safe wrappers), the transport
+//! (`server`: the worker's epoll loop and connections; `tls`), the protocols (`http1`; `http2`, sans-IO, not wired
+//! in yet), and the protocol-agnostic core that decides what a request gets (`answer`, `rules`, `headers`,
+//! `compress`, `site`). What reload swaps is a `publish::Published<T>`; `admin`, `control` and `state` run the
+//! process around the workers. This file starts it: `check` for `--check`, `serve` for everything else.
 
 pub mod access;
 pub mod admin;
