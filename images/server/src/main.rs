@@ -1,3 +1,5 @@
+//! The binary: `hyperstatic-server precompress DIR` (compress/precompress.rs), `--check`, or serve (lib.rs).
+
 use hyperstatic_server::config::Config;
 
 fn main() {
