@@ -159,7 +159,7 @@ fn content_line(out: &mut String, e: &crate::site::content::FileEntry) {
 
 /// A whole response; every admin response closes its connection.
 fn response(status: u16, ctype: &str, body: &str, head_only: bool) -> Vec<u8> {
-    let reason = crate::http1::respond::reason(status);
+    let reason = crate::answer::reply::reason(status);
     let mut resp = format!(
         "HTTP/1.1 {status} {reason}\r\nContent-Type: {ctype}\r\nContent-Length: {}\r\nCache-Control: no-store\r\nConnection: close\r\n\r\n",
         body.len()

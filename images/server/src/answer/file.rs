@@ -1,17 +1,19 @@
 //! The answer to a GET or HEAD of a file, decided without any protocol's framing: which encoded variant (by
 //! Accept-Encoding), what the conditionals say (304, 412), which bytes a Range asks for (206, 416), and the CORS
-//! line the file's rule grants the request's Origin. HTTP/1.1 frames the result (http1/respond.rs); an HTTP/2
-//! stream builds the same `FileAsk` from its header fields and frames the same `FileReply`.
+//! line the file's rule grants the request's Origin; `reply` turns that into the response description
+//! (answer/reply.rs) every protocol frames.
 
 use crate::answer::conditional::{self, Conditions, Outcome};
 use crate::answer::range::{self, RangeResult};
+use crate::answer::reply::{Body, Head, Reply};
 use crate::compress::encoding::{self, Encoding};
 use crate::site::content::{FileEntry, Table, Variant};
 
 /// The parts of a request a file answer depends on, whatever protocol carried it.
 #[derive(Clone, Copy)]
 pub struct FileAsk<'a> {
-    /// GET rather than HEAD: only a GET's Range is honoured.
+    /// GET rather than HEAD (a file is only asked for by these two): only a GET gets a body and has its Range
+    /// honoured.
     pub get: bool,
     pub accept_encoding: Option<&'a [u8]>,
     pub conditions: Conditions<'a>,
@@ -67,4 +69,24 @@ pub fn decide<'t>(table: &'t Table, ask: &FileAsk, e: &'t FileEntry) -> FileRepl
         },
     };
     FileReply { answer, cors }
+}
+
+/// The response description of `decide`'s answer: status, header kind, body (none for HEAD).
+#[inline]
+pub fn reply<'t>(table: &'t Table, ask: &FileAsk, e: &'t FileEntry) -> Reply<'t> {
+    let FileReply { answer, cors } = decide(table, ask, e);
+    match answer {
+        FileAnswer::Whole(v) => {
+            let body = if ask.get { Body::Variant { v, start: 0, len: v.len } } else { Body::None };
+            Reply { status: 200, head: Head::File { v, cors }, body }
+        }
+        FileAnswer::Part { v, start, len } => {
+            Reply { status: 206, head: Head::Part { v, start, len, cors }, body: Body::Variant { v, start, len } }
+        }
+        FileAnswer::NotModified(v) => Reply { status: 304, head: Head::NotModified { v, cors }, body: Body::None },
+        FileAnswer::PreconditionFailed => Reply::plain(412, false, !ask.get),
+        FileAnswer::Unsatisfiable(v) => {
+            Reply { status: 416, head: Head::Unsatisfiable { len: v.len, vary: e.negotiable() }, body: Body::None }
+        }
+    }
 }

@@ -1,27 +1,18 @@
-//! Turns one parsed request into HTTP/1.1 response bytes in the batch `Out`: method check, path normalisation,
-//! lookup (index, directory redirect, SPA fallback, custom 404), OPTIONS and CORS (answer/cors.rs), and a file's
-//! answer (encoding, conditionals, ranges: decided in answer/file.rs, framed here). Everything is copied from
-//! precomputed blocks; nothing is allocated.
+//! One parsed HTTP/1.1 request → its answer from the core (answer/request.rs), framed into the batch `Out`
+//! (http1/frame.rs); also the answers only HTTP/1.1 has: a head the parser rejected, a head that did not
+//! arrive in time. What is HTTP/1.1's own here is the connection's fate (`close`, HTTP/1.0 keep-alive) and
+//! reading the answer's inputs out of the parsed head.
 
 use crate::answer::conditional::Conditions;
-use crate::answer::file::{self, FileAnswer, FileAsk, FileReply};
-use crate::answer::path;
+use crate::answer::file::FileAsk;
+use crate::answer::reply::Reply;
+use crate::answer::request::{self, Ask, Site};
+use crate::http1::frame::{self, Conn};
 use crate::http1::out::Out;
-use crate::http1::parser::{Method, ParseError, Request, Version};
-use crate::rules;
-use crate::site::content::{Body, FileEntry, Table, Target, Variant};
-use std::os::fd::AsRawFd;
+use crate::http1::parser::{self, Method, ParseError, Request, Version};
+use crate::site::content::Table;
 
-/// Per-response facts the worker needs: status for metrics/logs, whether to close, bytes queued.
-#[derive(Debug, Clone, Copy)]
-pub struct Resp {
-    pub status: u16,
-    pub close: bool,
-    /// Head and body (hyperstatic_response_bytes_total).
-    pub bytes: u64,
-    /// Body only (the access log's `bytes`).
-    pub body: u64,
-}
+pub use crate::http1::frame::Resp;
 
 pub struct Ctx<'a> {
     pub table: &'a Table,
@@ -30,71 +21,6 @@ pub struct Ctx<'a> {
     /// The server wants this connection closed after the response (limits reached, draining).
     pub force_close: bool,
     pub spa_fallback: bool,
-}
-
-pub fn reason(status: u16) -> &'static str {
-    match status {
-        200 => "OK",
-        204 => "No Content",
-        206 => "Partial Content",
-        301 => "Moved Permanently",
-        302 => "Found",
-        307 => "Temporary Redirect",
-        308 => "Permanent Redirect",
-        304 => "Not Modified",
-        400 => "Bad Request",
-        404 => "Not Found",
-        405 => "Method Not Allowed",
-        408 => "Request Timeout",
-        412 => "Precondition Failed",
-        414 => "URI Too Long",
-        416 => "Range Not Satisfiable",
-        431 => "Request Header Fields Too Large",
-        501 => "Not Implemented",
-        503 => "Service Unavailable",
-        505 => "HTTP Version Not Supported",
-        _ => "Unknown",
-    }
-}
-
-pub(crate) fn status_line(out: &mut Out, status: u16) {
-    out.bytes(b"HTTP/1.1 ");
-    out.num(status as u64);
-    out.bytes(b" ");
-    out.bytes(reason(status).as_bytes());
-    out.bytes(b"\r\n");
-}
-
-pub(crate) fn end_head(out: &mut Out, ctx: &Ctx, close: bool, v10: bool) {
-    out.bytes(ctx.date_line);
-    if close {
-        out.bytes(b"Connection: close\r\n");
-    } else if v10 {
-        out.bytes(b"Connection: keep-alive\r\n");
-    }
-    out.bytes(b"\r\n");
-}
-
-/// A small text/plain error or redirect response.
-fn simple(out: &mut Out, ctx: &Ctx, status: u16, extra: &[&[u8]], close: bool, v10: bool, head: bool) -> Resp {
-    let start = out.buf.len();
-    status_line(out, status);
-    let r = reason(status).as_bytes();
-    out.bytes(b"Content-Type: text/plain; charset=utf-8\r\nContent-Length: ");
-    out.num(r.len() as u64 + 5);
-    out.bytes(b"\r\n");
-    for e in extra {
-        out.bytes(e);
-    }
-    end_head(out, ctx, close, v10);
-    let hl = out.buf.len();
-    if !head {
-        out.num(status as u64);
-        out.bytes(b" ");
-        out.bytes(r);
-        out.bytes(b"\n");
-    }
-    Resp { status, close, bytes: (out.buf.len() - start) as u64, body: (out.buf.len() - hl) as u64 }
 }
 
 /// The response to a request head the parser rejected; the connection always closes.
@@ -106,115 +32,12 @@ pub fn parse_error(out: &mut Out, ctx: &Ctx, e: ParseError) -> Resp {
         ParseError::NotImplemented => 501,
         ParseError::VersionNotSupported => 505,
     };
-    simple(out, ctx, status, &[], true, false, false)
+    frame::frame(out, &Reply::plain(status, false, false), Conn { date_line: ctx.date_line, close: true, v10: false })
 }
 
 /// 408 for a connection that did not send a complete head in time.
 pub fn timeout(out: &mut Out, ctx: &Ctx) -> Resp {
-    simple(out, ctx, 408, &[], true, false, false)
-}
-
-/// The host of a Host header without its port (`example.com:8080` → `example.com`, `[::1]:80` → `[::1]`), if it
-/// is a plausible host name or address literal: it goes into a Location header and a URL.
-fn host_without_port(h: &[u8]) -> Option<&[u8]> {
-    let host = if h.first() == Some(&b'[') {
-        &h[..=h.iter().position(|&b| b == b']')?]
-    } else {
-        h.split(|&b| b == b':').next()?
-    };
-    let ok = |b: &u8| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b'_' | b'[' | b']' | b':');
-    (!host.is_empty() && host.iter().all(ok)).then_some(host)
-}
-
-/// `--https-redirect`: 308 to the same target over https on `port` (left out when 443). A request without a
-/// usable Host gets 400: there is no URL to send it to.
-pub fn https_redirect(out: &mut Out, ctx: &Ctx, req: &Request, port: u16) -> Resp {
-    let v10 = req.version == Version::Http10;
-    let close = ctx.force_close || !req.keep_alive() || req.has_body();
-    let Some(host) = req.host.and_then(host_without_port) else {
-        return simple(out, ctx, 400, &[], close, v10, req.method == Method::Head);
-    };
-    let start = out.buf.len();
-    status_line(out, 308);
-    out.bytes(b"Location: https://");
-    out.bytes(host);
-    if port != 443 {
-        out.bytes(b":");
-        out.num(port as u64);
-    }
-    // The path and query as sent (printable ASCII: the parser admits nothing else in a target).
-    out.bytes(if req.path.starts_with(b"/") { req.path } else { b"/" });
-    end_redirect(out, ctx, req, Resp { status: 308, close, bytes: start as u64, body: 0 })
-}
-
-/// Makes the site-relative Location value written at `out.buf[at..]` stay on this site. A value starting with
-/// `//` or `/\\` is a network-path reference that browsers resolve to another host: `GET //evil.example/..%2fdocs`
-/// normalises to the directory `/docs`, and its slash redirect would otherwise say `Location:
-/// //evil.example/..%2fdocs/`. Extra leading slashes (and backslashes) are dropped, leaving `/evil.example/..`,
-/// a path on this site that normalises to the same place. The value is still in the open head run of `out`
-/// (nothing sealed it), so removing a byte in place is safe; it allocates nothing.
-pub(crate) fn keep_on_site(out: &mut Out, at: usize) {
-    while out.buf.get(at) == Some(&b'/') && matches!(out.buf.get(at + 1), Some(b'/' | b'\\')) {
-        out.buf.remove(at + 1);
-    }
-}
-
-/// The rest of a redirect after its Location path: the query, an empty body, the end of the head. `r.bytes`
-/// holds where the response started in `out`.
-fn end_redirect(out: &mut Out, ctx: &Ctx, req: &Request, r: Resp) -> Resp {
-    if let Some(q) = req.query {
-        out.bytes(b"?");
-        out.bytes(q);
-    }
-    out.bytes(b"\r\nContent-Length: 0\r\n");
-    end_head(out, ctx, r.close, req.version == Version::Http10);
-    Resp { bytes: out.buf.len() as u64 - r.bytes, ..r }
-}
-
-fn body(out: &mut Out, v: &Variant, start: u64, len: u64) {
-    match &v.body {
-        Body::Mem(b) => out.body(&b[start as usize..(start + len) as usize]),
-        Body::Disk(f) => out.file(f.as_raw_fd(), start, len),
-    }
-}
-
-/// The methods every path allows (405 and OPTIONS say so).
-const ALLOW: &[u8] = b"Allow: GET, HEAD, OPTIONS\r\n";
-
-/// `OPTIONS *` and `OPTIONS /path`: 204 with `Allow`. A CORS preflight (with `Origin` and
-/// `Access-Control-Request-Method`) for a file under a `--cors` rule that allows the origin and method also gets
-/// the rule's `Access-Control-Allow-*` lines; refused, it gets none (the browser then blocks the request).
-fn options(out: &mut Out, ctx: &Ctx, req: &Request, pathbuf: &mut [u8], close: bool) -> Resp {
-    let v10 = req.version == Version::Http10;
-    let (mut granted, mut vary) = (None, false);
-    if req.path != b"*" {
-        let n = match path::normalize(req.path, pathbuf) {
-            Ok(n) => n,
-            Err(path::PathError::Bad) => return simple(out, ctx, 400, &[], close, v10, false),
-            Err(path::PathError::TooLong) => return simple(out, ctx, 414, &[], close, v10, false),
-        };
-        if let (Some(origin), Some(method), Some(Target::File(i))) =
-            (req.origin, req.access_control_request_method, ctx.table.lookup(&pathbuf[..n]))
-        {
-            if let Some(r) = ctx.table.entry(i).headers.cors {
-                let rule = &ctx.table.cors[r as usize];
-                vary = !rule.any;
-                granted = rule.preflight(origin, method);
-            }
-        }
-    }
-    let start = out.buf.len();
-    status_line(out, 204);
-    out.bytes(ALLOW);
-    if let Some((origin_line, lines)) = granted {
-        out.bytes(origin_line);
-        out.bytes(lines);
-    }
-    if vary {
-        out.bytes(b"Vary: Origin\r\n");
-    }
-    end_head(out, ctx, close, v10);
-    Resp { status: 204, close, bytes: (out.buf.len() - start) as u64, body: 0 }
+    frame::frame(out, &Reply::plain(408, false, false), Conn { date_line: ctx.date_line, close: true, v10: false })
 }
 
 impl<'a> From<&Request<'a>> for FileAsk<'a> {
@@ -236,177 +59,53 @@ impl<'a> From<&Request<'a>> for FileAsk<'a> {
     }
 }
 
-/// A GET or HEAD of file `e`: the protocol-agnostic decision (answer/file.rs) framed as HTTP/1.1.
-pub(crate) fn serve(out: &mut Out, ctx: &Ctx, req: &Request, e: &FileEntry, close: bool) -> Resp {
-    let v10 = req.version == Version::Http10;
-    let head = req.method == Method::Head;
-    let FileReply { answer, cors } = file::decide(ctx.table, &FileAsk::from(req), e);
-    let start = out.buf.len();
-    match answer {
-        FileAnswer::NotModified(v) => {
-            out.bytes(b"HTTP/1.1 304 Not Modified\r\n");
-            out.bytes(&v.fields_304);
-            if let Some(c) = cors {
-                out.bytes(c);
+impl<'a> From<&Request<'a>> for Ask<'a> {
+    #[inline]
+    fn from(req: &Request<'a>) -> Ask<'a> {
+        let (method, path) = match req.method {
+            Method::Get => (request::Method::Get, req.path),
+            Method::Head => (request::Method::Head, req.path),
+            Method::Options => (request::Method::Options, req.path),
+            // The parser leaves the path of other methods at `/` (they are answered before the path matters);
+            // their 405 page is chosen by the target's path, `/` when it does not split.
+            Method::Other => {
+                (request::Method::Other, parser::split_target(req.target).map_or(&b"/"[..], |(raw, _)| raw))
             }
-            end_head(out, ctx, close, v10);
-            Resp { status: 304, close, bytes: (out.buf.len() - start) as u64, body: 0 }
-        }
-        FileAnswer::PreconditionFailed => simple(out, ctx, 412, &[], close, v10, head),
-        FileAnswer::Part { v, start: s, len: n } => {
-            out.bytes(b"HTTP/1.1 206 Partial Content\r\nContent-Range: bytes ");
-            out.num(s);
-            out.bytes(b"-");
-            out.num(s + n - 1);
-            out.bytes(b"/");
-            out.num(v.len);
-            out.bytes(b"\r\nContent-Length: ");
-            out.num(n);
-            out.bytes(b"\r\n");
-            out.bytes(&v.fields);
-            if let Some(c) = cors {
-                out.bytes(c);
-            }
-            end_head(out, ctx, close, v10);
-            let hl = (out.buf.len() - start) as u64;
-            body(out, v, s, n);
-            Resp { status: 206, close, bytes: hl + n, body: n }
-        }
-        FileAnswer::Unsatisfiable(v) => {
-            status_line(out, 416);
-            out.bytes(b"Content-Range: bytes */");
-            out.num(v.len);
-            out.bytes(b"\r\nContent-Length: 0\r\n");
-            if e.negotiable() {
-                out.bytes(b"Vary: Accept-Encoding\r\n");
-            }
-            end_head(out, ctx, close, v10);
-            Resp { status: 416, close, bytes: (out.buf.len() - start) as u64, body: 0 }
-        }
-        FileAnswer::Whole(v) => {
-            out.bytes(&v.head_200);
-            if let Some(c) = cors {
-                out.bytes(c);
-            }
-            end_head(out, ctx, close, v10);
-            let hl = (out.buf.len() - start) as u64;
-            if head {
-                return Resp { status: 200, close, bytes: hl, body: 0 };
-            }
-            body(out, v, 0, v.len);
-            Resp { status: 200, close, bytes: hl + v.len, body: v.len }
+            Method::Unknown => (request::Method::Unknown, req.path),
+        };
+        Ask {
+            method,
+            path,
+            query: req.query,
+            accept: req.accept,
+            access_control_request_method: req.access_control_request_method,
+            file: FileAsk::from(req),
         }
     }
 }
 
-/// A site page (error page, not-found page) served with an error status.
-fn error_page(
-    out: &mut Out,
-    ctx: &Ctx,
-    req: &Request,
-    status: u16,
-    e: &FileEntry,
-    extra: &[&[u8]],
-    close: bool,
-) -> Resp {
-    let v10 = req.version == Version::Http10;
-    let v = e.identity();
-    let start = out.buf.len();
-    status_line(out, status);
-    out.bytes(b"Content-Type: ");
-    out.bytes(e.mime.as_bytes());
-    out.bytes(b"\r\nContent-Length: ");
-    out.num(v.len);
-    out.bytes(b"\r\nCache-Control: no-cache\r\n");
-    for x in extra {
-        out.bytes(x);
-    }
-    end_head(out, ctx, close, v10);
-    let hl = (out.buf.len() - start) as u64;
-    if req.method == Method::Head {
-        return Resp { status, close, bytes: hl, body: 0 };
-    }
-    body(out, v, 0, v.len);
-    Resp { status, close, bytes: hl + v.len, body: v.len }
+/// How an answer to `req` ends the head: a request body we do not read (GET with Content-Length, any
+/// Transfer-Encoding) ends the connection, as do the server's limits and `also_close`.
+fn conn<'a>(ctx: &Ctx<'a>, req: &Request, also_close: bool) -> Conn<'a> {
+    let close = also_close || ctx.force_close || !req.keep_alive() || req.has_body();
+    Conn { date_line: ctx.date_line, close, v10: req.version == Version::Http10 }
 }
 
-/// An error for a request: the site's error page for the status and path (`--error-page`, longest prefix; for
-/// 404 then `--not-found-page`), else the plain text one. `path` is the normalised path, or the raw one when
-/// the path did not normalise.
-#[allow(clippy::too_many_arguments)]
-fn error(out: &mut Out, ctx: &Ctx, req: &Request, status: u16, path: &[u8], extra: &[&[u8]], close: bool) -> Resp {
-    let page = ctx.table.rules.error_page(status, path).or(if status == 404 { ctx.table.not_found } else { None });
-    match page {
-        Some(i) => error_page(out, ctx, req, status, ctx.table.entry(i), extra, close),
-        None => simple(out, ctx, status, extra, close, req.version == Version::Http10, req.method == Method::Head),
-    }
+/// `--https-redirect`: every request on the plain port gets 308 to https (answer/request.rs says where).
+pub fn https_redirect(out: &mut Out, ctx: &Ctx, req: &Request, port: u16) -> Resp {
+    let ask = Ask::from(req);
+    // The path as sent (printable ASCII: the parser admits nothing else in a target).
+    let ask = Ask { path: req.path, ..ask };
+    frame::frame(out, &request::https_redirect(&ask, req.host, port), conn(ctx, req, false))
 }
 
 /// Appends the response to `req` to `out`. `pathbuf` is scratch space for the normalised path.
+#[inline]
 pub fn respond(out: &mut Out, ctx: &Ctx, req: &Request, pathbuf: &mut [u8]) -> Resp {
-    let v10 = req.version == Version::Http10;
-    // A request body we do not read (GET with Content-Length, any Transfer-Encoding) ends the connection.
-    let close = ctx.force_close || !req.keep_alive() || req.has_body();
-    match req.method {
-        Method::Get | Method::Head => {}
-        Method::Options => return options(out, ctx, req, pathbuf, close),
-        Method::Other => {
-            // The parser leaves the path of other methods at `/` (they are answered before the path matters), so
-            // the 405 page is chosen here from the target, by its normalised path as for 404: `/d%6Fcs/x` and
-            // `/docs/../x` are under the prefixes their normalised forms are under. A target that does not parse
-            // or normalise gets the page for `/`: it is still a 405, not a 400.
-            let n =
-                crate::http1::parser::split_target(req.target).and_then(|(raw, _)| path::normalize(raw, pathbuf).ok());
-            let p = n.map_or(&b"/"[..], |n| &pathbuf[..n]);
-            return error(out, ctx, req, 405, p, &[ALLOW], close);
-        }
-        Method::Unknown => return simple(out, ctx, 501, &[], true, v10, false),
-    }
-    let n = match path::normalize(req.path, pathbuf) {
-        Ok(n) => n,
-        Err(path::PathError::Bad) => return error(out, ctx, req, 400, req.path, &[], close),
-        Err(path::PathError::TooLong) => return error(out, ctx, req, 414, req.path, &[], close),
-    };
-    // The normalised path, and the rest of the buffer as scratch for a rewrite's target.
-    let (p, scratch) = pathbuf.split_at_mut(n);
-    let p: &[u8] = p;
-    let rules = &ctx.table.rules;
-    let mut caps = rules::Captures::default();
-    // Forced (`!`) rules apply even where a file matches; the others only where none does.
-    if let Some(rule) = rules.forced(p, &mut caps) {
-        if let Some(r) = rules::reply::apply(out, ctx, req, rule, p, &caps, scratch, close) {
-            return r;
-        }
-    }
-    match ctx.table.lookup(p) {
-        Some(Target::File(i)) => serve(out, ctx, req, ctx.table.entry(i), close),
-        Some(Target::Redirect) => {
-            let start = out.buf.len();
-            status_line(out, 301);
-            // The raw (still percent-encoded, printable ASCII) path: decoded bytes never reach a header.
-            out.bytes(b"Location: ");
-            let at = out.buf.len();
-            out.bytes(req.path);
-            out.bytes(b"/");
-            keep_on_site(out, at);
-            end_redirect(out, ctx, req, Resp { status: 301, close, bytes: start as u64, body: 0 })
-        }
-        Some(Target::Moved(k)) => rules::reply::moved(out, ctx, req, &rules.moved[k as usize].0, close),
-        None => {
-            if let Some(rule) = rules.any(p, &mut caps) {
-                if let Some(r) = rules::reply::apply(out, ctx, req, rule, p, &caps, scratch, close) {
-                    return r;
-                }
-            }
-            // Page navigations only: a missing asset is a 404, not index.html (rules/navigation.rs).
-            if ctx.spa_fallback && rules::is_navigation(p, req.accept) {
-                if let Some(i) = ctx.table.spa_index {
-                    return serve(out, ctx, req, ctx.table.entry(i), close);
-                }
-            }
-            error(out, ctx, req, 404, p, &[], close)
-        }
-    }
+    let site = Site { table: ctx.table, spa_fallback: ctx.spa_fallback };
+    let reply = request::answer(site, &Ask::from(req), pathbuf);
+    // An unknown method's 501 closes: what follows it cannot be trusted to be the next request.
+    frame::frame(out, &reply, conn(ctx, req, req.method == Method::Unknown))
 }
 
 #[cfg(test)]

@@ -17,6 +17,7 @@ pub use error_pages::{parse_error_page, ErrorPage};
 pub use matcher::{Captures, Matcher};
 pub use navigation::is_navigation;
 pub use parse::{parse_file, parse_rule, Piece, Rule, Seg};
+pub use target::write_location;
 
 use crate::config::Config;
 use crate::site::content::{Table, Target};
