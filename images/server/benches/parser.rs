@@ -12,7 +12,7 @@ use std::mem::MaybeUninit;
 use std::time::Instant;
 
 use hyperstatic_server::dates;
-use hyperstatic_server::parser::{self, ParseError, Parsed, Request, Version};
+use hyperstatic_server::http1::parser::{self, ParseError, Parsed, Request, Version};
 
 const BROWSER: &[u8] = b"GET /assets/app.3f2a1c9e.js HTTP/1.1\r\n\
 Host: docs.example.com\r\n\

@@ -59,7 +59,7 @@ pub struct Config {
     /// template; the headers arrive with the new server image, which moves sites a few at a time).
     pub security_headers: bool,
     /// `--cors`: first match per file wins (cors.rs).
-    pub cors: Vec<crate::cors::CorsRule>,
+    pub cors: Vec<crate::answer::cors::CorsRule>,
     /// `--tls-cert`/`--tls-key`: HTTPS is served on `tls_listen` when set (tls/).
     pub tls: Option<TlsFiles>,
     pub tls_listen: SocketAddr,
@@ -87,8 +87,8 @@ impl Default for Config {
     fn default() -> Self {
         Config {
             root: PathBuf::from("/site"),
-            listen: "0.0.0.0:8080".parse().unwrap(),
-            admin_listen: "0.0.0.0:9090".parse().unwrap(),
+            listen: "[::]:8080".parse().unwrap(),
+            admin_listen: "[::]:9090".parse().unwrap(),
             workers: 0,
             header_timeout: Duration::from_secs(10),
             keepalive_timeout: Duration::from_secs(60),
@@ -114,7 +114,7 @@ impl Default for Config {
             security_headers: true,
             cors: Vec::new(),
             tls: None,
-            tls_listen: "0.0.0.0:8443".parse().unwrap(),
+            tls_listen: "[::]:8443".parse().unwrap(),
             https_redirect: None,
             hsts: None,
             redirects: Vec::new(),
@@ -209,7 +209,7 @@ fn from_flags(f: Flags, matches: &ArgMatches) -> Result<Config, String> {
         access_log: f.access_log,
         access_log_sample: f.access_log_sample.max(1),
         security_headers: f.security_headers,
-        cors: cors.iter().map(|r| crate::cors::parse_rule(r)).collect::<Result<_, _>>()?,
+        cors: cors.iter().map(|r| crate::answer::cors::parse_rule(r)).collect::<Result<_, _>>()?,
         tls_listen: f.tls_listen,
         https_redirect: f.https_redirect.then_some(f.https_redirect_port),
         hsts: f.hsts.as_deref().map(values::parse_hsts).transpose()?,
@@ -510,7 +510,9 @@ mod tests {
         assert_eq!(c.hsts.as_deref(), Some("max-age=31536000; includeSubDomains"));
         let c = flags(&["--tls-cert", "c", "--tls-key", "k", "--https-redirect=true"]).unwrap();
         assert_eq!(c.https_redirect, Some(443));
-        assert_eq!(c.tls_listen, "0.0.0.0:8443".parse().unwrap());
+        assert_eq!(c.tls_listen, "[::]:8443".parse().unwrap());
+        // The other listeners default to dual-stack [::] too (server/listen.rs falls back to 0.0.0.0 without IPv6).
+        assert_eq!((c.listen, c.admin_listen), ("[::]:8080".parse().unwrap(), "[::]:9090".parse().unwrap()));
         assert!(error(&["--tls-cert", "c"]).contains("--tls-cert needs --tls-key"));
         assert!(error(&["--tls-key", "k"]).contains("--tls-key needs --tls-cert"));
         assert!(error(&["--https-redirect"]).contains("--https-redirect needs --tls-cert"));

@@ -3,47 +3,32 @@
 //! in the root; any event anywhere in the watched tree schedules a rebuild (debounced), built aside and
 //! swapped in atomically. A failed rebuild keeps the old table serving.
 
-use std::ffi::CString;
-use std::os::fd::RawFd;
-use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::loader;
 use crate::log::{self, V};
+use crate::site::loader;
 use crate::state::{bump, Shared};
+use crate::sys::inotify::Inotify;
+use crate::sys::signal::{self, PollFd};
 
 const DEBOUNCE: Duration = Duration::from_millis(150);
 
-/// Blocks the signals the control thread handles; call before spawning any other thread.
-pub fn block_signals() -> libc::sigset_t {
-    // SAFETY: sigset manipulation on a local set.
-    unsafe {
-        let mut set: libc::sigset_t = std::mem::zeroed();
-        libc::sigemptyset(&mut set);
-        for s in [libc::SIGTERM, libc::SIGINT, libc::SIGHUP] {
-            libc::sigaddset(&mut set, s);
-        }
-        libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
-        libc::signal(libc::SIGPIPE, libc::SIG_IGN);
-        set
-    }
-}
+pub use crate::sys::signal::block_signals;
 
+/// An inotify instance watching the site tree (every directory the last load saw).
 pub struct Watcher {
-    fd: RawFd,
+    ino: Inotify,
 }
 
 impl Watcher {
     fn new() -> Watcher {
-        // SAFETY: creating an inotify instance.
-        Watcher { fd: unsafe { libc::inotify_init1(libc::IN_NONBLOCK | libc::IN_CLOEXEC) } }
+        Watcher { ino: Inotify::new() }
     }
 
     fn add(&self, p: &Path) {
-        let Ok(c) = CString::new(p.as_os_str().as_bytes()) else { return };
         let mask = libc::IN_CREATE
             | libc::IN_DELETE
             | libc::IN_MODIFY
@@ -53,29 +38,13 @@ impl Watcher {
             | libc::IN_ATTRIB
             | libc::IN_DELETE_SELF
             | libc::IN_MOVE_SELF;
-        // SAFETY: valid C string; inotify follows symlinks by default, which is what we want for `..data`.
-        unsafe { libc::inotify_add_watch(self.fd, c.as_ptr(), mask) };
+        // inotify follows symlinks by default, which is what we want for `..data`.
+        self.ino.add(p, mask);
     }
 
     /// Drains queued events; true when there were any.
     fn drain(&self) -> bool {
-        let mut buf = [0u8; 8192];
-        let mut any = false;
-        loop {
-            // SAFETY: reading into a local buffer.
-            let n = unsafe { libc::read(self.fd, buf.as_mut_ptr() as *mut libc::c_void, buf.len()) };
-            if n <= 0 {
-                return any;
-            }
-            any = true;
-        }
-    }
-}
-
-impl Drop for Watcher {
-    fn drop(&mut self) {
-        // SAFETY: closing our own fd.
-        unsafe { libc::close(self.fd) };
+        self.ino.drain()
     }
 }
 
@@ -158,19 +127,18 @@ pub fn reload(shared: &Shared, why: &str) -> Option<Watcher> {
 /// `cert_watch` checks the TLS files once a second (tls/watch.rs).
 pub fn run(
     shared: Arc<Shared>,
-    sigset: libc::sigset_t,
+    sigset: signal::SigSet,
     mut watcher: Option<Watcher>,
     mut cert_watch: Option<crate::tls::watch::CertWatch>,
 ) {
-    // SAFETY: signalfd over the blocked set.
-    let sfd = unsafe { libc::signalfd(-1, &sigset, libc::SFD_NONBLOCK | libc::SFD_CLOEXEC) };
+    let sfd = signal::signalfd(&sigset);
     let mut dirty_since: Option<Instant> = None;
     let mut drain_deadline: Option<Instant> = None;
     loop {
-        let wfd = watcher.as_ref().map_or(-1, |w| w.fd);
+        let wfd = watcher.as_ref().map_or(-1, |w| w.ino.fd());
         let mut fds = [
-            libc::pollfd { fd: sfd, events: libc::POLLIN, revents: 0 },
-            libc::pollfd { fd: wfd, events: libc::POLLIN, revents: 0 },
+            PollFd { fd: sfd, events: libc::POLLIN, revents: 0 },
+            PollFd { fd: wfd, events: libc::POLLIN, revents: 0 },
         ];
         let mut timeout = 1000;
         if let Some(w) = &cert_watch {
@@ -182,23 +150,10 @@ pub fn run(
         if let Some(d) = drain_deadline {
             timeout = timeout.min(d.saturating_duration_since(Instant::now()).as_millis() as i32);
         }
-        // SAFETY: polling two fds.
-        unsafe { libc::poll(fds.as_mut_ptr(), 2, timeout.max(0)) };
+        signal::poll(&mut fds, timeout.max(0));
         if fds[0].revents & libc::POLLIN != 0 {
-            let mut info: libc::signalfd_siginfo = unsafe { std::mem::zeroed() };
-            loop {
-                // SAFETY: reading one siginfo.
-                let n = unsafe {
-                    libc::read(
-                        sfd,
-                        &mut info as *mut _ as *mut libc::c_void,
-                        std::mem::size_of::<libc::signalfd_siginfo>(),
-                    )
-                };
-                if n <= 0 {
-                    break;
-                }
-                match info.ssi_signo as i32 {
+            while let Some(signo) = signal::next_signal(sfd) {
+                match signo {
                     libc::SIGHUP => {
                         log::info("SIGHUP: reloading", &[]);
                         watcher = reload(&shared, "SIGHUP");

@@ -26,27 +26,7 @@ pub fn should_pin(workers: usize, mask: &[usize]) -> bool {
     workers == mask.len()
 }
 
-/// The CPU ids in this thread's affinity mask.
-pub fn affinity() -> Vec<usize> {
-    // SAFETY: cpu_set_t is plain data; sched_getaffinity fills it.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) != 0 {
-            return vec![0];
-        }
-        (0..libc::CPU_SETSIZE as usize).filter(|&c| libc::CPU_ISSET(c, &set)).collect()
-    }
-}
-
-/// Pins the calling thread to one CPU.
-pub fn pin(cpu: usize) -> bool {
-    // SAFETY: as above.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        libc::CPU_SET(cpu, &mut set);
-        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) == 0
-    }
-}
+pub use crate::sys::process::{affinity, pin};
 
 /// cgroup v2 `cpu.max` content ("max 100000" or "50000 100000") as cores.
 pub fn parse_cpu_max(s: &str) -> Option<f64> {

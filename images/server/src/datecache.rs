@@ -7,12 +7,7 @@ pub struct DateCache {
     line: [u8; 6 + dates::LEN + 2],
 }
 
-fn realtime_secs() -> i64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: valid out-pointer.
-    unsafe { libc::clock_gettime(libc::CLOCK_REALTIME_COARSE, &mut ts) };
-    ts.tv_sec
-}
+use crate::sys::clock::realtime_coarse_secs as realtime_secs;
 
 impl Default for DateCache {
     fn default() -> Self {

@@ -1,48 +1,34 @@
 //! hyperstatic-server: a static HTTP/1.1 server that keeps the whole site in memory with precomputed
 //! responses, runs one pinned epoll worker per CPU it may use, and reloads content live.
+//!
+//! Layers, bottom up: `sys` (every system call and every `unsafe`, behind thin safe wrappers), the transport
+//! (`server`: the worker's epoll loop and connections; `tls`), the protocols (`http1`; `http2`, sans-IO, not wired
+//! in yet), and the protocol-agnostic core that decides what a request gets (`answer`, `rules`, `headers`,
+//! `compress`, `site`). What reload swaps is a `publish::Published<T>`; `admin`, `control` and `state` run the
+//! process around the workers. This file starts it: `check` for `--check`, `serve` for everything else.
 
 pub mod access;
 pub mod admin;
-pub mod beneath;
-pub mod cgroup_cpu;
+pub mod answer;
 pub mod compress;
-pub mod conditional;
 pub mod config;
-pub mod content;
 pub mod control;
-pub mod cors;
 pub mod cpus;
 pub mod datecache;
 pub mod dates;
-pub mod encoder;
-pub mod encoding;
-pub mod encodings;
-pub mod file_headers;
-pub mod glob;
 pub mod headers;
-pub mod headers_file;
+pub mod http1;
 pub mod http2;
-pub mod load_error;
-pub mod loader;
 pub mod log;
-pub mod memory;
-pub mod metrics;
-pub mod mime;
-pub mod out;
-pub mod parser;
-pub mod path;
-pub mod precompress;
-pub mod range;
-pub mod respond;
+pub mod publish;
 pub mod rules;
-pub mod security;
-pub mod slack;
+pub mod server;
+pub mod site;
 pub mod state;
+pub mod sys;
 pub mod timing;
 pub mod tls;
-pub mod worker;
 
-use std::net::TcpListener;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Instant;
@@ -79,7 +65,7 @@ pub fn check(cfg: &Config) -> i32 {
         println!("1 problem(s) found");
         return 1;
     }
-    match loader::load(cfg, None, &mut |_| {}) {
+    match site::loader::load(cfg, None, &mut |_| {}) {
         Ok((t, r)) => {
             println!(
                 "site {}: {} files, {} bytes ({} bytes in memory with encodings, {} files served from disk), {} compressed variants",
@@ -126,36 +112,18 @@ pub fn check(cfg: &Config) -> i32 {
     }
 }
 
-fn raise_fd_limit() {
-    // SAFETY: get/setrlimit with a local struct.
-    unsafe {
-        let mut r = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
-        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut r) == 0 && r.rlim_cur < r.rlim_max {
-            r.rlim_cur = r.rlim_max;
-            libc::setrlimit(libc::RLIMIT_NOFILE, &r);
-        }
-    }
-}
+use sys::process::raise_fd_limit;
 
-/// One SO_REUSEPORT listener per worker on `addr`; with port 0 the first picks the port and the others join
-/// it. None (after logging `what`) when the address cannot be bound.
-fn listen_all(mut addr: std::net::SocketAddr, workers: usize, what: &str) -> Option<(Vec<i32>, std::net::SocketAddr)> {
-    let mut fds = Vec::with_capacity(workers);
-    for _ in 0..workers {
-        match worker::listen(addr) {
-            Ok(fd) => {
-                if addr.port() == 0 {
-                    addr.set_port(worker::local_port(fd));
-                }
-                fds.push(fd);
-            }
-            Err(e) => {
-                log::error(what, &[("address", V::S(&addr.to_string())), ("error", V::S(&e.to_string()))]);
-                return None;
-            }
+/// One SO_REUSEPORT listener per worker on `addr` (server/listen.rs). None (after logging `what`) when the address
+/// cannot be bound.
+fn listen_all(addr: std::net::SocketAddr, workers: usize, what: &str) -> Option<(Vec<i32>, std::net::SocketAddr)> {
+    match server::listen::listen_all(addr, workers) {
+        Ok(x) => Some(x),
+        Err(e) => {
+            log::error(what, &[("address", V::S(&addr.to_string())), ("error", V::S(&e.to_string()))]);
+            None
         }
     }
-    Some((fds, addr))
 }
 
 /// Runs the server until SIGTERM/SIGINT has drained it. Returns the exit code.
@@ -187,11 +155,11 @@ pub fn serve(cfg: Config) -> i32 {
             "tls certificate loaded",
             &[("cert", V::S(&files.cert.display().to_string())), ("not_after", V::U(built.not_after as u64))],
         );
-        tls_state = Some((tls::Published::new(built, resumption), tls::watch::CertWatch::new(files.clone(), material)));
+        tls_state = Some((tls::TlsState::new(built, resumption), tls::watch::CertWatch::new(files.clone(), material)));
         let Some((fds, a)) = listen_all(cfg.tls_listen, workers, "cannot listen (https)") else { return 1 };
         (tls_listeners, tls_addr) = (fds, a);
     }
-    let admin = match TcpListener::bind(cfg.admin_listen) {
+    let admin = match server::listen::listen_admin(cfg.admin_listen) {
         Ok(l) => l,
         Err(e) => {
             log::error(
@@ -231,7 +199,7 @@ pub fn serve(cfg: Config) -> i32 {
     if shared.reloads_ok.load(Ordering::Relaxed) == 0 {
         log::error("initial content load failed", &[]);
         if let (Some(path), Some(msg)) = (&shared.cfg.termination_log, shared.load_error.get()) {
-            if let Err(e) = load_error::write_termination_log(path, &msg) {
+            if let Err(e) = site::load_error::write_termination_log(path, &msg) {
                 log::warn(
                     "cannot write the termination log",
                     &[("path", V::S(&path.display().to_string())), ("error", V::S(&e.to_string()))],
@@ -253,13 +221,13 @@ pub fn serve(cfg: Config) -> i32 {
                         log::warn("could not pin worker", &[("worker", V::U(i as u64)), ("cpu", V::U(c as u64))]);
                     }
                 }
-                worker::Worker::new(i, s, fd, tls_fd).run();
+                server::Worker::new(i, s, fd, tls_fd).run();
             })
             .expect("spawn worker thread");
         handles.push(h);
     }
     if shared.cfg.compress {
-        encoder::spawn(shared.clone());
+        compress::encoder::spawn(shared.clone());
     }
     shared.loaded.store(true, Ordering::Release);
     let https = if shared.tls.is_some() { tls_addr.to_string() } else { "off".to_string() };

@@ -98,10 +98,7 @@ pub fn format_line(out: &mut Vec<u8>, level: &str, msg: &str, fields: &[(&str, V
 
 /// Writes `line` to stderr in one call.
 pub fn write_stderr(line: &[u8]) {
-    // SAFETY: writing a valid buffer to fd 2.
-    unsafe {
-        libc::write(2, line.as_ptr() as *const libc::c_void, line.len());
-    }
+    let _ = crate::sys::io::write(2, line);
 }
 
 pub fn log(level: &str, msg: &str, fields: &[(&str, V)]) {

@@ -2,11 +2,13 @@
 //! through a generation counter: one atomic load per loop iteration, the mutex only when it changed.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
+use crate::publish::Published;
+
+use crate::compress::encoder;
 use crate::config::Config;
-use crate::content::Table;
-use crate::encoder;
+use crate::site::content::Table;
 
 /// Status codes counted in hyperstatic_requests_total.
 /// 204 (OPTIONS, cors.rs), 308 (--https-redirect, redirect rules), 302 and 307 (redirect rules, rules/) came
@@ -75,8 +77,8 @@ pub fn bump(c: &AtomicU64, by: u64) {
 
 pub struct Shared {
     pub cfg: Config,
-    table: Mutex<Arc<Table>>,
-    generation: AtomicU64,
+    /// The content table the workers serve (swapped whole at reload).
+    pub table: Published<Table>,
     /// First load done.
     pub loaded: AtomicBool,
     /// SIGTERM received: /readyz fails.
@@ -86,7 +88,7 @@ pub struct Shared {
     pub reloads_ok: AtomicU64,
     pub reloads_failed: AtomicU64,
     /// Why the last load or reload failed (None after a success): hyperstatic_content_load_failed, /load-error.
-    pub load_error: crate::load_error::LastLoadError,
+    pub load_error: crate::site::load_error::LastLoadError,
     pub stats: Vec<WorkerStats>,
     pub workers: usize,
     pub worker_cpus: String,
@@ -95,7 +97,7 @@ pub struct Shared {
     /// The background encoder's store and progress (encoder.rs).
     pub encoder: encoder::State,
     /// HTTPS configuration and certificate reload state; None when TLS is off (set before the Arc is made).
-    pub tls: Option<crate::tls::Published>,
+    pub tls: Option<crate::tls::TlsState>,
     /// Set to the serving generation when a content load starts: a connection whose unsent output still holds a
     /// table older than this is closed by its worker, so a slow reader never keeps a third generation alive
     /// (the memory budget counts two: the serving table and the one being loaded).
@@ -109,12 +111,12 @@ impl Shared {
     pub fn new(cfg: Config, workers: usize, worker_cpus: String, pinned: bool) -> Shared {
         let start_time =
             std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0.0, |d| d.as_secs_f64());
-        let pre_head_per_worker = crate::memory::pre_head_per_worker(crate::memory::Budget::of(&cfg).limit, workers);
+        let pre_head_per_worker =
+            crate::site::memory::pre_head_per_worker(crate::site::memory::Budget::of(&cfg).limit, workers);
         Shared {
             encoder: encoder::State::new(&cfg),
             cfg,
-            table: Mutex::new(Arc::new(Table::default())),
-            generation: AtomicU64::new(0),
+            table: Published::new(Arc::new(Table::default())),
             loaded: AtomicBool::new(false),
             draining: AtomicBool::new(false),
             stop_accepting: AtomicBool::new(false),
@@ -133,31 +135,22 @@ impl Shared {
     }
 
     pub fn generation(&self) -> u64 {
-        self.generation.load(Ordering::Acquire)
+        self.table.generation()
     }
 
     /// The current table and its generation (takes the mutex: not for the per-request path).
     pub fn table(&self) -> (Arc<Table>, u64) {
-        let g = self.table.lock().unwrap_or_else(|e| e.into_inner());
-        (g.clone(), self.generation.load(Ordering::Acquire))
+        self.table.get()
     }
 
     /// Installs a new table; workers pick it up on their next loop iteration.
     pub fn swap(&self, t: Table) {
-        let mut g = self.table.lock().unwrap_or_else(|e| e.into_inner());
-        *g = Arc::new(t);
-        self.generation.fetch_add(1, Ordering::AcqRel);
+        self.table.set(Arc::new(t));
     }
 
     /// Installs `t` only if no other table was installed since `generation` was read; false otherwise.
     pub fn swap_if(&self, generation: u64, t: Table) -> bool {
-        let mut g = self.table.lock().unwrap_or_else(|e| e.into_inner());
-        if self.generation.load(Ordering::Acquire) != generation {
-            return false;
-        }
-        *g = Arc::new(t);
-        self.generation.fetch_add(1, Ordering::AcqRel);
-        true
+        self.table.set_if(generation, Arc::new(t))
     }
 
     pub fn ready(&self) -> bool {

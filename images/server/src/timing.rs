@@ -37,10 +37,7 @@ const BOUNDS_NS: [u64; 16] = [
 /// is a vDSO call (tens of ns, no syscall), read twice per batch of requests that arrived together.
 #[inline]
 pub fn now_ns() -> u64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: valid out-pointer.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+    crate::sys::clock::monotonic_ns()
 }
 
 /// Index of the first bucket whose bound is >= `ns` (`BUCKETS.len()` = only `+Inf`). Prometheus buckets are

@@ -15,16 +15,8 @@ use std::sync::Arc;
 
 const MIB: u64 = 1 << 20;
 
-/// Lets this process hold the thousands of sockets a flood needs.
-fn raise_fd_limit() {
-    let mut r = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
-    // SAFETY: get/setrlimit with a local struct.
-    unsafe {
-        libc::getrlimit(libc::RLIMIT_NOFILE, &mut r);
-        r.rlim_cur = r.rlim_max;
-        libc::setrlimit(libc::RLIMIT_NOFILE, &r);
-    }
-}
+/// Lets this process hold the thousands of sockets a flood needs (the server's own wrapper: soft limit to hard).
+use hyperstatic_server::sys::process::raise_fd_limit;
 
 /// A ClientHello's bytes for `localhost`: sent, and then nothing more (the handshake stays half-open).
 fn client_hello(cfg: &Arc<rustls::ClientConfig>) -> Vec<u8> {

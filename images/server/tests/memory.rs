@@ -7,7 +7,7 @@ mod common;
 
 use common::cgroup::{skip, MemCgroup};
 use common::*;
-use hyperstatic_server::memory;
+use hyperstatic_server::site::memory;
 use std::collections::HashMap;
 use std::io::Write;
 use std::path::Path;

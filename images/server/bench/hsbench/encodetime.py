@@ -2,7 +2,7 @@
 started on a raw tree (BENCH_PAGES compressible 8 KiB pages, no siblings) pinned and capped as in make bench-server,
 nothing requests it, and the time from ready to no encodings pending is measured, with the encoder's CPU time and
 paused time from /metrics. The least wall time possible is the encoder's CPU time ÷ the cap (a 40 % pod cannot
-encode faster than 0.4 of a core); the ratio to it says what the slack governor (src/slack.rs) costs an idle pod.
+encode faster than 0.4 of a core); the ratio to it says what the slack governor (src/compress/slack.rs) costs an idle pod.
 
 Usage: python3 -m hsbench.encodetime --ours PATH   (BENCH_ENCODE_TIME=1 images/server/bench/run.sh PATH)
 ENCODE_SHARED_CACHE=1 adds two pods sharing one --compress-cache directory at the first cap: what a new replica would

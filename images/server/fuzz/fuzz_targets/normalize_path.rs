@@ -2,7 +2,7 @@
 //! with '/', has no "." or ".." segment, no empty segment, no NUL or backslash, and is valid UTF-8.
 #![no_main]
 
-use hyperstatic_server::path;
+use hyperstatic_server::answer::path;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

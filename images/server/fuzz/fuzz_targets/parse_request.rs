@@ -2,7 +2,7 @@
 //! size limits, whatever the bytes.
 #![no_main]
 
-use hyperstatic_server::parser::{self, Parsed};
+use hyperstatic_server::http1::parser::{self, Parsed};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
@@ -13,7 +13,7 @@ fuzz_target!(|data: &[u8]| {
             assert!(!req.target.is_empty());
             // Whatever was parsed, the path must normalise or be rejected without panicking.
             let mut buf = [0u8; parser::MAX_REQUEST_LINE];
-            let _ = hyperstatic_server::path::normalize(req.path, &mut buf);
+            let _ = hyperstatic_server::answer::path::normalize(req.path, &mut buf);
             let _ = req.keep_alive();
         }
         Ok(Parsed::Partial) => {

@@ -4,6 +4,10 @@
 //! 1.2); the certificate and key in testdata/ are throwaway material made for this target only.
 #![no_main]
 
+use std::io::Write;
+use std::net::Shutdown;
+use std::os::fd::AsRawFd;
+use std::os::unix::net::UnixStream;
 use std::sync::{Arc, OnceLock};
 
 use hyperstatic_server::config::TlsFiles;
@@ -26,19 +30,18 @@ fn config() -> Arc<rustls::ServerConfig> {
 }
 
 fuzz_target!(|data: &[u8]| {
-    let mut fds = [0; 2];
-    // SAFETY: a socket pair for this input; both ends closed below.
-    unsafe {
-        assert_eq!(libc::socketpair(libc::AF_UNIX, libc::SOCK_STREAM | libc::SOCK_NONBLOCK, 0, fds.as_mut_ptr()), 0);
-        let n = libc::write(fds[1], data.as_ptr() as *const libc::c_void, data.len());
-        assert_eq!(n as usize, data.len(), "libFuzzer inputs fit a socket buffer");
-        libc::shutdown(fds[1], libc::SHUT_WR);
-    }
+    // A socket pair for this input: the peer's bytes written and its side shut, ours non-blocking as a worker's.
+    let (ours, mut peer) = UnixStream::pair().unwrap();
+    ours.set_nonblocking(true).unwrap();
+    peer.set_nonblocking(true).unwrap(); // an input too big fails here instead of blocking
+    peer.write_all(data).expect("libFuzzer inputs fit a socket buffer");
+    peer.shutdown(Shutdown::Write).unwrap();
+    let fd = ours.as_raw_fd();
     let mut conn = rustls::ServerConnection::new(config()).unwrap();
     let mut buf = vec![0u8; 16 * 1024];
     let mut rounds = 0;
     loop {
-        let (n, why) = stream::fill(&mut conn, fds[0], &mut buf);
+        let (n, why) = stream::fill(&mut conn, fd, &mut buf);
         assert!(n <= buf.len());
         match why {
             Fill::Eof | Fill::Failed => break,
@@ -49,10 +52,6 @@ fuzz_target!(|data: &[u8]| {
         rounds += 1;
         assert!(rounds <= data.len() / buf.len() + 2, "fill keeps returning Full");
     }
-    let _ = stream::drain(&mut conn, fds[0]);
-    // SAFETY: closing our own fds.
-    unsafe {
-        libc::close(fds[0]);
-        libc::close(fds[1]);
-    }
+    let _ = stream::drain(&mut conn, fd);
+    // Both ends close when `ours` and `peer` drop.
 });

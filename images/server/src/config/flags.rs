@@ -57,23 +57,23 @@ pub(super) struct Flags {
     #[arg(long, allow_hyphen_values = true, env = "HYPERSTATIC_ROOT", value_name = "DIR", default_value = "/site")]
     pub root: PathBuf,
 
-    /// HTTP listen address; port 0 picks a free port
+    /// HTTP listen address; port 0 picks a free port; [::] is dual-stack (0.0.0.0 when IPv6 is off)
     #[arg(
         long,
         allow_hyphen_values = true,
         env = "HYPERSTATIC_LISTEN",
         value_name = "ADDR",
-        default_value = "0.0.0.0:8080"
+        default_value = "[::]:8080"
     )]
     pub listen: SocketAddr,
 
-    /// Admin listener for /healthz /readyz /metrics /content
+    /// Admin listener for /healthz /readyz /metrics /content (address rules as --listen)
     #[arg(
         long,
         allow_hyphen_values = true,
         env = "HYPERSTATIC_ADMIN_LISTEN",
         value_name = "ADDR",
-        default_value = "0.0.0.0:9090"
+        default_value = "[::]:9090"
     )]
     pub admin_listen: SocketAddr,
 
@@ -200,13 +200,13 @@ pub(super) struct Flags {
     #[arg(long, allow_hyphen_values = true, env = "HYPERSTATIC_TLS_KEY", value_name = "PATH")]
     pub tls_key: Option<PathBuf>,
 
-    /// HTTPS listen address (used when --tls-cert and --tls-key are given); port 0 picks a free port
+    /// HTTPS listen address (used when --tls-cert and --tls-key are given); port 0 picks a free port; [::] as --listen
     #[arg(
         long,
         allow_hyphen_values = true,
         env = "HYPERSTATIC_TLS_LISTEN",
         value_name = "ADDR",
-        default_value = "0.0.0.0:8443"
+        default_value = "[::]:8443"
     )]
     pub tls_listen: SocketAddr,
 

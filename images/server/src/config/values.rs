@@ -4,7 +4,7 @@
 use std::str::FromStr;
 use std::time::Duration;
 
-use crate::glob::PathGlob;
+use crate::site::glob::PathGlob;
 
 /// One `--cache-control GLOB=VALUE` rule.
 #[derive(Debug, Clone, PartialEq)]
@@ -140,11 +140,11 @@ pub fn parse_header_rule(v: &str) -> Result<HeaderRule, String> {
     let colon = rest.find(':').ok_or_else(|| format!("--header {v:?}: expected 'Name: value'"))?;
     let name = rest[..colon].trim();
     let value = rest[colon + 1..].trim();
-    if !crate::headers_file::is_token(name) || value.bytes().any(|b| b < 0x20 && b != b'\t') {
+    if !crate::headers::site_file::is_token(name) || value.bytes().any(|b| b < 0x20 && b != b'\t') {
         return Err(format!("--header {v:?}: invalid header name or value"));
     }
     // The same headers `_headers` may not set: the server frames, negotiates and validates with them.
-    if crate::headers_file::reserved(name) {
+    if crate::headers::site_file::reserved(name) {
         return Err(format!("--header {v:?}: {name} is set by the server and cannot be set here"));
     }
     let glob = match glob {

@@ -11,7 +11,8 @@
 //! loop {
 //!     let (used, ev) = c.recv(&buf[at..]);  at += used;
 //!     match ev {
-//!         Some(Event::Request(r)) => { let resp = core.answer(&r); /* r borrows c: drop it */
+//!         Some(Event::Request(r)) => { let reply = answer::request::answer(site, &ask(&r), pathbuf);
+//!                                      /* r borrows c: frame `reply`, then drop it */
 //!                                      c.respond(r_stream, &[status, file_head, date], body)?; }
 //!         None if used == 0 => break,       // keep buf[at..] for the next read (< 16,393 bytes)
 //!         None => {}
@@ -125,8 +126,14 @@
 //! * The worker: ALPN `h2` on TLS and the prior-knowledge preface on the plain port pick this engine; a
 //!   per-connection read buffer of up to 16,393 bytes, `recv`/`respond`/`write` as above, `drain` on SIGTERM
 //!   and on --max-connection-age, close on `is_closed`.
-//! * The core answering a `RequestHead` with a response description; the per-file HPACK block (`hpack::encode`
-//!   at load time, kept beside the HTTP/1.1 head) and a per-second Date block.
+//! * The core answering a `RequestHead` with a response description: build `answer::request::Ask` from the
+//!   head's fields (as `http1::respond` builds it from a parsed HTTP/1.1 head; `https_redirect` for h2c with
+//!   `--https-redirect`), call `answer::request::answer`, and frame its `answer::reply::Reply` as
+//!   http1/frame.rs does as text: `:status`, then per `Head` kind the fields (a file's from its per-variant
+//!   HPACK block, a redirect's `location` from `Location::write`), `Body::None` as END_STREAM on HEADERS,
+//!   `Body::Variant`/`Static` as the `respond` body handle. No decision is made again in the framing. Still to
+//!   add for it: the per-variant HPACK block (`hpack::encode` at load time, kept beside the HTTP/1.1 head) and
+//!   a per-second Date block.
 //! * A SETTINGS-ACK timeout and an idle timeout belong to the worker's clock (the engine has none).
 //! * h2spec against the wired server, the memory per idle connection measured there (the engine's own part is
 //!   given above), and the h2 benchmark rows.

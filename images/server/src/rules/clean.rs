@@ -7,7 +7,7 @@
 //!   `/about.html` → 301 `/about`, `/about/` → 301 `/about`;
 //! - `about.html` beside an `about/` directory stays at `/about.html` (`/about` belongs to the directory).
 
-use crate::content::{Table, Target};
+use crate::site::content::{Table, Target};
 
 /// The Location of a canonical URL: a file name's bytes outside the safe set (target.rs) percent-encoded.
 fn location(path: &str) -> Box<[u8]> {

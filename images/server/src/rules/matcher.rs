@@ -7,7 +7,7 @@
 //! "first match wins" without scanning.
 
 use super::parse::{Seg, MAX_PARAMS};
-use crate::content::FxMap;
+use crate::site::content::FxMap;
 
 #[derive(Default, Clone, Debug)]
 struct Node {

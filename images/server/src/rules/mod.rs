@@ -17,9 +17,10 @@ pub use error_pages::{parse_error_page, ErrorPage};
 pub use matcher::{Captures, Matcher};
 pub use navigation::is_navigation;
 pub use parse::{parse_file, parse_rule, Piece, Rule, Seg};
+pub use target::write_location;
 
 use crate::config::Config;
-use crate::content::{Table, Target};
+use crate::site::content::{Table, Target};
 
 /// The rules file at the content root. It is configuration, never served.
 pub const REDIRECTS_FILE: &str = "/_redirects";

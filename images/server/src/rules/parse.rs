@@ -11,7 +11,7 @@
 //! /docs/*         /handbook/:splat 301!  # `!`: applies even where a file exists
 //! ```
 
-use crate::path;
+use crate::answer::path;
 
 /// At most this many `:placeholders` in one `from`.
 pub const MAX_PARAMS: usize = 8;

@@ -4,7 +4,6 @@
 
 use super::matcher::Captures;
 use super::parse::{Piece, Rule};
-use crate::out::Out;
 
 fn capture<'p>(piece: &Piece, path: &'p [u8], caps: &Captures) -> &'p [u8] {
     let (s, e) = match piece {
@@ -21,34 +20,35 @@ pub(super) fn keep(b: u8) -> bool {
     b.is_ascii_alphanumeric() || b"-._~!$&'()*+,;=:@/".contains(&b)
 }
 
-fn encoded(out: &mut Out, bytes: &[u8]) {
+fn encoded(put: &mut impl FnMut(&[u8]), bytes: &[u8]) {
     const HEX: &[u8; 16] = b"0123456789ABCDEF";
     let mut from = 0;
     for (i, &b) in bytes.iter().enumerate() {
         if !keep(b) {
-            out.bytes(&bytes[from..i]);
-            out.bytes(&[b'%', HEX[(b >> 4) as usize], HEX[(b & 15) as usize]]);
+            put(&bytes[from..i]);
+            put(&[b'%', HEX[(b >> 4) as usize], HEX[(b & 15) as usize]]);
             from = i + 1;
         }
     }
-    out.bytes(&bytes[from..]);
+    put(&bytes[from..]);
 }
 
-/// The Location value: `to` with captures filled in (percent-encoded), then the request's query string.
-pub fn write_location(out: &mut Out, rule: &Rule, path: &[u8], caps: &Captures, query: Option<&[u8]>) {
+/// The Location value, in pieces to `put`: `to` with captures filled in (percent-encoded), then the request's
+/// query string.
+pub fn write_location(put: &mut impl FnMut(&[u8]), rule: &Rule, path: &[u8], caps: &Captures, query: Option<&[u8]>) {
     let mut has_query = false;
     for p in &rule.to {
         match p {
             Piece::Lit(l) => {
                 has_query |= l.contains(&b'?');
-                out.bytes(l);
+                put(l);
             }
-            _ => encoded(out, capture(p, path, caps)),
+            _ => encoded(put, capture(p, path, caps)),
         }
     }
     if let Some(q) = query.filter(|q| !q.is_empty()) {
-        out.bytes(if has_query { b"&" } else { b"?" });
-        out.bytes(q);
+        put(if has_query { b"&" } else { b"?" });
+        put(q);
     }
 }
 
@@ -84,11 +84,11 @@ mod tests {
         m.insert(0, &r.from);
         let mut caps = Captures::default();
         m.find(path.as_bytes(), &mut caps).expect("matches");
-        let mut out = Out::default();
-        write_location(&mut out, &r, path.as_bytes(), &caps, query.map(str::as_bytes));
+        let mut out = Vec::new();
+        write_location(&mut |b: &[u8]| out.extend_from_slice(b), &r, path.as_bytes(), &caps, query.map(str::as_bytes));
         let mut buf = [0u8; 64];
         let rw = rewrite_path(&r, path.as_bytes(), &caps, &mut buf).map(|b| String::from_utf8_lossy(b).into_owned());
-        (String::from_utf8(out.buf).unwrap(), rw)
+        (String::from_utf8(out).unwrap(), rw)
     }
 
     #[test]

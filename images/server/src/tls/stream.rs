@@ -15,45 +15,13 @@ use std::os::fd::RawFd;
 
 use rustls::ServerConnection;
 
-use crate::out::{self, Seg, WriteResult};
+use crate::http1::out::{self, Seg, WriteResult};
 
 /// File-backed bodies are read this much at a time (one TLS record's worth of plaintext).
 pub const SCRATCH: usize = 16 * 1024;
 const IOV_BATCH: usize = 64;
 
-/// A socket as `Read`/`Write` for rustls, without owning the descriptor.
-struct Fd(RawFd);
-
-impl Read for Fd {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        // SAFETY: reading into a valid buffer.
-        let n = unsafe { libc::read(self.0, buf.as_mut_ptr() as *mut libc::c_void, buf.len()) };
-        if n < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        Ok(n as usize)
-    }
-}
-
-impl Write for Fd {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        self.write_vectored(&[IoSlice::new(buf)])
-    }
-
-    fn write_vectored(&mut self, bufs: &[IoSlice<'_>]) -> io::Result<usize> {
-        // SAFETY: IoSlice is ABI-compatible with iovec; at most IOV_MAX entries come from rustls (it writes a
-        // bounded number of queued records at once).
-        let n = unsafe { libc::writev(self.0, bufs.as_ptr() as *const libc::iovec, bufs.len().min(1024) as i32) };
-        if n < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        Ok(n as usize)
-    }
-
-    fn flush(&mut self) -> io::Result<()> {
-        Ok(())
-    }
-}
+use crate::sys::io::SockIo as Fd;
 
 #[derive(Debug, PartialEq, Eq)]
 pub enum Fill {
@@ -139,12 +107,11 @@ pub fn write_segs(
         let taken = match segs[*cur] {
             Seg::File { fd: ffd, off, len } => {
                 let want = (len as usize).min(scratch.len());
-                // SAFETY: reading a file range into the scratch buffer.
-                let r = unsafe { libc::pread(ffd, scratch.as_mut_ptr() as *mut libc::c_void, want, off as i64) };
-                if r <= 0 {
-                    return WriteResult::Failed; // unreadable or shrank under us
-                }
-                conn.writer().write(&scratch[..r as usize])
+                let r = match crate::sys::io::pread(ffd, &mut scratch[..want], off) {
+                    Ok(r) if r > 0 => r,
+                    _ => return WriteResult::Failed, // unreadable or shrank under us
+                };
+                conn.writer().write(&scratch[..r])
             }
             _ => {
                 // Consecutive memory segments in one call: rustls fills whole records across them.
@@ -156,8 +123,8 @@ pub fn write_segs(
                     }
                     iov[k] = match *s {
                         Seg::Buf { start, end } => IoSlice::new(&base[start..end]),
-                        // SAFETY: table memory held alive by the worker's or Pending's Arc<Table>.
-                        Seg::Mem { ptr, len } => IoSlice::new(unsafe { std::slice::from_raw_parts(ptr, len) }),
+                        // Table memory held alive by the worker's or Pending's Arc<Table>.
+                        Seg::Mem(m) => IoSlice::new(m.bytes()),
                         Seg::File { .. } => break,
                     };
                     k += 1;

@@ -6,7 +6,7 @@
 use std::time::{Duration, Instant};
 
 use super::material::{self, Material};
-use super::Published;
+use super::TlsState;
 use crate::config::TlsFiles;
 use crate::log::{self, V};
 use crate::state::bump;
@@ -32,7 +32,7 @@ impl CertWatch {
 
     /// Checks the files when a second has passed since the last check; installs new good material, keeps
     /// the old configuration serving on bad material (and says why).
-    pub fn poll(&mut self, p: &Published) {
+    pub fn poll(&mut self, p: &TlsState) {
         if Instant::now() < self.next {
             return;
         }

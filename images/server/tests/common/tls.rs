@@ -150,7 +150,12 @@ pub type Tls = StreamOwned<ClientConnection, TcpStream>;
 
 /// Connects and completes the handshake.
 pub fn connect(cfg: &Arc<ClientConfig>, port: u16) -> Tls {
-    let tcp = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    connect_to(cfg, "127.0.0.1", port)
+}
+
+/// `connect` to another loopback address (`::1`); the certificate is still checked for `localhost`.
+pub fn connect_to(cfg: &Arc<ClientConfig>, ip: &str, port: u16) -> Tls {
+    let tcp = TcpStream::connect((ip, port)).unwrap_or_else(|e| panic!("connect to {ip} port {port}: {e}"));
     tcp.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
     tcp.set_nodelay(true).unwrap();
     let conn = ClientConnection::new(cfg.clone(), ServerName::try_from("localhost").unwrap()).unwrap();

@@ -257,19 +257,7 @@ fn value_ok(v: &[u8]) -> bool {
     v.iter().fold(true, |ok, &b| ok & ((b >= 0x20) | (b == b'\t')) & (b != 0x7f))
 }
 
-#[inline]
-fn find(buf: &[u8], byte: u8) -> Option<usize> {
-    if buf.is_empty() {
-        return None;
-    }
-    // SAFETY: memchr reads at most buf.len() bytes of a valid slice.
-    let p = unsafe { libc::memchr(buf.as_ptr() as *const libc::c_void, byte as i32, buf.len()) };
-    if p.is_null() {
-        None
-    } else {
-        Some(p as usize - buf.as_ptr() as usize)
-    }
-}
+use crate::sys::mem::memchr as find;
 
 fn classify_method(m: &[u8]) -> Method {
     match m {

@@ -8,8 +8,8 @@ use crate::timing;
 
 /// process_cpu_seconds_total and process_resident_memory_bytes from /proc/self.
 pub fn process_stats() -> (f64, u64) {
-    let ticks = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
-    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) }.max(1) as u64;
+    let (ticks, page) = crate::sys::process::clk_tck_and_page();
+    let ticks = ticks as f64;
     let cpu = std::fs::read_to_string("/proc/self/stat")
         .ok()
         .and_then(|s| {
@@ -31,7 +31,7 @@ fn family(out: &mut String, name: &str, kind: &str, help: &str) {
 }
 
 /// HTTPS: certificate expiry and reloads, handshakes by outcome (only present when TLS is on).
-fn tls_families(out: &mut String, s: &Shared, t: &crate::tls::Published) {
+fn tls_families(out: &mut String, s: &Shared, t: &crate::tls::TlsState) {
     let sum = |f: &dyn Fn(&crate::state::WorkerStats) -> u64| s.stats.iter().map(f).sum::<u64>();
     family(
         out,
@@ -76,7 +76,7 @@ fn tls_families(out: &mut String, s: &Shared, t: &crate::tls::Published) {
 }
 
 /// The background encoder's cost and its waiting for slack (encoder.rs, slack.rs).
-fn encoder_families(out: &mut String, e: &crate::encoder::State) {
+fn encoder_families(out: &mut String, e: &crate::compress::encoder::State) {
     family(out, "hyperstatic_encoder_cpu_seconds_total", "counter", "CPU time the background encoder thread used.");
     let _ = writeln!(out, "hyperstatic_encoder_cpu_seconds_total {}", e.cpu_ns.load(Ordering::Relaxed) as f64 / 1e9);
     family(
@@ -163,7 +163,7 @@ pub fn render(s: &Shared) -> String {
         "gauge",
         "Memory all workers' connections may hold before their request head completes, at 32 KiB each.",
     );
-    let budget = s.pre_head_per_worker as u64 * s.stats.len() as u64 * crate::memory::PRE_HEAD_COST;
+    let budget = s.pre_head_per_worker as u64 * s.stats.len() as u64 * crate::site::memory::PRE_HEAD_COST;
     let _ = writeln!(out, "hyperstatic_pre_head_memory_budget_bytes {budget}");
     let (table, _) = s.table();
     family(&mut out, "hyperstatic_content_files", "gauge", "Files in the served content table.");

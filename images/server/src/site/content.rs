@@ -6,7 +6,7 @@ use std::fs::File;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::Arc;
 
-use crate::encoding::{self, Encoding};
+use crate::compress::encoding::{self, Encoding};
 
 /// FxHash: a fast non-cryptographic hash for short keys (paths). The table is built from the site's own
 /// files, so hash flooding by clients is not a concern (lookups only read).
@@ -71,7 +71,7 @@ pub struct FileEntry {
     /// Indexed by `Encoding as usize`; identity is always present.
     pub variants: [Option<Variant>; encoding::COUNT],
     /// The headers decided for this file (file_headers.rs), kept to rebuild the blocks when encodings arrive.
-    pub headers: Arc<crate::file_headers::Resolved>,
+    pub headers: Arc<crate::headers::per_file::Resolved>,
 }
 
 impl FileEntry {
@@ -116,9 +116,9 @@ pub struct Table {
     /// Bytes held in memory, all variants.
     pub memory_bytes: u64,
     /// Memory limit, budget, bytes served from disk, fit limit (memory.rs).
-    pub memory: crate::memory::Summary,
+    pub memory: crate::site::memory::Summary,
     /// `--cors` rules, indexed by `Resolved::cors`.
-    pub cors: Arc<[crate::cors::CorsRule]>,
+    pub cors: Arc<[crate::answer::cors::CorsRule]>,
     /// Redirects, rewrites, clean-URL redirects and error pages (rules/).
     pub rules: crate::rules::Site,
 }

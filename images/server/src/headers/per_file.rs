@@ -9,11 +9,11 @@
 //! from the extension; `Cache-Control` from 2 or 3 replaces `--default-cache-control` (a matching
 //! `--cache-control` rule still wins over both).
 
+use crate::answer::cors;
 use crate::config::Config;
-use crate::cors;
-use crate::headers_file::{self, HeadersFile};
-use crate::loader::Found;
-use crate::security;
+use crate::headers::security;
+use crate::headers::site_file::{self, HeadersFile};
+use crate::site::loader::Found;
 
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Resolved {
@@ -29,7 +29,7 @@ pub struct Resolved {
 /// Takes the site's `_headers` out of the walked files (it is never served) and parses it; an empty file when
 /// there is none. An unreadable or invalid file is an error: the load fails and the previous content stays.
 pub(crate) fn take_site_file(found: &mut Vec<Found>) -> Result<HeadersFile, String> {
-    let want = format!("/{}", headers_file::NAME);
+    let want = format!("/{}", site_file::NAME);
     let Some(i) = found.iter().position(|f| f.url == want) else { return Ok(HeadersFile::default()) };
     let f = found.remove(i);
     let text = String::from_utf8(f.read()?).map_err(|_| format!("{}: not UTF-8", f.fs_path.display()))?;

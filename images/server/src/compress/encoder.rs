@@ -14,12 +14,12 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::cgroup_cpu::{self, Meter};
+use crate::compress::cgroup_cpu::{self, Meter};
+use crate::compress::encodings::{self, Encoded, Store};
+use crate::compress::slack::{Governor, Verdict};
 use crate::config::Config;
-use crate::content::{Body, Table};
-use crate::encodings::{self, Encoded, Store};
 use crate::log::{self, V};
-use crate::slack::{Governor, Verdict};
+use crate::site::content::{Body, Table};
 use crate::state::{bump, Shared};
 
 /// Encodings made are swapped in at least this often, so a long pass serves what it has.
@@ -116,13 +116,9 @@ pub fn spawn(shared: Arc<Shared>) {
 
 /// `SCHED_IDLE` for this thread (Linux applies it per thread); where a profile forbids that, nice 19.
 fn lower_priority() {
-    let p = libc::sched_param { sched_priority: 0 };
-    // SAFETY: scheduling calls on the calling thread (pid 0) with a valid parameter struct.
-    let idle = unsafe { libc::sched_setscheduler(0, libc::SCHED_IDLE, &p) } == 0;
-    if !idle {
-        let err = std::io::Error::last_os_error().to_string();
-        // SAFETY: as above; PRIO_PROCESS with 0 is the calling thread on Linux.
-        unsafe { libc::setpriority(libc::PRIO_PROCESS, 0, 19) };
+    if let Err(e) = crate::sys::process::sched_idle() {
+        let err = e.to_string();
+        crate::sys::process::nice(19);
         log::warn("encoder: SCHED_IDLE refused, running at nice 19", &[("error", V::S(&err))]);
     }
 }
@@ -197,7 +193,7 @@ fn pass(shared: &Shared, epoch: u64, slack: &mut Slack) {
                 enc
             }
             None => {
-                let Some(all) = crate::compress::all_gated(data, || slack.gate(st, epoch)) else { return };
+                let Some(all) = crate::compress::codec::all_gated(data, || slack.gate(st, epoch)) else { return };
                 let enc = Encoded::from(all);
                 st.store.write_disk(&e.digest, &enc);
                 computed += 1;

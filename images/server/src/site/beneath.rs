@@ -7,23 +7,13 @@
 //! open instead of being followed. Plain `openat` rather than `openat2(RESOLVE_BENEATH)`: it needs no recent
 //! kernel and no seccomp allowance, and the path never holds `..` (only normal components are accepted).
 
-use std::ffi::{CString, OsStr};
+use std::ffi::OsStr;
 use std::fs::File;
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
-use std::os::unix::ffi::OsStrExt;
+use std::os::fd::AsRawFd;
 use std::path::{Component, Path};
 
-fn openat(dir: libc::c_int, name: &OsStr, flags: libc::c_int) -> io::Result<OwnedFd> {
-    let c = CString::new(name.as_bytes()).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
-    // SAFETY: a NUL-terminated name and a directory descriptor (or AT_FDCWD) that outlives the call.
-    let fd = unsafe { libc::openat(dir, c.as_ptr(), flags | libc::O_CLOEXEC) };
-    if fd < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: a descriptor we just opened and nobody else owns.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
-}
+use crate::sys::fs::openat;
 
 /// Opens `root/rel` for reading, where `rel` is relative and made only of normal components, none of which may be
 /// a symlink at the time of the open; the result must be a regular file. `root` itself is opened as given (it is

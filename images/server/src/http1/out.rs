@@ -3,10 +3,13 @@
 //! batch leaves with one writev; whatever the socket does not take moves to the connection's `Pending`.
 
 use std::collections::VecDeque;
+use std::io::IoSlice;
 use std::os::fd::RawFd;
 use std::sync::Arc;
 
-use crate::content::Table;
+use crate::site::content::Table;
+use crate::sys::io;
+use crate::sys::mem::Borrowed;
 
 /// Bodies up to this size are copied next to their headers (one iovec for the whole response).
 pub const COPY_BODY_MAX: usize = 16 * 1024;
@@ -16,8 +19,8 @@ const IOV_BATCH: usize = 64;
 pub enum Seg {
     /// Bytes `start..end` of the batch buffer (or of `Pending::bytes`).
     Buf { start: usize, end: usize },
-    /// Bytes owned by the content table.
-    Mem { ptr: *const u8, len: usize },
+    /// Bytes owned by the content table (kept alive by the batch's or `Pending`'s `Arc<Table>`).
+    Mem(Borrowed),
     /// A file range sent with sendfile.
     File { fd: RawFd, off: u64, len: u64 },
 }
@@ -81,7 +84,7 @@ impl Out {
         if b.len() <= COPY_BODY_MAX {
             self.buf.extend_from_slice(b);
         } else {
-            self.seal_and_push(Seg::Mem { ptr: b.as_ptr(), len: b.len() });
+            self.seal_and_push(Seg::Mem(Borrowed::new(b)));
         }
     }
 
@@ -121,7 +124,7 @@ pub fn advance(segs: &mut [Seg], cur: &mut usize, mut n: usize) {
     while n > 0 {
         let l = match segs[*cur] {
             Seg::Buf { start, end } => end - start,
-            Seg::Mem { len, .. } => len,
+            Seg::Mem(m) => m.len(),
             Seg::File { len, .. } => len as usize,
         };
         if n >= l {
@@ -130,7 +133,7 @@ pub fn advance(segs: &mut [Seg], cur: &mut usize, mut n: usize) {
         } else {
             segs[*cur] = match segs[*cur] {
                 Seg::Buf { start, end } => Seg::Buf { start: start + n, end },
-                Seg::Mem { ptr, len } => Seg::Mem { ptr: ptr.wrapping_add(n), len: len - n },
+                Seg::Mem(m) => Seg::Mem(m.skip(n)),
                 Seg::File { fd, off, len } => Seg::File { fd, off: off + n as u64, len: len - n as u64 },
             };
             n = 0;
@@ -140,24 +143,19 @@ pub fn advance(segs: &mut [Seg], cur: &mut usize, mut n: usize) {
 
 /// Writes segments starting at `segs[*cur]` (advancing it and trimming partially written segments).
 pub fn write_segs(fd: RawFd, base: &[u8], segs: &mut [Seg], cur: &mut usize, written: &mut u64) -> WriteResult {
-    let mut iov: [libc::iovec; IOV_BATCH] = [libc::iovec { iov_base: std::ptr::null_mut(), iov_len: 0 }; IOV_BATCH];
+    let mut iov: [IoSlice<'_>; IOV_BATCH] = [IoSlice::new(&[]); IOV_BATCH];
     while *cur < segs.len() {
         if let Seg::File { fd: ffd, off, len } = segs[*cur] {
-            let mut o = off as libc::off_t;
-            // SAFETY: valid fds; sendfile reads from `ffd` at `o` without moving its file position.
-            let n = unsafe { libc::sendfile(fd, ffd, &mut o, len.min(1 << 30) as usize) };
-            if n < 0 {
-                return match std::io::Error::last_os_error().raw_os_error() {
-                    Some(libc::EAGAIN) => WriteResult::Blocked,
+            let n = match io::sendfile(fd, ffd, off, len) {
+                Ok(0) => return WriteResult::Failed, // file shrank under us
+                Ok(n) => n as u64,
+                Err(e) => match e.raw_os_error() {
+                    Some(libc::EAGAIN) => return WriteResult::Blocked,
                     Some(libc::EINTR) => continue,
-                    _ => WriteResult::Failed,
-                };
-            }
-            if n == 0 {
-                return WriteResult::Failed; // file shrank under us
-            }
-            *written += n as u64;
-            let n = n as u64;
+                    _ => return WriteResult::Failed,
+                },
+            };
+            *written += n;
             if n == len {
                 *cur += 1;
             } else {
@@ -168,12 +166,11 @@ pub fn write_segs(fd: RawFd, base: &[u8], segs: &mut [Seg], cur: &mut usize, wri
         let mut k = 0;
         let mut i = *cur;
         while i < segs.len() && k < IOV_BATCH {
-            let (p, l) = match segs[i] {
-                Seg::Buf { start, end } => (base[start..end].as_ptr(), end - start),
-                Seg::Mem { ptr, len } => (ptr, len),
+            iov[k] = match segs[i] {
+                Seg::Buf { start, end } => IoSlice::new(&base[start..end]),
+                Seg::Mem(m) => IoSlice::new(m.bytes()),
                 Seg::File { .. } => break,
             };
-            iov[k] = libc::iovec { iov_base: p as *mut libc::c_void, iov_len: l };
             k += 1;
             i += 1;
         }
@@ -181,29 +178,16 @@ pub fn write_segs(fd: RawFd, base: &[u8], segs: &mut [Seg], cur: &mut usize, wri
         // the start of the body that sendfile sends next. Accepted sockets have TCP_NODELAY, which would otherwise
         // push the headers alone: one more packet per response and one more wake-up of the reader.
         let more = matches!(segs.get(i), Some(Seg::File { .. }));
-        // SAFETY: every iovec points into live memory (the batch buffer or the held table); msghdr is plain data
-        // for which all-zero is valid, and it lives until sendmsg returns.
-        let n = unsafe {
-            if more {
-                let mut msg: libc::msghdr = std::mem::zeroed();
-                msg.msg_iov = iov.as_mut_ptr();
-                msg.msg_iovlen = k as _;
-                libc::sendmsg(fd, &msg, libc::MSG_MORE)
-            } else if k == 1 {
-                libc::write(fd, iov[0].iov_base, iov[0].iov_len)
-            } else {
-                libc::writev(fd, iov.as_ptr(), k as i32)
-            }
-        };
-        if n < 0 {
-            return match std::io::Error::last_os_error().raw_os_error() {
-                Some(libc::EAGAIN) => WriteResult::Blocked,
+        let n = match io::write_gather(fd, &iov[..k], more) {
+            Ok(n) => n,
+            Err(e) => match e.raw_os_error() {
+                Some(libc::EAGAIN) => return WriteResult::Blocked,
                 Some(libc::EINTR) => continue,
-                _ => WriteResult::Failed,
-            };
-        }
+                _ => return WriteResult::Failed,
+            },
+        };
         *written += n as u64;
-        advance(segs, cur, n as usize);
+        advance(segs, cur, n);
         // Partially accepted: the socket buffer is full.
         if *cur < i {
             return WriteResult::Blocked;
@@ -283,13 +267,7 @@ mod tests {
 
     /// Segments the kernel has sent on a TCP socket (tcp_info), pure ACKs included.
     fn segs_out(fd: RawFd) -> u32 {
-        let mut info: libc::tcp_info = unsafe { std::mem::zeroed() };
-        let mut len = std::mem::size_of::<libc::tcp_info>() as libc::socklen_t;
-        let r = unsafe {
-            libc::getsockopt(fd, libc::IPPROTO_TCP, libc::TCP_INFO, &mut info as *mut _ as *mut libc::c_void, &mut len)
-        };
-        assert_eq!(r, 0);
-        info.tcpi_segs_out
+        crate::sys::socket::tcp_segs_out(fd).unwrap()
     }
 
     #[test]
@@ -330,8 +308,8 @@ mod tests {
 
     #[test]
     fn writes_through_a_pipe_and_resumes() {
-        let mut fds = [0; 2];
-        unsafe { assert_eq!(libc::pipe2(fds.as_mut_ptr(), libc::O_NONBLOCK), 0) };
+        let (r, w) = io::pipe();
+        let fds = [r, w];
         let mut o = Out::default();
         let big = vec![b'x'; 200_000];
         o.bytes(b"head");
@@ -346,9 +324,8 @@ mod tests {
         let mut got = Vec::new();
         let mut buf = vec![0u8; 65536];
         loop {
-            let n = unsafe { libc::read(fds[0], buf.as_mut_ptr() as *mut libc::c_void, buf.len()) };
-            if n > 0 {
-                got.extend_from_slice(&buf[..n as usize]);
+            if let Ok(n) = io::read(fds[0], &mut buf) {
+                got.extend_from_slice(&buf[..n]);
             }
             match p.write(fds[1], &mut written) {
                 WriteResult::Done => break,
@@ -357,18 +334,15 @@ mod tests {
             }
         }
         loop {
-            let n = unsafe { libc::read(fds[0], buf.as_mut_ptr() as *mut libc::c_void, buf.len()) };
-            if n <= 0 {
-                break;
+            match io::read(fds[0], &mut buf) {
+                Ok(n) if n > 0 => got.extend_from_slice(&buf[..n]),
+                _ => break,
             }
-            got.extend_from_slice(&buf[..n as usize]);
         }
         assert_eq!(got.len(), 200_008);
         assert_eq!(written, 200_008);
         assert!(got.starts_with(b"headxx") && got.ends_with(b"xxtail"));
-        unsafe {
-            libc::close(fds[0]);
-            libc::close(fds[1]);
-        }
+        crate::sys::close(fds[0]);
+        crate::sys::close(fds[1]);
     }
 }

@@ -30,9 +30,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::log;
-use crate::metrics;
-use crate::parser::{self, Method, Parsed};
+pub mod metrics;
+use crate::http1::parser::{self, Method, Parsed};
 use crate::state::Shared;
+use crate::sys::signal::{poll, PollFd};
 
 /// Open admin connections at most (a file descriptor and up to MAX_REQUEST bytes each while reading).
 const MAX_CONNECTIONS: usize = 128;
@@ -79,8 +80,7 @@ impl Dropped {
 
 /// Runs the admin listener forever.
 pub fn serve(listener: TcpListener, shared: Arc<Shared>) {
-    // SAFETY: listen(2) again on our own listening socket only changes its backlog.
-    unsafe { libc::listen(listener.as_raw_fd(), ACCEPT_BACKLOG) };
+    crate::sys::socket::set_backlog(listener.as_raw_fd(), ACCEPT_BACKLOG);
     if let Err(e) = listener.set_nonblocking(true) {
         // Without it an accept could block the loop; the process is unusable for probes, so say so loudly.
         log::error("admin listener: cannot make it nonblocking", &[("error", log::V::S(&e.to_string()))]);
@@ -137,11 +137,15 @@ pub fn route(shared: &Shared, dropped: &Dropped, path: &[u8]) -> (u16, &'static 
 
 /// One /content line: the URL path, then tab-separated `memory` or `disk` (where its identity body is served
 /// from) and its encodings (`identity,br,gzip,zstd`).
-fn content_line(out: &mut String, e: &crate::content::FileEntry) {
+fn content_line(out: &mut String, e: &crate::site::content::FileEntry) {
     out.push_str(&e.path);
-    out.push_str(if matches!(e.identity().body, crate::content::Body::Disk(_)) { "\tdisk\t" } else { "\tmemory\t" });
+    out.push_str(if matches!(e.identity().body, crate::site::content::Body::Disk(_)) {
+        "\tdisk\t"
+    } else {
+        "\tmemory\t"
+    });
     let mut first = true;
-    for enc in crate::encoding::ALL {
+    for enc in crate::compress::encoding::ALL {
         if e.has(enc) {
             if !first {
                 out.push(',');
@@ -155,7 +159,7 @@ fn content_line(out: &mut String, e: &crate::content::FileEntry) {
 
 /// A whole response; every admin response closes its connection.
 fn response(status: u16, ctype: &str, body: &str, head_only: bool) -> Vec<u8> {
-    let reason = crate::respond::reason(status);
+    let reason = crate::answer::reply::reason(status);
     let mut resp = format!(
         "HTTP/1.1 {status} {reason}\r\nContent-Type: {ctype}\r\nContent-Length: {}\r\nCache-Control: no-store\r\nConnection: close\r\n\r\n",
         body.len()
@@ -327,18 +331,14 @@ impl Admin {
         // (the listener is not polled meanwhile), and for the end of an accept pause.
         let evictable_at = (!room).then(|| self.conns[0].accepted + EVICT_GRACE);
         let wake = self.conns.iter().map(|c| c.deadline).chain(evictable_at).chain(self.accept_paused).min();
-        let mut fds: Vec<libc::pollfd> = Vec::with_capacity(self.conns.len() + 1);
+        let mut fds: Vec<PollFd> = Vec::with_capacity(self.conns.len() + 1);
         if listen {
-            fds.push(libc::pollfd { fd: self.listener.as_raw_fd(), events: libc::POLLIN, revents: 0 });
+            fds.push(PollFd { fd: self.listener.as_raw_fd(), events: libc::POLLIN, revents: 0 });
         }
         let first_conn = fds.len();
-        fds.extend(self.conns.iter().map(|c| libc::pollfd {
-            fd: c.stream.as_raw_fd(),
-            events: c.events(),
-            revents: 0,
-        }));
-        // SAFETY: `fds` is a valid array of fds.len() pollfds. An error (EINTR) leaves every revents 0.
-        unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, poll_timeout(wake, now)) };
+        fds.extend(self.conns.iter().map(|c| PollFd { fd: c.stream.as_raw_fd(), events: c.events(), revents: 0 }));
+        // An error (EINTR) leaves every revents 0.
+        poll(&mut fds, poll_timeout(wake, now));
 
         let now = Instant::now();
         for (c, p) in self.conns.iter_mut().zip(&fds[first_conn..]) {
@@ -468,7 +468,7 @@ mod tests {
             first.starts_with(b"HTTP/1.1 200 OK\r\n")
                 && first.ends_with(b"Content-Length: 0\r\nCache-Control: no-store\r\nConnection: close\r\n\r\n")
         );
-        a.shared.swap(crate::content::Table::default());
+        a.shared.swap(crate::site::content::Table::default());
         assert!(!Rc::ptr_eq(&a.answer(get).unwrap(), &first), "a reload makes a new list");
         drop((first, second));
         a.release_unused();

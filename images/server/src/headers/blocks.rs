@@ -1,8 +1,8 @@
 //! Precomputed response header blocks per file variant, so a response is a copy of a ready-made block plus
 //! the cached Date line.
 
+use crate::compress::encoding::Encoding;
 use crate::dates;
-use crate::encoding::Encoding;
 
 pub struct Inputs<'a> {
     pub mime: &'a str,

@@ -6,26 +6,11 @@ use std::fs;
 use std::path::PathBuf;
 use std::time::Instant;
 
-use crate::slack::Sample;
-
-/// The CPU clock id of thread `tid` of this process: the kernel's encoding of a per-thread CPU clock
-/// (`MAKE_THREAD_CPUCLOCK(tid, CPUCLOCK_SCHED)`, what glibc's `pthread_getcpuclockid` returns).
-fn thread_clock(tid: i32) -> libc::clockid_t {
-    ((!tid) << 3) | 6
-}
-
-/// The CPU time of a clock in nanoseconds; None when the clock is gone (thread exited).
-fn clock_ns(clock: libc::clockid_t) -> Option<u64> {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: clock_gettime writes one timespec we own.
-    let ok = unsafe { libc::clock_gettime(clock, &mut ts) } == 0;
-    ok.then(|| ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64)
-}
+use crate::compress::slack::Sample;
 
 /// CPU time of the calling thread, in nanoseconds.
-pub fn own_thread_ns() -> u64 {
-    clock_ns(libc::CLOCK_THREAD_CPUTIME_ID).unwrap_or(0)
-}
+pub use crate::sys::clock::own_thread_cpu_ns as own_thread_ns;
+use crate::sys::clock::{cpu_ns as clock_ns, thread_clock};
 
 /// The ids of this process's threads whose name starts with `prefix` (the workers are `worker-N`).
 pub fn threads_named(prefix: &str) -> Vec<i32> {
@@ -168,8 +153,7 @@ mod tests {
         let h = std::thread::Builder::new()
             .name("worker-test".into())
             .spawn(move || {
-                // SAFETY: gettid has no arguments and cannot fail.
-                tx.send(unsafe { libc::gettid() }).unwrap();
+                tx.send(crate::sys::process::gettid()).unwrap();
                 n.wait();
                 let mut x = 0u64;
                 while !s.load(Ordering::Relaxed) {

@@ -12,11 +12,11 @@ use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use crate::compress;
-use crate::content::{Body, FileEntry, Table};
-use crate::encoding::{Encoding, COMPRESSED};
+use crate::compress::codec;
+use crate::compress::encoding::{Encoding, COMPRESSED};
 use crate::log::{self, V};
-use crate::{loader, mime};
+use crate::site::content::{Body, FileEntry, Table};
+use crate::site::{loader, mime};
 
 pub type Digest = [u8; 32];
 
@@ -30,7 +30,7 @@ pub struct Encoded {
 
 impl Encoded {
     pub fn compute(data: &[u8]) -> Encoded {
-        Encoded::from(compress::all(data))
+        Encoded::from(codec::all(data))
     }
 
     /// The body of encoding `e` (None for identity and for encodings that were not smaller).
@@ -48,8 +48,8 @@ impl Encoded {
     }
 }
 
-impl From<compress::All> for Encoded {
-    fn from(a: compress::All) -> Encoded {
+impl From<codec::All> for Encoded {
+    fn from(a: codec::All) -> Encoded {
         Encoded { br: a.br.map(Arc::from), gz: a.gz.map(Arc::from), zst: a.zst.map(Arc::from) }
     }
 }
@@ -179,8 +179,8 @@ fn usable(d: &Path) -> Result<(), String> {
 pub fn wants_encoding(e: &FileEntry) -> bool {
     matches!(e.identity().body, Body::Mem(_))
         && !e.negotiable()
-        && !compress::is_sibling(&e.path)
-        && compress::worth(mime::for_name(&e.path).compressible, e.identity().len)
+        && !codec::is_sibling(&e.path)
+        && codec::worth(mime::for_name(&e.path).compressible, e.identity().len)
 }
 
 /// How many files of `t` still wait for the encoder.

@@ -13,7 +13,8 @@ use std::time::{Instant, SystemTime};
 
 use clap::Parser;
 
-use crate::{compress, loader, mime};
+use crate::compress::codec as compress;
+use crate::site::{loader, mime};
 
 #[derive(Parser, Debug)]
 #[command(

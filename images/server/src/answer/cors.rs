@@ -10,7 +10,7 @@
 //! allowed origin for an allowed method gets 204 with the rule's precomputed `Access-Control-Allow-*` lines; from
 //! any other it gets a plain 204 without them, which the browser reads as a refusal.
 
-use crate::glob::PathGlob;
+use crate::site::glob::PathGlob;
 
 /// What a rule allows when it does not say.
 const DEFAULT_METHODS: &str = "GET, HEAD";
@@ -94,7 +94,7 @@ pub fn parse_rule(v: &str) -> Result<CorsRule, String> {
         let (k, val) = p.split_once('=').ok_or_else(|| err(&format!("{p:?}: expected key=value")))?;
         let token_list = |val: &str| -> Result<String, String> {
             let items: Vec<&str> = list(val).collect();
-            match items.iter().find(|t| !crate::headers_file::is_token(t)) {
+            match items.iter().find(|t| !crate::headers::site_file::is_token(t)) {
                 Some(bad) => Err(err(&format!("{bad:?} is not a token"))),
                 None => Ok(items.join(", ")),
             }

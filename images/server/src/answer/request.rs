@@ -1,0 +1,162 @@
+//! A request → its response description (answer/reply.rs), whatever protocol carried it: the method, the path
+//! (normalised once), forced rules, the file lookup (files, directory and clean-URL redirects), the other rules,
+//! the SPA fallback, OPTIONS with CORS preflights, and the error pages. HTTP/1.1 builds an `Ask` from its parsed
+//! head and frames the `Reply` (http1/respond.rs); an HTTP/2 stream builds the same `Ask` from its header fields.
+
+use crate::answer::file::{self, FileAsk};
+use crate::answer::path::{self, PathError};
+use crate::answer::reply::{Body, Head, Location, Reply};
+use crate::rules::{self, Captures};
+use crate::site::content::{Table, Target};
+
+/// The request methods as the core tells them apart.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Method {
+    Get,
+    Head,
+    /// `Allow` (and CORS preflights); its path may be `*`.
+    Options,
+    /// A method the server knows but does not allow: 405.
+    Other,
+    /// An unknown method: 501.
+    Unknown,
+}
+
+/// The parts of a request the answer depends on.
+#[derive(Clone, Copy)]
+pub struct Ask<'a> {
+    pub method: Method,
+    /// The raw request path (percent-encoded, without the query): what is looked up; `*` for `OPTIONS *`; for
+    /// another method, the path its 405 page is chosen by.
+    pub path: &'a [u8],
+    pub query: Option<&'a [u8]>,
+    /// `Accept`: whether a missing path is a page navigation (the SPA fallback).
+    pub accept: Option<&'a [u8]>,
+    /// `Access-Control-Request-Method`, with `file.origin` what makes an OPTIONS a CORS preflight.
+    pub access_control_request_method: Option<&'a [u8]>,
+    /// What a file's answer depends on.
+    pub file: FileAsk<'a>,
+}
+
+/// The site a request is answered from: the published table and the flags that change lookups.
+#[derive(Clone, Copy)]
+pub struct Site<'t> {
+    pub table: &'t Table,
+    pub spa_fallback: bool,
+}
+
+/// The answer to `ask`. `pathbuf` is the worker's scratch: the normalised path, then a rewrite's target.
+/// Allocates nothing; the reply borrows from the table, the request and `pathbuf`.
+pub fn answer<'a>(site: Site<'a>, ask: &Ask<'a>, pathbuf: &'a mut [u8]) -> Reply<'a> {
+    let table = site.table;
+    let head = ask.method == Method::Head;
+    match ask.method {
+        Method::Get | Method::Head => {}
+        Method::Options => return options(table, ask, pathbuf),
+        Method::Other => {
+            // The 405 page is chosen by the normalised path, as for 404: `/d%6Fcs/x` and `/docs/../x` are under
+            // the prefixes their normalised forms are under. A path that does not normalise gets the page for
+            // `/`: it is still a 405, not a 400.
+            let p = match path::normalize(ask.path, pathbuf) {
+                Ok(n) => &pathbuf[..n],
+                Err(_) => b"/",
+            };
+            return error(table, false, 405, p, true);
+        }
+        Method::Unknown => return Reply::plain(501, false, false),
+    }
+    let n = match path::normalize(ask.path, pathbuf) {
+        Ok(n) => n,
+        Err(PathError::Bad) => return error(table, head, 400, ask.path, false),
+        Err(PathError::TooLong) => return error(table, head, 414, ask.path, false),
+    };
+    // The normalised path, and the rest of the buffer as scratch for a rewrite's target.
+    let (p, scratch) = pathbuf.split_at_mut(n);
+    let p: &'a [u8] = p;
+    let rules = &table.rules;
+    let mut caps = Captures::default();
+    // Forced (`!`) rules apply even where a file matches; the others only where none does.
+    if let Some(rule) = rules.forced(p, &mut caps) {
+        if let Some(r) = rules::reply::apply(table, ask, rule, p, &caps, scratch) {
+            return r;
+        }
+    }
+    match table.lookup(p) {
+        Some(Target::File(i)) => file::reply(table, &ask.file, table.entry(i)),
+        Some(Target::Redirect) => Reply::redirect(301, Location::Slash { path: ask.path, query: ask.query }),
+        Some(Target::Moved(k)) => {
+            Reply::redirect(301, Location::Moved { to: &rules.moved[k as usize].0, query: ask.query })
+        }
+        None => {
+            if let Some(rule) = rules.any(p, &mut caps) {
+                if let Some(r) = rules::reply::apply(table, ask, rule, p, &caps, scratch) {
+                    return r;
+                }
+            }
+            // Page navigations only: a missing asset is a 404, not index.html (rules/navigation.rs).
+            if site.spa_fallback && rules::is_navigation(p, ask.accept) {
+                if let Some(i) = table.spa_index {
+                    return file::reply(table, &ask.file, table.entry(i));
+                }
+            }
+            error(table, head, 404, p, false)
+        }
+    }
+}
+
+/// An error: the site's page for the status and path (`--error-page`, longest prefix; for 404 then
+/// `--not-found-page`), else the plain text one. `path` is the normalised path, or the raw one when the path
+/// did not normalise; `allow` adds the `Allow` line (405).
+fn error<'a>(table: &'a Table, head: bool, status: u16, path: &[u8], allow: bool) -> Reply<'a> {
+    let page = table.rules.error_page(status, path).or(if status == 404 { table.not_found } else { None });
+    let Some(i) = page else { return Reply::plain(status, allow, head) };
+    let e = table.entry(i);
+    let v = e.identity();
+    let body = if head { Body::None } else { Body::Variant { v, start: 0, len: v.len } };
+    Reply { status, head: Head::Page { e, allow }, body }
+}
+
+/// `OPTIONS *` and `OPTIONS /path`: 204 with `Allow`. A CORS preflight (with `Origin` and
+/// `Access-Control-Request-Method`) for a file under a `--cors` rule that allows the origin and method also gets
+/// the rule's `Access-Control-Allow-*` lines; refused, it gets none (the browser then blocks the request).
+fn options<'a>(table: &'a Table, ask: &Ask<'a>, pathbuf: &mut [u8]) -> Reply<'a> {
+    let (mut granted, mut vary_origin) = (None, false);
+    if ask.path != b"*" {
+        let n = match path::normalize(ask.path, pathbuf) {
+            Ok(n) => n,
+            Err(PathError::Bad) => return Reply::plain(400, false, false),
+            Err(PathError::TooLong) => return Reply::plain(414, false, false),
+        };
+        if let (Some(origin), Some(method), Some(Target::File(i))) =
+            (ask.file.origin, ask.access_control_request_method, table.lookup(&pathbuf[..n]))
+        {
+            if let Some(r) = table.entry(i).headers.cors {
+                let rule = &table.cors[r as usize];
+                vary_origin = !rule.any;
+                granted = rule.preflight(origin, method);
+            }
+        }
+    }
+    Reply { status: 204, head: Head::Options { granted, vary_origin }, body: Body::None }
+}
+
+/// The host of a Host header (or `:authority`) without its port (`example.com:8080` → `example.com`,
+/// `[::1]:80` → `[::1]`), if it is a plausible host name or address literal: it goes into a Location and a URL.
+fn host_without_port(h: &[u8]) -> Option<&[u8]> {
+    let host = if h.first() == Some(&b'[') {
+        &h[..=h.iter().position(|&b| b == b']')?]
+    } else {
+        h.split(|&b| b == b':').next()?
+    };
+    let ok = |b: &u8| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b'_' | b'[' | b']' | b':');
+    (!host.is_empty() && host.iter().all(ok)).then_some(host)
+}
+
+/// `--https-redirect`: 308 to the same target over https on `port` (left out when 443), for any method. A
+/// request without a usable `host` gets 400: there is no URL to send it to. `path` and `query` as sent.
+pub fn https_redirect<'a>(ask: &Ask<'a>, host: Option<&'a [u8]>, port: u16) -> Reply<'a> {
+    match host.and_then(host_without_port) {
+        Some(host) => Reply::redirect(308, Location::Https { host, port, path: ask.path, query: ask.query }),
+        None => Reply::plain(400, false, ask.method == Method::Head),
+    }
+}

@@ -1,0 +1,132 @@
+//! HTTP/1.1 on a connection: every complete request in the read buffer parsed and answered into the worker's
+//! batch (pipelined requests leave in one write), with metrics and access-log lines per response. The answers
+//! come from http1/respond.rs; this file is the glue between the connection and the protocol.
+
+use super::conn::{Done, Then};
+use super::{Flow, Worker, FLUSH_AT};
+use crate::access;
+use crate::http1::parser::{self, Parsed};
+use crate::http1::respond::{self, Ctx, Resp};
+use crate::state::{bump, code_index};
+use crate::sys;
+use crate::timing;
+
+impl Worker {
+    /// Parses and answers the requests in rbuf[..len].
+    pub(super) fn answer(&mut self, idx: usize, len: usize) -> Flow {
+        self.out.clear();
+        let mut pos = 0;
+        let mut close = false;
+        // Whether the last request answered was whole and without a body (see Then::Close).
+        let mut bodiless = false;
+        // The table outlives the batch: the worker only swaps it between loop iterations.
+        let table = sys::mem::detach(&self.table.value);
+        let force_close_base = self.closing;
+        // Every request in this read arrived together, so their durations start together: one clock read per
+        // batch (pipelined ×16 reads the clock twice per batch, not twice per request), taken at the first
+        // complete head.
+        let mut batch_start: Option<u64> = None;
+        loop {
+            let parsed = parser::parse(&self.rbuf[pos..len]);
+            let c = &self.conns[idx];
+            let ctx = Ctx {
+                table,
+                // HTTPS responses carry HSTS (when set) right after the Date line.
+                date_line: if c.tls.is_some() && !self.hsts_date.is_empty() {
+                    &self.hsts_date
+                } else {
+                    self.date.line()
+                },
+                force_close: force_close_base
+                    || c.requests + 1 >= self.max_requests
+                    || self.now_ms.saturating_sub(c.born_ms) >= self.max_age_ms,
+                spa_fallback: self.shared.cfg.spa_fallback,
+            };
+            let resp: Resp = match parsed {
+                Ok(Parsed::Partial) => break,
+                Ok(Parsed::Complete(req, used)) => {
+                    // The head is complete: the request's duration starts here (or with its batch's first).
+                    let start_ns = *batch_start.get_or_insert_with(timing::now_ns);
+                    let r = match self.redirect_port {
+                        Some(port) if c.tls.is_none() => respond::https_redirect(&mut self.out, &ctx, &req, port),
+                        _ => respond::respond(&mut self.out, &ctx, &req, &mut self.pathbuf),
+                    };
+                    bodiless = !req.has_body();
+                    let log_from = self.batch_log.len() as u32;
+                    if self.shared.cfg.access_log {
+                        self.log_counter += 1;
+                        if self.log_counter.is_multiple_of(self.shared.cfg.access_log_sample) {
+                            let f = access::Fields {
+                                client: c.peer,
+                                method: req.method_raw,
+                                target: req.target,
+                                status: r.status,
+                                bytes: r.body,
+                                user_agent: req.user_agent.unwrap_or(b""),
+                                worker: self.id,
+                            };
+                            access::begin(&mut self.batch_log, &f);
+                        }
+                    }
+                    let log_to = self.batch_log.len() as u32;
+                    self.batch.push(Done { start_ns, log_from, log_to });
+                    pos += used;
+                    r
+                }
+                Err(e) => {
+                    pos = len;
+                    bodiless = false;
+                    let start_ns = *batch_start.get_or_insert_with(timing::now_ns);
+                    self.batch.push(Done { start_ns, log_from: 0, log_to: 0 });
+                    respond::parse_error(&mut self.out, &ctx, e)
+                }
+            };
+            let c = &mut self.conns[idx];
+            c.requests += 1;
+            c.head_since_ms = 0;
+            let s = &self.shared.stats[self.id];
+            bump(&s.requests[code_index(resp.status)], 1);
+            bump(&s.response_bytes, resp.bytes);
+            if resp.close {
+                close = true;
+                break;
+            }
+            if pos >= len {
+                break;
+            }
+            if self.out.buf.len() >= FLUSH_AT || self.out.segs.len() > 200 {
+                match self.flush(idx) {
+                    Flow::Continue => {}
+                    Flow::Stop => {
+                        // Output is pending: keep the unprocessed requests for when it drains.
+                        let c = &mut self.conns[idx];
+                        if !c.is_active() {
+                            return Flow::Stop;
+                        }
+                        c.stash = self.rbuf[pos..len].to_vec();
+                        c.paused = true;
+                        return Flow::Stop;
+                    }
+                }
+            }
+        }
+        if !close && pos < len {
+            let c = &mut self.conns[idx];
+            c.stash = self.rbuf[pos..len].to_vec();
+            if c.head_since_ms == 0 {
+                c.head_since_ms = self.now_ms;
+            }
+        }
+        self.conns[idx].then = if close { Then::Close { clean: bodiless && pos >= len } } else { Then::KeepOpen };
+        match self.flush(idx) {
+            Flow::Continue => {
+                if close {
+                    self.begin_close(idx);
+                    return Flow::Stop;
+                }
+                Flow::Continue
+            }
+            Flow::Stop => Flow::Stop,
+        }
+    }
+}

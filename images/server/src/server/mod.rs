@@ -1,0 +1,238 @@
+//! One worker: its own SO_REUSEPORT listener and epoll loop, edge-triggered connections, pipelined
+//! requests answered in one write per batch, timeouts swept a few times per second. Nothing here takes a
+//! lock or allocates per request: connection slots, the read buffer and the batch output are reused; a
+//! connection only owns memory while it holds a partial request or unsent output.
+//! With TLS on, each worker also owns an HTTPS listener; its connections are the same slots with a rustls
+//! session attached (tls/stream.rs), decrypting into the same read buffer and encrypting the same batches.
+//!
+//! The files: conn.rs (a slot and its state), accept.rs, io.rs (reads, writes, the batch), h1.rs (HTTP/1.1 on a
+//! connection), close.rs (endings and the timeout sweep), listen.rs (the listeners).
+
+mod accept;
+mod close;
+mod conn;
+mod h1;
+mod io;
+pub mod listen;
+
+use std::os::fd::RawFd;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use rustls::ServerConfig;
+
+use crate::datecache::DateCache;
+use crate::http1::out::Out;
+use crate::http1::parser;
+use crate::publish::Local;
+use crate::site::content::Table;
+use crate::state::{Shared, WorkerStats};
+use crate::sys;
+use crate::sys::clock::monotonic_coarse_ms as monotonic_ms;
+use crate::sys::epoll::{self, Epoll, Events};
+use crate::tls;
+use conn::{Conn, Done, PreHead, NIL};
+
+pub use listen::{listen, local_port};
+
+const READ_BUF: usize = 64 * 1024;
+const MAX_EVENTS: usize = 512;
+const LISTENER: u64 = u64::MAX;
+const TLS_LISTENER: u64 = u64::MAX - 1;
+/// A batch is written out once its buffer grows past this, even mid-pipeline.
+const FLUSH_AT: usize = 128 * 1024;
+/// How long a closing connection may keep sending before we drop it.
+const LINGER_MS: u64 = 2000;
+/// While draining, connections idle this long are closed.
+const DRAIN_IDLE_MS: u64 = 250;
+
+pub struct Worker {
+    id: usize,
+    shared: Arc<Shared>,
+    ep: Option<Epoll>,
+    listener: RawFd,
+    conns: Vec<Conn>,
+    free: Vec<u32>,
+    open: usize,
+    rbuf: Box<[u8]>,
+    out: Out,
+    pathbuf: Box<[u8]>,
+    /// The content table this worker serves, refreshed between batches.
+    table: Local<Table>,
+    date: DateCache,
+    now_ms: u64,
+    closing: bool,
+    /// Non-zero while the listener is out of the epoll set after an accept error.
+    accept_paused_until: u64,
+    log_counter: u64,
+    log_line: Vec<u8>,
+    /// Responses of the batch being answered/written, and their unfinished access-log lines (access.rs).
+    batch: Vec<Done>,
+    batch_log: Vec<u8>,
+    header_timeout_ms: u64,
+    keepalive_ms: u64,
+    max_age_ms: u64,
+    max_requests: u64,
+    /// HTTPS: the listener (-1 without TLS) and the configuration new handshakes use.
+    tls_listener: RawFd,
+    tls_config: Option<Local<ServerConfig>>,
+    /// File-backed bodies pass through here on their way into TLS records (empty without TLS).
+    scratch: Box<[u8]>,
+    /// The Date line followed by Strict-Transport-Security, for HTTPS responses when `--hsts` is set.
+    hsts_date: Vec<u8>,
+    /// `--https-redirect`: plain-port requests get a 308 to this port.
+    redirect_port: Option<u16>,
+    /// `--max-connections-per-worker`.
+    max_conns: usize,
+    pre: PreHead,
+    /// Where the next search for a connection to evict starts (a clock hand over the slots: the connection
+    /// evicted is the next in slot order after the last one, so a refilled slot is the last to go again).
+    evict_from: usize,
+}
+
+impl Worker {
+    /// `tls_listener` is -1 when HTTPS is off.
+    pub fn new(id: usize, shared: Arc<Shared>, listener: RawFd, tls_listener: RawFd) -> Worker {
+        let table = Local::new(&shared.table);
+        let tls_config = shared.tls.as_ref().map(|t| Local::new(&t.config));
+        let cfg = &shared.cfg;
+        let ms = |d: std::time::Duration| (d.as_millis() as u64).max(1);
+        Worker {
+            id,
+            ep: None,
+            listener,
+            conns: Vec::new(),
+            free: Vec::new(),
+            open: 0,
+            rbuf: vec![0u8; READ_BUF].into_boxed_slice(),
+            out: Out::default(),
+            pathbuf: vec![0u8; parser::MAX_REQUEST_LINE].into_boxed_slice(),
+            table,
+            date: DateCache::new(),
+            now_ms: monotonic_ms(),
+            closing: false,
+            accept_paused_until: 0,
+            log_counter: 0,
+            log_line: Vec::with_capacity(1024),
+            batch: Vec::with_capacity(64),
+            batch_log: Vec::new(),
+            header_timeout_ms: ms(cfg.header_timeout),
+            keepalive_ms: ms(cfg.keepalive_timeout),
+            max_age_ms: ms(cfg.max_connection_age),
+            max_requests: cfg.max_requests_per_connection,
+            tls_listener,
+            scratch: vec![0u8; if tls_config.is_some() { tls::stream::SCRATCH } else { 0 }].into_boxed_slice(),
+            tls_config,
+            hsts_date: Vec::new(),
+            redirect_port: cfg.https_redirect,
+            max_conns: cfg.max_connections_per_worker,
+            pre: PreHead { oldest: NIL, newest: NIL, count: 0, max: shared.pre_head_per_worker.max(1) },
+            evict_from: 0,
+            shared,
+        }
+    }
+
+    fn stats(&self) -> &WorkerStats {
+        &self.shared.stats[self.id]
+    }
+
+    pub fn run(mut self) {
+        let ep = Epoll::new().expect("epoll_create1");
+        ep.add(self.listener, epoll::IN, LISTENER);
+        if self.tls_listener >= 0 {
+            ep.add(self.tls_listener, epoll::IN, TLS_LISTENER);
+        }
+        self.ep = Some(ep);
+        let mut events = Events::with_capacity(MAX_EVENTS);
+        let tick = (self.header_timeout_ms.min(self.keepalive_ms) / 4).clamp(5, 1000);
+        let mut next_sweep = monotonic_ms() + tick;
+        loop {
+            let timeout = if self.closing { 50 } else { tick as i32 };
+            let n = self.ep().wait(&mut events, timeout);
+            self.now_ms = monotonic_ms();
+            self.date.refresh();
+            self.table.refresh(&self.shared.table);
+            self.refresh_tls();
+            for (data, flags) in events.ready(n) {
+                if data == LISTENER || data == TLS_LISTENER {
+                    if self.listener >= 0 && self.accept_paused_until == 0 {
+                        self.accept(data == TLS_LISTENER);
+                    }
+                    continue;
+                }
+                let idx = (data & 0xffff_ffff) as usize;
+                let gen = (data >> 32) as u32;
+                if idx >= self.conns.len() || !self.conns[idx].is_active() || self.conns[idx].gen != gen {
+                    continue;
+                }
+                if flags & (epoll::HUP | epoll::RDHUP) != 0 {
+                    self.conns[idx].peer_closed = true;
+                }
+                if flags & (epoll::IN | epoll::ERR | epoll::HUP | epoll::RDHUP) != 0 {
+                    self.on_readable(idx);
+                }
+                if flags & epoll::OUT != 0 && self.conns[idx].is_active() && self.conns[idx].gen == gen {
+                    self.on_writable(idx);
+                }
+            }
+            if self.now_ms >= next_sweep || self.closing {
+                next_sweep = self.now_ms + tick;
+                if !self.closing && self.shared.stop_accepting.load(Ordering::Acquire) {
+                    self.start_closing();
+                }
+                self.sweep();
+                if self.closing && self.open == 0 {
+                    break;
+                }
+                if self.accept_paused_until != 0 && self.now_ms >= self.accept_paused_until && !self.closing {
+                    self.accept_paused_until = 0;
+                    for (fd, data) in [(self.listener, LISTENER), (self.tls_listener, TLS_LISTENER)] {
+                        if fd >= 0 {
+                            self.ep().add(fd, epoll::IN, data);
+                        }
+                    }
+                }
+            }
+        }
+        self.ep = None;
+    }
+
+    fn ep(&self) -> &Epoll {
+        self.ep.as_ref().expect("the event loop is running")
+    }
+
+    /// Once per loop iteration: a rotated certificate (one atomic load; the mutex only when it changed), and
+    /// the Date line with HSTS when the second turned.
+    fn refresh_tls(&mut self) {
+        let (Some(p), Some(local)) = (&self.shared.tls, &mut self.tls_config) else { return };
+        local.refresh(&p.config);
+        if let Some(h) = &self.shared.cfg.hsts {
+            let d = self.date.line();
+            if !self.hsts_date.starts_with(d) {
+                self.hsts_date.clear();
+                self.hsts_date.extend_from_slice(d);
+                self.hsts_date.extend_from_slice(b"Strict-Transport-Security: ");
+                self.hsts_date.extend_from_slice(h.as_bytes());
+                self.hsts_date.extend_from_slice(b"\r\n");
+            }
+        }
+    }
+
+    fn start_closing(&mut self) {
+        self.closing = true;
+        for fd in [self.listener, self.tls_listener] {
+            if fd >= 0 {
+                self.ep().delete(fd);
+                sys::close(fd);
+            }
+        }
+        self.listener = -1;
+        self.tls_listener = -1;
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Flow {
+    Continue,
+    Stop,
+}

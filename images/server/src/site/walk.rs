@@ -1,0 +1,147 @@
+//! Walking the site root: every file a load serves (following symlinks that stay inside the root, skipping names
+//! that could carry a line break into a header), with what the loader needs to open it again safely.
+
+use std::collections::HashSet;
+use std::fs::{self, File};
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::UNIX_EPOCH;
+
+use super::loader::Report;
+
+pub(crate) struct Found {
+    pub url: String,
+    pub fs_path: PathBuf,
+    pub len: u64,
+    pub mtime: i64,
+    /// The canonical site root and the file's resolved path below it (no symlinks, no `..`) as the walk checked
+    /// it: the file is opened through these (`open`), never through `fs_path` again.
+    pub root: Arc<PathBuf>,
+    pub rel: PathBuf,
+}
+
+impl Found {
+    /// Opens the file the walk checked, without following any symlink swapped in since (beneath.rs).
+    pub fn open(&self) -> Result<File, String> {
+        crate::site::beneath::open_file(&self.root, &self.rel).map_err(|e| format!("{}: {e}", self.fs_path.display()))
+    }
+
+    pub fn read(&self) -> Result<Vec<u8>, String> {
+        let mut data = Vec::with_capacity(self.len as usize);
+        self.open()?.read_to_end(&mut data).map_err(|e| format!("{}: {e}", self.fs_path.display()))?;
+        Ok(data)
+    }
+}
+
+/// A name that could carry a header or a line break into a response (`_headers` placeholders put file names in
+/// header values, `/content` lists one name per line): any control character, C0, DEL or C1.
+pub(crate) fn unsafe_name(name: &str) -> bool {
+    name.chars().any(char::is_control)
+}
+
+/// Walks `root`, calling `on_dir` for each directory before it is read (the reload watcher uses it to add
+/// inotify watches without a race).
+pub(crate) fn walk(
+    root: &Path,
+    on_dir: &mut dyn FnMut(&Path),
+    report: &mut Report,
+) -> Result<(Vec<Found>, Vec<String>), String> {
+    let canon_root = fs::canonicalize(root).map_err(|e| format!("site root {}: {e}", root.display()))?;
+    if !canon_root.is_dir() {
+        return Err(format!("site root {} is not a directory", root.display()));
+    }
+    let shared_root = Arc::new(canon_root.clone());
+    let mut files = Vec::new();
+    let mut dirs = Vec::new();
+    let mut seen = HashSet::new();
+    let mut stack = vec![(root.to_path_buf(), String::new())];
+    seen.insert(canon_root.clone());
+    while let Some((dir, url)) = stack.pop() {
+        on_dir(&dir);
+        let rd = match fs::read_dir(&dir) {
+            Ok(rd) => rd,
+            Err(e) => {
+                if url.is_empty() {
+                    return Err(format!("site root {}: {e}", root.display()));
+                }
+                report.errors.push(format!("{}: unreadable directory: {e}", dir.display()));
+                report.unreadable += 1;
+                continue;
+            }
+        };
+        dirs.push(url.clone());
+        let mut names: Vec<_> = rd.filter_map(|e| e.ok()).map(|e| e.file_name()).collect();
+        names.sort();
+        for name in names {
+            let name_str = match name.to_str() {
+                Some(s) => s.to_string(),
+                None => {
+                    report.errors.push(format!("{}: file name is not UTF-8", dir.join(&name).display()));
+                    continue;
+                }
+            };
+            // Kubernetes volume internals (`..data`, `..2024_...`) are never served.
+            if name_str.starts_with("..") || name_str.contains('\\') {
+                continue;
+            }
+            // Skipped (with a load warning), never escaped: such a name has no honest URL, and escaping would have
+            // to hold in every place a name reaches (headers, /content, logs).
+            if unsafe_name(&name_str) {
+                report.errors.push(format!(
+                    "{}: file name has a control character; not served",
+                    dir.join(&name).display().to_string().escape_debug()
+                ));
+                continue;
+            }
+            let path = dir.join(&name);
+            let child_url = format!("{url}/{name_str}");
+            let canon = match fs::canonicalize(&path) {
+                Ok(c) => c,
+                Err(e) => {
+                    report.errors.push(format!("{}: {e}", path.display()));
+                    report.unreadable += 1;
+                    continue;
+                }
+            };
+            if !canon.starts_with(&canon_root) {
+                report.errors.push(format!(
+                    "{}: symlink escapes the site root (to {})",
+                    path.display(),
+                    canon.display()
+                ));
+                continue;
+            }
+            let meta = match fs::metadata(&canon) {
+                Ok(m) => m,
+                Err(e) => {
+                    report.errors.push(format!("{}: {e}", path.display()));
+                    report.unreadable += 1;
+                    continue;
+                }
+            };
+            if meta.is_dir() {
+                if seen.insert(canon) {
+                    stack.push((path, child_url));
+                }
+            } else if meta.is_file() {
+                let mtime = meta
+                    .modified()
+                    .ok()
+                    .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
+                    .map_or(0, |d| d.as_secs() as i64);
+                let rel = canon.strip_prefix(&canon_root).expect("checked above").to_path_buf();
+                files.push(Found {
+                    url: child_url,
+                    fs_path: path,
+                    len: meta.len(),
+                    mtime,
+                    root: shared_root.clone(),
+                    rel,
+                });
+            }
+        }
+    }
+    files.sort_by(|a, b| a.url.cmp(&b.url));
+    Ok((files, dirs))
+}

@@ -1,0 +1,19 @@
+//! openat(2): the one file system call std does not offer, for opening beneath a directory without following
+//! symlinks (beneath.rs).
+
+use std::ffi::{CString, OsStr};
+use std::io;
+use std::os::fd::{FromRawFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+
+/// openat(dir, name, flags | O_CLOEXEC) as an owned descriptor.
+pub fn openat(dir: libc::c_int, name: &OsStr, flags: libc::c_int) -> io::Result<OwnedFd> {
+    let c = CString::new(name.as_bytes()).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
+    // SAFETY: a NUL-terminated name and a directory descriptor (or AT_FDCWD) that outlives the call.
+    let fd = unsafe { libc::openat(dir, c.as_ptr(), flags | libc::O_CLOEXEC) };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: a descriptor we just opened and nobody else owns.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
