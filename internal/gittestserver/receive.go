@@ -1,0 +1,41 @@
+package gittestserver
+
+import (
+	"net/http"
+
+	"github.com/go-git/go-git/v5/plumbing/protocol/packp"
+	"github.com/go-git/go-git/v5/plumbing/transport"
+	"github.com/go-git/go-git/v5/plumbing/transport/server"
+)
+
+// maxPushBytes bounds a pushed packfile: the tests push at most a few MiB (the size-limit case).
+const maxPushBytes = 256 << 20
+
+// receivePack answers POST git-receive-pack with go-git's own session: it stores the pushed packfile and moves,
+// creates or deletes the refs (no fast-forward check, so a forced push replaces a branch as on a forge), then
+// reports the status of each command.
+func (s *Server) receivePack(w http.ResponseWriter, r *http.Request, ep *transport.Endpoint) {
+	req := packp.NewReferenceUpdateRequest()
+	if err := req.Decode(http.MaxBytesReader(w, r.Body, maxPushBytes)); err != nil {
+		http.Error(w, "decoding the push: "+err.Error(), http.StatusBadRequest)
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sess, err := server.NewServer(s.loader).NewReceivePackSession(ep, nil)
+	if err != nil {
+		repoError(w, err)
+		return
+	}
+	defer sess.Close()
+	w.Header().Set("Content-Type", "application/x-git-receive-pack-result")
+	w.Header().Set("Cache-Control", "no-cache")
+	status, err := sess.ReceivePack(r.Context(), req)
+	if status != nil {
+		_ = status.Encode(w)
+		return
+	}
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+	}
+}
