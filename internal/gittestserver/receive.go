@@ -20,6 +20,9 @@ func (s *Server) receivePack(w http.ResponseWriter, r *http.Request, ep *transpo
 		http.Error(w, "decoding the push: "+err.Error(), http.StatusBadRequest)
 		return
 	}
+	if onlyDeletes(req) {
+		req.Packfile = nil // a push that only deletes refs sends no packfile; the decoder hands an empty reader
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	sess, err := server.NewServer(s.loader).NewReceivePackSession(ep, nil)
@@ -38,4 +41,13 @@ func (s *Server) receivePack(w http.ResponseWriter, r *http.Request, ep *transpo
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
 	}
+}
+
+func onlyDeletes(req *packp.ReferenceUpdateRequest) bool {
+	for _, c := range req.Commands {
+		if c.Action() != packp.Delete {
+			return false
+		}
+	}
+	return len(req.Commands) > 0
 }

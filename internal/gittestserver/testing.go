@@ -183,3 +183,12 @@ func (r *Repo) Delete(ref string) {
 		r.t.Fatalf("deleting %s: %v", ref, err)
 	}
 }
+
+// Tag stores an annotated tag object named name pointing at commit, and pushes refs/tags/<name> to it.
+func (r *Repo) Tag(name string, commit plumbing.Hash) plumbing.Hash {
+	r.t.Helper()
+	sig := object.Signature{Name: "Test", Email: "test@example.invalid", When: r.clock}
+	h := r.store(&object.Tag{Name: name, Tagger: sig, Message: name, TargetType: plumbing.CommitObject, Target: commit})
+	r.Push("refs/tags/"+name, h, false)
+	return h
+}

@@ -171,11 +171,16 @@ func objectsToSend(st storer.Storer, req *packp.UploadPackRequest) (objs, shallo
 				continue
 			}
 			seen[h] = true
+			// An annotated tag is sent with what it names, which is at the same depth.
+			for t, err := object.GetTag(st, h); err == nil; t, err = object.GetTag(st, h) {
+				objs = append(objs, h)
+				h = t.Target
+			}
+			objs = append(objs, h)
 			c, err := object.GetCommit(st, h)
 			if err != nil {
 				return nil, nil, err
 			}
-			objs = append(objs, h)
 			if objs, err = appendTree(st, c.TreeHash, objs, seen); err != nil {
 				return nil, nil, err
 			}
