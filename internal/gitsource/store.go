@@ -115,23 +115,40 @@ func (s *Store) Sync(ctx context.Context, src Source) (Revision, bool, error) {
 	if err != nil {
 		return Revision{}, false, err
 	}
-	stage, err := os.MkdirTemp(s.Dir, ".stage-")
+	err = s.Install(rev.Commit, func(dir string) error { return writeTree(tree, dir, src.maxBytes()) })
 	if err != nil {
 		return Revision{}, false, err
 	}
+	return rev, true, nil
+}
+
+// Install publishes a tree for commit that write puts into an empty directory: the Check runs on it, then it
+// becomes Dir/<commit> and Dir/current flips to it. Sync installs what it fetched; a pod's puller installs what
+// it extracted from a bundle (ExtractBundle). On error nothing served changes and the directory is removed.
+func (s *Store) Install(commit string, write func(dir string) error) error {
+	if _, ok := commitHash(commit); !ok {
+		return newError(InvalidSource, nil, "%q is not a full commit hash", commit)
+	}
+	if err := os.MkdirAll(s.Dir, 0o755); err != nil {
+		return err
+	}
+	if cur, err := s.Current(); err != nil || cur == commit {
+		return err // already served: its tree is immutable, and replacing it would pull it from under readers
+	}
+	stage, err := os.MkdirTemp(s.Dir, ".stage-")
+	if err != nil {
+		return err
+	}
 	defer os.RemoveAll(stage) // a no-op once renamed into place
-	if err := writeTree(tree, stage, src.maxBytes()); err != nil {
-		return Revision{}, false, annotate(err, rev.Commit)
+	if err := write(stage); err != nil {
+		return annotate(err, commit)
 	}
 	if s.Check != nil {
 		if err := s.Check(stage); err != nil {
-			return Revision{}, false, newError(InvalidContent, err, "commit %s fails the content check", rev.Commit)
+			return newError(InvalidContent, err, "commit %s fails the content check", commit)
 		}
 	}
-	if err := s.publish(stage, rev.Commit); err != nil {
-		return Revision{}, false, err
-	}
-	return rev, true, nil
+	return s.publish(stage, commit)
 }
 
 // annotate names the commit in a content error.
