@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"strings"
 
 	"github.com/go-git/go-billy/v5/osfs"
@@ -16,6 +15,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	"github.com/go-git/go-git/v5/storage/filesystem"
 	"github.com/go-git/go-git/v5/storage/memory"
+	"golang.org/x/crypto/ssh/knownhosts"
 )
 
 // fetchedRef is where a fetch puts the wanted commit in the scratch object store.
@@ -143,8 +143,12 @@ func peelToCommit(st *filesystem.Storage, h plumbing.Hash) (*object.Commit, erro
 func classify(err error, src Source, format string, args ...any) error {
 	msg := fmt.Sprintf(format, args...)
 	var noRef git.NoMatchingRefSpecError
-	var netErr net.Error
+	var hostKey *knownhosts.KeyError
 	switch {
+	case errors.As(err, &hostKey):
+		return newError(AuthFailed, err, "%s: the server's host key is not one pinned in known_hosts", msg)
+	case strings.Contains(err.Error(), "ssh: unable to authenticate"):
+		return newError(AuthFailed, err, "%s: the SSH key was refused", msg)
 	case errors.Is(err, transport.ErrAuthenticationRequired), errors.Is(err, transport.ErrAuthorizationFailed),
 		errors.Is(err, transport.ErrInvalidAuthMethod):
 		if src.Auth == nil {
@@ -158,8 +162,7 @@ func classify(err error, src Source, format string, args ...any) error {
 		return newError(RefNotFound, err, "%s", msg)
 	case errors.Is(err, git.ErrExactSHA1NotSupported):
 		return newError(Unsupported, err, "%s: the server does not let a commit be fetched by hash; name a branch or tag", msg)
-	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled), errors.As(err, &netErr):
-		return newError(Unreachable, err, "%s", msg)
 	}
+	// DNS, refused connections, TLS, timeouts, 5xx and anything else the transport says: worth a retry.
 	return newError(Unreachable, err, "%s", msg)
 }

@@ -1,6 +1,7 @@
 package gittestserver
 
 import (
+	"context"
 	"net/http"
 
 	"github.com/go-git/go-git/v5/plumbing/protocol/packp"
@@ -20,6 +21,20 @@ func (s *Server) receivePack(w http.ResponseWriter, r *http.Request, ep *transpo
 		http.Error(w, "decoding the push: "+err.Error(), http.StatusBadRequest)
 		return
 	}
+	w.Header().Set("Content-Type", "application/x-git-receive-pack-result")
+	w.Header().Set("Cache-Control", "no-cache")
+	status, err := s.applyPush(r.Context(), ep, req)
+	if status != nil {
+		_ = status.Encode(w)
+		return
+	}
+	if err != nil {
+		repoError(w, err)
+	}
+}
+
+// applyPush stores a push and moves the refs with go-git's receive-pack session (the same over HTTP and SSH).
+func (s *Server) applyPush(ctx context.Context, ep *transport.Endpoint, req *packp.ReferenceUpdateRequest) (*packp.ReportStatus, error) {
 	if onlyDeletes(req) {
 		req.Packfile = nil // a push that only deletes refs sends no packfile; the decoder hands an empty reader
 	}
@@ -27,20 +42,10 @@ func (s *Server) receivePack(w http.ResponseWriter, r *http.Request, ep *transpo
 	defer s.mu.Unlock()
 	sess, err := server.NewServer(s.loader).NewReceivePackSession(ep, nil)
 	if err != nil {
-		repoError(w, err)
-		return
+		return nil, err
 	}
 	defer sess.Close()
-	w.Header().Set("Content-Type", "application/x-git-receive-pack-result")
-	w.Header().Set("Cache-Control", "no-cache")
-	status, err := sess.ReceivePack(r.Context(), req)
-	if status != nil {
-		_ = status.Encode(w)
-		return
-	}
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusInternalServerError)
-	}
+	return sess.ReceivePack(ctx, req)
 }
 
 func onlyDeletes(req *packp.ReferenceUpdateRequest) bool {

@@ -12,6 +12,7 @@
 package gittestserver
 
 import (
+	"context"
 	"crypto/subtle"
 	"errors"
 	"fmt"
@@ -22,6 +23,7 @@ import (
 
 	"github.com/go-git/go-billy/v5/osfs"
 	"github.com/go-git/go-git/v5/plumbing/format/pktline"
+	"github.com/go-git/go-git/v5/plumbing/protocol/packp"
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	"github.com/go-git/go-git/v5/plumbing/transport/server"
 )
@@ -108,35 +110,14 @@ func splitPath(p string) (repo, op string, ok bool) {
 
 // advertise answers GET info/refs: the service line, a flush, then the refs and capabilities of the service.
 func (s *Server) advertise(w http.ResponseWriter, r *http.Request, ep *transport.Endpoint, service string) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	srv := server.NewServer(s.loader)
-	var sess transport.Session
-	var err error
-	switch service {
-	case transport.UploadPackServiceName:
-		sess, err = srv.NewUploadPackSession(ep, nil)
-	case transport.ReceivePackServiceName:
-		sess, err = srv.NewReceivePackSession(ep, nil)
-	default:
+	if service != transport.UploadPackServiceName && service != transport.ReceivePackServiceName {
 		http.Error(w, "dumb HTTP is not served: ask for ?service=git-upload-pack or git-receive-pack", http.StatusForbidden)
 		return
 	}
+	ar, err := s.advertisedRefs(r.Context(), ep, service)
 	if err != nil {
 		repoError(w, err)
 		return
-	}
-	defer sess.Close()
-	ar, err := sess.AdvertisedReferencesContext(r.Context())
-	if err != nil {
-		repoError(w, err)
-		return
-	}
-	if service == transport.UploadPackServiceName {
-		if err := advertiseShallowAndWants(ar.Capabilities); err != nil {
-			http.Error(w, err.Error(), http.StatusInternalServerError)
-			return
-		}
 	}
 	w.Header().Set("Content-Type", fmt.Sprintf("application/x-%s-advertisement", service))
 	w.Header().Set("Cache-Control", "no-cache")
@@ -148,6 +129,35 @@ func (s *Server) advertise(w http.ResponseWriter, r *http.Request, ep *transport
 		return
 	}
 	_ = ar.Encode(w) // the client sees a truncated advertisement; nothing else to tell it
+}
+
+// advertisedRefs is the ref advertisement of a service (the same over HTTP and SSH), with this server's
+// upload-pack capabilities added.
+func (s *Server) advertisedRefs(ctx context.Context, ep *transport.Endpoint, service string) (*packp.AdvRefs, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	srv := server.NewServer(s.loader)
+	var sess transport.Session
+	var err error
+	if service == transport.UploadPackServiceName {
+		sess, err = srv.NewUploadPackSession(ep, nil)
+	} else {
+		sess, err = srv.NewReceivePackSession(ep, nil)
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer sess.Close()
+	ar, err := sess.AdvertisedReferencesContext(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if service == transport.UploadPackServiceName {
+		if err := advertiseShallowAndWants(ar.Capabilities); err != nil {
+			return nil, err
+		}
+	}
+	return ar, nil
 }
 
 // repoError maps a loader error to a status: a repository that does not exist is a 404, as on a real forge.

@@ -1,6 +1,10 @@
 package gittestserver
 
 import (
+	"crypto/ed25519"
+	"crypto/rand"
+	"encoding/pem"
+	"net"
 	"net/http/httptest"
 	"path/filepath"
 	"sort"
@@ -15,6 +19,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	"github.com/go-git/go-git/v5/storage/memory"
+	"golang.org/x/crypto/ssh"
 )
 
 // Start serves a fresh directory of repositories on loopback for the length of the test and returns the server
@@ -191,4 +196,48 @@ func (r *Repo) Tag(name string, commit plumbing.Hash) plumbing.Hash {
 	h := r.store(&object.Tag{Name: name, Tagger: sig, Message: name, TargetType: plumbing.CommitObject, Target: commit})
 	r.Push("refs/tags/"+name, h, false)
 	return h
+}
+
+// SSHKeys are a test's SSH material: the server's host key and the one client key it accepts.
+type SSHKeys struct {
+	Host       ssh.Signer
+	ClientPEM  []byte // the client's private key, PEM (a Secret's `identity`)
+	Client     ssh.Signer
+	Authorized ssh.PublicKey
+}
+
+// NewSSHKeys generates fresh ed25519 host and client keys.
+func NewSSHKeys(t testing.TB) SSHKeys {
+	t.Helper()
+	signer := func() (ssh.Signer, []byte) {
+		_, priv, err := ed25519.GenerateKey(rand.Reader)
+		if err != nil {
+			t.Fatal(err)
+		}
+		block, err := ssh.MarshalPrivateKey(priv, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := ssh.NewSignerFromKey(priv)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s, pem.EncodeToMemory(block)
+	}
+	host, _ := signer()
+	client, clientPEM := signer()
+	return SSHKeys{Host: host, Client: client, ClientPEM: clientPEM, Authorized: client.PublicKey()}
+}
+
+// StartSSH serves the server's repositories over SSH on loopback for the length of the test and returns the
+// address (host:port); a repository is at ssh://git@ADDR/name.
+func (s *Server) StartSSH(t testing.TB, keys SSHKeys) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = l.Close() })
+	go func() { _ = s.ServeSSH(l, SSHConfig(keys.Host, keys.Authorized)) }()
+	return l.Addr().String()
 }

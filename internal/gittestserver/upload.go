@@ -30,74 +30,124 @@ func advertiseShallowAndWants(c *capability.List) error {
 	return c.Set(capability.AllowReachableSHA1InWant)
 }
 
-// uploadPack answers POST git-upload-pack: the packfile of the wanted commits (to the asked depth), preceded by
-// the shallow lines when a depth was asked and a NAK (this server negotiates no common commits: a test fetch
-// into a fresh repository has none to offer).
+// uploadPack answers POST git-upload-pack (stateless: the whole negotiation state is in each request). Git
+// sends a depth fetch in two requests: wants + deepen + flush first, answered by the shallow lines only; then
+// the same with "done", answered by the shallow lines, a NAK and the packfile. go-git sends "done"
+// in its first request. This server never ACKs a have (it negotiates no common commits).
 func (s *Server) uploadPack(w http.ResponseWriter, r *http.Request, ep *transport.Endpoint) {
-	req, err := decodeUploadPackRequest(io.LimitReader(r.Body, maxRequestBytes))
+	body := io.LimitReader(r.Body, maxRequestBytes)
+	req := packp.NewUploadPackRequest()
+	if err := req.UploadRequest.Decode(body); err != nil {
+		http.Error(w, "decoding the upload request: "+err.Error(), http.StatusBadRequest)
+		return
+	}
+	flushes := 0
+	done, err := readHaves(pktline.NewScanner(body), req, func() error { flushes++; return nil })
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	st, err := s.loader.Load(ep)
+	up, err := s.prepare(ep, req)
 	if err != nil {
 		repoError(w, err)
 		return
 	}
 	w.Header().Set("Content-Type", "application/x-git-upload-pack-result")
 	w.Header().Set("Cache-Control", "no-cache")
-	if missing, err := firstUnreachable(st, req.Wants); err != nil || !missing.IsZero() {
-		msg := fmt.Sprintf("upload-pack: not our ref %s", missing)
-		if err != nil {
-			msg = "upload-pack: " + err.Error()
+	if up.refuse(w) || up.writeShallows(w) != nil {
+		return
+	}
+	if !done {
+		// A round without "done": each block of haves gets a NAK (git's upload-pack answers the same), and a
+		// request that ended right after the wants (git's first round of a depth fetch) gets only the shallow
+		// lines above: git's client reads them, then sends the next request.
+		for range flushes {
+			_ = writeNAK(w)
 		}
-		_ = (&pktline.ErrorLine{Text: msg}).Encode(w)
 		return
 	}
-	objs, shallows, err := objectsToSend(st, req)
-	if err != nil {
-		_ = (&pktline.ErrorLine{Text: "upload-pack: " + err.Error()}).Encode(w)
-		return
-	}
-	// The shallow lines (when a depth was asked) and the NAK go first; the encoder then streams the packfile.
-	resp := packp.NewUploadPackResponse(req)
-	resp.Shallows = shallows
-	var head bytes.Buffer
-	if !req.Depth.IsZero() {
-		if err := resp.ShallowUpdate.Encode(&head); err != nil {
-			http.Error(w, err.Error(), http.StatusInternalServerError)
-			return
-		}
-	}
-	if err := resp.ServerResponse.Encode(&head, false); err != nil {
-		http.Error(w, err.Error(), http.StatusInternalServerError)
-		return
-	}
-	if _, err := w.Write(head.Bytes()); err != nil {
-		return
-	}
-	_, _ = packfile.NewEncoder(w, st, false).Encode(objs, 10)
+	up.writePack(w)
 }
 
-// decodeUploadPackRequest reads the wants, capabilities and depth (up to a flush), then the haves up to "done".
-func decodeUploadPackRequest(body io.Reader) (*packp.UploadPackRequest, error) {
-	req := packp.NewUploadPackRequest()
-	if err := req.UploadRequest.Decode(body); err != nil {
-		return nil, fmt.Errorf("decoding the upload request: %w", err)
+// upload is one upload-pack answer being written.
+type upload struct {
+	st       storer.Storer
+	req      *packp.UploadPackRequest
+	objs     []plumbing.Hash
+	shallows []plumbing.Hash
+	err      string // a refusal for the client (an ERR line), or ""
+}
+
+// prepare opens the repository and works out the answer; an error means the repository could not be opened.
+func (s *Server) prepare(ep *transport.Endpoint, req *packp.UploadPackRequest) (*upload, error) {
+	st, err := s.loader.Load(ep)
+	if err != nil {
+		return nil, err
 	}
-	sc := pktline.NewScanner(body)
+	up := &upload{st: st, req: req}
+	if missing, err := firstUnreachable(st, req.Wants); err != nil {
+		up.err = "upload-pack: " + err.Error()
+	} else if !missing.IsZero() {
+		up.err = fmt.Sprintf("upload-pack: not our ref %s", missing)
+	} else if up.objs, up.shallows, err = objectsToSend(st, req); err != nil {
+		up.err = "upload-pack: " + err.Error()
+	}
+	return up, nil
+}
+
+// refuse writes the ERR line and reports true when the request cannot be served.
+func (up *upload) refuse(w io.Writer) bool {
+	if up.err == "" {
+		return false
+	}
+	_ = (&pktline.ErrorLine{Text: up.err}).Encode(w)
+	return true
+}
+
+// writeShallows writes the shallow lines and their flush when a depth was asked (nothing otherwise).
+func (up *upload) writeShallows(w io.Writer) error {
+	if up.req.Depth.IsZero() {
+		return nil
+	}
+	su := packp.ShallowUpdate{Shallows: up.shallows}
+	return su.Encode(w)
+}
+
+// writePack writes the final NAK and streams the packfile.
+func (up *upload) writePack(w io.Writer) {
+	if writeNAK(w) != nil {
+		return
+	}
+	_, _ = packfile.NewEncoder(w, up.st, false).Encode(up.objs, 10)
+}
+
+func writeNAK(w io.Writer) error {
+	return pktline.NewEncoder(w).EncodeString("NAK\n")
+}
+
+// readHaves reads "have" lines up to "done" (true) or the end of the input (false, a stateless round that
+// continues in another request). onFlush, for a stateful connection, answers each flush (a NAK).
+func readHaves(sc *pktline.Scanner, req *packp.UploadPackRequest, onFlush func() error) (bool, error) {
 	for sc.Scan() {
 		line := bytes.TrimSuffix(sc.Bytes(), []byte("\n"))
-		if h, ok := bytes.CutPrefix(line, []byte("have ")); ok {
-			req.Haves = append(req.Haves, plumbing.NewHash(string(h)))
-		}
-		if bytes.Equal(line, []byte("done")) {
-			break
+		switch {
+		case len(line) == 0:
+			if onFlush != nil {
+				if err := onFlush(); err != nil {
+					return false, err
+				}
+			}
+		case bytes.Equal(line, []byte("done")):
+			return true, nil
+		default:
+			if h, ok := bytes.CutPrefix(line, []byte("have ")); ok {
+				req.Haves = append(req.Haves, plumbing.NewHash(string(h)))
+			}
 		}
 	}
-	return req, sc.Err()
+	return false, sc.Err()
 }
 
 // firstUnreachable returns the first want that no ref reaches (the zero hash when all are reachable): the rule
