@@ -1,13 +1,18 @@
 package gittestserver
 
 import (
+	"bytes"
 	"errors"
+	"fmt"
+	"io"
+	nethttp "net/http"
 	"strings"
 	"testing"
 
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/config"
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/format/pktline"
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	"github.com/go-git/go-git/v5/plumbing/transport/http"
 	"github.com/go-git/go-git/v5/storage/memory"
@@ -99,4 +104,49 @@ func TestBasicAndBearerAuth(t *testing.T) {
 			t.Errorf("%s: %v", name, err)
 		}
 	}
+}
+
+// git's own client fetches at a depth in two stateless requests: the first (wants, deepen, flush, no "done")
+// must be answered with the shallow lines alone, or git reads the rest as the next answer and fails ("expected
+// shallow list"); the second, with "done", gets the shallow lines, a NAK and the packfile.
+func TestStatelessDepthRoundsAsGitSendsThem(t *testing.T) {
+	s, base := Start(t, "", "", "")
+	r, _, c2 := pushTwo(t, s, base, nil)
+	var req bytes.Buffer
+	enc := pktline.NewEncoder(&req)
+	if err := enc.Encodef("want %s ofs-delta agent=git/2.39.5\n", c2); err != nil {
+		t.Fatal(err)
+	}
+	if err := enc.Encodef("deepen 1\n"); err != nil {
+		t.Fatal(err)
+	}
+	if err := enc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	first := post(t, r.URL, req.Bytes())
+	want := fmt.Sprintf("%04xshallow %s\n0000", 4+len("shallow \n")+40, c2)
+	if first != want {
+		t.Fatalf("first round answered %q, want only the shallow lines %q", first, want)
+	}
+	if err := enc.EncodeString("done\n"); err != nil {
+		t.Fatal(err)
+	}
+	second := post(t, r.URL, req.Bytes())
+	if !strings.HasPrefix(second, want+"0008NAK\nPACK") {
+		t.Fatalf("second round answered %q..., want the shallow lines, NAK, then the packfile", second[:min(len(second), 120)])
+	}
+}
+
+func post(t *testing.T, repoURL string, body []byte) string {
+	t.Helper()
+	resp, err := nethttp.Post(repoURL+"/git-upload-pack", "application/x-git-upload-pack-request", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }
