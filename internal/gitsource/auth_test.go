@@ -1,9 +1,6 @@
 package gitsource
 
 import (
-	"crypto/ed25519"
-	"crypto/rand"
-	"encoding/pem"
 	"net"
 	"testing"
 
@@ -11,6 +8,8 @@ import (
 	gitssh "github.com/go-git/go-git/v5/plumbing/transport/ssh"
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/knownhosts"
+
+	gts "hyperstatic.dev/hyperstatic/internal/gittestserver"
 )
 
 // The Secret's keys, as Flux reads them, give the right credentials; what would be a guess or a leak is refused.
@@ -78,29 +77,7 @@ func TestAuthFromSecret(t *testing.T) {
 // sshMaterial returns a PEM private key, a known_hosts line for git.example.com, its host key, and another key.
 func sshMaterial(t *testing.T) (key, hostLine []byte, host, other ssh.PublicKey) {
 	t.Helper()
-	_, priv, err := ed25519.GenerateKey(rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	block, err := ssh.MarshalPrivateKey(priv, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	hostPub, _, err := ed25519.GenerateKey(rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	hostKey, err := ssh.NewPublicKey(hostPub)
-	if err != nil {
-		t.Fatal(err)
-	}
-	otherPub, _, err := ed25519.GenerateKey(rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	other, err = ssh.NewPublicKey(otherPub)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return pem.EncodeToMemory(block), []byte(knownhosts.Line([]string{"git.example.com"}, hostKey) + "\n"), hostKey, other
+	keys, others := gts.NewSSHKeys(t), gts.NewSSHKeys(t)
+	host = keys.Host.PublicKey()
+	return keys.ClientPEM, []byte(knownhosts.Line([]string{"git.example.com"}, host) + "\n"), host, others.Host.PublicKey()
 }

@@ -156,15 +156,7 @@ func (w *treeWriter) file(tree *object.Tree, e object.TreeEntry, name string) er
 		}
 		return w.root.WriteFile(name, head, 0o644)
 	}
-	out, err := w.root.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-	if err != nil {
-		return err
-	}
-	_, err = io.Copy(out, r)
-	if cerr := out.Close(); err == nil {
-		err = cerr
-	}
-	return err
+	return writeFile(w.root, name, r)
 }
 
 // checkLinks resolves every link on disk and refuses one that ends outside dir or nowhere: the server would

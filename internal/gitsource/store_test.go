@@ -51,6 +51,18 @@ func newStore(t *testing.T) *Store {
 	return &Store{Dir: filepath.Join(t.TempDir(), "content")}
 }
 
+// servingV1 pushes site("v1") to refs/heads/<branch> of a fresh server and has a fresh Store serve it.
+func servingV1(t *testing.T, branch string, maxBytes int64) (*gts.Repo, *Store, plumbing.Hash, Source) {
+	t.Helper()
+	r := newRepo(t)
+	s := newStore(t)
+	c1 := r.Commit("v1", site("v1"))
+	r.Push("refs/heads/"+branch, c1, false)
+	src := Source{URL: r.URL, Ref: branch, MaxBytes: maxBytes}
+	mustSync(t, s, src)
+	return r, s, c1, src
+}
+
 // mustSync syncs and fails the test on error.
 func mustSync(t *testing.T, s *Store, src Source) (Revision, bool) {
 	t.Helper()
@@ -227,12 +239,7 @@ func TestForcePush(t *testing.T) {
 // A branch that disappears fails with RefNotFound, the last good commit keeps serving, and the branch's return
 // is taken with no other change.
 func TestDeletedRef(t *testing.T) {
-	r := newRepo(t)
-	s := newStore(t)
-	c1 := r.Commit("v1", site("v1"))
-	r.Push("refs/heads/preview", c1, false)
-	src := Source{URL: r.URL, Ref: "preview"}
-	mustSync(t, s, src)
+	r, s, c1, src := servingV1(t, "preview", 0)
 
 	r.Delete("refs/heads/preview")
 	_, _, err := s.Sync(t.Context(), src)
@@ -285,12 +292,7 @@ func TestCredentials(t *testing.T) {
 // The size limit holds for the packfile (incompressible content: the fetch is cut while it arrives) and for
 // the written tree (content that compresses well gets through the pack but not onto the disk).
 func TestSizeLimit(t *testing.T) {
-	r := newRepo(t)
-	s := newStore(t)
-	small := r.Commit("small", site("v1"))
-	r.Push("refs/heads/main", small, false)
-	src := Source{URL: r.URL, Ref: "main", MaxBytes: 1 << 20}
-	mustSync(t, s, src)
+	r, s, small, src := servingV1(t, "main", 1<<20)
 
 	noise := make([]byte, 2<<20)
 	if _, err := rand.Read(noise); err != nil {
@@ -335,11 +337,7 @@ func TestRefusedContent(t *testing.T) {
 		"link to a parent file": {map[string]gts.File{"docs/up": gts.Symlink("../../index.html")}, "outside"},
 	} {
 		t.Run(name, func(t *testing.T) {
-			r := newRepo(t)
-			s := newStore(t)
-			good := r.Commit("good", site("v1"))
-			r.Push("refs/heads/main", good, false)
-			mustSync(t, s, Source{URL: r.URL, Ref: "main"})
+			r, s, good, _ := servingV1(t, "main", 0)
 			bad := r.Commit(name, with(site("v2"), tc.extra), good)
 			r.Push("refs/heads/main", bad, false)
 			_, _, err := s.Sync(t.Context(), Source{URL: r.URL, Ref: "main"})
@@ -397,12 +395,7 @@ func TestLinksInsideAndPathSelection(t *testing.T) {
 // the old tree, whole, through its handle; one that resolves it after reads the new tree, whole. Once the old
 // tree is pruned (two swaps later) the old handle's reads fail: they never return another commit's bytes.
 func TestSwapNeverMixesCommits(t *testing.T) {
-	r := newRepo(t)
-	s := newStore(t)
-	c1 := r.Commit("v1", site("v1"))
-	r.Push("refs/heads/main", c1, false)
-	src := Source{URL: r.URL, Ref: "main"}
-	mustSync(t, s, src)
+	r, s, c1, src := servingV1(t, "main", 0)
 
 	// A reader holding the tree it resolved: a directory handle (openat-style), as the server's loader does.
 	old, err := os.OpenRoot(s.Served())
@@ -444,18 +437,13 @@ func TestSwapNeverMixesCommits(t *testing.T) {
 
 // The content check (the server's --check in production) refuses a commit: InvalidContent, old tree serving.
 func TestCheckRefusesACommit(t *testing.T) {
-	r := newRepo(t)
-	s := newStore(t)
-	c1 := r.Commit("v1", site("v1"))
-	r.Push("refs/heads/main", c1, false)
-	src := Source{URL: r.URL, Ref: "main"}
+	r, s, c1, src := servingV1(t, "main", 0)
 	s.Check = func(dir string) error {
 		if _, err := os.Stat(filepath.Join(dir, "_redirects")); err == nil {
 			return errors.New("_redirects:1: bad rule")
 		}
 		return nil
 	}
-	mustSync(t, s, src)
 	c2 := r.Commit("v2", with(site("v2"), map[string]gts.File{"_redirects": gts.Regular("/a\n")}), c1)
 	r.Push("refs/heads/main", c2, false)
 	_, _, err := s.Sync(t.Context(), src)
