@@ -146,3 +146,20 @@ kind-load: $(KIND) ## Load the images (and the e2e images when built) into the k
 	for i in $(E2E_IMAGES); do docker image inspect $$i >/dev/null 2>&1 && imgs="$$imgs $$i"; done; \
 	$(KIND) load docker-image --name $(KIND_CLUSTER_NAME) $$imgs
 	@$(call progress,images loaded)
+
+# content-agent (issue 30): the Git fetcher and the pods' puller, one static binary (cmd/content-agent).
+CONTENT_AGENT_IMAGE ?= hyperstatic/content-agent:$(VERSION)
+CONTENT_AGENT_BIN := $(BIN)/content-agent
+
+.PHONY: content-agent-build
+content-agent-build: ## Build $(CONTENT_AGENT_BIN): `content-agent fetch|pull`, static (CGO_ENABLED=0), go-git (no git binary).
+	@$(call progress,building $(CONTENT_AGENT_BIN))
+	CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o $(CONTENT_AGENT_BIN) ./cmd/content-agent
+
+.PHONY: content-agent-image
+content-agent-image: content-agent-build server-build docker-engine ## Build $(CONTENT_AGENT_IMAGE): content-agent and hyperstatic-server (for --check) FROM scratch, user 65532.
+	@$(call progress,building $(CONTENT_AGENT_IMAGE))
+	@ctx=$$(mktemp -d) && trap 'rm -rf "$$ctx"' EXIT && \
+	cp $(CONTENT_AGENT_BIN) "$$ctx/content-agent" && cp $(SERVER_BIN) "$$ctx/hyperstatic-server" && \
+	cp $(ROOT)/images/content-agent/Dockerfile "$$ctx/Dockerfile" && \
+	docker build --pull=false -q -t $(CONTENT_AGENT_IMAGE) "$$ctx"
