@@ -211,5 +211,16 @@ func TestFetcherAndPullers(t *testing.T) {
 				t.Errorf("pod %d: %+v serves %q, want v5", i, rev, pod.served(t, "index.html"))
 			}
 		}
+		// A restarted puller container finds its tree and does not download it again.
+		_, page := get(t, fetcher.url+"/metrics")
+		downloads := metric(page, "hyperstatic_git_bundle_downloads_total")
+		pods[1].stop()
+		restarted := startPullerIn(t, fetcher.url, pods[1].dir)
+		if rev := restarted.waitCommit(t, c5.String()); restarted.served(t, "index.html") != "v5\n" {
+			t.Errorf("restarted puller: %+v serves %q, want v5", rev, restarted.served(t, "index.html"))
+		}
+		if _, page := get(t, fetcher.url+"/metrics"); metric(page, "hyperstatic_git_bundle_downloads_total") != downloads || downloads != "2" {
+			t.Errorf("bundle downloads went from %s to %s, want 2 both times (one per pod for v5)", downloads, metric(page, "hyperstatic_git_bundle_downloads_total"))
+		}
 	})
 }

@@ -59,6 +59,7 @@ func (f *Fetcher) serveBundle(w http.ResponseWriter, r *http.Request) {
 	h.Set("Content-Length", strconv.FormatInt(info.Size(), 10))
 	h.Set("Cache-Control", "public, max-age=31536000, immutable")
 	h.Set("ETag", `"`+digest+`"`)
+	f.metrics.downloads.Inc()
 	http.ServeContent(w, r, "", info.ModTime(), file)
 }
 

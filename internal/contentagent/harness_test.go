@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -42,6 +43,8 @@ type runningFetcher struct {
 	addr     string
 	hookAddr string
 	ticks    chan time.Time
+	// timeouts ends the long polls waiting: one send ends one.
+	timeouts chan time.Time
 	events   chan syncEvent
 	stop     func()
 }
@@ -50,7 +53,7 @@ type runningFetcher struct {
 // listeners and connections (as a killed process would) and ends its loop.
 func startFetcher(t testing.TB, src gitsource.Source, check func(string) error, dir, addr, hookAddr string, secret []byte) *runningFetcher {
 	t.Helper()
-	rf := &runningFetcher{ticks: make(chan time.Time), events: make(chan syncEvent, 100)}
+	rf := &runningFetcher{ticks: make(chan time.Time), timeouts: make(chan time.Time), events: make(chan syncEvent, 100)}
 	rf.f = &contentagent.Fetcher{
 		Source:        src,
 		Store:         &gitsource.Store{Dir: filepath.Join(dir, "trees"), Check: check},
@@ -62,7 +65,7 @@ func startFetcher(t testing.TB, src gitsource.Source, check func(string) error, 
 			if d == interval {
 				return rf.ticks
 			}
-			return nil // the long poll's timeout never fires: the tests end polls by changes only
+			return rf.timeouts
 		},
 		OnSync: func(trigger string, rev contentagent.Revision) { rf.events <- syncEvent{trigger, rev} },
 	}
@@ -135,15 +138,25 @@ type runningPuller struct {
 	p       *contentagent.Puller
 	backoff *fakeBackoff
 	dir     string
+	stop    func()
 }
 
 func startPuller(t testing.TB, fetcherURL string) *runningPuller {
 	t.Helper()
-	rp := &runningPuller{backoff: newFakeBackoff(), dir: t.TempDir()}
+	return startPullerIn(t, fetcherURL, t.TempDir())
+}
+
+// startPullerIn runs a puller over dir, which may hold what an earlier puller served (a restarted container).
+func startPullerIn(t testing.TB, fetcherURL, dir string, configure ...func(*contentagent.Puller)) *runningPuller {
+	t.Helper()
+	rp := &runningPuller{backoff: newFakeBackoff(), dir: dir}
 	rp.p = &contentagent.Puller{
 		FetcherURL: fetcherURL,
 		Store:      &gitsource.Store{Dir: rp.dir},
 		After:      rp.backoff.after,
+	}
+	for _, c := range configure {
+		c(rp.p)
 	}
 	if err := rp.p.Init(); err != nil {
 		t.Fatal(err)
@@ -151,7 +164,8 @@ func startPuller(t testing.TB, fetcherURL string) *runningPuller {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { rp.p.Run(ctx); close(done) }()
-	t.Cleanup(func() { cancel(); <-done })
+	rp.stop = sync.OnceFunc(func() { cancel(); <-done })
+	t.Cleanup(rp.stop)
 	return rp
 }
 
@@ -185,22 +199,50 @@ func (rp *runningPuller) served(t testing.TB, name string) string {
 // postGitHubPush delivers a GitHub push webhook for repoURL's ref, signed with secret, and returns the status.
 func postGitHubPush(t testing.TB, hookURL, repoURL, ref, after string, secret []byte) int {
 	t.Helper()
-	payload, err := json.Marshal(map[string]any{
-		"ref": ref, "after": after,
-		"repository": map[string]string{"clone_url": repoURL},
+	body := map[string]any{"ref": ref, "after": after, "repository": map[string]string{"clone_url": repoURL}}
+	return postHook(t, hookURL, body, func(h http.Header, payload []byte) {
+		h.Set("X-GitHub-Event", "push")
+		h.Set("X-Hub-Signature-256", "sha256="+hmacHex(secret, payload))
 	})
+}
+
+// postForgePush delivers a push of refs/heads/main as Gitea or GitLab sends it.
+func postForgePush(t testing.TB, forge, hookURL, repoURL, after string, secret []byte) int {
+	t.Helper()
+	if forge == "gitlab" {
+		body := map[string]any{"object_kind": "push", "ref": "refs/heads/main", "after": after,
+			"project": map[string]string{"git_http_url": repoURL}}
+		return postHook(t, hookURL, body, func(h http.Header, _ []byte) {
+			h.Set("X-Gitlab-Event", "Push Hook")
+			h.Set("X-Gitlab-Token", string(secret))
+		})
+	}
+	body := map[string]any{"ref": "refs/heads/main", "after": after, "repository": map[string]string{"clone_url": repoURL}}
+	return postHook(t, hookURL, body, func(h http.Header, payload []byte) {
+		h.Set("X-Gitea-Event", "push")
+		h.Set("X-Gitea-Signature", hmacHex(secret, payload))
+	})
+}
+
+func hmacHex(secret, payload []byte) string {
+	mac := hmac.New(sha256.New, secret)
+	mac.Write(payload)
+	return hex.EncodeToString(mac.Sum(nil))
+}
+
+// postHook POSTs body as JSON with the headers sign sets, and returns the status.
+func postHook(t testing.TB, hookURL string, body any, sign func(http.Header, []byte)) int {
+	t.Helper()
+	payload, err := json.Marshal(body)
 	if err != nil {
 		t.Fatal(err)
 	}
-	mac := hmac.New(sha256.New, secret)
-	mac.Write(payload)
 	req, err := http.NewRequest(http.MethodPost, hookURL, bytes.NewReader(payload))
 	if err != nil {
 		t.Fatal(err)
 	}
 	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("X-GitHub-Event", "push")
-	req.Header.Set("X-Hub-Signature-256", "sha256="+hex.EncodeToString(mac.Sum(nil)))
+	sign(req.Header, payload)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)

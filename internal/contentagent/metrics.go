@@ -17,9 +17,10 @@ type metrics struct {
 	revision   *prometheus.GaugeVec
 	bundleSize prometheus.Gauge
 	// fetcher only
-	webhooks *prometheus.CounterVec
-	triggers *prometheus.CounterVec
-	duration prometheus.Histogram
+	webhooks  *prometheus.CounterVec
+	downloads prometheus.Counter
+	triggers  *prometheus.CounterVec
+	duration  prometheus.Histogram
 }
 
 func newMetrics(kind string) *metrics {
@@ -45,6 +46,10 @@ func newMetrics(kind string) *metrics {
 			Name: "hyperstatic_git_webhook_requests_total",
 			Help: "Webhook deliveries by result: accepted, ignored (another repository or ref), or the refusal kind.",
 		}, []string{"result"}),
+		downloads: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "hyperstatic_git_bundle_downloads_total",
+			Help: "Bundles served to pullers (200 answers of /bundles/).",
+		}),
 		triggers: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "hyperstatic_git_fetch_triggers_total",
 			Help: "Fetches started, by trigger: start, interval, webhook.",
@@ -57,7 +62,7 @@ func newMetrics(kind string) *metrics {
 	}
 	m.reg.MustRegister(m.attempts, m.lastOK, m.revision, m.bundleSize)
 	if kind == "fetch" {
-		m.reg.MustRegister(m.webhooks, m.triggers, m.duration)
+		m.reg.MustRegister(m.webhooks, m.downloads, m.triggers, m.duration)
 	}
 	return m
 }
