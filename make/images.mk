@@ -20,6 +20,9 @@ FETCH_IMAGE_CONTEXT := $(BIN)/fetch-image-context
 # server image of the operator-upgrade scenario.
 SLOWLORIS_IMAGE ?= hyperstatic/e2e-slowloris:$(VERSION)
 SLOWLORIS_IMAGE_CONTEXT := $(BIN)/slowloris-image-context
+# The Git server of the content-from-Git tests (issue 30): smart HTTP fetch and push, optional auth.
+GITSERVER_IMAGE ?= hyperstatic/e2e-gitserver:$(VERSION)
+GITSERVER_BIN := $(BIN)/gitserver
 SERVER_NEXT_IMAGE ?= $(SERVER_IMAGE)-next
 EXAMPLE_SITE_IMAGE ?= hyperstatic/example-site:$(VERSION)
 ROLLOUT_V1_IMAGE ?= hyperstatic/e2e-site-rollout:v1-$(VERSION)
@@ -117,6 +120,18 @@ e2e-slowloris-image: docker-engine ## Build $(SLOWLORIS_IMAGE): the e2e tests' s
 	@cp $(ROOT)/e2e/cmd/slowloris/Dockerfile $(SLOWLORIS_IMAGE_CONTEXT)/Dockerfile
 	docker build --pull=false -q -t $(SLOWLORIS_IMAGE) $(SLOWLORIS_IMAGE_CONTEXT)
 
+.PHONY: e2e-gitserver-build
+e2e-gitserver-build: ## Build $(GITSERVER_BIN): the tests' static Git server (smart HTTP fetch and push, go-git; no git binary).
+	@$(call progress,building $(GITSERVER_BIN))
+	CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o $(GITSERVER_BIN) ./e2e/cmd/gitserver
+
+.PHONY: e2e-gitserver-image
+e2e-gitserver-image: e2e-gitserver-build docker-engine ## Build $(GITSERVER_IMAGE): the Git server FROM scratch, user 65532 (not yet in e2e-images).
+	@$(call progress,building $(GITSERVER_IMAGE))
+	@ctx=$$(mktemp -d) && trap 'rm -rf "$$ctx"' EXIT && \
+	cp $(GITSERVER_BIN) "$$ctx/gitserver" && cp $(ROOT)/e2e/cmd/gitserver/Dockerfile "$$ctx/Dockerfile" && \
+	docker build --pull=false -q -t $(GITSERVER_IMAGE) "$$ctx"
+
 .PHONY: e2e-traefik-image
 e2e-traefik-image: traefik-build docker-engine ## Build $(TRAEFIK_IMAGE): the static Traefik FROM scratch, user 65532.
 	@rm -rf $(TRAEFIK_IMAGE_CONTEXT) && mkdir -p $(TRAEFIK_IMAGE_CONTEXT)
@@ -131,3 +146,20 @@ kind-load: $(KIND) ## Load the images (and the e2e images when built) into the k
 	for i in $(E2E_IMAGES); do docker image inspect $$i >/dev/null 2>&1 && imgs="$$imgs $$i"; done; \
 	$(KIND) load docker-image --name $(KIND_CLUSTER_NAME) $$imgs
 	@$(call progress,images loaded)
+
+# content-agent (issue 30): the Git fetcher and the pods' puller, one static binary (cmd/content-agent).
+CONTENT_AGENT_IMAGE ?= hyperstatic/content-agent:$(VERSION)
+CONTENT_AGENT_BIN := $(BIN)/content-agent
+
+.PHONY: content-agent-build
+content-agent-build: ## Build $(CONTENT_AGENT_BIN): `content-agent fetch|pull`, static (CGO_ENABLED=0), go-git (no git binary).
+	@$(call progress,building $(CONTENT_AGENT_BIN))
+	CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o $(CONTENT_AGENT_BIN) ./cmd/content-agent
+
+.PHONY: content-agent-image
+content-agent-image: content-agent-build server-build docker-engine ## Build $(CONTENT_AGENT_IMAGE): content-agent and hyperstatic-server (for --check) FROM scratch, user 65532.
+	@$(call progress,building $(CONTENT_AGENT_IMAGE))
+	@ctx=$$(mktemp -d) && trap 'rm -rf "$$ctx"' EXIT && \
+	cp $(CONTENT_AGENT_BIN) "$$ctx/content-agent" && cp $(SERVER_BIN) "$$ctx/hyperstatic-server" && \
+	cp $(ROOT)/images/content-agent/Dockerfile "$$ctx/Dockerfile" && \
+	docker build --pull=false -q -t $(CONTENT_AGENT_IMAGE) "$$ctx"

@@ -1,0 +1,173 @@
+// Command content-agent is the two processes of content from Git (docs/design/git-content.md), one static
+// binary for a FROM scratch image:
+//
+//	content-agent fetch --url URL --ref main [--path public] [--interval 1m] [--secret-dir /etc/git-credentials]
+//	    [--webhook-secret-file /etc/git-webhook/token] [--check-server /hyperstatic-server]
+//	    [--dir /var/lib/content] [--listen :8080] [--webhook-listen :8081] [--status-file FILE]
+//	content-agent pull --fetcher http://SITE-git:8080 --dir /srv/site [--listen :8082]
+//
+// fetch follows the repository (one per site), checks each new tree with the server's --check and publishes
+// it as a digest-addressed bundle; pull (a sidecar of each server pod) long-polls the fetcher and swaps each new
+// bundle in whole under --dir/current, the server's root.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"hyperstatic.dev/hyperstatic/internal/contentagent"
+	"hyperstatic.dev/hyperstatic/internal/gitsource"
+)
+
+func main() {
+	if len(os.Args) < 2 {
+		fmt.Fprintln(os.Stderr, "usage: content-agent fetch|pull [flags] (-h for the flags of each)")
+		os.Exit(2)
+	}
+	if err := run(os.Args[1], os.Args[2:]); err != nil {
+		slog.Error("content-agent", "error", err)
+		os.Exit(1)
+	}
+}
+
+// run ends on SIGTERM (the pod stopping) with a graceful shutdown of the HTTP servers.
+func run(cmd string, args []string) error {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	switch cmd {
+	case "fetch":
+		return fetch(ctx, args)
+	case "pull":
+		return pull(ctx, args)
+	}
+	return fmt.Errorf("unknown subcommand %q: fetch or pull", cmd)
+}
+
+func fetch(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("fetch", flag.ExitOnError)
+	repoURL := fs.String("url", "", "repository URL (https://... or ssh://...)")
+	ref := fs.String("ref", "", "branch (followed), tag, or full commit hash")
+	path := fs.String("path", "", "subdirectory of the repository to serve")
+	interval := fs.Duration("interval", time.Minute, "time between fetches without a webhook")
+	maxBytes := fs.Int64("max-bytes", gitsource.DefaultMaxBytes, "size limit of the packfile and of the written tree (each)")
+	secretDir := fs.String("secret-dir", "", "mounted credentials Secret, Flux's keys: username/password, bearerToken, identity/known_hosts")
+	hookSecret := fs.String("webhook-secret-file", "", "file holding the webhook secret (HMAC key or GitLab token; surrounding whitespace is ignored)")
+	check := fs.String("check-server", "", "hyperstatic-server binary: each new tree must pass its --check before it is published")
+	checkTimeout := fs.Duration("check-timeout", 2*time.Minute, "bound of one --check run")
+	dir := fs.String("dir", "/var/lib/content", "working directory: trees under DIR/trees, bundles under DIR/bundles")
+	listen := fs.String("listen", ":8080", "address of /revision, /bundles/, /healthz, /metrics")
+	hookListen := fs.String("webhook-listen", ":8081", "address of /hooks alone (empty: no webhook)")
+	wait := fs.Duration("wait-timeout", 30*time.Second, "longest hold of a /revision?wait= long poll")
+	status := fs.String("status-file", "", "file to write the revision and last error to (JSON) after each attempt")
+	_ = fs.Parse(args)
+	if *repoURL == "" || *ref == "" {
+		return errors.New("fetch: --url and --ref are required")
+	}
+	creds, err := contentagent.ReadSecretDir(*secretDir)
+	if err != nil {
+		return err
+	}
+	auth, err := gitsource.AuthFromSecret(*repoURL, creds)
+	if err != nil {
+		return err
+	}
+	var secret []byte
+	if *hookSecret != "" {
+		data, err := os.ReadFile(*hookSecret)
+		if err != nil {
+			return err
+		}
+		secret = []byte(strings.TrimSpace(string(data)))
+	}
+	store := &gitsource.Store{Dir: filepath.Join(*dir, "trees")}
+	if *check != "" {
+		store.Check = contentagent.ServerCheck(*check, *checkTimeout)
+	}
+	f := &contentagent.Fetcher{
+		Source:        gitsource.Source{URL: *repoURL, Ref: *ref, Path: *path, Auth: auth, MaxBytes: *maxBytes},
+		Store:         store,
+		BundleDir:     filepath.Join(*dir, "bundles"),
+		Interval:      *interval,
+		WebhookSecret: secret,
+		WaitTimeout:   *wait,
+		StatusFile:    *status,
+	}
+	if err := f.Init(); err != nil {
+		return err
+	}
+	errs := make(chan error, 2)
+	go func() { errs <- serve(ctx, *listen, f.Handler()) }()
+	if *hookListen != "" {
+		go func() { errs <- serve(ctx, *hookListen, f.WebhookHandler()) }()
+	}
+	go f.Run(ctx)
+	select {
+	case err := <-errs:
+		return err
+	case <-ctx.Done():
+		return nil
+	}
+}
+
+func pull(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("pull", flag.ExitOnError)
+	fetcher := fs.String("fetcher", "", "the fetcher's base URL (http://SITE-git.NS.svc:8080)")
+	dir := fs.String("dir", "/srv/site", "directory shared with the server; its root is DIR/current")
+	maxBytes := fs.Int64("max-bytes", gitsource.DefaultMaxBytes, "size limit of one bundle's files")
+	listen := fs.String("listen", ":8082", "address of /revision (what this pod serves), /healthz, /metrics")
+	wait := fs.Duration("wait-timeout", 30*time.Second, "longest hold of a /revision?wait= long poll here")
+	_ = fs.Parse(args)
+	if *fetcher == "" {
+		return errors.New("pull: --fetcher is required")
+	}
+	p := &contentagent.Puller{
+		FetcherURL: strings.TrimSuffix(*fetcher, "/"),
+		Store:      &gitsource.Store{Dir: *dir},
+		MaxBytes:   *maxBytes,
+		// Longer than the fetcher's long poll (30 s), so only a dead connection times out.
+		Client: &http.Client{Timeout: 10 * time.Minute},
+	}
+	if err := p.Init(); err != nil {
+		return err
+	}
+	errs := make(chan error, 1)
+	go func() { errs <- serve(ctx, *listen, p.Handler(*wait)) }()
+	go p.Run(ctx)
+	select {
+	case err := <-errs:
+		return err
+	case <-ctx.Done():
+		return nil
+	}
+}
+
+// serve runs an HTTP server on addr until ctx ends. Header and idle timeouts bound slow clients; there is no
+// write timeout, which would cut long polls and large bundle downloads.
+func serve(ctx context.Context, addr string, h http.Handler) error {
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+	go func() {
+		<-ctx.Done()
+		shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(shutdown)
+	}()
+	if err := srv.Serve(l); !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}

@@ -1,0 +1,262 @@
+package contentagent
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"hyperstatic.dev/hyperstatic/internal/gitsource"
+)
+
+// Triggers of a fetch, as they appear in metrics, logs and Fetcher.OnSync.
+const (
+	TriggerStart    = "start"
+	TriggerInterval = "interval"
+	TriggerWebhook  = "webhook"
+)
+
+// stateFile, in the bundle directory, records the published Revision so a restarted fetcher (same volume)
+// serves its last good bundle at once, before its first fetch answers.
+const stateFile = "state.json"
+
+// Fetcher follows one site's source: it syncs on start, every Interval and on an accepted webhook, and publishes
+// each new tree as BundleDir/<sha256>.tar. A failed sync keeps the last bundle published and records why.
+type Fetcher struct {
+	Source gitsource.Source
+	// Store holds the fetched trees; its Check (the server's --check) runs before anything is published.
+	Store     *gitsource.Store
+	BundleDir string
+	Interval  time.Duration
+	// WebhookSecret authenticates POST /hooks (gitwebhook.Parse); empty: every delivery is refused.
+	WebhookSecret []byte
+	// WaitTimeout bounds a long poll of GET /revision?wait=.
+	WaitTimeout time.Duration
+	// StatusFile, when set, receives the Revision (with LastError) as JSON after every attempt.
+	StatusFile string
+	Log        *slog.Logger
+	// After and Now are the clock (time.After, time.Now when nil): tests drive the interval themselves.
+	After func(time.Duration) <-chan time.Time
+	Now   func() time.Time
+	// OnSync, when set, is called after every attempt with its trigger and the revision then published.
+	OnSync func(trigger string, rev Revision)
+
+	trigger chan string
+	board   *board
+	metrics *metrics
+}
+
+// Init prepares the bundle directory and loads the last published revision, if its bundle is still there.
+// Call it once before Run or Handler.
+func (f *Fetcher) Init() error {
+	if f.After == nil {
+		f.After = time.After
+	}
+	if f.Now == nil {
+		f.Now = time.Now
+	}
+	if f.Log == nil {
+		f.Log = slog.Default()
+	}
+	if f.WaitTimeout <= 0 {
+		f.WaitTimeout = 30 * time.Second
+	}
+	f.trigger = make(chan string, 1)
+	f.metrics = newMetrics("fetch")
+	if err := os.MkdirAll(f.BundleDir, 0o755); err != nil {
+		return err
+	}
+	var rev Revision
+	if data, err := os.ReadFile(filepath.Join(f.BundleDir, stateFile)); err == nil {
+		if json.Unmarshal(data, &rev) != nil || !validDigest(rev.Digest) || !exists(f.bundlePath(rev.Digest)) {
+			rev = Revision{}
+		}
+	}
+	rev.LastError = nil
+	f.board = newBoard(rev)
+	if rev.Digest != "" {
+		f.metrics.setRevision(rev.Commit)
+		f.metrics.bundleSize.Set(float64(rev.Size))
+	}
+	return nil
+}
+
+// Revision returns what is published now and a channel closed at its next change.
+func (f *Fetcher) Revision() (Revision, <-chan struct{}) { return f.board.get() }
+
+// Run syncs at once, then on every interval and webhook, until ctx ends.
+func (f *Fetcher) Run(ctx context.Context) {
+	f.sync(ctx, TriggerStart)
+	for {
+		tick := f.After(f.Interval)
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick:
+			f.sync(ctx, TriggerInterval)
+		case t := <-f.trigger:
+			f.sync(ctx, t)
+		}
+	}
+}
+
+// Trigger asks for a fetch now; it returns false when one is already pending (that one will see the newest
+// commit, so nothing is lost): webhooks coalesce, and a flood of them queues one fetch.
+func (f *Fetcher) Trigger(trigger string) bool {
+	select {
+	case f.trigger <- trigger:
+		return true
+	default:
+		return false
+	}
+}
+
+func (f *Fetcher) sync(ctx context.Context, trigger string) {
+	f.metrics.triggers.WithLabelValues(trigger).Inc()
+	start := f.Now()
+	result, err := f.syncOnce(ctx)
+	f.metrics.duration.Observe(f.Now().Sub(start).Seconds())
+	now := f.Now()
+	rev := f.board.update(func(r *Revision) {
+		if err == nil {
+			r.LastError = nil
+			return
+		}
+		reason := string(gitsource.ReasonOf(err))
+		if reason == "" {
+			reason = "Error"
+		}
+		result = reason
+		r.LastError = &Failure{Reason: reason, Message: err.Error(), Time: now}
+	})
+	f.metrics.attempts.WithLabelValues(result).Inc()
+	if err == nil {
+		f.metrics.lastOK.Set(float64(now.UnixNano()) / 1e9)
+		f.Log.Info("fetch", "trigger", trigger, "result", result, "commit", rev.Commit, "digest", rev.Digest)
+	} else {
+		f.Log.Warn("fetch failed; the last good bundle is still served", "trigger", trigger,
+			"reason", result, "error", err, "commit", rev.Commit)
+	}
+	f.writeStatus(rev)
+	if f.OnSync != nil {
+		f.OnSync(trigger, rev)
+	}
+}
+
+// syncOnce fetches and, when the commit changed (or nothing is published yet), writes and publishes its bundle.
+func (f *Fetcher) syncOnce(ctx context.Context) (string, error) {
+	rev, changed, err := f.Store.Sync(ctx, f.Source)
+	if err != nil {
+		return "", err
+	}
+	cur, _ := f.board.get()
+	if !changed && cur.Commit == rev.Commit && cur.Digest != "" {
+		return "unchanged", nil
+	}
+	if rev.Time.IsZero() && cur.Commit == rev.Commit {
+		rev.Time = cur.CommitTime // Sync does not fetch an unchanged commit again to learn its time
+	}
+	digest, size, err := f.writeBundle(filepath.Join(f.Store.Dir, rev.Commit))
+	if err != nil {
+		return "", fmt.Errorf("writing the bundle of %s: %w", rev.Commit, err)
+	}
+	next := Revision{Digest: digest, Size: size, Commit: rev.Commit, CommitTime: rev.Time, Ref: rev.Ref}
+	if err := writeJSON(filepath.Join(f.BundleDir, stateFile), next); err != nil {
+		return "", err
+	}
+	f.board.update(func(r *Revision) { *r = next })
+	f.metrics.setRevision(next.Commit)
+	f.metrics.bundleSize.Set(float64(size))
+	f.pruneBundles(cur.Digest, digest)
+	return "changed", nil
+}
+
+// writeBundle writes the tree's bundle under a temporary name and renames it to its digest: a bundle at its
+// final name is always complete.
+func (f *Fetcher) writeBundle(tree string) (string, int64, error) {
+	tmp, err := os.CreateTemp(f.BundleDir, ".bundle-")
+	if err != nil {
+		return "", 0, err
+	}
+	defer os.Remove(tmp.Name()) // a no-op once renamed
+	w := bufio.NewWriterSize(tmp, 256<<10)
+	digest, err := gitsource.WriteBundle(w, tree)
+	if err == nil {
+		err = w.Flush()
+	}
+	if err == nil {
+		err = tmp.Close()
+	} else {
+		_ = tmp.Close()
+	}
+	if err != nil {
+		return "", 0, err
+	}
+	info, err := os.Stat(tmp.Name())
+	if err != nil {
+		return "", 0, err
+	}
+	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
+		return "", 0, err
+	}
+	return digest, info.Size(), os.Rename(tmp.Name(), f.bundlePath(digest))
+}
+
+func (f *Fetcher) bundlePath(digest string) string { return filepath.Join(f.BundleDir, digest+".tar") }
+
+// pruneBundles keeps the current and the previous bundle: a puller that read the revision just before a change
+// can still download what it was told. Older ones go (an open download keeps its file until it ends).
+func (f *Fetcher) pruneBundles(keep ...string) {
+	entries, err := os.ReadDir(f.BundleDir)
+	if err != nil {
+		return
+	}
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		d, ok := strings.CutSuffix(n, ".tar")
+		if (!ok || !validDigest(d) || slices.Contains(keep, d)) && !strings.HasPrefix(n, ".bundle-") {
+			continue
+		}
+		if err := os.Remove(filepath.Join(f.BundleDir, n)); err != nil {
+			f.Log.Warn("removing an old bundle", "name", n, "error", err)
+		}
+	}
+}
+
+func (f *Fetcher) writeStatus(rev Revision) {
+	if f.StatusFile == "" {
+		return
+	}
+	if err := writeJSON(f.StatusFile, rev); err != nil {
+		f.Log.Warn("writing the status file", "error", err)
+	}
+}
+
+// writeJSON replaces path with v as JSON in one rename: a reader never sees half a file.
+func writeJSON(path string, v any) error {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, data, 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
+func exists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
+}

@@ -1,0 +1,221 @@
+package contentagent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"time"
+
+	"hyperstatic.dev/hyperstatic/internal/gitsource"
+)
+
+// maxRevisionBytes bounds a /revision answer: a few hundred bytes of JSON plus an error message.
+const maxRevisionBytes = 64 << 10
+
+// tarOverhead is what a bundle may hold beyond its files' bytes: tar headers (512 bytes each, more with PAX
+// records for long names) for every entry. A bundle longer than MaxBytes+tarOverhead is refused unread.
+const tarOverhead = 64 << 20
+
+// Puller keeps Store.Served() on the fetcher's newest bundle: it long-polls FetcherURL/revision, downloads a
+// new bundle, checks its SHA-256 while extracting it (gitsource.ExtractBundle) and flips Dir/current with
+// Store.Install. Any failure keeps the tree served and retries with backoff.
+type Puller struct {
+	// FetcherURL is the fetcher's base URL (http://site-git.ns.svc:8080).
+	FetcherURL string
+	// Store's Dir is shared with the server, whose root is Store.Served(). No Check: the fetcher checked.
+	Store *gitsource.Store
+	// MaxBytes bounds the files of one bundle (the fetcher's limit); 0 means gitsource.DefaultMaxBytes.
+	MaxBytes int64
+	// Client does the requests; its Timeout must exceed the fetcher's long-poll timeout (nil: a client with
+	// no overall timeout, the requests are bounded by ctx and the fetcher's wait).
+	Client *http.Client
+	// MinBackoff and MaxBackoff bound the wait after a failure, doubled on each failure in a row.
+	MinBackoff, MaxBackoff time.Duration
+	Log                    *slog.Logger
+	// After is the clock of the backoff (time.After when nil).
+	After func(time.Duration) <-chan time.Time
+
+	board   *board
+	metrics *metrics
+}
+
+// Init prepares the puller: what the Store serves already (a restarted container) is its starting point.
+func (p *Puller) Init() error {
+	if p.Client == nil {
+		p.Client = &http.Client{}
+	}
+	if p.MaxBytes <= 0 {
+		p.MaxBytes = gitsource.DefaultMaxBytes
+	}
+	if p.MinBackoff <= 0 {
+		p.MinBackoff = time.Second
+	}
+	if p.MaxBackoff < p.MinBackoff {
+		p.MaxBackoff = max(30*time.Second, p.MinBackoff)
+	}
+	if p.Log == nil {
+		p.Log = slog.Default()
+	}
+	if p.After == nil {
+		p.After = time.After
+	}
+	p.metrics = newMetrics("pull")
+	cur, err := p.Store.Current()
+	if err != nil {
+		return err
+	}
+	p.board = newBoard(Revision{Commit: cur})
+	if cur != "" {
+		p.metrics.setRevision(cur)
+	}
+	return nil
+}
+
+// Revision returns what this pod serves and a channel closed at its next change.
+func (p *Puller) Revision() (Revision, <-chan struct{}) { return p.board.get() }
+
+// Run follows the fetcher until ctx ends.
+func (p *Puller) Run(ctx context.Context) {
+	backoff := p.MinBackoff
+	for ctx.Err() == nil {
+		have, _ := p.board.get()
+		err := p.step(ctx, have.Digest)
+		if ctx.Err() != nil {
+			return
+		}
+		if err == nil {
+			backoff = p.MinBackoff
+			if have.LastError != nil {
+				p.board.update(func(r *Revision) { r.LastError = nil })
+			}
+			continue
+		}
+		reason := string(gitsource.ReasonOf(err))
+		if reason == "" {
+			reason = "Error"
+		}
+		p.metrics.attempts.WithLabelValues(reason).Inc()
+		p.board.update(func(r *Revision) { r.LastError = &Failure{Reason: reason, Message: err.Error(), Time: time.Now()} })
+		p.Log.Warn("pull failed; the served tree is unchanged", "error", err, "retry_in", backoff)
+		select {
+		case <-p.After(backoff):
+		case <-ctx.Done():
+			return
+		}
+		backoff = min(2*backoff, p.MaxBackoff)
+	}
+}
+
+// step waits for a digest other than have and installs it.
+func (p *Puller) step(ctx context.Context, have string) error {
+	rev, err := p.poll(ctx, have)
+	if err != nil {
+		return err
+	}
+	if rev.Digest == have {
+		return nil // the long poll timed out
+	}
+	cur, err := p.Store.Current()
+	if err != nil {
+		return err
+	}
+	if cur != rev.Commit { // the same commit (a restarted fetcher or puller) is not downloaded again
+		if err := p.install(ctx, rev); err != nil {
+			return err
+		}
+	}
+	p.board.update(func(r *Revision) {
+		*r = Revision{Digest: rev.Digest, Size: rev.Size, Commit: rev.Commit, CommitTime: rev.CommitTime, Ref: rev.Ref}
+	})
+	p.metrics.setRevision(rev.Commit)
+	p.metrics.bundleSize.Set(float64(rev.Size))
+	p.metrics.lastOK.Set(float64(time.Now().UnixNano()) / 1e9)
+	if cur != rev.Commit {
+		p.metrics.attempts.WithLabelValues("changed").Inc()
+		p.Log.Info("installed", "commit", rev.Commit, "digest", rev.Digest)
+	}
+	return nil
+}
+
+// poll is GET /revision?wait=have.
+func (p *Puller) poll(ctx context.Context, have string) (Revision, error) {
+	u := p.FetcherURL + "/revision?wait=" + url.QueryEscape(have)
+	var rev Revision
+	body, err := p.get(ctx, u, maxRevisionBytes)
+	if err != nil {
+		return rev, err
+	}
+	defer body.Close()
+	data, err := io.ReadAll(io.LimitReader(body, maxRevisionBytes+1))
+	if err != nil {
+		return rev, fmt.Errorf("reading the fetcher's revision: %w", err)
+	}
+	if len(data) > maxRevisionBytes {
+		return rev, fmt.Errorf("the fetcher's revision is over %d bytes", maxRevisionBytes)
+	}
+	if err := json.Unmarshal(data, &rev); err != nil {
+		return rev, fmt.Errorf("the fetcher's revision: %w", err)
+	}
+	if rev.Digest != "" && !validDigest(rev.Digest) {
+		return rev, fmt.Errorf("the fetcher's revision names the digest %q", rev.Digest)
+	}
+	return rev, nil
+}
+
+// install downloads the bundle and installs it; ExtractBundle checks the digest over every byte and the
+// Store discards the tree unless all of it was good.
+func (p *Puller) install(ctx context.Context, rev Revision) error {
+	limit := p.MaxBytes + tarOverhead
+	body, err := p.get(ctx, p.FetcherURL+"/bundles/"+rev.Digest, limit)
+	if err != nil {
+		return err
+	}
+	defer body.Close()
+	return p.Store.Install(rev.Commit, func(dir string) error {
+		return gitsource.ExtractBundle(io.LimitReader(body, limit), dir, rev.Digest, p.MaxBytes)
+	})
+}
+
+var errStatus = errors.New("unexpected status")
+
+// get returns the body of a 200 answer whose announced length is at most limit.
+func (p *Puller) get(ctx context.Context, u string, limit int64) (io.ReadCloser, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := p.Client.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK || resp.ContentLength > limit {
+		_ = resp.Body.Close()
+		if resp.StatusCode == http.StatusOK {
+			return nil, fmt.Errorf("GET %s: %d bytes announced, over the limit of %d", u, resp.ContentLength, limit)
+		}
+		return nil, fmt.Errorf("GET %s: %w %s", u, errStatus, resp.Status)
+	}
+	return resp.Body, nil
+}
+
+// Handler serves the puller's admin port: GET /revision (what this pod serves; ?wait= long-polls like the
+// fetcher's), GET /healthz (200 once a tree is served: the startup probe that holds the server container back
+// until there is something to serve), GET /metrics.
+func (p *Puller) Handler(waitTimeout time.Duration) http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("GET /revision", serveRevision(p.board, p.After, waitTimeout))
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		if rev, _ := p.board.get(); rev.Commit == "" {
+			http.Error(w, "nothing served yet", http.StatusServiceUnavailable)
+			return
+		}
+		_, _ = w.Write([]byte("ok\n"))
+	})
+	mux.Handle("GET /metrics", p.metrics.handler())
+	return mux
+}

@@ -1,0 +1,159 @@
+package gitsource
+
+import (
+	"archive/tar"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// A bundle is a served tree as a tar stream, addressed by the SHA-256 of its bytes: the fetcher writes one per
+// commit, every server pod's puller downloads it and installs it (docs/design/git-content.md). The tar is
+// deterministic (names sorted, no times, no owners), so one tree always has one digest.
+
+// WriteBundle writes the tree under dir (a published Dir/<commit>, or Store.Served()) to w and returns the
+// hex SHA-256 of what it wrote. Directories, regular files and symbolic links only.
+func WriteBundle(w io.Writer, dir string) (string, error) {
+	h := sha256.New()
+	tw := tar.NewWriter(io.MultiWriter(w, h))
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return "", err
+	}
+	defer root.Close()
+	// fs.WalkDir visits names in lexical order: the order, and so the digest, depends on the tree alone.
+	err = fs.WalkDir(root.FS(), ".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || p == "." {
+			return err
+		}
+		hdr := &tar.Header{Name: p, ModTime: time.Unix(0, 0), Format: tar.FormatPAX}
+		switch {
+		case d.Type()&fs.ModeSymlink != 0:
+			target, err := root.Readlink(p)
+			if err != nil {
+				return err
+			}
+			hdr.Typeflag, hdr.Linkname, hdr.Mode = tar.TypeSymlink, target, 0o777
+		case d.IsDir():
+			hdr.Typeflag, hdr.Name, hdr.Mode = tar.TypeDir, p+"/", 0o755
+		case d.Type().IsRegular():
+			info, err := d.Info()
+			if err != nil {
+				return err
+			}
+			hdr.Typeflag, hdr.Size, hdr.Mode = tar.TypeReg, info.Size(), 0o644
+		default:
+			return fmt.Errorf("%s: not a file, directory or link", p)
+		}
+		if err := tw.WriteHeader(hdr); err != nil {
+			return err
+		}
+		if hdr.Typeflag != tar.TypeReg {
+			return nil
+		}
+		f, err := root.Open(p)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		_, err = io.Copy(tw, f)
+		return err
+	})
+	if err != nil {
+		return "", err
+	}
+	if err := tw.Close(); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// ExtractBundle writes the bundle read from r into dir (empty), holding it to the rules of a fetched tree: safe
+// relative names, directories, files and links only, links that stay inside, at most maxBytes of files. The
+// SHA-256 of every byte read must be wantDigest, checked at the end (a bundle cut short or altered fails with
+// InvalidContent; the caller's Install then discards dir). Use it as Store.Install's write function.
+func ExtractBundle(r io.Reader, dir, wantDigest string, maxBytes int64) error {
+	h := sha256.New()
+	hashed := io.TeeReader(r, h)
+	tr := tar.NewReader(hashed)
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	b := &budget{max: maxBytes}
+	var links []string
+	for {
+		hdr, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return newError(InvalidContent, err, "the bundle does not read as tar")
+		}
+		name := strings.TrimSuffix(hdr.Name, "/")
+		if !safePath(name) {
+			return newError(InvalidContent, nil, "the bundle holds the name %q", hdr.Name)
+		}
+		switch hdr.Typeflag {
+		case tar.TypeDir:
+			err = root.Mkdir(name, 0o755)
+		case tar.TypeSymlink:
+			if filepath.IsAbs(hdr.Linkname) || escapes(path.Join(path.Dir(name), hdr.Linkname)) {
+				return newError(InvalidContent, nil, "the bundle's link %s points to %q, outside the tree", name, hdr.Linkname)
+			}
+			err = root.Symlink(hdr.Linkname, name)
+			links = append(links, name)
+		case tar.TypeReg:
+			if b.take(int(min(hdr.Size, 1<<40))) != nil {
+				return newError(TooLarge, nil, "the bundle passes the size limit of %d bytes at %s", maxBytes, name)
+			}
+			err = writeFile(root, name, tr)
+		default:
+			return newError(InvalidContent, nil, "the bundle's %s is of tar type %q: only files, directories and links", name, hdr.Typeflag)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	if _, err := io.Copy(io.Discard, io.LimitReader(hashed, 1<<20)); err != nil { // what follows the tar is hashed too
+		return err
+	}
+	if got := hex.EncodeToString(h.Sum(nil)); got != wantDigest {
+		return newError(InvalidContent, nil, "the bundle's SHA-256 is %s, want %s", got, wantDigest)
+	}
+	return checkLinks(dir, links)
+}
+
+// safePath is true for a relative slash path of safe names ("a/b.html"), never "", ".", ".." or absolute.
+func safePath(p string) bool {
+	if p == "" || strings.HasPrefix(p, "/") {
+		return false
+	}
+	for _, part := range strings.Split(p, "/") {
+		if !safeName(part) {
+			return false
+		}
+	}
+	return true
+}
+
+func writeFile(root *os.Root, name string, r io.Reader) error {
+	out, err := root.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return err
+	}
+	_, err = io.Copy(out, r)
+	if cerr := out.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}

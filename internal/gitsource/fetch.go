@@ -1,0 +1,168 @@
+package gitsource
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/go-git/go-billy/v5/osfs"
+	"github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/config"
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/cache"
+	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/go-git/go-git/v5/plumbing/transport"
+	"github.com/go-git/go-git/v5/storage/filesystem"
+	"github.com/go-git/go-git/v5/storage/memory"
+	"golang.org/x/crypto/ssh/knownhosts"
+)
+
+// fetchedRef is where a fetch puts the wanted commit in the scratch object store.
+const fetchedRef = "refs/hyperstatic/fetched"
+
+// Target is a ref resolved on the remote: its full name ("" for a commit given by hash) and its commit.
+type Target struct {
+	Ref    string
+	Commit plumbing.Hash
+}
+
+// Resolve asks the remote which commit src.Ref names now (one ref advertisement, no objects). A branch name is
+// looked up as refs/heads/NAME, then refs/tags/NAME; an annotated tag is peeled to its commit. A 40-hex ref is a
+// commit and is returned as is: whether the server has it is only known by fetching it.
+func Resolve(ctx context.Context, src Source) (Target, error) {
+	if h, ok := commitHash(src.Ref); ok {
+		return Target{Commit: h}, nil
+	}
+	rem := git.NewRemote(memory.NewStorage(), &config.RemoteConfig{Name: "origin", URLs: []string{src.URL}})
+	refs, err := rem.ListContext(ctx, &git.ListOptions{Auth: src.Auth, PeelingOption: git.AppendPeeled})
+	if err != nil {
+		return Target{}, classify(err, src, "listing the refs of %s", redact(src.URL))
+	}
+	byName := map[string]plumbing.Hash{}
+	for _, r := range refs {
+		if r.Type() == plumbing.HashReference {
+			byName[r.Name().String()] = r.Hash()
+		}
+	}
+	for _, name := range refCandidates(src.Ref) {
+		h, ok := byName[name]
+		if !ok {
+			continue
+		}
+		if peeled, ok := byName[name+"^{}"]; ok {
+			h = peeled
+		}
+		return Target{Ref: name, Commit: h}, nil
+	}
+	return Target{}, newError(RefNotFound, nil, "%s has no branch or tag %q", redact(src.URL), src.Ref)
+}
+
+// refCandidates lists the full names a ref may stand for, in the order git itself tries them.
+func refCandidates(ref string) []string {
+	if strings.HasPrefix(ref, "refs/") {
+		return []string{ref}
+	}
+	return []string{"refs/heads/" + ref, "refs/tags/" + ref}
+}
+
+// commitHash is true for a full 40-hex commit hash (short hashes are refused by validation upstream: a remote
+// cannot be asked for one).
+func commitHash(ref string) (plumbing.Hash, bool) {
+	if len(ref) != 40 {
+		return plumbing.ZeroHash, false
+	}
+	for _, c := range ref {
+		if !strings.ContainsRune("0123456789abcdef", c) {
+			return plumbing.ZeroHash, false
+		}
+	}
+	return plumbing.NewHash(ref), true
+}
+
+// fetchCommit fetches target's commit at depth 1 into a scratch object store in dir (deleted by the caller) and
+// returns the commit. A branch or tag is fetched by name, so the commit is whatever the ref points at when the
+// server answers (a push after Resolve is taken, not refused); a commit is fetched by hash.
+func fetchCommit(ctx context.Context, src Source, target Target, dir string) (*object.Commit, error) {
+	b := &budget{max: src.maxBytes()}
+	st := filesystem.NewStorage(limitFS{Filesystem: osfs.New(dir, osfs.WithBoundOS()), b: b}, cache.NewObjectLRUDefault())
+	repo, err := git.Init(st, nil)
+	if err != nil {
+		return nil, fmt.Errorf("creating the scratch object store: %w", err)
+	}
+	rem, err := repo.CreateRemote(&config.RemoteConfig{Name: "origin", URLs: []string{src.URL}})
+	if err != nil {
+		return nil, newError(InvalidSource, err, "url %q", redact(src.URL))
+	}
+	want := target.Ref
+	if want == "" {
+		want = target.Commit.String()
+	}
+	err = rem.FetchContext(ctx, &git.FetchOptions{
+		Auth: src.Auth, Depth: 1, Tags: git.NoTags,
+		RefSpecs: []config.RefSpec{config.RefSpec("+" + want + ":" + fetchedRef)},
+	})
+	if b.tripped.Load() {
+		return nil, newError(TooLarge, nil, "the fetch of %s passed the size limit of %d bytes", want, b.max)
+	}
+	if err != nil {
+		return nil, classify(err, src, "fetching %s from %s", want, redact(src.URL))
+	}
+	ref, err := repo.Reference(fetchedRef, true)
+	if err != nil {
+		return nil, fmt.Errorf("the fetch stored no %s: %w", fetchedRef, err)
+	}
+	return peelToCommit(st, ref.Hash())
+}
+
+// peelToCommit follows annotated tags down to the commit they name.
+func peelToCommit(st *filesystem.Storage, h plumbing.Hash) (*object.Commit, error) {
+	for range 10 {
+		obj, err := st.EncodedObject(plumbing.AnyObject, h)
+		if err != nil {
+			return nil, fmt.Errorf("reading %s: %w", h, err)
+		}
+		switch obj.Type() {
+		case plumbing.CommitObject:
+			return object.DecodeCommit(st, obj)
+		case plumbing.TagObject:
+			tag, err := object.DecodeTag(st, obj)
+			if err != nil {
+				return nil, err
+			}
+			h = tag.Target
+		default:
+			return nil, newError(InvalidContent, nil, "%s is a %s, not a commit", h, obj.Type())
+		}
+	}
+	return nil, newError(InvalidContent, nil, "%s: tags nested too deep", h)
+}
+
+// classify turns a go-git error into an *Error with its Reason; what it cannot place is Unreachable (network,
+// server errors: worth retrying).
+func classify(err error, src Source, format string, args ...any) error {
+	msg := fmt.Sprintf(format, args...)
+	var noRef git.NoMatchingRefSpecError
+	var hostKey *knownhosts.KeyError
+	switch {
+	case errors.As(err, &hostKey):
+		return newError(AuthFailed, err, "%s: the server's host key is not one pinned in known_hosts", msg)
+	case strings.Contains(err.Error(), "ssh: unable to authenticate"):
+		return newError(AuthFailed, err, "%s: the SSH key was refused", msg)
+	case errors.Is(err, transport.ErrAuthenticationRequired), errors.Is(err, transport.ErrAuthorizationFailed),
+		errors.Is(err, transport.ErrInvalidAuthMethod):
+		if src.Auth == nil {
+			return newError(AuthFailed, err, "%s: the repository needs credentials (secretRef)", msg)
+		}
+		return newError(AuthFailed, err, "%s: the credentials were refused", msg)
+	case errors.Is(err, transport.ErrRepositoryNotFound):
+		return newError(RepositoryNotFound, err, "%s", msg)
+	case errors.As(err, &noRef), errors.Is(err, transport.ErrEmptyRemoteRepository),
+		strings.Contains(err.Error(), "not our ref"):
+		return newError(RefNotFound, err, "%s", msg)
+	case errors.Is(err, git.ErrExactSHA1NotSupported):
+		return newError(Unsupported, err, "%s: the server does not let a commit be fetched by hash; name a branch or tag", msg)
+	}
+	// DNS, refused connections, TLS, timeouts, 5xx and anything else the transport says: worth a retry.
+	return newError(Unreachable, err, "%s", msg)
+}

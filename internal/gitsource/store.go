@@ -1,0 +1,218 @@
+package gitsource
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/go-git/go-git/v5/plumbing/transport"
+)
+
+// DefaultMaxBytes is the size limit when Source.MaxBytes is 0: the packfile of one commit, and separately the
+// files written, may each take this much.
+const DefaultMaxBytes = 512 << 20
+
+// CurrentLink is the symbolic link, in the Store's directory, that names the tree being served: the server's
+// root is Dir/current.
+const CurrentLink = "current"
+
+// Source is what to serve: a repository, a ref, a subdirectory.
+type Source struct {
+	URL string
+	// Ref is a branch, a tag (short or refs/...), or a full 40-hex commit hash. A branch is followed.
+	Ref string
+	// Path is the subdirectory of the repository to serve ("" for all of it).
+	Path string
+	// Auth is from AuthFromSecret; nil for an anonymous fetch.
+	Auth transport.AuthMethod
+	// MaxBytes caps the packfile and the written tree (each); 0 means DefaultMaxBytes.
+	MaxBytes int64
+}
+
+func (s Source) maxBytes() int64 {
+	if s.MaxBytes > 0 {
+		return s.MaxBytes
+	}
+	return DefaultMaxBytes
+}
+
+// Revision is the commit a Store serves.
+type Revision struct {
+	Commit string
+	// Time is the commit's committer time (when it was made, not when it was pushed).
+	Time time.Time
+	// Ref is the full name the ref resolved to ("" when the source names a commit).
+	Ref string
+}
+
+// Store keeps the trees of one site's source under Dir:
+//
+//	Dir/<commit>/       a commit's served tree (Source.Path of it), never modified once published
+//	Dir/current         symbolic link to <commit>: what is served
+//	Dir/.stage-*        a tree being written (removed on failure)
+//	Dir/.objects-*      the scratch object store of a fetch (always removed)
+//
+// One Store per Source: a tree is named after its commit alone, so a changed Path needs a new Store (Dir).
+// A Store is not safe for concurrent Syncs; one goroutine per site owns it.
+type Store struct {
+	Dir string
+	// Check, when set, runs on a new tree before it is published (the server's `--check`: _redirects,
+	// _headers, names); its error makes the Sync fail with InvalidContent and the old tree keeps serving.
+	Check func(dir string) error
+	// beforeSwap, in tests only, runs when the new tree is complete and not yet published.
+	beforeSwap func(tree string)
+}
+
+// Served returns the path to give the server as its root.
+func (s *Store) Served() string { return filepath.Join(s.Dir, CurrentLink) }
+
+// Current returns the commit served now ("" when nothing was published yet).
+func (s *Store) Current() (string, error) {
+	target, err := os.Readlink(s.Served())
+	if errors.Is(err, os.ErrNotExist) {
+		return "", nil
+	}
+	return target, err
+}
+
+// Sync makes Dir/current serve the commit src.Ref names now. It returns the revision served and whether it
+// changed. On any error nothing served changes: the last good tree stays current.
+func (s *Store) Sync(ctx context.Context, src Source) (Revision, bool, error) {
+	if err := os.MkdirAll(s.Dir, 0o755); err != nil {
+		return Revision{}, false, err
+	}
+	target, err := Resolve(ctx, src)
+	if err != nil {
+		return Revision{}, false, err
+	}
+	cur, err := s.Current()
+	if err != nil {
+		return Revision{}, false, err
+	}
+	if cur == target.Commit.String() {
+		// The commit time is in the tree's name only; an unchanged Sync does not fetch to learn it again.
+		return Revision{Commit: cur, Ref: target.Ref}, false, nil
+	}
+	objects, err := os.MkdirTemp(s.Dir, ".objects-")
+	if err != nil {
+		return Revision{}, false, err
+	}
+	defer os.RemoveAll(objects)
+	commit, err := fetchCommit(ctx, src, target, objects)
+	if err != nil {
+		return Revision{}, false, err
+	}
+	rev := Revision{Commit: commit.Hash.String(), Time: commit.Committer.When, Ref: target.Ref}
+	if rev.Commit == cur { // the ref moved back between Resolve and the fetch
+		return rev, false, nil
+	}
+	tree, err := selectTree(commit, src.Path)
+	if err != nil {
+		return Revision{}, false, err
+	}
+	err = s.Install(rev.Commit, func(dir string) error { return writeTree(tree, dir, src.maxBytes()) })
+	if err != nil {
+		return Revision{}, false, err
+	}
+	return rev, true, nil
+}
+
+// Install publishes a tree for commit that write puts into an empty directory: the Check runs on it, then it
+// becomes Dir/<commit> and Dir/current flips to it. Sync installs what it fetched; a pod's puller installs what
+// it extracted from a bundle (ExtractBundle). On error nothing served changes and the directory is removed.
+func (s *Store) Install(commit string, write func(dir string) error) error {
+	if _, ok := commitHash(commit); !ok {
+		return newError(InvalidSource, nil, "%q is not a full commit hash", commit)
+	}
+	if err := os.MkdirAll(s.Dir, 0o755); err != nil {
+		return err
+	}
+	if cur, err := s.Current(); err != nil || cur == commit {
+		return err // already served: its tree is immutable, and replacing it would pull it from under readers
+	}
+	stage, err := os.MkdirTemp(s.Dir, ".stage-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(stage) // a no-op once renamed into place
+	if err := write(stage); err != nil {
+		return annotate(err, commit)
+	}
+	if s.Check != nil {
+		if err := s.Check(stage); err != nil {
+			return newError(InvalidContent, err, "commit %s fails the content check", commit)
+		}
+	}
+	return s.publish(stage, commit)
+}
+
+// annotate names the commit in a content error.
+func annotate(err error, commit string) error {
+	var e *Error
+	if errors.As(err, &e) {
+		return &Error{Reason: e.Reason, Msg: "commit " + commit + ": " + e.Msg, Err: e.Err}
+	}
+	return err
+}
+
+// publish renames the finished stage to Dir/<commit> and flips Dir/current to it with one rename(2) of a new
+// link over the old: a reader resolving current gets the whole old tree or the whole new one. Trees older than
+// the one just replaced are then removed; the replaced one stays, because a server may still be reading it
+// until its reload (it keeps at most one older generation alive; see the server README, "Reload").
+func (s *Store) publish(stage, commit string) error {
+	final := filepath.Join(s.Dir, commit)
+	// A tree of this commit left from earlier (the ref went back to it): it is not current (Sync checked), so
+	// it is replaced by the fresh one rather than trusted.
+	if err := os.RemoveAll(final); err != nil {
+		return err
+	}
+	if err := os.Chmod(stage, 0o755); err != nil { // MkdirTemp makes it 0700; the server may run as another user
+		return err
+	}
+	if err := os.Rename(stage, final); err != nil {
+		return err
+	}
+	if s.beforeSwap != nil {
+		s.beforeSwap(final)
+	}
+	previous, err := s.Current()
+	if err != nil {
+		return err
+	}
+	tmp := filepath.Join(s.Dir, fmt.Sprintf(".%s-%d", CurrentLink, time.Now().UnixNano()))
+	if err := os.Symlink(commit, tmp); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, s.Served()); err != nil {
+		_ = os.Remove(tmp)
+		return err
+	}
+	return s.prune(commit, previous)
+}
+
+// prune removes every tree but the current and the previous one, and leftovers of interrupted Syncs.
+func (s *Store) prune(keep ...string) error {
+	entries, err := os.ReadDir(s.Dir)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, e := range entries {
+		name := e.Name()
+		if name == CurrentLink || slices.Contains(keep, name) {
+			continue
+		}
+		if _, isCommit := commitHash(name); !isCommit && !strings.HasPrefix(name, ".") {
+			continue // not ours
+		}
+		if err := os.RemoveAll(filepath.Join(s.Dir, name)); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
