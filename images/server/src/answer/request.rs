@@ -160,3 +160,98 @@ pub fn https_redirect<'a>(ask: &Ask<'a>, host: Option<&'a [u8]>, port: u16) -> R
         None => Reply::plain(400, false, ask.method == Method::Head),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    //! The core's decisions as descriptions, without any framing: what an HTTP/2 stream will frame is what
+    //! these assert (http1/frame.rs holds the HTTP/1.1 bytes of each kind).
+    use super::*;
+    use crate::config::Config;
+    use crate::site::loader;
+
+    fn site(cfg: impl FnOnce(&mut Config)) -> (Table, std::path::PathBuf) {
+        let d = std::env::temp_dir().join(format!("hs-answer-request-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(d.join("dir")).unwrap();
+        for (f, text) in [("index.html", "home"), ("dir/index.html", "dir"), ("a.css", "a {}"), ("404.html", "nf")] {
+            std::fs::write(d.join(f), text).unwrap();
+        }
+        std::fs::write(d.join("_redirects"), "/old/* /new/:splat 302\n/r /a.css 200\n").unwrap();
+        let mut c = Config { root: d.clone(), ..Config::default() };
+        cfg(&mut c);
+        (loader::load(&c, None, &mut |_| {}).unwrap().0, d)
+    }
+
+    fn ask<'a>(method: Method, path: &'a str, query: Option<&'a str>) -> Ask<'a> {
+        let file = FileAsk {
+            get: method == Method::Get,
+            accept_encoding: None,
+            conditions: Default::default(),
+            range: None,
+            if_range: None,
+            origin: None,
+        };
+        let query = query.map(str::as_bytes);
+        Ask { method, path: path.as_bytes(), query, accept: None, access_control_request_method: None, file }
+    }
+
+    fn location(r: &Reply) -> String {
+        let Head::Redirect(to) = r.head else { panic!("not a redirect: {}", r.status) };
+        let mut v = Vec::new();
+        to.write(&mut |b: &[u8]| v.extend_from_slice(b));
+        String::from_utf8(v).unwrap()
+    }
+
+    #[test]
+    fn every_answer_kind_is_a_description() {
+        let (t, d) = site(|c| {
+            c.cors = vec![crate::answer::cors::parse_rule("*.css=https://a.test;methods=GET,PUT").unwrap()];
+            c.not_found_page = Some("/404.html".into());
+        });
+        let s = Site { table: &t, spa_fallback: false };
+        let mut pb = [0u8; 256];
+        let r = answer(s, &ask(Method::Get, "/a.css", None), &mut pb);
+        assert!(matches!((r.status, r.head, r.body), (200, Head::File { .. }, Body::Variant { start: 0, len: 4, .. })));
+        let r = answer(s, &ask(Method::Head, "/a.css", None), &mut pb);
+        assert!(matches!((r.status, r.head, r.body), (200, Head::File { .. }, Body::None)), "HEAD: no body");
+        let r = answer(s, &ask(Method::Get, "/dir", Some("q")), &mut pb);
+        assert_eq!((r.status, location(&r).as_str()), (301, "/dir/?q"));
+        let r = answer(s, &ask(Method::Get, "/old/a/b", None), &mut pb);
+        assert_eq!((r.status, location(&r).as_str()), (302, "/new/a/b"));
+        let r = answer(s, &ask(Method::Get, "/r", None), &mut pb);
+        assert!(matches!((r.status, r.head), (200, Head::File { .. })), "a rewrite serves its target");
+        let r = answer(s, &ask(Method::Get, "/nope", None), &mut pb);
+        assert!(matches!(
+            (r.status, r.head, r.body),
+            (404, Head::Page { allow: false, .. }, Body::Variant { len: 2, .. })
+        ));
+        let r = answer(s, &ask(Method::Other, "/nope", None), &mut pb);
+        assert!(matches!(
+            (r.status, r.head, r.body),
+            (405, Head::Plain { allow: true }, Body::Static(b"405 Method Not Allowed\n"))
+        ));
+        let r = answer(s, &ask(Method::Head, "/../x", None), &mut pb);
+        assert!(matches!((r.status, r.head, r.body), (400, Head::Plain { allow: false }, Body::None)));
+        let r = answer(s, &ask(Method::Unknown, "/", None), &mut pb);
+        assert_eq!(r.status, 501);
+        let mut pre = ask(Method::Options, "/a.css", None);
+        pre.file.origin = Some(b"https://a.test");
+        pre.access_control_request_method = Some(b"PUT");
+        let r = answer(s, &pre, &mut pb);
+        assert!(matches!((r.status, r.head), (204, Head::Options { granted: Some(_), vary_origin: true })));
+        pre.file.origin = Some(b"https://b.test");
+        let r = answer(s, &pre, &mut pb);
+        assert!(matches!(r.head, Head::Options { granted: None, vary_origin: true }), "a refused preflight");
+        let mut cond = ask(Method::Get, "/a.css", None);
+        cond.file.conditions.if_none_match = Some(b"*");
+        assert!(matches!(answer(s, &cond, &mut pb).head, Head::NotModified { .. }));
+        let mut part = ask(Method::Get, "/a.css", None);
+        part.file.range = Some(b"bytes=1-2");
+        let r = answer(s, &part, &mut pb);
+        assert!(matches!((r.status, r.body), (206, Body::Variant { start: 1, len: 2, .. })));
+        let https = https_redirect(&ask(Method::Get, "/p", Some("x")), Some(b"h.test:80"), 443);
+        assert_eq!((https.status, location(&https).as_str()), (308, "https://h.test/p?x"));
+        assert_eq!(https_redirect(&ask(Method::Get, "/", None), None, 443).status, 400);
+        std::fs::remove_dir_all(d).unwrap();
+    }
+}
