@@ -325,7 +325,7 @@ type Header struct {
 	Glob string `json:"glob,omitempty"`
 
 	// name of the header (an HTTP token). Not one the server sets itself to frame, negotiate or validate a
-	// response (the server refuses them too: images/server/src/headers_file.rs).
+	// response (the server refuses them too: images/server/src/headers/site_file.rs).
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=128
 	// +kubebuilder:validation:Pattern="^[A-Za-z0-9!#$%&'*+.^_`|~-]+$"

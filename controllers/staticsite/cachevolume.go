@@ -6,7 +6,7 @@ import (
 )
 
 // The compression cache: the server makes brotli and gzip variants of the files it holds in memory in the
-// background, after it serves (images/server/src/encoder.rs), and with --compress-cache keeps them in a
+// background, after it serves (images/server/src/compress/encoder.rs), and with --compress-cache keeps them in a
 // directory, keyed by content digest. An emptyDir lives as long as the pod, not the container: a server that
 // restarts (liveness, OOM) reads its variants back instead of spending CPU on them again. The root file system
 // stays read-only; this is the one writable path.
@@ -22,7 +22,7 @@ const (
 )
 
 // compressCacheVolume is the cache's emptyDir. Its sizeLimit is the pod's memory: the server encodes only files
-// it holds in memory, which fit the content budget (under half the memory limit, images/server/src/memory.rs),
+// it holds in memory, which fit the content budget (under half the memory limit, images/server/src/site/memory.rs),
 // and keeps a variant only when it is smaller than its file, so the two variants of all of them stay under twice
 // the budget, below the memory limit. A fixed size would be too small for a large site, and the kubelet evicts a
 // pod whose emptyDir passes its limit. (A --memory-budget above the automatic one in extraArgs could pass it.)

@@ -27,7 +27,7 @@ import (
 // succeeds, or new servers start and run.
 
 // TerminationMessagePrefix starts the termination message of a server whose first content load failed
-// (images/server/src/load_error.rs). Anything else in a termination message is not a content failure.
+// (images/server/src/site/load_error.rs). Anything else in a termination message is not a content failure.
 const TerminationMessagePrefix = "content load failed: "
 
 // The pod template says nothing about the termination message: the server writes to the kubelet's default path,

@@ -1,9 +1,6 @@
 package staticsite
 
 import (
-	"net"
-	"strconv"
-
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
@@ -25,13 +22,6 @@ const NodeLossTolerationSeconds int64 = 30
 
 // nodeLossTaints are the NoExecute taints the node lifecycle controller puts on a node it lost contact with.
 var nodeLossTaints = []string{corev1.TaintNodeNotReady, corev1.TaintNodeUnreachable}
-
-// listenAddr is the server's address for a port on every address family: "[::]" is a dual-stack socket (the
-// server falls back to 0.0.0.0 where the kernel has no IPv6), so IPv4-only, IPv6-only and dual-stack pods all
-// answer on their pod IP. net.JoinHostPort adds the brackets an IPv6 host needs.
-func listenAddr(port int) string {
-	return net.JoinHostPort("::", strconv.Itoa(port))
-}
 
 // defaultSpread spreads a site's replicas across nodes: maxSkew 1, ScheduleAnyway, a preference and never a reason
 // to leave a pod Pending. With DoNotSchedule a drain (the cordoned node still counts as a domain) or the autoscaler

@@ -6,6 +6,7 @@
 package staticsite
 
 import (
+	"net"
 	"strconv"
 	"strings"
 	"time"
@@ -147,4 +148,11 @@ func tlsArgs(site *v1alpha1.StaticSite) []string {
 		args = append(args, "--hsts", HSTSValue(t.HSTS))
 	}
 	return args
+}
+
+// listenAddr is the server's address for a port on every address family: "[::]" is a dual-stack socket (the
+// server falls back to 0.0.0.0 where the kernel has no IPv6), so IPv4-only, IPv6-only and dual-stack pods all
+// answer on their pod IP. net.JoinHostPort adds the brackets an IPv6 host needs.
+func listenAddr(port int) string {
+	return net.JoinHostPort("::", strconv.Itoa(port))
 }

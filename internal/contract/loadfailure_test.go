@@ -21,7 +21,7 @@ import (
 	"hyperstatic.dev/hyperstatic/internal/serverbin"
 )
 
-// The content-failure contract (controllers/staticsite/loadfailure.go, images/server/src/load_error.rs): what the
+// The content-failure contract (controllers/staticsite/loadfailure.go, images/server/src/site/load_error.rs): what the
 // operator reads when a server refuses its content, from the two places it can read it.
 
 // A running server whose reload fails: the operator's scraper sees hyperstatic_content_load_failed and reads the

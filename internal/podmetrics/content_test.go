@@ -5,7 +5,7 @@ import (
 	"testing"
 )
 
-// contentExposition is the content part of a server's /metrics (images/server/src/metrics.rs), for a site that
+// contentExposition is the content part of a server's /metrics (images/server/src/admin/metrics.rs), for a site that
 // does not fit: 7 MiB of it is served from disk and a 96 MiB limit would hold it.
 const contentExposition = `# TYPE hyperstatic_content_files gauge
 hyperstatic_content_files 12

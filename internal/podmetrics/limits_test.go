@@ -136,7 +136,7 @@ func TestParseLimits(t *testing.T) {
 }
 
 // The limits leave room: the largest exposition a hyperstatic server writes (every status code counted, every
-// family with its HELP and TYPE; images/server/src/metrics.rs) is a few KiB and a few dozen lines.
+// family with its HELP and TYPE; images/server/src/admin/metrics.rs) is a few KiB and a few dozen lines.
 func TestLimitsAreFarAboveARealServer(t *testing.T) {
 	var b strings.Builder
 	b.WriteString("# HELP hyperstatic_requests_total HTTP responses sent, by status code.\n# TYPE hyperstatic_requests_total counter\n")

@@ -31,7 +31,7 @@ const (
 	ProcessCPUSeconds   = "process_cpu_seconds_total"
 	ProcessResidentSize = "process_resident_memory_bytes"
 
-	// The content gauges (images/server/src/metrics.rs), read into Sample.Content.
+	// The content gauges (images/server/src/admin/metrics.rs), read into Sample.Content.
 	ContentFiles               = "hyperstatic_content_files"
 	ContentBytes               = "hyperstatic_content_bytes"
 	ContentMemoryBytes         = "hyperstatic_content_memory_bytes"
@@ -46,7 +46,7 @@ const (
 )
 
 // LoadErrorPath is the admin endpoint with the message of the server's last failed content load (an empty body
-// when it succeeded). images/server/src/load_error.rs bounds it to 1 KiB; MaxLoadErrorBytes is read at most.
+// when it succeeded). images/server/src/site/load_error.rs bounds it to 1 KiB; MaxLoadErrorBytes is read at most.
 const LoadErrorPath = "/load-error"
 
 // MaxLoadErrorBytes is the most of a /load-error body read (the server sends at most 1 KiB and a newline).
@@ -61,7 +61,7 @@ var contentGauges = []string{ContentFiles, ContentBytes, ContentMemoryBytes, Con
 // send anything, and the operator that reads it is shared by every site: a body that never ends or a million
 // series must fail the scrape, not grow the operator's memory until it is OOM-killed.
 //
-// A hyperstatic server's /metrics (images/server/src/metrics.rs) is at most about 3.3 KiB in 58 lines: 14
+// A hyperstatic server's /metrics (images/server/src/admin/metrics.rs) is at most about 3.3 KiB in 58 lines: 14
 // families with HELP and TYPE, all 16 status codes of hyperstatic_requests_total, every counter at 20 digits.
 // TestLimitsAreFarAboveARealServer checks a generous worst case of that shape stays 100× under both limits.
 const (

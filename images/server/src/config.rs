@@ -304,7 +304,7 @@ mod tests {
         assert_eq!(flags(&[]).unwrap(), Config::default());
     }
 
-    /// The arguments controllers/staticsite/defaults.go (ServerArgs) builds, in both of its duration forms.
+    /// The arguments controllers/staticsite/serverargs.go (ServerArgs) builds, in both of its duration forms.
     #[test]
     fn operator_arguments() {
         let c = flags(&[

@@ -1,5 +1,5 @@
 //! The command line as clap sees it. Flag names, value syntax and defaults are a contract: the operator builds
-//! them (controllers/staticsite/defaults.go, ServerArgs) and users pass more through `spec.server.extraArgs`.
+//! them (controllers/staticsite/serverargs.go, ServerArgs) and users pass more through `spec.server.extraArgs`.
 //! Every flag reads `HYPERSTATIC_<NAME>` when it is not on the command line.
 
 use std::net::SocketAddr;
