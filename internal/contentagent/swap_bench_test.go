@@ -30,6 +30,7 @@ func BenchmarkPushToSwapped(b *testing.B) {
 }
 
 func benchPushToSwapped(b *testing.B, files map[string]gts.File) {
+	b.Helper()
 	tree := maps.Clone(files) // b.Run calls this more than once: each starts from the same tree
 	check := contentagent.ServerCheck(serverbin.Require(b), 5*time.Minute)
 	srv, base := gts.Start(b, "", "", "")
