@@ -23,7 +23,7 @@ import (
 )
 
 // waitLimit only bounds a test that would otherwise hang; no assertion depends on it.
-const waitLimit = 20 * time.Second
+const waitLimit = 2 * time.Minute
 
 // interval is the fetcher's interval in these tests: its timer is the test's ticks channel, so an interval
 // fetch happens exactly when the test sends a tick, and never on its own.
