@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-git/go-git/v5/plumbing"
 	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
 
 	"hyperstatic.dev/hyperstatic/internal/contentagent"
@@ -87,6 +88,23 @@ func TestFetcherAndPullers(t *testing.T) {
 			pod.waitCommit(t, c2.String())
 			if got := pod.served(t, "index.html"); got != "v2\n" {
 				t.Errorf("served %q, want v2", got)
+			}
+		}
+	})
+
+	t.Run("a commit changing only files outside the path reaches the pullers too", func(t *testing.T) {
+		prev, _ := fetcher.f.Revision()
+		files := siteFiles("v2\n", "/old /new 301\n")
+		files["README.md"] = gts.Regular("changed outside site/\n")
+		c := repo.Commit("readme", files, plumbing.NewHash(prev.Commit))
+		repo.Push("refs/heads/main", c, false)
+		fetcher.ticks <- time.Now()
+		if e := fetcher.nextSync(t); e.rev.Commit != c.String() || e.rev.Digest != prev.Digest {
+			t.Fatalf("fetch %+v, want %s with the same tree digest %s", e.rev, c, prev.Digest)
+		}
+		for _, pod := range pods {
+			if rev := pod.waitCommit(t, c.String()); rev.Digest != prev.Digest {
+				t.Errorf("a puller: %+v, want digest %s", rev, prev.Digest)
 			}
 		}
 	})

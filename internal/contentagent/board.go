@@ -51,12 +51,14 @@ func (b *board) waitFor(ctx context.Context, cond func(Revision) bool) (Revision
 
 // serveRevision answers GET /revision. With ?wait=<digest> (the digest the caller has, "" for none) it holds
 // the answer until the digest differs or timeout fires (then it answers the same digest: the caller asks again).
-// Without wait it answers at once.
+// With &commit=<commit> too, a new commit answers even when its tree, and so its digest, is the same (a commit
+// that changed only files outside the served path): every pod then reports the new commit. Without wait it
+// answers at once.
 func serveRevision(b *board, after func(time.Duration) <-chan time.Time, timeout time.Duration) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		rev, _ := b.get()
 		if q := r.URL.Query(); q.Has("wait") {
-			have := q.Get("wait")
+			have, haveCommit := q.Get("wait"), q.Get("commit")
 			ctx, cancel := context.WithCancel(r.Context())
 			defer cancel()
 			go func() {
@@ -67,7 +69,9 @@ func serveRevision(b *board, after func(time.Duration) <-chan time.Time, timeout
 				}
 			}()
 			var err error
-			rev, err = b.waitFor(ctx, func(rev Revision) bool { return rev.Digest != have })
+			rev, err = b.waitFor(ctx, func(rev Revision) bool {
+				return rev.Digest != have || (q.Has("commit") && rev.Commit != haveCommit)
+			})
 			if err != nil && r.Context().Err() != nil {
 				return // the caller left
 			}

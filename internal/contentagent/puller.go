@@ -84,7 +84,7 @@ func (p *Puller) Run(ctx context.Context) {
 	backoff := p.MinBackoff
 	for ctx.Err() == nil {
 		have, _ := p.board.get()
-		err := p.step(ctx, have.Digest)
+		err := p.step(ctx, have)
 		if ctx.Err() != nil {
 			return
 		}
@@ -111,13 +111,13 @@ func (p *Puller) Run(ctx context.Context) {
 	}
 }
 
-// step waits for a digest other than have and installs it.
-func (p *Puller) step(ctx context.Context, have string) error {
+// step waits for a revision other than have (digest or commit) and installs it.
+func (p *Puller) step(ctx context.Context, have Revision) error {
 	rev, err := p.poll(ctx, have)
 	if err != nil {
 		return err
 	}
-	if rev.Digest == have {
+	if rev.Digest == have.Digest && rev.Commit == have.Commit {
 		return nil // the long poll timed out
 	}
 	cur, err := p.Store.Current()
@@ -142,9 +142,9 @@ func (p *Puller) step(ctx context.Context, have string) error {
 	return nil
 }
 
-// poll is GET /revision?wait=have.
-func (p *Puller) poll(ctx context.Context, have string) (Revision, error) {
-	u := p.FetcherURL + "/revision?wait=" + url.QueryEscape(have)
+// poll is GET /revision?wait=<digest>&commit=<commit> of what the puller has.
+func (p *Puller) poll(ctx context.Context, have Revision) (Revision, error) {
+	u := p.FetcherURL + "/revision?" + url.Values{"wait": {have.Digest}, "commit": {have.Commit}}.Encode()
 	var rev Revision
 	body, err := p.get(ctx, u, maxRevisionBytes)
 	if err != nil {

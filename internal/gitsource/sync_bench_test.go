@@ -1,9 +1,6 @@
 package gitsource
 
 import (
-	"encoding/base64"
-	"fmt"
-	"math/rand/v2"
 	"testing"
 
 	gts "hyperstatic.dev/hyperstatic/internal/gittestserver"
@@ -15,18 +12,9 @@ import (
 //
 //	go test -run '^$' -bench SyncDocsSized -benchtime 3x ./internal/gitsource
 func BenchmarkSyncDocsSizedCommit(b *testing.B) {
-	const files, total = 1065, 67 << 20
 	srv, base := gts.Start(b, "", "", "")
 	r := srv.NewRepo(b, base, "docs.git", nil)
-	rng := rand.New(rand.NewPCG(1, 2))
-	tree := map[string]gts.File{}
-	raw := make([]byte, total/files*3/4)
-	for i := range files {
-		for j := range raw {
-			raw[j] = byte(rng.Uint32())
-		}
-		tree[fmt.Sprintf("library/section%02d/page%04d.html", i%40, i)] = gts.Regular(base64.StdEncoding.EncodeToString(raw))
-	}
+	tree := gts.DocsSizedTree()
 	c := r.Commit("docs", tree)
 	r.Push("refs/heads/main", c, false)
 	src := Source{URL: r.URL, Ref: "main"}

@@ -3,7 +3,10 @@ package gittestserver
 import (
 	"crypto/ed25519"
 	"crypto/rand"
+	"encoding/base64"
 	"encoding/pem"
+	"fmt"
+	mathrand "math/rand/v2"
 	"net"
 	"net/http/httptest"
 	"path/filepath"
@@ -240,4 +243,21 @@ func (s *Server) StartSSH(t testing.TB, keys SSHKeys) string {
 	t.Cleanup(func() { _ = l.Close() })
 	go func() { _ = s.ServeSSH(l, SSHConfig(keys.Host, keys.Authorized)) }()
 	return l.Addr().String()
+}
+
+// DocsSizedTree returns a commit's files shaped like the Python docs (1,065 files, 67 MB: the real site the e2e
+// suite serves), for benchmarks: base64 of seeded random bytes under library/sectionNN/pageNNNN.html. Base64 noise
+// compresses far worse than HTML, so the pack and the transfer are an upper bound of the real site's.
+func DocsSizedTree() map[string]File {
+	const files, total = 1065, 67 << 20
+	rng := mathrand.New(mathrand.NewPCG(1, 2))
+	tree := map[string]File{}
+	raw := make([]byte, total/files*3/4)
+	for i := range files {
+		for j := range raw {
+			raw[j] = byte(rng.Uint32())
+		}
+		tree[fmt.Sprintf("library/section%02d/page%04d.html", i%40, i)] = Regular(base64.StdEncoding.EncodeToString(raw))
+	}
+	return tree
 }
