@@ -1,4 +1,4 @@
-//! Our request-head parser (src/parser.rs) against httparse doing the same job, on the heads the server sees:
+//! Our request-head parser (src/http1/parser.rs) against httparse doing the same job, on the heads the server sees:
 //! a browser GET, wrk's minimal GET, and wrk's GET pipelined 16 deep. "The same job" means httparse tokenises
 //! and ours does everything else for both (`Request::new`, `apply_field`, `finish`), plus the checks httparse
 //! leaves out: request-line and header-section limits, the method-length limit, non-ASCII targets, and telling
@@ -134,7 +134,7 @@ fn main() {
     ] {
         same_result(input);
     }
-    println!("{:<26} {:>22} {:>22}", "ns/request (best, median)", "ours (src/parser.rs)", "httparse + our checks");
+    println!("{:<26} {:>22} {:>22}", "ns/request (best, median)", "ours (http1/parser.rs)", "httparse + our checks");
     for (name, buf, iters) in workloads {
         let (mut ours, mut theirs) = (Vec::new(), Vec::new());
         for _ in 0..15 {

@@ -223,7 +223,7 @@ pub const PRE_HEAD_MIN: usize = 16;
 
 /// How many connections still waiting for their request head one of `workers` workers holds under `limit`
 /// (None: no limit): `limit / PRE_HEAD_DIVISOR / workers / PRE_HEAD_COST`, at least PRE_HEAD_MIN. Past it the
-/// worker closes its oldest such connection (worker.rs), so a flood of half-open handshakes and partial heads
+/// worker closes its oldest such connection (server/conn.rs, track_pre_head), so a flood of half-open handshakes and partial heads
 /// costs at most this many × PRE_HEAD_COST per worker, whatever `--max-connections-per-worker` allows.
 pub fn pre_head_per_worker(limit: Option<u64>, workers: usize) -> usize {
     let Some(limit) = limit else { return PRE_HEAD_UNLIMITED };
