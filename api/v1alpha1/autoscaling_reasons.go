@@ -17,8 +17,6 @@ const (
 	// True: a higher recommendation within the scale-down stabilization window held a scale-down back.
 	ReasonScaleDownStabilized = "ScaleDownStabilized"
 
-	// False: reading the scale subresource failed; nothing was decided.
-	ReasonFailedGetScale = "FailedGetScale"
 	// False: updating the scale subresource failed (a FailedRescale event says why); the next pass decides again.
 	ReasonFailedUpdateScale = "FailedUpdateScale"
 )

@@ -37,7 +37,7 @@ const staleRetry = 200 * time.Millisecond
 const ControllerName = "hyperstatic-autoscaler"
 
 // +kubebuilder:rbac:groups=hyperstatic.dev,resources=staticsites,verbs=get;list;watch
-// +kubebuilder:rbac:groups=hyperstatic.dev,resources=staticsites/scale,verbs=get;update
+// +kubebuilder:rbac:groups=hyperstatic.dev,resources=staticsites/scale,verbs=update
 // +kubebuilder:rbac:groups=hyperstatic.dev,resources=staticsites/status,verbs=get;update
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
@@ -67,6 +67,9 @@ type siteState struct {
 	lastScale *metav1.Time
 	// lastScaleAt is the same instant at full precision: rates only use samples taken after it.
 	lastScaleAt time.Time
+	// scaledFrom is the site's resourceVersion this process's last rescale replaced: while the cache still shows
+	// it, the cache has not seen the rescale and passes do not decide.
+	scaledFrom string
 	// pods holds what the autoscaler tracks per ready pod, by podKey; a pod that is not ready is dropped, so its
 	// readiness starts over when it is Ready again.
 	pods map[string]*podState

@@ -73,7 +73,7 @@ type Reconciler struct {
 	serverImageMu sync.Mutex // serializes the admissions of sites to a new ServerImage (chooseServerImage)
 
 	samplesMu sync.Mutex
-	samples   map[types.UID]cachedSample // a pod's CPU set never changes: scrape it once
+	samples   map[types.UID]cachedSample // a pod's CPU set never changes: scrape it once (and see settled.go)
 
 	contentMu    sync.Mutex
 	contentKnown map[types.NamespacedName]metav1.ConditionStatus // last known ContentInMemory (True/False), for its events
@@ -82,6 +82,8 @@ type Reconciler struct {
 type cachedSample struct {
 	site   types.NamespacedName
 	sample podmetrics.Sample
+	// restarts is the server container's restart count when the sample was taken (settled.go).
+	restarts int32
 }
 
 // +kubebuilder:rbac:groups=hyperstatic.dev,resources=staticsites,verbs=get;list;watch

@@ -166,7 +166,7 @@ func (r *Reconciler) rememberCPUs(st *observation, p *corev1.Pod, s podmetrics.S
 	if r.samples == nil {
 		r.samples = map[types.UID]cachedSample{}
 	}
-	r.samples[p.UID] = cachedSample{site: types.NamespacedName{Namespace: st.site.Namespace, Name: st.site.Name}, sample: s}
+	r.samples[p.UID] = cachedSample{site: types.NamespacedName{Namespace: st.site.Namespace, Name: st.site.Name}, sample: s, restarts: serverRestarts(p)}
 }
 
 // prunePodSamples forgets the samples of a site's pods that are gone.
