@@ -136,7 +136,7 @@ func (r *report) markdown() string {
 		p("")
 		p("- Autoscaler passes per second: %.1f (%.0f in the window, %d pods per site: ≈ %.0f scrapes per second).",
 			as.reconciles["autoscaler"]/(as.minutes*60), as.reconciles["autoscaler"], c.replicas, as.reconciles["autoscaler"]*float64(c.replicas)/(as.minutes*60))
-		p("- One pass (read the scale, list the pods from the cache, scrape them, decide, write status if changed): mean %s, p50 %s, p99 %s.",
+		p("- One pass (take the scale and list the pods from the cache, scrape them, decide, write status if changed): mean %s, p50 %s, p99 %s.",
 			ms(as.passTime.mean()), ms(as.passTime.quantile(0.5)), ms(as.passTime.quantile(0.99)))
 		p("- The operator's API requests per minute (client side, by method): %s.", formatCounts(as.opRequests, as.minutes))
 		p("- Reconciles per minute, by controller: %s.", formatCounts(as.reconciles, as.minutes))
