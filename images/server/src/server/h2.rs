@@ -137,10 +137,17 @@ impl Worker {
     }
 
     /// `--h2c` on the plain port, before the protocol is known: the client preface makes the connection
-    /// HTTP/2; any other byte, HTTP/1.1. A prefix of the preface waits for more.
+    /// HTTP/2; anything else that parses as (the start of) an HTTP/1.1 request, HTTP/1.1. A prefix of the
+    /// preface waits for more.
     pub(super) fn sniff(&mut self, idx: usize, len: usize) -> Flow {
         let n = len.min(PREFACE.len());
         if self.rbuf[..n] != PREFACE[..n] {
+            if crate::http1::parser::parse(&self.rbuf[..len]).is_err() {
+                // Neither the preface nor an HTTP/1.1 request: a client that meant HTTP/2 with a bad preface
+                // gets the connection closed (RFC 9113 §3.4, h2spec 3.5/2), not an HTTP/1.1 400 it cannot read.
+                self.close(idx);
+                return Flow::Stop;
+            }
             self.conns[idx].proto = Proto::Http1;
             return self.answer(idx, len);
         }
