@@ -289,7 +289,7 @@ impl Worker {
         let streams = h.conn.open_streams();
         if streams == 0 && (idle >= self.keepalive_ms || (self.closing && idle >= DRAIN_IDLE_MS)) {
             h.conn.drain();
-        } else if streams > 0 && idle >= self.keepalive_ms.max(10_000) {
+        } else if streams > 0 && idle >= self.keepalive_ms {
             self.close(idx);
             return;
         }
