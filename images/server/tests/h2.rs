@@ -87,8 +87,11 @@ fn site() -> common::Site {
     s
 }
 
-/// (method, path, request headers): one row per behaviour a site relies on.
-fn table() -> Vec<(&'static str, &'static str, Vec<(&'static str, &'static str)>)> {
+/// (method, path, request headers).
+type Row = (&'static str, &'static str, Vec<(&'static str, &'static str)>);
+
+/// One row per behaviour a site relies on.
+fn table() -> Vec<Row> {
     vec![
         ("GET", "/", vec![]),
         ("HEAD", "/", vec![]),
