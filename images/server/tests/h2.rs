@@ -24,7 +24,9 @@ struct Answer {
 
 /// One request with curl. `proto` is a curl flag: `--http1.1`, `--http2` (ALPN) or `--http2-prior-knowledge`.
 fn curl(proto: &str, ca: Option<&Path>, url: &str, method: &str, headers: &[(&str, &str)]) -> Answer {
-    let dir = tempdir("h2-curl");
+    // One directory per call: the tests run in parallel.
+    static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let dir = tempdir(&format!("h2-curl-{}", N.fetch_add(1, std::sync::atomic::Ordering::Relaxed)));
     let (head, body) = (dir.join("head"), dir.join("body"));
     let mut c = Command::new("curl");
     c.args(["-sS", proto, "-D"]).arg(&head).arg("-o").arg(&body);
@@ -65,8 +67,8 @@ fn curl(proto: &str, ca: Option<&Path>, url: &str, method: &str, headers: &[(&st
     Answer { version, status, fields, body }
 }
 
-fn site() -> common::Site {
-    let s = tempdir("h2-site");
+fn site(name: &str) -> common::Site {
+    let s = tempdir(name);
     let d: &Path = &s;
     std::fs::create_dir_all(d.join("dir")).unwrap();
     std::fs::write(d.join("index.html"), "<!doctype html><p>home</p>\n").unwrap();
@@ -183,7 +185,7 @@ fn start(site: &Path, ca_dir: &Path, extra: &[&str]) -> (Server, std::path::Path
 
 #[test]
 fn every_answer_is_the_same_over_h2_as_over_http1() {
-    let site = site();
+    let site = site("h2-site-same");
     let certs = tempdir("h2-certs");
     let (s, ca) = start(&site, &certs, &["--h2c"]);
     s.wait_encoded();
@@ -200,7 +202,7 @@ fn every_answer_is_the_same_over_h2_as_over_http1() {
 
 #[test]
 fn one_connection_multiplexes_many_requests() {
-    let site = site();
+    let site = site("h2-site-mux");
     let certs = tempdir("h2-certs-mux");
     let (s, ca) = start(&site, &certs, &[]);
     let url = format!("https://localhost:{}/a.css", s.https);
@@ -222,7 +224,7 @@ fn one_connection_multiplexes_many_requests() {
 
 #[test]
 fn http2_off_offers_http1_only_and_h2c_is_off_by_default() {
-    let site = site();
+    let site = site("h2-site-off");
     let certs = tempdir("h2-certs-off");
     let (s, ca) = start(&site, &certs, &["--http2=false"]);
     let a = curl("--http2", Some(&ca), &format!("https://localhost:{}/", s.https), "GET", &[]);

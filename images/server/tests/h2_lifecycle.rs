@@ -11,7 +11,9 @@ use common::h2::*;
 use common::{tempdir, Server};
 
 fn server(extra: &[&str]) -> (Server, common::Site) {
-    let site = tempdir("h2-life");
+    // One site per test: the tests run in parallel.
+    static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let site = tempdir(&format!("h2-life-{}", N.fetch_add(1, std::sync::atomic::Ordering::Relaxed)));
     std::fs::write(site.join("index.html"), "home").unwrap();
     std::fs::write(site.join("big.bin"), vec![7u8; 200_000]).unwrap();
     let mut args = vec!["--h2c"];

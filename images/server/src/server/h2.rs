@@ -34,6 +34,9 @@ pub(super) struct H2 {
     transport: usize,
 }
 
+/// A connection with no stream and no bytes this long is quiet: its reusable buffers go back.
+const QUIET_MS: u64 = 250;
+
 /// DATA bytes cut per write: the batch buffer's size, so one flush stays one gathered write.
 const WRITE_BUDGET: usize = 256 * 1024;
 
@@ -255,12 +258,6 @@ impl Worker {
                 break;
             }
         }
-        let c = &mut self.conns[idx];
-        if let Proto::Http2(h) = &mut c.proto {
-            if c.stash.is_empty() {
-                h.conn.release_idle_memory();
-            }
-        }
         Flow::Continue
     }
 
@@ -272,7 +269,8 @@ impl Worker {
         }
     }
 
-    /// The timeouts of an HTTP/2 connection with no output pending, from the worker's clock: GOAWAY when
+    /// The timeouts of an HTTP/2 connection with no output pending, from the worker's clock (and its idle memory
+    /// given back once it has been quiet for 250 ms): GOAWAY when
     /// draining or past `--max-connection-age` (open streams finish first); GOAWAY SETTINGS_TIMEOUT when our
     /// SETTINGS stay unacknowledged past the header timeout; close when idle past the keep-alive timeout, or
     /// when open streams made no progress that long (a zero window or a reader that stopped).
@@ -287,6 +285,11 @@ impl Worker {
             h.conn.settings_timeout();
         }
         let streams = h.conn.open_streams();
+        if streams == 0 && idle >= QUIET_MS && c.stash.is_empty() {
+            // Quiet for a moment: give back the reusable buffers (not after every response, or a client asking
+            // one request at a time would have them allocated again for each).
+            h.conn.release_idle_memory();
+        }
         if streams == 0 && (idle >= self.keepalive_ms || (self.closing && idle >= DRAIN_IDLE_MS)) {
             h.conn.drain();
         } else if streams > 0 && idle >= self.keepalive_ms {
