@@ -102,9 +102,10 @@
 //! that only did the handshake holds none (`tests/exchange.rs`, `idle_memory_after_a_page`). So 10,000 idle
 //! connections that each loaded a page keep ~32 MB here, above the 18.2 MB the HTTP/1.1 ones keep in total:
 //! the table is the cost, and a smaller SETTINGS_HEADER_TABLE_SIZE (`Limits::header_table_size`) is the
-//! lever. On the wired server (RSS growth for 10,000 idle connections after one request each, see below): 731 B
-//! per connection with nothing in the table, 1,057 B with a browser's `user-agent` and `accept` indexed; a whole
-//! page's table (the 2,688 bytes above) would put 10,000 such connections near 34 MB.
+//! lever. On the wired server (RSS growth for 10,000 idle connections after one request each, see below): 801 B
+//! per connection with nothing in the table, 1,137 B with a browser's `user-agent` and `accept` indexed (1,529 B
+//! and 2,012 B when all 10,000 were busy at once: the allocator keeps what they gave back); a whole page's table
+//! (the 2,688 bytes above) would put 10,000 such connections near 34 MB.
 //!
 //! # h2spec groups each part addresses
 //!
@@ -145,7 +146,7 @@
 //! * Tests on the real binary: `tests/h2.rs` (the same answers as HTTP/1.1 over TLS and h2c, by curl),
 //!   `tests/h2_attacks.rs`, `tests/h2_lifecycle.rs`; `make h2spec` passes 145/145 over TLS and h2c.
 //! * Measured on the wired server (release build, 10,000 idle connections that each did one request): HTTP/1.1
-//!   211 B each, h2c 731 B, h2c with a browser's `user-agent` and `accept` in the HPACK table 1,057 B (RSS
+//!   211 B each, h2c 801 B, h2c with a browser's `user-agent` and `accept` in the HPACK table 1,137 B (RSS
 //!   growth; server README, "HTTP/2"). The benchmark rows against the peers are `make bench-server`'s.
 
 pub mod conn;
