@@ -144,7 +144,8 @@
 //!   progress that long (zero window, stopped reader). `release_idle_memory` after every flush that leaves
 //!   nothing in flight.
 //! * Tests on the real binary: `tests/h2.rs` (the same answers as HTTP/1.1 over TLS and h2c, by curl),
-//!   `tests/h2_attacks.rs`, `tests/h2_lifecycle.rs`; `make h2spec` passes 145/145 over TLS and h2c.
+//!   `tests/h2_client.rs` (the `h2` crate's client over h2c), `tests/h2_attacks.rs`, `tests/h2_lifecycle.rs`;
+//!   `make h2spec` passes 145/145 over TLS and h2c.
 //! * Measured on the wired server (release build, 10,000 idle connections that each did one request): HTTP/1.1
 //!   211 B each, h2c 801 B, h2c with a browser's `user-agent` and `accept` in the HPACK table 1,137 B (RSS
 //!   growth; server README, "HTTP/2"). The benchmark rows against the peers are `make bench-server`'s.
