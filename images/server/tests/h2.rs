@@ -236,3 +236,21 @@ fn http2_off_offers_http1_only_and_h2c_is_off_by_default() {
     assert_eq!(s.metric("hyperstatic_http2_connections_total{transport=\"tls\"}"), 0.0);
     assert_eq!(s.metric("hyperstatic_http2_connections_total{transport=\"cleartext\"}"), 0.0);
 }
+
+#[test]
+fn https_redirect_is_the_same_over_h2c() {
+    let site = site("h2-site-redirect");
+    let certs = tempdir("h2-certs-redirect");
+    let (s, _ca) = start(&site, &certs, &["--h2c", "--https-redirect", "--https-redirect-port", "8443"]);
+    for (method, path) in [("GET", "/a.css?x=1"), ("HEAD", "/"), ("POST", "/dir"), ("DELETE", "/x?y=1")] {
+        let url = format!("http://127.0.0.1:{}{path}", s.port);
+        let host = [("host", "site.test:8080")];
+        let a = curl("--http1.1", None, &url, method, &host);
+        let b = curl("--http2-prior-knowledge", None, &url, method, &host);
+        assert_eq!((a.status, b.status), (308, 308), "{method} {path}");
+        assert_eq!(a.fields, b.fields, "{method} {path}");
+        assert_eq!(a.body, b.body);
+        let location = b.fields.iter().find(|(n, _)| n == "location").map(|(_, v)| v.as_str());
+        assert_eq!(location, Some(format!("https://site.test:8443{path}").as_str()));
+    }
+}
