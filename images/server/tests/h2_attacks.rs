@@ -1,6 +1,6 @@
 //! HTTP/2 attacks against the real binary over h2c (raw frames on real sockets): rapid reset (CVE-2023-44487),
-//! CONTINUATION flood, PING flood without reading (CVE-2019-9512), too many concurrent streams, and a reader
-//! that opens no window (CVE-2019-9511/9517). Each bad connection ends with a GOAWAY (or the streams it
+//! CONTINUATION flood, PING flood without reading (CVE-2019-9512), too many concurrent streams, an HPACK bomb
+//! (431, the connection kept), and a reader that opens no window (CVE-2019-9511/9517). Each bad connection ends with a GOAWAY (or the streams it
 //! overdoes are refused) and is closed, while another client keeps being answered throughout. Every wait is
 //! for a frame or an EOF, never for a clock; the read timeout only turns a hang into a failure.
 
@@ -115,5 +115,29 @@ fn a_reader_that_opens_no_window_is_closed_at_the_idle_timeout_and_others_are_se
     assert!(head.is_some(), "every request gets its head");
     others_are_answered(&s);
     assert!(read_until(&mut c, |k, _, _, _| k == DATA).is_none(), "no DATA without a window; then the close");
+    others_are_answered(&s);
+}
+
+#[test]
+fn an_hpack_bomb_gets_431_and_the_connection_keeps_serving() {
+    use hyperstatic_server::http2::hpack::encode;
+    let (s, _site) = server(&[]);
+    let mut c = h2c(&s, &[]);
+    // One 4,000-byte field enters the HPACK table, then ten one-byte references to it: 44 KB decoded from a
+    // 4 KB block, over the 16 KiB SETTINGS_MAX_HEADER_LIST_SIZE.
+    let mut block = request_block("/");
+    block.push(0x40);
+    encode::string(&mut block, b"x-bomb");
+    encode::string(&mut block, &[b'a'; 4000]);
+    block.extend([0x80 | 62; 10]);
+    c.write_all(&frame(HEADERS, END_STREAM | END_HEADERS, 1, &block)).unwrap();
+    let (_, head) = read_until(&mut c, |k, _, id, _| k == HEADERS && id == 1).expect("an answer");
+    assert_eq!(&head[..5], &[0x08, 0x03, b'4', b'3', b'1'], ":status 431");
+    // The HPACK state is intact: the next request (which may refer to the table) is answered.
+    let mut next = request_block("/");
+    next.push(0x80 | 62);
+    c.write_all(&frame(HEADERS, END_STREAM | END_HEADERS, 3, &next)).unwrap();
+    let got = read_until(&mut c, |k, f, id, _| k == DATA && id == 3 && f & END_STREAM != 0);
+    assert_eq!(got.map(|(_, p)| p), Some(b"home".to_vec()));
     others_are_answered(&s);
 }
