@@ -1,8 +1,8 @@
 //! HTTP/2 attacks against the real binary over h2c (raw frames on real sockets): rapid reset (CVE-2023-44487),
 //! CONTINUATION flood, PING flood without reading (CVE-2019-9512), too many concurrent streams, an HPACK bomb
-//! (431, the connection kept), and a reader that opens no window (CVE-2019-9511/9517). Each bad connection ends
-//! with a GOAWAY (or the streams it overdoes are refused, or the bomb's request gets 431) and is closed, while
-//! another client keeps being answered throughout. Every wait is for a frame or an EOF, never for a clock; the
+//! (431, the connection kept), and a reader that opens no window (CVE-2019-9511/9517). A flood ends with a
+//! GOAWAY and the close, a stall with the close; refused streams and the bomb's 431 leave the connection
+//! serving; another client keeps being answered throughout. Every wait is for a frame or an EOF, never for a clock; the
 //! read timeout only turns a hang into a failure.
 
 mod common;
