@@ -19,7 +19,8 @@ fn config() -> Arc<rustls::ServerConfig> {
     static CONFIG: OnceLock<Arc<rustls::ServerConfig>> = OnceLock::new();
     CONFIG
         .get_or_init(|| {
-            let files = TlsFiles { cert: "testdata/fuzz-only.crt".into(), key: "testdata/fuzz-only.key".into() };
+            let files =
+                TlsFiles { cert: "testdata/fuzz-only.crt".into(), key: "testdata/fuzz-only.key".into(), http2: true };
             let m = Material {
                 cert: include_bytes!("../testdata/fuzz-only.crt").to_vec(),
                 key: include_bytes!("../testdata/fuzz-only.key").to_vec(),

@@ -1,6 +1,6 @@
 //! The response description: what the core decided a request gets (status, the header fields it chose, where
 //! the body comes from), before any protocol's framing. HTTP/1.1 writes it as text (http1/frame.rs); an HTTP/2
-//! stream will write the same description as HEADERS (+ DATA). Every part borrows from the published table, the
+//! stream writes the same description as HEADERS (+ DATA, http2/respond.rs). Every part borrows from the published table, the
 //! request or the worker's scratch: building one allocates nothing.
 
 use crate::rules::{self, Captures, Rule};

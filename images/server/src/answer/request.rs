@@ -163,7 +163,7 @@ pub fn https_redirect<'a>(ask: &Ask<'a>, host: Option<&'a [u8]>, port: u16) -> R
 
 #[cfg(test)]
 mod tests {
-    //! The core's decisions as descriptions, without any framing: what an HTTP/2 stream will frame is what
+    //! The core's decisions as descriptions, without any framing: what an HTTP/2 stream frames is what
     //! these assert (http1/frame.rs holds the HTTP/1.1 bytes of each kind).
     use super::*;
     use crate::config::Config;

@@ -209,7 +209,15 @@ mod tests {
         assert!(parse_header_rule("Bad Name: x").is_err());
         assert!(parse_header_rule("X-A: a\u{1}b").is_err());
         assert!(parse_header_rule("novalue").is_err());
-        for name in ["Content-Length", "transfer-encoding", "CONNECTION", "Content-Encoding", "Date", "ETag"] {
+        for name in [
+            "Content-Length",
+            "transfer-encoding",
+            "CONNECTION",
+            "Proxy-Connection",
+            "Content-Encoding",
+            "Date",
+            "ETag",
+        ] {
             let e = parse_header_rule(&format!("*.js={name}: x")).unwrap_err();
             assert!(e.contains("is set by the server"), "{name}: {e}");
         }

@@ -22,11 +22,13 @@
 /// The file's name at the content root; it is never served.
 pub const NAME: &str = "_headers";
 
-/// Headers the server owns: setting them from a rule would break framing, negotiation or validators.
-const RESERVED: [&str; 13] = [
+/// Headers the server owns: setting them from a rule would break framing, negotiation or validators (and the
+/// connection-specific ones make an HTTP/2 response malformed, RFC 9113 §8.2.2).
+const RESERVED: [&str; 14] = [
     "content-length",
     "transfer-encoding",
     "connection",
+    "proxy-connection",
     "keep-alive",
     "upgrade",
     "trailer",

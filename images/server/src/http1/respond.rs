@@ -94,8 +94,14 @@ fn conn<'a>(ctx: &Ctx<'a>, req: &Request, also_close: bool) -> Conn<'a> {
 /// `--https-redirect`: every request on the plain port gets 308 to https (answer/request.rs says where).
 pub fn https_redirect(out: &mut Out, ctx: &Ctx, req: &Request, port: u16) -> Resp {
     let ask = Ask::from(req);
-    // The path as sent (printable ASCII: the parser admits nothing else in a target).
-    let ask = Ask { path: req.path, ..ask };
+    // The path and query as sent (printable ASCII: the parser admits nothing else in a target), for every method:
+    // the parser splits the target of GET, HEAD and OPTIONS only, and a 308 keeps the method, so a POST must keep
+    // its path too (HTTP/2 gives the same Location, tests/h2.rs).
+    let (path, query) = match req.method {
+        Method::Get | Method::Head | Method::Options => (req.path, req.query),
+        _ => parser::split_target(req.target).unwrap_or((b"/", None)),
+    };
+    let ask = Ask { path, query, ..ask };
     frame::frame(out, &request::https_redirect(&ask, req.host, port), conn(ctx, req, false))
 }
 
@@ -166,6 +172,8 @@ mod tests {
         assert!(s.contains("\r\nLocation: https://example.com/a/b?x=1&y\r\n"), "{s}");
         let (_, s) = go("HEAD / HTTP/1.1\r\nHost: [::1]:80\r\n\r\n", 8443);
         assert!(s.contains("\r\nLocation: https://[::1]:8443/\r\n"), "{s}");
+        let (_, s) = go("POST /form?a=1 HTTP/1.1\r\nHost: site.test\r\nContent-Length: 0\r\n\r\n", 443);
+        assert!(s.contains("\r\nLocation: https://site.test/form?a=1\r\n"), "{s}");
         let (_, s) = go("GET http://other.test/p?q HTTP/1.1\r\nHost: site.test\r\n\r\n", 443);
         assert!(s.contains("\r\nLocation: https://site.test/p?q\r\n"), "{s}");
         assert_eq!(go("GET / HTTP/1.0\r\n\r\n", 443).0, 400);
