@@ -21,7 +21,7 @@ need=()
 command -v wrk >/dev/null || need+=(wrk)
 command -v taskset >/dev/null || need+=(util-linux)
 /usr/bin/python3 -c 'import brotli' 2>/dev/null || need+=(python3 python3-brotli)
-peers="${PEERS:-nginx,lighttpd,h2o}"
+peers="${PEERS:-nginx,lighttpd,h2o,caddy}"
 case ",$peers," in *,nginx,*)
   [ -x /usr/sbin/nginx ] || need+=(nginx-light)
   [ -e /usr/lib/nginx/modules/ngx_http_brotli_static_module.so ] || need+=(libnginx-mod-http-brotli-static) ;;
@@ -31,6 +31,12 @@ case ",$peers," in *,lighttpd,*)
   [ -e /usr/lib/lighttpd/mod_deflate.so ] || need+=(lighttpd-mod-deflate) ;;
 esac
 case ",$peers," in *,h2o,*) [ -x /usr/bin/h2o ] || need+=(h2o) ;; esac
+# Caddy is built from the Go module proxy (make caddy; make bench-site does it first); CADDY names another binary
+case ",$peers," in *,caddy,*)
+  : "${CADDY:=$(cd "$here/../../.." && pwd)/bin/caddy}"
+  [ -x "$CADDY" ] || { echo "caddy not found at $CADDY: run make caddy (or leave caddy out of PEERS)" >&2; exit 2; }
+  export CADDY ;;
+esac
 if [ ${#need[@]} -gt 0 ]; then
   say "installing ${need[*]} (Debian packages)"
   # Refresh the package lists only when the first attempt fails (a fresh machine has none).

@@ -57,10 +57,10 @@ def pair(ours: str, root: str, cpu: int, quota_pct: int, work: str, extra_args: 
     return a, b
 
 
-def http_get(port: int, path: str, timeout: float = 2.0) -> tuple[int, bytes]:
+def http_get(port: int, path: str, timeout: float = 2.0, headers: dict[str, str] | None = None) -> tuple[int, bytes]:
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
     try:
-        conn.request("GET", path)
+        conn.request("GET", path, headers=headers or {})
         resp = conn.getresponse()
         return resp.status, resp.read()
     finally:
@@ -327,6 +327,47 @@ class H2O(Server):
         return (out.stdout or out.stderr).strip().splitlines()[0].replace("h2o version ", "h2o/")
 
 
+# Caddy comes from the Go module proxy (make caddy installs it into ./bin; run.sh passes its path as CADDY)
+CADDY_BIN = os.environ.get("CADDY", os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(HERE))), "bin",
+                                                 "caddy"))
+
+
+class Caddy(Server):
+    name = "caddy"
+
+    def __init__(self, extra_conf: str = "", file_server_extra: str = "", **kw):
+        super().__init__(**kw)
+        self.conf = os.path.join(self.workdir, "Caddyfile")
+        self.extra_conf = extra_conf  # appended site blocks (the HTTPS one, tls.py)
+        self.file_server_extra = file_server_extra  # inside every file_server block (make bench-site: precompressed)
+        # Caddy keeps data and autosaved config under XDG dirs: keep them in the run's temp dir, not in $HOME
+        self.extra_env = {"XDG_DATA_HOME": os.path.join(self.workdir, "data"),
+                          "XDG_CONFIG_HOME": os.path.join(self.workdir, "config")}
+
+    def config(self) -> str:
+        return render_template("Caddyfile.in", root=self.root, port=self.port,
+                               file_server_extra=self.file_server_extra) + self.extra_conf
+
+    def argv(self) -> list[str]:
+        with open(self.conf, "w") as f:
+            f.write(self.config())
+        return [CADDY_BIN, "run", "--config", self.conf, "--adapter", "caddyfile"]
+
+    def version(self) -> str:
+        # `caddy version` prints "unknown" for a go-install build; its module version is in the build info
+        out = subprocess.run([CADDY_BIN, "build-info"], capture_output=True, text=True)
+        return "caddy/" + caddy_version(out.stdout)
+
+
+def caddy_version(build_info: str) -> str:
+    """The caddy module's version from `caddy build-info` (Go's build info: "mod<TAB>path<TAB>version<TAB>sum")."""
+    for line in build_info.splitlines():
+        f = line.split("\t")
+        if len(f) >= 3 and f[0] == "mod" and f[1] == "github.com/caddyserver/caddy/v2":
+            return f[2]
+    return "unknown"
+
+
 def build_floor(workdir: str, uring: bool = False) -> str:
     """Compiles floor.c (the canned-response limit reference), or floor_uring.c (the same on io_uring, linked with
     Debian's liburing), into workdir; returns the binary's path."""
@@ -377,11 +418,11 @@ class Floor(Server):
         super().validate(files if self.set_dir else {SMALL_PATH: files[SMALL_PATH]})
 
 
-PEERS = ("nginx", "lighttpd", "h2o")
+PEERS = ("nginx", "lighttpd", "h2o", "caddy")
 
 
 def parse_peers(text: str) -> list[str]:
-    """PEERS=nginx,h2o picks peers; empty means all three; "floor" may be named too (it is on by default)."""
+    """PEERS=nginx,h2o picks peers; empty means all four; "floor" may be named too (it is on by default)."""
     names = [p.strip() for p in text.replace(" ", ",").split(",") if p.strip()] or list(PEERS)
     unknown = [p for p in names if p not in PEERS + ("floor",)]
     if unknown:
@@ -393,7 +434,7 @@ def lineup(ours: str, peers: list[str], floor: bool, root: str, cpu: int, quota_
            extra_args: list[str], tag: str) -> list[Server]:
     """Our server first, then each peer, then the floor: all pinned to the same CPU with the same quota."""
     out = [pair(ours, root, cpu, quota_pct, work, extra_args, tag)[0]]
-    kinds = {"nginx": Nginx, "lighttpd": Lighttpd, "h2o": H2O}
+    kinds = {"nginx": Nginx, "lighttpd": Lighttpd, "h2o": H2O, "caddy": Caddy}
     for p in peers:
         if p == "floor":
             continue
