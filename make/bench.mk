@@ -59,6 +59,19 @@ bench-ab: ## Interleaved A/B of server flags, builds or floor variants: make ben
 	  if [ ! -x "$$bin" ]; then echo "make server-build did not print an executable path (got '$$bin')" >&2; exit 1; fi; \
 	  $(BENCH_ENV) AB="$(AB)" PEERS=nginx BENCH_FLOOR=1 images/server/bench/run.sh "$$bin"
 
+# The browser check (issue 26): a real browser on a real page gets every resource from our server over h2.
+BROWSER_PAGE ?= /howto/logging.html
+BROWSER_SERVER_ARGS ?=
+
+.PHONY: browser-check
+browser-check: ## Headless Chromium (Debian) loads a Python docs page over HTTPS from our release server on loopback: fails unless the page and every resource (> 5) report nextHopProtocol h2 (BROWSER_SERVER_ARGS=--http2=false must fail).
+	@$(call progress,building the server for the browser check)
+	@bin="$$($(MAKE) -s server-build | tail -n 1)"; \
+	  if [ ! -x "$$bin" ]; then echo "make server-build did not print an executable path (got '$$bin')" >&2; exit 1; fi; \
+	  $(call progress,browser check: Chromium loads $(BROWSER_PAGE) from $$bin over HTTPS); \
+	  BROWSER_PAGE="$(BROWSER_PAGE)" BROWSER_SERVER_ARGS="$(BROWSER_SERVER_ARGS)" \
+	    images/server/bench/browser-check.sh "$$bin" "$(PYDOCS_DIR)"
+
 .PHONY: bench-self-check
 bench-self-check: ## nginx against itself through the same harness: every ratio should come out ≈ 1×.
 	@$(BENCH_ENV) PEERS=nginx BENCH_FLOOR=0 images/server/bench/run.sh nginx

@@ -42,4 +42,4 @@ $(CADDY):
 	$(call go-install-tool,$@,github.com/caddyserver/caddy/v2/cmd/caddy,$(CADDY_VERSION),caddy)
 
 .PHONY: caddy
-caddy: $(CADDY) ## Install Caddy $(CADDY_VERSION) into ./bin (a peer of make bench-server/bench-site; go install from the Go module proxy).
+caddy: $(CADDY) ## Install the pinned Caddy (CADDY_VERSION) into ./bin (a peer of make bench-server/bench-site; go install from the Go module proxy).

@@ -6,7 +6,7 @@ import os
 import tempfile
 import unittest
 
-from hsbench import h2load, idleh2, report, servers
+from hsbench import browser, h2load, idleh2, report, servers
 from hsbench.workloads import H2_KEYS, select
 
 DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data")
@@ -162,6 +162,41 @@ class Report(unittest.TestCase):
                 "mod\tgithub.com/caddyserver/caddy/v2\tv2.11.9\th1:abc=\ndep\tcel.dev/expr\tv0.25.3\th1:x=\n")
         self.assertEqual(servers.caddy_version(info), "v2.11.9")
         self.assertEqual(servers.caddy_version(""), "unknown")
+
+
+class Browser(unittest.TestCase):
+    """browser.problems: what make browser-check fails on."""
+
+    def _entries(self, protocol="h2", resources=6, status=200):
+        nav = {"name": "https://127.0.0.1:1/p.html", "type": "navigation", "protocol": "h2", "status": 200}
+        return [nav] + [{"name": f"https://127.0.0.1:1/{i}.css", "type": "resource", "protocol": protocol,
+                         "status": status} for i in range(resources)]
+
+    def test_passes(self):
+        self.assertEqual(browser.problems(self._entries(), {"https://x/": {"protocol": "h2", "status": 200}}, [], 5),
+                         [])
+
+    def test_http11_resources_fail(self):
+        bad = browser.problems(self._entries(protocol="http/1.1"), {}, [], 5)
+        self.assertEqual(len(bad), 6)
+        self.assertIn("nextHopProtocol 'http/1.1', want 'h2'", bad[0])
+
+    def test_too_few_resources(self):
+        self.assertEqual(browser.problems(self._entries(resources=5), {}, [], 5),
+                         ["5 resources loaded, want more than 5"])
+
+    def test_failures_and_statuses(self):
+        bad = browser.problems(self._entries(status=404), {"https://x/a.js": {"protocol": "h2", "status": 404}},
+                               [{"url": "https://x/b.png", "errorText": "net::ERR_FAILED"}], 5)
+        self.assertEqual(len(bad), 8)
+        self.assertIn("https://x/b.png: failed to load (net::ERR_FAILED)", bad)
+        self.assertIn("https://x/a.js: Network saw h2 404", bad)
+        # a browser that does not report responseStatus (null) is judged by the Network domain alone
+        nostatus = self._entries(status=None)
+        self.assertEqual(browser.problems(nostatus, {}, [], 5), [])
+
+    def test_no_navigation(self):
+        self.assertIn("0 navigation entries, want 1", browser.problems(self._entries()[1:], {}, [], 5))
 
 
 if __name__ == "__main__":
