@@ -18,9 +18,14 @@ server-build: ## Build the static hyperstatic-server release binary and print it
 	@echo "$(SERVER_BIN)"
 
 .PHONY: server-test
-server-test: ## The server's Rust tests: unit tests per module and integration tests against the real binary.
+server-test: h2spec ## The server's Rust tests: unit tests per module and integration tests against the real binary; h2spec.
 	@$(call progress,server tests)
 	@cd $(SERVER_DIR) && $(CARGO) test --locked
+
+.PHONY: h2spec
+h2spec: server-build $(H2SPEC) ## h2spec (145 cases) against the release server over TLS (ALPN h2) and h2c; fails on a failure the server README does not list.
+	@$(call progress,h2spec against the release server: TLS and h2c)
+	@$(SERVER_DIR)/h2spec/run.sh $(SERVER_BIN) $(H2SPEC) $(SERVER_DIR)/README.md
 
 .PHONY: server-check-example
 server-check-example: server-build ## Validate the example site with --check.

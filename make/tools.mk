@@ -6,6 +6,7 @@ KUSTOMIZE_VERSION ?= v5.7.1
 HELM_VERSION ?= v3.19.0
 KIND_VERSION ?= v0.30.0
 K6_VERSION ?= v1.8.1
+H2SPEC_VERSION ?= v2.2.1+incompatible
 # Caddy is a benchmark peer (make bench-server), not a build tool: the server many users would pick today, built
 # from the Go module proxy like every tool here (Debian's caddy is years behind).
 CADDY_VERSION ?= v2.11.9
@@ -15,6 +16,7 @@ KUSTOMIZE := $(BIN)/kustomize-$(KUSTOMIZE_VERSION)
 HELM := $(BIN)/helm-$(HELM_VERSION)
 KIND := $(BIN)/kind-$(KIND_VERSION)
 K6 := $(BIN)/k6-$(K6_VERSION)
+H2SPEC := $(BIN)/h2spec-$(H2SPEC_VERSION)
 CADDY := $(BIN)/caddy-$(CADDY_VERSION)
 
 # go-install-tool installs $(2)@$(3), whose binary is called $(4), as $(1): a versioned file name, so a
@@ -38,6 +40,9 @@ $(KIND):
 	$(call go-install-tool,$@,sigs.k8s.io/kind,$(KIND_VERSION),kind)
 $(K6):
 	$(call go-install-tool,$@,go.k6.io/k6,$(K6_VERSION),k6)
+$(H2SPEC):
+	$(call go-install-tool,$@,github.com/summerwind/h2spec/cmd/h2spec,$(H2SPEC_VERSION),h2spec)
+
 $(CADDY):
 	$(call go-install-tool,$@,github.com/caddyserver/caddy/v2/cmd/caddy,$(CADDY_VERSION),caddy)
 

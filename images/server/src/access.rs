@@ -14,6 +14,8 @@ pub struct Fields<'a> {
     pub client: Option<SocketAddr>,
     pub method: &'a [u8],
     pub target: &'a [u8],
+    /// `HTTP/1.1`, `HTTP/1.0` or `HTTP/2.0`.
+    pub protocol: &'static str,
     pub status: u16,
     /// Body bytes (headers not included).
     pub bytes: u64,
@@ -37,6 +39,9 @@ pub fn begin(out: &mut Vec<u8>, f: &Fields) {
     log::escape(out, f.method);
     out.extend_from_slice(b",\"target\":");
     log::escape(out, f.target);
+    out.extend_from_slice(b",\"protocol\":\"");
+    out.extend_from_slice(f.protocol.as_bytes());
+    out.push(b'"');
     let _ = write!(out, ",\"status\":{},\"bytes\":{},\"user_agent\":", f.status, f.bytes);
     log::escape(out, f.user_agent);
     let _ = write!(out, ",\"worker\":{}", f.worker);
@@ -60,6 +65,7 @@ mod tests {
             client: Some("127.0.0.1:40000".parse().unwrap()),
             method: b"GET",
             target: b"/a\"b\\c\x01\xff\n",
+            protocol: "HTTP/2.0",
             status: 404,
             bytes: 27,
             user_agent: b"x\"y\\z\x1b\xc3\x28",
@@ -73,7 +79,7 @@ mod tests {
         assert!(line.contains("\"client\":\"127.0.0.1:40000\""), "{line}");
         assert!(line.contains(r#""target":"/a\"b\\c\u0001\u00ff\n""#), "{line}");
         assert!(line.contains(r#""user_agent":"x\"y\\z\u001b\u00c3(""#), "{line}");
-        assert!(line.contains("\"status\":404,\"bytes\":27,"), "{line}");
+        assert!(line.contains(",\"protocol\":\"HTTP/2.0\",\"status\":404,\"bytes\":27,"), "{line}");
         assert!(line.contains(",\"worker\":1,\"duration\":0.000001500}"), "{line}");
     }
 
@@ -84,6 +90,7 @@ mod tests {
             client: Some("[::1]:8080".parse().unwrap()),
             method: b"HEAD",
             target: b"/",
+            protocol: "HTTP/1.1",
             status: 200,
             bytes: 0,
             user_agent: b"",

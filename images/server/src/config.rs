@@ -63,6 +63,8 @@ pub struct Config {
     /// `--tls-cert`/`--tls-key`: HTTPS is served on `tls_listen` when set (tls/).
     pub tls: Option<TlsFiles>,
     pub tls_listen: SocketAddr,
+    /// `--h2c`: the plain listener also speaks HTTP/2 to a connection that opens with the client preface.
+    pub h2c: bool,
     /// `--https-redirect`: the port in the Location, or None when the plain port serves content.
     pub https_redirect: Option<u16>,
     /// `--hsts`: the Strict-Transport-Security value for HTTPS responses.
@@ -80,6 +82,8 @@ pub struct Config {
 pub struct TlsFiles {
     pub cert: PathBuf,
     pub key: PathBuf,
+    /// `--http2`: ALPN offers `h2` before `http/1.1` (tls/material.rs).
+    pub http2: bool,
 }
 
 /// The same defaults as the flags (a test holds them equal); tests of other modules start from here.
@@ -115,6 +119,7 @@ impl Default for Config {
             cors: Vec::new(),
             tls: None,
             tls_listen: "[::]:8443".parse().unwrap(),
+            h2c: false,
             https_redirect: None,
             hsts: None,
             redirects: Vec::new(),
@@ -211,9 +216,10 @@ fn from_flags(f: Flags, matches: &ArgMatches) -> Result<Config, String> {
         security_headers: f.security_headers,
         cors: cors.iter().map(|r| crate::answer::cors::parse_rule(r)).collect::<Result<_, _>>()?,
         tls_listen: f.tls_listen,
+        h2c: f.h2c,
         https_redirect: f.https_redirect.then_some(f.https_redirect_port),
         hsts: f.hsts.as_deref().map(values::parse_hsts).transpose()?,
-        tls: tls_files(f.tls_cert, f.tls_key, f.https_redirect, matches)?,
+        tls: tls_files(f.tls_cert, f.tls_key, f.https_redirect, f.http2, matches)?,
         redirects: redirect_rules(rule_texts(f.redirect, matches, "redirect"))?,
         clean_urls: f.clean_urls,
         error_pages: rule_texts(f.error_page, matches, "error_page")
@@ -239,10 +245,11 @@ fn tls_files(
     cert: Option<PathBuf>,
     key: Option<PathBuf>,
     redirect: bool,
+    http2: bool,
     matches: &ArgMatches,
 ) -> Result<Option<TlsFiles>, String> {
     let files = match (cert, key) {
-        (Some(cert), Some(key)) => Some(TlsFiles { cert, key }),
+        (Some(cert), Some(key)) => Some(TlsFiles { cert, key, http2 }),
         (None, None) => None,
         (Some(_), None) => return Err("--tls-cert needs --tls-key (both or neither)".into()),
         (None, Some(_)) => return Err("--tls-key needs --tls-cert (both or neither)".into()),
@@ -531,7 +538,7 @@ mod tests {
             &[],
         )
         .unwrap();
-        assert_eq!(c.tls, Some(TlsFiles { cert: "/c".into(), key: "/k".into() }));
+        assert_eq!(c.tls, Some(TlsFiles { cert: "/c".into(), key: "/k".into(), http2: true }));
         assert_eq!((c.tls_listen.port(), c.https_redirect, c.hsts.as_deref()), (1443, Some(1443), Some("max-age=5")));
     }
 }

@@ -124,6 +124,16 @@ pub fn render(s: &Shared) -> String {
     let _ = writeln!(out, "hyperstatic_connections_open {}", sum(&|w| w.connections_open.load(Ordering::Relaxed)));
     family(&mut out, "hyperstatic_connections_total", "counter", "Client connections accepted.");
     let _ = writeln!(out, "hyperstatic_connections_total {}", sum(&|w| w.connections_total.load(Ordering::Relaxed)));
+    for (name, help, field) in [
+        ("hyperstatic_http2_connections_total", "HTTP/2 connections accepted, by transport.", 0),
+        ("hyperstatic_http2_streams_total", "HTTP/2 requests (streams) answered, by transport.", 1),
+    ] {
+        family(&mut out, name, "counter", help);
+        for (i, t) in ["tls", "cleartext"].iter().enumerate() {
+            let n = sum(&|w| [&w.h2_connections, &w.h2_streams][field][i].load(Ordering::Relaxed));
+            let _ = writeln!(out, "{name}{{transport=\"{t}\"}} {n}");
+        }
+    }
     let hostile = [
         (
             "hyperstatic_connections_refused_total",

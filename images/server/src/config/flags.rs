@@ -219,6 +219,17 @@ pub(super) struct Flags {
     #[arg(long, allow_hyphen_values = true, env = "HYPERSTATIC_HTTPS_REDIRECT_PORT", value_name = "N", default_value = "443", value_parser = number::<u16>)]
     pub https_redirect_port: u16,
 
+    /// Offer HTTP/2 on the TLS listener: ALPN `h2` (preferred) and `http/1.1`; false offers `http/1.1` only
+    #[arg(long, env = "HYPERSTATIC_HTTP2", value_name = "BOOL", num_args = 0..=1, require_equals = true,
+          default_value = "true", default_missing_value = "true", value_parser = parse_bool, action = ArgAction::Set)]
+    pub http2: bool,
+
+    /// Also accept HTTP/2 with prior knowledge (h2c) on --listen: a connection whose first bytes are the
+    /// client preface speaks HTTP/2 (no `Upgrade: h2c`)
+    #[arg(long, env = "HYPERSTATIC_H2C", value_name = "BOOL", num_args = 0..=1, require_equals = true,
+          default_value = "false", default_missing_value = "true", value_parser = parse_bool, action = ArgAction::Set)]
+    pub h2c: bool,
+
     /// Strict-Transport-Security value sent on HTTPS responses (e.g. 'max-age=31536000; includeSubDomains')
     #[arg(long, allow_hyphen_values = true, env = "HYPERSTATIC_HSTS", value_name = "VALUE")]
     pub hsts: Option<String>,

@@ -178,6 +178,7 @@ mod tests {
             fields: FIELDS.as_bytes().into(),
             head_200: format!("HTTP/1.1 200 OK\r\nContent-Length: 10\r\n{FIELDS}").into_bytes().into(),
             fields_304: Box::from(&b"ETag: \"e\"\r\n"[..]),
+            h2_200: Box::default(),
         }
     }
 

@@ -85,6 +85,8 @@ pub struct Conn<B> {
     pub(super) tick: u64,
     /// The request that `recv` is about to report: (stream, end_stream, pseudo-header positions).
     pub(super) ready: Option<(u32, bool, Pseudo)>,
+    /// The peer acknowledged our SETTINGS (the worker times out a peer that never does, §6.5.3).
+    pub(super) settings_acked: bool,
 }
 
 impl<B> Conn<B> {
@@ -110,6 +112,7 @@ impl<B> Conn<B> {
             peer_goaway: false,
             tick: 0,
             ready: None,
+            settings_acked: false,
             limits,
         };
         c.queue_settings();
@@ -251,6 +254,16 @@ impl<B> Conn<B> {
     pub fn is_closed(&self) -> bool {
         self.q.is_empty()
             && (self.phase == Phase::Failed || ((self.goaway.is_some() || self.peer_goaway) && self.streams.is_empty()))
+    }
+
+    /// Our SETTINGS are still unacknowledged: past the worker's deadline, `settings_timeout`.
+    pub fn awaiting_settings_ack(&self) -> bool {
+        !self.settings_acked && self.phase != Phase::Failed
+    }
+
+    /// The peer did not acknowledge our SETTINGS in time (§6.5.3): GOAWAY SETTINGS_TIMEOUT.
+    pub fn settings_timeout(&mut self) {
+        self.fail(ErrorCode::SettingsTimeout);
     }
 
     /// Streams open now.

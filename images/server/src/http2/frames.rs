@@ -269,7 +269,11 @@ impl<B> Conn<B> {
             return Err(E::Protocol);
         }
         if h.has(frame::FLAG_ACK) {
-            return if p.is_empty() { self.charge() } else { Err(E::FrameSize) };
+            if !p.is_empty() {
+                return Err(E::FrameSize);
+            }
+            self.settings_acked = true;
+            return self.charge();
         }
         if !p.len().is_multiple_of(6) {
             return Err(E::FrameSize);

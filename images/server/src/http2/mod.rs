@@ -145,6 +145,7 @@ pub mod hpack;
 pub mod limits;
 pub mod priority;
 pub mod request;
+pub mod respond;
 pub mod send;
 mod stream;
 

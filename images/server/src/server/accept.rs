@@ -4,7 +4,7 @@
 
 use rustls::ServerConnection;
 
-use super::conn::{Conn, State, Then};
+use super::conn::{Conn, Proto, State, Then};
 use super::Worker;
 use crate::log;
 use crate::state::bump;
@@ -81,6 +81,9 @@ impl Worker {
             c.peer = peer;
             c.inflight.clear();
             c.inflight_log.clear();
+            // TLS picks its protocol by ALPN when the handshake ends (io.rs); the plain port sniffs for the
+            // h2c preface only with --h2c.
+            c.proto = if !tls && self.shared.cfg.h2c { Proto::Sniff } else { Proto::Http1 };
             c.tls = conn;
             c.handshake_counted = false;
             let gen = c.gen;

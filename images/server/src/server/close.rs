@@ -4,7 +4,7 @@
 
 use std::sync::atomic::Ordering;
 
-use super::conn::{Done, State, Then};
+use super::conn::{Done, Proto, State, Then};
 use super::{Flow, Worker, DRAIN_IDLE_MS, LINGER_MS};
 use crate::http1::respond::{self, Ctx};
 use crate::site::content::Table;
@@ -29,6 +29,7 @@ impl Worker {
         c.fd = -1;
         c.pending = None;
         c.tls = None;
+        c.proto = Proto::Http1;
         c.stash = Vec::new();
         // Responses never fully sent are not observed: the histogram counts delivered responses.
         c.inflight.clear();
@@ -111,6 +112,8 @@ impl Worker {
                 } else if idle >= self.keepalive_ms.max(10_000) {
                     self.close(idx);
                 }
+            } else if let Proto::Http2(_) = c.proto {
+                self.sweep_h2(idx, idle);
             } else if c.head_since_ms != 0 {
                 if self.now_ms.saturating_sub(c.head_since_ms) >= self.header_timeout_ms {
                     self.request_timeout(idx);

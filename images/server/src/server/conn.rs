@@ -23,6 +23,16 @@ pub(super) enum State {
     Lingering,
 }
 
+/// The protocol a connection speaks, picked once per connection: on TLS by ALPN when the handshake ends, on
+/// the plain port with `--h2c` by its first bytes (the client preface, or anything else for HTTP/1.1).
+pub(super) enum Proto {
+    Http1,
+    /// `--h2c` on the plain port: fewer than 24 bytes came so far, all of them a prefix of the preface.
+    Sniff,
+    /// The HTTP/2 engine and what the worker keeps beside it (server/h2.rs).
+    Http2(Box<super::h2::H2>),
+}
+
 /// What happens to a connection once the output of its last batch is sent.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Then {
@@ -38,6 +48,7 @@ pub(super) struct Conn {
     pub(super) fd: RawFd,
     pub(super) gen: u32,
     pub(super) state: State,
+    pub(super) proto: Proto,
     pub(super) then: Then,
     pub(super) born_ms: u64,
     /// Last time bytes arrived or left.
@@ -84,6 +95,7 @@ impl Conn {
             fd: -1,
             gen: 0,
             state: State::Free,
+            proto: Proto::Http1,
             then: Then::KeepOpen,
             born_ms: 0,
             last_ms: 0,

@@ -60,6 +60,7 @@ impl Worker {
                                 client: c.peer,
                                 method: req.method_raw,
                                 target: req.target,
+                                protocol: if req.version == parser::Version::Http10 { "HTTP/1.0" } else { "HTTP/1.1" },
                                 status: r.status,
                                 bytes: r.body,
                                 user_agent: req.user_agent.unwrap_or(b""),

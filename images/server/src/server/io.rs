@@ -2,7 +2,7 @@
 //! the batch written with one gathered write (what the socket does not take becomes the connection's
 //! `Pending`), and each response observed once the kernel has it.
 
-use super::conn::{Done, State, Then};
+use super::conn::{Done, Proto, State, Then};
 use super::{Flow, Worker, READ_BUF};
 use crate::access;
 use crate::http1::out::{self, Pending, WriteResult};
@@ -44,7 +44,9 @@ impl Worker {
                 c.pending = None;
                 c.last_ms = self.now_ms;
                 complete(&mut c.inflight, &mut c.inflight_log, &mut self.log_line, &self.shared.stats[self.id]);
-                if let Then::Close { .. } = c.then {
+                if let Proto::Http2(_) = c.proto {
+                    self.resume_h2(idx);
+                } else if let Then::Close { .. } = c.then {
                     self.begin_close(idx);
                 } else if c.paused || c.tls.is_some() {
                     // A TLS connection may hold decrypted requests inside rustls that no new socket event
@@ -120,7 +122,12 @@ impl Worker {
                 self.close_if_peer_closed(idx);
                 return;
             }
-            match self.answer(idx, len) {
+            let flow = match self.conns[idx].proto {
+                Proto::Http1 => self.answer(idx, len),
+                Proto::Http2(_) => self.answer_h2(idx, len),
+                Proto::Sniff => self.sniff(idx, len),
+            };
+            match flow {
                 Flow::Continue if full => {
                     read = true;
                     continue;
@@ -141,10 +148,12 @@ impl Worker {
         let c = &mut self.conns[idx];
         let t = c.tls.as_deref_mut().expect("a TLS connection");
         let (n, st) = tls::stream::fill(t, c.fd, &mut self.rbuf[len..]);
+        let mut h2 = false;
         if !c.handshake_counted {
             let s = &self.shared.stats[self.id];
             if !t.is_handshaking() {
                 c.handshake_counted = true;
+                h2 = t.alpn_protocol() == Some(b"h2");
                 let resumed = t.handshake_kind() == Some(rustls::HandshakeKind::Resumed);
                 bump(if resumed { &s.tls_handshakes_resumed } else { &s.tls_handshakes_full }, 1);
             } else if st == tls::stream::Fill::Failed {
@@ -170,9 +179,17 @@ impl Worker {
             tls::stream::Fill::Eof => c.peer_closed = true,
             _ => {}
         }
+        if h2 {
+            self.start_h2(idx);
+        }
         if len + n == 0 {
-            // Nothing to answer; handshake records or session tickets may be waiting to go out.
-            if let Flow::Continue = self.flush(idx) {
+            // Nothing to answer; handshake records or session tickets (and our HTTP/2 SETTINGS) may be
+            // waiting to go out.
+            let flow = match self.conns[idx].proto {
+                Proto::Http2(_) => self.flush_h2(idx),
+                _ => self.flush(idx),
+            };
+            if let Flow::Continue = flow {
                 self.close_if_peer_closed(idx);
             }
             return None;

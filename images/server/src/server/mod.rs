@@ -6,12 +6,13 @@
 //! session attached (tls/stream.rs), decrypting into the same read buffer and encrypting the same batches.
 //!
 //! The files: conn.rs (a slot and its state), accept.rs, io.rs (reads, writes, the batch), h1.rs (HTTP/1.1 on a
-//! connection), close.rs (endings and the timeout sweep), listen.rs (the listeners).
+//! connection), h2.rs (HTTP/2 on a connection: ALPN `h2` on TLS, the preface with `--h2c`), close.rs (endings and the timeout sweep), listen.rs (the listeners).
 
 mod accept;
 mod close;
 mod conn;
 mod h1;
+mod h2;
 mod io;
 pub mod listen;
 
@@ -85,6 +86,14 @@ pub struct Worker {
     /// `--max-connections-per-worker`.
     max_conns: usize,
     pre: PreHead,
+    /// HTTP/2: the head being framed and a redirect's Location (reused), and the per-second HPACK blocks after
+    /// every head: `date`, and `date` + `strict-transport-security` for HTTPS with `--hsts`; `h2_date_of` is
+    /// the Date line they were made from.
+    h2_head: Vec<u8>,
+    h2_loc: Vec<u8>,
+    h2_date: Vec<u8>,
+    h2_date_hsts: Vec<u8>,
+    h2_date_of: Vec<u8>,
     /// Where the next search for a connection to evict starts (a clock hand over the slots: the connection
     /// evicted is the next in slot order after the last one, so a refilled slot is the last to go again).
     evict_from: usize,
@@ -127,6 +136,11 @@ impl Worker {
             redirect_port: cfg.https_redirect,
             max_conns: cfg.max_connections_per_worker,
             pre: PreHead { oldest: NIL, newest: NIL, count: 0, max: shared.pre_head_per_worker.max(1) },
+            h2_head: Vec::with_capacity(1024),
+            h2_loc: Vec::with_capacity(256),
+            h2_date: Vec::new(),
+            h2_date_hsts: Vec::new(),
+            h2_date_of: Vec::new(),
             evict_from: 0,
             shared,
         }
@@ -153,6 +167,7 @@ impl Worker {
             self.date.refresh();
             self.table.refresh(&self.shared.table);
             self.refresh_tls();
+            self.refresh_h2_date();
             for (data, flags) in events.ready(n) {
                 if data == LISTENER || data == TLS_LISTENER {
                     if self.listener >= 0 && self.accept_paused_until == 0 {
@@ -215,6 +230,20 @@ impl Worker {
                 self.hsts_date.extend_from_slice(h.as_bytes());
                 self.hsts_date.extend_from_slice(b"\r\n");
             }
+        }
+    }
+
+    /// The HTTP/2 Date blocks, when the second turned (one comparison per loop iteration otherwise).
+    fn refresh_h2_date(&mut self) {
+        let d = self.date.line();
+        if self.h2_date_of == d {
+            return;
+        }
+        self.h2_date_of.clear();
+        self.h2_date_of.extend_from_slice(d);
+        crate::http2::respond::date_block(&mut self.h2_date, d);
+        if !self.hsts_date.is_empty() {
+            crate::http2::respond::date_block(&mut self.h2_date_hsts, &self.hsts_date);
         }
     }
 

@@ -57,6 +57,8 @@ pub struct Variant {
     pub head_200: Box<[u8]>,
     /// Fields a 304 carries (ETag, Last-Modified, Cache-Control, Vary, extra headers).
     pub fields_304: Box<[u8]>,
+    /// HTTP/2: `head_200` as an HPACK block (`:status`, `content-length`, `fields`), encoded once here.
+    pub h2_200: Box<[u8]>,
 }
 
 #[derive(Clone)]

@@ -128,9 +128,11 @@ fn build_entry(hdrs: Arc<Resolved>, mut l: Loaded) -> FileEntry {
             extra,
         };
         let (fields, head_200, fields_304) = headers::build(&inputs, len);
+        let h2_200 = crate::http2::respond::variant_block(len, &fields);
         Variant {
             body,
             len,
+            h2_200,
             etag: etag.into_bytes().into_boxed_slice(),
             fields: fields.into_boxed_slice(),
             head_200: head_200.into_boxed_slice(),

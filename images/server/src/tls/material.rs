@@ -1,6 +1,6 @@
 //! Certificate material: the two PEM files read as bytes (compared to notice rotation), turned into a rustls
 //! server configuration: TLS 1.3 and 1.2 only, ring's suites (all AEAD: AES-GCM and ChaCha20-Poly1305; rustls
-//! has no CBC or RC4 suites at all), ALPN `http/1.1`, resumption through tickets and a session cache shared by
+//! has no CBC or RC4 suites at all), ALPN `h2` (with --http2) and `http/1.1`, resumption through tickets and a session cache shared by
 //! every configuration this process builds (so sessions survive a certificate rotation).
 
 use std::path::Path;
@@ -103,7 +103,9 @@ pub fn build(f: &TlsFiles, m: &Material, r: &Resumption) -> Result<Built, String
             }
             e => key_err(&format_args!("unusable with --tls-cert {} ({e})", f.cert.display())),
         })?;
-    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    // `h2` first: rustls picks the first of ours the client also offers.
+    config.alpn_protocols =
+        if f.http2 { vec![b"h2".to_vec(), b"http/1.1".to_vec()] } else { vec![b"http/1.1".to_vec()] };
     config.ticketer = r.ticketer.clone();
     config.session_storage = r.cache.clone();
     Ok(Built { config: Arc::new(config), not_before, not_after })

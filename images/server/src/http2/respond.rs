@@ -1,0 +1,247 @@
+//! A response description (answer/reply.rs) framed as an HTTP/2 head: the HPACK block (`:status`, the fields
+//! the description names, then the per-second Date block) and the body handle `Conn::respond` keeps. As
+//! http1/frame.rs does for text, the framing decides nothing: each `Head` kind names its fields, and a file's
+//! 200 head is the block encoded once at load time (`variant_block`, kept in `Variant::h2_200`).
+//!
+//! The HTTP/1.1 blocks the core hands out (a variant's fields, a CORS rule's lines) are `Name: value\r\n` text;
+//! `text_fields` turns such text into HPACK with lowercase names. Only the 200 of a whole file is hot enough to
+//! be precomputed; 206, 304 and the CORS lines convert at answer time into the worker's reused head buffer.
+
+use std::fs::File;
+use std::sync::Arc;
+
+use super::hpack::encode;
+use crate::answer::reply::{self, Body, Head, Reply};
+use crate::site::content;
+
+/// A response body the connection keeps until its DATA is sent: the bytes stay alive through the handle,
+/// whatever reload happens meanwhile.
+#[derive(Clone)]
+pub enum BodyRef {
+    Static(&'static [u8]),
+    Mem(Arc<[u8]>),
+    Disk(Arc<File>),
+}
+
+/// What the worker needs of a framed reply: the status (metrics, log), the body bytes (log) and the handle.
+pub struct Framed {
+    pub status: u16,
+    pub body_len: u64,
+    pub body: Option<(BodyRef, u64, u64)>,
+}
+
+/// Writes `n` in decimal into `tmp`.
+fn decimal(n: u64, tmp: &mut [u8; 20]) -> &[u8] {
+    let (mut i, mut n) = (tmp.len(), n);
+    loop {
+        i -= 1;
+        tmp[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            return &tmp[i..];
+        }
+    }
+}
+
+fn length(out: &mut Vec<u8>, n: u64) {
+    let mut tmp = [0u8; 20];
+    encode::field(out, b"content-length", decimal(n, &mut tmp));
+}
+
+/// Appends each `Name: value\r\n` line of `text` as an HPACK field with its name lowercased (HTTP/2 field
+/// names are lowercase, RFC 9113 §8.2.1). Lines without `: ` are skipped (the blocks never have any).
+pub fn text_fields(out: &mut Vec<u8>, text: &[u8]) {
+    let mut name = [0u8; 128];
+    for line in text.split(|&b| b == b'\n') {
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        let Some(colon) = line.iter().position(|&b| b == b':') else { continue };
+        let (n, v) = (&line[..colon], line[colon + 1..].trim_ascii());
+        if n.len() <= name.len() {
+            for (d, s) in name.iter_mut().zip(n) {
+                *d = s.to_ascii_lowercase();
+            }
+            encode::field(out, &name[..n.len()], v);
+        } else {
+            // Longer than any real header name: not worth a stack buffer.
+            encode::field(out, &n.to_ascii_lowercase(), v);
+        }
+    }
+}
+
+/// The 200 head of a whole variant (`:status`, `content-length`, its fields), encoded once at load time.
+pub fn variant_block(len: u64, fields: &[u8]) -> Box<[u8]> {
+    let mut out = Vec::with_capacity(fields.len());
+    encode::status(&mut out, 200);
+    length(&mut out, len);
+    text_fields(&mut out, fields);
+    out.into_boxed_slice()
+}
+
+/// The per-second block after every head: `date`, and `strict-transport-security` on TLS when `--hsts`.
+pub fn date_block(out: &mut Vec<u8>, date_line: &[u8]) {
+    out.clear();
+    text_fields(out, date_line);
+}
+
+const ALLOW: &[u8] = b"GET, HEAD, OPTIONS";
+
+/// Frames `r` into `head` (cleared first): the HPACK block without the Date block, which the caller appends as
+/// the head's last part. `loc` is scratch for a redirect's Location (both buffers are the worker's, reused).
+pub fn frame(head: &mut Vec<u8>, loc: &mut Vec<u8>, r: &Reply) -> Framed {
+    head.clear();
+    let mut cors = None;
+    let mut tmp = [0u8; 20];
+    match r.head {
+        Head::File { v, cors: line } => {
+            head.extend_from_slice(&v.h2_200);
+            cors = line;
+        }
+        Head::Part { v, start, len, cors: line } => {
+            encode::status(head, r.status);
+            let mut range = [0u8; 70];
+            let n = {
+                let mut w = &mut range[..];
+                let _ =
+                    std::io::Write::write_fmt(&mut w, format_args!("bytes {}-{}/{}", start, start + len - 1, v.len));
+                70 - w.len()
+            };
+            encode::field(head, b"content-range", &range[..n]);
+            length(head, len);
+            text_fields(head, &v.fields);
+            cors = line;
+        }
+        Head::NotModified { v, cors: line } => {
+            encode::status(head, r.status);
+            text_fields(head, &v.fields_304);
+            cors = line;
+        }
+        Head::Unsatisfiable { len, vary } => {
+            encode::status(head, r.status);
+            let mut range = [0u8; 28];
+            range[..8].copy_from_slice(b"bytes */");
+            let d = decimal(len, &mut tmp);
+            range[8..8 + d.len()].copy_from_slice(d);
+            encode::field(head, b"content-range", &range[..8 + d.len()]);
+            length(head, 0);
+            if vary {
+                encode::field(head, b"vary", b"Accept-Encoding");
+            }
+        }
+        Head::Page { e, allow } => {
+            encode::status(head, r.status);
+            encode::field(head, b"content-type", e.mime.as_bytes());
+            length(head, e.identity().len);
+            encode::field(head, b"cache-control", b"no-cache");
+            if allow {
+                encode::field(head, b"allow", ALLOW);
+            }
+        }
+        Head::Plain { allow } => {
+            encode::status(head, r.status);
+            encode::field(head, b"content-type", b"text/plain; charset=utf-8");
+            length(head, reply::text(r.status).len() as u64);
+            if allow {
+                encode::field(head, b"allow", ALLOW);
+            }
+        }
+        Head::Options { granted, vary_origin } => {
+            encode::status(head, r.status);
+            encode::field(head, b"allow", ALLOW);
+            if let Some((origin_line, lines)) = granted {
+                text_fields(head, origin_line);
+                text_fields(head, lines);
+            }
+            if vary_origin {
+                encode::field(head, b"vary", b"Origin");
+            }
+        }
+        Head::Redirect(to) => {
+            encode::status(head, r.status);
+            // The value is written in pieces, then encoded whole (Huffman needs its length first).
+            loc.clear();
+            to.write(&mut |b: &[u8]| loc.extend_from_slice(b));
+            encode::field(head, b"location", loc);
+            length(head, 0);
+        }
+    }
+    if let Some(line) = cors {
+        text_fields(head, line);
+    }
+    let body = match r.body {
+        Body::None => None,
+        Body::Static(b) => Some((BodyRef::Static(b), 0, b.len() as u64)),
+        Body::Variant { v, start, len } => {
+            let h = match &v.body {
+                content::Body::Mem(b) => BodyRef::Mem(b.clone()),
+                content::Body::Disk(f) => BodyRef::Disk(f.clone()),
+            };
+            Some((h, start, start + len))
+        }
+    };
+    Framed { status: r.status, body_len: r.body.bytes(), body }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::hpack::{Decoder, FieldList};
+    use super::*;
+    use crate::answer::reply::Location;
+
+    fn decoded(block: &[u8]) -> Vec<(String, String)> {
+        let mut l = FieldList::new(1 << 16);
+        Decoder::new(4096).decode(block, &mut l).unwrap();
+        l.iter()
+            .map(|(n, v)| (String::from_utf8_lossy(n).into_owned(), String::from_utf8_lossy(v).into_owned()))
+            .collect()
+    }
+
+    fn pairs(p: &[(&str, &str)]) -> Vec<(String, String)> {
+        p.iter().map(|(n, v)| (n.to_string(), v.to_string())).collect()
+    }
+
+    #[test]
+    fn text_lines_become_lowercase_fields() {
+        let mut o = Vec::new();
+        text_fields(&mut o, b"Content-Type: text/css\r\nETag: \"e\"\r\nX-Frame-Options: DENY\r\n");
+        assert_eq!(decoded(&o), pairs(&[("content-type", "text/css"), ("etag", "\"e\""), ("x-frame-options", "DENY")]));
+        let b = variant_block(10, b"Content-Type: text/css\r\n");
+        assert_eq!(decoded(&b), pairs(&[(":status", "200"), ("content-length", "10"), ("content-type", "text/css")]));
+    }
+
+    #[test]
+    fn redirects_plain_and_unsatisfiable() {
+        let (mut h, mut l) = (Vec::new(), Vec::new());
+        let f = frame(
+            &mut h,
+            &mut l,
+            &Reply::redirect(301, Location::Slash { path: b"//evil.example/d", query: Some(b"q") }),
+        );
+        assert!(f.body.is_none());
+        assert_eq!(
+            decoded(&h),
+            pairs(&[(":status", "301"), ("location", "/evil.example/d/?q"), ("content-length", "0")])
+        );
+        let f = frame(&mut h, &mut l, &Reply::plain(405, true, false));
+        assert_eq!((f.status, f.body_len), (405, 23));
+        assert_eq!(
+            decoded(&h),
+            pairs(&[
+                (":status", "405"),
+                ("content-type", "text/plain; charset=utf-8"),
+                ("content-length", "23"),
+                ("allow", "GET, HEAD, OPTIONS")
+            ])
+        );
+        let r = Reply { status: 416, head: Head::Unsatisfiable { len: 1700, vary: true }, body: Body::None };
+        frame(&mut h, &mut l, &r);
+        assert_eq!(
+            decoded(&h),
+            pairs(&[
+                (":status", "416"),
+                ("content-range", "bytes */1700"),
+                ("content-length", "0"),
+                ("vary", "Accept-Encoding")
+            ])
+        );
+    }
+}
