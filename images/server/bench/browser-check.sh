@@ -53,6 +53,6 @@ for _ in $(seq 1 300); do
   kill -0 "$pid" 2>/dev/null || { cat "$work/server.log" >&2; echo "the server exited at start" >&2; exit 1; }
   sleep 0.1
 done
-say "$("$server" --version 2>/dev/null | head -n 1) on https://127.0.0.1:$tls_port ${BROWSER_SERVER_ARGS:-}; Chromium $(/usr/bin/chromium --version 2>/dev/null | awk '{print $2}') loads $page"
+say "$("$server" --version 2>/dev/null | head -n 1) on https://127.0.0.1:$tls_port${BROWSER_SERVER_ARGS:+ with $BROWSER_SERVER_ARGS}; Chromium $(/usr/bin/chromium --version 2>/dev/null | awk '{print $2}') loads $page"
 cd "$here"
 /usr/bin/python3 -m hsbench.browser "https://127.0.0.1:$tls_port$page" --min-resources "${BROWSER_MIN_RESOURCES:-5}"
