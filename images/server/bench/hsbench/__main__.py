@@ -24,7 +24,8 @@ from . import content, h2load, load, measure, render, report, tls, tlsload
 from .cgroup import CgroupError, CpuQuota
 from .placement import Client
 from .progress import step, warn
-from .servers import CADDY_BIN, H2O_BIN, LIGHTTPD, NGINX, Hyperstatic, Server, free_port, lineup, parse_peers
+from .servers import (CADDY_BIN, H2O_BIN, LIGHTTPD, NGINX, Hyperstatic, Server, enable_h2c, free_port, lineup,
+                      parse_peers)
 from .workloads import Workload, select
 
 
@@ -169,6 +170,8 @@ def load_phase(cfg: Settings, servers: list[Server], client: Client, clients: lo
     for rep in range(cfg.reps):
         for wi, wl in enumerate(cfg.workloads):
             for s in round_order(servers, rep, wi, wl.floor):
+                if wl.h2c and not s.h2c:
+                    continue  # this server takes no h2c on its plain port (the table shows it absent)
                 n += 1
                 s.before_run(samples or {})
                 try:
@@ -203,6 +206,9 @@ def bench(cfg: Settings, work: str, cleanup: list) -> int:
             "cgroup": ours.quota.describe(), "versions": {s.name: s.version() for s in servers}, "servers": names,
             "server_args": cfg.extra_args, "nice": os.environ.get("BENCH_NICE", "-20"),
             "loadavg_start": os.getloadavg()[0]}
+    if any(w.h2c for w in cfg.workloads):
+        meta["h2c_servers"] = enable_h2c(servers)
+        step(f"h2c rows: with prior knowledge on the plain port, on {', '.join(meta['h2c_servers'])}")
     clients = https_clients(cfg, servers, work, meta)
     client.group.create()
     start(servers, site, meta, clients)
@@ -250,7 +256,7 @@ def deployed_server(cfg: Settings, site: content.Content, work: str, tag: str) -
 def https_clients(cfg: Settings, servers: list[Server], work: str, meta: dict) -> load.Clients:
     """For HTTPS rows: the certificate, every server's TLS listener, the load client; their facts in meta."""
     if not any(w.tls for w in cfg.workloads):
-        return load.Clients()
+        return load.Clients(set_uris=_set_uris(cfg, work))
     setup = tls.setup(os.path.join(work, "tls"))
     tls.attach(servers, setup)
     meta["tls"] = {"protocol": tls.PROTOCOL, "cipher": tls.CIPHER, "certificate": "ECDSA P-256, self-signed, per run",
@@ -259,11 +265,15 @@ def https_clients(cfg: Settings, servers: list[Server], work: str, meta: dict) -
     if any(w.client == "tlsload" for w in cfg.workloads):
         step("building the HTTPS new-connection load client (tlsload/main.go)")
         binary = tlsload.build(os.path.join(work, "tlsload"))
-    set_uris = None
-    if any(w.uris == "set" for w in cfg.workloads):
-        set_uris = h2load.write_uris([content.set_path(i) for i in range(content.SET_COUNT)], H2_SET_URIS,
-                                     os.path.join(work, "h2-set-uris.txt"))
-    return load.Clients(tls_setup=setup, tlsload_bin=binary, set_uris=set_uris)
+    return load.Clients(tls_setup=setup, tlsload_bin=binary, set_uris=_set_uris(cfg, work))
+
+
+def _set_uris(cfg: Settings, work: str) -> str | None:
+    """The h2 8 KiB rows' URI list, when a row wants it."""
+    if not any(w.uris == "set" for w in cfg.workloads):
+        return None
+    return h2load.write_uris([content.set_path(i) for i in range(content.SET_COUNT)], H2_SET_URIS,
+                             os.path.join(work, "h2-set-uris.txt"))
 
 
 def estimate_seconds(cfg: Settings) -> float:

@@ -49,7 +49,9 @@ def open_idle(port: int, n: int, path: str, deadline_s: float = 120.0) -> tuple[
 
     while len(done) + failed < n:
         if time.monotonic() > deadline:
-            raise TimeoutError(f"only {len(done)} of {n} connections answered in {deadline_s:.0f}s")
+            # a server that stops accepting (lighttpd at its connection limit) leaves the rest in its backlog:
+            # they count as failed, the phase reports it and the benchmark goes on
+            return done, failed + _abandon(sel) + (n - started)
         while started < n and pending < BATCH:
             launch()
         for key, _ in sel.select(timeout=1.0):
@@ -77,6 +79,15 @@ def open_idle(port: int, n: int, path: str, deadline_s: float = 120.0) -> tuple[
                 failed += 1
                 pending -= 1
     return done, failed
+
+
+def _abandon(sel: selectors.BaseSelector) -> int:
+    """Closes every connection still waiting in sel; returns how many."""
+    keys = list(sel.get_map().values())
+    for key in keys:
+        sel.unregister(key.fileobj)
+        key.fileobj.close()
+    return len(keys)
 
 
 def count_alive(socks: list[socket.socket]) -> int:

@@ -19,7 +19,7 @@ import struct
 import sys
 import time
 
-from .idle import BATCH
+from .idle import BATCH, _abandon
 
 PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
 DATA, HEADERS, SETTINGS, GOAWAY = 0x0, 0x1, 0x4, 0x7
@@ -159,8 +159,8 @@ def open_idle(port: int, n: int, path: str, tls: bool, deadline_s: float = 180.0
                 return
 
     while len(done) + failed < n:
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"only {len(done)} of {n} h2 connections answered in {deadline_s:.0f}s")
+        if time.monotonic() > deadline:  # the rest count as failed, as in idle.py
+            return done, failed + _abandon(sel) + (n - started)
         while started < n and pending < BATCH:
             launch()
         for key, _ in sel.select(timeout=1.0):

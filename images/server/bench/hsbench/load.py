@@ -23,6 +23,15 @@ class Clients:
     set_uris: str | None = None   # the h2 rows' URI list of the 8 KiB set drawn at random (workload uris="set")
 
 
+def h2_protocol(wl: Workload) -> str:
+    """What h2load must report having negotiated: h2 by ALPN over TLS, h2c with prior knowledge on a plain port."""
+    return "h2c" if wl.h2c else H2_PROTOCOL
+
+
+def _env(wl: Workload, clients: Clients) -> dict | None:
+    return tls.client_env(clients.tls_setup) if wl.tls else None
+
+
 def url(server: Server, wl: Workload) -> str:
     if wl.tls:
         return f"https://127.0.0.1:{server.tls_port}{wl.path}"
@@ -87,14 +96,14 @@ def h2_check(server: Server, wl: Workload, client: Client, clients: Clients) -> 
     paths = h2load.read_uris(uri_file)[:CHECK_URIS] if uri_file else [wl.path] * 100
     want = h2_expected_data(server, paths, wl.headers)
     argv = h2load.argv_for(url(server, wl), 1, 10, requests=len(paths), uri_file=uri_file, headers=wl.headers)
-    res = h2load.run(argv, client, tls.client_env(clients.tls_setup))
-    bad = h2load.problems(res, want_requests=len(paths), want_data=want, want_protocol=H2_PROTOCOL)
+    res = h2load.run(argv, client, _env(wl, clients))
+    bad = h2load.problems(res, want_requests=len(paths), want_data=want, want_protocol=h2_protocol(wl))
     if bad:
         raise RuntimeError(f"{server.name} {wl.key} check before timing: " + "; ".join(bad))
 
 
 def _h2load(server: Server, wl: Workload, seconds: float, client: Client, clients: Clients) -> h2load.H2loadResult:
-    env = tls.client_env(clients.tls_setup)
+    env = _env(wl, clients)
     uri_file = _uri_file(wl, clients)
     if wl.per_conn:
         res = h2load.run_new_conns(url(server, wl), wl.connections, wl.streams, wl.per_conn, seconds, client,
@@ -103,7 +112,7 @@ def _h2load(server: Server, wl: Workload, seconds: float, client: Client, client
         argv = h2load.argv_for(url(server, wl), wl.connections, wl.streams, seconds=seconds, uri_file=uri_file,
                                headers=wl.headers)
         res = h2load.run(argv, client, env)
-    bad = h2load.problems(res, want_protocol=H2_PROTOCOL)
+    bad = h2load.problems(res, want_protocol=h2_protocol(wl))
     if bad:
         raise RuntimeError(f"{server.name} {wl.key}: " + "; ".join(bad))
     return res

@@ -78,6 +78,7 @@ class Server:
     # whose encoder has just begun, and it never runs while another server is measured)
     fresh = False
     extra_env: dict[str, str] = {}   # added to the environment (h2o's OPENSSL_CONF for the HTTPS rows)
+    h2c = False   # accepts HTTP/2 with prior knowledge on its plain port (the h2c rows run only where it does)
 
     def __init__(self, root: str, port: int, cpu: int, quota: CpuQuota, workdir: str):
         self.root, self.port, self.cpu, self.quota, self.workdir = root, port, cpu, quota, workdir
@@ -282,6 +283,7 @@ def render_template(name: str, **values) -> str:
 
 class Lighttpd(Server):
     name = "lighttpd"
+    h2c = True  # server.h2proto (on by default since 1.4.59) covers prior knowledge on a plain socket too
 
     def __init__(self, extra_conf: str = "", **kw):
         super().__init__(**kw)
@@ -290,7 +292,7 @@ class Lighttpd(Server):
 
     def config(self, nofile: int) -> str:
         return render_template("lighttpd.conf.in", root=self.root, port=self.port, dir=self.workdir, nofile=nofile,
-                               max_connections=max(1024, nofile // 2 - 64)) + self.extra_conf
+                               max_connections=max(1024, nofile // 2)) + self.extra_conf
 
     def argv(self) -> list[str]:
         with open(self.conf, "w") as f:
@@ -304,6 +306,7 @@ class Lighttpd(Server):
 
 class H2O(Server):
     name = "h2o"
+    h2c = True  # h2o takes a prior-knowledge preface on any plain listener
 
     def __init__(self, extra_conf: str = "", **kw):
         super().__init__(**kw)
@@ -345,8 +348,11 @@ class Caddy(Server):
                           "XDG_CONFIG_HOME": os.path.join(self.workdir, "config")}
 
     def config(self) -> str:
-        return render_template("Caddyfile.in", root=self.root, port=self.port,
+        return render_template("Caddyfile.in", root=self.root, port=self.port, protocols=self.protocols(),
                                file_server_extra=self.file_server_extra) + self.extra_conf
+
+    def protocols(self) -> str:
+        return "h1 h2 h2c" if self.h2c else "h1 h2"
 
     def argv(self) -> list[str]:
         with open(self.conf, "w") as f:
@@ -366,6 +372,18 @@ def caddy_version(build_info: str) -> str:
         if len(f) >= 3 and f[0] == "mod" and f[1] == "github.com/caddyserver/caddy/v2":
             return f[2]
     return "unknown"
+
+
+def enable_h2c(servers: list[Server]) -> list[str]:
+    """Turns on h2c with prior knowledge where it is a setting (ours: --h2c=true; Caddy: protocols h2c); returns
+    the names of the servers that then accept it."""
+    for s in servers:
+        if isinstance(s, Hyperstatic):
+            s.extra_args = [*s.extra_args, "--h2c=true"]
+            s.h2c = True
+        elif isinstance(s, Caddy):
+            s.h2c = True
+    return [s.name for s in servers if s.h2c]
 
 
 def build_floor(workdir: str, uring: bool = False) -> str:

@@ -3,10 +3,11 @@ h2load 1.52 in tests/data, against h2o over h2c), the pre-timing and per-run che
 row's runs, h2load's argv, the URI list, the idle h2 client's frames and HPACK block, the idle-h2 table, Caddy's
 version from its build info."""
 import os
+import socket
 import tempfile
 import unittest
 
-from hsbench import browser, h2load, idleh2, report, servers
+from hsbench import browser, h2load, idle, idleh2, load, report, servers
 from hsbench.workloads import H2_KEYS, select
 
 DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data")
@@ -108,11 +109,31 @@ class Argv(unittest.TestCase):
 
     def test_h2_rows(self):
         rows = select(",".join(H2_KEYS))
-        self.assertEqual([w.key for w in rows], ["h2-100b-m10", "h2-100b-m100", "h2-8k-set", "h2-new10"])
-        self.assertTrue(all(w.tls and w.client == "h2load" and not w.floor for w in rows))
-        self.assertEqual([w.streams for w in rows], [10, 100, 10, 10])
-        self.assertEqual([w.per_conn for w in rows], [0, 0, 0, 10])
-        self.assertEqual([w.uris for w in rows], ["", "", "set", ""])
+        self.assertEqual([w.key for w in rows], ["h2-100b-m10", "h2-100b-m100", "h2-8k-set", "h2-new10",
+                                                 "h2c-100b-m10", "h2c-8k-set"])
+        self.assertTrue(all(w.client == "h2load" and not w.floor and w.tls != w.h2c for w in rows))
+        self.assertEqual([w.streams for w in rows], [10, 100, 10, 10, 10, 10])
+        self.assertEqual([w.per_conn for w in rows], [0, 0, 0, 10, 0, 0])
+        self.assertEqual([w.uris for w in rows], ["", "", "set", "", "", "set"])
+        self.assertEqual([load.h2_protocol(w) for w in rows], ["h2"] * 4 + ["h2c"] * 2)
+
+    def test_h2c_urls_use_the_plain_port(self):
+        s = servers.H2O(root="/r", port=8080, cpu=0, quota=None, workdir=tempfile.mkdtemp())
+        s.tls_port = 8443
+        h2, h2c = select("h2-100b-m10,h2c-100b-m10")
+        self.assertEqual(load.url(s, h2), "https://127.0.0.1:8443/100.html")
+        self.assertEqual(load.url(s, h2c), "http://127.0.0.1:8080/100.html")
+
+    def test_enable_h2c(self):
+        kw = lambda n: dict(root="/r", port=1, cpu=0, quota=None, workdir=os.path.join(tempfile.mkdtemp(), n))
+        ours = servers.Hyperstatic(binary="/b", admin_port=2, extra_args=["--x"], **kw("o"))
+        ngx, lt, h2o, caddy = (servers.Nginx(**kw("n")), servers.Lighttpd(**kw("l")), servers.H2O(**kw("h")),
+                               servers.Caddy(**kw("c")))
+        self.assertIn("protocols h1 h2\n", caddy.config())
+        got = servers.enable_h2c([ours, ngx, lt, h2o, caddy])
+        self.assertEqual(got, ["hyperstatic", "lighttpd", "h2o", "caddy"])  # nginx cannot share the port
+        self.assertEqual(ours.extra_args, ["--x", "--h2c=true"])
+        self.assertIn("protocols h1 h2 h2c\n", caddy.config())
 
 
 class IdleH2(unittest.TestCase):
@@ -142,6 +163,16 @@ class IdleH2(unittest.TestCase):
         self.assertEqual((done, reply, c.goaway), (True, b"", False))
         c.feed(idleh2.frame(idleh2.GOAWAY, 0, 0, bytes(8)))
         self.assertTrue(c.goaway)
+
+    def test_a_server_that_stops_accepting_counts_as_failed(self):
+        # lighttpd at its connection limit leaves connections in its backlog: both idle clients report them as
+        # failed when their deadline passes, instead of ending the benchmark
+        with socket.socket() as lsock:
+            lsock.bind(("127.0.0.1", 0))
+            lsock.listen(16)  # never accepted, never answered
+            port = lsock.getsockname()[1]
+            self.assertEqual(idle.open_idle(port, 5, "/x", deadline_s=0.3), ([], 5))
+            self.assertEqual(idleh2.open_idle(port, 5, "/x", tls=False, deadline_s=0.3), ([], 5))
 
     def test_long_fields_refused(self):
         with self.assertRaises(ValueError):
