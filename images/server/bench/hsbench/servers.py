@@ -306,7 +306,6 @@ class Lighttpd(Server):
 
 class H2O(Server):
     name = "h2o"
-    h2c = True  # h2o takes a prior-knowledge preface on any plain listener
 
     def __init__(self, extra_conf: str = "", **kw):
         super().__init__(**kw)
@@ -315,7 +314,7 @@ class H2O(Server):
 
     def config(self, nofile: int) -> str:
         text = render_template("h2o.conf.in", root=self.root, port=self.port, dir=self.workdir,
-                               max_connections=min(20000, nofile - 64)) + self.extra_conf
+                               max_connections=min(20000, nofile - 64), h2c="ON" if self.h2c else "OFF") + self.extra_conf
         if os.getuid() == 0:  # h2o refuses to run as root without a user directive; keep the invoking user
             text = f"user: {pwd.getpwuid(0).pw_name}\n" + text
         return text
@@ -375,13 +374,14 @@ def caddy_version(build_info: str) -> str:
 
 
 def enable_h2c(servers: list[Server]) -> list[str]:
-    """Turns on h2c with prior knowledge where it is a setting (ours: --h2c=true; Caddy: protocols h2c); returns
-    the names of the servers that then accept it."""
+    """Turns on h2c with prior knowledge where it is a setting (ours: --h2c=true; Caddy: protocols h2c; h2o 2.2:
+    http1-upgrade-to-http2 ON, which gates prior knowledge too); returns the names of the servers that then accept
+    it."""
     for s in servers:
         if isinstance(s, Hyperstatic):
             s.extra_args = [*s.extra_args, "--h2c=true"]
             s.h2c = True
-        elif isinstance(s, Caddy):
+        elif isinstance(s, (Caddy, H2O)):
             s.h2c = True
     return [s.name for s in servers if s.h2c]
 

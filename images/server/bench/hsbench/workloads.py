@@ -66,8 +66,9 @@ WORKLOADS = [
     # a new TLS connection (full handshake) every 10 requests: what many short browser visits look like
     Workload("h2-new10", "h2 100 B, new conn./10 req, c=100", SMALL_PATH, 100, 1.3, floor=False, tls=True,
              client="h2load", streams=10, per_conn=10),
-    # h2c with prior knowledge on the plain port (a gateway's way to a backend): ours with --h2c=true, h2o and
-    # lighttpd by default, Caddy with `protocols h1 h2 h2c`; nginx cannot (http2 on a listener makes it h2-only)
+    # h2c with prior knowledge on the plain port (a gateway's way to a backend): ours with --h2c=true, lighttpd by
+    # default, h2o with http1-upgrade-to-http2 ON, Caddy with `protocols h1 h2 h2c`; nginx cannot (http2 on a
+    # listener makes it h2-only)
     Workload("h2c-100b-m10", "h2c 100 B, c=100 m=10", SMALL_PATH, 100, 1.3, floor=False, client="h2load",
              streams=10, h2c=True),
     Workload("h2c-8k-set", "h2c 8 KiB at random, c=100 m=10", "/", 100, 1.3, floor=False, client="h2load",

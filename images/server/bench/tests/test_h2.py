@@ -130,10 +130,12 @@ class Argv(unittest.TestCase):
         ngx, lt, h2o, caddy = (servers.Nginx(**kw("n")), servers.Lighttpd(**kw("l")), servers.H2O(**kw("h")),
                                servers.Caddy(**kw("c")))
         self.assertIn("protocols h1 h2\n", caddy.config())
+        self.assertIn("http1-upgrade-to-http2: OFF\n", h2o.config(1024))
         got = servers.enable_h2c([ours, ngx, lt, h2o, caddy])
         self.assertEqual(got, ["hyperstatic", "lighttpd", "h2o", "caddy"])  # nginx cannot share the port
         self.assertEqual(ours.extra_args, ["--x", "--h2c=true"])
         self.assertIn("protocols h1 h2 h2c\n", caddy.config())
+        self.assertIn("http1-upgrade-to-http2: ON\n", h2o.config(1024))
 
 
 class IdleH2(unittest.TestCase):
