@@ -115,10 +115,11 @@ def start(servers: list[Server], site: content.Content, meta: dict, clients: loa
                  f"client offers OpenSSL's default list; ALPN {c['alpn_h2_offered'] or 'none'} when offered h2)")
 
 
-def idle_phase(cfg: Settings, servers: list[Server], client: Client, h2: bool = False) -> dict[str, dict]:
-    """RSS with cfg.idle_n idle HTTP/1.1 connections on each server's plain port, or (h2) HTTP/2 ones over TLS."""
+def idle_phase(cfg: Settings, servers: list[Server], client: Client, h2: str = "") -> dict[str, dict]:
+    """RSS with cfg.idle_n idle HTTP/1.1 connections on each server's plain port, or HTTP/2 ones over TLS (h2 "tls")
+    or with prior knowledge on the plain port (h2 "h2c")."""
     idle = {}
-    kind = "HTTP/2 (TLS)" if h2 else "keep-alive"
+    kind = {"": "keep-alive", "tls": "HTTP/2 (TLS)", "h2c": "h2c"}[h2]
     for s in servers:
         step(f"{s.name}: opening {cfg.idle_n:,} idle {kind} connections")
         r = measure.idle_connections(s, cfg.idle_n, content.SMALL_PATH, client, h2=h2)
@@ -218,8 +219,10 @@ def bench(cfg: Settings, work: str, cleanup: list) -> int:
         if "hyperstatic_content_bytes" in m:
             meta["ours_content_bytes_metric"] = m["hyperstatic_content_bytes"]
     idle = idle_phase(cfg, [s for s in servers if not s.fresh], client) if cfg.idle_n else {}
-    if cfg.idle_n and any(w.client == "h2load" for w in cfg.workloads):
-        meta["idle_h2"] = idle_phase(cfg, [s for s in servers if not s.fresh and s.tls_port], client, h2=True)
+    if cfg.idle_n and any(w.h2c for w in cfg.workloads):  # like for like with the HTTP/1.1 phase: plain port
+        meta["idle_h2c"] = idle_phase(cfg, [s for s in servers if not s.fresh and s.h2c], client, h2="h2c")
+    if cfg.idle_n and any(w.client == "h2load" and w.tls for w in cfg.workloads):
+        meta["idle_h2"] = idle_phase(cfg, [s for s in servers if not s.fresh and s.tls_port], client, h2="tls")
     runs = load_phase(cfg, servers, client, clients, site.samples)
     if cfg.deployed:
         meta["deployed"] = {"pages": cfg.pages, "pending": [(r.pending_start, r.pending_end) for r in runs

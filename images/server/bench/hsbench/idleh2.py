@@ -19,7 +19,7 @@ import struct
 import sys
 import time
 
-from .idle import BATCH, _abandon
+from .idle import BATCH, _abandon, connect_nonblocking
 
 PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
 DATA, HEADERS, SETTINGS, GOAWAY = 0x0, 0x1, 0x4, 0x7
@@ -99,11 +99,7 @@ def open_idle(port: int, n: int, path: str, tls: bool, deadline_s: float = 180.0
 
     def launch():
         nonlocal started, pending
-        s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        s.setblocking(False)
-        err = s.connect_ex(("127.0.0.1", port))
-        if err not in (0, errno.EINPROGRESS):
-            raise OSError(err, f"connect: {errno.errorcode.get(err, err)}")
+        s = connect_nonblocking(port)
         sel.register(s, selectors.EVENT_WRITE, Conn(s))
         started += 1
         pending += 1

@@ -189,6 +189,8 @@ class Report(unittest.TestCase):
         self.assertIn("idle h2 connections (TLS)", lines[1])
         self.assertEqual(lines[-1], "| h2o | 10.0 MB | 30.5 MB | 20.00 KiB | 1,000 of 1,000 |")
         self.assertEqual(report.idle_h2_table({}, meta, ["h2o"]), [])
+        plain = report.idle_h2_table({"h2o": row}, meta, ["h2o"], "h2c connections (plain port)")
+        self.assertIn("idle h2c connections (plain port)", plain[1])
 
     def test_caddy_version(self):
         info = ("go\tgo1.26.8\npath\tgithub.com/caddyserver/caddy/v2/cmd/caddy\n"
