@@ -189,9 +189,12 @@ class Hyperstatic(Server):
     def argv(self) -> list[str]:
         # No security headers (on by default in the server): no peer sends them, and every server must answer with
         # the same headers for the comparison to be fair. BENCH_SERVER_ARGS=--security-headers measures them.
+        # --max-requests-per-connection as high as the peers' (nginx keepalive_requests, lighttpd
+        # max-keep-alive-requests: 100,000,000): at its default (10,000) ours ends every h2 connection after 10,000
+        # streams, and h2load, unlike wrk, does not reconnect, so an h2 row would stop at 100 × 10,000 requests.
         return [self.binary, "--root", self.root, "--listen", f"127.0.0.1:{self.port}",
                 "--admin-listen", f"127.0.0.1:{self.admin_port}", "--workers", "1", "--security-headers=false",
-                *self.extra_args]
+                "--max-requests-per-connection=100000000", *self.extra_args]
 
     def version(self) -> str:
         try:

@@ -35,8 +35,9 @@ def workloads(conns: list[int], url_file: str, accept: str, h2: bool = False) ->
                     [url_file, accept], floor=False) for c in conns]
     if h2:
         # the same mix over HTTP/2 (TLS), h2load walking the URL list with a browser's br; issue 26's goal 1.3×
-        out.append(Workload("site-h2", "h2 Python docs mix, br, c=100 m=10", "/", 100, 1.3, floor=False, tls=True,
-                            client="h2load", streams=10, uris=url_file, headers=[f"Accept-Encoding: {H2_ACCEPT}"]))
+        out.append(Workload("site-h2", "Python docs mix, h2 with br c=100 m=10", "/", 100, 1.3, floor=False,
+                            tls=True, client="h2load", streams=10, uris=url_file,
+                            headers=[f"Accept-Encoding: {H2_ACCEPT}"]))
     return out
 
 
