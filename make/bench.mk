@@ -37,7 +37,7 @@ SITE_CONNECTIONS ?= 10,100
 STARTUP_REPS ?= $(REPS)
 
 .PHONY: bench-site
-bench-site: $(CADDY_IF_PEER) ## Python 3.11 docs served by ours vs nginx, lighttpd, h2o, Caddy: startup, RSS, req/s, req/CPU-s; writes _out/bench/site/ (≈5 min, +2 min to precompress on the first run; REPS=1 BENCH_SECONDS=3 for less).
+bench-site: $(CADDY_IF_PEER) ## Python 3.11 docs served by ours vs nginx, lighttpd, h2o, Caddy: startup, RSS, req/s, req/CPU-s over HTTP/1.1 and h2 (SITE_H2=0: without); writes _out/bench/site/ (≈5 min, +2 min to precompress on the first run; REPS=1 BENCH_SECONDS=3 for less).
 	@$(call progress,building the server for the site benchmark)
 	@bin="$$($(MAKE) -s server-build | tail -n 1)"; \
 	  if [ ! -x "$$bin" ]; then echo "make server-build did not print an executable path (got '$$bin')" >&2; exit 1; fi; \
