@@ -28,9 +28,8 @@ from . import content, report
 from .__main__ import Settings, _git_rev, https_clients, load_phase, run_in_workdir, settle_or_park, start
 from .cgroup import CgroupError, CpuQuota
 from .placement import Client
-from .servers import enable_h2c
 from .progress import step, warn
-from .servers import Floor, Hyperstatic, Server, free_port
+from .servers import Floor, Hyperstatic, Server, enable_h2c, free_port
 
 
 @dataclass(frozen=True)
