@@ -8,12 +8,15 @@ WARMUP_SECONDS ?= 2
 BENCH_CPU_QUOTA ?= 40
 IDLE_CONNS ?= 10000
 BENCH_WORKLOADS ?=
-PEERS ?= nginx,lighttpd,h2o
+PEERS ?= nginx,lighttpd,h2o,caddy
 BENCH_FLOOR ?= 1
 BENCH_OUT ?= $(ROOT)/_out/bench
 BENCH_ENV = BENCH_SECONDS=$(BENCH_SECONDS) REPS=$(REPS) WARMUP_SECONDS=$(WARMUP_SECONDS) \
   BENCH_CPU_QUOTA=$(BENCH_CPU_QUOTA) IDLE_CONNS=$(IDLE_CONNS) BENCH_WORKLOADS="$(BENCH_WORKLOADS)" BENCH_OUT="$(BENCH_OUT)" \
-  PEERS="$(PEERS)" BENCH_FLOOR=$(BENCH_FLOOR)
+  PEERS="$(PEERS)" BENCH_FLOOR=$(BENCH_FLOOR) CADDY=$(BIN)/caddy
+# Caddy, the one peer not from Debian, is built from the Go module proxy first when PEERS names it
+comma := ,
+CADDY_IF_PEER = $(if $(filter caddy,$(subst $(comma), ,$(PEERS))),$(CADDY))
 
 # `bench` runs every benchmark, one after the other. A benchmark in a make file of its own joins it with a line
 # `bench: bench-<name>` there; `make help` lists what bench runs, from every such line.
@@ -21,7 +24,7 @@ BENCH_ENV = BENCH_SECONDS=$(BENCH_SECONDS) REPS=$(REPS) WARMUP_SECONDS=$(WARMUP_
 bench: bench-server bench-site bench-rules ## Run every benchmark there is, one after the other (each writes under _out/bench/).
 
 .PHONY: bench-server
-bench-server: ## Our server vs nginx, lighttpd, h2o and a canned-response floor on loopback, pinned + CPU-capped, plain HTTP and HTTPS rows; writes _out/bench/ (≈22 min; PEERS=nginx REPS=1 BENCH_SECONDS=3 for less).
+bench-server: $(CADDY_IF_PEER) ## Our server vs nginx, lighttpd, h2o, Caddy and a canned-response floor on loopback, pinned + CPU-capped: plain HTTP, HTTPS and HTTP/2 (h2load) rows; writes _out/bench/ (≈40 min; PEERS=nginx REPS=1 BENCH_SECONDS=3 or BENCH_WORKLOADS=h2-100b-m10,... for less).
 	@$(call progress,building the server for the benchmark)
 	@bin="$$($(MAKE) -s server-build | tail -n 1)"; \
 	  if [ ! -x "$$bin" ]; then echo "make server-build did not print an executable path (got '$$bin')" >&2; exit 1; fi; \
@@ -34,7 +37,7 @@ SITE_CONNECTIONS ?= 10,100
 STARTUP_REPS ?= $(REPS)
 
 .PHONY: bench-site
-bench-site: ## Python 3.11 docs served by ours vs nginx, lighttpd, h2o: startup, RSS, req/s, req/CPU-s; writes _out/bench/site/ (≈5 min, +2 min to precompress on the first run; REPS=1 BENCH_SECONDS=3 for less).
+bench-site: $(CADDY_IF_PEER) ## Python 3.11 docs served by ours vs nginx, lighttpd, h2o, Caddy: startup, RSS, req/s, req/CPU-s over HTTP/1.1 and h2 (SITE_H2=0: without); writes _out/bench/site/ (≈5 min, +2 min to precompress on the first run; REPS=1 BENCH_SECONDS=3 for less).
 	@$(call progress,building the server for the site benchmark)
 	@bin="$$($(MAKE) -s server-build | tail -n 1)"; \
 	  if [ ! -x "$$bin" ]; then echo "make server-build did not print an executable path (got '$$bin')" >&2; exit 1; fi; \
@@ -55,6 +58,19 @@ bench-ab: ## Interleaved A/B of server flags, builds or floor variants: make ben
 	@bin="$$($(MAKE) -s server-build | tail -n 1)"; \
 	  if [ ! -x "$$bin" ]; then echo "make server-build did not print an executable path (got '$$bin')" >&2; exit 1; fi; \
 	  $(BENCH_ENV) AB="$(AB)" PEERS=nginx BENCH_FLOOR=1 images/server/bench/run.sh "$$bin"
+
+# The browser check (issue 26): a real browser on a real page gets every resource from our server over h2.
+BROWSER_PAGE ?= /howto/logging.html
+BROWSER_SERVER_ARGS ?=
+
+.PHONY: browser-check
+browser-check: ## Headless Chromium (Debian) loads a Python docs page over HTTPS from our release server on loopback: fails unless the page and every resource (> 5) report nextHopProtocol h2 (BROWSER_SERVER_ARGS=--http2=false must fail).
+	@$(call progress,building the server for the browser check)
+	@bin="$$($(MAKE) -s server-build | tail -n 1)"; \
+	  if [ ! -x "$$bin" ]; then echo "make server-build did not print an executable path (got '$$bin')" >&2; exit 1; fi; \
+	  $(call progress,browser check: Chromium loads $(BROWSER_PAGE) from $$bin over HTTPS); \
+	  BROWSER_PAGE="$(BROWSER_PAGE)" BROWSER_SERVER_ARGS="$(BROWSER_SERVER_ARGS)" \
+	    images/server/bench/browser-check.sh "$$bin" "$(PYDOCS_DIR)"
 
 .PHONY: bench-self-check
 bench-self-check: ## nginx against itself through the same harness: every ratio should come out ≈ 1×.

@@ -7,6 +7,9 @@ HELM_VERSION ?= v3.19.0
 KIND_VERSION ?= v0.30.0
 K6_VERSION ?= v1.8.1
 H2SPEC_VERSION ?= v2.2.1+incompatible
+# Caddy is a benchmark peer (make bench-server), not a build tool: the server many users would pick today, built
+# from the Go module proxy like every tool here (Debian's caddy is years behind).
+CADDY_VERSION ?= v2.11.9
 
 CONTROLLER_GEN := $(BIN)/controller-gen-$(CONTROLLER_GEN_VERSION)
 KUSTOMIZE := $(BIN)/kustomize-$(KUSTOMIZE_VERSION)
@@ -14,6 +17,7 @@ HELM := $(BIN)/helm-$(HELM_VERSION)
 KIND := $(BIN)/kind-$(KIND_VERSION)
 K6 := $(BIN)/k6-$(K6_VERSION)
 H2SPEC := $(BIN)/h2spec-$(H2SPEC_VERSION)
+CADDY := $(BIN)/caddy-$(CADDY_VERSION)
 
 # go-install-tool installs $(2)@$(3), whose binary is called $(4), as $(1): a versioned file name, so a
 # version bump reinstalls; ./bin/$(4) links to it for people and scripts.
@@ -38,3 +42,9 @@ $(K6):
 	$(call go-install-tool,$@,go.k6.io/k6,$(K6_VERSION),k6)
 $(H2SPEC):
 	$(call go-install-tool,$@,github.com/summerwind/h2spec/cmd/h2spec,$(H2SPEC_VERSION),h2spec)
+
+$(CADDY):
+	$(call go-install-tool,$@,github.com/caddyserver/caddy/v2/cmd/caddy,$(CADDY_VERSION),caddy)
+
+.PHONY: caddy
+caddy: $(CADDY) ## Install the pinned Caddy (CADDY_VERSION) into ./bin (a peer of make bench-server/bench-site; go install from the Go module proxy).

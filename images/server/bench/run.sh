@@ -21,7 +21,7 @@ say() { echo "==> [$(date +%H:%M:%S)] $*" >&2; }
 need=()
 command -v wrk >/dev/null || need+=(wrk)
 [ -x /usr/sbin/nginx ] || need+=(nginx-light)
-peers="${PEERS:-nginx,lighttpd,h2o}"
+peers="${PEERS:-nginx,lighttpd,h2o,caddy}"
 case ",$peers," in *,lighttpd,*) [ -x /usr/sbin/lighttpd ] || need+=(lighttpd) ;; esac
 # the HTTPS rows: lighttpd's TLS is a module of its own; openssl makes the certificate and checks every server
 case ",$peers," in *,lighttpd,*) [ -e /usr/lib/lighttpd/mod_openssl.so ] || need+=(lighttpd-mod-openssl) ;; esac
@@ -30,6 +30,7 @@ case ",$peers," in *,h2o,*) [ -x /usr/bin/h2o ] || need+=(h2o) ;; esac
 [ "${BENCH_FLOOR:-1}" = 0 ] || command -v gcc >/dev/null || need+=(gcc libc6-dev)  # builds floor.c
 [ "${BENCH_FLOOR:-1}" = 0 ] || [ -e /usr/include/liburing.h ] || need+=(liburing-dev)  # builds floor_uring.c
 command -v taskset >/dev/null || need+=(util-linux)
+command -v h2load >/dev/null || need+=(nghttp2-client)  # the HTTP/2 rows' load client
 command -v rsvg-convert >/dev/null || need+=(librsvg2-bin)  # only to render the chart to PNG
 if [ -n "${BENCH_PROFILE:-}" ]; then
   command -v strace >/dev/null || need+=(strace)
@@ -41,6 +42,14 @@ if [ ${#need[@]} -gt 0 ]; then
   apt-get install -y -qq "${need[@]}" >/dev/null || { apt-get update -qq && apt-get install -y -qq "${need[@]}" >/dev/null; }
   # Debian's packages start a system nginx/lighttpd/h2o on :80 when they can; the benchmark never uses them.
 fi
+
+# Caddy is no Debian package of the right age: `make caddy` builds it from the Go module proxy into bin/ (make
+# bench-server does that first); CADDY names another binary.
+case ",$peers," in *,caddy,*)
+  : "${CADDY:=$(cd "$here/../../.." && pwd)/bin/caddy}"
+  [ -x "$CADDY" ] || { echo "caddy not found at $CADDY: run make caddy (or leave caddy out of PEERS)" >&2; exit 2; }
+  export CADDY ;;
+esac
 
 ours="$1"
 [ "$ours" = nginx ] || ours="$(realpath "$ours")"

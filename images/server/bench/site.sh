@@ -3,7 +3,7 @@
 # our server's `precompress`, served by our server and every peer; see site.md in docs/bench/ and README.md here.
 #   images/server/bench/site.sh PATH/TO/hyperstatic-server
 # Knobs (environment): PEERS BENCH_SECONDS REPS WARMUP_SECONDS BENCH_CPU_QUOTA SERVER_CPU CLIENT_CPU
-#                      SITE_CONNECTIONS STARTUP_REPS BENCH_OUT BENCH_SERVER_ARGS BENCH_KEEP_TMP.
+#                      SITE_CONNECTIONS STARTUP_REPS BENCH_OUT BENCH_SERVER_ARGS BENCH_KEEP_TMP SITE_H2 (1: the h2 row).
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 say() { echo "==> [$(date +%H:%M:%S)] $*" >&2; }
@@ -20,8 +20,12 @@ need=()
 [ -d /usr/share/doc/python3.11/html ] || need+=(python3.11-doc)
 command -v wrk >/dev/null || need+=(wrk)
 command -v taskset >/dev/null || need+=(util-linux)
+if [ "${SITE_H2:-1}" != 0 ]; then  # the h2 row: h2load, and openssl for the TLS listeners' certificate
+  command -v h2load >/dev/null || need+=(nghttp2-client)
+  command -v openssl >/dev/null || need+=(openssl)
+fi
 /usr/bin/python3 -c 'import brotli' 2>/dev/null || need+=(python3 python3-brotli)
-peers="${PEERS:-nginx,lighttpd,h2o}"
+peers="${PEERS:-nginx,lighttpd,h2o,caddy}"
 case ",$peers," in *,nginx,*)
   [ -x /usr/sbin/nginx ] || need+=(nginx-light)
   [ -e /usr/lib/nginx/modules/ngx_http_brotli_static_module.so ] || need+=(libnginx-mod-http-brotli-static) ;;
@@ -31,6 +35,12 @@ case ",$peers," in *,lighttpd,*)
   [ -e /usr/lib/lighttpd/mod_deflate.so ] || need+=(lighttpd-mod-deflate) ;;
 esac
 case ",$peers," in *,h2o,*) [ -x /usr/bin/h2o ] || need+=(h2o) ;; esac
+# Caddy is built from the Go module proxy (make caddy; make bench-site does it first); CADDY names another binary
+case ",$peers," in *,caddy,*)
+  : "${CADDY:=$(cd "$here/../../.." && pwd)/bin/caddy}"
+  [ -x "$CADDY" ] || { echo "caddy not found at $CADDY: run make caddy (or leave caddy out of PEERS)" >&2; exit 2; }
+  export CADDY ;;
+esac
 if [ ${#need[@]} -gt 0 ]; then
   say "installing ${need[*]} (Debian packages)"
   # Refresh the package lists only when the first attempt fails (a fresh machine has none).

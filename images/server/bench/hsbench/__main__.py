@@ -20,12 +20,17 @@ import tempfile
 import time
 from dataclasses import dataclass
 
-from . import content, load, measure, render, report, tls, tlsload
+from . import content, h2load, load, measure, render, report, tls, tlsload
 from .cgroup import CgroupError, CpuQuota
 from .placement import Client
 from .progress import step, warn
-from .servers import H2O_BIN, LIGHTTPD, NGINX, Hyperstatic, Server, free_port, lineup, parse_peers
+from .servers import (CADDY_BIN, H2O_BIN, LIGHTTPD, NGINX, Hyperstatic, Server, enable_h2c, free_port, lineup,
+                      parse_peers)
 from .workloads import Workload, select
+
+
+# the h2 8 KiB row's URI list: this many draws from the 1,000 files (h2load's clients each walk it in order)
+H2_SET_URIS = 10000
 
 
 def _env_int(name: str, default: int) -> int:
@@ -74,12 +79,14 @@ class Settings:
                        f"(usable: {sorted(cpus)})")
         out += [f"{t} not found (run.sh installs it)" for t in ("wrk", "taskset") if not shutil.which(t)]
         out += [f"{p} not found at {b} (run.sh installs it)" for p, b in
-                (("nginx", NGINX), ("lighttpd", LIGHTTPD), ("h2o", H2O_BIN))
+                (("nginx", NGINX), ("lighttpd", LIGHTTPD), ("h2o", H2O_BIN), ("caddy", CADDY_BIN))
                 if (p in self.peers or (p == "nginx" and self.ours == "nginx")) and not os.access(b, os.X_OK)]
         if any(w.tls for w in self.workloads) and not shutil.which("openssl"):
             out.append("openssl not found: it makes the HTTPS rows' certificate and checks every server's TLS")
         if any(w.client == "tlsload" for w in self.workloads) and not tlsload.go_binary():
             out.append("go not found: it builds the HTTPS new-connection rows' load client (tlsload/main.go)")
+        if any(w.client == "h2load" for w in self.workloads) and not shutil.which("h2load"):
+            out.append("h2load not found: it drives the HTTP/2 rows (run.sh installs nghttp2-client)")
         if self.floor and not shutil.which(os.environ.get("CC", "gcc")):
             out.append("gcc not found: the floor responder is built from floor.c (BENCH_FLOOR=0 leaves it out)")
         if self.ours != "nginx" and not os.access(self.ours, os.X_OK):
@@ -105,14 +112,17 @@ def start(servers: list[Server], site: content.Content, meta: dict, clients: loa
             c = meta["tls"]["servers"][s.name] = tls.check(s, clients.tls_setup, site.samples)
             step(f"{s.name} HTTPS on 127.0.0.1:{s.tls_port}: {c['protocol']} {c['cipher']} ALPN {c['alpn']}, "
                  f"session {c['resumed']} on reconnect, exact bytes (picks {c['cipher_unforced_client']} when the "
-                 f"client offers OpenSSL's default list)")
+                 f"client offers OpenSSL's default list; ALPN {c['alpn_h2_offered'] or 'none'} when offered h2)")
 
 
-def idle_phase(cfg: Settings, servers: list[Server], client: Client) -> dict[str, dict]:
+def idle_phase(cfg: Settings, servers: list[Server], client: Client, h2: str = "") -> dict[str, dict]:
+    """RSS with cfg.idle_n idle HTTP/1.1 connections on each server's plain port, or HTTP/2 ones over TLS (h2 "tls")
+    or with prior knowledge on the plain port (h2 "h2c")."""
     idle = {}
+    kind = {"": "keep-alive", "tls": "HTTP/2 (TLS)", "h2c": "h2c"}[h2]
     for s in servers:
-        step(f"{s.name}: opening {cfg.idle_n:,} idle keep-alive connections")
-        r = measure.idle_connections(s, cfg.idle_n, content.SMALL_PATH, client)
+        step(f"{s.name}: opening {cfg.idle_n:,} idle {kind} connections")
+        r = measure.idle_connections(s, cfg.idle_n, content.SMALL_PATH, client, h2=h2)
         idle[s.name] = r.row()
         step(f"{s.name}: RSS {r.rss_before / 1e6:.1f} MB fresh → {r.rss_idle / 1e6:.1f} MB with "
              f"{r.conns_alive:,} idle connections alive ({r.conns_failed} failed to open)")
@@ -161,6 +171,8 @@ def load_phase(cfg: Settings, servers: list[Server], client: Client, clients: lo
     for rep in range(cfg.reps):
         for wi, wl in enumerate(cfg.workloads):
             for s in round_order(servers, rep, wi, wl.floor):
+                if wl.h2c and not s.h2c:
+                    continue  # this server takes no h2c on its plain port (the table shows it absent)
                 n += 1
                 s.before_run(samples or {})
                 try:
@@ -195,6 +207,9 @@ def bench(cfg: Settings, work: str, cleanup: list) -> int:
             "cgroup": ours.quota.describe(), "versions": {s.name: s.version() for s in servers}, "servers": names,
             "server_args": cfg.extra_args, "nice": os.environ.get("BENCH_NICE", "-20"),
             "loadavg_start": os.getloadavg()[0]}
+    if any(w.h2c for w in cfg.workloads):
+        meta["h2c_servers"] = enable_h2c(servers)
+        step(f"h2c rows: with prior knowledge on the plain port, on {', '.join(meta['h2c_servers'])}")
     clients = https_clients(cfg, servers, work, meta)
     client.group.create()
     start(servers, site, meta, clients)
@@ -204,6 +219,10 @@ def bench(cfg: Settings, work: str, cleanup: list) -> int:
         if "hyperstatic_content_bytes" in m:
             meta["ours_content_bytes_metric"] = m["hyperstatic_content_bytes"]
     idle = idle_phase(cfg, [s for s in servers if not s.fresh], client) if cfg.idle_n else {}
+    if cfg.idle_n and any(w.h2c for w in cfg.workloads):  # like for like with the HTTP/1.1 phase: plain port
+        meta["idle_h2c"] = idle_phase(cfg, [s for s in servers if not s.fresh and s.h2c], client, h2="h2c")
+    if cfg.idle_n and any(w.client == "h2load" and w.tls for w in cfg.workloads):
+        meta["idle_h2"] = idle_phase(cfg, [s for s in servers if not s.fresh and s.tls_port], client, h2="tls")
     runs = load_phase(cfg, servers, client, clients, site.samples)
     if cfg.deployed:
         meta["deployed"] = {"pages": cfg.pages, "pending": [(r.pending_start, r.pending_end) for r in runs
@@ -240,7 +259,7 @@ def deployed_server(cfg: Settings, site: content.Content, work: str, tag: str) -
 def https_clients(cfg: Settings, servers: list[Server], work: str, meta: dict) -> load.Clients:
     """For HTTPS rows: the certificate, every server's TLS listener, the load client; their facts in meta."""
     if not any(w.tls for w in cfg.workloads):
-        return load.Clients()
+        return load.Clients(set_uris=_set_uris(cfg, work))
     setup = tls.setup(os.path.join(work, "tls"))
     tls.attach(servers, setup)
     meta["tls"] = {"protocol": tls.PROTOCOL, "cipher": tls.CIPHER, "certificate": "ECDSA P-256, self-signed, per run",
@@ -249,13 +268,23 @@ def https_clients(cfg: Settings, servers: list[Server], work: str, meta: dict) -
     if any(w.client == "tlsload" for w in cfg.workloads):
         step("building the HTTPS new-connection load client (tlsload/main.go)")
         binary = tlsload.build(os.path.join(work, "tlsload"))
-    return load.Clients(tls_setup=setup, tlsload_bin=binary)
+    return load.Clients(tls_setup=setup, tlsload_bin=binary, set_uris=_set_uris(cfg, work))
+
+
+def _set_uris(cfg: Settings, work: str) -> str | None:
+    """The h2 8 KiB rows' URI list, when a row wants it."""
+    if not any(w.uris == "set" for w in cfg.workloads):
+        return None
+    return h2load.write_uris([content.set_path(i) for i in range(content.SET_COUNT)], H2_SET_URIS,
+                             os.path.join(work, "h2-set-uris.txt"))
 
 
 def estimate_seconds(cfg: Settings) -> float:
     """Wall time: every run is warm-up + measured + ~1.5 s of wrk start/stop; the idle phase ~12 s per server."""
     servers = 1 + len(cfg.peers) + (1 if cfg.floor else 0) + (1 if cfg.deployed else 0)
-    return cfg.reps * cfg.runs_per_rep() * (cfg.seconds + cfg.warmup + 1.5) + (12 * servers if cfg.idle_n else 0) + 15
+    idle_rounds = 2 if any(w.client == "h2load" for w in cfg.workloads) else 1
+    return (cfg.reps * cfg.runs_per_rep() * (cfg.seconds + cfg.warmup + 1.5)
+            + (12 * servers * idle_rounds if cfg.idle_n else 0) + 15)
 
 
 def main() -> int:

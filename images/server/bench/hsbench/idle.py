@@ -27,6 +27,17 @@ def _response_done(buf: bytes) -> bool:
     return len(buf) >= head_end + 4 + length
 
 
+def connect_nonblocking(port: int) -> socket.socket:
+    """A non-blocking TCP connect to 127.0.0.1:port under way (writable once it completes)."""
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s.setblocking(False)
+    err = s.connect_ex(("127.0.0.1", port))
+    if err not in (0, errno.EINPROGRESS):
+        s.close()
+        raise OSError(err, f"connect: {errno.errorcode.get(err, err)}")
+    return s
+
+
 def open_idle(port: int, n: int, path: str, deadline_s: float = 120.0) -> tuple[list[socket.socket], int]:
     request = f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".encode()
     sel = selectors.DefaultSelector()
@@ -38,18 +49,16 @@ def open_idle(port: int, n: int, path: str, deadline_s: float = 120.0) -> tuple[
 
     def launch():
         nonlocal started, pending
-        s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        s.setblocking(False)
-        err = s.connect_ex(("127.0.0.1", port))
-        if err not in (0, errno.EINPROGRESS):
-            raise OSError(err, f"connect: {errno.errorcode.get(err, err)}")
+        s = connect_nonblocking(port)
         sel.register(s, selectors.EVENT_WRITE, {"state": "connecting", "buf": b""})
         started += 1
         pending += 1
 
     while len(done) + failed < n:
         if time.monotonic() > deadline:
-            raise TimeoutError(f"only {len(done)} of {n} connections answered in {deadline_s:.0f}s")
+            # a server that stops accepting (lighttpd at its connection limit) leaves the rest in its backlog:
+            # they count as failed, the phase reports it and the benchmark goes on
+            return done, failed + _abandon(sel) + (n - started)
         while started < n and pending < BATCH:
             launch()
         for key, _ in sel.select(timeout=1.0):
@@ -77,6 +86,15 @@ def open_idle(port: int, n: int, path: str, deadline_s: float = 120.0) -> tuple[
                 failed += 1
                 pending -= 1
     return done, failed
+
+
+def _abandon(sel: selectors.BaseSelector) -> int:
+    """Closes every connection still waiting in sel; returns how many."""
+    keys = list(sel.get_map().values())
+    for key in keys:
+        sel.unregister(key.fileobj)
+        key.fileobj.close()
+    return len(keys)
 
 
 def count_alive(socks: list[socket.socket]) -> int:

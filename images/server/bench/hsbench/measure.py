@@ -110,12 +110,17 @@ class IdleResult:
         return asdict(self)
 
 
-def idle_connections(server: Server, n: int, path: str, client: Client, settle: float = 2.0) -> IdleResult:
-    """Open n keep-alive connections (one request each), let them sit idle, read the server's RSS."""
+def idle_connections(server: Server, n: int, path: str, client: Client, settle: float = 2.0,
+                     h2: str = "") -> IdleResult:
+    """Open n keep-alive connections (one request each), let them sit idle, read the server's RSS. h2 "tls": HTTP/2
+    connections on the server's TLS port (idleh2.py: preface, SETTINGS, one request each), "h2c": the same with
+    prior knowledge on its plain port, "": HTTP/1.1 ones on its plain port (idle.py)."""
     rss_before = procstat.rss_bytes(server.pids())
     pkg_dir = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    argv = {"": ["hsbench.idle", str(server.port)], "tls": ["hsbench.idleh2", str(server.tls_port)],
+            "h2c": ["hsbench.idleh2", str(server.port)]}[h2] + [str(n), path] + (["--h2c"] if h2 == "h2c" else [])
     child = subprocess.Popen(
-        [*client.taskset(), sys.executable, "-m", "hsbench.idle", str(server.port), str(n), path],
+        [*client.taskset(), sys.executable, "-m", *argv],
         cwd=pkg_dir, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, preexec_fn=client.preexec)
     try:
         line = child.stdout.readline().split()

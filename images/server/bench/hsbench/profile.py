@@ -4,7 +4,7 @@ under the same pinning and CPU cap as the benchmark. A diagnostic, not a benchma
 but the counts *per request* stay true, and the CPU split comes from a run without a tracer.
 
 Usage: python3 -m hsbench.profile --ours PATH   (make bench-profile)
-Environment: BENCH_WORKLOADS (default: all plain-HTTP ones; no HTTPS rows here), PEERS (default nginx,lighttpd,h2o), BENCH_FLOOR (1),
+Environment: BENCH_WORKLOADS (default: all plain-HTTP ones; no HTTPS or HTTP/2 rows here), PEERS (default nginx,lighttpd,h2o,caddy), BENCH_FLOOR (1),
 PROFILE_SECONDS (3), BENCH_CPU_QUOTA (40), PROFILE_PERF (1; 0 skips perf).
 
 The floor runs once per way of sending its 8 KiB bodies (floor-sendfile, floor-writev: servers.FLOOR_BODIES) in the
@@ -192,7 +192,8 @@ def main() -> int:
     seconds = int(os.environ.get("PROFILE_SECONDS", "3"))
     quota = int(os.environ.get("BENCH_CPU_QUOTA", "40"))
     # plain HTTP only: the profile drives wrk at each server's plain port and knows no TLS setup
-    workloads = [w for w in select(os.environ.get("BENCH_WORKLOADS", "")) if not w.tls]
+    # wrk's plain-HTTP rows only: no HTTPS, no HTTP/2 (h2load; the h2c rows are plain but not HTTP/1.1)
+    workloads = [w for w in select(os.environ.get("BENCH_WORKLOADS", "")) if not w.tls and w.client == "wrk"]
     if not workloads:
         warn("make bench-profile has no HTTPS rows; pick plain-HTTP workloads in BENCH_WORKLOADS")
         return 2

@@ -117,6 +117,23 @@ def _pct(x) -> str:
     return "–" if _unknown(x) else f"{x:.0%}"
 
 
+def idle_h2_table(idle_h2: dict[str, dict], meta: dict, names: list[str],
+                  what: str = "h2 connections (TLS)") -> list[str]:
+    """Memory with idle HTTP/2 connections (each sent preface, SETTINGS and one request), per server."""
+    if not idle_h2:
+        return []
+    lines = ["", f"| Server | RSS fresh | RSS with {meta['idle_conns']:,} idle {what} | per connection | "
+                 f"still open |", "|---|--:|--:|--:|--:|"]
+    for name in names:
+        r = idle_h2.get(name)
+        if r is None:
+            continue
+        per = (r["rss_idle"] - r["rss_before"]) / max(1, r["conns_alive"])
+        lines.append(f"| {name} | {_mb(r['rss_before'])} | {_mb(r['rss_idle'])} | {per / 1024:.2f} KiB | "
+                     f"{r['conns_alive']:,} of {r['conns_wanted']:,} |")
+    return lines
+
+
 def markdown(summary: list[dict], idle: dict[str, dict], meta: dict, names: list[str]) -> str:
     ours, peers = names[0], [n for n in names[1:] if is_peer(n, names[0])]
     lines = [
@@ -168,6 +185,8 @@ def markdown(summary: list[dict], idle: dict[str, dict], meta: dict, names: list
                 target = f"{'met' if v['met'] else 'missed'} ({_mb(r['rss_idle'])} of {_mb(v['budget_bytes'])})"
             lines.append(f"| {name} | {_mb(r['rss_before'])} | {_mb(r['rss_idle'])} | {per / 1024:.2f} KiB | "
                          f"{r['conns_alive']:,} | {target} |")
+    lines += idle_h2_table(meta.get("idle_h2c") or {}, meta, names, "h2c connections (plain port)")
+    lines += idle_h2_table(meta.get("idle_h2") or {}, meta, names)
     lines += ["", f"CPU-s: the server's user+system CPU seconds during one run (all its processes, from /proc). "
                   f"RSS: peak summed VmRSS during the run. MB = 10^6 bytes. "
                   f"p99 from wrk; none for pipelining, where wrk's latency statistics do not apply. "

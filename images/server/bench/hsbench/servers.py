@@ -57,10 +57,10 @@ def pair(ours: str, root: str, cpu: int, quota_pct: int, work: str, extra_args: 
     return a, b
 
 
-def http_get(port: int, path: str, timeout: float = 2.0) -> tuple[int, bytes]:
+def http_get(port: int, path: str, timeout: float = 2.0, headers: dict[str, str] | None = None) -> tuple[int, bytes]:
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
     try:
-        conn.request("GET", path)
+        conn.request("GET", path, headers=headers or {})
         resp = conn.getresponse()
         return resp.status, resp.read()
     finally:
@@ -78,6 +78,7 @@ class Server:
     # whose encoder has just begun, and it never runs while another server is measured)
     fresh = False
     extra_env: dict[str, str] = {}   # added to the environment (h2o's OPENSSL_CONF for the HTTPS rows)
+    h2c = False   # accepts HTTP/2 with prior knowledge on its plain port (the h2c rows run only where it does)
 
     def __init__(self, root: str, port: int, cpu: int, quota: CpuQuota, workdir: str):
         self.root, self.port, self.cpu, self.quota, self.workdir = root, port, cpu, quota, workdir
@@ -188,9 +189,12 @@ class Hyperstatic(Server):
     def argv(self) -> list[str]:
         # No security headers (on by default in the server): no peer sends them, and every server must answer with
         # the same headers for the comparison to be fair. BENCH_SERVER_ARGS=--security-headers measures them.
+        # --max-requests-per-connection as high as the peers' (nginx keepalive_requests, lighttpd
+        # max-keep-alive-requests: 100,000,000): at its default (10,000) ours ends every h2 connection after 10,000
+        # streams, and h2load, unlike wrk, does not reconnect, so an h2 row would stop at 100 × 10,000 requests.
         return [self.binary, "--root", self.root, "--listen", f"127.0.0.1:{self.port}",
                 "--admin-listen", f"127.0.0.1:{self.admin_port}", "--workers", "1", "--security-headers=false",
-                *self.extra_args]
+                "--max-requests-per-connection=100000000", *self.extra_args]
 
     def version(self) -> str:
         try:
@@ -282,6 +286,7 @@ def render_template(name: str, **values) -> str:
 
 class Lighttpd(Server):
     name = "lighttpd"
+    h2c = True  # server.h2proto (on by default since 1.4.59) covers prior knowledge on a plain socket too
 
     def __init__(self, extra_conf: str = "", **kw):
         super().__init__(**kw)
@@ -290,7 +295,7 @@ class Lighttpd(Server):
 
     def config(self, nofile: int) -> str:
         return render_template("lighttpd.conf.in", root=self.root, port=self.port, dir=self.workdir, nofile=nofile,
-                               max_connections=max(1024, nofile // 2 - 64)) + self.extra_conf
+                               max_connections=max(1024, nofile // 2)) + self.extra_conf
 
     def argv(self) -> list[str]:
         with open(self.conf, "w") as f:
@@ -312,7 +317,7 @@ class H2O(Server):
 
     def config(self, nofile: int) -> str:
         text = render_template("h2o.conf.in", root=self.root, port=self.port, dir=self.workdir,
-                               max_connections=min(20000, nofile - 64)) + self.extra_conf
+                               max_connections=min(20000, nofile - 64), h2c="ON" if self.h2c else "OFF") + self.extra_conf
         if os.getuid() == 0:  # h2o refuses to run as root without a user directive; keep the invoking user
             text = f"user: {pwd.getpwuid(0).pw_name}\n" + text
         return text
@@ -325,6 +330,63 @@ class H2O(Server):
     def version(self) -> str:
         out = subprocess.run([H2O_BIN, "-v"], capture_output=True, text=True)
         return (out.stdout or out.stderr).strip().splitlines()[0].replace("h2o version ", "h2o/")
+
+
+# Caddy comes from the Go module proxy (make caddy installs it into ./bin; run.sh passes its path as CADDY)
+CADDY_BIN = os.environ.get("CADDY", os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(HERE))), "bin",
+                                                 "caddy"))
+
+
+class Caddy(Server):
+    name = "caddy"
+
+    def __init__(self, extra_conf: str = "", file_server_extra: str = "", **kw):
+        super().__init__(**kw)
+        self.conf = os.path.join(self.workdir, "Caddyfile")
+        self.extra_conf = extra_conf  # appended site blocks (the HTTPS one, tls.py)
+        self.file_server_extra = file_server_extra  # inside every file_server block (make bench-site: precompressed)
+        # Caddy keeps data and autosaved config under XDG dirs: keep them in the run's temp dir, not in $HOME
+        self.extra_env = {"XDG_DATA_HOME": os.path.join(self.workdir, "data"),
+                          "XDG_CONFIG_HOME": os.path.join(self.workdir, "config")}
+
+    def config(self) -> str:
+        return render_template("Caddyfile.in", root=self.root, port=self.port, protocols=self.protocols(),
+                               file_server_extra=self.file_server_extra) + self.extra_conf
+
+    def protocols(self) -> str:
+        return "h1 h2 h2c" if self.h2c else "h1 h2"
+
+    def argv(self) -> list[str]:
+        with open(self.conf, "w") as f:
+            f.write(self.config())
+        return [CADDY_BIN, "run", "--config", self.conf, "--adapter", "caddyfile"]
+
+    def version(self) -> str:
+        # `caddy version` prints "unknown" for a go-install build; its module version is in the build info
+        out = subprocess.run([CADDY_BIN, "build-info"], capture_output=True, text=True)
+        return "caddy/" + caddy_version(out.stdout)
+
+
+def caddy_version(build_info: str) -> str:
+    """The caddy module's version from `caddy build-info` (Go's build info: "mod<TAB>path<TAB>version<TAB>sum")."""
+    for line in build_info.splitlines():
+        f = line.split("\t")
+        if len(f) >= 3 and f[0] == "mod" and f[1] == "github.com/caddyserver/caddy/v2":
+            return f[2]
+    return "unknown"
+
+
+def enable_h2c(servers: list[Server]) -> list[str]:
+    """Turns on h2c with prior knowledge where it is a setting (ours: --h2c=true; Caddy: protocols h2c; h2o 2.2:
+    http1-upgrade-to-http2 ON, which gates prior knowledge too); returns the names of the servers that then accept
+    it."""
+    for s in servers:
+        if isinstance(s, Hyperstatic):
+            s.extra_args = [*s.extra_args, "--h2c=true"]
+            s.h2c = True
+        elif isinstance(s, (Caddy, H2O)):
+            s.h2c = True
+    return [s.name for s in servers if s.h2c]
 
 
 def build_floor(workdir: str, uring: bool = False) -> str:
@@ -377,11 +439,11 @@ class Floor(Server):
         super().validate(files if self.set_dir else {SMALL_PATH: files[SMALL_PATH]})
 
 
-PEERS = ("nginx", "lighttpd", "h2o")
+PEERS = ("nginx", "lighttpd", "h2o", "caddy")
 
 
 def parse_peers(text: str) -> list[str]:
-    """PEERS=nginx,h2o picks peers; empty means all three; "floor" may be named too (it is on by default)."""
+    """PEERS=nginx,h2o picks peers; empty means all four; "floor" may be named too (it is on by default)."""
     names = [p.strip() for p in text.replace(" ", ",").split(",") if p.strip()] or list(PEERS)
     unknown = [p for p in names if p not in PEERS + ("floor",)]
     if unknown:
@@ -393,7 +455,7 @@ def lineup(ours: str, peers: list[str], floor: bool, root: str, cpu: int, quota_
            extra_args: list[str], tag: str) -> list[Server]:
     """Our server first, then each peer, then the floor: all pinned to the same CPU with the same quota."""
     out = [pair(ours, root, cpu, quota_pct, work, extra_args, tag)[0]]
-    kinds = {"nginx": Nginx, "lighttpd": Lighttpd, "h2o": H2O}
+    kinds = {"nginx": Nginx, "lighttpd": Lighttpd, "h2o": H2O, "caddy": Caddy}
     for p in peers:
         if p == "floor":
             continue

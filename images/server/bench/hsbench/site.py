@@ -14,7 +14,7 @@ import sys
 import time
 from dataclasses import dataclass
 
-from . import measure, procstat, report, sitecheck, sitemap, sitepeers, sitereport
+from . import load, measure, procstat, report, sitecheck, sitemap, sitepeers, sitereport, tls
 from .__main__ import _env_int, _git_rev, round_order, run_in_workdir
 from .cgroup import CgroupError, CpuQuota
 from .placement import Client, boost
@@ -26,10 +26,19 @@ DOCS = "/usr/share/doc/python3.11/html"
 ACCEPT = "gzip, deflate, br"  # what Chrome and Firefox send over plain HTTP
 
 
-def workloads(conns: list[int], url_file: str, accept: str) -> list[Workload]:
+H2_ACCEPT = "br"  # the h2 row: what a browser gets over HTTPS, where every one of them offers br
+
+
+def workloads(conns: list[int], url_file: str, accept: str, h2: bool = False) -> list[Workload]:
     # no target ratio: this workload reports where we stand, it does not gate anything (target 0)
-    return [Workload(f"site-c{c}", f"Python docs mix, c={c}", "/", c, 0.0, os.path.join(LUA, "site.lua"),
-                     [url_file, accept], floor=False) for c in conns]
+    out = [Workload(f"site-c{c}", f"Python docs mix, c={c}", "/", c, 0.0, os.path.join(LUA, "site.lua"),
+                    [url_file, accept], floor=False) for c in conns]
+    if h2:
+        # the same mix over HTTP/2 (TLS), h2load walking the URL list with a browser's br; issue 26's goal 1.3×
+        out.append(Workload("site-h2", "Python docs mix, h2 with br c=100 m=10", "/", 100, 1.3, floor=False,
+                            tls=True, client="h2load", streams=10, uris=url_file,
+                            headers=[f"Accept-Encoding: {H2_ACCEPT}"]))
+    return out
 
 
 @dataclass
@@ -48,6 +57,7 @@ class Settings:
     extra_args: list[str]
     docs: str
     accept: str
+    h2: bool = True   # SITE_H2=0 leaves out the h2 row (and the servers' TLS listeners)
 
     @classmethod
     def from_env(cls, ours: str, out: str) -> "Settings":
@@ -59,11 +69,12 @@ class Settings:
                    startup_reps=_env_int("STARTUP_REPS", reps),
                    peers=[p for p in parse_peers(os.environ.get("PEERS", "")) if p != "floor"],
                    extra_args=shlex.split(os.environ.get("BENCH_SERVER_ARGS", "")),
-                   docs=os.environ.get("SITE_DOCS") or DOCS, accept=os.environ.get("SITE_ACCEPT_ENCODING") or ACCEPT)
+                   docs=os.environ.get("SITE_DOCS") or DOCS, accept=os.environ.get("SITE_ACCEPT_ENCODING") or ACCEPT,
+                   h2=os.environ.get("SITE_H2", "1") not in ("0", ""))
 
     def estimate_seconds(self) -> float:
         servers = 1 + len(self.peers)
-        load = self.reps * len(self.conns) * servers * (self.seconds + self.warmup + 1.5)
+        load = self.reps * (len(self.conns) + self.h2) * servers * (self.seconds + self.warmup + 1.5)
         return load + self.startup_reps * servers * 3 + servers * 20 + 30  # startups, check pass, copy
 
 
@@ -124,13 +135,14 @@ def check_phase(cfg: Settings, servers, root: str, urls: list[str]) -> dict:
     return out
 
 
-def load_phase(cfg: Settings, servers, wls: list[Workload], client: Client) -> list[measure.Run]:
+def load_phase(cfg: Settings, servers, wls: list[Workload], client: Client,
+               clients: load.Clients | None = None) -> list[measure.Run]:
     runs, n, total = [], 0, cfg.reps * len(wls) * len(servers)
     for rep in range(cfg.reps):
         for wi, wl in enumerate(wls):
             for s in round_order(servers, rep, wi, True):
                 n += 1
-                r = measure.run_workload(s, wl, rep, cfg.seconds, cfg.warmup, client, cfg.quota_pct)
+                r = measure.run_workload(s, wl, rep, cfg.seconds, cfg.warmup, client, cfg.quota_pct, clients)
                 runs.append(r)
                 warn_s = f"  ⚠ {r.errors} socket errors, {r.non2xx} non-2xx" if r.errors or r.non2xx else ""
                 step(f"[{n}/{total}] rep {rep + 1} {wl.key:9} {s.name:12} {r.rps:9,.0f} req/s  cpu {r.cpu_s:5.2f} s  "
@@ -156,6 +168,10 @@ def bench(cfg: Settings, work: str, cleanup: list) -> int:
     client = Client(cfg.client_cpu, CpuQuota(f"{tag}-client", 0))
     cleanup += [s.stop for s in servers] + [client.group.destroy]
     names = [s.name for s in servers]
+    clients = load.Clients()
+    if cfg.h2:  # every server's TLS listener, set up as for make bench-server's HTTPS rows (tls.py)
+        clients = load.Clients(tls_setup=tls.setup(os.path.join(work, "tls")))
+        tls.attach(servers, clients.tls_setup)
     meta = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "git": _git_rev(), "seconds": cfg.seconds,
             "reps": cfg.reps, "warmup_seconds": cfg.warmup, "cpu_quota_percent": cfg.quota_pct,
             "server_cpu": cfg.server_cpu, "client_cpu": cfg.client_cpu, "connections": cfg.conns,
@@ -179,8 +195,10 @@ def bench(cfg: Settings, work: str, cleanup: list) -> int:
                                         if k.startswith("hyperstatic_content_")}
     step(f"checking every one of the {len(ul.unique())} URLs on every server (Accept-Encoding: {cfg.accept})")
     meta["check"] = check_phase(cfg, servers, root, ul.unique())
-    wls = workloads(cfg.conns, url_file, cfg.accept)
-    runs = load_phase(cfg, servers, wls, client)
+    if cfg.h2:
+        meta["tls"] = {s.name: tls.check(s, clients.tls_setup, {}) for s in servers}
+    wls = workloads(cfg.conns, url_file, cfg.accept, cfg.h2)
+    runs = load_phase(cfg, servers, wls, client, clients)
     meta["loadavg_end"] = os.getloadavg()[0]
     for stop in cleanup:
         stop()
@@ -201,7 +219,8 @@ def main() -> int:
     ap.add_argument("--out", default="_out/bench/site")
     args = ap.parse_args()
     cfg = Settings.from_env(args.ours, args.out)
-    problems = [f"{t} not found (site.sh installs it)" for t in ("wrk", "taskset") if not shutil.which(t)]
+    tools = ("wrk", "taskset") + (("h2load", "openssl") if cfg.h2 else ())
+    problems = [f"{t} not found (site.sh installs it)" for t in tools if not shutil.which(t)]
     if not os.path.isdir(cfg.docs):
         problems.append(f"{cfg.docs} missing (site.sh installs python3.11-doc)")
     if not os.access(cfg.ours, os.X_OK):

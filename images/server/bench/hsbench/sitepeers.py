@@ -6,6 +6,7 @@ set up to send, which sitecheck holds it to.
 - nginx: `gzip_static on` (ngx_http_gzip_static_module, built into Debian's nginx) and `brotli_static on`
   (Debian's libnginx-mod-http-brotli-static, loaded with load_module): both send the sibling file.
 - h2o 2.2: `file.send-compressed: ON` sends the .br or .gz sibling (h2o's changelog: renamed from send-gzip).
+- Caddy: `file_server { precompressed br gzip }` sends the .br or .gz sibling (Caddy's file_server docs).
 - lighttpd 1.4.69 cannot send siblings it did not make: its way is mod_deflate with `deflate.cache-dir`, which
   compresses a file on its first request and keeps the result on disk for the next ones. The check pass before
   timing requests every URL once, so the timed runs find every variant cached; its encoder settings are its own
@@ -15,7 +16,7 @@ import mimetypes
 import os
 
 from .cgroup import CpuQuota
-from .servers import H2O, Lighttpd, Nginx, Server, free_port, pair
+from .servers import H2O, Caddy, Lighttpd, Nginx, Server, free_port, pair
 
 NGINX_BROTLI_STATIC = "/usr/lib/nginx/modules/ngx_http_brotli_static_module.so"
 PAGE = "/index.html"  # readiness and the startup probe ask for the site's front page
@@ -54,11 +55,12 @@ def lighttpd_extra(root: str, cache_dir: str) -> str:
 
 
 # what each server is configured to send, besides identity
-OFFERS = {"hyperstatic": {"br", "gzip"}, "nginx": {"br", "gzip"}, "h2o": {"br", "gzip"},
+OFFERS = {"hyperstatic": {"br", "gzip"}, "nginx": {"br", "gzip"}, "h2o": {"br", "gzip"}, "caddy": {"br", "gzip"},
           "lighttpd": {"br", "gzip", "deflate"}}
 HOW = {"hyperstatic": "loads the .br/.gz siblings (precompress)",
        "nginx": "gzip_static on + brotli_static on (siblings)",
        "h2o": "file.send-compressed: ON (siblings)",
+       "caddy": "file_server { precompressed br gzip } (siblings)",
        "lighttpd": "mod_deflate + deflate.cache-dir (compresses on first request, then from its disk cache)"}
 
 
@@ -78,6 +80,8 @@ def lineup(ours: str, peers: list[str], root: str, cpu: int, quota_pct: int, wor
             out.append(Lighttpd(extra_conf=lighttpd_extra(root, cache), **common))
         elif p == "h2o":
             out.append(H2O(extra_conf="file.send-compressed: ON\n", **common))
+        elif p == "caddy":
+            out.append(Caddy(file_server_extra="\t\tprecompressed br gzip", **common))
     for s in out:
         s.ready_path = PAGE
     return out

@@ -58,7 +58,7 @@ def markdown(data: dict) -> str:
         f"{meta.get('pages', '?')} pages followed by its assets); {kinds}. "
         f"Accept-Encoding: `{meta.get('accept_encoding', '')}`, keep-alive.",
         "",
-        f"| Connections | Server | req/s (min–max) | {ours} ÷ this | req/CPU-s | {ours} ÷ this per CPU-s | CPU-s | "
+        f"| Connections (h2: HTTP/2 over TLS) | Server | req/s (min–max) | {ours} ÷ this | req/CPU-s | {ours} ÷ this per CPU-s | CPU-s | "
         f"bytes/response | p99 | RSS after warm-up | RSS after run |",
         "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|",
     ]

@@ -17,7 +17,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 
-from .servers import H2O, Hyperstatic, Lighttpd, Nginx, Server, free_port, render_template
+from .servers import H2O, Caddy, Hyperstatic, Lighttpd, Nginx, Server, free_port, render_template
 
 CIPHER = "TLS_AES_128_GCM_SHA256"
 PROTOCOL = "TLSv1.3"
@@ -69,6 +69,8 @@ def attach(servers: list[Server], tls: Setup) -> None:
         elif isinstance(s, H2O):
             s.extra_conf += render_template("h2o-tls.conf.in", **values)
             s.extra_env = {"OPENSSL_CONF": tls.openssl_conf}
+        elif isinstance(s, Caddy):
+            s.extra_conf += render_template("Caddyfile-tls.in", file_server_extra=s.file_server_extra, **values)
         else:
             raise RuntimeError(f"{s.name}: no TLS configuration known")
 
@@ -103,10 +105,10 @@ def parse_s_client(out: str) -> Handshake:
 
 
 def s_client(port: int, env: dict | None = None, sess_out: str | None = None, sess_in: str | None = None,
-             path: str = "/100.html") -> Handshake:
+             path: str = "/100.html", alpn: str = "http/1.1") -> Handshake:
     """One connection with one GET (so TLS 1.3 tickets arrive before it ends), reported as s_client saw it."""
     argv = ["openssl", "s_client", "-connect", f"127.0.0.1:{port}", "-servername", "localhost",
-            "-alpn", "http/1.1", "-ign_eof"]
+            "-alpn", alpn, "-ign_eof"]
     argv += ["-sess_out", sess_out] if sess_out else []
     argv += ["-sess_in", sess_in] if sess_in else []
     req = f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
@@ -140,6 +142,8 @@ def check(server: Server, tls: Setup, files: dict[str, bytes]) -> dict:
             raise RuntimeError(f"{server.name}: nothing listens on its HTTPS port {port}:\n{server.log_tail()}")
         time.sleep(0.1)
     free = s_client(port)
+    # what a browser's offer gets (h2 rows need "h2"; the HTTP/1.1 rows' clients do not offer it)
+    browser = s_client(port, env=client_env(tls), alpn="h2,http/1.1")
     with tempfile.TemporaryDirectory() as d:
         sess = os.path.join(d, "session.pem")
         first = s_client(port, env=client_env(tls), sess_out=sess)
@@ -156,7 +160,7 @@ def check(server: Server, tls: Setup, files: dict[str, bytes]) -> dict:
             raise RuntimeError(f"{server.name}: HTTPS GET {path} -> {status}, {len(got)} bytes "
                                f"(want 200, {len(body)} bytes)")
     return {"port": port, "protocol": first.protocol, "cipher": first.cipher, "alpn": first.alpn,
-            "resumed": again.outcome, "cipher_unforced_client": free.cipher}
+            "resumed": again.outcome, "cipher_unforced_client": free.cipher, "alpn_h2_offered": browser.alpn}
 
 
 def reachable(port: int) -> bool:

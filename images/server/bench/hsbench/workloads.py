@@ -26,6 +26,14 @@ class Workload:
     tls: bool = False             # HTTPS rows: the servers' TLS listeners (tls.py); the floor has no TLS
     client: str = "wrk"           # "tlsload": the Go client of the new-connection HTTPS rows (tlsload.py)
     resume: bool = False          # tlsload only: resume sessions (True) or make every handshake a full one
+    # h2load only (HTTP/2 rows, h2load.py): concurrent streams per connection (-m), the URI list (-i; "set" is the
+    # 1,000 × 8 KiB files drawn at random, any other value a file path), requests per connection (0: keep-alive)
+    streams: int = 1
+    uris: str = ""
+    per_conn: int = 0
+    # h2load only: HTTP/2 with prior knowledge on the plain port (h2c) instead of over TLS; runs only on the servers
+    # that accept it there (Server.h2c; enable_h2c turns it on where it is a setting)
+    h2c: bool = False
 
 
 WORKLOADS = [
@@ -48,7 +56,25 @@ WORKLOADS = [
              floor=False, tls=True, client="tlsload"),
     Workload("tls-new-resumed", "HTTPS new conn., resumed, c=100", SMALL_PATH, 100, 1.0,
              floor=False, tls=True, client="tlsload", resume=True),
+    # HTTP/2 over TLS (issue 26), h2load on the client CPU; the goal is 1.3× the best peer per server CPU-second
+    Workload("h2-100b-m10", "h2 100 B, c=100 m=10", SMALL_PATH, 100, 1.3, floor=False, tls=True, client="h2load",
+             streams=10),
+    Workload("h2-100b-m100", "h2 100 B, c=100 m=100", SMALL_PATH, 100, 1.3, floor=False, tls=True,
+             client="h2load", streams=100),
+    Workload("h2-8k-set", "h2 8 KiB at random, c=100 m=10", "/", 100, 1.3, floor=False, tls=True, client="h2load",
+             streams=10, uris="set"),
+    # a new TLS connection (full handshake) every 10 requests: what many short browser visits look like
+    Workload("h2-new10", "h2 100 B, new conn./10 req, c=100", SMALL_PATH, 100, 1.3, floor=False, tls=True,
+             client="h2load", streams=10, per_conn=10),
+    # h2c with prior knowledge on the plain port (a gateway's way to a backend): ours with --h2c=true, lighttpd by
+    # default, h2o with http1-upgrade-to-http2 ON, Caddy with `protocols h1 h2 h2c`; nginx cannot (http2 on a
+    # listener makes it h2-only)
+    Workload("h2c-100b-m10", "h2c 100 B, c=100 m=10", SMALL_PATH, 100, 1.3, floor=False, client="h2load",
+             streams=10, h2c=True),
+    Workload("h2c-8k-set", "h2c 8 KiB at random, c=100 m=10", "/", 100, 1.3, floor=False, client="h2load",
+             streams=10, uris="set", h2c=True),
 ]
+H2_KEYS = tuple(w.key for w in WORKLOADS if w.client == "h2load")
 
 
 def select(keys: str) -> list[Workload]:

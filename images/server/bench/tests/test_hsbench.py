@@ -212,7 +212,7 @@ class Configs(unittest.TestCase):
         self.assertNotIn("gzip_static", conf)  # make bench-server serves identity only
 
     def test_peers(self):
-        self.assertEqual(servers.parse_peers(""), ["nginx", "lighttpd", "h2o"])
+        self.assertEqual(servers.parse_peers(""), ["nginx", "lighttpd", "h2o", "caddy"])
         self.assertEqual(servers.parse_peers("nginx"), ["nginx"])
         self.assertEqual(servers.parse_peers("h2o, nginx"), ["h2o", "nginx"])
         with self.assertRaises(SystemExit):

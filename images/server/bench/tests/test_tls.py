@@ -144,13 +144,15 @@ class TlsConfigs(unittest.TestCase):
     def test_every_server(self):
         ours = servers.Hyperstatic(binary="/b/hs", admin_port=1, extra_args=["--x"], **self._kw("o"))
         ngx, lt, h2o = servers.Nginx(**self._kw("n")), servers.Lighttpd(**self._kw("l")), servers.H2O(**self._kw("h"))
-        tls.attach([ours, ngx, lt, h2o], self.setup)
-        ports = {s.tls_port for s in (ours, ngx, lt, h2o)}
-        self.assertEqual(len(ports), 4)
+        caddy = servers.Caddy(file_server_extra="\t\tprecompressed br gzip", **self._kw("c"))
+        tls.attach([ours, ngx, lt, h2o, caddy], self.setup)
+        ports = {s.tls_port for s in (ours, ngx, lt, h2o, caddy)}
+        self.assertEqual(len(ports), 5)
         self.assertNotIn(12345, ports)
         self.assertEqual(ours.extra_args, ["--x", "--tls-cert", "/t/cert.pem", "--tls-key", "/t/key.pem",
                                            "--tls-listen", f"127.0.0.1:{ours.tls_port}"])
-        self.assertIn(f"listen 127.0.0.1:{ngx.tls_port} ssl reuseport", ngx.http_extra)
+        # every peer offers h2 on its TLS port (the HTTP/2 rows), each its own way
+        self.assertIn(f"listen 127.0.0.1:{ngx.tls_port} ssl http2 reuseport", ngx.http_extra)
         for line in ("ssl_protocols TLSv1.3;", f"ssl_conf_command Ciphersuites {tls.CIPHER};",
                      "ssl_session_tickets on;", "ssl_session_cache shared:SSL:10m;", "ssl_certificate /t/cert.pem;"):
             self.assertIn(line, ngx.http_extra)
@@ -158,14 +160,22 @@ class TlsConfigs(unittest.TestCase):
         self.assertIn(f'$SERVER["socket"] == "127.0.0.1:{lt.tls_port}"', conf)
         self.assertIn(f'"MinProtocol" => "TLSv1.3", "Ciphersuites" => "{tls.CIPHER}"', conf)
         self.assertIn('server.modules += ("mod_openssl")', conf)
-        self.assertIn('"server.h2proto" => "disable"', conf)
+        self.assertNotIn('"server.h2proto" => "disable"', conf)  # lighttpd's h2 is on by default (1.4.59+)
         conf = h2o.config(65536)
         self.assertIn(f"port: {h2o.tls_port}\n  ssl:\n    certificate-file: /t/cert.pem", conf)
         self.assertIn("minimum-version: TLSv1.3", conf)
         self.assertIn("ssl-session-resumption:\n  mode: all", conf)
         self.assertEqual(h2o.extra_env, {"OPENSSL_CONF": "/t/openssl-tls.cnf"})
         self.assertEqual(ngx.extra_env, {})
-        for text in (ngx.http_extra, lt.config(65536), h2o.config(65536)):
+        conf = caddy.config()
+        self.assertIn("protocols h1 h2\n", conf)
+        self.assertIn(f"https://:{caddy.tls_port} {{\n\tbind 127.0.0.1\n\ttls /t/cert.pem /t/key.pem {{\n"
+                      "\t\tprotocols tls1.3\n", conf)
+        self.assertEqual(conf.count("precompressed br gzip"), 2)  # the plain site and the HTTPS one
+        for line in ("admin off", "auto_https off", "persist_config off"):
+            self.assertIn(line, conf)
+        self.assertNotIn("\tlog", conf)
+        for text in (ngx.http_extra, lt.config(65536), h2o.config(65536), conf):
             self.assertNotIn("${", text)
 
     def test_floor_gets_none(self):
