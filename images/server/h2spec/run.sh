@@ -8,6 +8,7 @@ set -euo pipefail
 server=$1 h2spec=$2 readme=$3
 dir=$(mktemp -d)
 pid=
+# shellcheck disable=SC2317 # invoked by the EXIT trap
 cleanup() { if [ -n "$pid" ]; then kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; fi; rm -rf "$dir"; }
 trap cleanup EXIT
 
@@ -26,7 +27,7 @@ for _ in $(seq 400); do
   sleep 0.05
 done
 plain=$(port http) tls=$(port https)
-[ -n "$plain" ] && [ -n "$tls" ] || { cat "$dir/server.log"; echo "h2spec: no listening line"; exit 1; }
+if [ -z "$plain" ] || [ -z "$tls" ]; then cat "$dir/server.log"; echo "h2spec: no listening line"; exit 1; fi
 
 status=0
 for transport in tls h2c; do
