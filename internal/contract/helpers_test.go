@@ -8,7 +8,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -71,4 +73,42 @@ func runCheck(bin string, args []string) (checkResult, error) {
 		return res, err
 	}
 	return res, nil
+}
+
+// pendingServerFlags are flags of the HTTP/2 contract whose two halves are built on two branches at once: the
+// operator writes them (ServerArgs) before the server binary in this tree may know them. A case that passes one to
+// a binary whose --help does not list it is skipped, saying so, and fails under CI=true: CI builds the merged tree,
+// where every case must run. Delete a flag from this list once the server in main has it.
+var pendingServerFlags = []string{"--http2", "--h2c"}
+
+var serverHelp = struct {
+	sync.Mutex
+	text map[string]string
+}{text: map[string]string{}}
+
+// skipUnlessServerKnows skips the calling case when args pass one of pendingServerFlags that bin does not know.
+func skipUnlessServerKnows(t *testing.T, bin string, args []string) {
+	t.Helper()
+	serverHelp.Lock()
+	help, ok := serverHelp.text[bin]
+	if !ok {
+		out, err := exec.Command(bin, "--help").CombinedOutput()
+		if err != nil {
+			serverHelp.Unlock()
+			t.Fatalf("%s --help: %v\n%s", bin, err, out)
+		}
+		help = string(out)
+		serverHelp.text[bin] = help
+	}
+	serverHelp.Unlock()
+	for _, flag := range pendingServerFlags {
+		passed := slices.ContainsFunc(args, func(a string) bool { return a == flag || strings.HasPrefix(a, flag+"=") })
+		if passed && !strings.Contains(help, flag+"[=") && !strings.Contains(help, flag+" ") && !strings.Contains(help, flag+"=") {
+			msg := fmt.Sprintf("the server binary %s does not know %s yet (the HTTP/2 contract's server half): not checked", bin, flag)
+			if os.Getenv("CI") == "true" {
+				t.Fatal(msg)
+			}
+			t.Skip(msg)
+		}
+	}
 }
