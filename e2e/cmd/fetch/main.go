@@ -56,10 +56,10 @@ type Result struct {
 	// CertSerial (hex) and TLSVersion are set for https URLs.
 	CertSerial string `json:"certSerial,omitempty"`
 	TLSVersion string `json:"tlsVersion,omitempty"`
-	// Proto is the response's protocol version, e.g. "HTTP/1.1" or "HTTP/2.0".
-	Proto string `json:"proto,omitempty"`
 	Body       string `json:"body,omitempty"`
 	Error      string `json:"error,omitempty"`
+	// Proto is the response's protocol version, e.g. "HTTP/1.1" or "HTTP/2.0".
+	Proto string `json:"proto,omitempty"`
 }
 
 // Affinity is printed once, first.
