@@ -3,8 +3,6 @@ package benchmark
 import (
 	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -40,13 +38,6 @@ func TestK6EnvFollowsTheProtocol(t *testing.T) {
 			t.Errorf("protocol %q: GODEBUG %q (set %v), want %q", tc.protocol, got, set, tc.godebug)
 		}
 	}
-}
-
-func recordedH2(t *testing.T, name string) []byte {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), "internal", "benchresults", "testdata", "h2-2pods", name))
-	testenv.Must(t, err)
-	return b
 }
 
 // protocolBenchmark is a constant run of protocol p against the StaticSite "secure".
@@ -88,8 +79,8 @@ func TestHTTP2RunLoadsTheHTTPSPortAndReportsTheProtocol(t *testing.T) {
 	}
 
 	job := getJob(t, ns, "h2")
-	k6Pod(t, ns, "h2", 0, recordedH2(t, "pod0.log"))
-	k6Pod(t, ns, "h2", 1, recordedH2(t, "pod1.log"))
+	k6Pod(t, ns, "h2", 0, recordedIn(t, "h2-2pods", "pod0.log"))
+	k6Pod(t, ns, "h2", 1, recordedIn(t, "h2-2pods", "pod1.log"))
 	finishJob(t, job, true)
 	b = waitBenchmark(t, ns, "h2", "complete", func(b *v1alpha1.Benchmark) error {
 		if b.Status.Phase != v1alpha1.BenchmarkPhaseComplete {

@@ -6,15 +6,12 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
 
 	"hyperstatic.dev/hyperstatic/internal/benchresults"
 	"hyperstatic.dev/hyperstatic/internal/k6script"
-	"hyperstatic.dev/hyperstatic/internal/testenv"
 )
 
 // The runner, the generated script and the real k6 against a loopback HTTPS server that offers h2 and
@@ -23,10 +20,7 @@ import (
 // Job sets for spec.protocol HTTP/1.1, k6 offers only http/1.1 and every response is "HTTP/1.1". The server's
 // own view of each request's protocol is the check: the counts must equal what it saw.
 func TestRunnerCountsResponsesByProtocol(t *testing.T) {
-	k6 := filepath.Join(testenv.RepoRoot(), "bin", "k6")
-	if _, err := os.Stat(k6); err != nil {
-		t.Fatalf("k6 not found at %s: run `make k6-build` (make go-test does)", k6)
-	}
+	k6 := k6Binary(t)
 	var mu sync.Mutex
 	seen := map[string]int64{}
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -57,16 +51,7 @@ func TestRunnerCountsResponsesByProtocol(t *testing.T) {
 			plan := k6script.Plan{Kind: k6script.KindConstant, BaseURL: srv.URL, KeepAlive: true, Parallelism: 1,
 				StrideSeconds: 2, InsecureSkipTLSVerify: true,
 				Steps: []benchresults.PlanStep{{Index: 0, VUs: 2, DurationSeconds: 1}}}
-			files, err := k6script.Files(plan, []string{"/a"})
-			if err != nil {
-				t.Fatal(err)
-			}
-			dir := t.TempDir()
-			for name, content := range files {
-				if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
+			dir := writePlan(t, plan, "/a")
 			var out, progress bytes.Buffer
 			if err := run(context.Background(), k6, dir, time.Now().UnixMilli(), 0, 1, &out, &progress); err != nil {
 				t.Fatalf("%v\n%s\n%s", err, out.String(), progress.String())
