@@ -249,7 +249,10 @@ func advanceClock(t *testing.T, d time.Duration) {
 }
 
 // recorded is the output of a real k6 runner pod of the sweep in internal/benchresults/testdata/sweep-2pods.
-func recorded(t *testing.T, name string) []byte { return recordedIn(t, "sweep-2pods", name) }
+func recorded(t *testing.T, name string) []byte {
+	t.Helper()
+	return recordedIn(t, "sweep-2pods", name)
+}
 
 // recordedIn is a recorded runner pod's output from internal/benchresults/testdata/<run> (each run's README says how
 // it was recorded).
