@@ -385,6 +385,7 @@ type fetchResult struct {
 	DecodedSHA256   string `json:"decodedSha256"`
 	CertSerial      string `json:"certSerial"`
 	TLSVersion      string `json:"tlsVersion"`
+	Proto           string `json:"proto"`
 }
 
 // fetch runs the fetch image in a pod with args and returns its JSON lines: the first carries the pod's

@@ -33,7 +33,10 @@ const routePoll = 60 * time.Second
 // testRoutesThroughTraefik: a StaticSite with spec.hostnames and spec.route is reachable through a real ingress
 // controller (Traefik, Ingress and Gateway API), with the exact bytes of every file, by its hostname only; a
 // hostname change moves the route (the new name serves, the old one answers 404), and so does switching the same
-// site from an Ingress to an HTTPRoute on a Gateway. status.publicURLs follows every change.
+// site from an Ingress to an HTTPRoute on a Gateway. status.publicURLs follows every change. The site speaks h2c on
+// its plain port (spec.server.h2c), and Traefik reaches its pods over h2c both ways: through the Ingress by the
+// Service annotation the operator sets, through the HTTPRoute by the port's appProtocol (the pods' cleartext
+// HTTP/2 counters rise with the requests).
 func testRoutesThroughTraefik(t *testing.T) {
 	if cfg.traefikImage == "" {
 		// CI must run every scenario: a skipped one there would pass a green run without testing the routes.
@@ -53,13 +56,16 @@ func testRoutesThroughTraefik(t *testing.T) {
 	site := newSite(ns, "routed", v1alpha1.ContentSource{Image: cfg.siteImage}, "100m")
 	site.Spec.Hostnames = []v1alpha1.Hostname{"ingress-a.e2e.test"}
 	site.Spec.Route = &v1alpha1.RouteSpec{IngressClassName: ptr.To(tr.ingressClass)}
+	site.Spec.Server.H2C = true
 	if err := k8s.Create(ctxFor(t, 30*time.Second), site); err != nil {
 		t.Fatalf("create StaticSite: %v", err)
 	}
 	waitSiteReady(t, ns, site.Name, 3*time.Minute)
+	h2c := cleartextHTTP2(t, ns, site.Name) // http2_test.go
 	waitRouteApplied(t, ns, site.Name, v1alpha1.ReasonIngressApplied, "http://ingress-a.e2e.test/")
 	waitServes(t, ns, tr, "ingress-a.e2e.test", index)
 	checkBytes(t, ns, "all-ingress-a", tr.base, files, "-host", "ingress-a.e2e.test")
+	waitRoutedOverH2C(t, ns, site.Name, h2c, "Traefik through the Ingress")
 	waitNotFound(t, ns, tr, "nowhere.e2e.test")
 
 	patchRoute(t, ns, site.Name, map[string]any{"hostnames": []string{"ingress-b.e2e.test"}})
@@ -75,7 +81,11 @@ func testRoutesThroughTraefik(t *testing.T) {
 	waitRouteMoved(t, ns, site.Name, tr, v1alpha1.ReasonHTTPRouteApplied, "ingress-b.e2e.test", "gateway-c.e2e.test", index)
 	waitIngressGone(t, ns, site.Name)
 	waitHTTPRouteAccepted(t, ns, site.Name)
+	// From here only the HTTPRoute reaches the pods (the Ingress, and with it the Traefik annotation on the
+	// Service, is gone): the streams counted from now on came through it, told h2c by the port's appProtocol.
+	h2c = cleartextHTTP2(t, ns, site.Name)
 	checkBytes(t, ns, "all-gateway-c", tr.base, files, "-host", "gateway-c.e2e.test")
+	waitRoutedOverH2C(t, ns, site.Name, h2c, "Traefik through the HTTPRoute")
 
 	patchRoute(t, ns, site.Name, map[string]any{"hostnames": []string{"gateway-d.e2e.test"}})
 	waitRouteMoved(t, ns, site.Name, tr, v1alpha1.ReasonHTTPRouteApplied, "gateway-c.e2e.test", "gateway-d.e2e.test", index)

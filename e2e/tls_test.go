@@ -48,8 +48,9 @@ export function handleSummary(data) {
 `
 
 // testHTTPSRotationUnderLoad: a site serves HTTPS with the certificate of a kubernetes.io/tls Secret (TLSReady
-// True, a client that trusts only the test's CA gets the page); while k6 makes a new TLS connection for every
-// request, the Secret is replaced with a new certificate. The kubelet updates the mounted files in place, the
+// True, a client that trusts only the test's CA gets the page), and HTTP/2 through its Service on both ports (h2
+// on the https port by default, h2c on the plain port with spec.server.h2c); while k6 makes a new TLS connection
+// for every request, the Secret is replaced with a new certificate. The kubelet updates the mounted files in place, the
 // server reloads them: new handshakes see the new serial, not one request fails, and no pod restarts or rolls.
 func testHTTPSRotationUnderLoad(t *testing.T) {
 	requireOperator(t)
@@ -69,6 +70,7 @@ func testHTTPSRotationUnderLoad(t *testing.T) {
 	}
 	site := newLoadSite(ns, s, s.rolloutCPU)
 	site.Spec.TLS = &v1alpha1.TLSSpec{SecretName: secret.Name}
+	site.Spec.Server.H2C = true // set from the start: the HTTP/2 checks below cost no rollout
 	if err := k8s.Create(ctx, site); err != nil {
 		t.Fatal(err)
 	}
@@ -88,6 +90,7 @@ func testHTTPSRotationUnderLoad(t *testing.T) {
 		t.Fatalf("https GET before the rotation: ok=%v %+v", ok, res)
 	}
 	t.Logf("https: %s, certificate serial %s", res[1].TLSVersion, res[1].CertSerial)
+	checkHTTP2ThroughService(t, ns, s.name, string(ca.PEM), s.path) // http2_test.go
 	podsBefore := sitePods(ctx, t, ns, s.name)
 	generation := deploymentGeneration(ctx, t, ns, s.name)
 

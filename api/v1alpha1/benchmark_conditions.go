@@ -40,6 +40,9 @@ const (
 	BenchmarkReasonServiceNotFound = "ServiceNotFound"
 	// BenchmarkReasonNoHTTPPort (False): the StaticSite's Service has no port named "http".
 	BenchmarkReasonNoHTTPPort = "NoHTTPPort"
+	// BenchmarkReasonNoHTTPSPort (False): protocol HTTP/2 loads a StaticSite's https port, and its Service has
+	// none (the site has no spec.tls).
+	BenchmarkReasonNoHTTPSPort = "NoHTTPSPort"
 	// BenchmarkReasonNoReadyPod (False): paths.allFiles needs a ready server pod to list the files; none is.
 	BenchmarkReasonNoReadyPod = "NoReadyPod"
 	// BenchmarkReasonNoContent (False): the StaticSite serves no file.

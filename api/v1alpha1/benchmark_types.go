@@ -16,9 +16,19 @@ import (
 // +kubebuilder:validation:XValidation:rule="!has(self.workload.sweep) || self.workload.sweep.from >= (has(self.parallelism) ? self.parallelism : 1)",message="workload.sweep.from must be at least parallelism: every k6 pod needs a VU"
 // +kubebuilder:validation:XValidation:rule="!has(self.workload.constant) || self.workload.constant.vus >= (has(self.parallelism) ? self.parallelism : 1)",message="workload.constant.vus must be at least parallelism: every k6 pod needs a VU"
 // +kubebuilder:validation:XValidation:rule="!has(self.workload.arrivalRate) || self.workload.arrivalRate.rate >= (has(self.parallelism) ? self.parallelism : 1)",message="workload.arrivalRate.rate must be at least parallelism"
+// +kubebuilder:validation:XValidation:rule="!has(self.protocol) || self.protocol != 'HTTP/2' || has(self.target.staticSite) || (has(self.target.url) && self.target.url.startsWith('https://'))",message="protocol HTTP/2 needs an https target: k6 speaks HTTP/2 over TLS only (no h2c); use an https:// target.url, or a target.staticSite with spec.tls"
 type BenchmarkSpec struct {
 	// Target is what to load: a StaticSite by name or a plain URL.
 	Target BenchmarkTarget `json:"target"`
+
+	// Protocol is the HTTP version k6 loads the target with. Auto (default) takes what k6 negotiates: HTTP/2 over
+	// TLS when the server offers it (ALPN), HTTP/1.1 otherwise; a StaticSite target is loaded on its http port.
+	// HTTP/1.1 turns k6's HTTP/2 off (GODEBUG=http2client=0 in the k6 pods). HTTP/2 needs TLS (k6 has no h2c): an
+	// https:// URL, or a StaticSite with spec.tls, loaded on its https port. status.protocol says what the
+	// responses actually used.
+	// +kubebuilder:default=Auto
+	// +optional
+	Protocol BenchmarkProtocol `json:"protocol,omitempty"`
 
 	// Paths are the URL paths requested, one chosen at random per request. Default: "/".
 	// +optional
@@ -195,6 +205,19 @@ type BenchmarkThresholds struct {
 	MaxErrorRate string `json:"maxErrorRate,omitempty"`
 }
 
+// BenchmarkProtocol is the HTTP version a Benchmark asks k6 for.
+// +kubebuilder:validation:Enum=Auto;HTTP/1.1;HTTP/2
+type BenchmarkProtocol string
+
+const (
+	// ProtocolAuto takes what k6 negotiates: HTTP/2 over TLS when offered, else HTTP/1.1.
+	ProtocolAuto BenchmarkProtocol = "Auto"
+	// ProtocolHTTP11 forces HTTP/1.1, over TLS too.
+	ProtocolHTTP11 BenchmarkProtocol = "HTTP/1.1"
+	// ProtocolHTTP2 loads over TLS, where k6 negotiates HTTP/2.
+	ProtocolHTTP2 BenchmarkProtocol = "HTTP/2"
+)
+
 // BenchmarkCleanupPolicy says when the Job and its pods are deleted after a run.
 // +kubebuilder:validation:Enum=DeleteOnSuccess;Delete;Keep
 type BenchmarkCleanupPolicy string
@@ -247,6 +270,12 @@ type BenchmarkStatus struct {
 	// Summary is the compact result.
 	// +optional
 	Summary *BenchmarkSummary `json:"summary,omitempty"`
+	// Protocol is the HTTP version of the run's responses as k6 reported it (its responses' proto: "HTTP/1.1",
+	// "HTTP/2.0"), counted over every k6 pod and step, not taken from spec.protocol. Responses of more than one
+	// version are joined with "+", most used first (the results' warnings give the counts). Empty until the
+	// results are collected, and when no response arrived.
+	// +optional
+	Protocol string `json:"protocol,omitempty"`
 	// TargetAtStart is the target StaticSite as it was when the k6 Job was created. A run whose target's spec
 	// (generation) or ready pod count changes before the outcome is recorded measured more than one
 	// configuration: condition TargetChanged says so.
@@ -313,6 +342,7 @@ type BenchmarkSummary struct {
 // +kubebuilder:printcolumn:name="Target",type=string,JSONPath=`.status.target`
 // +kubebuilder:printcolumn:name="Peak RPS",type=string,JSONPath=`.status.summary.peak`
 // +kubebuilder:printcolumn:name="p99",type=string,JSONPath=`.status.summary.p99`
+// +kubebuilder:printcolumn:name="Protocol",type=string,JSONPath=`.status.protocol`,description="HTTP version of the responses measured"
 // +kubebuilder:printcolumn:name="Verdict",type=string,JSONPath=`.status.summary.verdict`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 60 && self.metadata.name.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')",message="metadata.name must be a DNS-1123 label of at most 60 characters (lowercase letters, digits and '-'): it names the k6 Job (its job-name label holds at most 63) and the Job's pods' hostnames <name>-<index>, index up to 63"

@@ -38,6 +38,12 @@ type TLSSpec struct {
 	// +optional
 	HTTPRedirect bool `json:"httpRedirect,omitempty"`
 
+	// http2 offers HTTP/2 on the https port: ALPN "h2" (preferred) and "http/1.1", so browsers and other clients
+	// that speak it use one multiplexed connection. false offers "http/1.1" only. Default true (the server's
+	// default: unset passes no flag).
+	// +optional
+	HTTP2 *bool `json:"http2,omitempty"`
+
 	// hsts adds a Strict-Transport-Security header to HTTPS responses.
 	// +optional
 	HSTS *HSTSSpec `json:"hsts,omitempty"`

@@ -279,6 +279,15 @@ type ServerSpec struct {
 	// +optional
 	MaxConnectionAge *metav1.Duration `json:"maxConnectionAge,omitempty"`
 
+	// h2c makes the plain http port also accept HTTP/2 with prior knowledge (cleartext HTTP/2, "h2c": a connection
+	// that opens with the HTTP/2 client preface), beside HTTP/1.1; never through `Upgrade: h2c`. For a gateway or
+	// ingress controller in front of the site: the Service's http port then says `appProtocol: kubernetes.io/h2c`
+	// (Gateway API implementations speak h2c to such a backend), and with spec.route.ingressClassName the Service
+	// carries Traefik's `traefik.ingress.kubernetes.io/service.serversscheme: h2c`. Browsers never use h2c.
+	// Default false.
+	// +optional
+	H2C bool `json:"h2c,omitempty"`
+
 	// drainDelay is how long a terminating pod keeps serving after failing readiness. The pod's
 	// terminationGracePeriodSeconds is this plus a margin. At most 5m: a node drain waits this long per pod.
 	// +kubebuilder:default="5s"
@@ -445,6 +454,11 @@ type StaticSiteStatus struct {
 	// httpsURL is the site's in-cluster HTTPS address, when spec.tls is set.
 	// +optional
 	HTTPSURL string `json:"httpsURL,omitempty"`
+	// protocols the site offers, as ALPN protocol IDs: http/1.1 always, h2 on the https port (spec.tls, unless
+	// spec.tls.http2 is false), h2c on the plain http port (spec.server.h2c). Derived from those fields: a
+	// --http2 or --h2c in spec.server.extraArgs, which would override them, is not read.
+	// +optional
+	Protocols string `json:"protocols,omitempty"`
 	// publicURLs are the addresses of spec.hostnames through spec.route (https:// with spec.tls), once the
 	// Ingress or HTTPRoute exists.
 	// +listType=atomic
@@ -516,6 +530,7 @@ type ServedContent struct {
 // +kubebuilder:printcolumn:name="Memory",type=string,JSONPath=`.status.memory`,priority=1,description="memory limit of each pod"
 // +kubebuilder:printcolumn:name="Memory-Fit",type=string,JSONPath=`.status.content.fitMemoryLimit`,priority=1,description="memory limit that would hold every file in memory"
 // +kubebuilder:printcolumn:name="RPS",type=integer,JSONPath=`.status.autoscaling.currentRPS`
+// +kubebuilder:printcolumn:name="Protocols",type=string,JSONPath=`.status.protocols`,priority=1,description="ALPN IDs of the protocols offered: http/1.1, h2 (TLS), h2c (plain)"
 // +kubebuilder:printcolumn:name="URL",type=string,JSONPath=`.status.url`
 // +kubebuilder:printcolumn:name="Public",type=string,JSONPath=`.status.publicURLs[0]`,description="first public URL (spec.hostnames through spec.route)"
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`

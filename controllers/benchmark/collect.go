@@ -151,7 +151,7 @@ func (r *Reconciler) mergeRun(ctx context.Context, b *v1alpha1.Benchmark, plan k
 		return benchresults.Results{}, 0, 0, nil, err
 	}
 	res = benchresults.Merge(benchresults.Input{Workload: plan.Kind, Target: plan.BaseURL, KeepAlive: plan.KeepAlive,
-		Parallelism: plan.Parallelism, Steps: plan.Steps, Pods: logs, Server: samples, Thresholds: th})
+		Parallelism: plan.Parallelism, Steps: plan.Steps, Pods: logs, Server: samples, Thresholds: th, Protocol: string(plan.Protocol)})
 	res.Warnings = append(problems, res.Warnings...)
 	return res, unread, len(pods), tooLarge, nil
 }

@@ -328,6 +328,12 @@ func TestInvalidBenchmarksAreRefused(t *testing.T) {
 		"too many pods": {func(b *v1alpha1.Benchmark) { b.Spec.Parallelism = 65 }, "spec.parallelism"},
 		"relative path": {func(b *v1alpha1.Benchmark) { b.Spec.Paths = &v1alpha1.BenchmarkPaths{List: []string{"index.html"}} }, "spec.paths.list[0]"},
 		"bad cleanup":   {func(b *v1alpha1.Benchmark) { b.Spec.Cleanup = "Sometimes" }, "spec.cleanup"},
+		"bad protocol":  {func(b *v1alpha1.Benchmark) { b.Spec.Protocol = "HTTP/3" }, "spec.protocol"},
+		"HTTP/2 to a plain URL": {func(b *v1alpha1.Benchmark) {
+			b.Spec.Target = v1alpha1.BenchmarkTarget{URL: "http://nginx.example.svc"}
+			b.Spec.Paths = nil
+			b.Spec.Protocol = v1alpha1.ProtocolHTTP2
+		}, "protocol HTTP/2 needs an https target"},
 	}
 	// The name becomes the Job's name, its pods' job-name label (63 at most) and their hostnames <name>-<index>.
 	nameMsg := "metadata.name must be a DNS-1123 label of at most 60 characters"

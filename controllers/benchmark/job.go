@@ -121,13 +121,8 @@ func desiredJob(b *v1alpha1.Benchmark, image string, now, startAt time.Time, tim
 						ImagePullPolicy: corev1.PullIfNotPresent,
 						Command:         []string{"/runner"},
 						Args:            []string{"-k6=/k6", "-dir=" + ScriptDir},
-						Env: []corev1.EnvVar{
-							{Name: "HS_START_AT_MS", Value: startMs},
-							{Name: "HS_PARALLELISM", Value: strconv.Itoa(int(n))},
-							{Name: "K6_NO_USAGE_REPORT", Value: "true"},
-							{Name: "TMPDIR", Value: "/tmp"},
-						},
-						Resources: corev1.ResourceRequirements{Requests: res, Limits: res},
+						Env:             k6Env(b, startMs, n),
+						Resources:       corev1.ResourceRequirements{Requests: res, Limits: res},
 						SecurityContext: &corev1.SecurityContext{
 							AllowPrivilegeEscalation: ptr.To(false),
 							ReadOnlyRootFilesystem:   ptr.To(true),
@@ -151,6 +146,23 @@ func desiredJob(b *v1alpha1.Benchmark, image string, now, startAt time.Time, tim
 			},
 		},
 	}
+}
+
+// k6Env is the k6 container's environment. spec.protocol HTTP/1.1 sets GODEBUG=http2client=0: k6 (v0.36 on,
+// internal/js/runner.go: forceHTTP1) then leaves HTTP/2 out of its transport, so it offers only http/1.1 in ALPN
+// over TLS too. k6 has no other switch for it (grafana/k6#936). Auto and HTTP/2 leave k6's default, which
+// negotiates h2 over TLS.
+func k6Env(b *v1alpha1.Benchmark, startMs string, pods int32) []corev1.EnvVar {
+	env := []corev1.EnvVar{
+		{Name: "HS_START_AT_MS", Value: startMs},
+		{Name: "HS_PARALLELISM", Value: strconv.Itoa(int(pods))},
+		{Name: "K6_NO_USAGE_REPORT", Value: "true"},
+		{Name: "TMPDIR", Value: "/tmp"},
+	}
+	if b.Spec.Protocol == v1alpha1.ProtocolHTTP11 {
+		env = append(env, corev1.EnvVar{Name: "GODEBUG", Value: "http2client=0"})
+	}
+	return env
 }
 
 // imagePullSecrets converts the API's references to the pod's, keeping their order; nil for none.

@@ -60,6 +60,7 @@ func deriveRun(s *v1alpha1.BenchmarkStatus, b *v1alpha1.Benchmark, o *observatio
 	if res := o.collected; res != nil {
 		summary := benchresults.Summarize(*res)
 		s.Summary = &summary
+		s.Protocol = benchresults.ProtocolOf(res.Protocols)
 		s.Dropped = o.dropped
 		if res.ClientBoundSteps > 0 {
 			set(v1alpha1.BenchmarkClientBound, metav1.ConditionTrue, v1alpha1.BenchmarkReasonClientCPUSaturated,

@@ -248,9 +248,17 @@ func advanceClock(t *testing.T, d time.Duration) {
 	clk.Step(d)
 }
 
+// recorded is the output of a real k6 runner pod of the sweep in internal/benchresults/testdata/sweep-2pods.
 func recorded(t *testing.T, name string) []byte {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), "internal", "benchresults", "testdata", "sweep-2pods", name))
+	return recordedIn(t, "sweep-2pods", name)
+}
+
+// recordedIn is a recorded runner pod's output from internal/benchresults/testdata/<run> (each run's README says how
+// it was recorded).
+func recordedIn(t *testing.T, run, name string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), "internal", "benchresults", "testdata", run, name))
 	testenv.Must(t, err)
 	return b
 }

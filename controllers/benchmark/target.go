@@ -20,7 +20,7 @@ type target struct {
 }
 
 // findTarget finds the base URL and the paths. A StaticSite is found through its Service (same name, port named
-// "http"), and, for paths.allFiles, the file list of one of its serving pods. A target that is not there yet is
+// "http", or "https" for protocol HTTP/2), and, for paths.allFiles, the file list of one of its serving pods. A target that is not there yet is
 // returned as a *problem (TargetResolved's reason and message); other errors are transient.
 func (r *Reconciler) findTarget(ctx context.Context, b *v1alpha1.Benchmark) (target, error) {
 	t := target{paths: []string{"/"}}
@@ -32,6 +32,11 @@ func (r *Reconciler) findTarget(ctx context.Context, b *v1alpha1.Benchmark) (tar
 		return t, nil
 	}
 	site := b.Spec.Target.StaticSite
+	// HTTP/2 needs TLS (k6 has no h2c): that run loads the site's https port, every other its http port.
+	scheme, portName := "http", v1alpha1.ServerPortName
+	if b.Spec.Protocol == v1alpha1.ProtocolHTTP2 {
+		scheme, portName = "https", v1alpha1.HTTPSPortName
+	}
 	var svc corev1.Service
 	if err := r.Get(ctx, client.ObjectKey{Namespace: b.Namespace, Name: site}, &svc); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -41,14 +46,18 @@ func (r *Reconciler) findTarget(ctx context.Context, b *v1alpha1.Benchmark) (tar
 	}
 	port := int32(0)
 	for _, p := range svc.Spec.Ports {
-		if p.Name == v1alpha1.ServerPortName {
+		if p.Name == portName {
 			port = p.Port
 		}
 	}
-	if port == 0 {
-		return t, failWith(v1alpha1.BenchmarkReasonNoHTTPPort, "Service %s has no port named %q", site, v1alpha1.ServerPortName)
+	switch {
+	case port == 0 && portName == v1alpha1.HTTPSPortName:
+		return t, failWith(v1alpha1.BenchmarkReasonNoHTTPSPort,
+			"Service %s has no port named %q: protocol HTTP/2 loads the site over TLS, which needs the StaticSite's spec.tls", site, portName)
+	case port == 0:
+		return t, failWith(v1alpha1.BenchmarkReasonNoHTTPPort, "Service %s has no port named %q", site, portName)
 	}
-	t.baseURL = fmt.Sprintf("http://%s.%s.svc:%d", site, b.Namespace, port)
+	t.baseURL = fmt.Sprintf("%s://%s.%s.svc:%d", scheme, site, b.Namespace, port)
 	if b.Spec.Paths == nil || !b.Spec.Paths.AllFiles {
 		return t, nil
 	}

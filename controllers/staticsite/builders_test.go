@@ -252,11 +252,12 @@ func TestServerArgs(t *testing.T) {
 		NotFoundPage:             "/404.html",
 		MaxRequestsPerConnection: ptr.To[int32](500),
 		MaxConnectionAge:         &metav1.Duration{Duration: 1500 * time.Millisecond},
+		H2C:                      true,
 		DrainDelay:               &metav1.Duration{Duration: 20 * time.Second},
 		ExtraArgs:                []string{"--access-log"},
 	}
 	want := []string{"--root", "/site", "--listen", "[::]:8080", "--admin-listen", "[::]:9090", "--drain-delay", "20s", "--shutdown-timeout", "10s",
-		"--max-requests-per-connection", "500", "--max-connection-age", "1500ms", "--cache-control", "*.css=public, max-age=600",
+		"--max-requests-per-connection", "500", "--max-connection-age", "1500ms", "--h2c=true", "--cache-control", "*.css=public, max-age=600",
 		"--header", "X-Frame-Options:DENY", "--header", "/fonts/**=X-Font:1", "--security-headers=false",
 		"--cors", "/fonts/**=*", "--cors", "/api/**=https://a.example,http://b.example:8080;methods=GET,HEAD;headers=X-Token;max-age=600",
 		"--spa-fallback", "--not-found-page", "/404.html", "--access-log"}

@@ -26,6 +26,7 @@ func formatDuration(d time.Duration) string {
 
 // ServerArgs are the server's command-line arguments for a site (flags of images/server: --root, --listen,
 // --admin-listen, --drain-delay, --shutdown-timeout, --max-requests-per-connection, --max-connection-age,
+// --h2c=true (when h2c is set),
 // --cache-control GLOB=VALUE and --header [GLOB=]NAME:VALUE (both repeatable), --security-headers=false (when
 // securityHeaders is false), --cors GLOB=ORIGINS;methods=..;headers=..;max-age=.. (repeatable, see corsArg),
 // --spa-fallback, --not-found-page PATH, and the site rules of siteRuleArgs: --redirect 'FROM TO STATUS[!]',
@@ -45,6 +46,10 @@ func ServerArgs(site *v1alpha1.StaticSite) []string {
 	}
 	if s.MaxConnectionAge != nil {
 		args = append(args, "--max-connection-age", formatDuration(s.MaxConnectionAge.Duration))
+	}
+	// Like --security-headers below: only the value that differs from the server's default is an argument.
+	if s.H2C {
+		args = append(args, "--h2c=true")
 	}
 	for _, r := range s.CacheControl {
 		args = append(args, "--cache-control", r.Glob+"="+r.Value)
@@ -126,7 +131,7 @@ func siteRuleArgs(s v1alpha1.ServerSpec) []string {
 }
 
 // tlsArgs are the server flags for spec.tls (the server's TLS contract: --tls-listen, --tls-cert, --tls-key,
-// --https-redirect, --https-redirect-port, --hsts).
+// --http2=false (when http2 is false), --https-redirect, --https-redirect-port, --hsts).
 func tlsArgs(site *v1alpha1.StaticSite) []string {
 	t := site.Spec.TLS
 	if t == nil {
@@ -136,6 +141,10 @@ func tlsArgs(site *v1alpha1.StaticSite) []string {
 		"--tls-listen", listenAddr(v1alpha1.HTTPSPort),
 		"--tls-cert", v1alpha1.TLSMountPath + "/" + corev1.TLSCertKey,
 		"--tls-key", v1alpha1.TLSMountPath + "/" + corev1.TLSPrivateKeyKey,
+	}
+	// The server offers h2 unless told otherwise: a site that leaves http2 unset gets no new argument.
+	if t.HTTP2 != nil && !*t.HTTP2 {
+		args = append(args, "--http2=false")
 	}
 	if t.HTTPRedirect {
 		args = append(args, "--https-redirect")

@@ -1,8 +1,6 @@
 package staticsite
 
 import (
-	"maps"
-
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
@@ -11,7 +9,8 @@ import (
 )
 
 // DesiredService is the Service in front of a site's pods: spec.service.port to the pods' http port, with spec.tls
-// spec.service.httpsPort (443) to their https port, and nothing else. The admin port (probes, metrics, content listing) is never published on it: a LoadBalancer or NodePort
+// spec.service.httpsPort (443) to their https port, and nothing else. The http port's appProtocol says h2c when
+// the pods speak it there (protocols.go). The admin port (probes, metrics, content listing) is never published on it: a LoadBalancer or NodePort
 // Service would expose it to the public, where one slow client could starve the kubelet's probes. Everything that
 // reads the admin port (the kubelet, the operator's scrapes, Prometheus pod discovery) goes to pod IPs.
 func DesiredService(site *v1alpha1.StaticSite) *corev1ac.ServiceApplyConfiguration {
@@ -25,7 +24,7 @@ func DesiredService(site *v1alpha1.StaticSite) *corev1ac.ServiceApplyConfigurati
 		WithIPFamilyPolicy(ipFamilyPolicyOf(site)). // placement.go
 		WithPorts(
 			corev1ac.ServicePort().WithName(v1alpha1.ServerPortName).WithProtocol(corev1.ProtocolTCP).
-				WithAppProtocol("http").WithPort(servicePortOf(site)).
+				WithAppProtocol(plainAppProtocol(site)).WithPort(servicePortOf(site)). // protocols.go
 				WithTargetPort(intstr.FromString(v1alpha1.ServerPortName)))
 	if site.Spec.TLS != nil {
 		spec.WithPorts(corev1ac.ServicePort().WithName(v1alpha1.HTTPSPortName).WithProtocol(corev1.ProtocolTCP).
@@ -36,8 +35,8 @@ func DesiredService(site *v1alpha1.StaticSite) *corev1ac.ServiceApplyConfigurati
 		WithLabels(objectLabels(site)).
 		WithOwnerReferences(ownerReference(site)).
 		WithSpec(spec)
-	if len(site.Spec.Service.Annotations) > 0 {
-		svc.WithAnnotations(maps.Clone(site.Spec.Service.Annotations))
+	if a := serviceAnnotations(site); a != nil { // protocols.go
+		svc.WithAnnotations(a)
 	}
 	return svc
 }

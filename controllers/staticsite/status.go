@@ -37,6 +37,7 @@ func deriveStatus(site *v1alpha1.StaticSite, o *observation) v1alpha1.StaticSite
 	s.Selector = Selector(site)
 	s.URL = URL(site)
 	s.HTTPSURL = HTTPSURL(site)
+	s.Protocols = Protocols(site) // protocols.go
 	s.PublicURLs = o.publicURLs
 	s.ContentSource = o.content.Source
 	s.ContentRevision = o.content.Revision

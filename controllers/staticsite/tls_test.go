@@ -65,11 +65,11 @@ func TestCheckCertificate(t *testing.T) {
 
 func TestTLSInThePodTemplateAndService(t *testing.T) {
 	site := newSite(v1alpha1.ContentSource{Image: "x"})
-	site.Spec.TLS = &v1alpha1.TLSSpec{SecretName: "docs-tls", HTTPRedirect: true,
+	site.Spec.TLS = &v1alpha1.TLSSpec{SecretName: "docs-tls", HTTPRedirect: true, HTTP2: ptr.To(false),
 		HSTS: &v1alpha1.HSTSSpec{MaxAgeSeconds: 31536000, IncludeSubDomains: true, Preload: true}}
 	want := []string{"--root", "/site", "--listen", "[::]:8080", "--admin-listen", "[::]:9090", "--drain-delay", "5s", "--shutdown-timeout", "10s",
 		"--tls-listen", "[::]:8443", "--tls-cert", "/etc/hyperstatic/tls/tls.crt", "--tls-key", "/etc/hyperstatic/tls/tls.key",
-		"--https-redirect", "--hsts", "max-age=31536000; includeSubDomains; preload"}
+		"--http2=false", "--https-redirect", "--hsts", "max-age=31536000; includeSubDomains; preload"}
 	if got := ServerArgs(site); !reflect.DeepEqual(got, want) {
 		t.Errorf("args = %q\nwant %q", got, want)
 	}

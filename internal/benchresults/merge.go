@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"strings"
 )
 
 // PlanStep is one planned step: its load and length.
@@ -42,6 +43,8 @@ type Input struct {
 	Pods       map[int]PodLog
 	Server     []ServerSample
 	Thresholds Thresholds
+	// Protocol is the spec.protocol of the run ("Auto", "HTTP/1.1", "HTTP/2"; "" counts as Auto).
+	Protocol string
 }
 
 // Step is one merged row of the results table.
@@ -99,10 +102,12 @@ type Results struct {
 	// PeakStep is the index in Steps of the fastest step that was not client-bound, -1 if none.
 	PeakStep int `json:"peakStep"`
 	// MeasuredPeakStep is the index in Steps of the fastest step, client-bound or not, -1 if none.
-	MeasuredPeakStep int    `json:"measuredPeakStep"`
-	ClientBoundSteps int    `json:"clientBoundSteps"`
-	Verdict          string `json:"verdict,omitempty"`
-	VerdictReason    string `json:"verdictReason,omitempty"`
+	MeasuredPeakStep int `json:"measuredPeakStep"`
+	ClientBoundSteps int `json:"clientBoundSteps"`
+	// Protocols counts the responses with a status by HTTP version, over every pod and step (protocol.go).
+	Protocols     map[string]int64 `json:"protocols,omitempty"`
+	Verdict       string           `json:"verdict,omitempty"`
+	VerdictReason string           `json:"verdictReason,omitempty"`
 	// Warnings: missing pods, pods that reported an error, steps that did not line up.
 	Warnings []string `json:"warnings,omitempty"`
 }
@@ -137,6 +142,7 @@ func Merge(in Input) Results {
 		}
 	}
 	total := Histogram{}
+	r.Protocols = map[string]int64{}
 	for _, ps := range in.Steps {
 		st := Step{Index: ps.Index, Concurrency: ps.VUs, TargetRate: ps.Rate, hist: Histogram{}}
 		var minStart, maxStart int64 = math.MaxInt64, math.MinInt64
@@ -146,6 +152,9 @@ func Merge(in Input) Results {
 			st.Errors += s.Errors
 			st.Dropped += s.Dropped
 			st.hist.Add(s.Hist)
+			if ignored := addProtocols(r.Protocols, s.Protocols); len(ignored) > 0 {
+				r.Warnings = append(r.Warnings, fmt.Sprintf("pod %d step %d: protocol counts not understood, ignored: %s", s.Pod, s.Step, strings.Join(ignored, ", ")))
+			}
 			if win := float64(s.LoadEndMs-s.LoadStartMs) / 1000; win > 0 {
 				st.RPS += float64(s.Requests) / win
 			}
@@ -198,6 +207,10 @@ func Merge(in Input) Results {
 	if r.Requests > 0 {
 		r.ErrorRate = float64(r.Errors) / float64(r.Requests)
 	}
+	if len(r.Protocols) == 0 {
+		r.Protocols = nil
+	}
+	r.Warnings = append(r.Warnings, protocolWarnings(r.Protocols, in.Protocol)...)
 	r.P50Ms = round3(total.Quantile(0.50))
 	r.P90Ms = round3(total.Quantile(0.90))
 	r.P99Ms = round3(total.Quantile(0.99))

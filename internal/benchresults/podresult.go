@@ -56,6 +56,8 @@ type PodStep struct {
 	ReqCounts []CountSample `json:"reqCounts,omitempty"`
 	// Hist is the latency histogram (http_req_duration of responses with a status) by bucket index.
 	Hist Histogram `json:"hist"`
+	// Protocols counts the responses with a status by HTTP version (k6's res.proto; names in Protocols).
+	Protocols map[string]int64 `json:"protocols,omitempty"`
 	// K6 are k6's own percentiles for this pod (milliseconds), kept to cross-check the histogram.
 	K6 K6Trend `json:"k6"`
 	// CPU is what the k6 process used during the load window.

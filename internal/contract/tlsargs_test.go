@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
 
 	"hyperstatic.dev/hyperstatic/api/v1alpha1"
 	"hyperstatic.dev/hyperstatic/controllers/staticsite"
@@ -31,6 +32,8 @@ func TestContractTLSArgsAcceptedByServer(t *testing.T) {
 		{name: "redirect on port 443", tls: v1alpha1.TLSSpec{SecretName: "site-tls", HTTPRedirect: true}},
 		{name: "redirect on another port", tls: v1alpha1.TLSSpec{SecretName: "site-tls", HTTPRedirect: true},
 			service: v1alpha1.ServiceSpec{HTTPSPort: 8443}},
+		{name: "http2 off", tls: v1alpha1.TLSSpec{SecretName: "site-tls", HTTP2: ptr.To(false)}},
+		{name: "http2 on as written", tls: v1alpha1.TLSSpec{SecretName: "site-tls", HTTP2: ptr.To(true)}},
 		{name: "hsts max-age only", tls: v1alpha1.TLSSpec{SecretName: "site-tls", HSTS: &v1alpha1.HSTSSpec{MaxAgeSeconds: 300}}},
 		{name: "hsts forget", tls: v1alpha1.TLSSpec{SecretName: "site-tls", HSTS: &v1alpha1.HSTSSpec{MaxAgeSeconds: 0}}},
 		{name: "hsts preload with redirect", tls: v1alpha1.TLSSpec{SecretName: "site-tls", HTTPRedirect: true,
@@ -45,6 +48,7 @@ func TestContractTLSArgsAcceptedByServer(t *testing.T) {
 			args = serverbin.SetFlag(t, args, "--root", root)
 			args = serverbin.SetFlag(t, args, "--tls-cert", certFile)
 			args = serverbin.SetFlag(t, args, "--tls-key", keyFile)
+			args, unknown := withoutUnknownPendingFlags(t, bin, args)
 			res, err := runCheck(bin, args)
 			if err != nil {
 				t.Fatalf("%v\nargs: %s", err, serverbin.QuoteArgs(args))
@@ -57,6 +61,7 @@ func TestContractTLSArgsAcceptedByServer(t *testing.T) {
 				t.Fatalf("--check accepted the arguments but reported no certificate\nargs: %s\nstdout: %s",
 					serverbin.QuoteArgs(args), res.stdout)
 			}
+			skipForUnknownPendingFlags(t, bin, unknown)
 		})
 	}
 }

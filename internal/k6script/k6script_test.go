@@ -113,6 +113,7 @@ type inspected struct {
 		GracefulStop    string `json:"gracefulStop"`
 	} `json:"scenarios"`
 	NoConnectionReuse     bool     `json:"noConnectionReuse"`
+	InsecureSkipTLSVerify bool     `json:"insecureSkipTLSVerify"`
 	DiscardResponseBodies bool     `json:"discardResponseBodies"`
 	SummaryTrendStats     []string `json:"summaryTrendStats"`
 	MaxVUs                int      `json:"maxVUs"`
@@ -129,7 +130,7 @@ func TestScriptInspectedByK6(t *testing.T) {
 		executor string
 	}{
 		"sweep":       {v1alpha1.BenchmarkSpec{Workload: v1alpha1.BenchmarkWorkload{Sweep: &v1alpha1.SweepWorkload{From: 10, To: 30, Step: 10, StepDuration: dur(7 * time.Second), KeepAlive: &off}}}, "constant-vus"},
-		"constant":    {v1alpha1.BenchmarkSpec{Workload: v1alpha1.BenchmarkWorkload{Constant: &v1alpha1.ConstantWorkload{VUs: 8, Duration: dur(10 * time.Second)}}}, "constant-vus"},
+		"constant":    {v1alpha1.BenchmarkSpec{Target: v1alpha1.BenchmarkTarget{StaticSite: "site"}, Workload: v1alpha1.BenchmarkWorkload{Constant: &v1alpha1.ConstantWorkload{VUs: 8, Duration: dur(10 * time.Second)}}}, "constant-vus"},
 		"arrivalRate": {v1alpha1.BenchmarkSpec{Workload: v1alpha1.BenchmarkWorkload{ArrivalRate: &v1alpha1.ArrivalRateWorkload{Rate: 2000, Duration: dur(6 * time.Second), MaxVUs: 64}}}, "constant-arrival-rate"},
 	}
 	for name, c := range cases {
@@ -173,6 +174,10 @@ func TestScriptInspectedByK6(t *testing.T) {
 					if sc.Rate != int(step.Rate) || sc.MaxVUs != 64 || sc.PreAllocatedVUs != 64 {
 						t.Errorf("arrival rate: %+v", sc)
 					}
+				}
+				// A StaticSite is loaded by its Service's name, which its certificate does not hold.
+				if got.InsecureSkipTLSVerify != (c.spec.Target.StaticSite != "") || plan.InsecureSkipTLSVerify != got.InsecureSkipTLSVerify {
+					t.Errorf("insecureSkipTLSVerify %v for target %+v", got.InsecureSkipTLSVerify, c.spec.Target)
 				}
 				if got.NoConnectionReuse != !plan.KeepAlive || !got.DiscardResponseBodies {
 					t.Errorf("keep-alive %v but noConnectionReuse %v", plan.KeepAlive, got.NoConnectionReuse)

@@ -37,6 +37,12 @@ type Plan struct {
 	MaxVUs int32 `json:"maxVUs,omitempty"`
 	// StrideSeconds is the planned time from one step's start to the next's.
 	StrideSeconds float64 `json:"strideSeconds"`
+	// Protocol is the Benchmark's spec.protocol (what was asked; the results say what was used).
+	Protocol v1alpha1.BenchmarkProtocol `json:"protocol,omitempty"`
+	// InsecureSkipTLSVerify makes k6 accept any certificate: set for StaticSite targets, which are loaded through
+	// their Service's in-cluster name, a name the site's certificate (made for spec.hostnames) does not hold. A
+	// benchmark measures the server; it sends nothing secret and trusts nothing it receives.
+	InsecureSkipTLSVerify bool `json:"insecureSkipTLSVerify,omitempty"`
 }
 
 // Duration is the planned length of the whole run.
@@ -55,7 +61,8 @@ const MinStepDuration = 5 * time.Second
 // NewPlan computes the plan for a spec (defaults already applied by the API server, but applied again here so a
 // spec from a unit test or an older object works too).
 func NewPlan(spec v1alpha1.BenchmarkSpec, baseURL string) (Plan, error) {
-	p := Plan{BaseURL: strings.TrimRight(baseURL, "/"), KeepAlive: true, Parallelism: int(spec.Parallelism)}
+	p := Plan{BaseURL: strings.TrimRight(baseURL, "/"), KeepAlive: true, Parallelism: int(spec.Parallelism),
+		Protocol: spec.Protocol, InsecureSkipTLSVerify: spec.Target.StaticSite != ""}
 	if p.Parallelism < 1 {
 		p.Parallelism = 1
 	}

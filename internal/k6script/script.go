@@ -52,6 +52,13 @@ for (let i = 0; i < NUM_BUCKETS; i++) {
   latency.push(new Counter('hs_lat_' + i));
 }
 const errors = new Counter('hs_errors');
+// The HTTP version of every response with a status, by k6's res.proto; a version k6 does not name here counts as
+// "other" (the operator accepts only the names of benchresults.Protocols).
+const PROTOCOLS = {{.ProtocolsJSON}};
+const protoCounters = {};
+for (const name of PROTOCOLS) {
+  protoCounters[name] = new Counter('hs_proto_' + name.replace(/[^A-Za-z0-9]/g, '_'));
+}
 
 function scenario() {
   const duration = step.durationSeconds + 's';
@@ -72,6 +79,7 @@ function scenario() {
 export const options = {
   scenarios: { load: scenario() },
   noConnectionReuse: !PLAN.keepAlive,
+  insecureSkipTLSVerify: PLAN.insecureSkipTLSVerify === true,
   discardResponseBodies: true,
   summaryTrendStats: ['med', 'p(90)', 'p(99)', 'max'],
   systemTags: ['status', 'scenario'],
@@ -94,6 +102,7 @@ export default function () {
   }
   if (res.status !== 0) {
     latency[bucket(res.timings.duration)].add(1);
+    (protoCounters[res.proto] || protoCounters['{{.OtherProtocol}}']).add(1);
   }
 }
 
@@ -110,6 +119,13 @@ export function handleSummary(data) {
       hist[i] = n;
     }
   }
+  const protocols = {};
+  for (const name of PROTOCOLS) {
+    const n = count(data, 'hs_proto_' + name.replace(/[^A-Za-z0-9]/g, '_'));
+    if (n > 0) {
+      protocols[name] = n;
+    }
+  }
   const d = data.metrics.http_req_duration ? data.metrics.http_req_duration.values : {};
   const end = Date.now();
   const out = {
@@ -121,6 +137,7 @@ export function handleSummary(data) {
     dropped: count(data, 'dropped_iterations'),
     bytesReceived: count(data, 'data_received'),
     hist: hist,
+    protocols: protocols,
     k6: { p50: d.med || 0, p90: d['p(90)'] || 0, p99: d['p(99)'] || 0, max: d.max || 0 },
   };
   return { stdout: '{{.SummaryPrefix}}' + JSON.stringify(out) + '\n' };
@@ -133,8 +150,14 @@ func Script(p Plan) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	protocolsJSON, err := json.Marshal(benchresults.Protocols)
+	if err != nil {
+		return "", err
+	}
 	var b bytes.Buffer
 	err = scriptTemplate.Execute(&b, map[string]any{
+		"ProtocolsJSON": string(protocolsJSON),
+		"OtherProtocol": benchresults.ProtocolOther,
 		"PlanJSON":      string(planJSON),
 		"BaseMs":        benchresults.BucketBaseMs,
 		"PerDoubling":   benchresults.BucketsPerDoubling,

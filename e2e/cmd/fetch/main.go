@@ -11,11 +11,15 @@
 // reports the server certificate's serial number and the TLS version; -want-serial polls a URL on new connections
 // until the server presents the certificate with that serial (a rotated Secret reaching the server).
 //
+// With -http2 it speaks HTTP/2 only: over TLS it offers only "h2" in ALPN, and to http URLs it sends HTTP/2 with
+// prior knowledge (h2c), so a server that does not speak HTTP/2 there fails the fetch instead of answering over
+// HTTP/1.1. Every result reports the protocol of the response (Go's Response.Proto: "HTTP/1.1", "HTTP/2.0").
+//
 // With -host it sends that Host header instead of the URL's (a request to an ingress controller's Service for one
 // of the names it routes); -want-status polls the (single) URL until the server answers with that status (a route
 // that must go away answering 404).
 //
-//	fetch [-body] [-accept-encoding br] [-ca-pem PEM] [-host NAME]
+//	fetch [-body] [-accept-encoding br] [-ca-pem PEM] [-http2] [-host NAME]
 //	      [-want-sha256 HEX | -want-serial HEX | -want-status CODE] [-poll 150s] URL...
 package main
 
@@ -54,6 +58,8 @@ type Result struct {
 	TLSVersion string `json:"tlsVersion,omitempty"`
 	Body       string `json:"body,omitempty"`
 	Error      string `json:"error,omitempty"`
+	// Proto is the response's protocol version, e.g. "HTTP/1.1" or "HTTP/2.0".
+	Proto string `json:"proto,omitempty"`
 }
 
 // Affinity is printed once, first.
@@ -69,6 +75,7 @@ func main() {
 	flag.StringVar(&hostHeader, "host", "", "send this Host header instead of the URL's host")
 	wantStatus := flag.Int("want-status", 0, "poll the (single) URL until the server answers with this status")
 	caPEM := flag.String("ca-pem", "", "trust only this CA (PEM) for https URLs")
+	http2Only := flag.Bool("http2", false, "speak HTTP/2 only: h2 over TLS, h2c with prior knowledge to http URLs")
 	wantSerial := flag.String("want-serial", "", "poll the (single) URL, one new connection each time, until the server's certificate has this serial (hex)")
 	flag.Parse()
 
@@ -83,6 +90,13 @@ func main() {
 			fail("-ca-pem holds no certificate")
 		}
 		transport.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+	}
+	if *http2Only {
+		// No HTTP/1 at all: a server that does not negotiate h2 (or does not take the h2c preface) fails the fetch.
+		var p http.Protocols
+		p.SetHTTP2(true)
+		p.SetUnencryptedHTTP2(true)
+		transport.Protocols = &p
 	}
 	// A poll for a new certificate must make a full handshake each time: no kept-alive connection, no resumption.
 	transport.DisableKeepAlives = *wantSerial != ""
@@ -172,6 +186,7 @@ func get(c *http.Client, url string, withBody bool) Result {
 		r.CertSerial = st.PeerCertificates[0].SerialNumber.Text(16)
 		r.TLSVersion = tls.VersionName(st.Version)
 	}
+	r.Proto = resp.Proto
 	body, err := io.ReadAll(resp.Body)
 	if err != nil {
 		r.Error = err.Error()

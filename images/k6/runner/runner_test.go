@@ -17,6 +17,32 @@ import (
 	"hyperstatic.dev/hyperstatic/internal/testenv"
 )
 
+// k6Binary is the k6 that `make k6-build` links into ./bin (make go-test builds it first).
+func k6Binary(t *testing.T) string {
+	t.Helper()
+	k6 := filepath.Join(testenv.RepoRoot(), "bin", "k6")
+	if _, err := os.Stat(k6); err != nil {
+		t.Fatalf("k6 not found at %s: run `make k6-build` (make go-test does)", k6)
+	}
+	return k6
+}
+
+// writePlan writes the script ConfigMap's files for plan and paths into a fresh directory, as the pod mounts them.
+func writePlan(t *testing.T, plan k6script.Plan, paths ...string) string {
+	t.Helper()
+	files, err := k6script.Files(plan, paths)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	for name, content := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
 func TestProcCPUSeconds(t *testing.T) {
 	before, err := procCPUSeconds(os.Getpid())
 	if err != nil {
@@ -47,10 +73,7 @@ func TestProcCPUSeconds(t *testing.T) {
 // load a loopback HTTP server for two 1-second steps; their output parses and merges, and the server saw exactly
 // the requests the pods reported.
 func TestRunnerWithRealK6(t *testing.T) {
-	k6 := filepath.Join(testenv.RepoRoot(), "bin", "k6")
-	if _, err := os.Stat(k6); err != nil {
-		t.Fatalf("k6 not found at %s: run `make k6-build` (make go-test does)", k6)
-	}
+	k6 := k6Binary(t)
 	var mu sync.Mutex
 	served := 0
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -67,16 +90,7 @@ func TestRunnerWithRealK6(t *testing.T) {
 
 	plan := k6script.Plan{Kind: k6script.KindSweep, BaseURL: srv.URL, KeepAlive: true, Parallelism: 2, StrideSeconds: 3,
 		Steps: []benchresults.PlanStep{{Index: 0, VUs: 2, DurationSeconds: 1}, {Index: 1, VUs: 4, DurationSeconds: 1}}}
-	files, err := k6script.Files(plan, []string{"/a", "/b", "/missing"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	for name, content := range files {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	dir := writePlan(t, plan, "/a", "/b", "/missing")
 	start := time.Now().Add(500 * time.Millisecond).UnixMilli()
 	outs := make([]bytes.Buffer, 2)
 	progress := make([]bytes.Buffer, 2)
@@ -136,27 +150,15 @@ func TestRunnerWithRealK6(t *testing.T) {
 // A target that refuses every connection makes k6 log a warning per request. The runner passes on at most
 // k6OutputBudget bytes of it, says how much it left out, and still ends with a whole result block.
 func TestNoisyK6OutputIsBounded(t *testing.T) {
-	k6 := filepath.Join(testenv.RepoRoot(), "bin", "k6")
-	if _, err := os.Stat(k6); err != nil {
-		t.Fatalf("k6 not found at %s: run `make k6-build` (make go-test does)", k6)
-	}
+	k6 := k6Binary(t)
 	srv := httptest.NewServer(http.NotFoundHandler())
 	refused := srv.URL
 	srv.Close() // nothing listens there any more: every request fails and k6 warns about each
 	plan := k6script.Plan{Kind: k6script.KindConstant, BaseURL: refused, KeepAlive: true, Parallelism: 1, StrideSeconds: 3,
 		Steps: []benchresults.PlanStep{{Index: 0, VUs: 4, DurationSeconds: 2}}}
-	files, err := k6script.Files(plan, []string{"/"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	for name, content := range files {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	dir := writePlan(t, plan, "/")
 	var out, logs bytes.Buffer
-	err = run(context.Background(), k6, dir, 0, 0, 1, &out, &logs)
+	err := run(context.Background(), k6, dir, 0, 0, 1, &out, &logs)
 	log, perr := benchresults.ParseLog(out.Bytes())
 	if perr != nil || len(log.Steps) != 1 || log.Steps[0].Errors == 0 {
 		t.Fatalf("run: %v; parse: %v\n%s", err, perr, out.String())
