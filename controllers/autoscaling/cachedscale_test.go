@@ -61,6 +61,7 @@ func (l *laggingClient) freeze(s *v1alpha1.StaticSite) {
 
 // newLaggingStepper is a stepper whose autoscaler reads through a laggingClient.
 func newLaggingStepper(t *testing.T, site *v1alpha1.StaticSite) (*stepper, *laggingClient) {
+	t.Helper()
 	s := newStepper(t, site)
 	l := &laggingClient{}
 	c, err := client.NewWithWatch(env.Config, client.Options{Scheme: env.Scheme})

@@ -8,9 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -73,55 +71,4 @@ func runCheck(bin string, args []string) (checkResult, error) {
 		return res, err
 	}
 	return res, nil
-}
-
-// pendingServerFlags are flags of the HTTP/2 contract whose two halves are built on two branches at once: the
-// operator writes them (ServerArgs) before the server binary in this tree may know them. A case that passes one to
-// a binary whose --help does not list it is checked without it (the rest of its arguments still go through
-// --check) and then skipped, saying so; under CI=true it fails instead: CI builds the merged tree, where every
-// case must run whole. Delete a flag from this list once the server in main has it.
-var pendingServerFlags = []string{"--http2", "--h2c"}
-
-var serverHelp = struct {
-	sync.Mutex
-	text map[string]string
-}{text: map[string]string{}}
-
-// withoutUnknownPendingFlags returns args without the pendingServerFlags that bin does not know, and those flags.
-func withoutUnknownPendingFlags(t *testing.T, bin string, args []string) (known []string, unknown []string) {
-	t.Helper()
-	serverHelp.Lock()
-	help, ok := serverHelp.text[bin]
-	if !ok {
-		out, err := exec.Command(bin, "--help").CombinedOutput()
-		if err != nil {
-			serverHelp.Unlock()
-			t.Fatalf("%s --help: %v\n%s", bin, err, out)
-		}
-		help = string(out)
-		serverHelp.text[bin] = help
-	}
-	serverHelp.Unlock()
-	for _, a := range args {
-		flag, _, _ := strings.Cut(a, "=")
-		if slices.Contains(pendingServerFlags, flag) && !strings.Contains(help, flag+"[=") && !strings.Contains(help, flag+" ") {
-			unknown = append(unknown, a)
-			continue
-		}
-		known = append(known, a)
-	}
-	return known, unknown
-}
-
-// skipForUnknownPendingFlags ends a case whose pending flags were left out of its check (see pendingServerFlags).
-func skipForUnknownPendingFlags(t *testing.T, bin string, unknown []string) {
-	t.Helper()
-	if len(unknown) == 0 {
-		return
-	}
-	msg := fmt.Sprintf("the server binary %s does not know %q yet (the HTTP/2 contract's server half): the other arguments pass, these are not checked", bin, unknown)
-	if os.Getenv("CI") == "true" {
-		t.Fatal(msg)
-	}
-	t.Skip(msg)
 }
