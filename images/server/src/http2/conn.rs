@@ -52,6 +52,16 @@ pub(super) struct Block {
     pub self_dependent: bool,
 }
 
+/// A connection's reusable buffers (decoded fields, header-block fragments, stream table, output queue): what a
+/// busy connection needs and an idle one does not. The worker keeps a few sets and lends one to the connection
+/// it is serving (`Conn::borrow_buffers`, `Conn::return_buffers`), so 10,000 idle connections hold none.
+pub struct Buffers<B> {
+    fields: FieldList,
+    block: Vec<u8>,
+    streams: Vec<Stream<B>>,
+    q: Vec<u8>,
+}
+
 /// One HTTP/2 connection, sans IO. `B` is the caller's handle for a response body (bytes in memory, a file
 /// range, ...); the connection stores it until the body is sent and hands it back to `Out::put_body`.
 pub struct Conn<B> {
@@ -279,6 +289,52 @@ impl<B> Conn<B> {
             + self.block.capacity()
             + self.q.capacity()
             + self.streams.capacity() * std::mem::size_of::<Stream<B>>()
+    }
+
+    /// Takes a set of reusable buffers from `pool` when this connection holds none (it was quiet), so a busy
+    /// connection works in buffers that already grew instead of allocating its own. No allocation.
+    pub fn borrow_buffers(&mut self, pool: &mut Vec<Buffers<B>>) {
+        if self.holds_no_buffers() {
+            if let Some(b) = pool.pop() {
+                self.fields.swap_buffers(&mut { b.fields });
+                self.block = b.block;
+                self.streams = b.streams;
+                self.q = b.q;
+            }
+        }
+    }
+
+    /// When nothing is in flight (no stream, no header block, nothing queued), hands this connection's reusable
+    /// buffers to `pool` (kept while it has fewer than `keep` sets, freed otherwise) and keeps none: an idle
+    /// connection holds only its fixed state and the HPACK table, and the next busy one reuses the buffers.
+    /// Returns whether it did. No allocation (`pool` is made with capacity `keep`).
+    pub fn return_buffers(&mut self, pool: &mut Vec<Buffers<B>>, keep: usize) -> bool {
+        if !self.streams.is_empty() || self.cont.is_some() || !self.q.is_empty() || self.ready.is_some() {
+            return false;
+        }
+        if self.holds_no_buffers() {
+            return true;
+        }
+        let mut fields = FieldList::new(0);
+        self.fields.swap_buffers(&mut fields);
+        let mut b = Buffers {
+            fields,
+            block: std::mem::take(&mut self.block),
+            streams: std::mem::take(&mut self.streams),
+            q: std::mem::take(&mut self.q),
+        };
+        b.block.clear();
+        if pool.len() < keep {
+            pool.push(b);
+        }
+        true
+    }
+
+    fn holds_no_buffers(&self) -> bool {
+        self.fields.heap_bytes() == 0
+            && self.block.capacity() == 0
+            && self.streams.capacity() == 0
+            && self.q.capacity() == 0
     }
 
     /// Frees reusable buffers while the connection has nothing in flight, so an idle connection costs only

@@ -164,7 +164,7 @@ mod stream;
 #[cfg(test)]
 mod tests;
 
-pub use conn::{Conn, Event, Out};
+pub use conn::{Buffers, Conn, Event, Out};
 pub use limits::Limits;
 pub use priority::Priority;
 pub use request::RequestHead;

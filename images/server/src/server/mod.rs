@@ -94,6 +94,9 @@ pub struct Worker {
     h2_date: Vec<u8>,
     h2_date_hsts: Vec<u8>,
     h2_date_of: Vec<u8>,
+    /// Reusable HTTP/2 buffer sets lent to the connection being served and given back when it goes quiet
+    /// (server/h2.rs, `H2_POOL` sets at most), so idle HTTP/2 connections hold none.
+    h2_pool: Vec<crate::http2::Buffers<crate::http2::respond::BodyRef>>,
     /// Where the next search for a connection to evict starts (a clock hand over the slots: the connection
     /// evicted is the next in slot order after the last one, so a refilled slot is the last to go again).
     evict_from: usize,
@@ -141,6 +144,7 @@ impl Worker {
             h2_date: Vec::new(),
             h2_date_hsts: Vec::new(),
             h2_date_of: Vec::new(),
+            h2_pool: Vec::with_capacity(h2::H2_POOL),
             evict_from: 0,
             shared,
         }
