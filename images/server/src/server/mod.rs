@@ -15,6 +15,7 @@ mod h1;
 mod h2;
 mod io;
 pub mod listen;
+mod trim;
 
 use std::os::fd::RawFd;
 use std::sync::atomic::Ordering;
@@ -55,6 +56,8 @@ pub struct Worker {
     conns: Vec<Conn>,
     free: Vec<u32>,
     open: usize,
+    /// When to give freed memory back to the kernel (trim.rs).
+    trim: trim::TrimTrigger,
     rbuf: Box<[u8]>,
     out: Out,
     pathbuf: Box<[u8]>,
@@ -116,6 +119,7 @@ impl Worker {
             conns: Vec::new(),
             free: Vec::new(),
             open: 0,
+            trim: trim::TrimTrigger::default(),
             rbuf: vec![0u8; READ_BUF].into_boxed_slice(),
             out: Out::default(),
             pathbuf: vec![0u8; parser::MAX_REQUEST_LINE].into_boxed_slice(),
@@ -200,6 +204,9 @@ impl Worker {
                     self.start_closing();
                 }
                 self.sweep();
+                if self.trim.should_trim(self.open) {
+                    sys::mem::trim_heap();
+                }
                 if self.closing && self.open == 0 {
                     break;
                 }
