@@ -52,6 +52,20 @@ pub(super) struct Block {
     pub self_dependent: bool,
 }
 
+/// A connection's reusable buffers (decoded fields, header-block fragments, stream table, output queue): what a
+/// busy connection needs and an idle one does not. The worker keeps a few sets and lends one to the connection
+/// it is serving (`Conn::borrow_buffers`, `Conn::return_buffers`), so 10,000 idle connections hold none.
+pub struct Buffers<B> {
+    fields: FieldList,
+    block: Vec<u8>,
+    streams: Vec<Stream<B>>,
+    q: Vec<u8>,
+}
+
+/// A request head `recv` is about to report: (stream, end_stream, pseudo-header positions). Handed from the
+/// frame handler to `recv` by value, so the connection keeps no room for it between calls.
+pub(super) type Ready = (u32, bool, Pseudo);
+
 /// One HTTP/2 connection, sans IO. `B` is the caller's handle for a response body (bytes in memory, a file
 /// range, ...); the connection stores it until the body is sent and hands it back to `Out::put_body`.
 pub struct Conn<B> {
@@ -83,8 +97,6 @@ pub struct Conn<B> {
     pub(super) peer_goaway: bool,
     /// Counts DATA frames sent: the round-robin clock among incremental streams.
     pub(super) tick: u64,
-    /// The request that `recv` is about to report: (stream, end_stream, pseudo-header positions).
-    pub(super) ready: Option<(u32, bool, Pseudo)>,
     /// The peer acknowledged our SETTINGS (the worker times out a peer that never does, §6.5.3).
     pub(super) settings_acked: bool,
 }
@@ -94,8 +106,8 @@ impl<B> Conn<B> {
     pub fn new(limits: Limits) -> Conn<B> {
         let mut c = Conn {
             phase: Phase::Preface,
-            decoder: Decoder::new(limits.header_table_size),
-            fields: FieldList::new(limits.max_header_list),
+            decoder: Decoder::new(limits.header_table_size as usize),
+            fields: FieldList::new(limits.max_header_list as usize),
             block: Vec::new(),
             cont: None,
             streams: Vec::new(),
@@ -111,7 +123,6 @@ impl<B> Conn<B> {
             goaway: None,
             peer_goaway: false,
             tick: 0,
-            ready: None,
             settings_acked: false,
             limits,
         };
@@ -129,12 +140,12 @@ impl<B> Conn<B> {
             n += 6;
         };
         if l.header_table_size != 4096 {
-            set(0x1, l.header_table_size as u32);
+            set(0x1, l.header_table_size);
         }
         set(0x3, l.max_concurrent_streams);
         set(0x4, l.initial_window);
         set(0x5, DEFAULT_MAX_FRAME);
-        set(0x6, l.max_header_list as u32);
+        set(0x6, l.max_header_list);
         // SETTINGS_NO_RFC7540_PRIORITIES (RFC 9218 §2.1): we schedule by the priority header only.
         set(0x9, 1);
         frame::put(&mut self.q, frame::SETTINGS, 0, 0, &p[..n]);
@@ -178,7 +189,7 @@ impl<B> Conn<B> {
             }
             used += end;
             let r = self.frame(h, &rest[HEADER_LEN..end]);
-            if self.q.len() > self.limits.max_queued {
+            if self.q.len() > self.limits.max_queued as usize {
                 // The peer sends faster than it reads (or floods frames that need answers): CVE-2019-9512,
                 // 9515, 9517. Drop what is queued rather than grow.
                 self.q.clear();
@@ -186,11 +197,10 @@ impl<B> Conn<B> {
                 continue;
             }
             match r {
-                Ok(true) => {
-                    let (id, end_stream, p) = self.ready.take().expect("a request is ready");
+                Ok(Some((id, end_stream, p))) => {
                     return (used, Some(Event::Request(RequestHead::new(id, end_stream, &self.fields, p))));
                 }
-                Ok(false) => {}
+                Ok(None) => {}
                 Err(code) => self.fail(code),
             }
         }
@@ -279,6 +289,52 @@ impl<B> Conn<B> {
             + self.block.capacity()
             + self.q.capacity()
             + self.streams.capacity() * std::mem::size_of::<Stream<B>>()
+    }
+
+    /// Takes a set of reusable buffers from `pool` when this connection holds none (it was quiet), so a busy
+    /// connection works in buffers that already grew instead of allocating its own. No allocation.
+    pub fn borrow_buffers(&mut self, pool: &mut Vec<Buffers<B>>) {
+        if self.holds_no_buffers() {
+            if let Some(b) = pool.pop() {
+                self.fields.swap_buffers(&mut { b.fields });
+                self.block = b.block;
+                self.streams = b.streams;
+                self.q = b.q;
+            }
+        }
+    }
+
+    /// When nothing is in flight (no stream, no header block, nothing queued), hands this connection's reusable
+    /// buffers to `pool` (kept while it has fewer than `keep` sets, freed otherwise) and keeps none: an idle
+    /// connection holds only its fixed state and the HPACK table, and the next busy one reuses the buffers.
+    /// Returns whether it did. No allocation (`pool` is made with capacity `keep`).
+    pub fn return_buffers(&mut self, pool: &mut Vec<Buffers<B>>, keep: usize) -> bool {
+        if !self.streams.is_empty() || self.cont.is_some() || !self.q.is_empty() {
+            return false;
+        }
+        if self.holds_no_buffers() {
+            return true;
+        }
+        let mut fields = FieldList::new(0);
+        self.fields.swap_buffers(&mut fields);
+        let mut b = Buffers {
+            fields,
+            block: std::mem::take(&mut self.block),
+            streams: std::mem::take(&mut self.streams),
+            q: std::mem::take(&mut self.q),
+        };
+        b.block.clear();
+        if pool.len() < keep {
+            pool.push(b);
+        }
+        true
+    }
+
+    fn holds_no_buffers(&self) -> bool {
+        self.fields.heap_bytes() == 0
+            && self.block.capacity() == 0
+            && self.streams.capacity() == 0
+            && self.q.capacity() == 0
     }
 
     /// Frees reusable buffers while the connection has nothing in flight, so an idle connection costs only

@@ -1,13 +1,13 @@
-//! The handlers for each received frame type (RFC 9113 §6). Each returns `Ok(true)` when a request became
+//! The handlers for each received frame type (RFC 9113 §6). Each returns `Ok(Some(ready))` when a request became
 //! ready, `Err(code)` for a connection error; stream errors are answered here with RST_STREAM.
 
-use super::conn::{Block, Conn, Phase};
+use super::conn::{Block, Conn, Phase, Ready};
 use super::frame::{self, ErrorCode as E, Head, MAX_WINDOW};
 use super::hpack::encode;
 use super::request::{self, RequestHead};
 use super::stream::Stream;
 
-type R = Result<bool, E>;
+type R = Result<Option<Ready>, E>;
 
 fn u32_at(p: &[u8]) -> u32 {
     u32::from_be_bytes([p[0], p[1], p[2], p[3]]) & 0x7fff_ffff
@@ -28,20 +28,20 @@ impl<B> Conn<B> {
             }
         }
         match h.kind {
-            frame::DATA => self.on_data(h, p).map(|_| false),
+            frame::DATA => self.on_data(h, p).map(|_| None),
             frame::HEADERS => self.on_headers(h, p),
             frame::CONTINUATION => self.on_continuation(h, p),
-            frame::PRIORITY => self.on_priority(h, p).map(|_| false),
-            frame::RST_STREAM => self.on_rst(h, p).map(|_| false),
-            frame::SETTINGS => self.on_settings(h, p).map(|_| false),
-            frame::PING => self.on_ping(h, p).map(|_| false),
-            frame::GOAWAY => self.on_goaway(h, p).map(|_| false),
-            frame::WINDOW_UPDATE => self.on_window_update(h, p).map(|_| false),
-            frame::PRIORITY_UPDATE => self.on_priority_update(h, p).map(|_| false),
+            frame::PRIORITY => self.on_priority(h, p).map(|_| None),
+            frame::RST_STREAM => self.on_rst(h, p).map(|_| None),
+            frame::SETTINGS => self.on_settings(h, p).map(|_| None),
+            frame::PING => self.on_ping(h, p).map(|_| None),
+            frame::GOAWAY => self.on_goaway(h, p).map(|_| None),
+            frame::WINDOW_UPDATE => self.on_window_update(h, p).map(|_| None),
+            frame::PRIORITY_UPDATE => self.on_priority_update(h, p).map(|_| None),
             // §8.4: clients cannot push.
             frame::PUSH_PROMISE => Err(E::Protocol),
             // §5.5: unknown types are ignored (but not free).
-            _ => self.charge().map(|_| false),
+            _ => self.charge().map(|_| None),
         }
     }
 
@@ -126,7 +126,7 @@ impl<B> Conn<B> {
         }
         self.block.clear();
         self.block.extend_from_slice(frag);
-        Ok(false)
+        Ok(None)
     }
 
     fn on_continuation(&mut self, h: Head, p: &[u8]) -> R {
@@ -134,7 +134,8 @@ impl<B> Conn<B> {
         let Some(b) = self.cont.as_mut() else { return Err(E::Protocol) };
         b.frames += 1;
         // The CONTINUATION flood (2024): bound the block in bytes and in frames.
-        if b.frames > self.limits.max_block_frames || self.block.len() + p.len() > self.limits.max_header_block {
+        if b.frames > self.limits.max_block_frames || self.block.len() + p.len() > self.limits.max_header_block as usize
+        {
             return Err(E::EnhanceYourCalm);
         }
         if !h.has(frame::FLAG_END_HEADERS) {
@@ -142,7 +143,7 @@ impl<B> Conn<B> {
                 self.charge()?;
             }
             self.block.extend_from_slice(p);
-            return Ok(false);
+            return Ok(None);
         }
         let mut blk = std::mem::take(&mut self.block);
         blk.extend_from_slice(p);
@@ -169,15 +170,15 @@ impl<B> Conn<B> {
         self.max_client_id = id;
         if self.goaway.is_some_and(|last| id > last) {
             // After our GOAWAY, new streams are ignored (§6.8).
-            return Ok(false);
+            return Ok(None);
         }
         if b.self_dependent {
             self.reset(id, E::Protocol);
-            return Ok(false);
+            return Ok(None);
         }
         if self.streams.len() >= self.limits.max_concurrent_streams as usize {
             self.reset(id, E::RefusedStream);
-            return if self.meters.reset(&self.limits) { Ok(false) } else { Err(E::EnhanceYourCalm) };
+            return if self.meters.reset(&self.limits) { Ok(None) } else { Err(E::EnhanceYourCalm) };
         }
         if self.fields.overflowed() {
             // §10.5.1: over SETTINGS_MAX_HEADER_LIST_SIZE (an HPACK bomb ends here too): 431, no body.
@@ -188,26 +189,25 @@ impl<B> Conn<B> {
                 frame::put_rst(&mut self.q, id, E::NoError);
             }
             self.closed.add(id);
-            return Ok(false);
+            return Ok(None);
         }
         let p = match request::check_request(&self.fields) {
             Ok(p) => p,
             Err(_) => {
                 self.reset(id, E::Protocol);
-                return Ok(false);
+                return Ok(None);
             }
         };
         if b.end_stream && p.content_length.is_some_and(|cl| cl != 0) {
             self.reset(id, E::Protocol);
-            return Ok(false);
+            return Ok(None);
         }
         let mut s = Stream::new(id, !b.end_stream, self.peer_initial_window, self.limits.initial_window as i64);
         s.content_length = p.content_length;
         s.priority = RequestHead::new(id, b.end_stream, &self.fields, p).priority();
         self.streams.push(s);
         self.meters.opened(&self.limits);
-        self.ready = Some((id, b.end_stream, p));
-        Ok(true)
+        Ok(Some((id, b.end_stream, p)))
     }
 
     /// A second header block on an open stream: trailers, which must end the stream (§8.1).
@@ -225,7 +225,7 @@ impl<B> Conn<B> {
             s.recv_open = false;
             self.close_if_done(i);
         }
-        Ok(false)
+        Ok(None)
     }
 
     fn on_priority(&mut self, h: Head, p: &[u8]) -> Result<(), E> {

@@ -9,16 +9,16 @@ pub struct Limits {
     /// SETTINGS_INITIAL_WINDOW_SIZE for request bodies (a static server reads none it keeps).
     pub initial_window: u32,
     /// SETTINGS_MAX_HEADER_LIST_SIZE: decoded request fields (RFC accounting, +32 per field); over it, 431.
-    pub max_header_list: usize,
+    pub max_header_list: u32,
     /// SETTINGS_HEADER_TABLE_SIZE: our HPACK decoder's dynamic table (and the bound on size updates).
-    pub header_table_size: usize,
+    pub header_table_size: u32,
     /// Compressed bytes of one header block across HEADERS + CONTINUATION; over it, GOAWAY ENHANCE_YOUR_CALM.
-    pub max_header_block: usize,
+    pub max_header_block: u32,
     /// Frames in one header block (HEADERS plus CONTINUATIONs); over it, GOAWAY ENHANCE_YOUR_CALM.
     pub max_block_frames: u32,
     /// Bytes of control frames and response heads queued for the peer and not yet taken by `write`; over it
     /// (a peer that sends but does not read), GOAWAY ENHANCE_YOUR_CALM.
-    pub max_queued: usize,
+    pub max_queued: u32,
     /// Frames that do no request work (SETTINGS, PING, PRIORITY, WINDOW_UPDATE, unknown types, empty DATA,
     /// HEADERS or CONTINUATION, frames for closed streams) allowed between two requests, less one per DATA
     /// frame we send; over it, GOAWAY ENHANCE_YOUR_CALM.

@@ -22,7 +22,7 @@
 //! //   Out::put(&[u8]) for frame headers, control frames and response heads,
 //! //   Out::put_body(&Body, offset, len) for DATA payloads (writev / sendfile / TLS copy by the transport).
 //! // c.wants_write(), c.is_closed() (close after flushing), c.drain() on SIGTERM and --max-connection-age,
-//! // c.release_idle_memory() when a connection goes quiet.
+//! // c.borrow_buffers(&mut pool) before feeding it, c.return_buffers(&mut pool, keep) once nothing is in flight.
 //! ```
 //!
 //! * `Event::Request(RequestHead)`: stream id, `method()`, `path()`, `scheme()`, `authority()` (`:authority`
@@ -44,7 +44,7 @@
 //!   it only while the body is being sent, and never copies a body itself.
 //!
 //! No allocation per request in steady state: the stream table, the decoded-field buffer, the header-block
-//! buffer and the output queue are `Vec`s reused for the life of the connection; the HPACK table is one
+//! buffer and the output queue are `Vec`s reused across requests and lent between connections (`Buffers`); the HPACK table is one
 //! byte buffer with in-place compaction; a request head is offsets into the field buffer.
 //!
 //! # Limits, and why (`Limits::default()`)
@@ -97,16 +97,24 @@
 //!
 //! # Memory per connection (engine only)
 //!
-//! `Conn` is 504 bytes. After a browser's page (10 requests) it holds 4,558 heap bytes; after
-//! `release_idle_memory` 2,688, all of it the HPACK dynamic table (2,119 bytes of entries); a connection
-//! that only did the handshake holds none (`tests/exchange.rs`, `idle_memory_after_a_page`). So 10,000 idle
-//! connections that each loaded a page keep ~32 MB here, above the 18.2 MB the HTTP/1.1 ones keep in total:
-//! the table is the cost, and a smaller SETTINGS_HEADER_TABLE_SIZE (`Limits::header_table_size`) is the
-//! lever. On the wired server (RSS growth for 10,000 idle connections after one request each, see below): 801 B
-//! per connection with nothing in the table, 1,137 B with a browser's `user-agent` and `accept` indexed (1,529 B
-//! and 2,012 B when all 10,000 were busy at once: the allocator keeps what they gave back); a whole page's table
-//! (the 2,688 bytes above) would put 10,000 such connections near 34 MB.
+//! `Conn` is 432 bytes (504 before the request being reported was passed by value and `Limits` became u32s;
+//! `idle_memory_after_a_page` holds it to that). Its reusable buffers (decoded fields, header-block fragments,
+//! stream table, output queue: `Buffers`) are lent: the worker keeps up to 16 sets and lends one to the
+//! connection it serves (`borrow_buffers`), which gives it back as soon as nothing is in flight
+//! (`return_buffers`), so an idle connection holds its fixed state and the HPACK dynamic table only, and a busy
+//! one works in buffers that already grew. After a browser's page (10 requests) the table is 2,688 bytes (2,119
+//! of entries); a connection whose client indexed nothing holds none (`tests/exchange.rs`). RFC 7541 §4 makes
+//! the decoder keep what the client inserted, up to our SETTINGS_HEADER_TABLE_SIZE (4,096): that table is the
+//! one per-connection cost the client controls; `Limits::header_table_size` is the lever.
 //!
+//! On the wired server (release build, `--workers 1`, 10,000 idle connections opened at once, each one
+//! request, RSS growth; kernel socket buffers not included): HTTP/1.1 211 B per connection (its slot); h2c
+//! 652 B (the slot and the boxed engine, 440 bytes in a 448-byte allocation), 1,833 B before the buffers were
+//! lent (every connection's buffers were live together in the burst, and freeing them later left holes the
+//! allocator could not return); HTTPS/1.1 7,846 B and h2 over TLS 8,277 B (rustls: its 4 KiB read buffer, which
+//! it keeps once a read was made, plus keys and session state, the same for both protocols). When a burst of
+//! connections closes, the worker gives the freed memory back (`server/trim.rs`, glibc `malloc_trim`).
+
 //! # h2spec groups each part addresses
 //!
 //! * `frame.rs`, `conn.rs` (`recv`): 3.5 preface, 4.1 frame format (unknown types/flags, reserved bit), 4.2
@@ -141,14 +149,13 @@
 //! * The clock the engine does not have: GOAWAY (`drain`) on SIGTERM, at `--max-connection-age` and after
 //!   `--max-requests-per-connection`; `settings_timeout` when our SETTINGS stay unacknowledged past
 //!   `--header-timeout`; GOAWAY and close when idle for `--keepalive-timeout`; a close when open streams make no
-//!   progress that long (zero window, stopped reader). `release_idle_memory` after every flush that leaves
-//!   nothing in flight.
+//!   progress that long (zero window, stopped reader). `return_buffers` after every flush that leaves
+//!   nothing in flight (the worker's pool of `Buffers`).
 //! * Tests on the real binary: `tests/h2.rs` (the same answers as HTTP/1.1 over TLS and h2c, by curl),
 //!   `tests/h2_client.rs` (the `h2` crate's client over h2c), `tests/h2_attacks.rs`, `tests/h2_lifecycle.rs`;
 //!   `make h2spec` passes 145/145 over TLS and h2c.
-//! * Measured on the wired server (release build, 10,000 idle connections that each did one request): HTTP/1.1
-//!   211 B each, h2c 801 B, h2c with a browser's `user-agent` and `accept` in the HPACK table 1,137 B (RSS
-//!   growth; server README, "HTTP/2"). The benchmark rows against the peers are `make bench-server`'s.
+//! * Measured on the wired server: see "Memory per connection" above and the server README, "HTTP/2". The
+//!   benchmark rows against the peers are `make bench-server`'s.
 
 pub mod conn;
 pub mod frame;
@@ -164,7 +171,7 @@ mod stream;
 #[cfg(test)]
 mod tests;
 
-pub use conn::{Conn, Event, Out};
+pub use conn::{Buffers, Conn, Event, Out};
 pub use limits::Limits;
 pub use priority::Priority;
 pub use request::RequestHead;

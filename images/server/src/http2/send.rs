@@ -72,7 +72,7 @@ impl<B> Conn<B> {
                 self.close_if_done(i);
             }
         }
-        if self.q.len() > self.limits.max_queued {
+        if self.q.len() > self.limits.max_queued as usize {
             // Heads piling up unread (CVE-2019-9517): the same bound as for control frames.
             self.q.clear();
             self.fail(ErrorCode::EnhanceYourCalm);

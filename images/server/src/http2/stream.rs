@@ -69,13 +69,13 @@ impl<B> Stream<B> {
 #[derive(Default)]
 pub(crate) struct RecentlyClosed {
     ids: [u32; 16],
-    next: usize,
+    next: u8,
 }
 
 impl RecentlyClosed {
     pub fn add(&mut self, id: u32) {
-        self.ids[self.next] = id;
-        self.next = (self.next + 1) % self.ids.len();
+        self.ids[self.next as usize] = id;
+        self.next = (self.next + 1) % self.ids.len() as u8;
     }
 
     pub fn contains(&self, id: u32) -> bool {

@@ -88,6 +88,7 @@ impl Worker {
             c.handshake_counted = false;
             let gen = c.gen;
             self.open += 1;
+            self.trim.opened(self.open);
             let s = self.stats();
             bump(&s.connections_total, 1);
             bump(&s.connections_open, 1);

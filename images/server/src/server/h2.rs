@@ -34,8 +34,10 @@ pub(super) struct H2 {
     transport: usize,
 }
 
-/// A connection with no stream and no bytes this long is quiet: its reusable buffers go back.
-const QUIET_MS: u64 = 250;
+/// Buffer sets a worker keeps for its HTTP/2 connections: one per connection with output in flight at
+/// once, beyond which a busy connection grows its own (freed when it goes quiet). The sets are lent, not
+/// per connection, so 10,000 idle connections hold none of them.
+pub(super) const H2_POOL: usize = 16;
 
 /// DATA bytes cut per write: the batch buffer's size, so one flush stays one gathered write.
 const WRITE_BUDGET: usize = 256 * 1024;
@@ -174,6 +176,7 @@ impl Worker {
         let Proto::Http2(h) = &mut c.proto else { unreachable!("answer_h2 on an HTTP/2 connection") };
         let tls = c.tls.is_some();
         let date = if tls && cfg.hsts.is_some() { &self.h2_date_hsts } else { &self.h2_date };
+        h.conn.borrow_buffers(&mut self.h2_pool);
         loop {
             let (used, ev) = h.conn.recv(&self.rbuf[pos..len]);
             pos += used;
@@ -255,6 +258,10 @@ impl Worker {
                 return Flow::Stop;
             }
             if !more {
+                // Nothing in flight: the buffers go back to the worker for the next connection it serves.
+                if let Proto::Http2(h) = &mut self.conns[idx].proto {
+                    h.conn.return_buffers(&mut self.h2_pool, H2_POOL);
+                }
                 break;
             }
         }
@@ -270,7 +277,7 @@ impl Worker {
     }
 
     /// The timeouts of an HTTP/2 connection with no output pending, from the worker's clock (and its idle memory
-    /// given back once it has been quiet for 250 ms): GOAWAY when
+    /// given back by flush_h2): GOAWAY when
     /// draining or past `--max-connection-age` (open streams finish first); GOAWAY SETTINGS_TIMEOUT when our
     /// SETTINGS stay unacknowledged past the header timeout; close when idle past the keep-alive timeout, or
     /// when open streams made no progress that long (a zero window or a reader that stopped).
@@ -285,11 +292,6 @@ impl Worker {
             h.conn.settings_timeout();
         }
         let streams = h.conn.open_streams();
-        if streams == 0 && idle >= QUIET_MS && c.stash.is_empty() {
-            // Quiet for a moment: give back the reusable buffers (not after every response, or a client asking
-            // one request at a time would have them allocated again for each).
-            h.conn.release_idle_memory();
-        }
         if streams == 0 && (idle >= self.keepalive_ms || (self.closing && idle >= DRAIN_IDLE_MS)) {
             h.conn.drain();
         } else if streams > 0 && idle >= self.keepalive_ms {

@@ -15,6 +15,7 @@ mod h1;
 mod h2;
 mod io;
 pub mod listen;
+mod trim;
 
 use std::os::fd::RawFd;
 use std::sync::atomic::Ordering;
@@ -55,6 +56,8 @@ pub struct Worker {
     conns: Vec<Conn>,
     free: Vec<u32>,
     open: usize,
+    /// When to give freed memory back to the kernel (trim.rs).
+    trim: trim::TrimTrigger,
     rbuf: Box<[u8]>,
     out: Out,
     pathbuf: Box<[u8]>,
@@ -94,6 +97,9 @@ pub struct Worker {
     h2_date: Vec<u8>,
     h2_date_hsts: Vec<u8>,
     h2_date_of: Vec<u8>,
+    /// Reusable HTTP/2 buffer sets lent to the connection being served and given back when it goes quiet
+    /// (server/h2.rs, `H2_POOL` sets at most), so idle HTTP/2 connections hold none.
+    h2_pool: Vec<crate::http2::Buffers<crate::http2::respond::BodyRef>>,
     /// Where the next search for a connection to evict starts (a clock hand over the slots: the connection
     /// evicted is the next in slot order after the last one, so a refilled slot is the last to go again).
     evict_from: usize,
@@ -113,6 +119,7 @@ impl Worker {
             conns: Vec::new(),
             free: Vec::new(),
             open: 0,
+            trim: trim::TrimTrigger::default(),
             rbuf: vec![0u8; READ_BUF].into_boxed_slice(),
             out: Out::default(),
             pathbuf: vec![0u8; parser::MAX_REQUEST_LINE].into_boxed_slice(),
@@ -141,6 +148,7 @@ impl Worker {
             h2_date: Vec::new(),
             h2_date_hsts: Vec::new(),
             h2_date_of: Vec::new(),
+            h2_pool: Vec::with_capacity(h2::H2_POOL),
             evict_from: 0,
             shared,
         }
@@ -196,6 +204,9 @@ impl Worker {
                     self.start_closing();
                 }
                 self.sweep();
+                if self.trim.should_trim(self.open) {
+                    sys::mem::trim_heap();
+                }
                 if self.closing && self.open == 0 {
                     break;
                 }

@@ -41,6 +41,15 @@ impl FieldList {
         *self = FieldList::new(self.limit);
     }
 
+    /// Exchanges buffers with `other` (emptied first), each keeping its own limit: lending reusable capacity
+    /// between connections without allocating.
+    pub fn swap_buffers(&mut self, other: &mut FieldList) {
+        self.clear();
+        other.clear();
+        std::mem::swap(&mut self.bytes, &mut other.bytes);
+        std::mem::swap(&mut self.fields, &mut other.fields);
+    }
+
     pub fn heap_bytes(&self) -> usize {
         self.bytes.capacity() + self.fields.capacity() * std::mem::size_of::<Field>()
     }

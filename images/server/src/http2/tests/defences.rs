@@ -84,7 +84,7 @@ fn continuation_flood() {
     assert_eq!(attack(Limits { max_block_frames: u32::MAX, ..d.clone() }, &frames(100, 8)), None);
     // Few big frames: the byte bound trips.
     assert_eq!(attack(d.clone(), &frames(4, 16_000)), CALM);
-    assert_eq!(attack(Limits { max_header_block: usize::MAX, ..d.clone() }, &frames(4, 16_000)), None);
+    assert_eq!(attack(Limits { max_header_block: u32::MAX, ..d.clone() }, &frames(4, 16_000)), None);
     // Empty CONTINUATIONs never end the block either.
     assert_eq!(attack(d, &frames(100, 0)), CALM);
 }
@@ -106,7 +106,7 @@ fn hpack_bomb_and_oversized_header_lists_get_431() {
     s.feed(&Client::headers(3, true, &[&Client::get("/")[..], &[0xbe]].concat()));
     assert_eq!(s.requests, [3], "the table entry from the bomb is still there");
     // Without the bound the bomb would reach the core.
-    let mut s = Server::open_with(Limits { max_header_list: usize::MAX, ..Limits::default() });
+    let mut s = Server::open_with(Limits { max_header_list: u32::MAX, ..Limits::default() });
     s.feed(&Client::headers(1, true, &block));
     assert_eq!(s.requests, [1]);
 }
@@ -125,7 +125,7 @@ fn ping_and_settings_floods_cve_2019_9512_9515() {
     let unread = Limits { max_overhead_frames: u32::MAX, ..d.clone() };
     assert_eq!(attack(unread.clone(), &pings(10_000)), CALM);
     assert_eq!(attack(unread.clone(), &settings(10_000)), CALM);
-    assert_eq!(attack(Limits { max_queued: usize::MAX, ..unread }, &pings(10_000)), None);
+    assert_eq!(attack(Limits { max_queued: u32::MAX, ..unread }, &pings(10_000)), None);
     // A peer that reads but floods anyway: the overhead budget between requests.
     let reading = |s: &mut Server| {
         let one = Client::frame(f::PING, 0, 0, &[1; 8]);
@@ -174,7 +174,7 @@ fn zero_window_and_slow_readers_cve_2019_9511_9517() {
     // Heads for streams that are reset stay queued (the peer never reads): max_queued ends it.
     let no_reset_limit = Limits { max_resets: u32::MAX, ..d.clone() };
     assert_eq!(attack(no_reset_limit.clone(), &stall), CALM);
-    assert_eq!(attack(Limits { max_queued: usize::MAX, ..no_reset_limit }, &stall), None);
+    assert_eq!(attack(Limits { max_queued: u32::MAX, ..no_reset_limit }, &stall), None);
     // Streams stalled on a zero window hold no bytes of body; the table is full and further streams refused.
     let mut s = Server::open();
     s.feed(&Client::settings(&[(4, 0)]));

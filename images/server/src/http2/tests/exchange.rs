@@ -265,7 +265,7 @@ fn idle_memory_after_a_page() {
     );
     assert!(idle < busy);
     // What an idle connection keeps is its fixed state and the HPACK table (bounded by 2 x 4096 bytes + entries).
-    assert!(fixed <= 512, "{fixed}");
+    assert!(fixed <= 432, "{fixed}");
     assert!(idle <= 2 * 4096 + 128 * 16, "{idle}");
     // h2load's blocks (one indexed field set, then 5-byte repeats) decode as requests too.
     let mut h = Server::open();
@@ -277,4 +277,36 @@ fn idle_memory_after_a_page() {
     let mut fresh = Server::open();
     fresh.conn.release_idle_memory();
     assert_eq!(fresh.conn.heap_bytes(), 0);
+}
+
+#[test]
+fn idle_connections_lend_their_buffers_back() {
+    // A connection that answered a page returns its reusable buffers to the pool: what it keeps is the HPACK
+    // table alone, and the next connection served works in the returned buffers instead of growing its own.
+    let mut pool = Vec::with_capacity(2);
+    let mut s = Server::open();
+    s.conn.borrow_buffers(&mut pool);
+    for (i, block) in BROWSER.iter().enumerate() {
+        s.feed(&Client::headers(1 + 2 * i as u32, true, block));
+        s.out_all();
+    }
+    assert!(s.conn.heap_bytes() > s.conn.decoder.heap_bytes());
+    assert!(s.conn.return_buffers(&mut pool, 2));
+    assert_eq!(s.conn.heap_bytes(), s.conn.decoder.heap_bytes());
+    assert_eq!(pool.len(), 1);
+    let mut next = Server::open();
+    next.out_all();
+    next.conn.return_buffers(&mut pool, 2);
+    assert_eq!(pool.len(), 2, "a handshake's SETTINGS queue joins the pool");
+    next.conn.borrow_buffers(&mut pool);
+    assert_eq!(pool.len(), 1);
+    let lent = next.conn.heap_bytes();
+    next.feed(&Client::headers(1, true, BROWSER[0]));
+    next.out_all();
+    assert_eq!(next.requests.len(), 1);
+    // A pool already holding `keep` sets frees what comes back instead of growing.
+    assert!(next.conn.return_buffers(&mut pool, 1));
+    assert_eq!(pool.len(), 1);
+    assert!(lent > 0);
+    assert_eq!(next.conn.heap_bytes(), next.conn.decoder.heap_bytes());
 }
