@@ -54,10 +54,11 @@ impl Server {
             std::thread::spawn(move || {
                 use std::io::BufRead;
                 for line in std::io::BufReader::new(stderr).lines().map_while(Result::ok) {
+                    // Kept before it is announced: a test that reads the logs right after start must find it.
+                    logs.lock().unwrap().push(line.clone());
                     if line.contains("\"msg\":\"listening\"") {
-                        let _ = tx.send(line.clone());
+                        let _ = tx.send(line);
                     }
-                    logs.lock().unwrap().push(line);
                 }
             });
         }
