@@ -85,11 +85,20 @@ elif ! runtime_ok; then
   as_root kill -HUP "$(pgrep -x dockerd | head -1)"
   changed=1
 fi
-for _ in $(seq 1 120); do
+# dockerd gives up when its containerd does not answer within its own timeout, which a loaded machine can exceed
+# (seen here: "failed to start containerd: timeout waiting for containerd to start" while builds ran): a dockerd
+# that exited while we waited is started again, up to three times in all.
+starts=1
+for _ in $(seq 1 240); do
   docker info >/dev/null 2>&1 && runtime_ok && break
+  if [ "$changed" = 1 ] && ! pgrep -x dockerd >/dev/null && [ "$starts" -lt 3 ]; then
+    starts=$((starts + 1))
+    say "dockerd exited while starting (log: $LOG_DIR/dockerd.log): starting it again ($starts of 3)"
+    as_root setsid nohup dockerd >>"$LOG_DIR/dockerd.log" 2>&1 </dev/null &
+  fi
   sleep 0.5
 done
-docker info >/dev/null 2>&1 || { say "dockerd did not answer within 60 s; tail of its log:"; tail -20 "$LOG_DIR/dockerd.log"; exit 1; }
+docker info >/dev/null 2>&1 || { say "dockerd did not answer within 120 s ($starts start(s)); tail of its log:"; tail -20 "$LOG_DIR/dockerd.log"; exit 1; }
 runtime_ok || { say "dockerd's default runtime is not $want_runtime after reload"; exit 1; }
 say "engine $(docker version --format '{{.Server.Version}}'), default runtime $(docker info --format '{{.DefaultRuntime}}')"
 

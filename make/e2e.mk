@@ -8,8 +8,8 @@ E2E_CHART ?= $(CHART_DIR)
 
 .PHONY: e2e
 e2e: ## End-to-end tests: the single-node suite, then the dual-stack multi-node and the IPv6-only clusters, one at a time.
-	@start=$$(date +%s); phase() { $(call progress,$$1); s=$$(date +%s); shift; "$$@"; \
-	  echo "    ($$(( $$(date +%s) - s )) s)"; }; \
+	@start=$$(date +%s); phase() { $(call progress,$$1); s=$$(date +%s); shift; "$$@"; rc=$$?; \
+	  echo "    ($$(( $$(date +%s) - s )) s)"; return $$rc; }; \
 	  phase "e2e 1/8: cluster" $(MAKE) kind-up && \
 	  phase "e2e 2/8: images" $(MAKE) images e2e-images && \
 	  phase "e2e 3/8: kind-load" $(MAKE) kind-load && \
