@@ -14,7 +14,8 @@ import (
 // The decision is the HorizontalPodAutoscaler v2 algorithm applied to a Pods-type metric: the average
 // requests per second of the site's ready pods against the per-pod target.
 //
-// +kubebuilder:validation:XValidation:rule="has(self.targetRPSPerPod) != has(self.targetRPSPerCPU)",message="exactly one of spec.autoscaling.targetRPSPerPod and spec.autoscaling.targetRPSPerCPU must be set"
+// +kubebuilder:validation:XValidation:rule="has(self.targetUtilization) || has(self.targetRPSPerPod) || has(self.targetRPSPerCPU)",message="spec.autoscaling needs a target: targetUtilization (of the measured capacity), targetRPSPerPod or targetRPSPerCPU"
+// +kubebuilder:validation:XValidation:rule="!(has(self.targetRPSPerPod) && has(self.targetRPSPerCPU))",message="set at most one of spec.autoscaling.targetRPSPerPod and spec.autoscaling.targetRPSPerCPU"
 // +kubebuilder:validation:XValidation:rule="!has(self.minReplicas) || self.minReplicas <= self.maxReplicas",message="spec.autoscaling.minReplicas must be less than or equal to spec.autoscaling.maxReplicas"
 type AutoscalingSpec struct {
 	// minReplicas is the lower limit for the number of replicas the autoscaler sets. Default 1.
@@ -28,15 +29,25 @@ type AutoscalingSpec struct {
 	// +required
 	MaxReplicas int32 `json:"maxReplicas"`
 
+	// targetUtilization is the share, in percent, of the measured capacity per pod (status.capacity.rpsPerPod)
+	// each ready pod should serve: 70 targets 70 % of what one pod was measured to serve. While no current
+	// measurement exists the autoscaler uses targetRPSPerPod or targetRPSPerCPU when set, else the default of
+	// 5000 requests per second per CPU of spec.cpu; status.autoscaling.targetSource says which.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=100
+	// +optional
+	TargetUtilization *int32 `json:"targetUtilization,omitempty"`
+
 	// targetRPSPerPod is the average requests per second each ready pod should serve.
-	// Exactly one of targetRPSPerPod and targetRPSPerCPU is set.
+	// At most one of targetRPSPerPod and targetRPSPerCPU is set; with targetUtilization it is the fallback.
 	// +kubebuilder:validation:Minimum=1
 	// +optional
 	TargetRPSPerPod *int64 `json:"targetRPSPerPod,omitempty"`
 
 	// targetRPSPerCPU is the average requests per second per CPU of spec.cpu each ready pod should serve:
 	// the per-pod target is targetRPSPerCPU × spec.cpu (e.g. 20000 with cpu "2" targets 40000 req/s per pod,
-	// with cpu "250m" 5000 req/s per pod). Exactly one of targetRPSPerPod and targetRPSPerCPU is set.
+	// with cpu "250m" 5000 req/s per pod). At most one of targetRPSPerPod and targetRPSPerCPU is set; with
+	// targetUtilization it is the fallback.
 	// +kubebuilder:validation:Minimum=1
 	// +optional
 	TargetRPSPerCPU *int64 `json:"targetRPSPerCPU,omitempty"`
@@ -87,9 +98,18 @@ type AutoscalingStatus struct {
 	// +optional
 	CurrentAverageRPS int64 `json:"currentAverageRPS"`
 
-	// targetRPSPerPod is the effective per-pod target (spec targetRPSPerPod, or targetRPSPerCPU × spec.cpu).
+	// targetRPSPerPod is the effective per-pod target (targetUtilization × status.capacity.rpsPerPod, spec
+	// targetRPSPerPod, targetRPSPerCPU × spec.cpu, or the default 5000 × spec.cpu).
 	// +optional
 	TargetRPSPerPod int64 `json:"targetRPSPerPod,omitempty"`
+
+	// targetSource says where targetRPSPerPod comes from: Capacity, TargetRPSPerPod, TargetRPSPerCPU or Default.
+	// +optional
+	TargetSource AutoscalingTargetSource `json:"targetSource,omitempty"`
+
+	// targetMessage explains the target in words, e.g. "70% of 2143 req/s measured (ServerCPU) for template 1a2b3c".
+	// +optional
+	TargetMessage string `json:"targetMessage,omitempty"`
 
 	// measuredPods is the number of ready pods whose request rate was known at the last decision.
 	// +optional
@@ -107,6 +127,21 @@ type AutoscalingStatus struct {
 	// +optional
 	LastScaleTime *metav1.Time `json:"lastScaleTime,omitempty"`
 }
+
+// AutoscalingTargetSource is where the autoscaler's per-pod target comes from.
+// +kubebuilder:validation:Enum=Capacity;TargetRPSPerPod;TargetRPSPerCPU;Default
+type AutoscalingTargetSource string
+
+const (
+	TargetFromCapacity        AutoscalingTargetSource = "Capacity"
+	TargetFromTargetRPSPerPod AutoscalingTargetSource = "TargetRPSPerPod"
+	TargetFromTargetRPSPerCPU AutoscalingTargetSource = "TargetRPSPerCPU"
+	TargetFromDefault         AutoscalingTargetSource = "Default"
+
+	// DefaultTargetRPSPerCPU is the per-CPU target of targetUtilization while no capacity is measured and no explicit
+	// target is set: a conservative eighth of what the hyperstatic server serves per CPU-second on small files.
+	DefaultTargetRPSPerCPU = 5000
+)
 
 // Condition types the autoscaler sets on a StaticSite (positive polarity: True is the healthy state).
 const (

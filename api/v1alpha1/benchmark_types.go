@@ -30,6 +30,13 @@ type BenchmarkSpec struct {
 	// +optional
 	Protocol BenchmarkProtocol `json:"protocol,omitempty"`
 
+	// AcceptEncoding is the Accept-Encoding header of every request (k6 sends none by default), e.g. "br, gzip" to
+	// load a site as browsers do; k6 decodes the bodies it gets.
+	// +optional
+	// +kubebuilder:validation:MaxLength=128
+	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9*,;=. -]*$`
+	AcceptEncoding string `json:"acceptEncoding,omitempty"`
+
 	// Paths are the URL paths requested, one chosen at random per request. Default: "/".
 	// +optional
 	Paths *BenchmarkPaths `json:"paths,omitempty"`
@@ -91,11 +98,18 @@ type BenchmarkSpec struct {
 
 // BenchmarkTarget names exactly one target.
 // +kubebuilder:validation:XValidation:rule="has(self.staticSite) != has(self.url)",message="target: set exactly one of staticSite or url"
+// +kubebuilder:validation:XValidation:rule="!has(self.pod) || has(self.staticSite)",message="target.pod needs target.staticSite: it names a pod of that site"
 type BenchmarkTarget struct {
 	// StaticSite is the name of a StaticSite in the Benchmark's namespace; its Service's http port is loaded.
 	// +optional
 	// +kubebuilder:validation:MaxLength=63
 	StaticSite string `json:"staticSite,omitempty"`
+	// Pod names one pod of staticSite to load directly at its IP, not through the Service: a capacity probe or
+	// canary the operator made for the site (label hyperstatic.dev/capacity-probe-of=<site>), or one of its serving
+	// pods (hyperstatic.dev/site=<site>). Server figures are then sampled from that pod only. Needs staticSite.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	Pod string `json:"pod,omitempty"`
 	// URL is a plain http(s) base URL, e.g. http://nginx.default.svc:80.
 	// +optional
 	// +kubebuilder:validation:MaxLength=2048
@@ -318,6 +332,19 @@ type BenchmarkSummary struct {
 	P50 string `json:"p50"`
 	P90 string `json:"p90"`
 	P99 string `json:"p99"`
+	// ServerCPU is the CPU (cores) the target's server pods used at the peak step, e.g. "0.049" (empty for a URL
+	// target, or when no server sample fell inside the step).
+	// +optional
+	ServerCPU string `json:"serverCPU,omitempty"`
+	// ServerRPS is the requests per second the target's server pods counted at the peak step (0: unknown).
+	// +optional
+	ServerRPS int64 `json:"serverRPS,omitempty"`
+	// RequestsPerCPUSecond is requests per second of server CPU time at the peak step (0: unknown).
+	// +optional
+	RequestsPerCPUSecond int64 `json:"requestsPerCPUSecond,omitempty"`
+	// ServerCPULimit is the CPU limit (cores) of the measured server pod when the target is one pod, e.g. "0.05".
+	// +optional
+	ServerCPULimit string `json:"serverCPULimit,omitempty"`
 	// Requests over the whole run, all pods.
 	Requests int64 `json:"requests"`
 	// Errors over the whole run (network errors and HTTP status >= 400).

@@ -100,6 +100,16 @@ type StaticSiteSpec struct {
 	// +optional
 	Autoscaling *AutoscalingSpec `json:"autoscaling,omitempty"`
 
+	// capacity tunes the measurement of what one pod serves (status.capacity). Measurements also run, with the
+	// defaults, when spec.autoscaling.targetUtilization or spec.rollout.performanceGate needs them.
+	// +optional
+	Capacity *CapacitySpec `json:"capacity,omitempty"`
+
+	// rollout configures how a new pod template reaches the pods: spec.rollout.performanceGate measures it on a
+	// canary first.
+	// +optional
+	Rollout *RolloutSpec `json:"rollout,omitempty"`
+
 	// tls makes the server terminate TLS on its https port (8443) with a kubernetes.io/tls Secret's certificate,
 	// published on the Service as spec.service.httpsPort.
 	// +optional
@@ -483,6 +493,14 @@ type StaticSiteStatus struct {
 	// autoscaling is written by the autoscaler only.
 	// +optional
 	Autoscaling *AutoscalingStatus `json:"autoscaling,omitempty"`
+
+	// capacity is the last capacity measurement of the site's pods (see spec.capacity).
+	// +optional
+	Capacity *CapacityStatus `json:"capacity,omitempty"`
+
+	// performanceGate is the gate's decision about the latest candidate template (spec.rollout.performanceGate).
+	// +optional
+	PerformanceGate *PerformanceGateStatus `json:"performanceGate,omitempty"`
 }
 
 // ServedContent is one server pod's account of the site it serves: how big it is, how much of it is held in
@@ -530,6 +548,10 @@ type ServedContent struct {
 // +kubebuilder:printcolumn:name="Memory",type=string,JSONPath=`.status.memory`,priority=1,description="memory limit of each pod"
 // +kubebuilder:printcolumn:name="Memory-Fit",type=string,JSONPath=`.status.content.fitMemoryLimit`,priority=1,description="memory limit that would hold every file in memory"
 // +kubebuilder:printcolumn:name="RPS",type=integer,JSONPath=`.status.autoscaling.currentRPS`
+// +kubebuilder:printcolumn:name="Target-RPS",type=integer,JSONPath=`.status.autoscaling.targetRPSPerPod`,description="per-pod target of the autoscaler"
+// +kubebuilder:printcolumn:name="Target-From",type=string,JSONPath=`.status.autoscaling.targetSource`,priority=1,description="where the per-pod target comes from: Capacity, TargetRPSPerPod, TargetRPSPerCPU or Default"
+// +kubebuilder:printcolumn:name="Capacity",type=integer,JSONPath=`.status.capacity.rpsPerPod`,priority=1,description="measured requests/s per pod"
+// +kubebuilder:printcolumn:name="Gate",type=string,JSONPath=`.status.performanceGate.phase`,priority=1,description="performance gate: Measuring, Passed, Blocked or Overridden"
 // +kubebuilder:printcolumn:name="Protocols",type=string,JSONPath=`.status.protocols`,priority=1,description="ALPN IDs of the protocols offered: http/1.1, h2 (TLS), h2c (plain)"
 // +kubebuilder:printcolumn:name="URL",type=string,JSONPath=`.status.url`
 // +kubebuilder:printcolumn:name="Public",type=string,JSONPath=`.status.publicURLs[0]`,description="first public URL (spec.hostnames through spec.route)"
