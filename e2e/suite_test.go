@@ -33,6 +33,7 @@ type env struct {
 	helm, chart, version                   string
 	fetchImage, siteImage, siteDir         string
 	rolloutV1Image, rolloutV2Image         string
+	capacityImagePrefix                    string // the capacity scenario's sites: <prefix>:v1-<version>, v2-, v3-
 	pydocsImage, pydocsV2Image             string // the real site (Python docs) and its one-page update
 	pydocsDir, pydocsV2Dir                 string // their trees: the whole v1, only v2's changed files
 	serverImage, k6Image                   string
@@ -66,24 +67,25 @@ func setup() error {
 	root, _ := filepath.Abs("..")
 	version := get("E2E_VERSION", "0.1.0")
 	cfg = env{
-		helm:             get("HELM", filepath.Join(root, "bin", "helm")),
-		chart:            get("E2E_CHART", filepath.Join(root, "charts", "hyperstatic")),
-		version:          version,
-		fetchImage:       get("E2E_FETCH_IMAGE", "hyperstatic/e2e-fetch:"+version),
-		siteImage:        get("E2E_SITE_IMAGE", "hyperstatic/example-site:"+version),
-		siteDir:          get("E2E_SITE_DIR", filepath.Join(root, "images", "server", "example", "site")),
-		rolloutV1Image:   get("E2E_ROLLOUT_V1_IMAGE", "hyperstatic/e2e-site-rollout:v1-"+version),
-		rolloutV2Image:   get("E2E_ROLLOUT_V2_IMAGE", "hyperstatic/e2e-site-rollout:v2-"+version),
-		pydocsImage:      get("E2E_PYDOCS_IMAGE", "hyperstatic/pydocs-site:"+version),
-		pydocsV2Image:    get("E2E_PYDOCS_V2_IMAGE", "hyperstatic/pydocs-site:v2-"+version),
-		pydocsDir:        get("E2E_PYDOCS_DIR", filepath.Join(root, "_out", "pydocs")),
-		pydocsV2Dir:      get("E2E_PYDOCS_V2_DIR", filepath.Join(root, "_out", "pydocs-v2")),
-		serverImage:      get("E2E_SERVER_IMAGE", "hyperstatic/server:"+version),
-		k6Image:          get("E2E_K6_IMAGE", "hyperstatic/k6:"+version),
-		traefikImage:     os.Getenv("E2E_TRAEFIK_IMAGE"), // set by `make e2e` (E2E_ROUTES=1, the default)
-		releaseName:      "hyperstatic",
-		releaseNamespace: "hyperstatic-system",
-		kubeCfg:          os.Getenv("KUBECONFIG"),
+		helm:                get("HELM", filepath.Join(root, "bin", "helm")),
+		chart:               get("E2E_CHART", filepath.Join(root, "charts", "hyperstatic")),
+		version:             version,
+		fetchImage:          get("E2E_FETCH_IMAGE", "hyperstatic/e2e-fetch:"+version),
+		siteImage:           get("E2E_SITE_IMAGE", "hyperstatic/example-site:"+version),
+		siteDir:             get("E2E_SITE_DIR", filepath.Join(root, "images", "server", "example", "site")),
+		rolloutV1Image:      get("E2E_ROLLOUT_V1_IMAGE", "hyperstatic/e2e-site-rollout:v1-"+version),
+		rolloutV2Image:      get("E2E_ROLLOUT_V2_IMAGE", "hyperstatic/e2e-site-rollout:v2-"+version),
+		capacityImagePrefix: get("E2E_CAPACITY_IMAGE_PREFIX", "hyperstatic/e2e-site-capacity"),
+		pydocsImage:         get("E2E_PYDOCS_IMAGE", "hyperstatic/pydocs-site:"+version),
+		pydocsV2Image:       get("E2E_PYDOCS_V2_IMAGE", "hyperstatic/pydocs-site:v2-"+version),
+		pydocsDir:           get("E2E_PYDOCS_DIR", filepath.Join(root, "_out", "pydocs")),
+		pydocsV2Dir:         get("E2E_PYDOCS_V2_DIR", filepath.Join(root, "_out", "pydocs-v2")),
+		serverImage:         get("E2E_SERVER_IMAGE", "hyperstatic/server:"+version),
+		k6Image:             get("E2E_K6_IMAGE", "hyperstatic/k6:"+version),
+		traefikImage:        os.Getenv("E2E_TRAEFIK_IMAGE"), // set by `make e2e` (E2E_ROUTES=1, the default)
+		releaseName:         "hyperstatic",
+		releaseNamespace:    "hyperstatic-system",
+		kubeCfg:             os.Getenv("KUBECONFIG"),
 	}
 	if cfg.kubeCfg == "" {
 		return fmt.Errorf("KUBECONFIG is not set: run the suite with `make e2e` (or `make e2e-test` once the cluster is up)")
@@ -146,5 +148,7 @@ func TestE2E(t *testing.T) {
 	t.Run("10c-pydocs-rollout-under-load", testPydocsRolloutUnderLoad)
 	t.Run("11-https-rotation-under-load", testHTTPSRotationUnderLoad)
 	t.Run("12-routes-through-traefik", testRoutesThroughTraefik)
+	t.Run("13a-capacity-autoscaling", testCapacityAutoscaling)
+	t.Run("13b-performance-gate", testPerformanceGate)
 	t.Run("8-operator-restart-and-uninstall", testOperatorRestartAndUninstall)
 }

@@ -27,6 +27,11 @@ SERVER_NEXT_IMAGE ?= $(SERVER_IMAGE)-next
 EXAMPLE_SITE_IMAGE ?= hyperstatic/example-site:$(VERSION)
 ROLLOUT_V1_IMAGE ?= hyperstatic/e2e-site-rollout:v1-$(VERSION)
 ROLLOUT_V2_IMAGE ?= hyperstatic/e2e-site-rollout:v2-$(VERSION)
+# The capacity and performance-gate scenario (issue 29): a synthetic site (e2e/cmd/capsites, 31 pages of 4 KiB),
+# a harmless v2 (only a marker differs) and a heavy v3 (every page 20 times larger).
+CAPACITY_DIR ?= $(ROOT)/_out/capacity
+CAPACITY_IMAGE_PREFIX ?= hyperstatic/e2e-site-capacity
+CAPACITY_IMAGES := $(CAPACITY_IMAGE_PREFIX):v1-$(VERSION) $(CAPACITY_IMAGE_PREFIX):v2-$(VERSION) $(CAPACITY_IMAGE_PREFIX):v3-$(VERSION)
 # The real site (issue 12): the Python 3.11 docs (hack/python-docs.sh, 1,065 files, 67 MB) baked like any site,
 # and a v2 for the rollout scenario: the same image plus one changed page (PYDOCS_PAGE with " (hyperstatic e2e
 # v2)" added to its <title>), layered by e2e/testdata/site-update.Dockerfile so only that page is encoded again.
@@ -37,7 +42,7 @@ PYDOCS_PAGE ?= index.html
 PYDOCS_IMAGE ?= hyperstatic/pydocs-site:$(VERSION)
 PYDOCS_V2_IMAGE ?= hyperstatic/pydocs-site:v2-$(VERSION)
 E2E_IMAGES := $(FETCH_IMAGE) $(EXAMPLE_SITE_IMAGE) $(ROLLOUT_V1_IMAGE) $(ROLLOUT_V2_IMAGE) $(SLOWLORIS_IMAGE) $(SERVER_NEXT_IMAGE) \
-  $(PYDOCS_IMAGE) $(PYDOCS_V2_IMAGE) $(TRAEFIK_IMAGE)
+  $(CAPACITY_IMAGES) $(PYDOCS_IMAGE) $(PYDOCS_V2_IMAGE) $(TRAEFIK_IMAGE)
 
 .PHONY: images
 images: server-image operator-image k6-image ## Build the server, operator and k6 images ($(VERSION)), FROM scratch, nothing pulled.
@@ -83,7 +88,13 @@ e2e-images: e2e-fetch-image e2e-slowloris-image $(if $(filter 1,$(E2E_ROUTES)),e
 	@$(MAKE) site-image SITE_DIR=$(ROOT)/images/server/example/site SITE_IMAGE=$(EXAMPLE_SITE_IMAGE)
 	@$(MAKE) site-image SITE_DIR=$(ROOT)/e2e/testdata/rollout-v1 SITE_IMAGE=$(ROLLOUT_V1_IMAGE)
 	@$(MAKE) site-image SITE_DIR=$(ROOT)/e2e/testdata/rollout-v2 SITE_IMAGE=$(ROLLOUT_V2_IMAGE)
+	@$(MAKE) e2e-capacity-images
 	@$(MAKE) e2e-pydocs-images
+
+.PHONY: e2e-capacity-images
+e2e-capacity-images: server-image ## Build the capacity scenario's sites $(CAPACITY_IMAGE_PREFIX):v1/v2/v3-$(VERSION) (v3: every page 20x heavier).
+	cd $(ROOT) && go run ./e2e/cmd/capsites -out $(CAPACITY_DIR)
+	@for v in v1 v2 v3; do $(MAKE) --no-print-directory site-image SITE_DIR=$(CAPACITY_DIR)/$$v SITE_IMAGE=$(CAPACITY_IMAGE_PREFIX):$$v-$(VERSION) || exit 1; done
 
 # The v1 image is `make site-image` of the docs (its precompress stage is the one slow step, and Docker's build
 # cache skips it while the tree is unchanged). The v2 page is written from the v1 page every time, so it cannot go
