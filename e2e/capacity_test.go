@@ -123,8 +123,13 @@ func testCapacityAutoscaling(t *testing.T) {
 	t.Logf("MEASURED capscale autoscaler target %d req/s per pod (%s); load step %d req/s, predicted %d replicas",
 		target, site.Status.Autoscaling.TargetMessage, rate, want)
 
-	s := loadSite{path: "/", v1Marker: "capacity-version-1", v2Marker: "capacity-version-2"}
-	startLoad(t, ns, "load", site.Status.URL, s, rate, 150*time.Second)
+	// 200 VUs: while one throttled pod is over its capacity, responses take tens of ms, and an open-model k6 out
+	// of VUs drops the arrivals the autoscaler should see.
+	runK6(t, ns, "load", loadScript, []corev1.EnvVar{
+		{Name: "TARGET", Value: urlFor(site.Status.URL, "/")}, {Name: "RATE", Value: fmt.Sprint(rate)},
+		{Name: "DURATION", Value: "150s"}, {Name: "VUS", Value: "200"},
+		{Name: "V1_MARKER", Value: "capacity-version-1"}, {Name: "V2_MARKER", Value: "capacity-version-2"},
+	}, 150*time.Second)
 	loadOn := time.Now()
 	eventually(t, 2*time.Minute, fmt.Sprintf("scaled to %d ready replicas", want), func(ctx context.Context) (bool, string, error) {
 		if err := k8s.Get(ctx, client.ObjectKeyFromObject(site), site); err != nil {
