@@ -161,7 +161,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 		return ctrl.Result{}, err
 	}
-	// After the status write, as the conditions' readers expect: the event never announces a target status lacks.
+	// Recorded after the status write, like every event of this project: it never announces a target status lacks.
 	if msg := targetChangeMessage(state.target, pass.status); msg != "" {
 		r.recorder.Event(site, corev1.EventTypeNormal, EventReasonTargetChanged, msg)
 	}
