@@ -77,6 +77,9 @@ type siteState struct {
 	// change. Once a pod has two samples since then, its rate starts there (see Reconciler.rate).
 	readyKey     string
 	readyChanged time.Time
+	// target is the per-pod target last written to status (seeded from the status a new state finds), so a
+	// TargetChanged event is recorded once per change even while the cache lags behind the status write.
+	target *announcedTarget
 }
 
 // podState is one ready pod's history.
@@ -114,12 +117,14 @@ func New(c client.Client, recorder record.EventRecorder, scraper podmetrics.Scra
 	return r
 }
 
-// SetupWithManager registers the controller. It watches StaticSites for spec changes (generation), creation and
+// SetupWithManager registers the controller. It watches StaticSites for spec changes (generation), changes of
+// status.capacity (the StaticSite controller's measurement, which can move the per-pod target), creation and
 // deletion; the periodic pass comes from RequeueAfter, so the autoscaler's own status writes do not re-trigger it.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("autoscaler").
-		For(&v1alpha1.StaticSite{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		For(&v1alpha1.StaticSite{}, builder.WithPredicates(
+			predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, capacityChanged))).
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.maxConcurrent}).
 		Complete(r)
 }
@@ -144,7 +149,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, r.clearStatus(ctx, req.NamespacedName)
 	}
 
-	state := r.stateFor(req.NamespacedName, site.UID)
+	state := r.stateFor(site)
 	pass := r.pass(ctx, site, state)
 	if pass.stale {
 		return ctrl.Result{RequeueAfter: staleRetry}, nil
@@ -156,15 +161,25 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 		return ctrl.Result{}, err
 	}
+	// Recorded after the status write, like every event of this project: it never announces a target status lacks.
+	if msg := targetChangeMessage(state.target, pass.status); msg != "" {
+		r.recorder.Event(site, corev1.EventTypeNormal, EventReasonTargetChanged, msg)
+	}
+	if t := announcedFrom(&pass.status); t != nil {
+		state.target = t
+	}
 	return ctrl.Result{RequeueAfter: r.interval}, nil
 }
 
-func (r *Reconciler) stateFor(key types.NamespacedName, uid types.UID) *siteState {
+// stateFor is the remembered state of the site, new when the site is new (or re-created under its name).
+func (r *Reconciler) stateFor(site *v1alpha1.StaticSite) *siteState {
+	key := client.ObjectKeyFromObject(site)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	s, ok := r.sites[key]
-	if !ok || s.uid != uid {
-		s = &siteState{uid: uid, window: rps.New(r.window), pods: map[string]*podState{}}
+	if !ok || s.uid != site.UID {
+		s = &siteState{uid: site.UID, window: rps.New(r.window), pods: map[string]*podState{},
+			target: announcedFrom(site.Status.Autoscaling)}
 		r.sites[key] = s
 	}
 	return s

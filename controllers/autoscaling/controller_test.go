@@ -54,7 +54,7 @@ func TestAutoscalerInManager(t *testing.T) {
 	testenv.Eventually(t, "web at 4 replicas, measured and reported", func() error {
 		s := getSite(t, ns, "web")
 		a := s.Status.Autoscaling
-		want := v1alpha1.AutoscalingStatus{CurrentRPS: 340, CurrentAverageRPS: 85, TargetRPSPerPod: 100, MeasuredPods: 4,
+		want := v1alpha1.AutoscalingStatus{CurrentRPS: 340, CurrentAverageRPS: 85, TargetRPSPerPod: 100, TargetSource: perPod100.source, TargetMessage: perPod100.message, MeasuredPods: 4,
 			CurrentReplicas: 4, DesiredReplicas: 4}
 		switch {
 		case replicasOf(s) != 4:

@@ -47,7 +47,7 @@ func TestStatusWritesKeepReadyAndTurningOffClearsThem(t *testing.T) {
 	wantEvents(t, s.events, "Normal Rescaled Rescaled 1 → 5: requests per second per pod above target; 525 req/s per pod"+
 		" over 1 measured pods (total 525 req/s), target 100 (limited: ScaleUpLimit)")
 	site := s.site()
-	wantStatus(t, site, v1alpha1.AutoscalingStatus{CurrentRPS: 525, CurrentAverageRPS: 525, TargetRPSPerPod: 100,
+	wantStatus(t, site, v1alpha1.AutoscalingStatus{CurrentRPS: 525, CurrentAverageRPS: 525, TargetRPSPerPod: 100, TargetSource: perPod100.source, TargetMessage: perPod100.message,
 		MeasuredPods: 1, CurrentReplicas: 1, DesiredReplicas: 5, LastScaleTime: fakeTime(10 * time.Second)})
 	assertCondition(t, site, v1alpha1.ConditionAbleToScale, metav1.ConditionTrue, v1alpha1.ReasonSucceededRescale)
 	assertCondition(t, site, v1alpha1.ConditionScalingActive, metav1.ConditionTrue, v1alpha1.ReasonValidMetricFound)

@@ -69,12 +69,15 @@ func (r *Reconciler) pass(ctx context.Context, site *v1alpha1.StaticSite, state 
 	res.status.CurrentReplicas = current
 	res.status.DesiredReplicas = current
 
-	target, err := targetPerPod(site)
+	// status.capacity is read from the same cached site: the watch wakes a pass when it changes (SetupWithManager).
+	t, err := resolveTarget(spec, site.CPUOrDefault(), site.Status.Capacity)
 	if err != nil {
 		res.scalingActive = &condition{status: false, reason: v1alpha1.ReasonInvalidAutoscalingSpec, message: err.Error()}
 		return res
 	}
+	target := t.rps
 	res.status.TargetRPSPerPod = int64(math.Round(target))
+	res.status.TargetSource, res.status.TargetMessage = t.source, t.message
 
 	m, err := r.measure(ctx, site, state)
 	if err == nil && m.settling {
@@ -155,27 +158,6 @@ func (r *Reconciler) pass(ctx context.Context, site *v1alpha1.StaticSite, state 
 	logger.Info("rescaled", "from", current, "to", d.DesiredReplicas, "reason", d.Reason,
 		"averageRPS", usage.Average, "target", target, "limit", d.LimitReason)
 	return res
-}
-
-// targetPerPod is the effective per-pod target: targetRPSPerPod, or targetRPSPerCPU × spec.cpu (v1alpha1.DefaultCPU
-// when unset).
-func targetPerPod(site *v1alpha1.StaticSite) (float64, error) {
-	a := site.Spec.Autoscaling
-	switch {
-	case a.TargetRPSPerPod != nil && a.TargetRPSPerCPU == nil:
-		if *a.TargetRPSPerPod <= 0 {
-			return 0, errors.New("spec.autoscaling.targetRPSPerPod must be positive")
-		}
-		return float64(*a.TargetRPSPerPod), nil
-	case a.TargetRPSPerCPU != nil && a.TargetRPSPerPod == nil:
-		cpu := site.CPUOrDefault()
-		t := float64(*a.TargetRPSPerCPU) * cpu.AsApproximateFloat64()
-		if t <= 0 {
-			return 0, errors.New("spec.autoscaling.targetRPSPerCPU × spec.cpu must be positive")
-		}
-		return t, nil
-	}
-	return 0, errors.New("exactly one of spec.autoscaling.targetRPSPerPod and spec.autoscaling.targetRPSPerCPU must be set")
 }
 
 // measure lists the site's pods, scrapes the ready ones, feeds the window and returns every pod with its rate

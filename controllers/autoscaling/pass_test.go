@@ -4,11 +4,8 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 
-	"hyperstatic.dev/hyperstatic/api/v1alpha1"
 	"hyperstatic.dev/hyperstatic/controllers/autoscaling/hpa"
 )
 
@@ -33,36 +30,5 @@ func TestClassifyGroupsPodsAsTheHPADoes(t *testing.T) {
 		if got := classify(&tc.pod); got != tc.want {
 			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
 		}
-	}
-}
-
-func TestTargetPerPod(t *testing.T) {
-	defaultCPU := resource.MustParse(v1alpha1.DefaultCPU)
-	site := func(cpu string, a v1alpha1.AutoscalingSpec) *v1alpha1.StaticSite {
-		s := &v1alpha1.StaticSite{Spec: v1alpha1.StaticSiteSpec{Autoscaling: &a}}
-		if cpu != "" {
-			s.Spec.CPU = ptr.To(resource.MustParse(cpu))
-		}
-		return s
-	}
-	cases := []struct {
-		name string
-		site *v1alpha1.StaticSite
-		want float64
-	}{
-		{"per pod", site("2", v1alpha1.AutoscalingSpec{TargetRPSPerPod: ptr.To[int64](5000)}), 5000},
-		{"per CPU × whole CPUs", site("2", v1alpha1.AutoscalingSpec{TargetRPSPerCPU: ptr.To[int64](20000)}), 40000},
-		{"per CPU × fraction", site("250m", v1alpha1.AutoscalingSpec{TargetRPSPerCPU: ptr.To[int64](20000)}), 5000},
-		{"per CPU, cpu unset means DefaultCPU", site("", v1alpha1.AutoscalingSpec{TargetRPSPerCPU: ptr.To[int64](20000)}),
-			20000 * defaultCPU.AsApproximateFloat64()},
-	}
-	for _, tc := range cases {
-		got, err := targetPerPod(tc.site)
-		if err != nil || got != tc.want {
-			t.Errorf("%s: %v, %v; want %v", tc.name, got, err, tc.want)
-		}
-	}
-	if _, err := targetPerPod(site("1", v1alpha1.AutoscalingSpec{})); err == nil {
-		t.Error("no target: want an error")
 	}
 }

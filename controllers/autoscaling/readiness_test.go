@@ -95,6 +95,6 @@ func TestNoOvershootWhenNewPodsJoinNearCapacity(t *testing.T) {
 	if want := []rescale{{5 * time.Second, 1, 4}}; !slices.Equal(s.rescales, want) {
 		t.Fatalf("rescales %v, want %v", s.rescales, want)
 	}
-	wantStatus(t, s.site(), v1alpha1.AutoscalingStatus{CurrentRPS: 360, CurrentAverageRPS: 90, TargetRPSPerPod: 100,
+	wantStatus(t, s.site(), v1alpha1.AutoscalingStatus{CurrentRPS: 360, CurrentAverageRPS: 90, TargetRPSPerPod: 100, TargetSource: perPod100.source, TargetMessage: perPod100.message,
 		MeasuredPods: 4, CurrentReplicas: 4, DesiredReplicas: 4, LastScaleTime: fakeTime(5 * time.Second)})
 }

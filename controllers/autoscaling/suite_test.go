@@ -115,8 +115,12 @@ func statusString(a *v1alpha1.AutoscalingStatus) string {
 		return "<nil>"
 	}
 	return "rps " + itoa64(a.CurrentRPS) + " avg " + itoa64(a.CurrentAverageRPS) + " measured " + itoa(a.MeasuredPods) +
-		" current " + itoa(a.CurrentReplicas) + " desired " + itoa(a.DesiredReplicas) + " target " + itoa64(a.TargetRPSPerPod)
+		" current " + itoa(a.CurrentReplicas) + " desired " + itoa(a.DesiredReplicas) + " target " + itoa64(a.TargetRPSPerPod) +
+		" (" + string(a.TargetSource) + ": " + a.TargetMessage + ")"
 }
 
 func itoa(n int32) string   { return itoa64(int64(n)) }
 func itoa64(n int64) string { return strconv.FormatInt(n, 10) }
+
+// perPod100 is the target of the sites with targetRPSPerPod 100, as status.autoscaling reports it.
+var perPod100 = perPodTarget{rps: 100, source: v1alpha1.TargetFromTargetRPSPerPod, message: "targetRPSPerPod 100"}

@@ -35,7 +35,7 @@ func TestScalesUpOnLoadAndDownAfterStabilization(t *testing.T) {
 		t.Fatalf("first pass asked for %+v, want RequeueAfter %v", res, iv)
 	}
 	site := s.site()
-	wantStatus(t, site, v1alpha1.AutoscalingStatus{CurrentReplicas: 1, DesiredReplicas: 1, TargetRPSPerPod: 100})
+	wantStatus(t, site, v1alpha1.AutoscalingStatus{CurrentReplicas: 1, DesiredReplicas: 1, TargetRPSPerPod: 100, TargetSource: perPod100.source, TargetMessage: perPod100.message})
 	for _, c := range []string{v1alpha1.ConditionAbleToScale, v1alpha1.ConditionScalingActive} {
 		if meta.FindStatusCondition(site.Status.Conditions, c) != nil {
 			t.Fatalf("%s set before any rate was known: %+v", c, site.Status.Conditions)
@@ -45,7 +45,7 @@ func TestScalesUpOnLoadAndDownAfterStabilization(t *testing.T) {
 	// 5 s: 50 req/s on one pod, ratio 0.5, ceil(0.5 × 1) = 1: a valid metric, nothing to change.
 	s.step()
 	site = s.site()
-	wantStatus(t, site, v1alpha1.AutoscalingStatus{CurrentRPS: 50, CurrentAverageRPS: 50, TargetRPSPerPod: 100,
+	wantStatus(t, site, v1alpha1.AutoscalingStatus{CurrentRPS: 50, CurrentAverageRPS: 50, TargetRPSPerPod: 100, TargetSource: perPod100.source, TargetMessage: perPod100.message,
 		MeasuredPods: 1, CurrentReplicas: 1, DesiredReplicas: 1})
 	assertCondition(t, site, v1alpha1.ConditionScalingActive, metav1.ConditionTrue, v1alpha1.ReasonValidMetricFound)
 	assertCondition(t, site, v1alpha1.ConditionAbleToScale, metav1.ConditionTrue, v1alpha1.ReasonReadyForNewScale)
@@ -74,7 +74,7 @@ func TestScalesUpOnLoadAndDownAfterStabilization(t *testing.T) {
 	t.Logf("load step at %v (fake): first scale write %v later, 4 replicas %v later", stepAt,
 		s.rescales[0].at-stepAt, s.rescales[1].at-stepAt)
 	site = s.site()
-	wantStatus(t, site, v1alpha1.AutoscalingStatus{CurrentRPS: 350, CurrentAverageRPS: 88, TargetRPSPerPod: 100,
+	wantStatus(t, site, v1alpha1.AutoscalingStatus{CurrentRPS: 350, CurrentAverageRPS: 88, TargetRPSPerPod: 100, TargetSource: perPod100.source, TargetMessage: perPod100.message,
 		MeasuredPods: 4, CurrentReplicas: 4, DesiredReplicas: 4, LastScaleTime: fakeTime(stepAt + 2*iv)})
 	assertCondition(t, site, v1alpha1.ConditionScalingActive, metav1.ConditionTrue, v1alpha1.ReasonValidMetricFound)
 	assertCondition(t, site, v1alpha1.ConditionAbleToScale, metav1.ConditionTrue, v1alpha1.ReasonReadyForNewScale)
@@ -113,7 +113,7 @@ func TestScalesUpOnLoadAndDownAfterStabilization(t *testing.T) {
 	t.Logf("load drop at %v (fake): first scale-down %v later, down to 1 %v later", dropAt,
 		firstDownAt-dropAt, firstDownAt+2*iv-dropAt)
 	site = s.site()
-	wantStatus(t, site, v1alpha1.AutoscalingStatus{CurrentRPS: 50, CurrentAverageRPS: 50, TargetRPSPerPod: 100,
+	wantStatus(t, site, v1alpha1.AutoscalingStatus{CurrentRPS: 50, CurrentAverageRPS: 50, TargetRPSPerPod: 100, TargetSource: perPod100.source, TargetMessage: perPod100.message,
 		MeasuredPods: 1, CurrentReplicas: 1, DesiredReplicas: 1, LastScaleTime: fakeTime(firstDownAt + 2*iv)})
 	assertCondition(t, site, v1alpha1.ConditionAbleToScale, metav1.ConditionTrue, v1alpha1.ReasonReadyForNewScale)
 }

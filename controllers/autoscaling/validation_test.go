@@ -22,10 +22,17 @@ func TestInvalidAutoscalingIsRejectedNamingTheField(t *testing.T) {
 		as   v1alpha1.AutoscalingSpec
 		want string
 	}{
-		{"both targets", v1alpha1.AutoscalingSpec{MaxReplicas: 3, TargetRPSPerPod: ptr.To[int64](10), TargetRPSPerCPU: ptr.To[int64](10)},
-			"exactly one of spec.autoscaling.targetRPSPerPod and spec.autoscaling.targetRPSPerCPU"},
+		{"both RPS targets", v1alpha1.AutoscalingSpec{MaxReplicas: 3, TargetRPSPerPod: ptr.To[int64](10), TargetRPSPerCPU: ptr.To[int64](10)},
+			"set at most one of spec.autoscaling.targetRPSPerPod and spec.autoscaling.targetRPSPerCPU"},
+		{"both RPS targets with targetUtilization", v1alpha1.AutoscalingSpec{MaxReplicas: 3, TargetUtilization: ptr.To[int32](70),
+			TargetRPSPerPod: ptr.To[int64](10), TargetRPSPerCPU: ptr.To[int64](10)},
+			"set at most one of spec.autoscaling.targetRPSPerPod and spec.autoscaling.targetRPSPerCPU"},
 		{"no target", v1alpha1.AutoscalingSpec{MaxReplicas: 3},
-			"exactly one of spec.autoscaling.targetRPSPerPod and spec.autoscaling.targetRPSPerCPU"},
+			"spec.autoscaling needs a target: targetUtilization (of the measured capacity), targetRPSPerPod or targetRPSPerCPU"},
+		{"targetUtilization 0", v1alpha1.AutoscalingSpec{MaxReplicas: 3, TargetUtilization: ptr.To[int32](0)},
+			"spec.autoscaling.targetUtilization in body should be greater than or equal to 1"},
+		{"targetUtilization over 100", v1alpha1.AutoscalingSpec{MaxReplicas: 3, TargetUtilization: ptr.To[int32](101)},
+			"spec.autoscaling.targetUtilization in body should be less than or equal to 100"},
 		{"min above max", v1alpha1.AutoscalingSpec{MinReplicas: ptr.To[int32](5), MaxReplicas: 3, TargetRPSPerPod: ptr.To[int64](10)},
 			"spec.autoscaling.minReplicas must be less than or equal to spec.autoscaling.maxReplicas"},
 		{"tolerance of 1 or more", v1alpha1.AutoscalingSpec{MaxReplicas: 3, TargetRPSPerPod: ptr.To[int64](10), Tolerance: ptr.To(resource.MustParse("1.5"))},
@@ -56,6 +63,15 @@ func TestInvalidAutoscalingIsRejectedNamingTheField(t *testing.T) {
 	}
 	if got := getSite(t, ns, "good").Spec.Autoscaling.MinReplicas; got == nil || *got != 1 {
 		t.Fatalf("minReplicas default = %v, want 1", got)
+	}
+	// targetUtilization alone, or with one RPS target as its fallback, is accepted (and deleted when the test
+	// ends, before a later test's manager could find it).
+	for name, as := range map[string]v1alpha1.AutoscalingSpec{
+		"utilization":         {MaxReplicas: 3, TargetUtilization: ptr.To[int32](100)},
+		"utilization-per-pod": {MaxReplicas: 3, TargetUtilization: ptr.To[int32](1), TargetRPSPerPod: ptr.To[int64](10)},
+		"utilization-per-cpu": {MaxReplicas: 3, TargetUtilization: ptr.To[int32](70), TargetRPSPerCPU: ptr.To[int64](10)},
+	} {
+		createSite(t, newSite(ns, name, 1, &as))
 	}
 }
 
