@@ -133,15 +133,7 @@ func TestPodTargetLoadsThatPodOnly(t *testing.T) {
 		t.Fatalf("samples %+v, want one of site-probe only", samples)
 	}
 
-	k6Pod(t, ns, "probe", 0, recorded(t, "pod0.log"))
-	k6Pod(t, ns, "probe", 1, recorded(t, "pod1.log"))
-	finishJob(t, job, true)
-	b = waitBenchmark(t, ns, "probe", "complete", func(b *v1alpha1.Benchmark) error {
-		if b.Status.Phase != v1alpha1.BenchmarkPhaseComplete {
-			return fmt.Errorf("%s", describe(b))
-		}
-		return nil
-	})
+	b = completeRun(t, ns, "probe", job, recorded(t, "pod0.log"), recorded(t, "pod1.log"))
 	if s := b.Status.Summary; s == nil || s.ServerCPULimit != "0.05" || s.ServerCPU != "" || s.ServerRPS != 0 || s.RequestsPerCPUSecond != 0 {
 		t.Fatalf("summary %+v: the pod's limit, and no server figure the samples do not give", s)
 	}
@@ -193,16 +185,7 @@ func TestPodTargetSummaryHasTheServerFigures(t *testing.T) {
 		return k8s.Update(ctx, results)
 	})
 
-	job := getJob(t, ns, "serving")
-	k6Pod(t, ns, "serving", 0, logs0)
-	k6Pod(t, ns, "serving", 1, logs1)
-	finishJob(t, job, true)
-	b = waitBenchmark(t, ns, "serving", "complete", func(b *v1alpha1.Benchmark) error {
-		if b.Status.Phase != v1alpha1.BenchmarkPhaseComplete {
-			return fmt.Errorf("%s", describe(b))
-		}
-		return nil
-	})
+	b = completeRun(t, ns, "serving", getJob(t, ns, "serving"), logs0, logs1)
 	s := b.Status.Summary
 	if s == nil || s.PeakStep != 2 {
 		t.Fatalf("summary %+v: the recorded sweep peaks at step 2", s)
