@@ -40,8 +40,8 @@ const (
 	BenchmarkReasonServiceNotFound = "ServiceNotFound"
 	// BenchmarkReasonNoHTTPPort (False): the StaticSite's Service has no port named "http".
 	BenchmarkReasonNoHTTPPort = "NoHTTPPort"
-	// BenchmarkReasonNoHTTPSPort (False): protocol HTTP/2 loads a StaticSite's https port, and its Service has
-	// none (the site has no spec.tls).
+	// BenchmarkReasonNoHTTPSPort (False): protocol HTTP/2 loads a StaticSite's https port, and its Service (or,
+	// with target.pod, the pod) has none (the site has no spec.tls).
 	BenchmarkReasonNoHTTPSPort = "NoHTTPSPort"
 	// BenchmarkReasonNoReadyPod (False): paths.allFiles needs a ready server pod to list the files; none is.
 	BenchmarkReasonNoReadyPod = "NoReadyPod"
@@ -49,6 +49,14 @@ const (
 	BenchmarkReasonNoContent = "NoContent"
 	// BenchmarkReasonContentListFailed (False): no ready server pod answered the file list request.
 	BenchmarkReasonContentListFailed = "ContentListFailed"
+	// BenchmarkReasonPodNotFound (False): target.pod names no pod in the Benchmark's namespace.
+	BenchmarkReasonPodNotFound = "PodNotFound"
+	// BenchmarkReasonPodNotOfSite (False): target.pod is not a pod of target.staticSite: it has neither the label
+	// hyperstatic.dev/site=<site>, nor hyperstatic.dev/capacity-probe-of=<site> together with a controller owner
+	// reference to that StaticSite.
+	BenchmarkReasonPodNotOfSite = "PodNotOfSite"
+	// BenchmarkReasonPodNotReady (False): target.pod is not running and Ready, is being deleted, or has no IP.
+	BenchmarkReasonPodNotReady = "PodNotReady"
 )
 
 // Reasons of Running, Complete and Failed while no outcome is known, and of a successful outcome.

@@ -31,7 +31,8 @@ type BenchmarkSpec struct {
 	Protocol BenchmarkProtocol `json:"protocol,omitempty"`
 
 	// AcceptEncoding is the Accept-Encoding header of every request (k6 sends none by default), e.g. "br, gzip" to
-	// load a site as browsers do; k6 decodes the bodies it gets.
+	// load a site as browsers do. k6 reads the encoded bodies whole and discards them without decoding (the script
+	// keeps no body), so any encoding the server picks works and bytesReceived counts what crossed the wire.
 	// +optional
 	// +kubebuilder:validation:MaxLength=128
 	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9*,;=. -]*$`
@@ -333,7 +334,8 @@ type BenchmarkSummary struct {
 	P90 string `json:"p90"`
 	P99 string `json:"p99"`
 	// ServerCPU is the CPU (cores) the target's server pods used at the peak step, e.g. "0.049" (empty for a URL
-	// target, or when no server sample fell inside the step).
+	// target, or when no server sample fell inside the step). The peak step is the one p50/p90/p99 come from
+	// (peakStep): the fastest step that was not client-bound, or, when every step was, the fastest step of all.
 	// +optional
 	ServerCPU string `json:"serverCPU,omitempty"`
 	// ServerRPS is the requests per second the target's server pods counted at the peak step (0: unknown).
@@ -342,7 +344,8 @@ type BenchmarkSummary struct {
 	// RequestsPerCPUSecond is requests per second of server CPU time at the peak step (0: unknown).
 	// +optional
 	RequestsPerCPUSecond int64 `json:"requestsPerCPUSecond,omitempty"`
-	// ServerCPULimit is the CPU limit (cores) of the measured server pod when the target is one pod, e.g. "0.05".
+	// ServerCPULimit is the CPU limit (cores) of the measured server pod when the target is one pod (target.pod):
+	// its server container's (the one declaring the "http" port), e.g. "0.05"; empty without a limit.
 	// +optional
 	ServerCPULimit string `json:"serverCPULimit,omitempty"`
 	// Requests over the whole run, all pods.

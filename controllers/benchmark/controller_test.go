@@ -112,6 +112,22 @@ func finishJob(t *testing.T, job *batchv1.Job, succeeded bool) {
 	testenv.Must(t, k8s.Status().Update(ctx, job))
 }
 
+// completeRun gives the Job's pods the recorded outputs (one per completion index), completes the Job, and waits
+// for the Benchmark to be Complete.
+func completeRun(t *testing.T, ns, name string, job *batchv1.Job, outputs ...[]byte) *v1alpha1.Benchmark {
+	t.Helper()
+	for i, out := range outputs {
+		k6Pod(t, ns, name, i, out)
+	}
+	finishJob(t, job, true)
+	return waitBenchmark(t, ns, name, "complete", func(b *v1alpha1.Benchmark) error {
+		if b.Status.Phase != v1alpha1.BenchmarkPhaseComplete {
+			return fmt.Errorf("%s", describe(b))
+		}
+		return nil
+	})
+}
+
 func TestSweepAgainstStaticSite(t *testing.T) {
 	ns := namespace(t)
 	staticSite(t, ns)
@@ -172,16 +188,7 @@ func TestSweepAgainstStaticSite(t *testing.T) {
 	})
 
 	// The pods ran (recorded output of two real k6 runners); the Job completed.
-	k6Pod(t, ns, "sweep", 0, recorded(t, "pod0.log"))
-	k6Pod(t, ns, "sweep", 1, recorded(t, "pod1.log"))
-	finishJob(t, job, true)
-
-	b = waitBenchmark(t, ns, "sweep", "complete", func(b *v1alpha1.Benchmark) error {
-		if b.Status.Phase != v1alpha1.BenchmarkPhaseComplete {
-			return fmt.Errorf("%s", describe(b))
-		}
-		return nil
-	})
+	b = completeRun(t, ns, "sweep", job, recorded(t, "pod0.log"), recorded(t, "pod1.log"))
 	for _, c := range []struct {
 		typ    string
 		status metav1.ConditionStatus

@@ -62,8 +62,9 @@ func timeoutOf(b *v1alpha1.Benchmark, plan k6script.Plan, startDelay time.Durati
 // desiredJob is the Indexed Job that runs the k6 pods. backoffLimit 0: a failed run is reported, never silently
 // re-run (a re-run would load the target twice and mix two runs' numbers). Each pod's completion index is its
 // execution segment. The pods are Guaranteed (requests == limits), meet the restricted Pod Security Standard, and
-// prefer nodes without the target's server pods, so client and server do not share CPUs when there is a choice.
-func desiredJob(b *v1alpha1.Benchmark, image string, now, startAt time.Time, timeout time.Duration) *batchv1.Job {
+// prefer nodes without the target's server pods, so client and server do not share CPUs when there is a choice
+// (k6Affinity). targetPod holds the labels of the loaded pod for target.pod (the plan's TargetPodLabels), else nil.
+func desiredJob(b *v1alpha1.Benchmark, targetPod map[string]string, image string, now, startAt time.Time, timeout time.Duration) *batchv1.Job {
 	n := parallelismOf(b)
 	labels := childLabels(b)
 	res := corev1.ResourceList{corev1.ResourceCPU: cpuOf(b), corev1.ResourceMemory: memoryOf(b)}
@@ -71,21 +72,7 @@ func desiredJob(b *v1alpha1.Benchmark, image string, now, startAt time.Time, tim
 		image = b.Spec.Image
 	}
 	startMs := strconv.FormatInt(startAt.UnixMilli(), 10)
-	var affinity *corev1.Affinity
-	terms := []corev1.WeightedPodAffinityTerm{{
-		// Spread the k6 pods themselves: two on one node share its CPUs and its network.
-		Weight: 50,
-		PodAffinityTerm: corev1.PodAffinityTerm{TopologyKey: corev1.LabelHostname,
-			LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{v1alpha1.LabelBenchmark: b.Name}}},
-	}}
-	if site := b.Spec.Target.StaticSite; site != "" {
-		terms = append([]corev1.WeightedPodAffinityTerm{{
-			Weight: 100,
-			PodAffinityTerm: corev1.PodAffinityTerm{TopologyKey: corev1.LabelHostname,
-				LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{v1alpha1.LabelSite: site}}},
-		}}, terms...)
-	}
-	affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{PreferredDuringSchedulingIgnoredDuringExecution: terms}}
+	affinity := k6Affinity(b, targetPod)
 	return &batchv1.Job{
 		ObjectMeta: metav1.ObjectMeta{Name: JobName(b), Namespace: b.Namespace, Labels: labels,
 			Annotations: map[string]string{AnnotationStartAt: startMs,
@@ -146,6 +133,31 @@ func desiredJob(b *v1alpha1.Benchmark, image string, now, startAt time.Time, tim
 			},
 		},
 	}
+}
+
+// k6Affinity is the k6 pods' preferred pod anti-affinity (preferred, never required: a one-node cluster still runs
+// the benchmark). Most important, weight 100: no pod measured on the node. For target.pod that is the loaded pod,
+// selected by all the labels it had when the target was resolved: a pod name is no label, but a selector of every
+// label of a pod certainly matches it, and matches besides only pods that carry the same labels (its siblings of one
+// template). The site's serving pods (hyperstatic.dev/site) come next for target.pod (a probe is not one of them,
+// and the public traffic they carry shares the node's CPUs), first otherwise. Then the k6 pods spread among
+// themselves: two on one node share its CPUs and its network.
+func k6Affinity(b *v1alpha1.Benchmark, targetPod map[string]string) *corev1.Affinity {
+	term := func(weight int32, match map[string]string) corev1.WeightedPodAffinityTerm {
+		return corev1.WeightedPodAffinityTerm{Weight: weight, PodAffinityTerm: corev1.PodAffinityTerm{
+			TopologyKey: corev1.LabelHostname, LabelSelector: &metav1.LabelSelector{MatchLabels: match}}}
+	}
+	var terms []corev1.WeightedPodAffinityTerm
+	siteWeight := int32(100)
+	if len(targetPod) > 0 {
+		terms = append(terms, term(100, targetPod))
+		siteWeight = 60
+	}
+	if site := b.Spec.Target.StaticSite; site != "" {
+		terms = append(terms, term(siteWeight, map[string]string{v1alpha1.LabelSite: site}))
+	}
+	terms = append(terms, term(50, map[string]string{v1alpha1.LabelBenchmark: b.Name}))
+	return &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{PreferredDuringSchedulingIgnoredDuringExecution: terms}}
 }
 
 // k6Env is the k6 container's environment. spec.protocol HTTP/1.1 sets GODEBUG=http2client=0: k6 (v0.36 on,

@@ -28,7 +28,7 @@ func testBenchmark() *v1alpha1.Benchmark {
 func TestDesiredJob(t *testing.T) {
 	b := testBenchmark()
 	start := time.UnixMilli(1_800_000_000_000)
-	job := desiredJob(b, "hyperstatic/k6:1", start.Add(-15*time.Second), start, 10*time.Minute)
+	job := desiredJob(b, nil, "hyperstatic/k6:1", start.Add(-15*time.Second), start, 10*time.Minute)
 	s := job.Spec
 	if *s.Completions != 3 || *s.Parallelism != 3 || *s.BackoffLimit != 0 || string(*s.CompletionMode) != "Indexed" {
 		t.Fatalf("job spec %+v", s)
@@ -87,7 +87,7 @@ func TestDesiredJob(t *testing.T) {
 	}
 	b.Spec.Image = "mine/k6:2"
 	b.Spec.Target = v1alpha1.BenchmarkTarget{URL: "http://x"}
-	job = desiredJob(b, "hyperstatic/k6:1", start, start, time.Minute)
+	job = desiredJob(b, nil, "hyperstatic/k6:1", start, start, time.Minute)
 	if job.Spec.Template.Spec.Containers[0].Image != "mine/k6:2" || len(job.Spec.Template.Spec.Affinity.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution) != 1 {
 		t.Fatal("image override / URL target affinity")
 	}

@@ -55,7 +55,7 @@ func TestDeleteJobOnlyDeletesTheJobItRead(t *testing.T) {
 		Spec: v1alpha1.BenchmarkSpec{Parallelism: 1}}
 	now := time.Unix(1_800_000_000, 0)
 	newJob := func() *batchv1.Job {
-		job := desiredJob(owner, "hyperstatic/k6:test", now, now, time.Minute)
+		job := desiredJob(owner, nil, "hyperstatic/k6:test", now, now, time.Minute)
 		testenv.Must(t, k8s.Create(ctx, job))
 		return job
 	}

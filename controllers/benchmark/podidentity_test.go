@@ -32,7 +32,7 @@ func TestJobPodIdentity(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			b := testBenchmark()
 			b.Spec.PodIdentity = tc.id
-			pod := desiredJob(b, "registry.example/private/k6:1", start, start, time.Minute).Spec.Template.Spec
+			pod := desiredJob(b, nil, "registry.example/private/k6:1", start, start, time.Minute).Spec.Template.Spec
 			var want []corev1.LocalObjectReference
 			for _, s := range tc.id.ImagePullSecrets {
 				want = append(want, corev1.LocalObjectReference{Name: s.Name})

@@ -31,7 +31,7 @@ func TestK6EnvFollowsTheProtocol(t *testing.T) {
 		b.Spec.Protocol = tc.protocol
 		start := time.UnixMilli(1_800_000_000_000)
 		env := map[string]string{}
-		for _, e := range desiredJob(b, "k6", start, start, time.Minute).Spec.Template.Spec.Containers[0].Env {
+		for _, e := range desiredJob(b, nil, "k6", start, start, time.Minute).Spec.Template.Spec.Containers[0].Env {
 			env[e.Name] = e.Value
 		}
 		if got, set := env["GODEBUG"]; got != tc.godebug || set != (tc.godebug != "") {

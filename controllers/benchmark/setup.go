@@ -28,8 +28,8 @@ const FieldOwner = "hyperstatic-benchmark-controller"
 // +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 
-// SetupWithManager registers the controller: Benchmarks, the Jobs and ConfigMaps they own, and the StaticSites they
-// load.
+// SetupWithManager registers the controller: Benchmarks, the Jobs and ConfigMaps they own, and the StaticSites and
+// pods they load.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error { return r.setup(mgr, r) }
 
 // setup registers rec (the Reconciler itself, or a test's wrapper of it) for Benchmarks and their children.
@@ -41,20 +41,32 @@ func (r *Reconciler) setup(mgr ctrl.Manager, rec reconcile.Reconciler) error {
 		Owns(&corev1.ConfigMap{}).
 		// A change of a target StaticSite wakes the Benchmarks loading it, so TargetChanged sees even a brief one.
 		Watches(&v1alpha1.StaticSite{}, handler.EnqueueRequestsFromMapFunc(r.benchmarksTargeting)).
+		// A target.pod that appears or becomes Ready starts the Benchmark waiting for it at once, not at the next poll.
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(r.benchmarksLoadingPod)).
 		Complete(rec)
+}
+
+// benchmarksLoadingPod are the Benchmarks of the pod's namespace that name it in target.pod and have no outcome yet.
+func (r *Reconciler) benchmarksLoadingPod(ctx context.Context, pod client.Object) []reconcile.Request {
+	return r.benchmarksWhere(ctx, pod.GetNamespace(), func(b *v1alpha1.Benchmark) bool { return b.Spec.Target.Pod == pod.GetName() })
 }
 
 // benchmarksTargeting are the Benchmarks of the StaticSite's namespace that load it and have no outcome yet.
 func (r *Reconciler) benchmarksTargeting(ctx context.Context, site client.Object) []reconcile.Request {
+	return r.benchmarksWhere(ctx, site.GetNamespace(), func(b *v1alpha1.Benchmark) bool { return b.Spec.Target.StaticSite == site.GetName() })
+}
+
+// benchmarksWhere are the Benchmarks of namespace ns that match and have no outcome yet.
+func (r *Reconciler) benchmarksWhere(ctx context.Context, ns string, match func(*v1alpha1.Benchmark) bool) []reconcile.Request {
 	var list v1alpha1.BenchmarkList
-	if err := r.List(ctx, &list, client.InNamespace(site.GetNamespace())); err != nil {
-		log.FromContext(ctx).Error(err, "list the Benchmarks of a changed StaticSite", "staticSite", site.GetName())
+	if err := r.List(ctx, &list, client.InNamespace(ns)); err != nil {
+		log.FromContext(ctx).Error(err, "list the Benchmarks of a changed target", "namespace", ns)
 		return nil
 	}
 	var out []reconcile.Request
 	for i := range list.Items {
 		b := &list.Items[i]
-		if b.Spec.Target.StaticSite == site.GetName() && !outcomeRecorded(b.Status) {
+		if match(b) && !outcomeRecorded(b.Status) {
 			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(b)})
 		}
 	}

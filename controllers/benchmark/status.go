@@ -59,6 +59,9 @@ func deriveRun(s *v1alpha1.BenchmarkStatus, b *v1alpha1.Benchmark, o *observatio
 	}
 	if res := o.collected; res != nil {
 		summary := benchresults.Summarize(*res)
+		if o.plan != nil {
+			summary.ServerCPULimit = o.plan.ServerCPULimit // the loaded pod's, for target.pod
+		}
 		s.Summary = &summary
 		s.Protocol = benchresults.ProtocolOf(res.Protocols)
 		s.Dropped = o.dropped

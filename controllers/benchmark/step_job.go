@@ -66,7 +66,7 @@ func (r *Reconciler) runStarted(ctx context.Context, b *v1alpha1.Benchmark) (boo
 // createJob creates the Job; every pod waits for startAt, startDelay from now, so that all start loading together.
 func (r *Reconciler) createJob(ctx context.Context, b *v1alpha1.Benchmark, o *observation) error {
 	startAt := o.now.Add(r.tunables().startDelay).Truncate(time.Second)
-	want := desiredJob(b, r.Image, o.now, startAt, timeoutOf(b, *o.plan, r.tunables().startDelay))
+	want := desiredJob(b, o.plan.TargetPodLabels, r.Image, o.now, startAt, timeoutOf(b, *o.plan, r.tunables().startDelay))
 	if err := r.Create(ctx, want); err != nil {
 		return err // AlreadyExists is a race with another pass: the retry observes it
 	}

@@ -6,17 +6,21 @@ import (
 	"fmt"
 	"strconv"
 
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"hyperstatic.dev/hyperstatic/api/v1alpha1"
 	"hyperstatic.dev/hyperstatic/internal/benchresults"
+	"hyperstatic.dev/hyperstatic/internal/podstate"
 )
 
 // sample scrapes the target StaticSite's serving pods at the planned points that are due, and records the samples
 // and the number of points handled in the results ConfigMap. It acts only while the run goes on: a run that is
 // over is collected instead. A pod that cannot be scraped is logged and left out; the merge copes with gaps.
 //
-// Observes: the target's serving pods and their metrics; when the next point is due.
+// Observes: the target's serving pods (or, for target.pod, that pod) and their metrics; when the next point is due.
 func (r *Reconciler) sample(ctx context.Context, b *v1alpha1.Benchmark, o *observation) error {
 	if ended, _ := o.runEnd(); ended {
 		return nil
@@ -36,7 +40,7 @@ func (r *Reconciler) sample(ctx context.Context, b *v1alpha1.Benchmark, o *obser
 		if !take || b.Spec.Target.StaticSite == "" { // URL targets have no server columns
 			continue
 		}
-		point, err := r.scrapeSite(ctx, b.Namespace, b.Spec.Target.StaticSite)
+		point, err := r.scrapeTarget(ctx, b.Namespace, b.Spec.Target.StaticSite, o.plan.TargetPod)
 		if err != nil {
 			return err
 		}
@@ -76,9 +80,10 @@ func recordSamples(recorded []benchresults.ServerSample, points [][]benchresults
 	return raw, dropped, nil
 }
 
-// scrapeSite reads the metrics of every serving pod of the site.
-func (r *Reconciler) scrapeSite(ctx context.Context, ns, site string) ([]benchresults.ServerSample, error) {
-	pods, err := r.sitePods(ctx, ns, site)
+// scrapeTarget reads the metrics of the loaded pod (target.pod: that pod only, while it is still the site's and
+// serving), or else of every serving pod of the site.
+func (r *Reconciler) scrapeTarget(ctx context.Context, ns, site, pod string) ([]benchresults.ServerSample, error) {
+	pods, err := r.targetPods(ctx, ns, site, pod)
 	if err != nil {
 		return nil, err
 	}
@@ -93,4 +98,22 @@ func (r *Reconciler) scrapeSite(ctx context.Context, ns, site string) ([]benchre
 			Requests: s.Requests, CPUSeconds: s.CPUSeconds, RSSBytes: s.ResidentBytes})
 	}
 	return out, nil
+}
+
+// targetPods are the pods whose metrics describe the load: the one loaded pod, or the site's serving pods.
+func (r *Reconciler) targetPods(ctx context.Context, ns, site, name string) ([]corev1.Pod, error) {
+	if name == "" {
+		return r.sitePods(ctx, ns, site)
+	}
+	pod := &corev1.Pod{}
+	err := r.getFresh(ctx, client.ObjectKey{Namespace: ns, Name: name}, pod)
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil, nil // gone: no sample, the step's server columns stay empty
+	case err != nil:
+		return nil, err
+	case !podOfSite(pod, site) || !podstate.Serving(pod):
+		return nil, nil
+	}
+	return []corev1.Pod{*pod}, nil
 }

@@ -19,7 +19,8 @@ import (
 // resolved now and the script's files are rendered for ensureScript; a target that is not there yet is a wait
 // (o.targetWait), not an error.
 //
-// Observes: the script ConfigMap; before it exists, the StaticSite's Service and serving pods (or the URL).
+// Observes: the script ConfigMap; before it exists, the StaticSite's Service and serving pods, or target.pod (or the
+// URL).
 func (r *Reconciler) resolveTarget(ctx context.Context, b *v1alpha1.Benchmark, o *observation) error {
 	script := &corev1.ConfigMap{}
 	err := r.getFresh(ctx, client.ObjectKey{Namespace: b.Namespace, Name: ScriptConfigMapName(b)}, script)
@@ -48,6 +49,9 @@ func (r *Reconciler) resolveTarget(ctx context.Context, b *v1alpha1.Benchmark, o
 	if err != nil {
 		o.failure = failWith(v1alpha1.BenchmarkReasonInvalidSpec, "%v", err)
 		return nil
+	}
+	if t.pod != nil {
+		plan.TargetPod, plan.TargetPodLabels, plan.ServerCPULimit = t.pod.Name, t.pod.Labels, serverCPULimit(t.pod)
 	}
 	files, err := k6script.Files(plan, t.paths)
 	if err != nil {

@@ -17,11 +17,14 @@ import (
 type target struct {
 	baseURL string
 	paths   []string
+	// pod is the loaded pod when the target is one pod (target.pod), else nil.
+	pod *corev1.Pod
 }
 
 // findTarget finds the base URL and the paths. A StaticSite is found through its Service (same name, port named
-// "http", or "https" for protocol HTTP/2), and, for paths.allFiles, the file list of one of its serving pods. A target that is not there yet is
-// returned as a *problem (TargetResolved's reason and message); other errors are transient.
+// "http", or "https" for protocol HTTP/2), and, for paths.allFiles, the file list of one of its serving pods; with
+// target.pod, that pod is loaded at its IP instead (findPodTarget). A target that is not there yet is returned as a
+// *problem (TargetResolved's reason and message); other errors are transient.
 func (r *Reconciler) findTarget(ctx context.Context, b *v1alpha1.Benchmark) (target, error) {
 	t := target{paths: []string{"/"}}
 	if b.Spec.Paths != nil && len(b.Spec.Paths.List) > 0 {
@@ -32,10 +35,9 @@ func (r *Reconciler) findTarget(ctx context.Context, b *v1alpha1.Benchmark) (tar
 		return t, nil
 	}
 	site := b.Spec.Target.StaticSite
-	// HTTP/2 needs TLS (k6 has no h2c): that run loads the site's https port, every other its http port.
-	scheme, portName := "http", v1alpha1.ServerPortName
-	if b.Spec.Protocol == v1alpha1.ProtocolHTTP2 {
-		scheme, portName = "https", v1alpha1.HTTPSPortName
+	scheme, portName := schemeAndPort(b)
+	if b.Spec.Target.Pod != "" {
+		return r.findPodTarget(ctx, b, t)
 	}
 	var svc corev1.Service
 	if err := r.Get(ctx, client.ObjectKey{Namespace: b.Namespace, Name: site}, &svc); err != nil {
@@ -65,6 +67,20 @@ func (r *Reconciler) findTarget(ctx context.Context, b *v1alpha1.Benchmark) (tar
 	if err != nil {
 		return t, err
 	}
+	return r.listFiles(ctx, site, pods, t)
+}
+
+// schemeAndPort are the scheme and the name of the port a StaticSite target is loaded on. HTTP/2 needs TLS (k6 has
+// no h2c): that run loads the site's https port, every other its http port.
+func schemeAndPort(b *v1alpha1.Benchmark) (scheme, portName string) {
+	if b.Spec.Protocol == v1alpha1.ProtocolHTTP2 {
+		return "https", v1alpha1.HTTPSPortName
+	}
+	return "http", v1alpha1.ServerPortName
+}
+
+// listFiles sets t.paths to the file list of the first of pods that answers (paths.allFiles).
+func (r *Reconciler) listFiles(ctx context.Context, site string, pods []corev1.Pod, t target) (target, error) {
 	var lastErr error
 	for i := range pods {
 		paths, err := r.Content.List(ctx, &pods[i])

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"strconv"
 	"strings"
 )
 
@@ -323,6 +324,11 @@ func FormatMs(ms float64) string {
 	default:
 		return fmt.Sprintf("%.2fs", ms/1000)
 	}
+}
+
+// FormatCores renders CPU cores to the millicore, with no trailing zeros: 0.049, 0.05, 2.
+func FormatCores(cores float64) string {
+	return strconv.FormatFloat(round3(cores), 'f', -1, 64)
 }
 
 // FormatPercent renders a fraction as a percentage.

@@ -9,7 +9,8 @@ import (
 
 // Summarize is the compact status summary of a run. The peak is the fastest step that was NOT client-bound; when
 // every step was client-bound the Peak column says ">=N (client-bound)": N is then only a lower bound of what the
-// server can do, and it is never reported as PeakRPS.
+// server can do, and it is never reported as PeakRPS. The latencies and the server figures (serverCPU, serverRPS,
+// requestsPerCPUSecond) are those of the peak step, or of the measured peak step when every step was client-bound.
 func Summarize(r Results) v1alpha1.BenchmarkSummary {
 	s := v1alpha1.BenchmarkSummary{
 		Requests:         r.Requests,
@@ -45,6 +46,13 @@ func Summarize(r Results) v1alpha1.BenchmarkSummary {
 			s.PeakConcurrency = st.TargetRate
 		}
 		s.P50, s.P90, s.P99 = FormatMs(st.P50Ms), FormatMs(st.P90Ms), FormatMs(st.P99Ms)
+		// The server's own figures of the same step, when two samples of a pod fell inside its load window;
+		// otherwise they stay empty: a figure the samples do not give is never made up.
+		if st.ServerMeasured {
+			s.ServerCPU = FormatCores(st.ServerCPUCores)
+			s.ServerRPS = int64(math.Round(st.ServerRPS))
+			s.RequestsPerCPUSecond = int64(math.Round(st.RequestsPerCPUSec))
+		}
 	}
 	return s
 }

@@ -195,3 +195,31 @@ func TestScriptInspectedByK6(t *testing.T) {
 		})
 	}
 }
+
+// spec.acceptEncoding reaches the plan the script reads, and the script sends it as the Accept-Encoding header of
+// every request; without it the script sends no such header (k6's own default). The runner test
+// (images/k6/runner) proves with the real k6 that the header arrives.
+func TestAcceptEncoding(t *testing.T) {
+	spec := v1alpha1.BenchmarkSpec{AcceptEncoding: "br, gzip", Workload: v1alpha1.BenchmarkWorkload{Constant: &v1alpha1.ConstantWorkload{VUs: 1}}}
+	p, err := NewPlan(spec, "http://x")
+	if err != nil || p.AcceptEncoding != "br, gzip" {
+		t.Fatalf("plan %+v %v", p, err)
+	}
+	files, err := Files(p, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	script := files[ScriptFile]
+	var stored Plan
+	if err := json.Unmarshal([]byte(files[PlanFile]), &stored); err != nil || stored.AcceptEncoding != "br, gzip" ||
+		!strings.Contains(script, `const PARAMS = PLAN.acceptEncoding ? { headers: { 'Accept-Encoding': PLAN.acceptEncoding } } : {};`) ||
+		!strings.Contains(script, `http.get(PLAN.baseURL + path, PARAMS)`) {
+		t.Fatalf("plan %s\nscript:\n%s", files[PlanFile], script)
+	}
+	spec.AcceptEncoding = ""
+	p, _ = NewPlan(spec, "http://x")
+	files, _ = Files(p, nil)
+	if strings.Contains(files[PlanFile], "acceptEncoding") {
+		t.Fatalf("no acceptEncoding, yet the plan has one: %s", files[PlanFile])
+	}
+}

@@ -40,9 +40,18 @@ type Plan struct {
 	// Protocol is the Benchmark's spec.protocol (what was asked; the results say what was used).
 	Protocol v1alpha1.BenchmarkProtocol `json:"protocol,omitempty"`
 	// InsecureSkipTLSVerify makes k6 accept any certificate: set for StaticSite targets, which are loaded through
-	// their Service's in-cluster name, a name the site's certificate (made for spec.hostnames) does not hold. A
+	// their Service's in-cluster name (or a pod's IP), a name the site's certificate (made for spec.hostnames) does
+	// not hold. A
 	// benchmark measures the server; it sends nothing secret and trusts nothing it receives.
 	InsecureSkipTLSVerify bool `json:"insecureSkipTLSVerify,omitempty"`
+	// AcceptEncoding is the Accept-Encoding header of every request (spec.acceptEncoding; empty: k6 sends none).
+	AcceptEncoding string `json:"acceptEncoding,omitempty"`
+	// TargetPod is the one pod loaded (spec.target.pod), with the labels it had when the target was resolved (the
+	// k6 pods keep off its node) and its server container's CPU limit in cores (the summary's serverCPULimit).
+	// Empty for a Service or URL target.
+	TargetPod       string            `json:"targetPod,omitempty"`
+	TargetPodLabels map[string]string `json:"targetPodLabels,omitempty"`
+	ServerCPULimit  string            `json:"serverCPULimit,omitempty"`
 }
 
 // Duration is the planned length of the whole run.
@@ -62,7 +71,7 @@ const MinStepDuration = 5 * time.Second
 // spec from a unit test or an older object works too).
 func NewPlan(spec v1alpha1.BenchmarkSpec, baseURL string) (Plan, error) {
 	p := Plan{BaseURL: strings.TrimRight(baseURL, "/"), KeepAlive: true, Parallelism: int(spec.Parallelism),
-		Protocol: spec.Protocol, InsecureSkipTLSVerify: spec.Target.StaticSite != ""}
+		Protocol: spec.Protocol, InsecureSkipTLSVerify: spec.Target.StaticSite != "", AcceptEncoding: spec.AcceptEncoding}
 	if p.Parallelism < 1 {
 		p.Parallelism = 1
 	}

@@ -94,9 +94,12 @@ function bucket(ms) {
   return i >= NUM_BUCKETS ? NUM_BUCKETS - 1 : i;
 }
 
+// spec.acceptEncoding, sent with every request as browsers do; k6 decodes the compressed bodies it gets.
+const PARAMS = PLAN.acceptEncoding ? { headers: { 'Accept-Encoding': PLAN.acceptEncoding } } : {};
+
 export default function () {
   const path = PATHS.length === 1 ? PATHS[0] : PATHS[Math.floor(Math.random() * PATHS.length)];
-  const res = http.get(PLAN.baseURL + path);
+  const res = http.get(PLAN.baseURL + path, PARAMS);
   if (res.status === 0 || res.status >= 400) {
     errors.add(1);
   }

@@ -256,3 +256,19 @@ func TestChartDefaultsAreTheDefaultPolicy(t *testing.T) {
 		t.Errorf("chart values.tenancy\n %+v\nDefault()\n %+v", p, want)
 	}
 }
+
+// target.pod is a pod of the Benchmark's own StaticSite in its own namespace (the controller refuses any other pod),
+// not a URL: the default policy admits it, as it admits the Benchmark the operator makes to measure a site's
+// capacity (a constant load of the capacity defaults, with browsers' Accept-Encoding).
+func TestDefaultPolicyAdmitsAPodTarget(t *testing.T) {
+	b := &v1alpha1.Benchmark{Spec: v1alpha1.BenchmarkSpec{
+		Target:         v1alpha1.BenchmarkTarget{StaticSite: "docs", Pod: "docs-probe-1a2b3c"},
+		AcceptEncoding: "br, gzip",
+		Parallelism:    1,
+		Workload: v1alpha1.BenchmarkWorkload{Constant: &v1alpha1.ConstantWorkload{VUs: v1alpha1.DefaultCapacityConcurrency,
+			Duration: metav1.Duration{Duration: 10 * time.Second}}},
+	}}
+	if vs := Default().CheckBenchmark(b); len(vs) != 0 {
+		t.Errorf("the default policy refuses a pod target: %v", vs)
+	}
+}
