@@ -395,3 +395,69 @@ func TestTemplateIdentityOfDesiredAndLive(t *testing.T) {
 		t.Errorf("desired %+v, live %+v", a, b)
 	}
 }
+
+// A canary that never becomes Ready blocks the candidate (CanaryFailed) without touching the serving pods, and is
+// measured again once the retry is due.
+func TestPerformanceGateCanaryNotReady(t *testing.T) {
+	ns := namespace(t)
+	_, canary := gatedSite(t, ns, "nocanary")
+	advanceClock(t, probeReadyTimeout+time.Second)
+	testenv.Eventually(t, "touch the canary", func() error {
+		if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(canary), canary); err != nil {
+			return err
+		}
+		canary.Labels["touched"] = "1"
+		return k8s.Update(context.Background(), canary)
+	})
+	s := waitSite(t, ns, "nocanary", "CanaryFailed", conditionWith(v1alpha1.ConditionRolloutBlocked, metav1.ConditionTrue, v1alpha1.ReasonCanaryFailed, "did not become Ready"))
+	testenv.Must(t, condition(s, v1alpha1.ConditionReady, metav1.ConditionTrue, v1alpha1.ReasonAvailable))
+	testenv.Must(t, condition(s, v1alpha1.ConditionCapacityMeasured, metav1.ConditionTrue, v1alpha1.ReasonCapacityMeasured))
+	noMeasurementChildren(t, ns, "nocanary")
+	if img := deploymentImage(getDeployment(t, ns, "nocanary")); img != "example/nocanary:v1" {
+		t.Fatalf("Deployment runs %s", img)
+	}
+	waitEvent(t, ns, "nocanary", "Warning CanaryFailed")
+
+	advanceClock(t, measurementRetry)
+	updateSite(t, s, func(s *v1alpha1.StaticSite) { s.Labels = map[string]string{"touched": "1"} })
+	measurementPodOf(t, ns, "nocanary", capacityRoleCanary)
+	waitSite(t, ns, "nocanary", "measuring again", conditionWith(v1alpha1.ConditionRolloutBlocked, metav1.ConditionFalse, v1alpha1.ReasonMeasuringCanary, "to become Ready"))
+}
+
+// A failed measurement is tried again only once measurementRetry has passed since it failed.
+func TestFailedRecently(t *testing.T) {
+	at := clockTime
+	failed := capacityCondition(metav1.ConditionFalse, v1alpha1.ReasonMeasurementFailed, "x")
+	failed.LastTransitionTime = metav1.NewTime(at)
+	if retry, ok := failedRecently(failed, at.Add(time.Minute)); !ok || !retry.Equal(at.Add(measurementRetry)) {
+		t.Errorf("a minute after a failure: %v %v", retry, ok)
+	}
+	if _, ok := failedRecently(failed, at.Add(measurementRetry)); ok {
+		t.Error("the retry is due at measurementRetry")
+	}
+	measuringNow := capacityCondition(metav1.ConditionUnknown, v1alpha1.ReasonMeasuringCapacity, "x")
+	if _, ok := failedRecently(measuringNow, at); ok {
+		t.Error("a measurement under way is no failure")
+	}
+}
+
+// target ServingPod: no pod of its own; the Benchmark loads a ready serving pod.
+func TestCapacityOfAServingPod(t *testing.T) {
+	ns := namespace(t)
+	createSite(t, ns, "direct", v1alpha1.StaticSiteSpec{Content: v1alpha1.ContentSource{Image: "example/direct:v1"},
+		Capacity: &v1alpha1.CapacitySpec{Target: v1alpha1.CapacityTargetServingPod}})
+	rollOutAndWaitReady(t, ns, "direct")
+	d := getDeployment(t, ns, "direct")
+	waitSite(t, ns, "direct", "waiting for a serving pod", conditionWith(v1alpha1.ConditionCapacityMeasured, metav1.ConditionUnknown, v1alpha1.ReasonMeasuringCapacity, "ready serving pod"))
+	serverPod(t, d, "direct-0", "10.0.0.20")
+	b := benchmarkNamed(t, ns, measurementName("direct", templateIdentity(&d.Spec.Template, Content{}).ID))
+	if b.Spec.Target.Pod != "direct-0" {
+		t.Fatalf("Benchmark loads %q, want the serving pod", b.Spec.Target.Pod)
+	}
+	finishBenchmark(t, b, serverFigures("0.95", 2500, 2600, "2ms"))
+	waitSite(t, ns, "direct", "capacity", capacityIs(2500, v1alpha1.CapacitySourceMeasured, v1alpha1.ReasonCapacityMeasured))
+	noMeasurementChildren(t, ns, "direct")
+	if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "direct-0"}, &corev1.Pod{}); err != nil {
+		t.Errorf("the serving pod: %v", err)
+	}
+}
