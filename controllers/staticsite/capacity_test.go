@@ -422,6 +422,16 @@ func TestPerformanceGateCanaryNotReady(t *testing.T) {
 	updateSite(t, s, func(s *v1alpha1.StaticSite) { s.Labels = map[string]string{"touched": "1"} })
 	measurementPodOf(t, ns, "nocanary", capacityRoleCanary)
 	waitSite(t, ns, "nocanary", "measuring again", conditionWith(v1alpha1.ConditionRolloutBlocked, metav1.ConditionFalse, v1alpha1.ReasonMeasuringCanary, "to become Ready"))
+
+	// The spec goes back to the serving template: the candidate is withdrawn, its canary deleted, nothing blocked.
+	updateSite(t, s, func(s *v1alpha1.StaticSite) { s.Spec.Content.Image = "example/nocanary:v1" })
+	waitSite(t, ns, "nocanary", "candidate withdrawn", func(s *v1alpha1.StaticSite) error {
+		if s.Status.PerformanceGate != nil {
+			return fmt.Errorf("status.performanceGate %+v", s.Status.PerformanceGate)
+		}
+		return condition(s, v1alpha1.ConditionRolloutBlocked, "", "")
+	})
+	noMeasurementChildren(t, ns, "nocanary")
 }
 
 // A failed measurement is tried again only once measurementRetry has passed since it failed.

@@ -153,7 +153,15 @@ func chooseMeasurement(st *observation, serving v1alpha1.TemplateIdentity) *meas
 // canaryWanted updates the gate's status for the desired template and says whether its canary is to be measured.
 func canaryWanted(st *observation) bool {
 	v, cs := st.gate, &st.capacity
-	if v == nil || v.serving.ID == v.desired.ID {
+	if v == nil {
+		return false
+	}
+	if v.serving.ID == v.desired.ID {
+		// The spec went back to the serving template: a candidate still measured or blocked was withdrawn, and
+		// nothing is blocked any more. A Passed or Overridden decision stays as the record of the last rollout.
+		if g := cs.gate; g != nil && g.Candidate.ID != v.desired.ID && (g.Phase == v1alpha1.GateMeasuring || g.Phase == v1alpha1.GateBlocked) {
+			cs.gate = nil
+		}
 		return false
 	}
 	if cs.gate == nil || cs.gate.Candidate.ID != v.desired.ID {
@@ -234,6 +242,10 @@ func (r *Reconciler) runMeasurement(ctx context.Context, st *observation, job *m
 		target = name
 		pod = findPod(pods, name)
 		if pod == nil {
+			// A Benchmark without its pod (someone deleted the pod) would report on a pod that is gone.
+			if b := findBenchmark(benches, name); b != nil {
+				return r.deleteObjects(ctx, []client.Object{b})
+			}
 			created, err := r.createMeasurementChild(ctx, st, job, measurementPod(site, job.template, job.identity.ID, job.role, name, st.now))
 			if err != nil || !created {
 				return err
