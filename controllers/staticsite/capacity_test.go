@@ -140,6 +140,8 @@ func capacitySite(t *testing.T, ns, name string, gate bool) *v1alpha1.StaticSite
 		spec.Rollout = &v1alpha1.RolloutSpec{PerformanceGate: &v1alpha1.PerformanceGateSpec{}}
 	}
 	site := createSite(t, ns, name, spec)
+	// No measurement before the Deployment's rollout completes.
+	waitSite(t, ns, name, "waiting for the rollout", conditionWith(v1alpha1.ConditionCapacityMeasured, metav1.ConditionUnknown, v1alpha1.ReasonMeasuringCapacity, "rollout"))
 	rollOutAndWaitReady(t, ns, name)
 	return site
 }

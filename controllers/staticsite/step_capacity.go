@@ -246,6 +246,9 @@ func (r *Reconciler) runMeasurement(ctx context.Context, st *observation, job *m
 			if b := findBenchmark(benches, name); b != nil {
 				return r.deleteObjects(ctx, []client.Object{b})
 			}
+			if waitForRollout(st, job) {
+				return nil
+			}
 			created, err := r.createMeasurementChild(ctx, st, job, measurementPod(site, job.template, job.identity.ID, job.role, name, st.now))
 			if err != nil || !created {
 				return err
@@ -268,6 +271,9 @@ func (r *Reconciler) runMeasurement(ctx context.Context, st *observation, job *m
 	}
 	bench := findBenchmark(benches, name)
 	if bench == nil {
+		if pod == nil && waitForRollout(st, job) {
+			return nil
+		}
 		created, err := r.createMeasurementChild(ctx, st, job, measurementBenchmark(site, job.identity.ID, job.role, name, target, st.now))
 		if err == nil && created {
 			measuring(st, job, fmt.Sprintf("Benchmark %s loads pod %s", name, target))
@@ -296,6 +302,17 @@ func (r *Reconciler) runMeasurement(ctx context.Context, st *observation, job *m
 		}
 	}
 	return nil
+}
+
+// waitForRollout: a measurement starts only once the Deployment's rollout is complete, so it neither competes with
+// the rollout's new pods for the nodes' CPU nor loads a serving pod that is about to go. The Deployment's status
+// change wakes the pass.
+func waitForRollout(st *observation, job *measurementJob) bool {
+	if ro := rolloutOf(st.deployment, replicasOf(st.site), st.templateChanged); !ro.done {
+		measuring(st, job, "waiting for the Deployment's rollout to complete: "+ro.message)
+		return true
+	}
+	return false
 }
 
 // createMeasurementChild creates a pod or Benchmark of a measurement, only when the site as this pass read it is
