@@ -60,18 +60,17 @@ func gateSpec(site *v1alpha1.StaticSite) *v1alpha1.PerformanceGateSpec {
 // volume's reference, or the baked image.
 func templateIdentity(t *corev1.PodTemplateSpec, content Content) v1alpha1.TemplateIdentity {
 	id := capacity.Identify(t, templateKeys, "")
-	switch {
-	case t.Annotations[AnnotationContentHash] == content.RollHash:
+	if t.Annotations[AnnotationContentHash] == content.RollHash {
 		id.ContentRevision = content.Revision
-	default:
-		for _, v := range t.Spec.Volumes {
-			if v.Name == siteVolumeName && v.Image != nil {
-				id.ContentRevision = v.Image.Reference
-			}
+		return id
+	}
+	for _, v := range t.Spec.Volumes {
+		if v.Name == siteVolumeName && v.Image != nil {
+			id.ContentRevision = v.Image.Reference
 		}
-		if id.ContentRevision == "" {
-			id.ContentRevision = id.ServerImage
-		}
+	}
+	if id.ContentRevision == "" {
+		id.ContentRevision = id.ServerImage
 	}
 	return id
 }
