@@ -48,6 +48,11 @@ type observation struct {
 	notMeasured    string                  // why there is no reading (the ContentInMemory=Unknown message)
 	requeueAfter   time.Duration
 
+	// gate: the performance gate's view of the live and desired templates (nil: gate off, or no Deployment yet).
+	gate *gateView
+	// capacity: what the capacity step measured and decided (step_capacity.go).
+	capacity capacityState
+
 	// serverImageQueued: the site waits for its turn to move to a new default server image (the Reconciling message).
 	serverImageQueued string
 

@@ -113,7 +113,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrlreconcile.Request) (
 		o.refused = &problem{Reason: v1alpha1.ReasonPolicyViolation, Message: vs.Error()}
 	} else {
 		for _, s := range []step{r.reconcileContent, r.reconcileTLS, r.reconcileDeployment, r.reconcileService, r.reconcileDisruptionBudget,
-			r.reconcileRoute, r.reconcilePodMonitor, r.reconcileNetworkPolicy, r.reconcilePods} {
+			r.reconcileRoute, r.reconcilePodMonitor, r.reconcileNetworkPolicy, r.reconcilePods, r.reconcileCapacity} {
 			if o.err = s(ctx, o); o.err != nil {
 				break
 			}
@@ -124,7 +124,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrlreconcile.Request) (
 	retryStalled(o, status)
 	changed := !equality.Semantic.DeepEqual(site.Status, status)
 	site.Status = status
-	if err := reconcile.WriteStatus(ctx, r, site, changed, func() { r.recordTransitions(before, site) }); err != nil {
+	if err := reconcile.WriteStatus(ctx, r, site, changed, func() {
+		r.recordTransitions(before, site)
+		r.recordCapacityEvents(site, &o.capacity)
+	}); err != nil {
 		if apierrors.IsConflict(err) {
 			logger.V(1).Info("status changed meanwhile; requeueing")
 			return ctrlreconcile.Result{RequeueAfter: conflictRetry}, nil
@@ -133,6 +136,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrlreconcile.Request) (
 	}
 	if o.err != nil {
 		return ctrlreconcile.Result{}, o.err
+	}
+	// A measurement's children go only once its result is in the status (step_capacity.go).
+	if err := r.deleteObjects(ctx, o.capacity.cleanup); err != nil {
+		return ctrlreconcile.Result{}, err
 	}
 	return ctrlreconcile.Result{RequeueAfter: o.requeueAfter}, nil
 }

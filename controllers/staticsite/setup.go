@@ -12,6 +12,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -71,12 +72,14 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	c, err := ctrl.NewControllerManagedBy(mgr).
 		Named("staticsite").
 		// Status writes (ours and the autoscaler's) do not change the generation: no reconcile for them.
-		For(&v1alpha1.StaticSite{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}))).
+		For(&v1alpha1.StaticSite{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{},
+			capacityAnnotationsChanged))).
 		Owns(&appsv1.Deployment{}).
 		Owns(&corev1.Service{}).
 		Owns(&policyv1.PodDisruptionBudget{}).
 		Owns(&networkingv1.Ingress{}).
 		Owns(&networkingv1.NetworkPolicy{}).
+		Owns(&v1alpha1.Benchmark{}). // capacity measurements (step_capacity.go)
 		WatchesRawSource(source.Kind(referenced, metadataOf("ConfigMap"), handler.EnqueueRequestsFromMapFunc(r.sitesUsing(indexConfigMap)))).
 		WatchesRawSource(source.Kind(referenced, metadataOf("PersistentVolumeClaim"), handler.EnqueueRequestsFromMapFunc(r.sitesUsing(indexClaim)))).
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(siteOfPod)).
@@ -89,6 +92,20 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		handler: handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &v1alpha1.StaticSite{}, handler.OnlyControllerOwner())}
 	return nil
 }
+
+// capacityAnnotationsChanged passes a site update that changes the annotations steering capacity measurements and
+// the performance gate (a person's requests: a new measurement, an override); other annotation changes wake no pass.
+var capacityAnnotationsChanged = predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+	if e.ObjectOld == nil || e.ObjectNew == nil {
+		return false
+	}
+	for _, k := range []string{v1alpha1.AnnotationMeasureCapacity, v1alpha1.AnnotationPerformanceGateOverride} {
+		if e.ObjectOld.GetAnnotations()[k] != e.ObjectNew.GetAnnotations()[k] {
+			return true
+		}
+	}
+	return false
+}}
 
 // metadataOf is the metadata-only form of a core/v1 kind, for watches that need no more than names and versions.
 func metadataOf(kind string) client.Object {
@@ -110,12 +127,15 @@ func (r *Reconciler) sitesUsing(index string) handler.MapFunc {
 	}
 }
 
-// siteOfPod maps a server pod to its site through the site label.
+// siteOfPod maps a server pod to its site through the site label, and a capacity measurement pod through
+// LabelCapacityProbeOf (it carries no site label: the Service must not select it).
 func siteOfPod(_ context.Context, o client.Object) []reconcile.Request {
 	l := o.GetLabels()
 	name, ok := l[v1alpha1.LabelSite]
 	if !ok || l[labelName] != appName {
-		return nil
+		if name, ok = l[v1alpha1.LabelCapacityProbeOf]; !ok || l[v1alpha1.LabelManagedBy] != v1alpha1.ManagedByValue {
+			return nil
+		}
 	}
 	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: name}}}
 }

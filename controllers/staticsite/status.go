@@ -7,6 +7,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"hyperstatic.dev/hyperstatic/api/v1alpha1"
+	"hyperstatic.dev/hyperstatic/internal/capacity"
 	"hyperstatic.dev/hyperstatic/internal/reconcile"
 )
 
@@ -71,8 +72,35 @@ func deriveStatus(site *v1alpha1.StaticSite, o *observation) v1alpha1.StaticSite
 		}
 	}
 
+	deriveCapacity(&s, site, o, set)
 	deriveProgress(&s, site, o, set)
 	return s
+}
+
+// deriveCapacity sets status.capacity, status.performanceGate, CapacityMeasured and RolloutBlocked from the
+// capacity step's result. None of them changes Ready: a blocked candidate leaves the serving pods as they were.
+func deriveCapacity(s *v1alpha1.StaticSiteStatus, site *v1alpha1.StaticSite, o *observation, set reconcile.Conditions) {
+	cs := &o.capacity
+	if !cs.wanted {
+		s.Capacity, s.PerformanceGate = nil, nil
+		set.Remove(v1alpha1.ConditionCapacityMeasured)
+		set.Remove(v1alpha1.ConditionRolloutBlocked)
+		return
+	}
+	s.Capacity, s.PerformanceGate = cs.status, cs.gate
+	if c := cs.measured; c.Type != "" {
+		set.Set(c.Type, c.Status, c.Reason, c.Message)
+	}
+	if cs.gate == nil {
+		set.Remove(v1alpha1.ConditionRolloutBlocked)
+		return
+	}
+	status := metav1.ConditionFalse
+	blocked, reason := capacity.GateReason(cs.gate, gateSpec(site))
+	if blocked {
+		status = metav1.ConditionTrue
+	}
+	set.Set(v1alpha1.ConditionRolloutBlocked, status, reason, cs.gate.Message)
 }
 
 // deriveProgress sets Ready, Reconciling and Stalled from the problems the steps found, the Deployment's rollout and
@@ -125,6 +153,9 @@ func deriveProgress(s *v1alpha1.StaticSiteStatus, site *v1alpha1.StaticSite, o *
 		} else {
 			set.Set(v1alpha1.ConditionReady, metav1.ConditionTrue, v1alpha1.ReasonAvailable,
 				fmt.Sprintf("%d of %d pods ready, serving %s at %s", s.ReadyReplicas, want, s.ContentRevision, s.URL))
+		}
+		if o.capacity.measuringCanary != "" {
+			set.Set(v1alpha1.ConditionReconciling, metav1.ConditionTrue, v1alpha1.ReasonMeasuringCanary, o.capacity.measuringCanary)
 		}
 		if o.serverImageQueued != "" {
 			set.Set(v1alpha1.ConditionReconciling, metav1.ConditionTrue, v1alpha1.ReasonServerImageUpgradeQueued, o.serverImageQueued)

@@ -37,6 +37,9 @@ func (r *Reconciler) reconcileDeployment(ctx context.Context, st *observation) e
 	defer release() // after the apply: the next admission must see this one
 	live := &appsv1.Deployment{}
 	desired := DesiredDeployment(site, serverImage.image, st.content, st.memory)
+	if err := r.holdTemplate(ctx, st, key, desired); err != nil { // gate.go
+		return err
+	}
 	res, err := applyChild(ctx, r.Client, r.directReader(), site, "Deployment", live, desired, key, extractDeployment)
 	if err != nil {
 		return r.deploymentRefused(st, err)

@@ -39,6 +39,9 @@ var (
 	clockTime = time.Date(2026, 11, 22, 1, 2, 3, 0, time.UTC)
 	scraper   = &fakeScraper{samples: map[string]podmetrics.Sample{}}
 	nsCounter atomic.Int32
+	// suiteClock is the controller's clock: it stands at clockTime; a test that needs time to pass (a deadline)
+	// moves it and puts it back (advanceClock).
+	suiteClock = clocktesting.NewFakePassiveClock(clockTime)
 )
 
 // fakeScraper stands in for the server pods' /metrics: envtest runs no kubelet, so no pod runs. A pod a test
@@ -119,7 +122,7 @@ func setupSuite(e *testenv.Env) (ctrl.Manager, error) {
 	r := &Reconciler{
 		Client:        mgr.GetClient(),
 		Recorder:      mgr.GetEventRecorderFor(FieldOwner),
-		Clock:         clocktesting.NewFakePassiveClock(clockTime),
+		Clock:         suiteClock,
 		Scraper:       scraper,
 		ServerImage:   testServerImage,
 		ServerVersion: disco.ServerVersion,
