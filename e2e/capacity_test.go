@@ -22,8 +22,8 @@ import (
 	"hyperstatic.dev/hyperstatic/api/v1alpha1"
 )
 
-// The capacity scenarios (issue 29) run on the synthetic sites of e2e/cmd/capsites: v1, a harmless v2 and a v3
-// whose every page is 20 times heavier. The sites get 50m of CPU, so one pod's capacity is a rate the in-cluster
+// The capacity scenarios (issue 29) run on the synthetic sites of e2e/cmd/capsites: v1 (31 pages of 16 KiB), a harmless
+// v2 and a v3 whose every page is 20 times heavier. The sites get 50m of CPU, so one pod's capacity is a rate the in-cluster
 // k6 of these tests can exceed on a 2-CPU machine; the measurement's k6 gets 400m for the same reason (a whole CPU
 // for k6 would not fit on the node beside the control plane).
 const (
@@ -217,6 +217,10 @@ func testPerformanceGate(t *testing.T) {
 	ctx := ctxFor(t, 15*time.Minute)
 	site := newSite(ns, "capgate", v1alpha1.ContentSource{Image: capacityImage("v1")}, capacitySiteCPU)
 	site.Spec.Replicas = ptr.To[int32](2)
+	// The heavy revision is 28 MB with its compressed variants: room to hold all of it in memory, as v1 is, so the
+	// gate compares the content's weight and not memory against disk.
+	mem := resource.MustParse("128Mi")
+	site.Spec.Memory = &mem
 	site.Spec.Capacity = capacitySpec()
 	// 35 % rather than the default 25: two measurements of the same content on this busy 2-CPU node were seen
 	// 17 % apart, and the heavy revision costs about twice the CPU per request (docs/design/capacity.md).
@@ -272,7 +276,7 @@ func testPerformanceGate(t *testing.T) {
 	if len(pods) != len(serving) {
 		t.Errorf("%d serving pods after the block, want the %d from before", len(pods), len(serving))
 	}
-	requireEvent(ctx, t, ns, site.Name, corev1.EventTypeWarning, "RolloutBlocked")
+	requireEvent(ctx, t, ns, site.Name, corev1.EventTypeWarning, v1alpha1.ReasonCapacityDropped)
 
 	// A harmless revision: passes and rolls out.
 	harmless := capacityImage("v2")
@@ -294,7 +298,7 @@ func testPerformanceGate(t *testing.T) {
 	if site.Status.Capacity.MeasuredAgainst.ID != gate.Candidate.ID {
 		t.Errorf("status.capacity measured against %s, want the passed candidate %s", site.Status.Capacity.MeasuredAgainst.ID, gate.Candidate.ID)
 	}
-	requireEvent(ctx, t, ns, site.Name, corev1.EventTypeNormal, "GatePassed")
+	requireEvent(ctx, t, ns, site.Name, corev1.EventTypeNormal, v1alpha1.ReasonGatePassed)
 
 	r := loadResult(t, ns, "load", 4*time.Minute)
 	t.Logf("MEASURED capgate public load through the gate: %d requests, %d failed, %d dropped, %d v1 bodies, %d heavy bodies, p99 %.1f ms",

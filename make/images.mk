@@ -27,7 +27,7 @@ SERVER_NEXT_IMAGE ?= $(SERVER_IMAGE)-next
 EXAMPLE_SITE_IMAGE ?= hyperstatic/example-site:$(VERSION)
 ROLLOUT_V1_IMAGE ?= hyperstatic/e2e-site-rollout:v1-$(VERSION)
 ROLLOUT_V2_IMAGE ?= hyperstatic/e2e-site-rollout:v2-$(VERSION)
-# The capacity and performance-gate scenario (issue 29): a synthetic site (e2e/cmd/capsites, 31 pages of 4 KiB),
+# The capacity and performance-gate scenario (issue 29): a synthetic site (e2e/cmd/capsites, 31 pages of 16 KiB),
 # a harmless v2 (only a marker differs) and a heavy v3 (every page 20 times larger).
 CAPACITY_DIR ?= $(ROOT)/_out/capacity
 CAPACITY_IMAGE_PREFIX ?= hyperstatic/e2e-site-capacity

@@ -17,7 +17,7 @@ import (
 
 const (
 	pages     = 30
-	pageBytes = 4 << 10 // a light page's text
+	pageBytes = 16 << 10 // a light page's text: about a documentation page (the Python docs average 63 KB)
 	heavyX    = 20      // the heavy version's factor
 )
 
