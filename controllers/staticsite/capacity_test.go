@@ -473,3 +473,28 @@ func TestCapacityOfAServingPod(t *testing.T) {
 		t.Errorf("the serving pod: %v", err)
 	}
 }
+
+// Without the gate a new template rolls out at once: the figure of the old one is kept, marked not current, until
+// the new template's measurement replaces it.
+func TestStaleCapacityIsKeptUntilReplaced(t *testing.T) {
+	ns := namespace(t)
+	site := capacitySite(t, ns, "stale", false)
+	measure(t, ns, "stale", capacityRoleProbe, serverFigures("0.95", 2000, 2100, "4ms"))
+	old := waitSite(t, ns, "stale", "first figure", capacityIs(2000, v1alpha1.CapacitySourceMeasured, v1alpha1.ReasonCapacityMeasured)).Status.Capacity
+	noMeasurementChildren(t, ns, "stale")
+
+	updateSite(t, site, func(s *v1alpha1.StaticSite) { s.Spec.Content.Image = "example/stale:v2" })
+	waitSite(t, ns, "stale", "stale figure kept", func(s *v1alpha1.StaticSite) error {
+		if c := s.Status.Capacity; c == nil || c.Current || c.RPSPerPod != 2000 || c.MeasuredAgainst.ID != old.MeasuredAgainst.ID {
+			return fmt.Errorf("status.capacity %+v, want the old figure, not current", c)
+		}
+		return nil
+	})
+	rollOutAndWaitReady(t, ns, "stale")
+	probe := measurementPodOf(t, ns, "stale", capacityRoleProbe)
+	if probe.Labels[v1alpha1.LabelCapacityTemplate] == old.MeasuredAgainst.ID || probe.Spec.Containers[0].Image != "example/stale:v2" {
+		t.Fatalf("probe of template %s runs %s", probe.Labels[v1alpha1.LabelCapacityTemplate], probe.Spec.Containers[0].Image)
+	}
+	measure(t, ns, "stale", capacityRoleProbe, serverFigures("0.95", 2400, 2500, "4ms"))
+	waitSite(t, ns, "stale", "new figure", capacityIs(2400, v1alpha1.CapacitySourceMeasured, v1alpha1.ReasonCapacityMeasured))
+}
