@@ -35,7 +35,9 @@ const (
 	gateMaxDrop = 35
 )
 
-func capacityImage(v string) string { return fmt.Sprintf("%s:%s-%s", cfg.capacityImagePrefix, v, cfg.version) }
+func capacityImage(v string) string {
+	return fmt.Sprintf("%s:%s-%s", cfg.capacityImagePrefix, v, cfg.version)
+}
 
 func capacitySpec() *v1alpha1.CapacitySpec {
 	q := resource.MustParse(capacityLoadCPU)

@@ -18,7 +18,7 @@ import (
 const (
 	pages     = 30
 	pageBytes = 16 << 10 // a light page's text: about a documentation page (the Python docs average 63 KB)
-	heavyX    = 20      // the heavy version's factor
+	heavyX    = 20       // the heavy version's factor
 )
 
 func main() {
