@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -85,10 +84,7 @@ func testCapacityAutoscaling(t *testing.T) {
 		MinReplicas:       ptr.To[int32](1),
 		MaxReplicas:       4,
 		TargetUtilization: ptr.To[int32](50),
-		Behavior: &autoscalingv2.HorizontalPodAutoscalerBehavior{
-			ScaleUp:   &autoscalingv2.HPAScalingRules{StabilizationWindowSeconds: ptr.To[int32](0)},
-			ScaleDown: &autoscalingv2.HPAScalingRules{StabilizationWindowSeconds: ptr.To[int32](10)},
-		},
+		Behavior:          fastScaleBehavior(),
 	}
 	if err := k8s.Create(ctx, site); err != nil {
 		t.Fatal(err)
@@ -154,17 +150,7 @@ func testCapacityAutoscaling(t *testing.T) {
 		}
 		time.Sleep(2 * time.Second)
 	}
-	if err := cs.BatchV1().Jobs(ns).Delete(ctx, "load", metav1.DeleteOptions{PropagationPolicy: ptr.To(metav1.DeletePropagationForeground)}); err != nil {
-		t.Fatal(err)
-	}
-	loadOff := time.Now()
-	eventually(t, 3*time.Minute, "scaled back down to 1 replica", func(ctx context.Context) (bool, string, error) {
-		if err := k8s.Get(ctx, client.ObjectKeyFromObject(site), site); err != nil {
-			return false, err.Error(), nil
-		}
-		return ptr.Deref(site.Spec.Replicas, 0) == 1 && site.Status.Replicas == 1, scaleState(site), nil
-	})
-	t.Logf("MEASURED capscale load stop -> 1 replica: %s", time.Since(loadOff).Round(time.Second))
+	t.Logf("MEASURED capscale load stop -> 1 replica: %s", stopLoadUntilOneReplica(ctx, t, site))
 }
 
 // waitTargetFromCapacity waits until the autoscaler reports a target taken from the capacity (utilisation ×

@@ -270,10 +270,7 @@ func autoscaleUnderLoad(t *testing.T, s loadSite) {
 		MinReplicas:     ptr.To[int32](1),
 		MaxReplicas:     2,
 		TargetRPSPerPod: ptr.To[int64](50),
-		Behavior: &autoscalingv2.HorizontalPodAutoscalerBehavior{
-			ScaleUp:   &autoscalingv2.HPAScalingRules{StabilizationWindowSeconds: ptr.To[int32](0)},
-			ScaleDown: &autoscalingv2.HPAScalingRules{StabilizationWindowSeconds: ptr.To[int32](10)},
-		},
+		Behavior:        fastScaleBehavior(),
 	}
 	if err := k8s.Create(ctx, site); err != nil {
 		t.Fatal(err)
@@ -295,8 +292,23 @@ func autoscaleUnderLoad(t *testing.T, s loadSite) {
 	t.Logf("load step to 2 ready replicas: %s (%s)", time.Since(loadOn).Round(time.Second), scaleState(site))
 	measureScaleOut(ctx, t, s, site, before)
 
-	// Stop the load: delete the k6 Job and its pod.
-	if err := cs.BatchV1().Jobs(ns).Delete(ctx, "load", metav1.DeleteOptions{PropagationPolicy: ptr.To(metav1.DeletePropagationForeground)}); err != nil {
+	t.Logf("load stop to 1 replica: %s", stopLoadUntilOneReplica(ctx, t, site))
+}
+
+// fastScaleBehavior is the load scenarios' autoscaling behavior: scale up at once, down after 10 s of agreement
+// (the default 300 s would outlast the test).
+func fastScaleBehavior() *autoscalingv2.HorizontalPodAutoscalerBehavior {
+	return &autoscalingv2.HorizontalPodAutoscalerBehavior{
+		ScaleUp:   &autoscalingv2.HPAScalingRules{StabilizationWindowSeconds: ptr.To[int32](0)},
+		ScaleDown: &autoscalingv2.HPAScalingRules{StabilizationWindowSeconds: ptr.To[int32](10)},
+	}
+}
+
+// stopLoadUntilOneReplica stops the load (deletes the k6 Job "load" and its pod), waits until the autoscaler took
+// site back to one replica, and returns how long that took.
+func stopLoadUntilOneReplica(ctx context.Context, t *testing.T, site *v1alpha1.StaticSite) time.Duration {
+	t.Helper()
+	if err := cs.BatchV1().Jobs(site.Namespace).Delete(ctx, "load", metav1.DeleteOptions{PropagationPolicy: ptr.To(metav1.DeletePropagationForeground)}); err != nil {
 		t.Fatal(err)
 	}
 	loadOff := time.Now()
@@ -306,7 +318,7 @@ func autoscaleUnderLoad(t *testing.T, s loadSite) {
 		}
 		return ptr.Deref(site.Spec.Replicas, 0) == 1 && site.Status.Replicas == 1, scaleState(site), nil
 	})
-	t.Logf("load stop to 1 replica: %s", time.Since(loadOff).Round(time.Second))
+	return time.Since(loadOff).Round(time.Second)
 }
 
 // measureScaleOut logs (and bounds, when s.scaleReadyBound is set) the time from the scale-up decision to the new
