@@ -1,0 +1,89 @@
+package staticsite
+
+// The children of a capacity measurement (docs/design/capacity.md): listing the site's measurement pods and
+// Benchmarks, and deleting those that belong to no measurement wanted now.
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"hyperstatic.dev/hyperstatic/api/v1alpha1"
+)
+
+// measurementChildren lists the site's measurement pods and Benchmarks that are not being deleted.
+func (r *Reconciler) measurementChildren(ctx context.Context, site *v1alpha1.StaticSite) ([]corev1.Pod, []v1alpha1.Benchmark, error) {
+	sel := client.MatchingLabels{v1alpha1.LabelCapacityProbeOf: site.Name, v1alpha1.LabelManagedBy: v1alpha1.ManagedByValue}
+	pods := &corev1.PodList{}
+	if err := r.List(ctx, pods, client.InNamespace(site.Namespace), sel); err != nil {
+		return nil, nil, fmt.Errorf("list measurement pods: %w", err)
+	}
+	benches := &v1alpha1.BenchmarkList{}
+	if err := r.List(ctx, benches, client.InNamespace(site.Namespace), sel); err != nil {
+		return nil, nil, fmt.Errorf("list measurement Benchmarks: %w", err)
+	}
+	var ps []corev1.Pod
+	for _, p := range pods.Items {
+		if p.DeletionTimestamp.IsZero() && metav1.IsControlledBy(&p, site) {
+			ps = append(ps, p)
+		}
+	}
+	var bs []v1alpha1.Benchmark
+	for _, b := range benches.Items {
+		if b.DeletionTimestamp.IsZero() && metav1.IsControlledBy(&b, site) {
+			bs = append(bs, b)
+		}
+	}
+	return ps, bs, nil
+}
+
+// deleteMeasurementChildren deletes the children that are not job's (all of them when job is nil): a
+// measurement of another template or role, left from before the site changed.
+func (r *Reconciler) deleteMeasurementChildren(ctx context.Context, pods []corev1.Pod, benches []v1alpha1.Benchmark, job *measurementJob) error {
+	keep := func(o metav1.Object) bool {
+		l := o.GetLabels()
+		return job != nil && l[v1alpha1.LabelCapacityRole] == job.role && l[v1alpha1.LabelCapacityTemplate] == job.identity.ID
+	}
+	var stale []client.Object
+	for i := range pods {
+		if !keep(&pods[i]) {
+			stale = append(stale, &pods[i])
+		}
+	}
+	for i := range benches {
+		if !keep(&benches[i]) {
+			stale = append(stale, &benches[i])
+		}
+	}
+	return r.deleteObjects(ctx, stale)
+}
+
+func (r *Reconciler) deleteObjects(ctx context.Context, objs []client.Object) error {
+	for _, o := range objs {
+		if err := r.Delete(ctx, o, client.PropagationPolicy(metav1.DeletePropagationBackground)); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("delete measurement %s: %w", o.GetName(), err)
+		}
+	}
+	return nil
+}
+
+func findPod(pods []corev1.Pod, name string) *corev1.Pod {
+	for i := range pods {
+		if pods[i].Name == name {
+			return &pods[i]
+		}
+	}
+	return nil
+}
+
+func findBenchmark(bs []v1alpha1.Benchmark, name string) *v1alpha1.Benchmark {
+	for i := range bs {
+		if bs[i].Name == name {
+			return &bs[i]
+		}
+	}
+	return nil
+}
