@@ -228,17 +228,21 @@ const (
 
 // Reasons of CapacityMeasured, RolloutBlocked and Reconciling for capacity.
 const (
-	ReasonCapacityMeasured        = "Measured"          // CapacityMeasured=True, source Measured
-	ReasonCapacityFromServerCPU   = "ServerCPU"         // CapacityMeasured=True, source ServerCPU
-	ReasonMeasuringCapacity       = "Measuring"         // CapacityMeasured=Unknown
-	ReasonMeasurementFailed       = "MeasurementFailed" // CapacityMeasured=False: the Benchmark failed or gave no server figures
-	ReasonProbeNotReady           = "ProbeNotReady"     // CapacityMeasured=False: the measurement pod did not become Ready in time
-	ReasonCapacityDropped         = "CapacityDropped"   // RolloutBlocked=True
-	ReasonLatencyRose             = "LatencyRose"       // RolloutBlocked=True
-	ReasonCanaryFailed            = "CanaryFailed"      // RolloutBlocked=True: the canary could not be measured
-	ReasonGatePassed              = "GatePassed"        // RolloutBlocked=False
-	ReasonGateOverridden          = "GateOverridden"    // RolloutBlocked=False
-	ReasonMeasuringCanary         = "MeasuringCanary"   // Reconciling=True while the canary is measured; Ready unchanged
+	ReasonCapacityMeasured      = "Measured"          // CapacityMeasured=True, source Measured
+	ReasonCapacityFromServerCPU = "ServerCPU"         // CapacityMeasured=True, source ServerCPU
+	ReasonMeasuringCapacity     = "Measuring"         // CapacityMeasured=Unknown
+	ReasonMeasurementFailed     = "MeasurementFailed" // CapacityMeasured=False: the Benchmark failed or gave no server figures
+	ReasonProbeNotReady         = "ProbeNotReady"     // CapacityMeasured=False: the measurement pod did not become Ready in time
+	ReasonCapacityDropped       = "CapacityDropped"   // RolloutBlocked=True
+	ReasonLatencyRose           = "LatencyRose"       // RolloutBlocked=True
+	ReasonCanaryFailed          = "CanaryFailed"      // RolloutBlocked=True: the canary could not be measured
+	ReasonGatePassed            = "GatePassed"        // RolloutBlocked=False
+	ReasonGateOverridden        = "GateOverridden"    // RolloutBlocked=False
+	ReasonMeasuringCanary       = "MeasuringCanary"   // Reconciling=True while the canary is measured; Ready unchanged
+)
+
+// Defaults of spec.capacity and spec.rollout.performanceGate, used where the field is unset.
+const (
 	DefaultCapacityDuration       = "10s"
 	DefaultCapacityConcurrency    = 16
 	DefaultCapacityLatencyObj     = "100ms"

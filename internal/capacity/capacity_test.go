@@ -11,6 +11,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"hyperstatic.dev/hyperstatic/api/v1alpha1"
+	"hyperstatic.dev/hyperstatic/internal/benchresults"
 )
 
 var keys = TemplateKeys{ServerContainer: "server", ContentHashAnnotation: "hyperstatic.dev/content-hash"}
@@ -98,6 +99,11 @@ func TestCompute(t *testing.T) {
 	m, err = Compute(summary("0.5", 1000, 2000, 0, "150ms"), result("1"))
 	if err != nil || m.Source != v1alpha1.CapacitySourceServerCPU || m.RPSPerPod != 2000 || m.LatencyObjectiveMet {
 		t.Fatalf("spare CPU: %+v %v", m, err)
+	}
+	// The server CPU as the Benchmark writes it (benchresults.FormatCores): 0.049 of a 50m pod is saturated.
+	m, err = Compute(summary(benchresults.FormatCores(0.049), 2700, 55000, 0, "60ms"), result("50m"))
+	if err != nil || m.Source != v1alpha1.CapacitySourceMeasured || m.RPSPerPod != 2700 {
+		t.Fatalf("FormatCores contract: %+v %v", m, err)
 	}
 	if _, err := Compute(summary("", 0, 0, 0, "1ms"), result("1")); err == nil || !strings.Contains(err.Error(), "no server figures") {
 		t.Fatalf("no server figures: %v", err)

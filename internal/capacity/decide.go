@@ -3,6 +3,7 @@ package capacity
 import (
 	"fmt"
 	"math"
+	"time"
 
 	"hyperstatic.dev/hyperstatic/api/v1alpha1"
 )
@@ -29,8 +30,8 @@ func MaxDropOf(g *v1alpha1.PerformanceGateSpec) int32 {
 // is higher by more than that; otherwise it passes.
 func Decide(baseline, canary v1alpha1.CapacityMeasurement, g *v1alpha1.PerformanceGateSpec) Decision {
 	d := Decision{Phase: v1alpha1.GatePassed, Reason: v1alpha1.ReasonGatePassed, CapacityChangePercent: changePercent(float64(canary.RPSPerPod), float64(baseline.RPSPerPod))}
-	if b, errB := ParseLatency(baseline.P99); errB == nil && b > 0 {
-		if c, errC := ParseLatency(canary.P99); errC == nil {
+	if b, errB := time.ParseDuration(baseline.P99); errB == nil && b > 0 {
+		if c, errC := time.ParseDuration(canary.P99); errC == nil {
 			p := changePercent(float64(c), float64(b))
 			d.P99ChangePercent = &p
 		}

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"hyperstatic.dev/hyperstatic/api/v1alpha1"
@@ -66,14 +65,9 @@ func Compute(s *v1alpha1.BenchmarkSummary, r Result) (v1alpha1.CapacityMeasureme
 	if r.Template.CPU != nil {
 		cpu = r.Template.CPU.AsApproximateFloat64()
 	}
-	serverCPU := 0.0
-	if s.ServerCPU != "" {
-		if q, err := resource.ParseQuantity(s.ServerCPU); err == nil {
-			serverCPU = q.AsApproximateFloat64()
-		} else if f, err := strconv.ParseFloat(s.ServerCPU, 64); err == nil {
-			serverCPU = f
-		}
-	}
+	// The summary writes cores as a plain decimal (benchresults.FormatCores); empty or unreadable counts as 0,
+	// which can only make the figure ServerCPU, never Measured.
+	serverCPU, _ := strconv.ParseFloat(s.ServerCPU, 64)
 	m := v1alpha1.CapacityMeasurement{
 		RequestsPerCPUSecond: s.RequestsPerCPUSecond,
 		MeasuredRPS:          s.MeasuredPeakRPS,
@@ -89,16 +83,11 @@ func Compute(s *v1alpha1.BenchmarkSummary, r Result) (v1alpha1.CapacityMeasureme
 	} else {
 		m.Source, m.RPSPerPod = v1alpha1.CapacitySourceServerCPU, int64(float64(s.RequestsPerCPUSecond)*cpu+0.5)
 	}
-	if p99, err := ParseLatency(s.P99); err == nil {
+	if p99, err := time.ParseDuration(s.P99); err == nil { // the summary's latencies are durations: "3.2ms", "850µs"
 		m.LatencyObjectiveMet = p99 <= r.LatencyObjective
 	}
 	if !r.Started.IsZero() && !r.At.Before(r.Started) {
 		m.Took = &metav1.Duration{Duration: r.At.Sub(r.Started).Round(time.Second)}
 	}
 	return m, nil
-}
-
-// ParseLatency reads a summary latency ("3.2ms", "850µs", "1.5s").
-func ParseLatency(s string) (time.Duration, error) {
-	return time.ParseDuration(s)
 }
