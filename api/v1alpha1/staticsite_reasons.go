@@ -89,6 +89,42 @@ const (
 	ReasonContentLoadFailed = "ContentLoadFailed"
 )
 
+// ContentAvailable reasons of a Git site (spec.content.git). A fetch failure never takes a served commit away: the
+// pods keep the last good commit, so the False reasons below leave Ready as it was once a commit is served (a
+// Warning event says why the newest commit is not served); before the first good commit no pod can start, and
+// they make the site Stalled (Reconciling for GitUnreachable and GitFetcherUnavailable, which may pass by
+// themselves). The Git* failure reasons are the fetcher's (internal/gitsource), prefixed; the operator accepts
+// only these names from the fetcher and says GitFetchFailed for anything else.
+const (
+	// True: the fetcher published a checked commit of spec.content.git.ref.
+	ReasonGitRevisionFetched = "GitRevisionFetched"
+	// Unknown: the fetcher has not published a commit yet (its first fetch is under way).
+	ReasonGitFetchPending = "GitFetchPending"
+	// False: the fetcher pod is not running or its /revision cannot be read.
+	ReasonGitFetcherUnavailable = "GitFetcherUnavailable"
+	// False: a Secret named in spec.content.git.secretRef or webhookSecretRef does not exist.
+	ReasonGitSecretNotFound = "GitSecretNotFound"
+	// False: the host could not be reached or did not answer as a Git server (DNS, TCP, TLS, 5xx, timeout).
+	ReasonGitUnreachable = "GitUnreachable"
+	// False: the host refused the credentials, or asked for some and none were given.
+	ReasonGitAuthFailed = "GitAuthFailed"
+	// False: there is no repository at spec.content.git.url (forges say so for a private one without access, too).
+	ReasonGitRepositoryNotFound = "GitRepositoryNotFound"
+	// False: the ref does not exist (any more), or the commit is not reachable from any ref.
+	ReasonGitRefNotFound = "GitRefNotFound"
+	// False: the pack or the served tree is larger than spec.content.git.maxSize.
+	ReasonGitTooLarge = "GitTooLarge"
+	// False: the commit cannot be served as is: spec.content.git.path is missing, a link leaves the tree, a
+	// submodule or an LFS pointer is in the served tree, or the server's --check refused a _redirects or _headers.
+	ReasonGitInvalidContent = "GitInvalidContent"
+	// False: the source itself is wrong (the URL, or the credentials Secret's keys); no fetch was tried.
+	ReasonGitInvalidSource = "GitInvalidSource"
+	// False: the Git server cannot do what the source needs (fetching a commit by hash where it is not allowed).
+	ReasonGitUnsupported = "GitUnsupported"
+	// False: the fetcher failed for another reason (its disk, the check not running); the message says which.
+	ReasonGitFetchFailed = "GitFetchFailed"
+)
+
 // Pinned reasons. True: every ready pod's workers run on exclusive CPUs. False: by design (fractional spec.cpu) or
 // because the node does not give exclusive CPUs. Unknown: no pod has said yet.
 const (

@@ -48,6 +48,7 @@ const (
 	ContentSourceConfigMaps            = "configMaps"
 	ContentSourceImageVolume           = "imageVolume"
 	ContentSourcePersistentVolumeClaim = "persistentVolumeClaim"
+	ContentSourceGit                   = "git"
 )
 
 // StaticSiteSpec is what a user asks for: a site's content and how to serve it.
@@ -138,7 +139,7 @@ type StaticSiteSpec struct {
 }
 
 // ContentSource names where a site's files come from. Exactly one field is set.
-// +kubebuilder:validation:XValidation:rule="(has(self.image) ? 1 : 0) + (has(self.configMaps) ? 1 : 0) + (has(self.imageVolume) ? 1 : 0) + (has(self.persistentVolumeClaim) ? 1 : 0) == 1",message="spec.content must set exactly one of image, configMaps, imageVolume, persistentVolumeClaim"
+// +kubebuilder:validation:XValidation:rule="(has(self.image) ? 1 : 0) + (has(self.configMaps) ? 1 : 0) + (has(self.imageVolume) ? 1 : 0) + (has(self.persistentVolumeClaim) ? 1 : 0) + (has(self.git) ? 1 : 0) == 1",message="spec.content must set exactly one of image, configMaps, imageVolume, persistentVolumeClaim, git"
 type ContentSource struct {
 	// image is a baked image built FROM the server image with the site in /site; the pod runs that image.
 	// A change rolls the pods.
@@ -164,6 +165,11 @@ type ContentSource struct {
 	// time (ReadWriteOnce, ReadWriteOncePod) allows replicas: 1 only; use ReadOnlyMany or ReadWriteMany to scale.
 	// +optional
 	PersistentVolumeClaim *PersistentVolumeClaimContent `json:"persistentVolumeClaim,omitempty"`
+
+	// git follows a Git repository's branch, tag or commit: each new commit is fetched once for the site, checked,
+	// and swapped in whole on every pod without a restart (docs/staticsite.md, "Content from Git").
+	// +optional
+	Git *GitContent `json:"git,omitempty"`
 }
 
 // ConfigMapContent projects one ConfigMap into the site.
@@ -474,11 +480,11 @@ type StaticSiteStatus struct {
 	// +listType=atomic
 	// +optional
 	PublicURLs []string `json:"publicURLs,omitempty"`
-	// contentSource is which content source is in use: image, configMaps, imageVolume or persistentVolumeClaim.
+	// contentSource is which content source is in use: image, configMaps, imageVolume, persistentVolumeClaim or git.
 	// +optional
 	ContentSource string `json:"contentSource,omitempty"`
-	// contentRevision identifies the content served: the image reference (with its digest once a pod reports it)
-	// or a hash of the ConfigMaps' resourceVersions.
+	// contentRevision identifies the content served: the image reference (with its digest once a pod reports it),
+	// a hash of the ConfigMaps' resourceVersions, or for Git the fetcher's commit as REF@sha1:HASH (Flux's form).
 	// +optional
 	ContentRevision string `json:"contentRevision,omitempty"`
 	// memory is the memory request and limit given to each server container (spec.memory or the sized default).
@@ -528,6 +534,10 @@ type ServedContent struct {
 	// encodingsPending is the number of files whose brotli and gzip variants the server is still making in the
 	// background; memoryBytes and fitMemoryLimit grow until it reaches 0.
 	EncodingsPending int64 `json:"encodingsPending"`
+	// revision is, for a Git site, the commit the fetcher published and how many ready pods serve it (each pod's
+	// puller says which commit its server has).
+	// +optional
+	Revision *ContentRevision `json:"revision,omitempty"`
 }
 
 // StaticSite serves a static website from pinned, CPU-guaranteed hyperstatic server pods.
@@ -543,6 +553,8 @@ type ServedContent struct {
 // +kubebuilder:printcolumn:name="CPU",type=string,JSONPath=`.spec.cpu`
 // +kubebuilder:printcolumn:name="Pinned",type=string,JSONPath=`.status.conditions[?(@.type=="Pinned")].status`
 // +kubebuilder:printcolumn:name="Content",type=string,JSONPath=`.status.contentSource`
+// +kubebuilder:printcolumn:name="Commit",type=string,JSONPath=`.status.content.revision.shortCommit`,description="Git sites: the commit the fetcher published"
+// +kubebuilder:printcolumn:name="Served",type=string,JSONPath=`.status.content.revision.served`,description="Git sites: ready pods serving that commit / ready pods"
 // +kubebuilder:printcolumn:name="Revision",type=string,JSONPath=`.status.contentRevision`,priority=1
 // +kubebuilder:printcolumn:name="In-Memory",type=string,JSONPath=`.status.conditions[?(@.type=="ContentInMemory")].status`,priority=1,description="every file served from memory"
 // +kubebuilder:printcolumn:name="Memory",type=string,JSONPath=`.status.memory`,priority=1,description="memory limit of each pod"
