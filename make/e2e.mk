@@ -59,5 +59,6 @@ e2e-test: $(HELM) kubectl ## Only the Go e2e tests (cluster up, images loaded); 
 	  E2E_PYDOCS_DIR=$(PYDOCS_DIR) E2E_PYDOCS_V2_DIR=$(PYDOCS_V2_DIR) \
 	  E2E_SERVER_IMAGE=$(SERVER_IMAGE) E2E_K6_IMAGE=$(K6_IMAGE) \
 	  E2E_SLOWLORIS_IMAGE=$(SLOWLORIS_IMAGE) E2E_SERVER_NEXT_IMAGE=$(SERVER_NEXT_IMAGE) \
+	  E2E_GITSERVER_IMAGE=$(GITSERVER_IMAGE) \
 	  E2E_TRAEFIK_IMAGE=$(if $(filter 1,$(E2E_ROUTES)),$(TRAEFIK_IMAGE)) \
 	  go test -tags e2e ./e2e/... -count=1 -v -timeout 40m -run '$(or $(E2E_RUN),^TestE2E$$)'

@@ -20,7 +20,7 @@ FETCH_IMAGE_CONTEXT := $(BIN)/fetch-image-context
 # server image of the operator-upgrade scenario.
 SLOWLORIS_IMAGE ?= hyperstatic/e2e-slowloris:$(VERSION)
 SLOWLORIS_IMAGE_CONTEXT := $(BIN)/slowloris-image-context
-# The Git server of the content-from-Git tests (issue 30): smart HTTP fetch and push, optional auth.
+# The Git server of the content-from-Git tests (issue 30, scenario 14): smart HTTP(S) and SSH, fetch and push, auth.
 GITSERVER_IMAGE ?= hyperstatic/e2e-gitserver:$(VERSION)
 GITSERVER_BIN := $(BIN)/gitserver
 SERVER_NEXT_IMAGE ?= $(SERVER_IMAGE)-next
@@ -42,7 +42,7 @@ PYDOCS_PAGE ?= index.html
 PYDOCS_IMAGE ?= hyperstatic/pydocs-site:$(VERSION)
 PYDOCS_V2_IMAGE ?= hyperstatic/pydocs-site:v2-$(VERSION)
 E2E_IMAGES := $(FETCH_IMAGE) $(EXAMPLE_SITE_IMAGE) $(ROLLOUT_V1_IMAGE) $(ROLLOUT_V2_IMAGE) $(SLOWLORIS_IMAGE) $(SERVER_NEXT_IMAGE) \
-  $(CAPACITY_IMAGES) $(PYDOCS_IMAGE) $(PYDOCS_V2_IMAGE) $(TRAEFIK_IMAGE)
+  $(CAPACITY_IMAGES) $(PYDOCS_IMAGE) $(PYDOCS_V2_IMAGE) $(TRAEFIK_IMAGE) $(GITSERVER_IMAGE)
 
 .PHONY: images
 images: server-image operator-image k6-image ## Build the server, operator and k6 images ($(VERSION)), FROM scratch, nothing pulled.
@@ -83,7 +83,7 @@ k6-image: k6-build k6-runner docker-engine ## Build $(K6_IMAGE): FROM scratch, s
 	@$(call progress,built $(K6_IMAGE))
 
 .PHONY: e2e-images
-e2e-images: e2e-fetch-image e2e-slowloris-image $(if $(filter 1,$(E2E_ROUTES)),e2e-traefik-image) server-image ## Build the e2e suite's images: the in-cluster fetch and slowloris clients, Traefik with E2E_ROUTES=1 (make/traefik.mk), baked test sites (the real one too: the Python docs), the server retagged -next.
+e2e-images: e2e-fetch-image e2e-slowloris-image e2e-gitserver-image $(if $(filter 1,$(E2E_ROUTES)),e2e-traefik-image) server-image ## Build the e2e suite's images: the in-cluster fetch and slowloris clients, the Git server, Traefik with E2E_ROUTES=1 (make/traefik.mk), baked test sites (the real one too: the Python docs), the server retagged -next.
 	docker tag $(SERVER_IMAGE) $(SERVER_NEXT_IMAGE)
 	@$(MAKE) site-image SITE_DIR=$(ROOT)/images/server/example/site SITE_IMAGE=$(EXAMPLE_SITE_IMAGE)
 	@$(MAKE) site-image SITE_DIR=$(ROOT)/e2e/testdata/rollout-v1 SITE_IMAGE=$(ROLLOUT_V1_IMAGE)
@@ -137,7 +137,7 @@ e2e-gitserver-build: ## Build $(GITSERVER_BIN): the tests' static Git server (sm
 	CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o $(GITSERVER_BIN) ./e2e/cmd/gitserver
 
 .PHONY: e2e-gitserver-image
-e2e-gitserver-image: e2e-gitserver-build docker-engine ## Build $(GITSERVER_IMAGE): the Git server FROM scratch, user 65532 (not yet in e2e-images).
+e2e-gitserver-image: e2e-gitserver-build docker-engine ## Build $(GITSERVER_IMAGE): the Git server FROM scratch, user 65532 (scenario 14, content from Git).
 	@$(call progress,building $(GITSERVER_IMAGE))
 	@ctx=$$(mktemp -d) && trap 'rm -rf "$$ctx"' EXIT && \
 	cp $(GITSERVER_BIN) "$$ctx/gitserver" && cp $(ROOT)/e2e/cmd/gitserver/Dockerfile "$$ctx/Dockerfile" && \
