@@ -5,7 +5,8 @@
 // behind the build tag "e2e" so `go test ./...` never compiles them.
 //
 // Every test makes its own namespace and deletes it when done. Clients run inside the cluster (the fetch image for
-// bytes, the k6 image for load); the test process itself talks only to the kind API server on loopback.
+// bytes, the k6 image for load); the test process itself talks only to the kind API server on loopback, and to
+// loopback `kubectl port-forward`s through it (the Git scenario's pushes, webhooks and per-pod reads).
 package e2e
 
 import (
@@ -150,5 +151,6 @@ func TestE2E(t *testing.T) {
 	t.Run("12-routes-through-traefik", testRoutesThroughTraefik)
 	t.Run("13a-capacity-autoscaling", testCapacityAutoscaling)
 	t.Run("13b-performance-gate", testPerformanceGate)
+	t.Run("14-content-from-git", testContentFromGit)
 	t.Run("8-operator-restart-and-uninstall", testOperatorRestartAndUninstall)
 }
