@@ -60,6 +60,8 @@ type Repo struct {
 	auth transport.AuthMethod
 	// clock is the commit time, a fixed start advanced one second per commit: commits are reproducible.
 	clock time.Time
+	// caBundle (PEM) is trusted besides the system's roots when pushing over https (NewRemoteRepo).
+	caBundle []byte
 }
 
 // NewRepo creates the bare repository Root/name on the server and a client repository pushing to it with auth.
@@ -177,7 +179,7 @@ func (r *Repo) Push(ref string, commit plumbing.Hash, force bool) {
 	if force {
 		spec = "+" + spec
 	}
-	err := r.repo.Push(&git.PushOptions{RemoteName: "origin", RefSpecs: []config.RefSpec{spec}, Auth: r.auth, Force: force})
+	err := r.repo.Push(&git.PushOptions{RemoteName: "origin", RefSpecs: []config.RefSpec{spec}, Auth: r.auth, Force: force, CABundle: r.caBundle})
 	if err != nil {
 		r.t.Fatalf("pushing %s to %s: %v", ref, commit, err)
 	}
@@ -186,7 +188,7 @@ func (r *Repo) Push(ref string, commit plumbing.Hash, force bool) {
 // Delete removes ref from the server.
 func (r *Repo) Delete(ref string) {
 	r.t.Helper()
-	err := r.repo.Push(&git.PushOptions{RemoteName: "origin", RefSpecs: []config.RefSpec{config.RefSpec(":" + ref)}, Auth: r.auth})
+	err := r.repo.Push(&git.PushOptions{RemoteName: "origin", RefSpecs: []config.RefSpec{config.RefSpec(":" + ref)}, Auth: r.auth, CABundle: r.caBundle})
 	if err != nil {
 		r.t.Fatalf("deleting %s: %v", ref, err)
 	}
