@@ -61,7 +61,7 @@ func fetch(ctx context.Context, args []string) error {
 	path := fs.String("path", "", "subdirectory of the repository to serve")
 	interval := fs.Duration("interval", time.Minute, "time between fetches without a webhook")
 	maxBytes := fs.Int64("max-bytes", gitsource.DefaultMaxBytes, "size limit of the packfile and of the written tree (each)")
-	secretDir := fs.String("secret-dir", "", "mounted credentials Secret, Flux's keys: username/password, bearerToken, identity/known_hosts")
+	secretDir := fs.String("secret-dir", "", "mounted credentials Secret, Flux's keys: username/password, bearerToken, identity/known_hosts, ca.crt")
 	hookSecret := fs.String("webhook-secret-file", "", "file holding the webhook secret (HMAC key or GitLab token; surrounding whitespace is ignored)")
 	check := fs.String("check-server", "", "hyperstatic-server binary: each new tree must pass its --check before it is published")
 	checkTimeout := fs.Duration("check-timeout", 2*time.Minute, "bound of one --check run")
@@ -78,7 +78,7 @@ func fetch(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	auth, err := gitsource.AuthFromSecret(*repoURL, creds)
+	src, err := gitsource.Source{URL: *repoURL, Ref: *ref, Path: *path, MaxBytes: *maxBytes}.WithSecret(creds)
 	if err != nil {
 		return err
 	}
@@ -95,7 +95,7 @@ func fetch(ctx context.Context, args []string) error {
 		store.Check = contentagent.ServerCheck(*check, *checkTimeout)
 	}
 	f := &contentagent.Fetcher{
-		Source:        gitsource.Source{URL: *repoURL, Ref: *ref, Path: *path, Auth: auth, MaxBytes: *maxBytes},
+		Source:        src,
 		Store:         store,
 		BundleDir:     filepath.Join(*dir, "bundles"),
 		Interval:      *interval,

@@ -9,7 +9,7 @@ import (
 )
 
 // ReadSecretDir reads the credentials Secret mounted at dir (one file per key, Flux's key names) into the map
-// gitsource.AuthFromSecret takes. Only the known keys are read: kubelet's ..data and timestamped directories,
+// gitsource.Source.WithSecret takes. Only the known keys are read: kubelet's ..data and timestamped directories,
 // and any other key, are ignored. An empty dir means no credentials (an anonymous fetch).
 func ReadSecretDir(dir string) (map[string][]byte, error) {
 	if dir == "" {
@@ -17,7 +17,7 @@ func ReadSecretDir(dir string) (map[string][]byte, error) {
 	}
 	data := map[string][]byte{}
 	for _, k := range []string{gitsource.SecretUsername, gitsource.SecretPassword, gitsource.SecretBearerToken,
-		gitsource.SecretIdentity, gitsource.SecretKnownHosts} {
+		gitsource.SecretIdentity, gitsource.SecretKnownHosts, gitsource.SecretCACert} {
 		v, err := os.ReadFile(filepath.Join(dir, k))
 		if errors.Is(err, os.ErrNotExist) {
 			continue

@@ -36,6 +36,8 @@ type Server struct {
 	Username, Password string
 	// BearerToken, when set, is accepted as "Authorization: Bearer <token>" (instead of, or beside, basic auth).
 	BearerToken string
+	// repoCA is the CA of the certificate StartTLS serves (PEM): the Repos NewRepo makes trust it.
+	repoCA []byte
 
 	loader server.Loader
 	// mu serialises pushes against fetches: go-git's filesystem storage is not safe for a writer and readers at
