@@ -64,7 +64,7 @@ func (f *Fetcher) serveBundle(w http.ResponseWriter, r *http.Request) {
 }
 
 func (f *Fetcher) serveHook(w http.ResponseWriter, r *http.Request) {
-	push, err := gitwebhook.Parse(r, f.WebhookSecret, 0)
+	push, err := gitwebhook.Parse(r, f.webhookSecret(), 0)
 	if err != nil {
 		kind := gitwebhook.KindOf(err)
 		f.metrics.webhooks.WithLabelValues(string(kind)).Inc()

@@ -28,8 +28,11 @@ type Source struct {
 	Ref string
 	// Path is the subdirectory of the repository to serve ("" for all of it).
 	Path string
-	// Auth is from AuthFromSecret; nil for an anonymous fetch.
+	// Auth is from AuthFromSecret (or WithSecret); nil for an anonymous fetch.
 	Auth transport.AuthMethod
+	// CABundle is PEM certificates trusted for an https:// URL beside the system's (the Secret's ca.crt, set by
+	// WithSecret); nil for the system's alone.
+	CABundle []byte
 	// MaxBytes caps the packfile and the written tree (each); 0 means DefaultMaxBytes.
 	MaxBytes int64
 }
