@@ -1,8 +1,13 @@
 //! The control thread: signals (SIGTERM/SIGINT drain, SIGHUP reload) through a signalfd, and live reload
 //! through inotify. Kubernetes updates ConfigMap and projected volumes by swapping the `..data` symlink
 //! in the root; any event anywhere in the watched tree schedules a rebuild (debounced), built aside and
-//! swapped in atomically. A failed rebuild keeps the old table serving.
+//! swapped in atomically. A failed rebuild keeps the old table serving. A root that is itself a symlink (Git
+//! content: `DIR/current`, replaced by a rename for each new commit) is also watched through its parent
+//! directory, for that one name; each replacement then gives one reload (success or failure) once the debounce
+//! has passed, which the puller waits for before it replaces the link again (images/server/README.md).
 
+use std::ffi::OsString;
+use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -18,14 +23,34 @@ const DEBOUNCE: Duration = Duration::from_millis(150);
 
 pub use crate::sys::signal::block_signals;
 
-/// An inotify instance watching the site tree (every directory the last load saw).
+/// An inotify instance watching the site tree (every directory the last load saw) and, when the root is itself a
+/// symlink, the directory holding that link.
 pub struct Watcher {
     ino: Inotify,
+    /// A root that is a symlink (`DIR/current`, which Git content's puller replaces by a rename to install a new
+    /// commit's tree): the watch descriptor of its parent directory and the link's own name. Only events for that
+    /// name count there; the puller's other work in the directory (new trees, temporary links, pruned trees)
+    /// would otherwise cause a reload each.
+    link: Option<(i32, OsString)>,
 }
 
 impl Watcher {
     fn new() -> Watcher {
-        Watcher { ino: Inotify::new() }
+        Watcher { ino: Inotify::new(), link: None }
+    }
+
+    /// Watches the root: the tree it resolves to now (the load adds its subdirectories) and, for a symlink root,
+    /// its parent for the link being replaced or created.
+    fn watch_root(&mut self, root: &Path) {
+        self.add(root);
+        let is_link = std::fs::symlink_metadata(root).is_ok_and(|m| m.file_type().is_symlink());
+        if let (true, Some(parent), Some(name)) = (is_link, root.parent(), root.file_name()) {
+            let parent = if parent.as_os_str().is_empty() { Path::new(".") } else { parent };
+            let wd = self.ino.add(parent, libc::IN_CREATE | libc::IN_MOVED_TO | libc::IN_ONLYDIR);
+            if wd >= 0 {
+                self.link = Some((wd, name.to_os_string()));
+            }
+        }
     }
 
     fn add(&self, p: &Path) {
@@ -42,9 +67,14 @@ impl Watcher {
         self.ino.add(p, mask);
     }
 
-    /// Drains queued events; true when there were any.
+    /// Drains queued events; true when any of them may change what the root holds.
     fn drain(&self) -> bool {
-        self.ino.drain()
+        match &self.link {
+            None => self.ino.drain(),
+            Some((link_wd, name)) => {
+                self.ino.drain_where(|wd, n| wd != *link_wd || (!n.is_empty() && n == name.as_bytes()))
+            }
+        }
     }
 }
 
@@ -52,8 +82,8 @@ impl Watcher {
 pub fn reload(shared: &Shared, why: &str) -> Option<Watcher> {
     let first = !shared.loaded.load(Ordering::Acquire) && shared.reloads_ok.load(Ordering::Relaxed) == 0;
     let started = Instant::now();
-    let w = Watcher::new();
-    w.add(&shared.cfg.root);
+    let mut w = Watcher::new();
+    w.watch_root(&shared.cfg.root);
     let store = Some(&shared.encoder.store).filter(|_| shared.cfg.compress);
     shared.retire_below.store(shared.generation(), Ordering::Release);
     let r = loader::load(&shared.cfg, store, &mut |d| w.add(d));
@@ -197,5 +227,57 @@ pub fn run(
                 return;
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::symlink;
+
+    /// The kernel queues inotify events before the call that caused them returns, so each drain below sees
+    /// exactly the events of the steps before it.
+    #[test]
+    fn a_symlink_root_reloads_for_its_own_replacement_only() {
+        let dir = std::env::temp_dir().join(format!("hs-watch-link-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("t0")).unwrap();
+        symlink("t0", dir.join("current")).unwrap();
+        let mut w = Watcher::new();
+        w.watch_root(&dir.join("current"));
+        assert!(w.link.is_some(), "the parent of a symlink root is watched");
+        assert!(!w.drain());
+
+        // What the puller does around a flip: a new tree, a temporary link, an old tree pruned.
+        std::fs::create_dir_all(dir.join("t1/docs")).unwrap();
+        std::fs::write(dir.join("t1/index.html"), "t1").unwrap();
+        symlink("t1", dir.join(".current-new")).unwrap();
+        std::fs::create_dir_all(dir.join("old")).unwrap();
+        std::fs::remove_dir_all(dir.join("old")).unwrap();
+        assert!(!w.drain(), "other names in the link's directory are not the root");
+
+        std::fs::rename(dir.join(".current-new"), dir.join("current")).unwrap();
+        assert!(w.drain(), "the link replaced by a rename");
+        std::fs::remove_file(dir.join("current")).unwrap();
+        symlink("t0", dir.join("current")).unwrap();
+        assert!(w.drain(), "the link created anew");
+
+        // A change inside the tree the root resolved to still counts (the ConfigMap case, and SIGHUP-less edits).
+        std::fs::write(dir.join("t0/new.html"), "x").unwrap();
+        assert!(w.drain());
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_directory_root_watches_no_parent() {
+        let dir = std::env::temp_dir().join(format!("hs-watch-dir-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("site")).unwrap();
+        let mut w = Watcher::new();
+        w.watch_root(&dir.join("site"));
+        assert!(w.link.is_none());
+        std::fs::create_dir_all(dir.join("sibling")).unwrap();
+        assert!(!w.drain(), "the root's parent is not watched");
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -55,7 +55,9 @@ pub(crate) fn walk(
     let mut files = Vec::new();
     let mut dirs = Vec::new();
     let mut seen = HashSet::new();
-    let mut stack = vec![(root.to_path_buf(), String::new())];
+    // The walk starts at the resolved root, not at `root`: when `root` is a symlink that is replaced while the
+    // walk runs (Git content's `DIR/current`), one load still reads one tree, all of it beneath `canon_root`.
+    let mut stack = vec![(canon_root.clone(), String::new())];
     seen.insert(canon_root.clone());
     while let Some((dir, url)) = stack.pop() {
         on_dir(&dir);
@@ -144,4 +146,43 @@ pub(crate) fn walk(
     }
     files.sort_by(|a, b| a.url.cmp(&b.url));
     Ok((files, dirs))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::symlink;
+
+    /// The root link is replaced as the walk starts (on_dir runs before each directory is read): the walk still
+    /// reads the tree the root resolved to, whole, and nothing of the new one.
+    #[test]
+    fn a_root_link_replaced_during_the_walk_yields_one_tree() {
+        let dir = std::env::temp_dir().join(format!("hs-walk-flip-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        for t in ["a", "b"] {
+            std::fs::create_dir_all(dir.join(t).join("sub")).unwrap();
+            std::fs::write(dir.join(t).join("index.html"), t).unwrap();
+            std::fs::write(dir.join(t).join(format!("sub/only-{t}.html")), t).unwrap();
+        }
+        symlink("a", dir.join("current")).unwrap();
+        let mut flipped = false;
+        let mut report = Report::default();
+        let (files, _) = walk(
+            &dir.join("current"),
+            &mut |_| {
+                if !flipped {
+                    flipped = true;
+                    symlink("b", dir.join("next")).unwrap();
+                    std::fs::rename(dir.join("next"), dir.join("current")).unwrap();
+                }
+            },
+            &mut report,
+        )
+        .unwrap();
+        let urls: Vec<&str> = files.iter().map(|f| f.url.as_str()).collect();
+        assert_eq!(urls, ["/index.html", "/sub/only-a.html"]);
+        assert!(report.errors.is_empty(), "{:?}", report.errors);
+        assert_eq!(files[0].read().unwrap(), b"a");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }
