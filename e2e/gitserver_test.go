@@ -51,6 +51,9 @@ const (
 // pod starts with none, like a forge restored empty; the test pushes its history again (gitRepo.repush).
 var gitRepos = []string{"site.git", "pydocs.git"}
 
+// gitURLPrefixes are what the chart's tenancy policy allows for Git content in the suite (helmInstallArgs).
+var gitURLPrefixes = []string{"https://" + gitHost + "/", "ssh://git@" + gitHost + "/"}
+
 // gitServer is the deployed server and what a client needs to reach it.
 type gitServer struct {
 	caPEM      []byte // the test CA: a site's Secret key ca.crt, and the pushes' trust

@@ -196,6 +196,9 @@ func helmInstallArgs() []string {
 		"--set", "operator.image.tag=" + cfg.version,
 		"--set", "server.image.tag=" + cfg.version,
 		"--set", "k6.image.tag=" + cfg.version,
+		"--set", "contentAgent.image.tag=" + cfg.version,
+		// Git content from the scenario's own server only (gitserver_test.go): the default allows public forges.
+		"--set", "tenancy.git.urls={" + strings.Join(gitURLPrefixes, ",") + "}",
 		"--set", "operator.resources.cpu=50m",
 		// Scrape often so the autoscaling scenario reacts within the test's time.
 		"--set", "operator.autoscalerScrapeInterval=" + scrapeInterval,
