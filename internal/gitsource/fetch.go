@@ -2,6 +2,8 @@ package gitsource
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"strings"
@@ -35,7 +37,7 @@ func Resolve(ctx context.Context, src Source) (Target, error) {
 		return Target{Commit: h}, nil
 	}
 	rem := git.NewRemote(memory.NewStorage(), &config.RemoteConfig{Name: "origin", URLs: []string{src.URL}})
-	refs, err := rem.ListContext(ctx, &git.ListOptions{Auth: src.Auth, PeelingOption: git.AppendPeeled})
+	refs, err := rem.ListContext(ctx, &git.ListOptions{Auth: src.Auth, CABundle: src.CABundle, PeelingOption: git.AppendPeeled})
 	if err != nil {
 		return Target{}, classify(err, src, "listing the refs of %s", redact(src.URL))
 	}
@@ -99,7 +101,7 @@ func fetchCommit(ctx context.Context, src Source, target Target, dir string) (*o
 		want = target.Commit.String()
 	}
 	err = rem.FetchContext(ctx, &git.FetchOptions{
-		Auth: src.Auth, Depth: 1, Tags: git.NoTags,
+		Auth: src.Auth, CABundle: src.CABundle, Depth: 1, Tags: git.NoTags,
 		RefSpecs: []config.RefSpec{config.RefSpec("+" + want + ":" + fetchedRef)},
 	})
 	if b.tripped.Load() {
@@ -144,7 +146,19 @@ func classify(err error, src Source, format string, args ...any) error {
 	msg := fmt.Sprintf(format, args...)
 	var noRef git.NoMatchingRefSpecError
 	var hostKey *knownhosts.KeyError
+	var badCert *tls.CertificateVerificationError
+	var unknownCA x509.UnknownAuthorityError
 	switch {
+	case errors.As(err, &badCert) && errors.As(err, &unknownCA):
+		// Unreachable (nothing was fetched, a retry after the Secret changes may work), with the way out named.
+		if len(src.CABundle) > 0 {
+			return newError(Unreachable, err, "%s: the server's TLS certificate is signed by an authority that neither "+
+				"the system's CAs nor the Secret's %q hold", msg, SecretCACert)
+		}
+		return newError(Unreachable, err, "%s: the server's TLS certificate is signed by an unknown authority (a private CA? "+
+			"put its PEM certificate in the Secret's %q)", msg, SecretCACert)
+	case errors.As(err, &badCert):
+		return newError(Unreachable, err, "%s: the server's TLS certificate does not verify", msg)
 	case errors.As(err, &hostKey):
 		return newError(AuthFailed, err, "%s: the server's host key is not one pinned in known_hosts", msg)
 	case strings.Contains(err.Error(), "ssh: unable to authenticate"):
