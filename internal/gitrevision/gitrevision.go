@@ -24,8 +24,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"hyperstatic.dev/hyperstatic/api/v1alpha1"
-	"hyperstatic.dev/hyperstatic/internal/contentagent"
-	"hyperstatic.dev/hyperstatic/internal/gitsource"
 	"hyperstatic.dev/hyperstatic/internal/podtext"
 )
 
@@ -72,16 +70,32 @@ type Failure struct {
 	Time time.Time
 }
 
-// reasons maps the fetcher's reasons (gitsource.Reason) to the ContentAvailable reasons.
+// reasons maps the fetcher's reasons (internal/gitsource's Reason values, spelled here so that the operator does
+// not link go-git; the tests hold them to gitsource's constants) to the ContentAvailable reasons.
 var reasons = map[string]string{
-	string(gitsource.Unreachable):        v1alpha1.ReasonGitUnreachable,
-	string(gitsource.AuthFailed):         v1alpha1.ReasonGitAuthFailed,
-	string(gitsource.RepositoryNotFound): v1alpha1.ReasonGitRepositoryNotFound,
-	string(gitsource.RefNotFound):        v1alpha1.ReasonGitRefNotFound,
-	string(gitsource.TooLarge):           v1alpha1.ReasonGitTooLarge,
-	string(gitsource.InvalidContent):     v1alpha1.ReasonGitInvalidContent,
-	string(gitsource.InvalidSource):      v1alpha1.ReasonGitInvalidSource,
-	string(gitsource.Unsupported):        v1alpha1.ReasonGitUnsupported,
+	"Unreachable":        v1alpha1.ReasonGitUnreachable,
+	"AuthFailed":         v1alpha1.ReasonGitAuthFailed,
+	"RepositoryNotFound": v1alpha1.ReasonGitRepositoryNotFound,
+	"RefNotFound":        v1alpha1.ReasonGitRefNotFound,
+	"TooLarge":           v1alpha1.ReasonGitTooLarge,
+	"InvalidContent":     v1alpha1.ReasonGitInvalidContent,
+	"InvalidSource":      v1alpha1.ReasonGitInvalidSource,
+	"Unsupported":        v1alpha1.ReasonGitUnsupported,
+}
+
+// answer is the JSON of /revision: internal/contentagent's Revision and Failure, field for field (the tests hold
+// the two together), declared here so that the operator does not link the agent and go-git.
+type answer struct {
+	Digest     string    `json:"digest,omitempty"`
+	Size       int64     `json:"size,omitempty"`
+	Commit     string    `json:"commit,omitempty"`
+	CommitTime time.Time `json:"commitTime,omitzero"`
+	Ref        string    `json:"ref,omitempty"`
+	LastError  *struct {
+		Reason  string    `json:"reason"`
+		Message string    `json:"message"`
+		Time    time.Time `json:"time"`
+	} `json:"lastError,omitempty"`
 }
 
 // ConditionReason is the ContentAvailable reason of a fetcher's failure reason: its Git-prefixed name when the
@@ -98,7 +112,7 @@ func Parse(data []byte) (Revision, error) {
 	if len(data) > MaxBytes {
 		return Revision{}, fmt.Errorf("the answer is over %d bytes", MaxBytes)
 	}
-	var raw contentagent.Revision
+	var raw answer
 	if err := json.Unmarshal(data, &raw); err != nil {
 		return Revision{}, fmt.Errorf("the answer is not a revision: %w", err)
 	}

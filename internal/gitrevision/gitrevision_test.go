@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"reflect"
 	"strconv"
 	"strings"
 	"testing"
@@ -175,8 +176,8 @@ func TestConditionReasons(t *testing.T) {
 	}
 }
 
-// answer is a /revision body built from a Revision as the agent writes it.
-func answer(t *testing.T, rev contentagent.Revision) []byte {
+// body is a /revision answer built from a Revision as the agent writes it.
+func body(t *testing.T, rev contentagent.Revision) []byte {
 	t.Helper()
 	b, err := json.Marshal(rev)
 	if err != nil {
@@ -194,7 +195,7 @@ const (
 // operator's, its message escaped and bounded.
 func TestParseRefusesWhatAPodCannotMean(t *testing.T) {
 	good := contentagent.Revision{Digest: goodDigest, Size: 123, Commit: goodCommit, Ref: "refs/heads/main"}
-	if rev, err := Parse(answer(t, good)); err != nil || rev.Commit != goodCommit || rev.Size != 123 {
+	if rev, err := Parse(body(t, good)); err != nil || rev.Commit != goodCommit || rev.Size != 123 {
 		t.Fatalf("a good answer: %+v, %v", rev, err)
 	}
 	if rev, err := Parse([]byte(`{}`)); err != nil || rev.Published() {
@@ -220,7 +221,7 @@ func TestParseRefusesWhatAPodCannotMean(t *testing.T) {
 	} {
 		rev := good
 		mutate(&rev)
-		if got, err := Parse(answer(t, rev)); err == nil {
+		if got, err := Parse(body(t, rev)); err == nil {
 			t.Errorf("%s: accepted as %+v", name, got)
 		}
 	}
@@ -233,7 +234,7 @@ func TestParseRefusesWhatAPodCannotMean(t *testing.T) {
 	hostile := good
 	hostile.LastError = &contentagent.Failure{Reason: "Pwned\n", Message: "line\x1b[2J\r\nSet-Cookie: x\u202e" + strings.Repeat("A", 5000),
 		Time: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
-	rev, err := Parse(answer(t, hostile))
+	rev, err := Parse(body(t, hostile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -295,5 +296,29 @@ func TestHTTPReaderBounds(t *testing.T) {
 	rev, err := r.Read(context.Background(), pod("::1"), l.Addr().(*net.TCPAddr).Port)
 	if err != nil || rev.Commit != goodCommit {
 		t.Errorf("IPv6 pod: %+v, %v", rev, err)
+	}
+}
+
+// The answer this package decodes is the agent's Revision, field for field: a field renamed or added on one side
+// fails here (the operator declares the shape itself so that it does not link go-git).
+func TestAnswerIsTheAgentsRevision(t *testing.T) {
+	jsonFields := func(typ reflect.Type) map[string]string {
+		out := map[string]string{}
+		for i := range typ.NumField() {
+			f := typ.Field(i)
+			ft := f.Type
+			if ft.Kind() == reflect.Pointer {
+				ft = ft.Elem()
+			}
+			out[f.Tag.Get("json")] = ft.Kind().String()
+		}
+		return out
+	}
+	if got, want := jsonFields(reflect.TypeOf(answer{})), jsonFields(reflect.TypeOf(contentagent.Revision{})); !reflect.DeepEqual(got, want) {
+		t.Errorf("answer fields %v, contentagent.Revision %v", got, want)
+	}
+	lastError, _ := reflect.TypeOf(answer{}).FieldByName("LastError")
+	if got, want := jsonFields(lastError.Type.Elem()), jsonFields(reflect.TypeOf(contentagent.Failure{})); !reflect.DeepEqual(got, want) {
+		t.Errorf("answer.lastError fields %v, contentagent.Failure %v", got, want)
 	}
 }
