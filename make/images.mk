@@ -45,8 +45,8 @@ E2E_IMAGES := $(FETCH_IMAGE) $(EXAMPLE_SITE_IMAGE) $(ROLLOUT_V1_IMAGE) $(ROLLOUT
   $(CAPACITY_IMAGES) $(PYDOCS_IMAGE) $(PYDOCS_V2_IMAGE) $(TRAEFIK_IMAGE)
 
 .PHONY: images
-images: server-image operator-image k6-image ## Build the server, operator and k6 images ($(VERSION)), FROM scratch, nothing pulled.
-	@$(call progress,images ready: $(SERVER_IMAGE) $(OPERATOR_IMAGE) $(K6_IMAGE))
+images: server-image operator-image k6-image content-agent-image ## Build the server, operator, k6 and content-agent images ($(VERSION)), FROM scratch, nothing pulled.
+	@$(call progress,images ready: $(SERVER_IMAGE) $(OPERATOR_IMAGE) $(K6_IMAGE) $(CONTENT_AGENT_IMAGE))
 
 .PHONY: server-image
 server-image: server-build docker-engine ## Build the server image $(SERVER_IMAGE) (FROM scratch + the static binary; no pull).
@@ -153,7 +153,7 @@ e2e-traefik-image: traefik-build docker-engine ## Build $(TRAEFIK_IMAGE): the st
 .PHONY: kind-load
 kind-load: $(KIND) ## Load the images (and the e2e images when built) into the kind cluster "$(KIND_CLUSTER_NAME)".
 	@$(call progress,loading images into kind cluster $(KIND_CLUSTER_NAME))
-	@imgs="$(SERVER_IMAGE) $(OPERATOR_IMAGE) $(K6_IMAGE)"; \
+	@imgs="$(SERVER_IMAGE) $(OPERATOR_IMAGE) $(K6_IMAGE) $(CONTENT_AGENT_IMAGE)"; \
 	for i in $(E2E_IMAGES); do docker image inspect $$i >/dev/null 2>&1 && imgs="$$imgs $$i"; done; \
 	$(KIND) load docker-image --name $(KIND_CLUSTER_NAME) $$imgs
 	@$(call progress,images loaded)
