@@ -378,10 +378,12 @@ func (r *Reconciler) reconcileGitPullers(ctx context.Context, st *observation) e
 
 	switch {
 	case !gs.published():
-		if gs.fetcher != nil && gs.fetcher.Failure != nil {
+		switch {
+		case gs.fetcher == nil: // not read: the fetcher step asked for its own retry (and its pod's changes wake us)
+		case gs.fetcher.Failure != nil:
 			st.requeue(gs.interval) // the fetcher tries again at its interval (or on a webhook)
-		} else {
-			st.requeue(gitConvergePoll)
+		default:
+			st.requeue(gitConvergePoll) // its first fetch is under way
 		}
 	default:
 		lagging, stuck := false, false
