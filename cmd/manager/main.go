@@ -153,10 +153,10 @@ func run(ctx context.Context, cfg *rest.Config, o *options) error {
 		return fmt.Errorf("create a discovery client: %w", err)
 	}
 	if err := (&staticsite.Reconciler{
-		Client:        mgr.GetClient(),
-		Recorder:      mgr.GetEventRecorderFor(staticsite.FieldOwner),
-		Clock:         clock.RealClock{},
-		Scraper:       podmetrics.NewHTTPScraper(),
+		Client:            mgr.GetClient(),
+		Recorder:          mgr.GetEventRecorderFor(staticsite.FieldOwner),
+		Clock:             clock.RealClock{},
+		Scraper:           podmetrics.NewHTTPScraper(),
 		ServerImage:       o.serverImage,
 		ContentAgentImage: o.contentAgentImage,
 		GitReader:         gitrevision.NewHTTPReader(),

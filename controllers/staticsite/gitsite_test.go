@@ -76,7 +76,7 @@ func TestGitSiteServesEachCommitOnEveryPod(t *testing.T) {
 	_, repo := privateRepo(t)
 	c1 := push(repo, "first", page("one"))
 	gitSecret(t, ns, "docs-auth", "site-bot", "s3cret")
-	createSite(t, ns, "docs", gitSiteSpec(repo.URL))
+	createGitSite(t, ns, "docs", gitSiteSpec(repo.URL))
 
 	// The fetcher exists, the server Deployment does not: its memory is sized from the first commit.
 	tf := startGitFetcher(t, ns, "docs")
@@ -173,7 +173,7 @@ func TestGitFailuresKeepTheLastGoodCommit(t *testing.T) {
 	gitSecret(t, ns, "docs-auth", "site-bot", "s3cret")
 	spec := gitSiteSpec(repo.URL)
 	spec.Content.Git.MaxSize = ptr.To(resource.MustParse("256Ki"))
-	site := createSite(t, ns, "docs", spec)
+	site := createGitSite(t, ns, "docs", spec)
 	tf, _, _, good := gitServing(t, ns, "docs")
 
 	setPassword := func(pw string) {
@@ -241,7 +241,7 @@ func TestGitSecretNotFound(t *testing.T) {
 	c1 := push(repo, "first", page("one"))
 	spec := gitSiteSpec(repo.URL)
 	spec.Memory = ptr.To(resource.MustParse("64Mi")) // the Deployment does not wait for the first commit
-	createSite(t, ns, "docs", spec)
+	createGitSite(t, ns, "docs", spec)
 	tf := startGitFetcher(t, ns, "docs")
 	tf.run()
 	if rev := tf.next(t); rev.LastError == nil || rev.LastError.Reason != string(gitsource.AuthFailed) {
@@ -271,7 +271,7 @@ func TestGitFetcherChildren(t *testing.T) {
 	ns := namespace(t)
 	spec := v1alpha1.StaticSiteSpec{Content: v1alpha1.ContentSource{Git: &v1alpha1.GitContent{URL: "http://127.0.0.1:1/docs.git", Ref: "main",
 		SecretRef: &v1alpha1.LocalObjectReference{Name: "auth"}, WebhookSecretRef: &v1alpha1.LocalObjectReference{Name: "hook"}}}}
-	site := createSite(t, ns, "docs", spec)
+	site := createGitSite(t, ns, "docs", spec)
 	key := func(name string) client.ObjectKey { return client.ObjectKey{Namespace: ns, Name: name} }
 	d := getDeployment(t, ns, "docs-git")
 	if !metav1.IsControlledBy(d, site) || !slices.Equal(d.Spec.Template.Spec.Containers[0].Args, FetchArgs(site)) ||
@@ -331,7 +331,7 @@ func TestGitFetcherChildren(t *testing.T) {
 	foreign := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "other-git"},
 		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 80}}}}
 	testenv.Must(t, k8s.Create(ctx, foreign))
-	createSite(t, ns, "other", v1alpha1.StaticSiteSpec{Content: v1alpha1.ContentSource{Git: &v1alpha1.GitContent{URL: "http://127.0.0.1:1/docs.git", Ref: "main"}}})
+	createGitSite(t, ns, "other", v1alpha1.StaticSiteSpec{Content: v1alpha1.ContentSource{Git: &v1alpha1.GitContent{URL: "http://127.0.0.1:1/docs.git", Ref: "main"}}})
 	waitSite(t, ns, "other", "NotOwned", conditionWith(v1alpha1.ConditionStalled, metav1.ConditionTrue, v1alpha1.ReasonNotOwned, "other-git"))
 	if err := k8s.Get(ctx, key("other-git"), &appsv1.Deployment{}); !apierrors.IsNotFound(err) {
 		t.Errorf("a fetcher Deployment was created beside a foreign Service: %v", err)
@@ -356,7 +356,7 @@ func TestGitTenancy(t *testing.T) {
 		if tc.maxSize != "" {
 			g.MaxSize = ptr.To(resource.MustParse(tc.maxSize))
 		}
-		createSite(t, ns, tc.name, v1alpha1.StaticSiteSpec{Content: v1alpha1.ContentSource{Git: g}})
+		createGitSite(t, ns, tc.name, v1alpha1.StaticSiteSpec{Content: v1alpha1.ContentSource{Git: g}})
 		s := waitSite(t, ns, tc.name, "refused", conditionWith(v1alpha1.ConditionStalled, metav1.ConditionTrue, v1alpha1.ReasonPolicyViolation, tc.field))
 		if c := meta.FindStatusCondition(s.Status.Conditions, v1alpha1.ConditionReady); c == nil || c.Status != metav1.ConditionFalse {
 			t.Errorf("%s: Ready %+v", tc.name, c)
@@ -420,4 +420,14 @@ func TestGitValidation(t *testing.T) {
 			t.Errorf("%s refused: %v", url, err)
 		}
 	}
+}
+
+// createGitSite creates a site and deletes it when the test ends: a Git site whose processes are gone would
+// otherwise keep the controller polling it every few seconds for the rest of the suite (envtest runs no garbage
+// collector, so its children stay, unreconciled).
+func createGitSite(t *testing.T, ns, name string, spec v1alpha1.StaticSiteSpec) *v1alpha1.StaticSite {
+	t.Helper()
+	site := createSite(t, ns, name, spec)
+	t.Cleanup(func() { _ = k8s.Delete(context.Background(), site) })
+	return site
 }
