@@ -304,6 +304,7 @@ type gate struct {
 }
 
 func newGate(t *testing.T, target string) *gate {
+	t.Helper()
 	g := &gate{target: target}
 	g.open.Store(true)
 	g.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

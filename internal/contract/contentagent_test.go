@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -55,7 +56,7 @@ func contentAgent(t *testing.T) string {
 			agentPath, agentErr = filepath.Abs(p)
 			return
 		}
-		dir, err := os.MkdirTemp("", "content-agent-")
+		dir, err := os.MkdirTemp("", "content-agent-") //nolint:usetesting // built once for every test of the package
 		if err != nil {
 			agentErr = err
 			return
@@ -65,7 +66,7 @@ func contentAgent(t *testing.T) string {
 		cmd.Dir = testenv.RepoRoot()
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 		if out, err := cmd.CombinedOutput(); err != nil {
-			agentErr = fmt.Errorf("go build ./cmd/content-agent: %v\n%s", err, out)
+			agentErr = fmt.Errorf("go build ./cmd/content-agent: %w\n%s", err, out)
 		}
 	})
 	if agentErr != nil {
@@ -221,8 +222,9 @@ func runAgent(t *testing.T, args []string, addr string) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
+	exited := make(chan struct{})
+	var waitErr error
+	go func() { waitErr = cmd.Wait(); close(exited) }()
 	t.Cleanup(func() {
 		_ = cmd.Process.Kill()
 		<-exited
@@ -230,8 +232,8 @@ func runAgent(t *testing.T, args []string, addr string) {
 	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
 		select {
-		case err := <-exited:
-			t.Fatalf("content-agent %s exited: %v\n%s", serverbin.QuoteArgs(args), err, out.String())
+		case <-exited:
+			t.Fatalf("content-agent %s exited: %v\n%s", serverbin.QuoteArgs(args), waitErr, out.String())
 		default:
 		}
 		if c, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
@@ -297,8 +299,10 @@ func TestContractContentAgentAnswersWhatTheOperatorReads(t *testing.T) {
 	reader := gitrevision.NewHTTPReader()
 	read := func(addr string) (gitrevision.Revision, error) {
 		host, port, _ := net.SplitHostPort(addr)
-		var n int
-		fmt.Sscanf(port, "%d", &n)
+		n, err := strconv.Atoi(port)
+		if err != nil {
+			return gitrevision.Revision{}, err
+		}
 		return reader.Read(context.Background(), &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p"}, Status: corev1.PodStatus{PodIP: host}}, n)
 	}
 	// The repository's host does not answer: the fetcher reports it, and the operator reads GitUnreachable.

@@ -157,7 +157,7 @@ func hex(s string, n int) bool {
 
 // validRef: refs/heads/<name> or refs/tags/<name>, printable ASCII without spaces, at most maxRef bytes.
 func validRef(ref string) bool {
-	if len(ref) > maxRef || !(strings.HasPrefix(ref, "refs/heads/") || strings.HasPrefix(ref, "refs/tags/")) {
+	if len(ref) > maxRef || (!strings.HasPrefix(ref, "refs/heads/") && !strings.HasPrefix(ref, "refs/tags/")) {
 		return false
 	}
 	for i := range len(ref) {
