@@ -168,9 +168,10 @@ content-agent-build: ## Build $(CONTENT_AGENT_BIN): `content-agent fetch|pull`, 
 	CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o $(CONTENT_AGENT_BIN) ./cmd/content-agent
 
 .PHONY: content-agent-image
-content-agent-image: content-agent-build server-build docker-engine ## Build $(CONTENT_AGENT_IMAGE): content-agent and hyperstatic-server (for --check) FROM scratch, user 65532.
+content-agent-image: content-agent-build server-build docker-engine ## Build $(CONTENT_AGENT_IMAGE): content-agent, hyperstatic-server (for --check) and the host's CA bundle FROM scratch, user 65532.
 	@$(call progress,building $(CONTENT_AGENT_IMAGE))
 	@ctx=$$(mktemp -d) && trap 'rm -rf "$$ctx"' EXIT && \
 	cp $(CONTENT_AGENT_BIN) "$$ctx/content-agent" && cp $(SERVER_BIN) "$$ctx/hyperstatic-server" && \
+	if [ -f /etc/ssl/certs/ca-certificates.crt ]; then cp /etc/ssl/certs/ca-certificates.crt "$$ctx/"; else : > "$$ctx/ca-certificates.crt"; fi && \
 	cp $(ROOT)/images/content-agent/Dockerfile "$$ctx/Dockerfile" && \
 	docker build --pull=false -q -t $(CONTENT_AGENT_IMAGE) "$$ctx"
