@@ -5,6 +5,7 @@
 //	    [--webhook-secret-file /etc/git-webhook/token] [--check-server /hyperstatic-server]
 //	    [--dir /var/lib/content] [--listen :8080] [--webhook-listen :8081] [--status-file FILE]
 //	content-agent pull --fetcher http://SITE-git:8080 --dir /srv/site [--listen :8082]
+//	    [--server-admin http://127.0.0.1:9090] [--reload-wait 5s]
 //
 // fetch follows the repository (one per site), checks each new tree with the server's --check and publishes
 // it as a digest-addressed bundle; pull (a sidecar of each server pod) long-polls the fetcher and swaps each new
@@ -61,8 +62,8 @@ func fetch(ctx context.Context, args []string) error {
 	path := fs.String("path", "", "subdirectory of the repository to serve")
 	interval := fs.Duration("interval", time.Minute, "time between fetches without a webhook")
 	maxBytes := fs.Int64("max-bytes", gitsource.DefaultMaxBytes, "size limit of the packfile and of the written tree (each)")
-	secretDir := fs.String("secret-dir", "", "mounted credentials Secret, Flux's keys: username/password, bearerToken, identity/known_hosts")
-	hookSecret := fs.String("webhook-secret-file", "", "file holding the webhook secret (HMAC key or GitLab token; surrounding whitespace is ignored)")
+	secretDir := fs.String("secret-dir", "", "mounted credentials Secret, Flux's keys: username/password, bearerToken, identity/known_hosts, ca.crt; read at every fetch")
+	hookSecret := fs.String("webhook-secret-file", "", "file holding the webhook secret (HMAC key or GitLab token; surrounding whitespace is ignored); read at every delivery")
 	check := fs.String("check-server", "", "hyperstatic-server binary: each new tree must pass its --check before it is published")
 	checkTimeout := fs.Duration("check-timeout", 2*time.Minute, "bound of one --check run")
 	dir := fs.String("dir", "/var/lib/content", "working directory: trees under DIR/trees, bundles under DIR/bundles")
@@ -74,34 +75,26 @@ func fetch(ctx context.Context, args []string) error {
 	if *repoURL == "" || *ref == "" {
 		return errors.New("fetch: --url and --ref are required")
 	}
-	creds, err := contentagent.ReadSecretDir(*secretDir)
-	if err != nil {
-		return err
-	}
-	auth, err := gitsource.AuthFromSecret(*repoURL, creds)
-	if err != nil {
-		return err
-	}
-	var secret []byte
-	if *hookSecret != "" {
-		data, err := os.ReadFile(*hookSecret)
-		if err != nil {
-			return err
-		}
-		secret = []byte(strings.TrimSpace(string(data)))
+	// The Secrets are read at each use (the credentials at every fetch, the webhook secret at every delivery):
+	// a rotated Secret applies once kubelet has updated the volume, and a wrong one is reported in /revision
+	// (lastError) like any failed fetch, not by a crash loop.
+	src := gitsource.Source{URL: *repoURL, Ref: *ref, Path: *path, MaxBytes: *maxBytes}
+	if _, err := src.WithSecret(nil); err != nil {
+		return err // not a Git URL: no attempt could ever work
 	}
 	store := &gitsource.Store{Dir: filepath.Join(*dir, "trees")}
 	if *check != "" {
 		store.Check = contentagent.ServerCheck(*check, *checkTimeout)
 	}
 	f := &contentagent.Fetcher{
-		Source:        gitsource.Source{URL: *repoURL, Ref: *ref, Path: *path, Auth: auth, MaxBytes: *maxBytes},
-		Store:         store,
-		BundleDir:     filepath.Join(*dir, "bundles"),
-		Interval:      *interval,
-		WebhookSecret: secret,
-		WaitTimeout:   *wait,
-		StatusFile:    *status,
+		Source:            src,
+		SecretDir:         *secretDir,
+		Store:             store,
+		BundleDir:         filepath.Join(*dir, "bundles"),
+		Interval:          *interval,
+		WebhookSecretFile: *hookSecret,
+		WaitTimeout:       *wait,
+		StatusFile:        *status,
 	}
 	if err := f.Init(); err != nil {
 		return err
@@ -127,14 +120,19 @@ func pull(ctx context.Context, args []string) error {
 	maxBytes := fs.Int64("max-bytes", gitsource.DefaultMaxBytes, "size limit of one bundle's files")
 	listen := fs.String("listen", ":8082", "address of /revision (what this pod serves), /healthz, /metrics")
 	wait := fs.Duration("wait-timeout", 30*time.Second, "longest hold of a /revision?wait= long poll here")
+	admin := fs.String("server-admin", "", "the server's admin base URL (http://127.0.0.1:9090): after a flip, wait for its "+
+		"hyperstatic_reloads_total to pass the value before the flip (or --reload-wait) before flipping again or removing old trees")
+	reloadWait := fs.Duration("reload-wait", 5*time.Second, "longest wait for the server's reload after a flip (with --server-admin)")
 	_ = fs.Parse(args)
 	if *fetcher == "" {
 		return errors.New("pull: --fetcher is required")
 	}
 	p := &contentagent.Puller{
-		FetcherURL: strings.TrimSuffix(*fetcher, "/"),
-		Store:      &gitsource.Store{Dir: *dir},
-		MaxBytes:   *maxBytes,
+		FetcherURL:  strings.TrimSuffix(*fetcher, "/"),
+		Store:       &gitsource.Store{Dir: *dir},
+		MaxBytes:    *maxBytes,
+		ServerAdmin: *admin,
+		ReloadWait:  *reloadWait,
 		// Longer than the fetcher's long poll (30 s), so only a dead connection times out.
 		Client: &http.Client{Timeout: 10 * time.Minute},
 	}

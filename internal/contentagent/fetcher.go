@@ -30,13 +30,18 @@ const stateFile = "state.json"
 // Fetcher follows one site's source: it syncs on start, every Interval and on an accepted webhook, and publishes
 // each new tree as BundleDir/<sha256>.tar. A failed sync keeps the last bundle published and records why.
 type Fetcher struct {
+	// Source is what to follow; with SecretDir set, its Auth and CABundle are replaced at every attempt.
 	Source gitsource.Source
+	// SecretDir, when set, is the mounted credentials Secret (Flux's keys), read at every fetch attempt.
+	SecretDir string
 	// Store holds the fetched trees; its Check (the server's --check) runs before anything is published.
 	Store     *gitsource.Store
 	BundleDir string
 	Interval  time.Duration
 	// WebhookSecret authenticates POST /hooks (gitwebhook.Parse); empty: every delivery is refused.
 	WebhookSecret []byte
+	// WebhookSecretFile, when set, replaces WebhookSecret: the file is read at every delivery.
+	WebhookSecretFile string
 	// WaitTimeout bounds a long poll of GET /revision?wait=.
 	WaitTimeout time.Duration
 	// StatusFile, when set, receives the Revision (with LastError) as JSON after every attempt.
@@ -152,7 +157,11 @@ func (f *Fetcher) sync(ctx context.Context, trigger string) {
 
 // syncOnce fetches and, when the commit changed (or nothing is published yet), writes and publishes its bundle.
 func (f *Fetcher) syncOnce(ctx context.Context) (string, error) {
-	rev, changed, err := f.Store.Sync(ctx, f.Source)
+	src, err := f.source()
+	if err != nil {
+		return "", err
+	}
+	rev, changed, err := f.Store.Sync(ctx, src)
 	if err != nil {
 		return "", err
 	}

@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -15,6 +16,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -49,9 +51,10 @@ type runningFetcher struct {
 	stop     func()
 }
 
-// startFetcher runs a fetcher over dir on addr and hookAddr ("127.0.0.1:0" for fresh ports); stop closes its
-// listeners and connections (as a killed process would) and ends its loop.
-func startFetcher(t testing.TB, src gitsource.Source, check func(string) error, dir, addr, hookAddr string, secret []byte) *runningFetcher {
+// startFetcher runs a fetcher over dir on addr and hookAddr ("127.0.0.1:0" for fresh ports), after configure
+// has changed it; stop closes its listeners and connections (as a killed process would) and ends its loop.
+func startFetcher(t testing.TB, src gitsource.Source, check func(string) error, dir, addr, hookAddr string, secret []byte,
+	configure ...func(*contentagent.Fetcher)) *runningFetcher {
 	t.Helper()
 	rf := &runningFetcher{ticks: make(chan time.Time), timeouts: make(chan time.Time), events: make(chan syncEvent, 100)}
 	rf.f = &contentagent.Fetcher{
@@ -68,6 +71,9 @@ func startFetcher(t testing.TB, src gitsource.Source, check func(string) error, 
 			return rf.timeouts
 		},
 		OnSync: func(trigger string, rev contentagent.Revision) { rf.events <- syncEvent{trigger, rev} },
+	}
+	for _, c := range configure {
+		c(rf.f)
 	}
 	if err := rf.f.Init(); err != nil {
 		t.Fatal(err)
@@ -275,4 +281,55 @@ func metric(page, series string) string {
 		}
 	}
 	return ""
+}
+
+// secretGeneration numbers the directories writeSecretVolume makes (kubelet names them by time).
+var secretGeneration atomic.Int64
+
+// writeSecretVolume writes data into dir the way kubelet updates a mounted Secret: the keys go into a new hidden
+// directory, the ..data link is flipped to it with one rename, each key is a link through ..data
+// (KEY -> ..data/KEY), keys no longer in data lose their link, and the previous directory is removed.
+func writeSecretVolume(t testing.TB, dir string, data map[string]string) {
+	t.Helper()
+	gen := filepath.Join(dir, fmt.Sprintf("..gen-%d", secretGeneration.Add(1))) // inside the volume, as kubelet's
+	if err := os.Mkdir(gen, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range data {
+		if err := os.WriteFile(filepath.Join(gen, k), []byte(v), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dataLink := filepath.Join(dir, "..data")
+	previous, _ := os.Readlink(dataLink)
+	tmp := filepath.Join(dir, "..data_tmp")
+	if err := os.Symlink(filepath.Base(gen), tmp); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, dataLink); err != nil {
+		t.Fatal(err)
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if _, kept := data[e.Name()]; !kept && !strings.HasPrefix(e.Name(), "..") {
+			if err := os.Remove(filepath.Join(dir, e.Name())); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for k := range data {
+		if _, err := os.Lstat(filepath.Join(dir, k)); errors.Is(err, os.ErrNotExist) {
+			if err := os.Symlink(filepath.Join("..data", k), filepath.Join(dir, k)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if previous != "" {
+		if err := os.RemoveAll(filepath.Join(dir, previous)); err != nil {
+			t.Fatal(err)
+		}
+	}
 }

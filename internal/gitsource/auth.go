@@ -1,6 +1,7 @@
 package gitsource
 
 import (
+	"crypto/x509"
 	"net/url"
 	"os"
 
@@ -19,7 +20,49 @@ const (
 	SecretBearerToken = "bearerToken"
 	SecretIdentity    = "identity"
 	SecretKnownHosts  = "known_hosts"
+	// SecretCACert is a PEM bundle of the certificate authorities an https:// forge's certificate may chain to,
+	// trusted beside the system's (a forge behind an internal CA).
+	SecretCACert = "ca.crt"
 )
+
+// WithSecret returns the source with the credentials and the CA bundle of a Secret's data (nil data: an
+// anonymous fetch with the system's CAs), after AuthFromSecret's rules and these for `ca.crt`: it is for https://
+// URLs only (an ssh:// host key is pinned by known_hosts; http:// has no TLS), it must hold at least one PEM
+// certificate, and it adds to the system's CAs, never replaces verification. A Secret holding only `ca.crt`
+// (a public repository on a forge behind an internal CA) is valid.
+func (s Source) WithSecret(data map[string][]byte) (Source, error) {
+	auth, err := AuthFromSecret(s.URL, data)
+	if err != nil {
+		return s, err
+	}
+	ca, err := caBundle(s.URL, data[SecretCACert])
+	if err != nil {
+		return s, err
+	}
+	s.Auth, s.CABundle = auth, ca
+	return s, nil
+}
+
+// caBundle checks a Secret's ca.crt for repoURL; empty means none.
+func caBundle(repoURL string, pemData []byte) ([]byte, error) {
+	if len(pemData) == 0 {
+		return nil, nil
+	}
+	ep, err := transport.NewEndpoint(repoURL)
+	if err != nil {
+		return nil, newError(InvalidSource, nil, "url %q is not a Git URL", redact(repoURL))
+	}
+	if ep.Protocol != "https" {
+		return nil, newError(InvalidSource, nil, "the Secret's %q is for https:// URLs, not %s:// (ssh pins the host key with %q; http has no TLS)",
+			SecretCACert, ep.Protocol, SecretKnownHosts)
+	}
+	// go-git adds the bundle with AppendCertsFromPEM and ignores what does not parse: a bundle of nothing would
+	// then fail later as an untrusted certificate, far from its cause.
+	if !x509.NewCertPool().AppendCertsFromPEM(pemData) {
+		return nil, newError(InvalidSource, nil, "the Secret's %q holds no PEM certificate", SecretCACert)
+	}
+	return pemData, nil
+}
 
 // AuthFromSecret builds the credentials for repoURL from a Secret's data (nil data: an anonymous fetch).
 //

@@ -36,6 +36,11 @@ type Server struct {
 	Username, Password string
 	// BearerToken, when set, is accepted as "Authorization: Bearer <token>" (instead of, or beside, basic auth).
 	BearerToken string
+	// The three fields above are set before serving; SetCredentials changes them while serving.
+	credsMu sync.RWMutex
+
+	// repoCA is the CA of the certificate StartTLS serves (PEM): the Repos NewRepo makes trust it.
+	repoCA []byte
 
 	loader server.Loader
 	// mu serialises pushes against fetches: go-git's filesystem storage is not safe for a writer and readers at
@@ -80,6 +85,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // authorized is true when no credentials are configured or the request carries one of the configured ones.
 // Comparisons are constant-time: this server also stands in for a private repository in e2e.
 func (s *Server) authorized(r *http.Request) bool {
+	s.credsMu.RLock()
+	defer s.credsMu.RUnlock()
 	if s.Username == "" && s.BearerToken == "" {
 		return true
 	}
@@ -90,6 +97,14 @@ func (s *Server) authorized(r *http.Request) bool {
 		return equal(tok, s.BearerToken)
 	}
 	return false
+}
+
+// SetCredentials replaces the credentials while the server runs (a forge's password or token rotated); the
+// next request is checked against the new ones.
+func (s *Server) SetCredentials(username, password, bearerToken string) {
+	s.credsMu.Lock()
+	defer s.credsMu.Unlock()
+	s.Username, s.Password, s.BearerToken = username, password, bearerToken
 }
 
 func equal(a, b string) bool { return subtle.ConstantTimeCompare([]byte(a), []byte(b)) == 1 }

@@ -3,9 +3,12 @@ package gittestserver
 import (
 	"crypto/ed25519"
 	"crypto/rand"
+	"crypto/tls"
 	"encoding/base64"
 	"encoding/pem"
 	"fmt"
+	"io"
+	"log"
 	mathrand "math/rand/v2"
 	"net"
 	"net/http/httptest"
@@ -23,6 +26,8 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	"github.com/go-git/go-git/v5/storage/memory"
 	"golang.org/x/crypto/ssh"
+
+	"hyperstatic.dev/hyperstatic/internal/testcerts"
 )
 
 // Start serves a fresh directory of repositories on loopback for the length of the test and returns the server
@@ -33,6 +38,31 @@ func Start(t testing.TB, username, password, bearerToken string) (*Server, strin
 	ts := httptest.NewServer(s)
 	t.Cleanup(ts.Close)
 	return s, ts.URL
+}
+
+// StartTLS is Start over HTTPS: the server's certificate, for the name localhost, is signed by a CA made for the
+// test, returned as PEM (what a site's Secret holds as ca.crt). The base URL is https://localhost:port, and the
+// Repos of NewRepo trust that CA for their pushes.
+func StartTLS(t testing.TB, username, password, bearerToken string) (s *Server, baseURL string, caPEM []byte) {
+	t.Helper()
+	s = New(t.TempDir(), username, password, bearerToken)
+	ca := testcerts.NewCA(t)
+	certPEM, keyPEM := ca.Issue(t, testcerts.Options{}, "localhost")
+	cert, err := tls.X509KeyPair(certPEM, keyPEM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewUnstartedServer(s)
+	ts.TLS = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	ts.Config.ErrorLog = log.New(io.Discard, "", 0) // the handshakes the tests make fail on purpose
+	ts.StartTLS()
+	t.Cleanup(ts.Close)
+	s.repoCA = ca.PEM
+	_, port, err := net.SplitHostPort(ts.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, "https://localhost:" + port, ca.PEM
 }
 
 // File is one entry of a commit built by Repo.Commit: a regular file, a symbolic link or a submodule.
@@ -60,6 +90,8 @@ type Repo struct {
 	auth transport.AuthMethod
 	// clock is the commit time, a fixed start advanced one second per commit: commits are reproducible.
 	clock time.Time
+	// caBundle (PEM) is trusted besides the system's roots when pushing over https (NewRemoteRepo).
+	caBundle []byte
 }
 
 // NewRepo creates the bare repository Root/name on the server and a client repository pushing to it with auth.
@@ -76,7 +108,7 @@ func (s *Server) NewRepo(t testing.TB, baseURL, name string, auth transport.Auth
 	if _, err := local.CreateRemote(&config.RemoteConfig{Name: "origin", URLs: []string{url}}); err != nil {
 		t.Fatal(err)
 	}
-	return &Repo{t: t, repo: local, URL: url, auth: auth, clock: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
+	return &Repo{t: t, repo: local, URL: url, auth: auth, caBundle: s.repoCA, clock: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
 }
 
 // Commit stores a commit holding exactly files (path → entry) with the given parents, and returns its hash.
@@ -177,7 +209,7 @@ func (r *Repo) Push(ref string, commit plumbing.Hash, force bool) {
 	if force {
 		spec = "+" + spec
 	}
-	err := r.repo.Push(&git.PushOptions{RemoteName: "origin", RefSpecs: []config.RefSpec{spec}, Auth: r.auth, Force: force})
+	err := r.repo.Push(&git.PushOptions{RemoteName: "origin", RefSpecs: []config.RefSpec{spec}, Auth: r.auth, Force: force, CABundle: r.caBundle})
 	if err != nil {
 		r.t.Fatalf("pushing %s to %s: %v", ref, commit, err)
 	}
@@ -186,7 +218,7 @@ func (r *Repo) Push(ref string, commit plumbing.Hash, force bool) {
 // Delete removes ref from the server.
 func (r *Repo) Delete(ref string) {
 	r.t.Helper()
-	err := r.repo.Push(&git.PushOptions{RemoteName: "origin", RefSpecs: []config.RefSpec{config.RefSpec(":" + ref)}, Auth: r.auth})
+	err := r.repo.Push(&git.PushOptions{RemoteName: "origin", RefSpecs: []config.RefSpec{config.RefSpec(":" + ref)}, Auth: r.auth, CABundle: r.caBundle})
 	if err != nil {
 		r.t.Fatalf("deleting %s: %v", ref, err)
 	}

@@ -6,11 +6,16 @@
 // GIT_SSH_HOST_KEY holds the host key (PEM) and GIT_SSH_AUTHORIZED_KEY the one client key accepted (an
 // authorized_keys line).
 //
+// -tls-cert and -tls-key (PEM files, e.g. a kubernetes.io/tls Secret's tls.crt and tls.key mounted) serve HTTPS
+// instead of HTTP on -listen: a private forge behind an internal CA, whose CA a site's Secret gives as ca.crt.
+// The fetcher sends credentials over HTTPS only (plain HTTP just to loopback), so in kind this is how the test
+// server serves a private repository.
+//
 // -init names repositories (comma-separated, e.g. site.git,private.git) to create empty at start when missing,
 // so a test can push its first commit into them. Credentials come from the environment (GIT_USERNAME,
 // GIT_PASSWORD, GIT_BEARER_TOKEN), never from flags: a pod's arguments are readable by anyone who can get pods.
 //
-//	gitserver [-listen :8080] [-ssh-listen :2222] [-repos /repos] [-init site.git,...]
+//	gitserver [-listen :8080] [-tls-cert tls.crt -tls-key tls.key] [-ssh-listen :2222] [-repos /repos] [-init site.git,...]
 package main
 
 import (
@@ -18,11 +23,9 @@ import (
 	"flag"
 	"log"
 	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
-	"time"
 
 	"github.com/go-git/go-git/v5"
 	"golang.org/x/crypto/ssh"
@@ -35,6 +38,8 @@ func main() {
 	repos := flag.String("repos", "/repos", "directory holding the bare repositories")
 	initRepos := flag.String("init", "", "comma-separated repository names to create (bare, empty) when missing")
 	sshListen := flag.String("ssh-listen", "", "address to serve SSH on (needs GIT_SSH_HOST_KEY and GIT_SSH_AUTHORIZED_KEY)")
+	tlsCert := flag.String("tls-cert", "", "certificate (PEM) to serve HTTPS with on -listen; needs -tls-key")
+	tlsKey := flag.String("tls-key", "", "private key (PEM) of -tls-cert")
 	flag.Parse()
 
 	for _, name := range strings.Split(*initRepos, ",") {
@@ -50,9 +55,16 @@ func main() {
 	if *sshListen != "" {
 		go serveSSH(srv, *sshListen)
 	}
-	log.Printf("serving the repositories under %s on %s (auth: %t)", *repos, *listen, srv.Username != "" || srv.BearerToken != "")
-	hs := &http.Server{Addr: *listen, Handler: srv, ReadHeaderTimeout: 10 * time.Second}
-	log.Fatal(hs.ListenAndServe())
+	l, err := net.Listen("tcp", *listen)
+	if err != nil {
+		log.Fatal(err)
+	}
+	scheme := "http"
+	if *tlsCert != "" {
+		scheme = "https"
+	}
+	log.Printf("serving the repositories under %s over %s on %s (auth: %t)", *repos, scheme, *listen, srv.Username != "" || srv.BearerToken != "")
+	log.Fatal(srv.Serve(l, *tlsCert, *tlsKey))
 }
 
 // serveSSH serves srv's repositories over SSH with the host key and the authorised client key from the
