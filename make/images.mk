@@ -45,8 +45,8 @@ E2E_IMAGES := $(FETCH_IMAGE) $(EXAMPLE_SITE_IMAGE) $(ROLLOUT_V1_IMAGE) $(ROLLOUT
   $(CAPACITY_IMAGES) $(PYDOCS_IMAGE) $(PYDOCS_V2_IMAGE) $(TRAEFIK_IMAGE) $(GITSERVER_IMAGE)
 
 .PHONY: images
-images: server-image operator-image k6-image ## Build the server, operator and k6 images ($(VERSION)), FROM scratch, nothing pulled.
-	@$(call progress,images ready: $(SERVER_IMAGE) $(OPERATOR_IMAGE) $(K6_IMAGE))
+images: server-image operator-image k6-image content-agent-image ## Build the server, operator, k6 and content-agent images ($(VERSION)), FROM scratch, nothing pulled.
+	@$(call progress,images ready: $(SERVER_IMAGE) $(OPERATOR_IMAGE) $(K6_IMAGE) $(CONTENT_AGENT_IMAGE))
 
 .PHONY: server-image
 server-image: server-build docker-engine ## Build the server image $(SERVER_IMAGE) (FROM scratch + the static binary; no pull).
@@ -153,7 +153,7 @@ e2e-traefik-image: traefik-build docker-engine ## Build $(TRAEFIK_IMAGE): the st
 .PHONY: kind-load
 kind-load: $(KIND) ## Load the images (and the e2e images when built) into the kind cluster "$(KIND_CLUSTER_NAME)".
 	@$(call progress,loading images into kind cluster $(KIND_CLUSTER_NAME))
-	@imgs="$(SERVER_IMAGE) $(OPERATOR_IMAGE) $(K6_IMAGE)"; \
+	@imgs="$(SERVER_IMAGE) $(OPERATOR_IMAGE) $(K6_IMAGE) $(CONTENT_AGENT_IMAGE)"; \
 	for i in $(E2E_IMAGES); do docker image inspect $$i >/dev/null 2>&1 && imgs="$$imgs $$i"; done; \
 	$(KIND) load docker-image --name $(KIND_CLUSTER_NAME) $$imgs
 	@$(call progress,images loaded)
@@ -168,9 +168,10 @@ content-agent-build: ## Build $(CONTENT_AGENT_BIN): `content-agent fetch|pull`, 
 	CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o $(CONTENT_AGENT_BIN) ./cmd/content-agent
 
 .PHONY: content-agent-image
-content-agent-image: content-agent-build server-build docker-engine ## Build $(CONTENT_AGENT_IMAGE): content-agent and hyperstatic-server (for --check) FROM scratch, user 65532.
+content-agent-image: content-agent-build server-build docker-engine ## Build $(CONTENT_AGENT_IMAGE): content-agent, hyperstatic-server (for --check) and the host's CA bundle FROM scratch, user 65532.
 	@$(call progress,building $(CONTENT_AGENT_IMAGE))
 	@ctx=$$(mktemp -d) && trap 'rm -rf "$$ctx"' EXIT && \
 	cp $(CONTENT_AGENT_BIN) "$$ctx/content-agent" && cp $(SERVER_BIN) "$$ctx/hyperstatic-server" && \
+	if [ -f /etc/ssl/certs/ca-certificates.crt ]; then cp /etc/ssl/certs/ca-certificates.crt "$$ctx/"; else : > "$$ctx/ca-certificates.crt"; fi && \
 	cp $(ROOT)/images/content-agent/Dockerfile "$$ctx/Dockerfile" && \
 	docker build --pull=false -q -t $(CONTENT_AGENT_IMAGE) "$$ctx"

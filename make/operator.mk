@@ -21,12 +21,14 @@ manifests: $(CONTROLLER_GEN) ## Generate CRDs (config/crd/bases) and RBAC (confi
 vet: ## go vet every package.
 	go vet $(GO_TEST_PACKAGES)
 
-# go-test needs three things built first: the envtest binaries, the server binary (the contract tests run it), and
-# k6 (the k6 script tests run the generated scripts through the real `k6 inspect`).
+# go-test needs four things built first: the envtest binaries, the server binary (the contract tests run it, and
+# the Git tests' fetchers run its --check), the content-agent binary (the contract tests run the operator's fetch and
+# pull command lines through it), and k6 (the k6 script tests run the generated scripts through the real `k6 inspect`).
 .PHONY: go-test
-go-test: envtest-assets server-build k6-build ## Go unit tests, envtest suites (real kube-apiserver and etcd), contract tests against the real server binary, k6 script tests against real k6.
+go-test: envtest-assets server-build content-agent-build k6-build ## Go unit tests, envtest suites (real kube-apiserver and etcd), contract tests against the real server and content-agent binaries, k6 script tests against real k6.
 	@$(call progress,go test with envtest assets in $(ENVTEST_ASSETS) and server $(SERVER_BIN))
-	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" HYPERSTATIC_SERVER_BIN="$(SERVER_BIN)" go test $(GO_TEST_PACKAGES) -count=1
+	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" HYPERSTATIC_SERVER_BIN="$(SERVER_BIN)" HYPERSTATIC_CONTENT_AGENT_BIN="$(CONTENT_AGENT_BIN)" \
+	  go test $(GO_TEST_PACKAGES) -count=1
 
 .PHONY: operator-build
 operator-build: ## Build the manager as a static binary into bin/manager.
@@ -35,4 +37,4 @@ operator-build: ## Build the manager as a static binary into bin/manager.
 
 .PHONY: run
 run: manifests ## Run the manager against the current kubeconfig's cluster (CRDs must be installed).
-	go run -ldflags '$(GO_LDFLAGS)' ./cmd/manager --server-image $(SERVER_IMAGE)
+	go run -ldflags '$(GO_LDFLAGS)' ./cmd/manager --server-image $(SERVER_IMAGE) --content-agent-image $(CONTENT_AGENT_IMAGE)

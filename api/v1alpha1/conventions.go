@@ -22,3 +22,33 @@ const (
 	// SiteRoot is where a site's files are found inside the server container.
 	SiteRoot = "/site"
 )
+
+// Content from Git (spec.content.git, docs/staticsite.md "Content from Git"): the fetcher's objects are named
+// <site>-git (Deployment, Service, NetworkPolicy) and <site>-git-webhook (Service); its pods and the server pods'
+// puller sidecar serve the ports below.
+const (
+	// LabelGitFetcherOf is on a Git site's fetcher objects instead of LabelSite (whose pods the site's Service,
+	// autoscaler and Benchmarks select): its value is the site's name.
+	LabelGitFetcherOf = "hyperstatic.dev/git-fetcher-of"
+
+	// GitFetcherSuffix and GitWebhookSuffix end the names of a Git site's fetcher objects.
+	GitFetcherSuffix = "-git"
+	GitWebhookSuffix = "-git-webhook"
+
+	// GitFetcherPortName / GitFetcherPort: the fetcher's /revision, /bundles/, /healthz and /metrics, on the
+	// fetcher pod and on the Service <site>-git.
+	GitFetcherPortName = "http"
+	GitFetcherPort     = 8080
+	// GitWebhookPortName / GitWebhookPort: the fetcher's POST /hooks alone; the Service <site>-git-webhook
+	// exposes it on port 80.
+	GitWebhookPortName        = "webhook"
+	GitWebhookPort            = 8081
+	GitWebhookServicePort     = 80
+	GitWebhookServicePortName = "http"
+	// ContentPortName / ContentPort: the puller sidecar of a Git site's server pod (/revision: what the pod
+	// serves, /healthz, /metrics).
+	ContentPortName = "content"
+	ContentPort     = 8082
+	// GitServedRoot is the server's --root in a Git site's pods: the puller flips this link to each new tree.
+	GitServedRoot = SiteRoot + "/current"
+)

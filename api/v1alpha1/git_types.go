@@ -17,6 +17,8 @@ const (
 	// DefaultGitMaxSize is spec.content.git.maxSize when it is unset: the limit of the fetched pack and, again, of
 	// the served tree's files.
 	DefaultGitMaxSize = "512Mi"
+	// DefaultGitFetcherMemory is spec.content.git.fetcherMemory when it is unset.
+	DefaultGitFetcherMemory = "256Mi"
 )
 
 // GitContent follows a Git repository: a branch (every new commit is served), a tag or a commit.

@@ -547,6 +547,8 @@ type ServedContent struct {
 // +kubebuilder:resource:shortName=hss,categories=hyperstatic
 // The site's name becomes its Service's name, which must be a DNS-1035 label (a Deployment accepts more).
 // +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 63 && self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')",message="metadata.name must be a DNS-1035 label (at most 63 lowercase letters, digits and '-', starting with a letter and ending with a letter or digit): it names the site's Service"
+// A Git site's name is at most 51 characters: its children add suffixes to it (<name>-git-webhook is the longest).
+// +kubebuilder:validation:XValidation:rule="!has(self.spec) || !has(self.spec.content) || !has(self.spec.content.git) || size(self.metadata.name) <= 51",message="metadata.name must be at most 51 characters for a Git site (spec.content.git): it names the Service <name>-git-webhook"
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Replicas",type=integer,JSONPath=`.status.readyReplicas`,description="ready pods"
 // +kubebuilder:printcolumn:name="Desired",type=integer,JSONPath=`.spec.replicas`,priority=1

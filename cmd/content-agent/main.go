@@ -5,6 +5,7 @@
 //	    [--webhook-secret-file /etc/git-webhook/token] [--check-server /hyperstatic-server]
 //	    [--dir /var/lib/content] [--listen :8080] [--webhook-listen :8081] [--status-file FILE]
 //	content-agent pull --fetcher http://SITE-git:8080 --dir /srv/site [--listen :8082]
+//	    [--server-admin http://127.0.0.1:9090] [--reload-wait 5s]
 //
 // fetch follows the repository (one per site), checks each new tree with the server's --check and publishes
 // it as a digest-addressed bundle; pull (a sidecar of each server pod) long-polls the fetcher and swaps each new
@@ -119,14 +120,19 @@ func pull(ctx context.Context, args []string) error {
 	maxBytes := fs.Int64("max-bytes", gitsource.DefaultMaxBytes, "size limit of one bundle's files")
 	listen := fs.String("listen", ":8082", "address of /revision (what this pod serves), /healthz, /metrics")
 	wait := fs.Duration("wait-timeout", 30*time.Second, "longest hold of a /revision?wait= long poll here")
+	admin := fs.String("server-admin", "", "the server's admin base URL (http://127.0.0.1:9090): after a flip, wait for its "+
+		"hyperstatic_reloads_total to pass the value before the flip (or --reload-wait) before flipping again or removing old trees")
+	reloadWait := fs.Duration("reload-wait", 5*time.Second, "longest wait for the server's reload after a flip (with --server-admin)")
 	_ = fs.Parse(args)
 	if *fetcher == "" {
 		return errors.New("pull: --fetcher is required")
 	}
 	p := &contentagent.Puller{
-		FetcherURL: strings.TrimSuffix(*fetcher, "/"),
-		Store:      &gitsource.Store{Dir: *dir},
-		MaxBytes:   *maxBytes,
+		FetcherURL:  strings.TrimSuffix(*fetcher, "/"),
+		Store:       &gitsource.Store{Dir: *dir},
+		MaxBytes:    *maxBytes,
+		ServerAdmin: *admin,
+		ReloadWait:  *reloadWait,
 		// Longer than the fetcher's long poll (30 s), so only a dead connection times out.
 		Client: &http.Client{Timeout: 10 * time.Minute},
 	}

@@ -28,6 +28,7 @@ import (
 	"hyperstatic.dev/hyperstatic/controllers/autoscaling"
 	"hyperstatic.dev/hyperstatic/controllers/benchmark"
 	"hyperstatic.dev/hyperstatic/controllers/staticsite"
+	"hyperstatic.dev/hyperstatic/internal/gitrevision"
 	"hyperstatic.dev/hyperstatic/internal/managercache"
 	"hyperstatic.dev/hyperstatic/internal/podmetrics"
 	"hyperstatic.dev/hyperstatic/internal/tenancy"
@@ -48,6 +49,8 @@ type options struct {
 	autoscaleInterval time.Duration
 	// k6Image is the default image of Benchmark Jobs.
 	k6Image string
+	// contentAgentImage is the image of Git sites' fetcher pods and puller sidecars.
+	contentAgentImage string
 	// serverImageRolloutConcurrency is how many StaticSites may roll to a new default server image at a time.
 	serverImageRolloutConcurrency int
 	// operatorNamespace is where the operator runs: sites' NetworkPolicies open the admin port to it.
@@ -82,6 +85,8 @@ func bindFlags(fs *flag.FlagSet) *options {
 		"How many StaticSites on the default server image may roll to a new --server-image at a time (after an operator upgrade); 0 means no limit.")
 	fs.BoolVar(&o.printVersion, "version", false, "Print the version and exit.")
 	fs.StringVar(&o.k6Image, "k6-image", "hyperstatic/k6:"+version, "Default k6 image of Benchmark Jobs.")
+	fs.StringVar(&o.contentAgentImage, "content-agent-image", "hyperstatic/content-agent:"+version,
+		"Image of Git sites' fetcher pods and of the puller sidecar of their server pods (content-agent fetch|pull).")
 	fs.StringVar(&o.operatorNamespace, "operator-namespace", os.Getenv("POD_NAMESPACE"),
 		"Namespace the operator runs in (default: $POD_NAMESPACE, which the chart sets): StaticSites' NetworkPolicies open the server's admin port to it.")
 	fs.StringVar(&o.tenancyPolicy, "tenancy-policy", "",
@@ -148,12 +153,14 @@ func run(ctx context.Context, cfg *rest.Config, o *options) error {
 		return fmt.Errorf("create a discovery client: %w", err)
 	}
 	if err := (&staticsite.Reconciler{
-		Client:        mgr.GetClient(),
-		Recorder:      mgr.GetEventRecorderFor(staticsite.FieldOwner),
-		Clock:         clock.RealClock{},
-		Scraper:       podmetrics.NewHTTPScraper(),
-		ServerImage:   o.serverImage,
-		ServerVersion: disco.ServerVersion,
+		Client:            mgr.GetClient(),
+		Recorder:          mgr.GetEventRecorderFor(staticsite.FieldOwner),
+		Clock:             clock.RealClock{},
+		Scraper:           podmetrics.NewHTTPScraper(),
+		ServerImage:       o.serverImage,
+		ContentAgentImage: o.contentAgentImage,
+		GitReader:         gitrevision.NewHTTPReader(),
+		ServerVersion:     disco.ServerVersion,
 		// An upgrade of the operator changes the default server image: roll the sites to it a few at a time.
 		ServerImageRolloutConcurrency: o.serverImageRolloutConcurrency,
 		OperatorNamespace:             o.operatorNamespace,
@@ -188,6 +195,6 @@ func run(ctx context.Context, cfg *rest.Config, o *options) error {
 	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
 		return err
 	}
-	log.Info("starting the manager", "version", version, "serverImage", o.serverImage, "serverImageRolloutConcurrency", o.serverImageRolloutConcurrency, "k6Image", o.k6Image, "staticSiteConcurrency", o.staticSiteConcurrency, "operatorNamespace", o.operatorNamespace, "leaderElection", o.leaderElect)
+	log.Info("starting the manager", "version", version, "serverImage", o.serverImage, "serverImageRolloutConcurrency", o.serverImageRolloutConcurrency, "k6Image", o.k6Image, "contentAgentImage", o.contentAgentImage, "staticSiteConcurrency", o.staticSiteConcurrency, "operatorNamespace", o.operatorNamespace, "leaderElection", o.leaderElect)
 	return mgr.Start(ctx)
 }

@@ -40,7 +40,7 @@ func TestFlagDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	if o.serverImage != "hyperstatic/server:"+version || o.leaderElect || o.probeAddr != ":8081" || o.metricsAddr != ":8080" ||
-		o.staticSiteConcurrency != defaultStaticSiteConcurrency {
+		o.staticSiteConcurrency != defaultStaticSiteConcurrency || o.contentAgentImage != "hyperstatic/content-agent:"+version {
 		t.Errorf("defaults %+v", o)
 	}
 }

@@ -26,7 +26,12 @@ import (
 // deleteOwned deletes the site's child key of this kind, read through reader, when the site controls it. A
 // foreign object of that name is left alone, and so is a kind the cluster does not serve (nothing to delete).
 func (r *Reconciler) deleteOwned(ctx context.Context, reader client.Reader, site *v1alpha1.StaticSite, kind string, live client.Object, why string) error {
-	key := types.NamespacedName{Namespace: site.Namespace, Name: site.Name}
+	return r.deleteOwnedNamed(ctx, reader, site, kind, site.Name, live, why)
+}
+
+// deleteOwnedNamed is deleteOwned for a child named name (a Git site's <site>-git objects).
+func (r *Reconciler) deleteOwnedNamed(ctx context.Context, reader client.Reader, site *v1alpha1.StaticSite, kind, name string, live client.Object, why string) error {
+	key := types.NamespacedName{Namespace: site.Namespace, Name: name}
 	if err := reader.Get(ctx, key, live); err != nil {
 		if apierrors.IsNotFound(err) || meta.IsNoMatchError(err) {
 			return nil
@@ -40,7 +45,7 @@ func (r *Reconciler) deleteOwned(ctx context.Context, reader client.Reader, site
 	if err := r.Delete(ctx, live, client.Preconditions{UID: &uid}); client.IgnoreNotFound(err) != nil {
 		return fmt.Errorf("delete %s: %w", kind, err)
 	}
-	r.Recorder.Eventf(site, corev1.EventTypeNormal, eventDeleted, "Deleted %s %s: %s", kind, site.Name, why)
+	r.Recorder.Eventf(site, corev1.EventTypeNormal, eventDeleted, "Deleted %s %s: %s", kind, name, why)
 	return nil
 }
 

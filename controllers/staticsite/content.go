@@ -30,6 +30,9 @@ type Content struct {
 	// SingleAttach: the content is a claim whose volume one node (or one pod) can mount at a time, so the pods
 	// must not surge during a rollout (see rolloutStrategy).
 	SingleAttach bool
+	// AgentImage is, for a Git site, the content-agent image of the pods' puller sidecar (the operator's
+	// --content-agent-image).
+	AgentImage string
 }
 
 // SourceOf names the content source a site uses ("" when none is set, which the CRD schema forbids).
@@ -44,6 +47,8 @@ func SourceOf(site *v1alpha1.StaticSite) string {
 		return v1alpha1.ContentSourceImageVolume
 	case c.PersistentVolumeClaim != nil:
 		return v1alpha1.ContentSourcePersistentVolumeClaim
+	case c.Git != nil:
+		return v1alpha1.ContentSourceGit
 	}
 	return ""
 }
@@ -109,7 +114,7 @@ func ClaimContent(claim *corev1.PersistentVolumeClaim) Content {
 }
 
 // MemoryFor is the memory request and limit of the server container: spec.memory when set; else, when the content
-// size is known, 48Mi plus twice the content (the server keeps files in memory and a reload holds two copies)
+// size is known (ConfigMaps; Git: the published bundle), 48Mi plus twice the content (the server keeps files in memory and a reload holds two copies)
 // rounded up to a power of two mebibytes, at least 64Mi, so that small edits never change it and roll pods;
 // else 256Mi.
 func MemoryFor(site *v1alpha1.StaticSite, c Content) resource.Quantity {

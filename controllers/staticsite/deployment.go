@@ -66,6 +66,9 @@ func desiredPodTemplate(site *v1alpha1.StaticSite, serverImage string, content C
 			WithRunAsGroup(serverUID).
 			WithSeccompProfile(corev1ac.SeccompProfile().WithType(corev1.SeccompProfileTypeRuntimeDefault))).
 		WithContainers(serverContainer(site, serverImage, content, memory))
+	if content.Source == v1alpha1.ContentSourceGit {
+		spec.WithInitContainers(pullerContainer(site, content.AgentImage)) // git.go
+	}
 	if v := siteVolume(site, content); v != nil {
 		spec.WithVolumes(v)
 	}
@@ -149,7 +152,8 @@ func httpProbe(p string, period, timeout, failures int32) *corev1ac.ProbeApplyCo
 		WithFailureThreshold(failures)
 }
 
-// siteVolume is the volume mounted at /site, or nil for a baked image (the files are in the image).
+// siteVolume is the volume mounted at /site (read-only in the server), or nil for a baked image (the files are in
+// the image).
 func siteVolume(site *v1alpha1.StaticSite, content Content) *corev1ac.VolumeApplyConfiguration {
 	c := site.Spec.Content
 	v := corev1ac.Volume().WithName(siteVolumeName)
@@ -176,6 +180,8 @@ func siteVolume(site *v1alpha1.StaticSite, content Content) *corev1ac.VolumeAppl
 	case v1alpha1.ContentSourcePersistentVolumeClaim:
 		return v.WithPersistentVolumeClaim(corev1ac.PersistentVolumeClaimVolumeSource().
 			WithClaimName(c.PersistentVolumeClaim.ClaimName).WithReadOnly(true))
+	case v1alpha1.ContentSourceGit:
+		return gitSiteVolume(site) // git.go: the puller's emptyDir
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package staticsite
 
 import (
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -29,6 +30,8 @@ const (
 	// disk and the memory limit that would hold the site. eventContentInMemory (Normal): it turned True after False.
 	eventContentPartlyOnDisk = "ContentPartlyOnDisk"
 	eventContentInMemory     = "ContentInMemory"
+	// eventGitRevisionServed (Normal): every ready pod of a Git site serves a commit they did not all serve before.
+	eventGitRevisionServed = "GitRevisionServed"
 )
 
 // deploymentTimedOutReason is the reason the Deployment controller puts on Progressing=False when a rollout passes
@@ -36,11 +39,16 @@ const (
 const deploymentTimedOutReason = "ProgressDeadlineExceeded"
 
 func (r *Reconciler) recordApply(site *v1alpha1.StaticSite, kind string, res applyResult) {
+	r.recordApplyOf(site, kind, site.Name, res)
+}
+
+// recordApplyOf is recordApply for a child named name (a Git site's <site>-git objects).
+func (r *Reconciler) recordApplyOf(site *v1alpha1.StaticSite, kind, name string, res applyResult) {
 	switch res {
 	case applyCreated:
-		r.Recorder.Eventf(site, corev1.EventTypeNormal, eventCreated, "Created %s %s", kind, site.Name)
+		r.Recorder.Eventf(site, corev1.EventTypeNormal, eventCreated, "Created %s %s", kind, name)
 	case applyUpdated:
-		r.Recorder.Eventf(site, corev1.EventTypeNormal, eventUpdated, "Updated %s %s to the desired state", kind, site.Name)
+		r.Recorder.Eventf(site, corev1.EventTypeNormal, eventUpdated, "Updated %s %s to the desired state", kind, name)
 	}
 }
 
@@ -61,12 +69,19 @@ func (r *Reconciler) recordTransitions(before, after *v1alpha1.StaticSite) {
 			r.Recorder.Event(after, polarity.EventType(c), c.Reason, "No longer ready: "+c.Message)
 		}
 	}
-	if tr := transition(v1alpha1.ConditionStalled); tr.Changed() { // present only while True
-		r.Recorder.Event(after, polarity.EventType(*tr.After), tr.After.Reason, "Stalled: "+tr.After.Message)
+	stalled := transition(v1alpha1.ConditionStalled)
+	if stalled.Changed() { // present only while True
+		r.Recorder.Event(after, polarity.EventType(*stalled.After), stalled.After.Reason, "Stalled: "+stalled.After.Message)
 	}
-	if tr := transition(v1alpha1.ConditionContentAvailable); tr.Changed() && tr.Before != nil && tr.After.Status == metav1.ConditionTrue {
+	switch tr := transition(v1alpha1.ConditionContentAvailable); {
+	case tr.Changed() && tr.Before != nil && tr.After.Status == metav1.ConditionTrue && !tr.Was(metav1.ConditionUnknown):
 		r.Recorder.Event(after, polarity.EventType(*tr.After), tr.After.Reason, "Content available again: "+tr.After.Message)
+	case tr.Changed() && tr.After.Status == metav1.ConditionFalse && !stalled.Changed():
+		// Content that cannot be taken while the site keeps serving (a Git fetch failure once a commit is served):
+		// no Stalled event says it, this Warning does. Each new reason is news, as for TLSReady.
+		r.Recorder.Event(after, polarity.EventType(*tr.After), tr.After.Reason, "ContentAvailable False: "+tr.After.Message)
 	}
+	r.recordGitRevisionServed(before, after)
 	if tr := transition(v1alpha1.ConditionPinned); tr.Changed() && tr.After.Status != metav1.ConditionUnknown {
 		// Pinned=False is by design on fractional CPUs: news either way, never a Warning.
 		r.Recorder.Event(after, corev1.EventTypeNormal, eventPinnedPrefix+string(tr.After.Status), tr.After.Message)
@@ -116,4 +131,40 @@ func (r *Reconciler) recordContentInMemory(before, after *v1alpha1.StaticSite) {
 	case now.Status == metav1.ConditionTrue && was == metav1.ConditionFalse:
 		r.Recorder.Event(after, corev1.EventTypeNormal, eventContentInMemory, now.Message)
 	}
+}
+
+// recordGitRevisionServed: a Normal event when every ready pod of a Git site serves a commit they did not all serve
+// before (the first one included). The last such commit is kept in memory per site, like ContentInMemory's state,
+// so a reading that comes and goes (status.content is absent while no pod's metrics can be read) does not repeat
+// it; after an operator restart the status as stored stands in.
+func (r *Reconciler) recordGitRevisionServed(before, after *v1alpha1.StaticSite) {
+	var now *v1alpha1.ContentRevision
+	if c := after.Status.Content; c != nil {
+		now = c.Revision
+	}
+	if !allServe(now) {
+		return
+	}
+	key := types.NamespacedName{Namespace: after.Namespace, Name: after.Name}
+	r.contentMu.Lock()
+	was, ok := r.servedKnown[key]
+	if r.servedKnown == nil {
+		r.servedKnown = map[types.NamespacedName]string{}
+	}
+	r.servedKnown[key] = now.Commit
+	r.contentMu.Unlock()
+	if c := before.Status.Content; !ok && c != nil && allServe(c.Revision) {
+		was = c.Revision.Commit
+	}
+	if was == now.Commit {
+		return
+	}
+	msg := "commit " + now.ShortCommit
+	if now.Ref != "" {
+		msg += " of " + now.Ref
+	}
+	if now.CommitTime != nil {
+		msg += " (committed " + now.CommitTime.UTC().Format(time.RFC3339) + ")"
+	}
+	r.Recorder.Eventf(after, corev1.EventTypeNormal, eventGitRevisionServed, "%s is served by all %d ready pods", msg, now.ReadyPods)
 }

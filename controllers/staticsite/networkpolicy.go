@@ -18,8 +18,12 @@ const namespaceNameLabel = "kubernetes.io/metadata.name"
 // DesiredNetworkPolicy is the site's NetworkPolicy, or nil without spec.networkPolicy. It selects the site's pods
 // and restricts ingress only (the server makes no connections of its own):
 //   - the serving ports (http, and https with spec.tls) from spec.networkPolicy.servingFrom, or from anywhere;
-//   - the admin port (/readyz, /metrics, /content) from the operator's namespace (its scrapes make Pinned,
-//     status.content and the autoscaler work) and from the monitoring namespaces (Prometheus).
+//   - the admin port (/readyz, /metrics, /content), and for Git content the puller's port (/revision: which commit
+//     the pod serves), from the operator's namespace (its scrapes make Pinned, status.content, the autoscaler and
+//     status.content.revision work) and from the monitoring namespaces (Prometheus).
+//
+// The pullers' connections to the fetcher are egress, which this policy leaves open; the fetcher's own
+// NetworkPolicy (DesiredGitNetworkPolicy) admits them.
 //
 // The kubelet's probes come from the node, which NetworkPolicy implementations let through to the node's own
 // pods. operatorNamespace "" (an operator run outside the cluster) leaves the operator's rule out.
@@ -39,6 +43,9 @@ func DesiredNetworkPolicy(site *v1alpha1.StaticSite, operatorNamespace string) *
 		serving.WithFrom(viaJSON[networkingv1ac.NetworkPolicyPeerApplyConfiguration](&np.ServingFrom[i]))
 	}
 	admin := networkingv1ac.NetworkPolicyIngressRule().WithPorts(port(v1alpha1.AdminPortName))
+	if site.Spec.Content.Git != nil {
+		admin.WithPorts(port(v1alpha1.ContentPortName)) // the puller's /revision (and /metrics), read like the admin port
+	}
 	if operatorNamespace != "" {
 		admin.WithFrom(networkingv1ac.NetworkPolicyPeer().WithNamespaceSelector(
 			metav1ac.LabelSelector().WithMatchLabels(map[string]string{namespaceNameLabel: operatorNamespace})))

@@ -56,6 +56,9 @@ type observation struct {
 	// serverImageQueued: the site waits for its turn to move to a new default server image (the Reconciling message).
 	serverImageQueued string
 
+	// git: what the Git steps saw (step_git.go); nil for other sources. deriveStatus reads it (gitstatus.go).
+	git *gitState
+
 	// Exposure (nil: the spec field is unset, the condition goes): TLSReady, RouteApplied and PodMonitorApplied,
 	// and the public URLs of the route once it exists.
 	tls        *metav1.Condition

@@ -24,6 +24,7 @@ import (
 	ctrlreconcile "sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"hyperstatic.dev/hyperstatic/api/v1alpha1"
+	"hyperstatic.dev/hyperstatic/internal/gitrevision"
 	"hyperstatic.dev/hyperstatic/internal/podmetrics"
 	"hyperstatic.dev/hyperstatic/internal/tenancy"
 )
@@ -40,6 +41,15 @@ type Reconciler struct {
 	Scraper podmetrics.Scraper
 	// ServerImage is the default server image (operator flag --server-image).
 	ServerImage string
+	// ContentAgentImage is the image of Git sites' fetcher pods and puller sidecars (operator flag
+	// --content-agent-image).
+	ContentAgentImage string
+	// GitReader reads /revision of Git sites' fetcher pods and pullers (gitrevision.HTTPReader); tests point it
+	// at real in-process content-agent processes.
+	GitReader gitrevision.Reader
+	// GitRefresh is how often a Git site whose pods all serve the fetcher's commit is read again (0: the site's
+	// spec.content.git.interval, the pace at which the fetcher itself looks for new commits).
+	GitRefresh time.Duration
 	// ServerVersion reports the API server's version (discovery), to know whether image volumes exist.
 	ServerVersion func() (*version.Info, error)
 	// ScrapeRetry is how soon a ready pod whose metrics could not be read is tried again (0: 15 s).
@@ -77,6 +87,7 @@ type Reconciler struct {
 
 	contentMu    sync.Mutex
 	contentKnown map[types.NamespacedName]metav1.ConditionStatus // last known ContentInMemory (True/False), for its events
+	servedKnown  map[types.NamespacedName]string                 // Git: the last commit every ready pod served, for GitRevisionServed
 }
 
 type cachedSample struct {
@@ -112,8 +123,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrlreconcile.Request) (
 	if vs := r.policy().CheckSite(site); len(vs) > 0 {
 		o.refused = &problem{Reason: v1alpha1.ReasonPolicyViolation, Message: vs.Error()}
 	} else {
-		for _, s := range []step{r.reconcileContent, r.reconcileTLS, r.reconcileDeployment, r.reconcileService, r.reconcileDisruptionBudget,
-			r.reconcileRoute, r.reconcilePodMonitor, r.reconcileNetworkPolicy, r.reconcilePods, r.reconcileCapacity} {
+		for _, s := range []step{r.reconcileContent, r.reconcileGitFetcher, r.reconcileTLS, r.reconcileDeployment, r.reconcileService,
+			r.reconcileDisruptionBudget, r.reconcileRoute, r.reconcilePodMonitor, r.reconcileNetworkPolicy, r.reconcilePods,
+			r.reconcileGitPullers, r.reconcileCapacity} {
 			if o.err = s(ctx, o); o.err != nil {
 				break
 			}
@@ -164,6 +176,7 @@ const DefaultStalledRetry = time.Minute
 // tunables are the Reconciler's intervals with "0 means the default" resolved, in one place.
 type tunables struct {
 	stalledRetry, scrapeRetry, contentRefresh, serverImageQueueRetry, tlsRecheck time.Duration
+	gitRefresh                                                                   time.Duration // 0: the site's interval
 }
 
 func (r *Reconciler) tunables() tunables {
@@ -173,6 +186,7 @@ func (r *Reconciler) tunables() tunables {
 		contentRefresh:        reconcile.OrDefault(r.ContentRefresh, DefaultContentRefresh),
 		serverImageQueueRetry: reconcile.OrDefault(r.ServerImageQueueRetry, DefaultServerImageQueueRetry),
 		tlsRecheck:            reconcile.OrDefault(r.TLSRecheck, DefaultTLSRecheck),
+		gitRefresh:            r.GitRefresh,
 	}
 }
 

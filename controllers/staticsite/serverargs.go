@@ -24,7 +24,8 @@ func formatDuration(d time.Duration) string {
 	return strconv.FormatInt(d.Milliseconds(), 10) + "ms"
 }
 
-// ServerArgs are the server's command-line arguments for a site (flags of images/server: --root, --listen,
+// ServerArgs are the server's command-line arguments for a site (flags of images/server: --root (/site, or
+// /site/current for Git content), --listen,
 // --admin-listen, --drain-delay, --shutdown-timeout, --max-requests-per-connection, --max-connection-age,
 // --h2c=true (when h2c is set),
 // --cache-control GLOB=VALUE and --header [GLOB=]NAME:VALUE (both repeatable), --security-headers=false (when
@@ -34,8 +35,12 @@ func formatDuration(d time.Duration) string {
 // The compression cache is not an argument but an environment variable: see cachevolume.go.
 func ServerArgs(site *v1alpha1.StaticSite) []string {
 	s := site.Spec.Server
+	root := v1alpha1.SiteRoot
+	if site.Spec.Content.Git != nil {
+		root = v1alpha1.GitServedRoot // the link the puller flips to each new tree (git.go)
+	}
 	args := []string{
-		"--root", v1alpha1.SiteRoot,
+		"--root", root,
 		"--listen", listenAddr(v1alpha1.ServerPort),
 		"--admin-listen", listenAddr(v1alpha1.AdminPort),
 		"--drain-delay", formatDuration(drainDelayOf(site)),

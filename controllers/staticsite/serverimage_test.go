@@ -12,6 +12,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -134,7 +135,7 @@ func TestRolloutWorld(t *testing.T) {
 // startOperator starts a manager with the production cache whose StaticSite controller defaults to image and lets
 // limit sites move to it at a time. Waiting sites check again every 100 ms, so the test's waits stay short. stop
 // stops it (and waits until it has); the test's cleanup stops it too.
-func startOperator(t *testing.T, env *testenv.Env, image string, limit int) (stop func()) {
+func startOperator(t *testing.T, env *testenv.Env, image string, limit int, options ...func(*Reconciler)) (stop func()) {
 	t.Helper()
 	mgr, err := env.NewManager(func(o *ctrl.Options) { o.Cache = cache.Options{ByObject: managercache.OwnedObjectsOnly()} })
 	testenv.Must(t, err)
@@ -148,6 +149,9 @@ func startOperator(t *testing.T, env *testenv.Env, image string, limit int) (sto
 		StalledRetry:                  time.Second,
 		ServerImageRolloutConcurrency: limit,
 		ServerImageQueueRetry:         100 * time.Millisecond,
+	}
+	for _, o := range options {
+		o(r)
 	}
 	testenv.Must(t, r.SetupWithManager(mgr))
 	ctx, cancel := context.WithCancel(context.Background())
@@ -180,11 +184,20 @@ func TestServerImageRollsOutOneSiteAtATime(t *testing.T) {
 	configMapSite := v1alpha1.StaticSiteSpec{Content: v1alpha1.ContentSource{ConfigMaps: []v1alpha1.ConfigMapContent{{Name: "pages"}}}}
 	u := &upgrade{t: t, c: c, ns: ns}
 
-	// The old operator: three sites start on image A at once (new sites never wait), plus one with its own image.
-	stop := startOperator(t, env, imageA, 1)
+	// The old operator: three sites start on image A at once (new sites never wait), plus one with its own image,
+	// and a Git site "e", whose pods also run the operator's content-agent image in their puller sidecar.
+	const agentA, agentB = "hyperstatic/content-agent:1.0", "hyperstatic/content-agent:1.1"
+	stop := startOperator(t, env, imageA, 1, func(r *Reconciler) { r.ContentAgentImage = agentA })
 	sites := []string{"a", "b", "c"}
 	for _, name := range sites {
 		testenv.Must(t, c.Create(ctx, &v1alpha1.StaticSite{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: configMapSite}))
+	}
+	gitSpec := v1alpha1.StaticSiteSpec{Memory: ptr.To(resource.MustParse("64Mi")), // sized without waiting for a commit
+		Content: v1alpha1.ContentSource{Git: &v1alpha1.GitContent{URL: "https://github.com/example/docs.git", Ref: "main"}}}
+	testenv.Must(t, c.Create(ctx, &v1alpha1.StaticSite{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "e"}, Spec: gitSpec}))
+	u.completeRollout("e")
+	if img, agent := u.image("e"), u.pullerImage("e"); img != imageA || agent != agentA {
+		t.Fatalf("Git site e starts on %s and %s, want %s and %s", img, agent, imageA, agentA)
 	}
 	ownSpec := *configMapSite.DeepCopy()
 	ownSpec.Server.Image = "example/own:1"
@@ -201,12 +214,18 @@ func TestServerImageRollsOutOneSiteAtATime(t *testing.T) {
 	stop()
 
 	// The upgraded operator defaults to image B and lets one site move at a time.
-	stop = startOperator(t, env, imageB, 1)
-	u.moving = map[string]bool{"a": true, "b": true, "c": true}
+	stop = startOperator(t, env, imageB, 1, func(r *Reconciler) { r.ContentAgentImage = agentB })
+	u.moving = map[string]bool{"a": true, "b": true, "c": true, "e": true}
 	u.waitImage("a", imageB)
 	u.waitEvent("a", "Normal ServerImageUpgrade Moving to server image "+imageB+" (from "+imageA+")")
 	u.waitQueued("b", imageB, "0 site(s) ahead in the queue, 1 of at most 1 moving now")
 	u.waitQueued("c", imageB, "1 site(s) ahead in the queue, 1 of at most 1 moving now")
+	// The waiting Git site keeps its puller image with its server image: the new content-agent image alone would
+	// roll its pods outside the queue.
+	u.waitQueued("e", imageB, "2 site(s) ahead in the queue, 1 of at most 1 moving now")
+	if img, agent := u.image("e"), u.pullerImage("e"); img != imageA || agent != agentA {
+		t.Errorf("waiting Git site e runs %s and %s, want %s and %s", img, agent, imageA, agentA)
+	}
 
 	// A waiting site still takes every other change: scaled to 2 replicas, it keeps image A.
 	testenv.Eventually(t, "scale c", func() error {
@@ -235,6 +254,11 @@ func TestServerImageRollsOutOneSiteAtATime(t *testing.T) {
 	u.completeRollout("b")
 	u.waitImage("c", imageB)
 	u.completeRollout("c")
+	u.waitImage("e", imageB)
+	if agent := u.pullerImage("e"); agent != agentB {
+		t.Errorf("Git site e moved to %s with puller %s, want %s", imageB, agent, agentB)
+	}
+	u.completeRollout("e")
 	for _, name := range sites {
 		u.waitReady(name)
 	}
@@ -248,8 +272,8 @@ func TestServerImageRollsOutOneSiteAtATime(t *testing.T) {
 	// Concurrency 0 lifts the gate: every site moves to image C at once, no rollout completed in between.
 	stop()
 	u.moving = nil
-	startOperator(t, env, imageC, 0)
-	for _, name := range append(sites, "d") {
+	startOperator(t, env, imageC, 0, func(r *Reconciler) { r.ContentAgentImage = agentB })
+	for _, name := range append(sites, "d", "e") {
 		u.waitImage(name, imageC)
 	}
 }
@@ -313,6 +337,14 @@ func (u *upgrade) deployment(name string) *appsv1.Deployment {
 }
 
 func (u *upgrade) image(name string) string { return serverImageOf(u.deployment(name)) }
+
+// pullerImage is the image of a Git site's puller sidecar.
+func (u *upgrade) pullerImage(name string) string {
+	if c := findContainer(u.deployment(name).Spec.Template.Spec.InitContainers, pullerContainerName); c != nil {
+		return c.Image
+	}
+	return ""
+}
 
 // checkGate fails the test when more than one of the watched sites is moving to image.
 func (u *upgrade) checkGate(image string) {

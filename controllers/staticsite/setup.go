@@ -127,14 +127,17 @@ func (r *Reconciler) sitesUsing(index string) handler.MapFunc {
 	}
 }
 
-// siteOfPod maps a server pod to its site through the site label, and a capacity measurement pod through
-// LabelCapacityProbeOf (it carries no site label: the Service must not select it).
+// siteOfPod maps a server pod to its site through the site label, a capacity measurement pod through
+// LabelCapacityProbeOf and a Git fetcher pod through LabelGitFetcherOf (neither carries the site label: the
+// Service must not select them).
 func siteOfPod(_ context.Context, o client.Object) []reconcile.Request {
 	l := o.GetLabels()
 	name, ok := l[v1alpha1.LabelSite]
 	if !ok || l[labelName] != appName {
 		if name, ok = l[v1alpha1.LabelCapacityProbeOf]; !ok || l[v1alpha1.LabelManagedBy] != v1alpha1.ManagedByValue {
-			return nil
+			if name, ok = l[v1alpha1.LabelGitFetcherOf]; !ok || l[labelName] != gitFetcherAppName {
+				return nil
+			}
 		}
 	}
 	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: name}}}

@@ -42,6 +42,9 @@ func deriveStatus(site *v1alpha1.StaticSite, o *observation) v1alpha1.StaticSite
 	s.PublicURLs = o.publicURLs
 	s.ContentSource = o.content.Source
 	s.ContentRevision = o.content.Revision
+	if o.git != nil {
+		s.ContentRevision = gitContentRevision(site, o) // gitstatus.go
+	}
 	mem := o.memory.DeepCopy()
 	s.Memory = &mem
 	if d := o.deployment; d != nil {
@@ -50,14 +53,17 @@ func deriveStatus(site *v1alpha1.StaticSite, o *observation) v1alpha1.StaticSite
 		s.Replicas, s.ReadyReplicas, s.UpdatedReplicas = 0, 0, 0
 	}
 
-	if p := o.contentProblem; p != nil {
-		set.SetProblem(v1alpha1.ConditionContentAvailable, metav1.ConditionFalse, p)
-	} else {
-		set.Set(v1alpha1.ConditionContentAvailable, metav1.ConditionTrue, o.contentReason, o.contentMessage)
-	}
+	content := contentVerdictOf(o) // gitstatus.go
+	set.Set(v1alpha1.ConditionContentAvailable, content.status, content.reason, content.message)
 	set.Set(o.pinned.Type, o.pinned.Status, o.pinned.Reason, o.pinned.Message)
 	// Rebuilt every pass, like every field above: absent when no pod could be read (the condition says why).
 	s.Content = o.served
+	if s.Content != nil && o.git != nil {
+		// A Git site's revision comes with the content reading: which commit the fetcher published and how many
+		// ready pods serve it.
+		s.Content = s.Content.DeepCopy()
+		s.Content.Revision = gitServedRevision(o.git)
+	}
 	inMemory := contentInMemoryCondition(o.served, o.notMeasured)
 	set.Set(inMemory.Type, inMemory.Status, inMemory.Reason, inMemory.Message)
 	// The exposure conditions are informational: none of them changes Ready (see exposure_reasons.go).
@@ -73,7 +79,7 @@ func deriveStatus(site *v1alpha1.StaticSite, o *observation) v1alpha1.StaticSite
 	}
 
 	deriveCapacity(&s, site, o, set)
-	deriveProgress(&s, site, o, set)
+	deriveProgress(&s, site, o, set, content)
 	return s
 }
 
@@ -104,17 +110,18 @@ func deriveCapacity(s *v1alpha1.StaticSiteStatus, site *v1alpha1.StaticSite, o *
 }
 
 // deriveProgress sets Ready, Reconciling and Stalled from the problems the steps found, the Deployment's rollout and
-// the server-image queue. The first of these that applies wins: a problem only a person can fix (Stalled), a
-// scale-up (Ready stays), a rollout under way, and, once the rollout is done, the queue for a new default server
-// image (Reconciling, Ready unchanged: the site serves on its current image).
-func deriveProgress(s *v1alpha1.StaticSiteStatus, site *v1alpha1.StaticSite, o *observation, set reconcile.Conditions) {
+// the server-image queue. The first of these that applies wins: a problem only a person can fix (Stalled), content
+// that no pod can serve yet for a reason that may pass (a Git site's first fetch), a scale-up (Ready stays), a
+// rollout under way, and, once the rollout is done, the queue for a new default server image (Reconciling, Ready
+// unchanged: the site serves on its current image).
+func deriveProgress(s *v1alpha1.StaticSiteStatus, site *v1alpha1.StaticSite, o *observation, set reconcile.Conditions, content contentVerdict) {
 	// What the last complete pass reported: a scale-up keeps Ready only if no pod that was ready has been lost.
 	wasReady, readyBefore := meta.IsStatusConditionTrue(site.Status.Conditions, v1alpha1.ConditionReady), site.Status.ReadyReplicas
 	ro := rolloutOf(o.deployment, replicasOf(site), o.templateChanged)
 	var stalled *problem
 	switch {
-	case o.contentProblem != nil:
-		stalled = o.contentProblem
+	case content.stall != nil:
+		stalled = content.stall
 	case o.rejected != nil:
 		stalled = o.rejected
 	case ro.stalled:
@@ -126,6 +133,10 @@ func deriveProgress(s *v1alpha1.StaticSiteStatus, site *v1alpha1.StaticSite, o *
 		set.SetProblem(v1alpha1.ConditionStalled, metav1.ConditionTrue, stalled)
 		set.Remove(v1alpha1.ConditionReconciling)
 		set.SetProblem(v1alpha1.ConditionReady, metav1.ConditionFalse, stalled)
+	case content.wait != nil && !ro.done:
+		set.Remove(v1alpha1.ConditionStalled)
+		set.SetProblem(v1alpha1.ConditionReconciling, metav1.ConditionTrue, content.wait)
+		set.SetProblem(v1alpha1.ConditionReady, metav1.ConditionFalse, content.wait)
 	case ro.sameTemplate && wasReady && s.ReadyReplicas > 0 && s.ReadyReplicas >= readyBefore:
 		// A scale-up: the new pods are starting, the ones serving before still serve. Not "no longer ready".
 		reason := ro.reason

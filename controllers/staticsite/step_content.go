@@ -76,6 +76,10 @@ func (r *Reconciler) reconcileContent(ctx context.Context, st *observation) erro
 			st.contentReason = v1alpha1.ReasonClaimFound
 			st.contentMessage = fmt.Sprintf("PersistentVolumeClaim %q (%s) is mounted read-only at %s", claim.Name, claim.Status.Phase, v1alpha1.SiteRoot)
 		}
+	case v1alpha1.ContentSourceGit:
+		// The fetcher step (step_git.go) completes it: revision, size and memory come from what the fetcher
+		// published, and ContentAvailable from what it and the pullers say (gitstatus.go).
+		st.content = Content{Source: v1alpha1.ContentSourceGit, Size: -1, AgentImage: r.ContentAgentImage}
 	default:
 		st.contentProblem = &problem{Reason: v1alpha1.ReasonNoContentSource, Message: "spec.content sets no source"}
 		st.skipDeployment = true

@@ -35,8 +35,12 @@ func (r *Reconciler) reconcileDeployment(ctx context.Context, st *observation) e
 		return err
 	}
 	defer release() // after the apply: the next admission must see this one
+	content, err := r.pullerImageWithTheQueue(ctx, st, serverImage.image)
+	if err != nil {
+		return err
+	}
 	live := &appsv1.Deployment{}
-	desired := DesiredDeployment(site, serverImage.image, st.content, st.memory)
+	desired := DesiredDeployment(site, serverImage.image, content, st.memory)
 	if err := r.holdTemplate(ctx, st, key, desired); err != nil { // gate.go
 		return err
 	}
@@ -115,4 +119,23 @@ func hasImageVolume(vs []corev1.Volume) bool {
 		}
 	}
 	return false
+}
+
+// pullerImageWithTheQueue: a Git site's puller sidecar image (the operator's --content-agent-image) changes with an
+// operator upgrade, like the default server image. While the server-image queue keeps a site on its current server
+// image (serverimage.go), its pods keep their current puller image too, so the queue, not the puller, decides when
+// they roll; the site takes both new images on its turn.
+func (r *Reconciler) pullerImageWithTheQueue(ctx context.Context, st *observation, serverImage string) (Content, error) {
+	content := st.content
+	if content.Source != v1alpha1.ContentSourceGit || serverImage == r.ServerImage || !usesDefaultServerImage(st.site) {
+		return content, nil
+	}
+	live := &appsv1.Deployment{}
+	if err := r.Get(ctx, types.NamespacedName{Namespace: st.site.Namespace, Name: st.site.Name}, live); err != nil {
+		return content, ctrl.IgnoreNotFound(err)
+	}
+	if c := findContainer(live.Spec.Template.Spec.InitContainers, pullerContainerName); c != nil {
+		content.AgentImage = c.Image
+	}
+	return content, nil
 }

@@ -188,5 +188,6 @@ func (r *Reconciler) forgetSite(site types.NamespacedName) {
 	r.prunePodSamples(site, nil)
 	r.contentMu.Lock()
 	delete(r.contentKnown, site)
+	delete(r.servedKnown, site)
 	r.contentMu.Unlock()
 }

@@ -94,6 +94,8 @@ func (f *fakeScraper) set(ns, pod string, s podmetrics.Sample) {
 var suitePolicy = func() tenancy.Policy {
 	p := tenancy.Unrestricted()
 	p.PriorityClasses = []string{allowedPriorityClass}
+	// Git from the tests' own servers on loopback, up to 1Gi (TestGitTenancy sees the refusals).
+	p.Git = tenancy.GitLimits{URLs: []string{"http://127.0.0.1:"}, MaxSize: "1Gi"}
 	return p
 }()
 
@@ -126,9 +128,14 @@ func setupSuite(e *testenv.Env) (ctrl.Manager, error) {
 		Scraper:       scraper,
 		ServerImage:   testServerImage,
 		ServerVersion: disco.ServerVersion,
-		ScrapeRetry:   time.Second,
-		StalledRetry:  time.Second,
-		TLSRecheck:    time.Second,
+		// Git sites: their content-agent containers are real processes of this test (githarness_test.go), read
+		// on loopback; a site whose pods all serve the fetcher's commit is read again every second.
+		ContentAgentImage: testAgentImage,
+		GitReader:         gitReader,
+		GitRefresh:        time.Second,
+		ScrapeRetry:       time.Second,
+		StalledRetry:      time.Second,
+		TLSRecheck:        time.Second,
 		// The NetworkPolicy's admin rule names it.
 		OperatorNamespace: testOperatorNamespace,
 		Policy:            &suitePolicy,

@@ -13,11 +13,21 @@ import (
 // Handler serves the fetcher's port for the site's pods and the operator: GET /revision (long poll with
 // ?wait=<digest>), GET /bundles/<digest>, GET /healthz, GET /metrics. The webhook is on WebhookHandler, a port
 // of its own, so a Service (and the user's route to it) can expose /hooks and nothing else.
+//
+// /healthz is 200 once a bundle is published (by a fetch, or restored from the state of an earlier run) and 503
+// before: a readiness probe, so the Service sends the pullers nowhere until there is something to pull. A
+// later failed fetch leaves it 200 (the last good bundle is still served; /revision says why).
 func (f *Fetcher) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /revision", serveRevision(f.board, f.After, f.WaitTimeout))
 	mux.HandleFunc("GET /bundles/{digest}", f.serveBundle)
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		if rev, _ := f.board.get(); rev.Digest == "" {
+			http.Error(w, "no bundle published yet", http.StatusServiceUnavailable)
+			return
+		}
+		_, _ = w.Write([]byte("ok\n"))
+	})
 	mux.Handle("GET /metrics", f.metrics.handler())
 	return mux
 }

@@ -91,3 +91,42 @@ func longPoll(url string) <-chan contentagent.Revision {
 	}()
 	return answers
 }
+
+// TestFetcherHealthz: the fetcher's /healthz is 503 until a bundle is published, 200 from then on even when a
+// fetch fails, and 200 at once for a fetcher restarted on its volume (the bundle restored from its state) whose
+// fetches fail.
+func TestFetcherHealthz(t *testing.T) {
+	srv, base := gts.Start(t, "", "", "")
+	dir := t.TempDir()
+	src := gitsource.Source{URL: base + "/site.git", Ref: "main"}
+	fetcher := startFetcher(t, src, nil, dir, "127.0.0.1:0", "127.0.0.1:0", nil)
+	if e := fetcher.nextSync(t); e.rev.LastError == nil || e.rev.LastError.Reason != string(gitsource.RepositoryNotFound) {
+		t.Fatalf("first fetch of a missing repository: %+v, want RepositoryNotFound", e.rev)
+	}
+	if code, body := get(t, fetcher.url+"/healthz"); code != http.StatusServiceUnavailable {
+		t.Errorf("/healthz with nothing published: %d %q, want 503", code, body)
+	}
+
+	repo := srv.NewRepo(t, base, "site.git", nil)
+	c1 := repo.Commit("v1", map[string]gts.File{"index.html": gts.Regular("v1\n")})
+	repo.Push("refs/heads/main", c1, false)
+	fetcher.ticks <- time.Now()
+	published := fetcher.nextSync(t).rev
+	if published.Commit != c1.String() {
+		t.Fatalf("fetch: %+v, want %s", published, c1)
+	}
+	if code, _ := get(t, fetcher.url+"/healthz"); code != http.StatusOK {
+		t.Errorf("/healthz with a bundle published: %d, want 200", code)
+	}
+
+	// Restarted on the same volume while the forge refuses it: the restored bundle makes it healthy.
+	fetcher.stop()
+	srv.SetCredentials("someone", "else", "")
+	fetcher = startFetcher(t, src, nil, dir, "127.0.0.1:0", "127.0.0.1:0", nil)
+	if e := fetcher.nextSync(t); e.rev.LastError == nil || e.rev.LastError.Reason != string(gitsource.AuthFailed) || e.rev.Digest != published.Digest {
+		t.Fatalf("restarted fetcher's first fetch: %+v, want AuthFailed with %s still published", e.rev, published.Digest)
+	}
+	if code, _ := get(t, fetcher.url+"/healthz"); code != http.StatusOK {
+		t.Errorf("/healthz of a restarted fetcher with its bundle restored: %d, want 200", code)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -15,6 +16,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -281,13 +283,16 @@ func metric(page, series string) string {
 	return ""
 }
 
+// secretGeneration numbers the directories writeSecretVolume makes (kubelet names them by time).
+var secretGeneration atomic.Int64
+
 // writeSecretVolume writes data into dir the way kubelet updates a mounted Secret: the keys go into a new hidden
 // directory, the ..data link is flipped to it with one rename, each key is a link through ..data
 // (KEY -> ..data/KEY), keys no longer in data lose their link, and the previous directory is removed.
 func writeSecretVolume(t testing.TB, dir string, data map[string]string) {
 	t.Helper()
-	gen, err := os.MkdirTemp(dir, "..gen-")
-	if err != nil {
+	gen := filepath.Join(dir, fmt.Sprintf("..gen-%d", secretGeneration.Add(1))) // inside the volume, as kubelet's
+	if err := os.Mkdir(gen, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	for k, v := range data {

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"strings"
 	"time"
 
 	"hyperstatic.dev/hyperstatic/internal/gitsource"
@@ -37,8 +38,17 @@ type Puller struct {
 	// MinBackoff and MaxBackoff bound the wait after a failure, doubled on each failure in a row.
 	MinBackoff, MaxBackoff time.Duration
 	Log                    *slog.Logger
-	// After is the clock of the backoff (time.After when nil).
+	// After is the clock of the backoff and of the reload wait (time.After when nil).
 	After func(time.Duration) <-chan time.Time
+	// ServerAdmin is the server's admin base URL (http://127.0.0.1:9090). When set, the puller publishes at most
+	// one tree per server reload: after a flip it waits until the server's hyperstatic_reloads_total (all
+	// results) exceeds its value read just before the flip, or ReloadWait passes, before it flips again; and the
+	// trees older than the replaced one are removed only then (Init sets Store.KeepOlder), since the server
+	// still reads the replaced tree, and may read the one before it, until it has reloaded. Empty: each bundle
+	// is flipped in as soon as it is installed.
+	ServerAdmin string
+	// ReloadWait bounds that wait (5 s when 0).
+	ReloadWait time.Duration
 
 	board   *board
 	metrics *metrics
@@ -63,6 +73,13 @@ func (p *Puller) Init() error {
 	}
 	if p.After == nil {
 		p.After = time.After
+	}
+	if p.ReloadWait <= 0 {
+		p.ReloadWait = 5 * time.Second
+	}
+	if p.ServerAdmin != "" {
+		p.ServerAdmin = strings.TrimSuffix(p.ServerAdmin, "/")
+		p.Store.KeepOlder = true
 	}
 	p.metrics = newMetrics("pull")
 	cur, err := p.Store.Current()
@@ -124,8 +141,10 @@ func (p *Puller) step(ctx context.Context, have Revision) error {
 	if err != nil {
 		return err
 	}
-	if cur != rev.Commit { // the same commit (a restarted fetcher or puller) is not downloaded again
-		if err := p.install(ctx, rev); err != nil {
+	flip := cur != rev.Commit // the same commit (a restarted fetcher or puller) is not downloaded again
+	var before reloadMark
+	if flip {
+		if before, err = p.install(ctx, rev); err != nil {
 			return err
 		}
 	}
@@ -135,11 +154,30 @@ func (p *Puller) step(ctx context.Context, have Revision) error {
 	p.metrics.setRevision(rev.Commit)
 	p.metrics.bundleSize.Set(float64(rev.Size))
 	p.metrics.lastOK.Set(float64(time.Now().UnixNano()) / 1e9)
-	if cur != rev.Commit {
+	if flip {
 		p.metrics.attempts.WithLabelValues("changed").Inc()
 		p.Log.Info("installed", "commit", rev.Commit, "digest", rev.Digest)
+		p.afterFlip(ctx, cur, before)
 	}
 	return nil
+}
+
+// afterFlip holds the next flip until the server has reloaded (or the bound), then removes the trees older than
+// the replaced one, prev. Without ServerAdmin the Store has pruned already.
+func (p *Puller) afterFlip(ctx context.Context, prev string, before reloadMark) {
+	if p.ServerAdmin == "" {
+		return
+	}
+	if !p.waitForReload(ctx, before) {
+		p.Log.Info("no server reload seen after the flip; going on after the bound", "bound", p.ReloadWait,
+			"counter_read_before", before.known)
+	}
+	if ctx.Err() != nil {
+		return
+	}
+	if err := p.Store.Prune(prev); err != nil {
+		p.Log.Warn("removing old trees", "error", err)
+	}
 }
 
 // poll is GET /revision?wait=<digest>&commit=<commit> of what the puller has.
@@ -168,17 +206,27 @@ func (p *Puller) poll(ctx context.Context, have Revision) (Revision, error) {
 }
 
 // install downloads the bundle and installs it; ExtractBundle checks the digest over every byte and the
-// Store discards the tree unless all of it was good.
-func (p *Puller) install(ctx context.Context, rev Revision) error {
+// Store discards the tree unless all of it was good. With ServerAdmin, it returns the server's reload count
+// read once the tree is written, just before the Store flips current to it.
+func (p *Puller) install(ctx context.Context, rev Revision) (reloadMark, error) {
 	limit := p.MaxBytes + tarOverhead
 	body, err := p.get(ctx, p.FetcherURL+"/bundles/"+rev.Digest, limit)
 	if err != nil {
-		return err
+		return reloadMark{}, err
 	}
 	defer body.Close()
-	return p.Store.Install(rev.Commit, func(dir string) error {
-		return gitsource.ExtractBundle(io.LimitReader(body, limit), dir, rev.Digest, p.MaxBytes)
+	var before reloadMark
+	err = p.Store.Install(rev.Commit, func(dir string) error {
+		if err := gitsource.ExtractBundle(io.LimitReader(body, limit), dir, rev.Digest, p.MaxBytes); err != nil {
+			return err
+		}
+		if p.ServerAdmin != "" {
+			n, err := p.reloads(ctx)
+			before = reloadMark{count: n, known: err == nil}
+		}
+		return nil
 	})
+	return before, err
 }
 
 var errStatus = errors.New("unexpected status")

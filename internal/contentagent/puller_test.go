@@ -145,3 +145,36 @@ func TestPullerKeepsTheLastGoodTree(t *testing.T) {
 		t.Errorf("after the failures: %+v serving %q, want B", rev, pod.served(t, "index.html"))
 	}
 }
+
+// TestPullerHealthz: the puller's /healthz (the sidecar's startup probe, which holds the server container back)
+// is 503 until a tree is served and 200 from then on; a restarted puller that finds its tree is 200 at once,
+// even with the fetcher unreachable.
+func TestPullerHealthz(t *testing.T) {
+	const commitA = "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+	hf := &hostileFetcher{}
+	hf.set([]byte("{}"), nil) // nothing published yet: the long poll waits
+	fetcher := httptest.NewServer(hf)
+	t.Cleanup(fetcher.Close)
+	dir := t.TempDir()
+	pod := startPullerIn(t, fetcher.URL, dir)
+	admin := httptest.NewServer(pod.p.Handler(time.Minute))
+	t.Cleanup(admin.Close)
+	if code, body := get(t, admin.URL+"/healthz"); code != http.StatusServiceUnavailable {
+		t.Errorf("/healthz with nothing served: %d %q, want 503", code, body)
+	}
+	bundle, digest := bundleOf(t, "A\n")
+	hf.set(revisionJSON(t, digest, commitA), map[string][]byte{digest: bundle})
+	pod.waitCommit(t, commitA)
+	if code, _ := get(t, admin.URL+"/healthz"); code != http.StatusOK {
+		t.Errorf("/healthz serving A: %d, want 200", code)
+	}
+
+	pod.stop()
+	fetcher.Close()
+	restarted := startPullerIn(t, fetcher.URL, dir)
+	restartedAdmin := httptest.NewServer(restarted.p.Handler(time.Minute))
+	t.Cleanup(restartedAdmin.Close)
+	if code, _ := get(t, restartedAdmin.URL+"/healthz"); code != http.StatusOK {
+		t.Errorf("/healthz of a restarted puller with its tree on disk: %d, want 200", code)
+	}
+}

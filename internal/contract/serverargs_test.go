@@ -5,6 +5,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"net"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -547,5 +549,26 @@ func TestContractCheckDoesNotBind(t *testing.T) {
 	if res.exitCode != 0 {
 		t.Fatalf("--check failed with its listen addresses in use (does it bind?)\nargs: %s\nstderr: %s\nstdout: %s",
 			serverbin.QuoteArgs(args), res.stderr, res.stdout)
+	}
+}
+
+// A Git site's server starts with --root /site/current, a symbolic link the puller flips to each new tree
+// (controllers/staticsite/git.go): the server accepts it and loads the tree the link names.
+func TestContractServerArgsOfAGitSite(t *testing.T) {
+	bin := serverbin.Require(t)
+	args := staticsite.ServerArgs(&v1alpha1.StaticSite{ObjectMeta: metav1.ObjectMeta{Name: "docs", Namespace: "web"},
+		Spec: v1alpha1.StaticSiteSpec{Content: v1alpha1.ContentSource{Git: &v1alpha1.GitContent{URL: "https://github.com/example/docs.git", Ref: "main"}}}})
+	if args[0] != "--root" || args[1] != v1alpha1.GitServedRoot {
+		t.Fatalf("a Git site's server args %q, want --root %s first", args, v1alpha1.GitServedRoot)
+	}
+	dir := t.TempDir()
+	tree := writeSite(t)
+	link := filepath.Join(dir, "current")
+	if err := os.Symlink(tree, link); err != nil {
+		t.Fatal(err)
+	}
+	res, err := runCheck(bin, serverbin.SetFlag(t, args, "--root", link))
+	if err != nil || res.exitCode != 0 || !strings.Contains(res.stdout, "site "+link+": 6 files") || !strings.Contains(res.stdout, "\nok\n") {
+		t.Fatalf("--check of a Git site's arguments: %v %+v", err, res)
 	}
 }

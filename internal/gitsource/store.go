@@ -67,6 +67,9 @@ type Store struct {
 	// Check, when set, runs on a new tree before it is published (the server's `--check`: _redirects,
 	// _headers, names); its error makes the Sync fail with InvalidContent and the old tree keeps serving.
 	Check func(dir string) error
+	// KeepOlder, when set, makes a publish leave the trees older than the one it replaced in place; the caller
+	// removes them with Prune once nothing reads them (a pod's puller: after the server has reloaded).
+	KeepOlder bool
 	// beforeSwap, in tests only, runs when the new tree is complete and not yet published.
 	beforeSwap func(tree string)
 }
@@ -195,10 +198,24 @@ func (s *Store) publish(stage, commit string) error {
 		_ = os.Remove(tmp)
 		return err
 	}
+	if s.KeepOlder {
+		return nil
+	}
 	return s.prune(commit, previous)
 }
 
-// prune removes every tree but the current and the previous one, and leftovers of interrupted Syncs.
+// Prune removes every tree but the current one and previous (the tree current replaced, which a server may
+// still read until its reload), and leftovers of interrupted installs. Publishing prunes by itself unless
+// KeepOlder is set. Not safe beside a Sync or Install of the same Store.
+func (s *Store) Prune(previous string) error {
+	cur, err := s.Current()
+	if err != nil {
+		return err
+	}
+	return s.prune(cur, previous)
+}
+
+// prune removes every tree but keep, and leftovers of interrupted Syncs.
 func (s *Store) prune(keep ...string) error {
 	entries, err := os.ReadDir(s.Dir)
 	if err != nil {

@@ -472,3 +472,42 @@ func TestUnreachableAndMissingRepository(t *testing.T) {
 		t.Fatalf("missing repository: %v, want RepositoryNotFound", err)
 	}
 }
+
+// With KeepOlder, publishing keeps every tree (a server may read the previous one until it reloads, and the
+// caller knows when that is); Prune then removes all but the current one and the one named, and leftovers.
+func TestKeepOlderThenPrune(t *testing.T) {
+	s := &Store{Dir: filepath.Join(t.TempDir(), "content"), KeepOlder: true}
+	commits := []string{strings.Repeat("a", 40), strings.Repeat("b", 40), strings.Repeat("c", 40)}
+	for _, c := range commits {
+		err := s.Install(c, func(dir string) error { return os.WriteFile(filepath.Join(dir, "index.html"), []byte(c), 0o644) })
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	present := func() map[string]bool {
+		out := map[string]bool{}
+		for _, c := range commits {
+			_, err := os.Stat(filepath.Join(s.Dir, c))
+			out[c[:1]] = err == nil
+		}
+		return out
+	}
+	if got := present(); !got["a"] || !got["b"] || !got["c"] {
+		t.Fatalf("trees present %v after three installs with KeepOlder, want all", got)
+	}
+	if err := os.Mkdir(filepath.Join(s.Dir, ".stage-left"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Prune(commits[1]); err != nil {
+		t.Fatal(err)
+	}
+	if got := present(); got["a"] || !got["b"] || !got["c"] {
+		t.Errorf("trees present %v after Prune(b), want b and c", got)
+	}
+	if leftovers, _ := filepath.Glob(filepath.Join(s.Dir, ".stage-*")); len(leftovers) != 0 {
+		t.Errorf("Prune left %v", leftovers)
+	}
+	if cur, _ := s.Current(); cur != commits[2] {
+		t.Errorf("current is %s, want %s", cur, commits[2])
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 
 	"hyperstatic.dev/hyperstatic/api/v1alpha1"
 	"hyperstatic.dev/hyperstatic/internal/k6script"
@@ -35,7 +36,33 @@ func (p Policy) CheckSite(site *v1alpha1.StaticSite) Violations {
 	if s.Route != nil {
 		p.checkAnnotations(&vs, "spec.route.annotations", s.Route.Annotations)
 	}
+	if g := s.Content.Git; g != nil {
+		p.checkGit(&vs, g)
+	}
 	return vs
+}
+
+// checkGit: the URL starts with an allowed prefix; maxSize (its default when unset) is within the cap.
+func (p Policy) checkGit(vs *Violations, g *v1alpha1.GitContent) {
+	if !p.Git.gitURLAllowed(g.URL) {
+		vs.add("spec.content.git.url", "repository %q is not under an allowed URL prefix (allowed: %s)", g.URL, shown(p.Git.URLs))
+	}
+	limit, err := p.Git.maxSize()
+	if err != nil || limit == nil {
+		return // Parse refused a bad cap; a policy built in code without one has none
+	}
+	size := resource.MustParse(v1alpha1.DefaultGitMaxSize)
+	if g.MaxSize != nil {
+		size = *g.MaxSize
+	}
+	if size.Cmp(*limit) > 0 {
+		field := "spec.content.git.maxSize"
+		if g.MaxSize == nil {
+			vs.add(field, "the default of %s is over the limit of %s: set it to at most %s", size.String(), limit.String(), limit.String())
+			return
+		}
+		vs.add(field, "%s is over the limit of %s", size.String(), limit.String())
+	}
 }
 
 // CheckBenchmark lists the fields of a Benchmark the policy refuses (none: it may run).

@@ -14,6 +14,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"k8s.io/apimachinery/pkg/api/resource"
 )
 
 // Any in a list allows every value.
@@ -44,6 +46,21 @@ type Policy struct {
 	AnnotationKeys []string `json:"annotationKeys"`
 	// Benchmark bounds the load a Benchmark may make.
 	Benchmark BenchmarkLimits `json:"benchmark"`
+	// Git bounds content from Git (spec.content.git).
+	Git GitLimits `json:"git"`
+}
+
+// GitLimits bound a site's content from Git. The fetcher pod connects to the URL from the site's namespace (the
+// namespace's egress policies apply, not the operator's), so the list is about which forges a tenant may make the
+// cluster fetch from and how much disk and memory a fetch may take, not about the operator's network.
+type GitLimits struct {
+	// URLs are the repository URL prefixes spec.content.git.url may start with. Each ends in "/" or ":" (Parse
+	// refuses others), so "https://github.com/" never admits "https://github.com.evil.example/x"; Any admits
+	// every URL the CRD admits. Empty: no Git content.
+	URLs []string `json:"urls"`
+	// MaxSize caps spec.content.git.maxSize (its default, 512Mi, when unset), e.g. "1Gi". Empty: no cap beyond
+	// the CRD's 16Gi.
+	MaxSize string `json:"maxSize"`
 }
 
 // BenchmarkLimits bound a Benchmark. A zero number or an empty duration is no limit.
@@ -65,13 +82,24 @@ type BenchmarkLimits struct {
 func Unrestricted() Policy {
 	all := []string{Any}
 	return Policy{ExtraArgs: all, Images: all, ServiceAccountName: true, ServiceAccountToken: true,
-		PriorityClasses: all, TolerationKeys: all, AnnotationKeys: all, Benchmark: BenchmarkLimits{URLTargets: true}}
+		PriorityClasses: all, TolerationKeys: all, AnnotationKeys: all, Benchmark: BenchmarkLimits{URLTargets: true},
+		Git: GitLimits{URLs: all}}
 }
+
+// DefaultGitURLs are the public forges over HTTPS and SSH (both SSH spellings): a platform adds its own forge.
+var DefaultGitURLs = []string{
+	"https://github.com/", "https://gitlab.com/", "https://codeberg.org/", "https://bitbucket.org/",
+	"ssh://git@github.com/", "git@github.com:", "ssh://git@gitlab.com/", "git@gitlab.com:",
+	"ssh://git@codeberg.org/", "git@codeberg.org:",
+}
+
+// DefaultGitMaxSize caps a site's spec.content.git.maxSize under the default policy.
+const DefaultGitMaxSize = "1Gi"
 
 // Default is the multi-tenant policy the operator runs with when no policy is given, the same as the chart's
 // default values: tuning flags only, the project's own images, no ServiceAccount, no priority class, no
 // tolerations, only Prometheus scrape annotations, Benchmarks of the namespace's own sites within bounds that a
-// shared cluster survives.
+// shared cluster survives, Git content from the public forges (DefaultGitURLs) of at most 1Gi.
 func Default() Policy {
 	return Policy{
 		ExtraArgs: []string{"access-log", "access-log-sample", "workers", "header-timeout", "keepalive-timeout",
@@ -81,6 +109,7 @@ func Default() Policy {
 		TolerationKeys:  []string{},
 		AnnotationKeys:  []string{"prometheus.io/*"},
 		Benchmark:       BenchmarkLimits{MaxParallelism: 4, MaxVUs: 1000, MaxRate: 10000, MaxDuration: "30m"},
+		Git:             GitLimits{URLs: slices.Clone(DefaultGitURLs), MaxSize: DefaultGitMaxSize},
 	}
 }
 
@@ -108,7 +137,47 @@ func Parse(s string) (Policy, error) {
 	if _, err := p.Benchmark.maxDuration(); err != nil {
 		return Policy{}, err
 	}
+	if err := p.Git.validate(); err != nil {
+		return Policy{}, err
+	}
 	return p, nil
+}
+
+// validate refuses URL prefixes that would match more than their host (no "/" or ":" at the end) and a maxSize
+// that is not a positive quantity.
+func (g GitLimits) validate() error {
+	for _, u := range g.URLs {
+		if u != Any && !strings.HasSuffix(u, "/") && !strings.HasSuffix(u, ":") {
+			return fmt.Errorf("tenancy policy: git.urls entry %q must end in \"/\" or \":\" (a prefix without it would admit "+
+				"other hosts, e.g. %q)", u, u+".evil.example/")
+		}
+	}
+	if _, err := g.maxSize(); err != nil {
+		return err
+	}
+	return nil
+}
+
+// maxSize is the cap (nil: none).
+func (g GitLimits) maxSize() (*resource.Quantity, error) {
+	if g.MaxSize == "" {
+		return nil, nil
+	}
+	q, err := resource.ParseQuantity(g.MaxSize)
+	if err != nil || q.Sign() <= 0 {
+		return nil, fmt.Errorf("tenancy policy: git.maxSize %q is not a positive quantity", g.MaxSize)
+	}
+	return &q, nil
+}
+
+// gitURLAllowed: an entry is a prefix of the URL (or Any).
+func (g GitLimits) gitURLAllowed(url string) bool {
+	for _, e := range g.URLs {
+		if e == Any || (e != "" && strings.HasPrefix(url, e)) {
+			return true
+		}
+	}
+	return false
 }
 
 func (b BenchmarkLimits) maxDuration() (time.Duration, error) {

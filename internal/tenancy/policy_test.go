@@ -13,6 +13,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/utils/ptr"
@@ -270,5 +271,64 @@ func TestDefaultPolicyAdmitsAPodTarget(t *testing.T) {
 	}}
 	if vs := Default().CheckBenchmark(b); len(vs) != 0 {
 		t.Errorf("the default policy refuses a pod target: %v", vs)
+	}
+}
+
+// Git URLs are prefixes that end in "/" or ":", so a forge's entry admits its repositories and no other host; the
+// size cap applies to maxSize and, when it is unset, to its default.
+func TestGitLimits(t *testing.T) {
+	git := func(url string, maxSize string) *v1alpha1.StaticSite {
+		g := &v1alpha1.GitContent{URL: url, Ref: "main"}
+		if maxSize != "" {
+			q := resource.MustParse(maxSize)
+			g.MaxSize = &q
+		}
+		return site(v1alpha1.StaticSiteSpec{Content: v1alpha1.ContentSource{Git: g}})
+	}
+	p := Default()
+	for _, tc := range []struct {
+		url, maxSize, want string
+	}{
+		{"https://github.com/org/site.git", "", ""},
+		{"https://github.com/org/site", "1Gi", ""},
+		{"git@github.com:org/site.git", "", ""},
+		{"ssh://git@gitlab.com/group/site.git", "", ""},
+		{"https://codeberg.org/org/site", "", ""},
+		{"https://github.com.evil.example/org/site", "", "spec.content.git.url"},
+		{"http://github.com/org/site", "", "spec.content.git.url"},
+		{"ssh://git@github.com:2222/org/site", "", "spec.content.git.url"},
+		{"https://git.internal.example/org/site", "", "spec.content.git.url"},
+		{"https://github.com/org/site", "2Gi", "spec.content.git.maxSize"},
+		{"https://evil.example/x", "4Gi", "spec.content.git.url,spec.content.git.maxSize"},
+	} {
+		if got := fields(p.CheckSite(git(tc.url, tc.maxSize))); got != tc.want {
+			t.Errorf("%s (maxSize %q): violations %q, want %q", tc.url, tc.maxSize, got, tc.want)
+		}
+	}
+	// The default maxSize (512Mi) is checked when the field is unset.
+	low := Policy{Git: GitLimits{URLs: []string{"https://github.com/"}, MaxSize: "256Mi"}}
+	vs := low.CheckSite(git("https://github.com/org/site", ""))
+	if fields(vs) != "spec.content.git.maxSize" || !strings.Contains(vs.Error(), "default of 512Mi") {
+		t.Errorf("default maxSize over the cap: %v", vs)
+	}
+	if vs := low.CheckSite(git("https://github.com/org/site", "200Mi")); len(vs) != 0 {
+		t.Errorf("maxSize under the cap refused: %v", vs)
+	}
+	// No entry: no Git at all (a policy that leaves git out of its JSON).
+	if got := fields((Policy{}).CheckSite(git("https://github.com/org/site", ""))); got != "spec.content.git.url" {
+		t.Errorf("empty URL list admits %q", got)
+	}
+	if vs := Unrestricted().CheckSite(git("http://10.0.0.1:3000/any", "16Gi")); len(vs) != 0 {
+		t.Errorf("the single-tenant policy refuses %v", vs)
+	}
+	// Parse refuses a prefix that would admit other hosts, and a cap that is not a positive quantity.
+	for _, bad := range []string{`{"git":{"urls":["https://github.com"]}}`, `{"git":{"urls":["git@github.com"]}}`,
+		`{"git":{"maxSize":"-1Gi"}}`, `{"git":{"maxSize":"big"}}`, `{"git":{"maxSize":"0"}}`} {
+		if _, err := Parse(bad); err == nil {
+			t.Errorf("%s: no error", bad)
+		}
+	}
+	if p, err := Parse(`{"git":{"urls":["*"],"maxSize":"2Gi"}}`); err != nil || !p.Git.gitURLAllowed("http://anything/") {
+		t.Errorf("parsed %+v, %v", p.Git, err)
 	}
 }

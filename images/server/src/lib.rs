@@ -61,6 +61,9 @@ fn check_tls(cfg: &Config) -> bool {
 
 /// `--check`: load the site and the TLS material, print a report, fail on any problem.
 pub fn check(cfg: &Config) -> i32 {
+    // The load keeps open every file served from disk, as serving does: the same descriptor limit, or a site that
+    // serves fine fails its check under a low soft limit.
+    raise_fd_limit();
     if !check_tls(cfg) {
         println!("1 problem(s) found");
         return 1;

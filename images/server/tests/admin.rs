@@ -77,6 +77,39 @@ fn check_mode_reports_and_exits() {
     assert!(out.status.success(), "environment equivalents work");
 }
 
+/// `--check` keeps open what a server would serve from disk, like the server: with a low soft descriptor limit
+/// (a container runtime's default can be 1024, a shell's 256) it must raise it to the hard limit as serving does,
+/// or a site that is fine fails its check (Git content's fetcher checks every commit this way).
+#[test]
+fn check_mode_raises_its_descriptor_limit() {
+    use std::os::unix::process::CommandExt;
+    let site = tempdir("check-fds");
+    for i in 0..300 {
+        std::fs::write(site.join(format!("page{i}.html")), format!("page {i}")).unwrap();
+    }
+    let mut hard = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: getrlimit with a local struct.
+    assert_eq!(unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut hard) }, 0);
+    if hard.rlim_max < 1024 {
+        panic!("this test needs a hard descriptor limit of at least 1024, not {}", hard.rlim_max);
+    }
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_hyperstatic-server"));
+    // Every file served from disk: each stays open for the life of the table.
+    cmd.args(["--check", "--root", site.to_str().unwrap(), "--memory-budget", "0"]);
+    let max = hard.rlim_max;
+    // SAFETY: only setrlimit, async-signal-safe, between fork and exec.
+    unsafe {
+        cmd.pre_exec(move || {
+            let low = libc::rlimit { rlim_cur: 64, rlim_max: max };
+            libc::setrlimit(libc::RLIMIT_NOFILE, &low);
+            Ok(())
+        });
+    }
+    let out = cmd.output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stdout));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("300 files"));
+}
+
 #[test]
 fn help_version_and_bad_flags() {
     let bin = env!("CARGO_BIN_EXE_hyperstatic-server");

@@ -1,0 +1,345 @@
+package staticsite
+
+import (
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+
+	"hyperstatic.dev/hyperstatic/api/v1alpha1"
+	"hyperstatic.dev/hyperstatic/internal/gitrevision"
+	"hyperstatic.dev/hyperstatic/internal/gitsource"
+)
+
+const testAgentImage = "hyperstatic/content-agent:test"
+
+// gitSite is a Git site with a private repository's Secret, a webhook Secret and a path.
+func gitSite() *v1alpha1.StaticSite {
+	return newSite(v1alpha1.ContentSource{Git: &v1alpha1.GitContent{
+		URL: "https://github.com/example/docs.git", Ref: "main", Path: "public",
+		Interval:         &metav1.Duration{Duration: 90 * time.Second},
+		SecretRef:        &v1alpha1.LocalObjectReference{Name: "docs-git-auth"},
+		WebhookSecretRef: &v1alpha1.LocalObjectReference{Name: "docs-git-hook"},
+		MaxSize:          ptr.To(resource.MustParse("100Mi")),
+	}})
+}
+
+func TestGitCommandLines(t *testing.T) {
+	site := gitSite()
+	want := []string{"fetch", "--url", "https://github.com/example/docs.git", "--ref", "main", "--path", "public",
+		"--interval", "90s", "--max-bytes", "104857600", "--secret-dir", "/etc/git-credentials",
+		"--check-server", "/hyperstatic-server", "--dir", "/var/lib/content", "--listen", ":8080",
+		"--webhook-secret-file", "/etc/git-webhook/token", "--webhook-listen", ":8081"}
+	if got := FetchArgs(site); !slices.Equal(got, want) {
+		t.Errorf("fetch args\n got %q\nwant %q", got, want)
+	}
+	// Defaults: no path, interval 1m, maxSize 512Mi, no Secrets and so no webhook listener.
+	plain := newSite(v1alpha1.ContentSource{Git: &v1alpha1.GitContent{URL: "git@github.com:example/docs.git", Ref: "v1.2.0"}})
+	want = []string{"fetch", "--url", "git@github.com:example/docs.git", "--ref", "v1.2.0", "--interval", "60s",
+		"--max-bytes", "536870912", "--check-server", "/hyperstatic-server", "--dir", "/var/lib/content", "--listen", ":8080",
+		"--webhook-listen="}
+	if got := FetchArgs(plain); !slices.Equal(got, want) {
+		t.Errorf("fetch args without options\n got %q\nwant %q", got, want)
+	}
+	want = []string{"pull", "--fetcher", "http://docs-git.web.svc:8080", "--dir", "/site", "--listen", ":8082",
+		"--max-bytes", "104857600", "--server-admin", "http://127.0.0.1:9090"}
+	if got := PullArgs(site); !slices.Equal(got, want) {
+		t.Errorf("pull args\n got %q\nwant %q", got, want)
+	}
+	if got := ServerArgs(site); got[0] != "--root" || got[1] != "/site/current" {
+		t.Errorf("server args %q, want --root /site/current", got)
+	}
+	if got := ServerArgs(newSite(v1alpha1.ContentSource{Image: "x"})); got[1] != "/site" {
+		t.Errorf("server args of an image site %q", got)
+	}
+}
+
+// The keys the fetcher pod gets from the credentials Secret are the ones the fetcher reads (gitsource's names).
+func TestGitCredentialKeysAreTheFetchers(t *testing.T) {
+	want := []string{gitsource.SecretUsername, gitsource.SecretPassword, gitsource.SecretBearerToken,
+		gitsource.SecretIdentity, gitsource.SecretKnownHosts, gitsource.SecretCACert}
+	if !slices.Equal(gitCredentialKeys, want) {
+		t.Errorf("keys %q, want gitsource's %q", gitCredentialKeys, want)
+	}
+}
+
+func TestDesiredGitFetcher(t *testing.T) {
+	site := gitSite()
+	site.Spec.PodTemplate.NodeSelector = map[string]string{"pool": "web"}
+	site.Spec.PodTemplate.PriorityClassName = "tenant-low"
+	site.Spec.PodTemplate.ImagePullSecrets = []v1alpha1.LocalObjectReference{{Name: "regcred"}}
+	site.Spec.PodTemplate.ServiceAccountName = "site-account" // the server pods' account, never the fetcher's
+	site.Spec.PodTemplate.AutomountServiceAccountToken = ptr.To(true)
+	d := typed[appsv1.Deployment](t, DesiredGitFetcher(site, testAgentImage))
+	if d.Name != "docs-git" || d.Namespace != "web" || *d.Spec.Replicas != 1 || d.Spec.Strategy.Type != appsv1.RecreateDeploymentStrategyType {
+		t.Errorf("deployment %s/%s replicas %d strategy %s", d.Namespace, d.Name, *d.Spec.Replicas, d.Spec.Strategy.Type)
+	}
+	if ref := d.OwnerReferences; len(ref) != 1 || ref[0].Kind != "StaticSite" || ref[0].Name != "docs" || !*ref[0].Controller {
+		t.Errorf("owner %+v", ref)
+	}
+	// Its pods are not the site's server pods: the Service, autoscaler and Benchmarks never select them.
+	podLabels := labels.Set(d.Spec.Template.Labels)
+	if labels.SelectorFromSet(selectorLabels(site)).Matches(podLabels) || podLabels[v1alpha1.LabelSite] != "" {
+		t.Errorf("fetcher pod labels %v match the server pods' selector or carry the site label", podLabels)
+	}
+	if podLabels[v1alpha1.LabelManagedBy] != v1alpha1.ManagedByValue || !labels.SelectorFromSet(d.Spec.Selector.MatchLabels).Matches(podLabels) {
+		t.Errorf("fetcher pod labels %v: the manager's cache needs managed-by; the selector %v must match", podLabels, d.Spec.Selector.MatchLabels)
+	}
+	pod := d.Spec.Template.Spec
+	if *pod.AutomountServiceAccountToken || pod.ServiceAccountName != "" || *pod.EnableServiceLinks ||
+		!*pod.SecurityContext.RunAsNonRoot || pod.SecurityContext.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault {
+		t.Errorf("pod security %+v token %v account %q", pod.SecurityContext, *pod.AutomountServiceAccountToken, pod.ServiceAccountName)
+	}
+	if pod.NodeSelector["pool"] != "web" || pod.PriorityClassName != "tenant-low" || len(pod.ImagePullSecrets) != 1 {
+		t.Errorf("scheduling %v %q %v", pod.NodeSelector, pod.PriorityClassName, pod.ImagePullSecrets)
+	}
+	if len(pod.Containers) != 1 || len(pod.InitContainers) != 0 {
+		t.Fatalf("containers %d init %d", len(pod.Containers), len(pod.InitContainers))
+	}
+	c := pod.Containers[0]
+	if c.Name != "fetch" || c.Image != testAgentImage || !slices.Equal(c.Args, FetchArgs(site)) || len(c.Command) != 0 {
+		t.Errorf("container %s %s %q %q", c.Name, c.Image, c.Command, c.Args)
+	}
+	sc := c.SecurityContext
+	if !*sc.ReadOnlyRootFilesystem || *sc.AllowPrivilegeEscalation || !slices.Equal(sc.Capabilities.Drop, []corev1.Capability{"ALL"}) || !*sc.RunAsNonRoot {
+		t.Errorf("container security %+v", sc)
+	}
+	mem := resource.MustParse("256Mi")
+	if r := c.Resources; r.Requests.Memory().Cmp(mem) != 0 || r.Limits.Memory().Cmp(mem) != 0 ||
+		r.Requests.Cpu().Cmp(resource.MustParse("100m")) != 0 || r.Limits.Cpu().Cmp(resource.MustParse("1")) != 0 {
+		t.Errorf("resources %+v", r)
+	}
+	if p := c.ReadinessProbe; p == nil || p.HTTPGet.Path != "/healthz" || p.HTTPGet.Port != intstr.FromString("http") {
+		t.Errorf("readiness %+v", p)
+	}
+	ports := map[string]int32{}
+	for _, p := range c.Ports {
+		ports[p.Name] = p.ContainerPort
+	}
+	if !reflect.DeepEqual(ports, map[string]int32{"http": 8080, "webhook": 8081}) {
+		t.Errorf("ports %v", ports)
+	}
+	vols := map[string]corev1.Volume{}
+	for _, v := range pod.Volumes {
+		vols[v.Name] = v
+	}
+	if v := vols["content"].EmptyDir; v == nil || v.SizeLimit.Cmp(resource.MustParse("600Mi")) != 0 {
+		t.Errorf("work volume %+v, want an emptyDir of 6 × maxSize", vols["content"])
+	}
+	if v := vols["tmp"].EmptyDir; v == nil || v.SizeLimit == nil {
+		t.Errorf("tmp volume %+v", vols["tmp"])
+	}
+	creds := vols["git-credentials"].Secret
+	if creds == nil || creds.SecretName != "docs-git-auth" || !*creds.Optional || len(creds.Items) != len(gitCredentialKeys) {
+		t.Errorf("credentials volume %+v", creds)
+	}
+	hook := vols["git-webhook"].Secret
+	if hook == nil || hook.SecretName != "docs-git-hook" || !*hook.Optional || len(hook.Items) != 1 || hook.Items[0].Key != "token" {
+		t.Errorf("webhook volume %+v", hook)
+	}
+	mounts := map[string]corev1.VolumeMount{}
+	for _, m := range c.VolumeMounts {
+		mounts[m.Name] = m
+	}
+	if mounts["content"].MountPath != "/var/lib/content" || mounts["tmp"].MountPath != "/tmp" ||
+		mounts["git-credentials"].MountPath != "/etc/git-credentials" || !mounts["git-credentials"].ReadOnly ||
+		mounts["git-webhook"].MountPath != "/etc/git-webhook" || !mounts["git-webhook"].ReadOnly {
+		t.Errorf("mounts %+v", mounts)
+	}
+	// Without Secrets: no Secret volume, no webhook port.
+	plain := typed[appsv1.Deployment](t, DesiredGitFetcher(newSite(v1alpha1.ContentSource{Git: &v1alpha1.GitContent{URL: "https://x/y", Ref: "main",
+		FetcherMemory: ptr.To(resource.MustParse("1Gi"))}}), testAgentImage)).Spec.Template.Spec
+	if len(plain.Volumes) != 2 || len(plain.Containers[0].Ports) != 1 || plain.Containers[0].Resources.Limits.Memory().Cmp(resource.MustParse("1Gi")) != 0 {
+		t.Errorf("fetcher without Secrets: volumes %+v ports %+v resources %+v", plain.Volumes, plain.Containers[0].Ports, plain.Containers[0].Resources)
+	}
+}
+
+func TestDesiredGitServicesAndNetworkPolicy(t *testing.T) {
+	site := gitSite()
+	svc := typed[corev1.Service](t, DesiredGitService(site))
+	if svc.Name != "docs-git" || svc.Spec.Type != corev1.ServiceTypeClusterIP || !svc.Spec.PublishNotReadyAddresses ||
+		!reflect.DeepEqual(svc.Spec.Selector, gitFetcherSelector(site)) || len(svc.Spec.Ports) != 1 ||
+		svc.Spec.Ports[0].Port != 8080 || svc.Spec.Ports[0].TargetPort != intstr.FromString("http") {
+		t.Errorf("Service %+v", svc)
+	}
+	hook := typed[corev1.Service](t, DesiredGitWebhookService(site))
+	if hook.Name != "docs-git-webhook" || len(hook.Spec.Ports) != 1 || hook.Spec.Ports[0].Port != 80 ||
+		hook.Spec.Ports[0].TargetPort != intstr.FromString("webhook") || !reflect.DeepEqual(hook.Spec.Selector, gitFetcherSelector(site)) {
+		t.Errorf("webhook Service %+v", hook)
+	}
+	np := typed[networkingv1.NetworkPolicy](t, DesiredGitNetworkPolicy(site, "ops"))
+	want := networkingv1.NetworkPolicySpec{
+		PodSelector: metav1.LabelSelector{MatchLabels: gitFetcherSelector(site)},
+		PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress},
+		Ingress: []networkingv1.NetworkPolicyIngressRule{
+			{Ports: []networkingv1.NetworkPolicyPort{policyPort("http")}, From: []networkingv1.NetworkPolicyPeer{
+				{PodSelector: &metav1.LabelSelector{MatchLabels: selectorLabels(site)}},
+				{PodSelector: &metav1.LabelSelector{MatchLabels: map[string]string{v1alpha1.LabelCapacityProbeOf: "docs", v1alpha1.LabelManagedBy: v1alpha1.ManagedByValue}}},
+				namespacePeer(map[string]string{"kubernetes.io/metadata.name": "ops"})}},
+			{Ports: []networkingv1.NetworkPolicyPort{policyPort("webhook")}},
+		},
+	}
+	if !reflect.DeepEqual(np.Name, "docs-git") || !reflect.DeepEqual(np.Spec, want) {
+		t.Errorf("NetworkPolicy %s %+v\nwant %+v", np.Name, np.Spec, want)
+	}
+	site.Spec.Content.Git.WebhookSecretRef = nil
+	if DesiredGitWebhookService(site) != nil {
+		t.Error("a webhook Service without webhookSecretRef")
+	}
+	np = typed[networkingv1.NetworkPolicy](t, DesiredGitNetworkPolicy(site, ""))
+	if len(np.Spec.Ingress) != 1 || len(np.Spec.Ingress[0].From) != 2 {
+		t.Errorf("without a webhook and an operator namespace: %+v", np.Spec.Ingress)
+	}
+	// The site's own NetworkPolicy opens the puller's port beside the admin port.
+	site.Spec.NetworkPolicy = &v1alpha1.NetworkPolicySpec{}
+	own := typed[networkingv1.NetworkPolicy](t, DesiredNetworkPolicy(site, "ops"))
+	if got := own.Spec.Ingress[1].Ports; !reflect.DeepEqual(got, []networkingv1.NetworkPolicyPort{policyPort("admin"), policyPort("content")}) {
+		t.Errorf("site NetworkPolicy admin rule ports %+v", got)
+	}
+}
+
+// The server pods of a Git site: /site is an emptyDir the puller sidecar fills (read-only for the server), the
+// server's root is /site/current, and the pod stays Guaranteed.
+func TestGitServerPodTemplate(t *testing.T) {
+	site := gitSite()
+	c := Content{Source: v1alpha1.ContentSourceGit, Size: 3 << 20, AgentImage: testAgentImage}
+	d := deploymentFor(t, site, c)
+	pod := d.Spec.Template.Spec
+	if len(pod.InitContainers) != 1 {
+		t.Fatalf("init containers %+v", pod.InitContainers)
+	}
+	p := pod.InitContainers[0]
+	if p.Name != "content" || p.Image != testAgentImage || p.RestartPolicy == nil || *p.RestartPolicy != corev1.ContainerRestartPolicyAlways ||
+		!slices.Equal(p.Args, PullArgs(site)) {
+		t.Errorf("puller %s %s %v %q", p.Name, p.Image, p.RestartPolicy, p.Args)
+	}
+	if sp := p.StartupProbe; sp == nil || sp.HTTPGet.Path != "/healthz" || sp.HTTPGet.Port != intstr.FromString("content") ||
+		sp.PeriodSeconds != 1 || sp.FailureThreshold < 300 {
+		t.Errorf("puller startup probe %+v", sp)
+	}
+	if p.ReadinessProbe != nil || p.LivenessProbe != nil {
+		t.Errorf("the puller must not make the pod unready or restart it: %+v %+v", p.ReadinessProbe, p.LivenessProbe)
+	}
+	if !reflect.DeepEqual(p.Resources.Requests, p.Resources.Limits) || p.Resources.Limits.Cpu().IsZero() || p.Resources.Limits.Memory().IsZero() {
+		t.Errorf("puller resources %+v: requests must equal limits (Guaranteed)", p.Resources)
+	}
+	if len(p.Ports) != 1 || p.Ports[0].Name != "content" || p.Ports[0].ContainerPort != 8082 {
+		t.Errorf("puller ports %+v", p.Ports)
+	}
+	if len(p.VolumeMounts) != 1 || p.VolumeMounts[0].MountPath != "/site" || p.VolumeMounts[0].ReadOnly {
+		t.Errorf("puller mounts %+v", p.VolumeMounts)
+	}
+	if sc := p.SecurityContext; !*sc.ReadOnlyRootFilesystem || *sc.AllowPrivilegeEscalation || !*sc.RunAsNonRoot {
+		t.Errorf("puller security %+v", sc)
+	}
+	server := pod.Containers[0]
+	if !slices.Equal(server.Args[:2], []string{"--root", "/site/current"}) {
+		t.Errorf("server args %q", server.Args)
+	}
+	var siteMount *corev1.VolumeMount
+	for i := range server.VolumeMounts {
+		if server.VolumeMounts[i].Name == "site" {
+			siteMount = &server.VolumeMounts[i]
+		}
+	}
+	if siteMount == nil || siteMount.MountPath != "/site" || !siteMount.ReadOnly {
+		t.Errorf("server site mount %+v", siteMount)
+	}
+	for _, v := range pod.Volumes {
+		if v.Name == "site" && (v.EmptyDir == nil || v.EmptyDir.SizeLimit.Cmp(resource.MustParse("300Mi")) != 0) {
+			t.Errorf("site volume %+v, want an emptyDir of 3 × maxSize", v)
+		}
+	}
+	// Memory from the bundle's size, as for ConfigMaps: 48Mi + 2 × 3Mi → 64Mi.
+	if got := server.Resources.Limits.Memory(); got.Cmp(resource.MustParse("64Mi")) != 0 {
+		t.Errorf("server memory %s", got)
+	}
+	if _, ok := d.Spec.Template.Annotations[AnnotationContentHash]; ok {
+		t.Error("Git content reloads live: no content hash rolls the pods")
+	}
+}
+
+// The status of a Git site from what the steps saw: a pure function, every branch.
+func TestGitVerdict(t *testing.T) {
+	const c1, c2 = "1111111111111111111111111111111111111111", "2222222222222222222222222222222222222222"
+	published := func(commit string, failure *gitrevision.Failure) *gitrevision.Revision {
+		return &gitrevision.Revision{Digest: strings.Repeat("a", 64), Size: 10, Commit: commit, Ref: "refs/heads/main", Failure: failure,
+			CommitTime: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
+	}
+	serving := func(commits ...string) []gitPod {
+		var out []gitPod
+		for i, c := range commits {
+			out = append(out, gitPod{name: string(rune('a' + i)), rev: &gitrevision.Revision{Digest: strings.Repeat("b", 64), Commit: c}})
+		}
+		return out
+	}
+	authFailed := &gitrevision.Failure{Reason: v1alpha1.ReasonGitAuthFailed, Message: "authentication required"}
+	unreachable := &gitrevision.Failure{Reason: v1alpha1.ReasonGitUnreachable, Message: "dial tcp: i/o timeout"}
+	for _, tc := range []struct {
+		name         string
+		g            gitState
+		status       metav1.ConditionStatus
+		reason       string
+		stall, wait  bool
+		messagePart  string
+		servedColumn string
+	}{
+		{"first fetch under way", gitState{ref: "main", fetcher: &gitrevision.Revision{}, podsRead: true},
+			metav1.ConditionUnknown, v1alpha1.ReasonGitFetchPending, false, true, "first fetch of main", ""},
+		{"fetcher pod starting", gitState{ref: "main", fetcherWaiting: "waiting for the pod of Deployment docs-git", podsRead: true},
+			metav1.ConditionUnknown, v1alpha1.ReasonGitFetchPending, false, true, "docs-git", ""},
+		{"published, pods converging", gitState{ref: "main", fetcher: published(c2, nil), pods: serving(c1, c2), podsRead: true},
+			metav1.ConditionTrue, v1alpha1.ReasonGitRevisionFetched, false, false, "served by 1 of 2 ready pods", "1/2"},
+		{"published, all served", gitState{ref: "main", fetcher: published(c2, nil), pods: serving(c2, c2), podsRead: true},
+			metav1.ConditionTrue, v1alpha1.ReasonGitRevisionFetched, false, false, "commit 222222222222 of refs/heads/main (committed 2026-01-02T03:04:05Z)", "2/2"},
+		{"failure after a publish keeps Ready", gitState{ref: "main", fetcher: published(c1, authFailed), pods: serving(c1, c1), podsRead: true},
+			metav1.ConditionFalse, v1alpha1.ReasonGitAuthFailed, false, false, "commit 111111111111 keeps being served (served by 2 of 2", "2/2"},
+		{"failure before any publish stalls", gitState{ref: "main", fetcher: &gitrevision.Revision{Failure: authFailed}, podsRead: true},
+			metav1.ConditionFalse, v1alpha1.ReasonGitAuthFailed, true, false, "no commit is served yet", ""},
+		{"unreachable before any publish waits", gitState{ref: "main", fetcher: &gitrevision.Revision{Failure: unreachable}, podsRead: true},
+			metav1.ConditionFalse, v1alpha1.ReasonGitUnreachable, false, true, "i/o timeout", ""},
+		{"fetcher down while pods serve", gitState{ref: "main", fetcherDown: "the fetcher pod x is not running: CrashLoopBackOff", pods: serving(c1), podsRead: true},
+			metav1.ConditionFalse, v1alpha1.ReasonGitFetcherUnavailable, false, false, "commit 111111111111 keeps being served", ""},
+		{"fetcher down before any publish waits", gitState{ref: "main", fetcherDown: "ImagePullBackOff", podsRead: true},
+			metav1.ConditionFalse, v1alpha1.ReasonGitFetcherUnavailable, false, true, "ImagePullBackOff", ""},
+		{"missing Secret before any publish stalls", gitState{ref: "main", missingSecrets: []string{`"auth" (spec.content.git.secretRef)`}, fetcher: &gitrevision.Revision{Failure: authFailed}, podsRead: true},
+			metav1.ConditionFalse, v1alpha1.ReasonGitSecretNotFound, true, false, `Secret "auth" (spec.content.git.secretRef) not found`, ""},
+		{"missing Secret while serving", gitState{ref: "main", missingSecrets: []string{`"hook" (spec.content.git.webhookSecretRef)`}, fetcher: published(c1, nil), pods: serving(c1), podsRead: true},
+			metav1.ConditionFalse, v1alpha1.ReasonGitSecretNotFound, false, false, "keeps being served", "1/1"},
+		{"restarted fetcher, pods serve", gitState{ref: "main", fetcher: &gitrevision.Revision{}, pods: serving(c1, c1), podsRead: true},
+			metav1.ConditionUnknown, v1alpha1.ReasonGitFetchPending, false, false, "commit 111111111111 keeps being served", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			v := gitVerdict(&tc.g)
+			if v.status != tc.status || v.reason != tc.reason || (v.stall != nil) != tc.stall || (v.wait != nil) != tc.wait ||
+				!strings.Contains(v.message, tc.messagePart) {
+				t.Errorf("verdict %s/%s stall=%v wait=%v %q\nwant %s/%s stall=%v wait=%v containing %q",
+					v.status, v.reason, v.stall != nil, v.wait != nil, v.message, tc.status, tc.reason, tc.stall, tc.wait, tc.messagePart)
+			}
+			r := gitServedRevision(&tc.g)
+			got := ""
+			if r != nil {
+				got = r.Served
+			}
+			if got != tc.servedColumn {
+				t.Errorf("served %q, want %q (%+v)", got, tc.servedColumn, r)
+			}
+		})
+	}
+	if got := gitRevisionString(&gitrevision.Revision{Commit: c1, Ref: "refs/tags/v1.2.0"}); got != "v1.2.0@sha1:"+c1 {
+		t.Errorf("tag revision %q", got)
+	}
+	if got := gitRevisionString(&gitrevision.Revision{Commit: c1}); got != "sha1:"+c1 {
+		t.Errorf("pinned revision %q", got)
+	}
+}
