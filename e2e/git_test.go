@@ -29,6 +29,7 @@ const (
 	gitPollInterval  = 10 * time.Second
 	gitPollBound     = gitPollInterval + 20*time.Second
 	gitPydocsBound   = 60 * time.Second // see gitScenario.pydocs
+	gitStatusLag     = 10 * time.Second // the status after the pods (measurePushServed)
 	gitSmallSiteCPU  = "100m"
 	gitPydocsSiteCPU = "250m"
 )
@@ -396,7 +397,7 @@ func (sc *gitScenario) resendUntilFetched(t *testing.T, commit string, since tim
 	ctx := ctxFor(t, timeout)
 	lastSend, last := time.Now(), ""
 	for {
-		r, err := podRevision(ctx, fetcher)
+		r, err := agentRevision(ctx, fetcher, fetcherPort)
 		if err == nil && r.Commit == commit {
 			return time.Since(since)
 		}

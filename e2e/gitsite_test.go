@@ -29,10 +29,11 @@ import (
 )
 
 // The puller sidecar of every server pod of a Git site (docs/design/git-content.md): its container name, and the
-// port where GET /revision says which commit the pod serves.
+// port where GET /revision says which commit the pod serves; the fetcher's port, where it says what it publishes.
 const (
 	pullerContainer = "content"
-	pullerPort      = 8082
+	pullerPort      = v1alpha1.ContentPort
+	fetcherPort     = v1alpha1.GitFetcherPort
 )
 
 // gitSite is a StaticSite following a repository of the test's Git server.
@@ -148,8 +149,14 @@ func podGet(ctx context.Context, pod *corev1.Pod, port int, path string) ([]byte
 
 // podRevision is what a pod's puller says it serves (GET /revision on its content port).
 func podRevision(ctx context.Context, pod *corev1.Pod) (contentagent.Revision, error) {
+	return agentRevision(ctx, pod, pullerPort)
+}
+
+// agentRevision is GET /revision of the content-agent process on port of pod: a puller's, or a fetcher's
+// (fetcherPort).
+func agentRevision(ctx context.Context, pod *corev1.Pod, port int) (contentagent.Revision, error) {
 	var r contentagent.Revision
-	raw, err := podGet(ctx, pod, pullerPort, "/revision")
+	raw, err := podGet(ctx, pod, port, "/revision")
 	if err != nil {
 		return r, err
 	}
@@ -301,14 +308,21 @@ func maxDuration(m map[string]time.Duration) time.Duration {
 }
 
 // measurePushServed measures a push from start (the push began) until every pod serves page's new bytes, and
-// until the site's status says every ready pod serves commit; it returns the first.
+// until the site's status says every ready pod serves commit; it returns the first. The status must follow the
+// content within gitStatusLag: the controller hears of the commit from its long poll of the fetcher, then reads
+// the pullers every 2 s until they all serve it.
 func measurePushServed(t *testing.T, site *v1alpha1.StaticSite, pp *podPages, page siteFile, commit string, start time.Time, timeout time.Duration) time.Duration {
 	t.Helper()
 	perPod := pp.servedTimes(t, page, start, timeout)
 	served := maxDuration(perPod)
 	waitGitRevision(t, site.Namespace, site.Name, commit, timeout)
-	t.Logf("push -> %s served by each pod: %v; status servedBy = readyPods for %s %s after the push", page.path,
-		roundAll(perPod), commit[:12], time.Since(start).Round(100*time.Millisecond))
+	status := time.Since(start)
+	t.Logf("push -> %s served by each pod: %v", page.path, roundAll(perPod))
+	t.Logf("MEASURED git push -> status.content.revision %s served by every ready pod: %.1f s", commit[:12], status.Seconds())
+	if status > served+gitStatusLag {
+		t.Errorf("the status said every pod serves %s %s after the push, %s after they did: want at most %s later",
+			commit[:12], status.Round(100*time.Millisecond), (status - served).Round(100*time.Millisecond), gitStatusLag)
+	}
 	return served
 }
 

@@ -57,15 +57,33 @@ type fakeGitReader struct {
 var gitReader = &fakeGitReader{ports: map[string]int{}}
 
 func (f *fakeGitReader) Read(ctx context.Context, p *corev1.Pod, _ int) (gitrevision.Revision, error) {
+	local, port, err := f.local(p)
+	if err != nil {
+		return gitrevision.Revision{}, err
+	}
+	return gitrevision.NewHTTPReader().Read(ctx, local, port)
+}
+
+// Wait is the controller's long poll of a fetcher (gitrevision.Watch), on the process's loopback port likewise.
+func (f *fakeGitReader) Wait(ctx context.Context, p *corev1.Pod, _ int, have gitrevision.Revision) (gitrevision.Revision, error) {
+	local, port, err := f.local(p)
+	if err != nil {
+		return gitrevision.Revision{}, err
+	}
+	return gitrevision.NewHTTPReader().Wait(ctx, local, port, have)
+}
+
+// local is the pod as its process on loopback plays it, and that process's port.
+func (f *fakeGitReader) local(p *corev1.Pod) (*corev1.Pod, int, error) {
 	f.mu.Lock()
 	port, ok := f.ports[p.Namespace+"/"+p.Name]
 	f.mu.Unlock()
 	if !ok {
-		return gitrevision.Revision{}, fmt.Errorf("dial tcp %s: connection refused", p.Status.PodIP)
+		return nil, 0, fmt.Errorf("dial tcp %s: connection refused", p.Status.PodIP)
 	}
 	local := p.DeepCopy()
 	local.Status.PodIP = "127.0.0.1"
-	return gitrevision.NewHTTPReader().Read(ctx, local, port)
+	return local, port, nil
 }
 
 func (f *fakeGitReader) serve(ns, pod string, port int) {

@@ -47,6 +47,9 @@ type Reconciler struct {
 	// GitReader reads /revision of Git sites' fetcher pods and pullers (gitrevision.HTTPReader); tests point it
 	// at real in-process content-agent processes.
 	GitReader gitrevision.Reader
+	// gitWatch long-polls each Git site's fetcher and wakes the site when it publishes or fails (gitrevision.Watch):
+	// set up by SetupWithManager when GitReader can wait (gitrevision.Waiter), nil otherwise.
+	gitWatch *gitrevision.Watch
 	// GitRefresh is how often a Git site whose pods all serve the fetcher's commit is read again (0: the site's
 	// spec.content.git.interval, the pace at which the fetcher itself looks for new commits).
 	GitRefresh time.Duration

@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"hyperstatic.dev/hyperstatic/api/v1alpha1"
+	"hyperstatic.dev/hyperstatic/internal/gitrevision"
 	"hyperstatic.dev/hyperstatic/internal/managercache"
 )
 
@@ -69,7 +70,16 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if err != nil {
 		return err
 	}
-	c, err := ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr)
+	if waiter, ok := r.GitReader.(gitrevision.Waiter); ok {
+		// A Git site's pass reads its fetcher and leaves a long poll on it (step_git.go): its answer queues the site.
+		woken := make(chan event.GenericEvent, 1024)
+		r.gitWatch = gitrevision.NewWatch(waiter, func(s types.NamespacedName) {
+			woken <- event.GenericEvent{Object: &v1alpha1.StaticSite{ObjectMeta: metav1.ObjectMeta{Namespace: s.Namespace, Name: s.Name}}}
+		})
+		b = b.WatchesRawSource(source.Channel(woken, &handler.EnqueueRequestForObject{}))
+	}
+	c, err := b.
 		Named("staticsite").
 		// Status writes (ours and the autoscaler's) do not change the generation: no reconcile for them.
 		For(&v1alpha1.StaticSite{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{},

@@ -83,6 +83,9 @@ func (r *Reconciler) reconcileGitFetcher(ctx context.Context, st *observation) e
 	site := st.site
 	g := site.Spec.Content.Git
 	if g == nil {
+		if r.gitWatch != nil {
+			r.gitWatch.Forget(client.ObjectKeyFromObject(site))
+		}
 		return r.deleteGitChildren(ctx, site, "spec.content.git is unset")
 	}
 	gs := &gitState{ref: g.Ref, interval: gitIntervalOf(g)}
@@ -222,6 +225,9 @@ func (r *Reconciler) observeGitFetcher(ctx context.Context, st *observation) {
 		switch {
 		case err == nil:
 			gs.fetcher = &rev
+			if r.gitWatch != nil {
+				r.gitWatch.Follow(client.ObjectKeyFromObject(site), p, v1alpha1.GitFetcherPort, rev)
+			}
 		case podstate.Ready(p):
 			gs.fetcherDown = fmt.Sprintf("cannot read the fetcher pod %s: %v", p.Name, err)
 			st.requeue(st.tun.scrapeRetry)

@@ -186,6 +186,9 @@ func (r *Reconciler) prunePodSamples(site types.NamespacedName, pods []corev1.Po
 
 func (r *Reconciler) forgetSite(site types.NamespacedName) {
 	r.prunePodSamples(site, nil)
+	if r.gitWatch != nil {
+		r.gitWatch.Forget(site)
+	}
 	r.contentMu.Lock()
 	delete(r.contentKnown, site)
 	delete(r.servedKnown, site)

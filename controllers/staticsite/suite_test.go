@@ -129,10 +129,11 @@ func setupSuite(e *testenv.Env) (ctrl.Manager, error) {
 		ServerImage:   testServerImage,
 		ServerVersion: disco.ServerVersion,
 		// Git sites: their content-agent containers are real processes of this test (githarness_test.go), read
-		// on loopback; a site whose pods all serve the fetcher's commit is read again every second.
+		// on loopback. A site whose pods all serve the fetcher's commit is not read again for an hour: its
+		// fetcher's news (a commit, a failure) reach the status through the controller's long poll alone.
 		ContentAgentImage: testAgentImage,
 		GitReader:         gitReader,
-		GitRefresh:        time.Second,
+		GitRefresh:        time.Hour,
 		ScrapeRetry:       time.Second,
 		StalledRetry:      time.Second,
 		TLSRecheck:        time.Second,

@@ -52,7 +52,9 @@ func (b *board) waitFor(ctx context.Context, cond func(Revision) bool) (Revision
 // serveRevision answers GET /revision. With ?wait=<digest> (the digest the caller has, "" for none) it holds
 // the answer until the digest differs or timeout fires (then it answers the same digest: the caller asks again).
 // With &commit=<commit> too, a new commit answers even when its tree, and so its digest, is the same (a commit
-// that changed only files outside the served path): every pod then reports the new commit. Without wait it
+// that changed only files outside the served path): every pod then reports the new commit. With &failed=<time>
+// (the RFC 3339 time of the last failure the caller has, "" for none) a new failure or a success after one
+// answers too: the operator's watch (internal/gitrevision) wakes on those, the pullers never ask. Without wait it
 // answers at once.
 func serveRevision(b *board, after func(time.Duration) <-chan time.Time, timeout time.Duration) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
@@ -70,7 +72,8 @@ func serveRevision(b *board, after func(time.Duration) <-chan time.Time, timeout
 			}()
 			var err error
 			rev, err = b.waitFor(ctx, func(rev Revision) bool {
-				return rev.Digest != have || (q.Has("commit") && rev.Commit != haveCommit)
+				return rev.Digest != have || (q.Has("commit") && rev.Commit != haveCommit) ||
+					(q.Has("failed") && !sameFailure(rev.LastError, q.Get("failed")))
 			})
 			if err != nil && r.Context().Err() != nil {
 				return // the caller left
@@ -80,4 +83,14 @@ func serveRevision(b *board, after func(time.Duration) <-chan time.Time, timeout
 		w.Header().Set("Cache-Control", "no-store")
 		_ = json.NewEncoder(w).Encode(rev)
 	}
+}
+
+// sameFailure says f is the failure the caller has: none for "", else one that failed at that time. A time that
+// does not parse is never the same: the caller gets an answer at once.
+func sameFailure(f *Failure, have string) bool {
+	if have == "" {
+		return f == nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, have)
+	return err == nil && f != nil && f.Time.Equal(t)
 }

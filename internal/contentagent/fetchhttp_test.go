@@ -130,3 +130,42 @@ func TestFetcherHealthz(t *testing.T) {
 		t.Errorf("/healthz of a restarted fetcher with its bundle restored: %d, want 200", code)
 	}
 }
+
+// TestFetcherLongPollOnFailures: with &failed=, the long poll also answers on a new failure and on a success
+// after one (the operator's watch); without it a failure wakes nobody (the pullers).
+func TestFetcherLongPollOnFailures(t *testing.T) {
+	srv, base := gts.Start(t, "", "", "")
+	repo := srv.NewRepo(t, base, "site.git", nil)
+	c1 := repo.Commit("v1", map[string]gts.File{"index.html": gts.Regular("v1\n")})
+	repo.Push("refs/heads/main", c1, false)
+	fetcher := startFetcher(t, gitsource.Source{URL: repo.URL, Ref: "main"}, nil, t.TempDir(), "127.0.0.1:0", "127.0.0.1:0", nil)
+	good := fetcher.nextSync(t).rev
+	have := fetcher.url + "/revision?wait=" + good.Digest + "&commit=" + good.Commit
+
+	operator := longPoll(have + "&failed=")
+	srv.SetCredentials("someone", "else", "")
+	fetcher.ticks <- time.Now()
+	failed := fetcher.nextSync(t).rev
+	if failed.LastError == nil {
+		t.Fatalf("a fetch with refused credentials: %+v, want a failure", failed)
+	}
+	if rev := <-operator; rev.LastError == nil || !rev.LastError.Time.Equal(failed.LastError.Time) || rev.Digest != good.Digest {
+		t.Errorf("the operator's poll answered %+v, want the failure with %s still published", rev, good.Digest)
+	}
+	puller := longPoll(have)
+	fetcher.timeouts <- time.Now()
+	if rev := <-puller; rev.Digest != good.Digest || rev.LastError == nil {
+		t.Errorf("the puller's poll answered %+v, want its timeout with the same digest", rev)
+	}
+
+	// The same failure, known to the caller, holds the poll; the next success (same commit) answers it.
+	operator = longPoll(have + "&failed=" + failed.LastError.Time.Format(time.RFC3339Nano))
+	srv.SetCredentials("", "", "")
+	fetcher.ticks <- time.Now()
+	if e := fetcher.nextSync(t); e.rev.LastError != nil {
+		t.Fatalf("fetch after the credentials are lifted: %+v", e.rev)
+	}
+	if rev := <-operator; rev.LastError != nil || rev.Digest != good.Digest {
+		t.Errorf("the operator's poll answered %+v, want the success", rev)
+	}
+}

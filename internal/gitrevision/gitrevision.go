@@ -17,6 +17,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -174,27 +175,48 @@ type Reader interface {
 	Read(ctx context.Context, pod *corev1.Pod, port int) (Revision, error)
 }
 
-// HTTPReader reads http://<podIP>:<port>/revision.
+// HTTPReader reads http://<podIP>:<port>/revision, at once (Read) or as a long poll (Wait).
 type HTTPReader struct {
 	Client *http.Client
+	// WaitClient makes the long polls: its timeout is above the process's own wait (30 s).
+	WaitClient *http.Client
 }
 
-// NewHTTPReader returns a reader with a short timeout, so a pod that does not answer cannot stall a reconcile.
+// NewHTTPReader returns a reader with a short timeout, so a pod that does not answer cannot stall a reconcile, and
+// a long-poll client whose timeout is above the process's wait.
 func NewHTTPReader() *HTTPReader {
-	return &HTTPReader{Client: &http.Client{Timeout: 2 * time.Second}}
+	return &HTTPReader{Client: &http.Client{Timeout: 2 * time.Second}, WaitClient: &http.Client{Timeout: waitClientTimeout}}
 }
+
+// waitClientTimeout bounds a long poll: above the content-agent's 30 s wait, so its own timeout ends a quiet poll.
+const waitClientTimeout = 45 * time.Second
 
 // Read implements Reader. It never follows a redirect and reads at most MaxBytes.
 func (h *HTTPReader) Read(ctx context.Context, pod *corev1.Pod, port int) (Revision, error) {
+	return h.get(ctx, h.Client, pod, port, "")
+}
+
+// Wait implements Waiter with the process's long poll: ?wait=<digest>&commit=<commit>&failed=<time> answers when
+// any of the three differs, or when the process's wait ends (then with have's equal). Bounded like Read.
+func (h *HTTPReader) Wait(ctx context.Context, pod *corev1.Pod, port int, have Revision) (Revision, error) {
+	q := url.Values{"wait": {have.Digest}, "commit": {have.Commit}, "failed": {failureTime(have.Failure)}}
+	c := h.WaitClient
+	if c == nil {
+		c = &http.Client{Timeout: waitClientTimeout}
+	}
+	return h.get(ctx, c, pod, port, "?"+q.Encode())
+}
+
+func (h *HTTPReader) get(ctx context.Context, c *http.Client, pod *corev1.Pod, port int, query string) (Revision, error) {
 	if pod.Status.PodIP == "" {
 		return Revision{}, fmt.Errorf("pod %s has no IP yet", pod.Name)
 	}
-	url := "http://" + net.JoinHostPort(pod.Status.PodIP, strconv.Itoa(port)) + Path
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	u := "http://" + net.JoinHostPort(pod.Status.PodIP, strconv.Itoa(port)) + Path + query
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
 		return Revision{}, err
 	}
-	resp, err := podtext.NoRedirects(h.Client).Do(req)
+	resp, err := podtext.NoRedirects(c).Do(req)
 	if err != nil {
 		return Revision{}, fmt.Errorf("GET %s of pod %s: %w", Path, pod.Name, err)
 	}
