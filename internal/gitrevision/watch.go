@@ -111,7 +111,7 @@ func (w *Watch) Forget(site types.NamespacedName) {
 	}
 }
 
-// Polling is how many sites have a poll running (for tests and the operator's metrics).
+// Polling is how many sites have a poll running (the tests read it).
 func (w *Watch) Polling() int {
 	w.mu.Lock()
 	defer w.mu.Unlock()
