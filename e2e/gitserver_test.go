@@ -4,9 +4,7 @@ package e2e
 
 import (
 	"context"
-	"crypto/ed25519"
 	"crypto/rand"
-	"encoding/pem"
 	"fmt"
 	"os"
 	"strings"
@@ -25,6 +23,7 @@ import (
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/knownhosts"
 
+	"hyperstatic.dev/hyperstatic/internal/gittestserver"
 	"hyperstatic.dev/hyperstatic/internal/podstate"
 	"hyperstatic.dev/hyperstatic/internal/testcerts"
 )
@@ -92,13 +91,12 @@ func deployGitServer(t *testing.T) *gitServer {
 	ca := testcerts.NewCA(t)
 	// localhost: the test pushes through a loopback port-forward (testcerts makes DNS names only, so not 127.0.0.1).
 	cert, key := ca.Issue(t, testcerts.Options{}, gitHost, gitName+"."+gitNamespace+".svc", "localhost")
-	hostPEM, hostKey := newSSHKey(t)
-	clientPEM, clientKey := newSSHKey(t)
+	keys := gittestserver.NewSSHKeys(t)
 	g := &gitServer{
 		caPEM:      ca.PEM,
 		password:   randomToken(t),
-		clientPEM:  clientPEM,
-		knownHosts: []byte(knownhosts.Line([]string{knownhosts.Normalize(gitHost)}, hostKey.PublicKey()) + "\n"),
+		clientPEM:  keys.ClientPEM,
+		knownHosts: []byte(knownhosts.Line([]string{knownhosts.Normalize(gitHost)}, keys.Host.PublicKey()) + "\n"),
 	}
 	objs := []client.Object{
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: gitNamespace, Name: gitName + "-tls"}, Type: corev1.SecretTypeTLS,
@@ -106,8 +104,8 @@ func deployGitServer(t *testing.T) *gitServer {
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: gitNamespace, Name: gitName}, Data: map[string][]byte{
 			"GIT_USERNAME":           []byte(gitUsername),
 			"GIT_PASSWORD":           []byte(g.password),
-			"GIT_SSH_HOST_KEY":       hostPEM,
-			"GIT_SSH_AUTHORIZED_KEY": ssh.MarshalAuthorizedKey(clientKey.PublicKey()),
+			"GIT_SSH_HOST_KEY":       keys.HostPEM,
+			"GIT_SSH_AUTHORIZED_KEY": ssh.MarshalAuthorizedKey(keys.Authorized),
 		}},
 		gitServerService(),
 		gitServerDeployment(),
@@ -237,24 +235,6 @@ func (g *gitServer) restartWithPassword(t *testing.T, password string) {
 	g.password = password
 	g.https.restart(t)
 	t.Logf("Git server restarted with a new password in %s", time.Since(start).Round(100*time.Millisecond))
-}
-
-// newSSHKey makes an ed25519 key: its OpenSSH PEM (what GIT_SSH_HOST_KEY and a Secret's identity hold) and signer.
-func newSSHKey(t *testing.T) ([]byte, ssh.Signer) {
-	t.Helper()
-	_, priv, err := ed25519.GenerateKey(rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	block, err := ssh.MarshalPrivateKey(priv, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	signer, err := ssh.NewSignerFromKey(priv)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return pem.EncodeToMemory(block), signer
 }
 
 // randomToken is a fresh secret: 24 random bytes, hex.

@@ -5,8 +5,6 @@ package e2e
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -172,34 +170,11 @@ func podBase(p *corev1.Pod) string {
 // must serve the commit) and compares status, size and SHA-256 with the expected bytes.
 func checkBytesOnPods(t *testing.T, ns, job string, pods []corev1.Pod, files []siteFile) {
 	t.Helper()
-	want := map[string]siteFile{}
-	var args []string
+	bases := make([]string, len(pods))
 	for i := range pods {
-		for _, f := range files {
-			u := urlFor(podBase(&pods[i]), f.path)
-			want[u] = f
-			args = append(args, u)
-		}
+		bases[i] = podBase(&pods[i])
 	}
-	ok, results := fetch(t, ns, job, 3*time.Minute, args...)
-	if !ok {
-		t.Errorf("fetch job %s failed", job)
-	}
-	if len(results) != len(args)+1 {
-		t.Fatalf("fetch printed %d results, want %d (affinity + one per file and pod)", len(results), len(args)+1)
-	}
-	for _, r := range results[1:] {
-		f, known := want[r.URL]
-		if !known {
-			t.Errorf("unexpected result for %s", r.URL)
-			continue
-		}
-		sum := sha256.Sum256(f.data)
-		if r.Error != "" || r.Status != 200 || r.Size != len(f.data) || r.SHA256 != hex.EncodeToString(sum[:]) {
-			t.Errorf("%s: got status %d, %d bytes, sha256 %s, error %q; want 200, %d bytes, sha256 %x",
-				r.URL, r.Status, r.Size, r.SHA256, r.Error, len(f.data), sum)
-		}
-	}
+	fetchFiles(t, ns, job, bases, files, nil, exactBytes(t))
 	t.Logf("fetched each of %d files from each of %d pods: the exact bytes", len(files), len(pods))
 }
 

@@ -165,7 +165,7 @@ func checkBrotli(t *testing.T, ns, job, base string, files []siteFile) {
 		t.Fatalf("no files to fetch with brotli")
 	}
 	var encoded, decoded int
-	fetchFiles(t, ns, job, base, files, []string{"-accept-encoding", "br"}, func(f siteFile, r fetchResult) {
+	fetchFiles(t, ns, job, []string{base}, files, []string{"-accept-encoding", "br"}, func(f siteFile, r fetchResult) {
 		sum := sha256.Sum256(f.data)
 		if r.Error != "" || r.Status != 200 || r.ContentEncoding != "br" || r.DecodedSHA256 != hex.EncodeToString(sum[:]) {
 			t.Errorf("%s with br: status %d, Content-Encoding %q, decoded %d bytes sha256 %s, error %q; want 200, br, %d bytes sha256 %x",

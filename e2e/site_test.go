@@ -67,35 +67,43 @@ func urlFor(base, path string) string {
 // expected bytes. It returns the fetch pod's allowed CPU list (the shared pool, since the fetch pod is BestEffort).
 func checkBytes(t *testing.T, ns, job, base string, files []siteFile, flags ...string) string {
 	t.Helper()
-	results := fetchFiles(t, ns, job, base, files, flags, func(f siteFile, r fetchResult) {
-		sum := sha256.Sum256(f.data)
-		if r.Error != "" || r.Status != 200 || r.Size != len(f.data) || r.SHA256 != hex.EncodeToString(sum[:]) {
-			t.Errorf("%s: got status %d, %d bytes, sha256 %s, error %q; want 200, %d bytes, sha256 %x",
-				f.path, r.Status, r.Size, r.SHA256, r.Error, len(f.data), sum)
-		}
-	})
+	results := fetchFiles(t, ns, job, []string{base}, files, flags, exactBytes(t))
 	t.Logf("fetched %d files from %s %v with the exact bytes", len(files), base, flags)
 	return results[0].CPUsAllowedList
 }
 
-// fetchFiles runs a fetch pod (flags first, then one URL per file) and calls check with each file's result. It
-// fails the test when the pod fails, prints a result count other than one per file plus its CPU affinity, or
-// answers a URL it was not given. It returns every result, the affinity first.
-func fetchFiles(t *testing.T, ns, job, base string, files []siteFile, flags []string, check func(siteFile, fetchResult)) []fetchResult {
+// exactBytes is a fetchFiles check: status 200 and the file's size and SHA-256.
+func exactBytes(t *testing.T) func(siteFile, fetchResult) {
+	t.Helper()
+	return func(f siteFile, r fetchResult) {
+		sum := sha256.Sum256(f.data)
+		if r.Error != "" || r.Status != 200 || r.Size != len(f.data) || r.SHA256 != hex.EncodeToString(sum[:]) {
+			t.Errorf("%s: got status %d, %d bytes, sha256 %s, error %q; want 200, %d bytes, sha256 %x",
+				r.URL, r.Status, r.Size, r.SHA256, r.Error, len(f.data), sum)
+		}
+	}
+}
+
+// fetchFiles runs one fetch pod (flags first, then one URL per file under each base) and calls check with each
+// result. It fails the test when the pod fails, prints a result count other than one per URL plus its CPU
+// affinity, or answers a URL it was not given. It returns every result, the affinity first.
+func fetchFiles(t *testing.T, ns, job string, bases []string, files []siteFile, flags []string, check func(siteFile, fetchResult)) []fetchResult {
 	t.Helper()
 	args := append([]string{}, flags...)
 	want := map[string]siteFile{}
-	for _, f := range files {
-		u := urlFor(base, f.path)
-		args = append(args, u)
-		want[u] = f
+	for _, base := range bases {
+		for _, f := range files {
+			u := urlFor(base, f.path)
+			args = append(args, u)
+			want[u] = f
+		}
 	}
-	ok, results := fetch(t, ns, job, 2*time.Minute, args...)
+	ok, results := fetch(t, ns, job, 3*time.Minute, args...)
 	if !ok {
 		t.Errorf("fetch job %s failed", job)
 	}
-	if len(results) != len(files)+1 {
-		t.Fatalf("fetch printed %d results, want %d (affinity + one per file)", len(results), len(files)+1)
+	if urls := len(args) - len(flags); len(results) != urls+1 {
+		t.Fatalf("fetch printed %d results, want %d (affinity + one per file and base)", len(results), urls+1)
 	}
 	for _, r := range results[1:] {
 		f, known := want[r.URL]

@@ -47,19 +47,25 @@ func serve(t *testing.T, h http.Handler) (*corev1.Pod, int) {
 }
 
 // fetcher runs a real content-agent fetcher of src; each attempt's result comes on the returned channel. Its
-// interval never fires on its own (the tests trigger nothing after the first attempt).
-func fetcher(t *testing.T, src gitsource.Source) (*contentagent.Fetcher, <-chan contentagent.Revision) {
+// interval is the test's: each value sent on ticks is one more fetch; its long poll's own timeout never fires
+// (the tests' changes end every wait).
+func fetcher(t *testing.T, src gitsource.Source) (*contentagent.Fetcher, <-chan contentagent.Revision, chan<- time.Time) {
 	t.Helper()
 	dir := t.TempDir()
 	synced := make(chan contentagent.Revision, 10)
-	never := make(chan time.Time)
+	ticks, never := make(chan time.Time), make(chan time.Time)
 	f := &contentagent.Fetcher{
 		Source:    src,
 		Store:     &gitsource.Store{Dir: filepath.Join(dir, "trees")},
 		BundleDir: filepath.Join(dir, "bundles"),
 		Interval:  time.Hour,
-		After:     func(time.Duration) <-chan time.Time { return never },
-		OnSync:    func(_ string, rev contentagent.Revision) { synced <- rev },
+		After: func(d time.Duration) <-chan time.Time {
+			if d == time.Hour {
+				return ticks
+			}
+			return never
+		},
+		OnSync: func(_ string, rev contentagent.Revision) { synced <- rev },
 	}
 	if err := f.Init(); err != nil {
 		t.Fatal(err)
@@ -68,7 +74,7 @@ func fetcher(t *testing.T, src gitsource.Source) (*contentagent.Fetcher, <-chan 
 	done := make(chan struct{})
 	go func() { f.Run(ctx); close(done) }()
 	t.Cleanup(func() { cancel(); <-done })
-	return f, synced
+	return f, synced, ticks
 }
 
 func next(t *testing.T, ch <-chan contentagent.Revision) contentagent.Revision {
@@ -91,7 +97,7 @@ func TestReadsTheRealFetcherAndPuller(t *testing.T) {
 	commit := repo.Commit("first", map[string]gittestserver.File{"index.html": gittestserver.Regular("<p>one</p>\n")})
 	repo.Push("refs/heads/main", commit, false)
 
-	f, synced := fetcher(t, gitsource.Source{URL: repo.URL, Ref: "main", Auth: auth})
+	f, synced, _ := fetcher(t, gitsource.Source{URL: repo.URL, Ref: "main", Auth: auth})
 	if got := next(t, synced); got.LastError != nil {
 		t.Fatalf("first fetch failed: %+v", got.LastError)
 	}
@@ -139,7 +145,7 @@ func TestReadsTheRealFetcherAndPuller(t *testing.T) {
 	}
 
 	// A fetch that fails: the reason is the operator's name for it, the message the fetcher's.
-	bad, badSynced := fetcher(t, gitsource.Source{URL: repo.URL, Ref: "no-such-branch", Auth: auth})
+	bad, badSynced, _ := fetcher(t, gitsource.Source{URL: repo.URL, Ref: "no-such-branch", Auth: auth})
 	if got := next(t, badSynced); got.LastError == nil {
 		t.Fatal("a missing branch was fetched")
 	}

@@ -3,14 +3,12 @@ package gitrevision
 import (
 	"context"
 	"errors"
-	"path/filepath"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"hyperstatic.dev/hyperstatic/internal/contentagent"
 	"hyperstatic.dev/hyperstatic/internal/gitsource"
 	"hyperstatic.dev/hyperstatic/internal/gittestserver"
 )
@@ -24,7 +22,7 @@ func TestWatchWakesOnTheRealFetchersNews(t *testing.T) {
 	repo := srv.NewRepo(t, base, "site.git", nil)
 	c1 := repo.Commit("v1", map[string]gittestserver.File{"index.html": gittestserver.Regular("v1\n")})
 	repo.Push("refs/heads/main", c1, false)
-	f, synced, ticks := tickedFetcher(t, gitsource.Source{URL: repo.URL, Ref: "main"})
+	f, synced, ticks := fetcher(t, gitsource.Source{URL: repo.URL, Ref: "main"})
 	next(t, synced)
 	fpod, fport := serve(t, f.Handler())
 
@@ -154,33 +152,4 @@ func (f *fakeWaiter) Wait(ctx context.Context, pod *corev1.Pod, _ int, _ Revisio
 	case <-ctx.Done():
 		return Revision{}, ctx.Err()
 	}
-}
-
-// tickedFetcher is fetcher with its interval driven by the test: each value sent on ticks is one more fetch.
-func tickedFetcher(t *testing.T, src gitsource.Source) (*contentagent.Fetcher, <-chan contentagent.Revision, chan<- time.Time) {
-	t.Helper()
-	dir := t.TempDir()
-	synced := make(chan contentagent.Revision, 10)
-	ticks, never := make(chan time.Time), make(chan time.Time)
-	f := &contentagent.Fetcher{
-		Source:    src,
-		Store:     &gitsource.Store{Dir: filepath.Join(dir, "trees")},
-		BundleDir: filepath.Join(dir, "bundles"),
-		Interval:  time.Hour,
-		After: func(d time.Duration) <-chan time.Time {
-			if d == time.Hour {
-				return ticks
-			}
-			return never // the long poll's own timeout: the tests' changes end every wait
-		},
-		OnSync: func(_ string, rev contentagent.Revision) { synced <- rev },
-	}
-	if err := f.Init(); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { f.Run(ctx); close(done) }()
-	t.Cleanup(func() { cancel(); <-done })
-	return f, synced, ticks
 }

@@ -236,6 +236,7 @@ func (r *Repo) Tag(name string, commit plumbing.Hash) plumbing.Hash {
 // SSHKeys are a test's SSH material: the server's host key and the one client key it accepts.
 type SSHKeys struct {
 	Host       ssh.Signer
+	HostPEM    []byte // the host's private key, PEM (what the in-cluster server's GIT_SSH_HOST_KEY holds)
 	ClientPEM  []byte // the client's private key, PEM (a Secret's `identity`)
 	Client     ssh.Signer
 	Authorized ssh.PublicKey
@@ -259,9 +260,9 @@ func NewSSHKeys(t testing.TB) SSHKeys {
 		}
 		return s, pem.EncodeToMemory(block)
 	}
-	host, _ := signer()
+	host, hostPEM := signer()
 	client, clientPEM := signer()
-	return SSHKeys{Host: host, Client: client, ClientPEM: clientPEM, Authorized: client.PublicKey()}
+	return SSHKeys{Host: host, HostPEM: hostPEM, Client: client, ClientPEM: clientPEM, Authorized: client.PublicKey()}
 }
 
 // StartSSH serves the server's repositories over SSH on loopback for the length of the test and returns the
