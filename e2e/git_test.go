@@ -19,6 +19,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 
 	"hyperstatic.dev/hyperstatic/api/v1alpha1"
+	"hyperstatic.dev/hyperstatic/internal/contentagent"
 	"hyperstatic.dev/hyperstatic/internal/gittestserver"
 )
 
@@ -358,6 +359,11 @@ func (sc *gitScenario) credentialsRotated(t *testing.T) {
 	sc.repo.repush(t, "main") // the restarted server's repositories are empty
 	refused, _ := pushAndNotify(t, sc.repo, sc.hook, "main", "v5: pushed after the password change",
 		map[string]gittestserver.File{"index.html": gittestserver.Regular(page("home", "v5"))})
+	// The fetcher reaches the restarted server through its Service, which may still lead nowhere for a moment
+	// (GitUnreachable): the webhook is delivered again until a fetch is refused for its credentials.
+	sc.resendUntil(t, refused.String(), time.Now(), time.Minute, "a fetch refused for its credentials", func(r contentagent.Revision) bool {
+		return r.LastError != nil && r.LastError.Reason == "AuthFailed"
+	})
 	c := waitCondition(t, sc.ns, "www", v1alpha1.ConditionContentAvailable, metav1.ConditionFalse, v1alpha1.ReasonGitAuthFailed, time.Minute)
 	t.Logf("ContentAvailable: %s", c.Message)
 	t.Logf("Warning event: %s", requireWarning(t, sc.ns, "www", v1alpha1.ReasonGitAuthFailed))
@@ -381,16 +387,17 @@ func (sc *gitScenario) credentialsRotated(t *testing.T) {
 	v6 := page("home", "v6")
 	commit, start := pushAndNotify(t, sc.repo, sc.hook, "main", "v6: after the Secret update",
 		map[string]gittestserver.File{"index.html": gittestserver.Regular(v6)})
-	fetched := sc.resendUntilFetched(t, commit.String(), updated, 4*time.Minute)
+	fetched := sc.resendUntil(t, commit.String(), updated, 4*time.Minute, "the fetch of "+commit.String()[:12]+" with the new credentials",
+		func(r contentagent.Revision) bool { return r.Commit == commit.String() })
 	t.Logf("MEASURED git Secret update -> fetched with the new credentials (kubelet Secret volume update; webhook resent every 2 s): %.1f s", fetched.Seconds())
 	served := measurePushServed(t, site, pages, siteFile{"/index.html", []byte(v6)}, commit.String(), start, time.Minute)
 	t.Logf("the push after the Secret update served by every pod %.1f s after it, with no edit of the site", served.Seconds())
 	sc.requireSamePods(t, site)
 }
 
-// resendUntilFetched delivers main's push webhook for commit every 2 s until the fetcher publishes commit (its
-// /revision, read through the pod proxy every 500 ms), and returns the time from since.
-func (sc *gitScenario) resendUntilFetched(t *testing.T, commit string, since time.Time, timeout time.Duration) time.Duration {
+// resendUntil delivers main's push webhook for commit every 2 s until the fetcher's /revision (read through the
+// pod proxy every 500 ms) satisfies done, and returns the time from since.
+func (sc *gitScenario) resendUntil(t *testing.T, commit string, since time.Time, timeout time.Duration, what string, done func(contentagent.Revision) bool) time.Duration {
 	t.Helper()
 	fetcher := fetcherPod(t, sc.ns, "www")
 	body := githubPush("site.git", "main", plumbing.ZeroHash, plumbing.NewHash(commit), "resent")
@@ -398,7 +405,7 @@ func (sc *gitScenario) resendUntilFetched(t *testing.T, commit string, since tim
 	lastSend, last := time.Now(), ""
 	for {
 		r, err := agentRevision(ctx, fetcher, fetcherPort)
-		if err == nil && r.Commit == commit {
+		if err == nil && done(r) {
 			return time.Since(since)
 		}
 		if err != nil {
@@ -412,7 +419,7 @@ func (sc *gitScenario) resendUntilFetched(t *testing.T, commit string, since tim
 		}
 		select {
 		case <-ctx.Done():
-			t.Fatalf("the fetcher did not fetch %s within %s of the Secret update (last: %s)", commit[:12], timeout, last)
+			t.Fatalf("no %s within %s (last: %s)", what, timeout, last)
 		case <-time.After(500 * time.Millisecond):
 		}
 	}
