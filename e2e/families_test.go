@@ -14,20 +14,26 @@ import (
 	"hyperstatic.dev/hyperstatic/api/v1alpha1"
 )
 
-// TestAddressFamilies runs on the IPv6-only cluster (`make e2e-ipv6`) and the dual-stack one (`make e2e-dual`):
-// a site becomes Ready (the kubelet's probes reach the admin port on the pod's address) and serves every file on
-// every family of the cluster, the RPS autoscaler (which scrapes pod IPs) scales a site 1 -> 2, and a Benchmark
-// (which lists the content at a pod IP and loads the Service) completes.
+// TestAddressFamilies runs on the IPv6-only cluster (`make e2e-ipv6`; `make e2e` runs it beside TestE2E): a site
+// becomes Ready (the kubelet's probes reach the admin port on the pod's address) and serves every file on every
+// family of the cluster, the RPS autoscaler (which scrapes pod IPs) scales a site 1 -> 2, and a Benchmark (which
+// lists the content at a pod IP and loads the Service) completes. On the dual-stack cluster the same scenarios are
+// part of TestE2E (15, 6, 7, 8).
 func TestAddressFamilies(t *testing.T) {
-	families := requireFamilies(t)
-	t.Logf("cluster IP families: %v", families)
-	if !t.Run("1-helm-install", testHelmInstall) {
-		t.Fatal("the operator could not be installed: the other scenarios would only repeat that failure")
-	}
-	t.Run("2-site-on-every-family", func(t *testing.T) { testSiteOnEveryFamily(t, families) })
-	t.Run("3-autoscaling", testAutoscaling)
-	t.Run("4-benchmark-sweep", testBenchmarkSweep)
-	t.Run("5-operator-restart-and-uninstall", testOperatorRestartAndUninstall)
+	t.Logf("cluster IP families: %v", requireFamilies(t))
+	runScenarios(t, []scenario{
+		{name: "1-helm-install", run: testHelmInstall, alone: true, required: true},
+		{name: "2-site-on-every-family", run: testSiteOnEveryFamilyOfCluster, requests: 200},
+		{name: "3-autoscaling", run: testAutoscaling, requests: 700, load: 20},
+		{name: "4-benchmark-sweep", run: testBenchmarkSweep, requests: 550, load: 30},
+		{name: "5-operator-restart-and-uninstall", run: testOperatorRestartAndUninstall, alone: true},
+	})
+}
+
+// testSiteOnEveryFamilyOfCluster is testSiteOnEveryFamily with the families E2E_IP_FAMILIES says the cluster has
+// (checked against it).
+func testSiteOnEveryFamilyOfCluster(t *testing.T) {
+	testSiteOnEveryFamily(t, requireFamilies(t))
 }
 
 // testSiteOnEveryFamily: the site's Service gets every family of the cluster (ipFamilyPolicy PreferDualStack), its

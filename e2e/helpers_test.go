@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -205,9 +206,15 @@ func helmInstallArgs() []string {
 	}
 }
 
+// operatorInstall serialises requireOperator: scenarios run side by side, and two helm installs of one release at
+// once would fight.
+var operatorInstall sync.Mutex
+
 // requireOperator installs the operator when a scenario runs without the install scenario before it.
 func requireOperator(t *testing.T) {
 	t.Helper()
+	operatorInstall.Lock()
+	defer operatorInstall.Unlock()
 	if helmReleaseDeployed(t) {
 		return
 	}
@@ -395,7 +402,14 @@ type fetchResult struct {
 // allowed CPU list, the others one result per URL.
 func fetch(t *testing.T, ns, name string, timeout time.Duration, args ...string) (bool, []fetchResult) {
 	t.Helper()
-	runJob(t, ns, name, corev1.PodSpec{Containers: []corev1.Container{restrictedContainer("fetch", cfg.fetchImage, args...)}}, timeout)
+	return fetchOnNode(t, ns, name, "", timeout, args...)
+}
+
+// fetchOnNode is fetch with the pod on the named node ("": wherever the scheduler puts it), for a check that
+// compares what the client pod sees with a server pod on the same node (its shared CPU pool).
+func fetchOnNode(t *testing.T, ns, name, node string, timeout time.Duration, args ...string) (bool, []fetchResult) {
+	t.Helper()
+	runJob(t, ns, name, corev1.PodSpec{NodeName: node, Containers: []corev1.Container{restrictedContainer("fetch", cfg.fetchImage, args...)}}, timeout)
 	ok, log := waitJob(t, ns, name, timeout+30*time.Second)
 	var out []fetchResult
 	sc := bufio.NewScanner(strings.NewReader(log))

@@ -19,23 +19,12 @@ import (
 	"hyperstatic.dev/hyperstatic/api/v1alpha1"
 )
 
-// TestMultiNode runs on the cluster with a control plane and two workers (`make e2e-dual`): the default spread
-// puts a site's replicas on both workers (and both zones) and still schedules more replicas than nodes; a worker is
-// drained under load without one failed request; the operator upgrades its sites' server image across the nodes
-// under load without one failed request; and a worker is lost (its container killed) under load: the site keeps
-// serving from the other worker, the failed-request window and the time to a Ready replacement are measured. The
-// node loss runs last: the lost worker stays down until the cluster is deleted.
-func TestMultiNode(t *testing.T) {
-	ws := workers(t)
-	t.Logf("workers: %s, %s", ws[0].Name, ws[1].Name)
-	if !t.Run("1-helm-install", testHelmInstall) {
-		t.Fatal("the operator could not be installed: the other scenarios would only repeat that failure")
-	}
-	t.Run("2-spread-over-workers", testSpreadOverWorkers)
-	t.Run("3-drain-worker-under-load", testDrainWorkerUnderLoad)
-	t.Run("4-operator-upgrade-under-load", testOperatorUpgradeUnderLoad)
-	t.Run("5-worker-lost-under-load", testWorkerLostUnderLoad)
-}
+// The multi-node scenarios of TestE2E (its cluster has a control plane and two workers): the default spread puts a
+// site's replicas on both workers (and both zones) and still schedules more replicas than nodes; a worker is
+// drained under load without one failed request; and a worker is lost (its container killed) under load: the site
+// keeps serving from the other worker, the failed-request window and the time to a Ready replacement are measured.
+// The node loss runs last: the lost worker stays down until the cluster is deleted. (The operator upgrade across
+// the nodes is TestE2E's 9b, on the same cluster.)
 
 // spreadSite is a two-replica site of the multi-node scenarios (fractional CPU: three kubelets share 2 CPUs).
 func spreadSite(t *testing.T, ns, name string) *v1alpha1.StaticSite {

@@ -34,13 +34,12 @@ KPROXY_PACKAGES := iptables,nftables,conntrack,kmod
 
 CLUSTER_NAME ?= hyperstatic
 KUBECONFIG_PATH ?= $(ROOT)/_out/kubeconfig
-# The cluster's kind config, and whether scripts/pod-network.sh lays the pod network out per node afterwards (the
-# node image's static CNI fits one IPv4 node only).
+# The cluster's kind config (dual-stack, a control plane and two workers), and whether scripts/pod-network.sh lays
+# the pod network out per node afterwards (the node image's static CNI fits one IPv4 node only: every cluster here
+# needs it).
 KIND_CONFIG ?= $(ROOT)/e2e/kind/kind-config.yaml
-POD_NETWORK ?= 0
-# The other e2e clusters (e2e/kind/README.md): dual-stack with a control plane and two workers, and IPv6-only.
-DUAL_CLUSTER_NAME ?= hyperstatic-dual
-DUAL_KUBECONFIG ?= $(ROOT)/_out/kubeconfig-dual
+POD_NETWORK ?= 1
+# The other e2e cluster (e2e/kind/README.md): IPv6-only, one node.
 IPV6_CLUSTER_NAME ?= hyperstatic-ipv6
 IPV6_KUBECONFIG ?= $(ROOT)/_out/kubeconfig-ipv6
 ENVTEST_ASSETS ?= $(CACHE_DIR)/envtest/k8s-$(K8S_VERSION)-etcd-$(ETCD_VERSION)
@@ -92,7 +91,7 @@ node-image: docker-engine ## The kind node image $(NODE_IMAGE): loaded from cach
 	  KPROXY_ROOTFS_IMAGE=$(KPROXY_ROOTFS_IMAGE) $(KIND_SCRIPTS)/node-image.sh
 
 .PHONY: kind-up
-kind-up: node-image kubectl $(KIND) ## Create the kind cluster $(CLUSTER_NAME) (static CPU manager); kubeconfig in $(KUBECONFIG_PATH).
+kind-up: node-image kubectl $(KIND) ## Create the kind cluster $(CLUSTER_NAME): control plane + 2 workers, dual-stack, static CPU manager; kubeconfig in $(KUBECONFIG_PATH).
 	@$(call progress,kind cluster $(CLUSTER_NAME))
 	@$(CLUSTER_ENV) NODE_IMAGE=$(NODE_IMAGE) $(KIND_SCRIPTS)/kind-up.sh
 
@@ -106,17 +105,11 @@ kind-down: $(KIND) ## Delete the kind cluster $(CLUSTER_NAME).
 	@$(KIND) delete cluster --name $(CLUSTER_NAME) --kubeconfig $(KUBECONFIG_PATH)
 	@rm -f $(KUBECONFIG_PATH)
 
-# The dual-stack multi-node and the IPv6-only clusters: the same kind-up/kind-down with another name, kubeconfig
-# and kind config. kind-load-dual/-ipv6 are in make/e2e.mk.
-.PHONY: kind-up-dual kind-up-ipv6 kind-down-dual kind-down-ipv6
-kind-up-dual: ## Create the dual-stack cluster $(DUAL_CLUSTER_NAME): a control plane and two workers (zone-a, zone-b).
-	@$(MAKE) --no-print-directory kind-up CLUSTER_NAME=$(DUAL_CLUSTER_NAME) KUBECONFIG_PATH=$(DUAL_KUBECONFIG) \
-	  KIND_CONFIG=$(ROOT)/e2e/kind/kind-config-dual.yaml POD_NETWORK=1
+# The IPv6-only cluster: the same kind-up/kind-down with another name, kubeconfig and kind config.
+.PHONY: kind-up-ipv6 kind-down-ipv6
 kind-up-ipv6: ## Create the IPv6-only single-node cluster $(IPV6_CLUSTER_NAME).
 	@$(MAKE) --no-print-directory kind-up CLUSTER_NAME=$(IPV6_CLUSTER_NAME) KUBECONFIG_PATH=$(IPV6_KUBECONFIG) \
 	  KIND_CONFIG=$(ROOT)/e2e/kind/kind-config-ipv6.yaml POD_NETWORK=1
-kind-down-dual: ## Delete the cluster $(DUAL_CLUSTER_NAME).
-	@$(MAKE) --no-print-directory kind-down CLUSTER_NAME=$(DUAL_CLUSTER_NAME) KUBECONFIG_PATH=$(DUAL_KUBECONFIG)
 kind-down-ipv6: ## Delete the cluster $(IPV6_CLUSTER_NAME).
 	@$(MAKE) --no-print-directory kind-down CLUSTER_NAME=$(IPV6_CLUSTER_NAME) KUBECONFIG_PATH=$(IPV6_KUBECONFIG)
 

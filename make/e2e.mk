@@ -7,49 +7,49 @@
 E2E_CHART ?= $(CHART_DIR)
 
 .PHONY: e2e
-e2e: ## End-to-end tests: the single-node suite, then the dual-stack multi-node and the IPv6-only clusters, one at a time.
+e2e: ## End-to-end tests: the whole suite (TestE2E, scenarios side by side) on the cluster, and beside it the IPv6-only cluster's TestAddressFamilies.
 	@start=$$(date +%s); phase() { $(call progress,$$1); s=$$(date +%s); shift; "$$@"; rc=$$?; \
 	  echo "    ($$(( $$(date +%s) - s )) s)"; return $$rc; }; \
-	  phase "e2e 1/8: cluster" $(MAKE) kind-up && \
-	  phase "e2e 2/8: images" $(MAKE) images e2e-images && \
-	  phase "e2e 3/8: kind-load" $(MAKE) kind-load && \
-	  phase "e2e 4/8: chart-check, demo-clean" $(MAKE) chart-check demo-clean && \
-	  phase "e2e 5/8: go test -tags e2e -run TestE2E (single node)" $(MAKE) e2e-test && \
-	  phase "e2e 6/8: delete the single-node cluster (one cluster at a time: 2 CPUs)" $(MAKE) kind-down && \
-	  phase "e2e 7/8: dual-stack, 3 nodes: TestAddressFamilies, TestMultiNode" $(MAKE) e2e-dual && \
-	  phase "e2e 8/8: IPv6-only: TestAddressFamilies" $(MAKE) e2e-ipv6 && \
-	  $(call progress,e2e passed in $$(( $$(date +%s) - start )) s)
+	  phase "e2e 1/5: node image, tools" $(MAKE) node-image kubectl $(KIND) $(HELM) && \
+	  phase "e2e 2/5: both clusters and the images, side by side" $(ROOT)/hack/together.sh \
+	    "kind-up" "$(MAKE) kind-up" \
+	    "kind-up-ipv6" "$(MAKE) kind-up-ipv6" \
+	    "images" "$(MAKE) images e2e-images" && \
+	  phase "e2e 3/5: load the images into both clusters" $(ROOT)/hack/together.sh \
+	    "kind-load" "$(MAKE) kind-load" \
+	    "kind-load-ipv6" "$(KIND) load docker-image --name $(IPV6_CLUSTER_NAME) $(E2E_FAMILY_IMAGES)" && \
+	  phase "e2e 4/5: chart-check, demo-clean" $(MAKE) chart-check demo-clean && \
+	  phase "e2e 5/5: go test: TestE2E (dual-stack, 3 nodes) and, beside it, TestAddressFamilies (IPv6-only)" \
+	    $(ROOT)/hack/together.sh \
+	    "TestE2E" "$(MAKE) e2e-test" \
+	    "ipv6" "$(MAKE) e2e-ipv6-test"; \
+	  rc=$$?; if [ "$(E2E_KEEP_CLUSTERS)" != 1 ]; then \
+	    phase "e2e: delete both clusters (the node-loss scenario leaves a worker dead)" $(MAKE) kind-down kind-down-ipv6; fi; \
+	  [ $$rc = 0 ] && $(call progress,e2e passed in $$(( $$(date +%s) - start )) s); exit $$rc
 
-# The images the other clusters need (no Traefik, no Python docs, no slowloris: their scenarios run on the
-# single-node cluster only); the upgrade scenario needs the -next server image.
+# The images the IPv6-only cluster needs (its TestAddressFamilies: a site, the autoscaler, a Benchmark).
 E2E_FAMILY_IMAGES = $(SERVER_IMAGE) $(OPERATOR_IMAGE) $(K6_IMAGE) $(FETCH_IMAGE) $(EXAMPLE_SITE_IMAGE)
-E2E_DUAL_IMAGES = $(E2E_FAMILY_IMAGES) $(SERVER_NEXT_IMAGE)
 comma := ,
-# The IP families the address-family tests expect of the cluster (set by e2e-dual and e2e-ipv6).
-E2E_IP_FAMILIES ?=
-# E2E_KEEP_CLUSTERS=1 keeps the dual-stack and IPv6 clusters after their tests (for a look with kubectl).
+# The IP families the address-family scenarios expect of the cluster: the main cluster's (dual-stack, IPv4
+# first) unless e2e-ipv6-test says otherwise.
+E2E_IP_FAMILIES ?= IPv4$(comma)IPv6
+# E2E_KEEP_CLUSTERS=1 keeps both clusters after the tests (for a look with kubectl; a worker of the main one is
+# dead after the node-loss scenario).
 E2E_KEEP_CLUSTERS ?= 0
 
-# e2e-on-cluster UP,DOWN,NAME,KUBECONFIG,IMAGES,RUN,FAMILIES: create the cluster, load the images, run the tests,
-# delete the cluster (also when the tests fail, unless E2E_KEEP_CLUSTERS=1), each step timed.
-define e2e-on-cluster
-	@phase() { $(call progress,$$1); s=$$(date +%s); shift; "$$@"; rc=$$?; echo "    ($$(( $$(date +%s) - s )) s)"; return $$rc; }; \
-	  phase "$(3): cluster" $(MAKE) --no-print-directory $(1) && \
-	  phase "$(3): load images" $(KIND) load docker-image --name $(3) $(5) && \
-	  phase "$(3): go test -run '$(6)'" $(MAKE) --no-print-directory e2e-test E2E_KUBECONFIG=$(4) E2E_RUN='$(6)' E2E_IP_FAMILIES=$(7); \
-	  rc=$$?; if [ "$(E2E_KEEP_CLUSTERS)" != 1 ]; then phase "$(3): delete" $(MAKE) --no-print-directory $(2); fi; exit $$rc
-endef
-
-.PHONY: e2e-dual
-e2e-dual: $(KIND) ## Dual-stack cluster (control plane + 2 workers): address families, spread, drain, upgrade, node loss; then deleted.
-	$(call e2e-on-cluster,kind-up-dual,kind-down-dual,$(DUAL_CLUSTER_NAME),$(DUAL_KUBECONFIG),$(E2E_DUAL_IMAGES),^(TestAddressFamilies|TestMultiNode)$$,IPv4$(comma)IPv6)
-
 .PHONY: e2e-ipv6
-e2e-ipv6: $(KIND) ## IPv6-only cluster: a site Ready and serving, the autoscaler, a Benchmark; then deleted.
-	$(call e2e-on-cluster,kind-up-ipv6,kind-down-ipv6,$(IPV6_CLUSTER_NAME),$(IPV6_KUBECONFIG),$(E2E_FAMILY_IMAGES),^TestAddressFamilies$$,IPv6)
+e2e-ipv6: $(KIND) ## Only the IPv6-only cluster: create it, load its images, TestAddressFamilies; then deleted.
+	@$(MAKE) --no-print-directory kind-up-ipv6 && \
+	  $(KIND) load docker-image --name $(IPV6_CLUSTER_NAME) $(E2E_FAMILY_IMAGES) && \
+	  $(MAKE) --no-print-directory e2e-ipv6-test; \
+	  rc=$$?; if [ "$(E2E_KEEP_CLUSTERS)" != 1 ]; then $(MAKE) --no-print-directory kind-down-ipv6; fi; exit $$rc
+
+.PHONY: e2e-ipv6-test
+e2e-ipv6-test: ## Only TestAddressFamilies on the IPv6-only cluster (up, images loaded).
+	@$(MAKE) --no-print-directory e2e-test E2E_KUBECONFIG=$(IPV6_KUBECONFIG) E2E_RUN='^TestAddressFamilies$$$$' E2E_IP_FAMILIES=IPv6
 
 .PHONY: e2e-test
-e2e-test: $(HELM) kubectl ## Only the Go e2e tests (cluster up, images loaded); E2E_RUN=<regexp> (default ^TestE2E$$, the single-node suite).
+e2e-test: $(HELM) kubectl ## Only the Go e2e tests (cluster up, images loaded); E2E_RUN=<regexp> (default ^TestE2E$$, the whole suite).
 	cd $(ROOT) && KUBECONFIG=$(E2E_KUBECONFIG) HELM=$(HELM) E2E_CHART=$(E2E_CHART) E2E_VERSION=$(VERSION) \
 	  E2E_KUBECTL=$(KUBECTL) E2E_IP_FAMILIES=$(E2E_IP_FAMILIES) \
 	  E2E_FETCH_IMAGE=$(FETCH_IMAGE) E2E_SITE_IMAGE=$(EXAMPLE_SITE_IMAGE) E2E_SITE_DIR=$(ROOT)/images/server/example/site \
@@ -61,4 +61,4 @@ e2e-test: $(HELM) kubectl ## Only the Go e2e tests (cluster up, images loaded); 
 	  E2E_SLOWLORIS_IMAGE=$(SLOWLORIS_IMAGE) E2E_SERVER_NEXT_IMAGE=$(SERVER_NEXT_IMAGE) \
 	  E2E_GITSERVER_IMAGE=$(GITSERVER_IMAGE) \
 	  E2E_TRAEFIK_IMAGE=$(if $(filter 1,$(E2E_ROUTES)),$(TRAEFIK_IMAGE)) \
-	  go test -tags e2e ./e2e/... -count=1 -v -timeout 40m -run '$(or $(E2E_RUN),^TestE2E$$)'
+	  go test -tags e2e ./e2e/ -count=1 -v -timeout 40m -run '$(or $(E2E_RUN),^TestE2E$$)'

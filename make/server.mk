@@ -4,8 +4,13 @@
 
 SERVER_DIR := $(ROOT)/images/server
 SERVER_TARGET := x86_64-unknown-linux-gnu
+# Cargo's build directories are in the cache, outside the clone, so a new clone (every CI run) compiles only the
+# server's own crate, not its hundred dependencies again. One for the server, one for its fuzz crate (a workspace of
+# its own, built with other flags). Cargo locks a build directory while it builds, so clones may share it.
+SERVER_CARGO_TARGET ?= $(CACHE_DIR)/cargo-target/server
+FUZZ_CARGO_TARGET ?= $(CACHE_DIR)/cargo-target/fuzz
 # The static release binary every image and benchmark uses.
-SERVER_BIN := $(SERVER_DIR)/target/$(SERVER_TARGET)/release/hyperstatic-server
+SERVER_BIN := $(SERVER_CARGO_TARGET)/$(SERVER_TARGET)/release/hyperstatic-server
 CARGO ?= cargo
 FUZZ_SECONDS ?= 30
 CARGO_FUZZ_VERSION ?= 0.13.2
@@ -14,13 +19,14 @@ CARGO_FUZZ := $(BIN)/bin/cargo-fuzz
 .PHONY: server-build
 server-build: ## Build the static hyperstatic-server release binary and print its path.
 	@$(call progress,building the static server binary)
-	@cd $(SERVER_DIR) && RUSTFLAGS='-C target-feature=+crt-static' $(CARGO) build --locked --release --target $(SERVER_TARGET)
+	@cd $(SERVER_DIR) && CARGO_TARGET_DIR=$(SERVER_CARGO_TARGET) RUSTFLAGS='-C target-feature=+crt-static' \
+	  $(CARGO) build --locked --release --target $(SERVER_TARGET)
 	@echo "$(SERVER_BIN)"
 
 .PHONY: server-test
 server-test: h2spec ## The server's Rust tests: unit tests per module and integration tests against the real binary; h2spec.
 	@$(call progress,server tests)
-	@cd $(SERVER_DIR) && $(CARGO) test --locked
+	@cd $(SERVER_DIR) && CARGO_TARGET_DIR=$(SERVER_CARGO_TARGET) $(CARGO) test --locked
 
 .PHONY: h2spec
 h2spec: server-build $(H2SPEC) ## h2spec (145 cases) against the release server over TLS (ALPN h2) and h2c; fails on a failure the server README does not list.
@@ -36,16 +42,28 @@ $(CARGO_FUZZ):
 	@$(CARGO) install --locked --root $(BIN) cargo-fuzz --version $(CARGO_FUZZ_VERSION)
 
 # cargo-fuzz needs nightly features: use a nightly toolchain when rustup has one, else let stable act as
-# nightly (RUSTC_BOOTSTRAP=1). Without a usable ASan runtime, run unsanitized (--sanitizer none).
-.PHONY: server-fuzz
-server-fuzz: $(CARGO_FUZZ) ## Fuzz the request parser, the path normaliser, TLS input, the _redirects parser, the HTTP/2 frame engine and the HPACK decoder for FUZZ_SECONDS each (default 30).
-	@cd $(SERVER_DIR)/fuzz && export PATH="$(BIN)/bin:$$PATH" && \
+# nightly (RUSTC_BOOTSTRAP=1). Without a usable ASan runtime, run unsanitized (--sanitizer none). fuzz-env sets
+# $$tc and $$san the same way for the build and the runs, so a run finds its target built.
+FUZZ_TARGETS := parse_request normalize_path tls_records parse_redirects h2_frames hpack_decode
+# How many targets fuzz at once, each on its own core for FUZZ_SECONDS (CI: 2, the machine's cores).
+FUZZ_JOBS ?= 1
+define fuzz-env
+cd $(SERVER_DIR)/fuzz && export PATH="$(BIN)/bin:$$PATH" CARGO_TARGET_DIR=$(FUZZ_CARGO_TARGET) && \
 	if rustup toolchain list 2>/dev/null | grep -q '^nightly'; then tc="+nightly"; else tc=""; export RUSTC_BOOTSTRAP=1; fi; \
 	san=""; \
-	if ! cargo $$tc fuzz build parse_request >/dev/null 2>&1; then san="--sanitizer none"; fi; \
-	for t in parse_request normalize_path tls_records parse_redirects h2_frames hpack_decode; do \
-	  $(call progress,fuzzing $$t for $(FUZZ_SECONDS)s $$tc $$san); \
-	  mkdir -p corpus/$$t; \
-	  cargo $$tc fuzz run $$san $$t corpus/$$t seeds/$$t -- -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=2048 2>&1 | tail -n 3; \
-	  test "$${PIPESTATUS[0]}" = 0 || { echo "fuzz target $$t failed"; exit 1; }; \
-	done
+	if ! cargo $$tc fuzz build parse_request >/dev/null 2>&1; then san="--sanitizer none"; fi
+endef
+
+.PHONY: server-fuzz-build
+server-fuzz-build: $(CARGO_FUZZ) ## Build every fuzz target (cargo-fuzz first, cold: minutes), without running one: CI does it beside the e2e suite.
+	@$(call progress,building the fuzz targets)
+	@$(fuzz-env); cargo $$tc fuzz build $$san
+
+.PHONY: server-fuzz
+server-fuzz: $(CARGO_FUZZ) ## Fuzz the request parser, the path normaliser, TLS input, the _redirects parser, the HTTP/2 frame engine and the HPACK decoder for FUZZ_SECONDS each (default 30), FUZZ_JOBS at a time.
+	@$(fuzz-env); \
+	printf '%s\n' $(FUZZ_TARGETS) | xargs -P $(FUZZ_JOBS) -I{} bash -c ' \
+	  t={}; echo "==> [$$(date +%H:%M:%S)] fuzzing $$t for $(FUZZ_SECONDS)s $$0 $$1"; mkdir -p corpus/$$t; \
+	  out=$$(cargo $$0 fuzz run $$1 $$t corpus/$$t seeds/$$t -- -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=2048 2>&1); rc=$$?; \
+	  printf "%s\n" "$$out" | tail -n 3 | sed "s/^/    $$t: /"; \
+	  [ $$rc = 0 ] || { echo "fuzz target $$t failed"; printf "%s\n" "$$out" | tail -n 40; exit 255; }' "$$tc" "$$san"

@@ -96,7 +96,8 @@ verify-go-lint: $(GOLANGCI_LINT) ## golangci-lint run (.golangci.yml): root modu
 # thousands of lines and buries the other checks' reports; `cargo fmt` there shows and fixes it.
 .PHONY: verify-rust
 verify-rust: ## cargo fmt --check and cargo clippy --all-targets --locked -D warnings: images/server and its fuzz crate.
-	@rc=0; for d in $(SERVER_DIR) $(SERVER_DIR)/fuzz; do \
+	@rc=0; for d in $(SERVER_DIR):$(SERVER_CARGO_TARGET) $(SERVER_DIR)/fuzz:$(FUZZ_CARGO_TARGET); do \
+	  export CARGO_TARGET_DIR=$${d#*:}; d=$${d%%:*}; \
 	  $(call progress,verify: cargo fmt --check and clippy in $${d#$(ROOT)/}); \
 	  (cd $$d && $(CARGO) fmt --check --message-format short | \
 	    awk -v r="$(ROOT)/" 'index($$0, r) == 1 { $$0 = substr($$0, length(r) + 1) } !seen[$$0]++') || \

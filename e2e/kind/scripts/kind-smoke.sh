@@ -18,8 +18,11 @@ kubectl delete namespace "$NS" --ignore-not-found --wait=true >/dev/null
 kubectl create namespace "$NS" >/dev/null
 until kubectl -n "$NS" get serviceaccount default >/dev/null 2>&1; do sleep 0.5; done
 
+# The exclusive-CPU check's node: the first worker (a node with no control-plane role), else the only node.
+smoke_node=$(kubectl get nodes -l '!node-role.kubernetes.io/control-plane' -o jsonpath='{.items[0].metadata.name}')
+smoke_node=${smoke_node:-$node}
 start=$SECONDS
-sed "s#SMOKE_IMAGE#$image#g" "$KIND_DIR/smoke/manifests.yaml" | kubectl -n "$NS" apply -f - >/dev/null
+sed -e "s#SMOKE_IMAGE#$image#g" -e "s#SMOKE_NODE#$smoke_node#g" "$KIND_DIR/smoke/manifests.yaml" | kubectl -n "$NS" apply -f - >/dev/null
 kubectl -n "$NS" rollout status deploy/echo --timeout=180s >/dev/null
 kubectl -n "$NS" wait --for=condition=complete job/client --timeout=180s >/dev/null \
   || { kubectl -n "$NS" logs job/client >&2; exit 1; }
