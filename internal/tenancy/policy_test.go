@@ -394,3 +394,16 @@ func TestServiceTypes(t *testing.T) {
 		}
 	}
 }
+
+// git.requireCredentialsLabel: left out of a policy it is required (the restrictive side), false lifts it.
+func TestRequireCredentialsLabel(t *testing.T) {
+	for js, want := range map[string]bool{`{}`: true, `{"git":{"requireCredentialsLabel":true}}`: true, `{"git":{"requireCredentialsLabel":false}}`: false} {
+		p, err := Parse(js)
+		if err != nil || p.Git.CredentialsLabelRequired() != want {
+			t.Errorf("%s: required %v (%v), want %v", js, p.Git.CredentialsLabelRequired(), err, want)
+		}
+	}
+	if !Default().Git.CredentialsLabelRequired() || Unrestricted().Git.CredentialsLabelRequired() {
+		t.Error("the default must require the label, the single-tenant policy must not")
+	}
+}
