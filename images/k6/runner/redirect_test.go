@@ -1,10 +1,7 @@
 package main
 
 import (
-	"bytes"
-	"context"
 	"fmt"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -54,7 +51,7 @@ func TestRunnerFollowsNoRedirect(t *testing.T) {
 	if err := os.WriteFile(keyFile, keyPEM, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	tlsAddr := freeLoopback(t)
+	tlsAddr := serverbin.FreeAddr(t)
 	srv := serverbin.Start(t, bin, []string{"--root", root, "--listen", "", "--admin-listen", "",
 		"--tls-listen", tlsAddr, "--tls-cert", certFile, "--tls-key", keyFile})
 
@@ -75,15 +72,7 @@ func TestRunnerFollowsNoRedirect(t *testing.T) {
 				StrideSeconds: 2, InsecureSkipTLSVerify: true,
 				Steps: []benchresults.PlanStep{{Index: 0, VUs: 2, DurationSeconds: 1}}}
 			dir := writePlan(t, plan, "/", "/a.html", "/missing")
-			var out, progress bytes.Buffer
-			if err := run(context.Background(), k6, dir, time.Now().UnixMilli(), 0, 1, &out, &progress); err != nil {
-				t.Fatalf("%v\n%s\n%s", err, out.String(), progress.String())
-			}
-			log, err := benchresults.ParseLog(out.Bytes())
-			if err != nil || len(log.Steps) != 1 || log.Steps[0].Error != "" {
-				t.Fatalf("%v\n%s\n%s", err, out.String(), progress.String())
-			}
-			s := log.Steps[0]
+			s := runOneStep(t, k6, dir)
 			if n := victimHits.Load(); n != 0 {
 				t.Fatalf("k6 followed the redirects: the victim received %d requests (k6 counted %d, %d as 3xx)", n, s.Requests, s.Redirects)
 			}
@@ -120,16 +109,4 @@ func requireLeadsToVictim(t *testing.T, url string, hits *atomic.Int64) {
 	if first.StatusCode != http.StatusFound {
 		t.Fatalf("%s answered %d, want 302", url, first.StatusCode)
 	}
-}
-
-// freeLoopback is a loopback address whose port was free a moment ago (the TLS listener; serverbin.Start picks the
-// other two the same way).
-func freeLoopback(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
 }
