@@ -11,8 +11,11 @@ HELM_NAMESPACE ?= hyperstatic-system
 
 # The operator asks for a fractional CPU. On the 2-CPU kind node the control plane reserves ~0.85 CPU, so 50m
 # (instead of the chart's default 100m) leaves room for one pinned `cpu: 1` StaticSite next to the operator.
+# The demo's site is its own image (FROM the server image): the default tenancy.images allows only the server and
+# k6 images the chart installs, so the demo's install names it.
 HELM_LOCAL_VALUES := --set operator.image.tag=$(VERSION) --set server.image.tag=$(VERSION) \
-  --set k6.image.tag=$(VERSION) --set contentAgent.image.tag=$(VERSION) --set operator.resources.cpu=50m
+  --set k6.image.tag=$(VERSION) --set contentAgent.image.tag=$(VERSION) --set operator.resources.cpu=50m \
+  --set 'tenancy.images={hyperstatic/example-site}'
 
 # chart-sync-into copies the generated CRDs and RBAC role into the chart at $(1) and stamps the version. The CRDs
 # go to templates/crds/, not crds/: Helm installs crds/ once and never upgrades it, so `helm upgrade` would leave

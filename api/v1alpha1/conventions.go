@@ -30,6 +30,11 @@ const (
 	// LabelGitFetcherOf is on a Git site's fetcher objects instead of LabelSite (whose pods the site's Service,
 	// autoscaler and Benchmarks select): its value is the site's name.
 	LabelGitFetcherOf = "hyperstatic.dev/git-fetcher-of"
+	// LabelGitCredentials, set to "true" by whoever owns a Secret, says the Secret is meant to be Git credentials
+	// for a site's fetcher: under the tenancy policy's git.requireCredentialsLabel (the default) spec.content.git
+	// .secretRef may name no other Secret, so a site cannot hand the fetcher a key of its namespace that its
+	// author may not read (docs/security.md, "Tenancy").
+	LabelGitCredentials = "hyperstatic.dev/git-credentials"
 
 	// GitFetcherSuffix and GitWebhookSuffix end the names of a Git site's fetcher objects.
 	GitFetcherSuffix = "-git"

@@ -91,7 +91,8 @@ type RouteSpec struct {
 	ParentRefs []ParentReference `json:"parentRefs,omitempty"`
 
 	// annotations on the Ingress or HTTPRoute (e.g. cert-manager's cluster-issuer, an ingress controller's
-	// options).
+	// options). Keys under hyperstatic.dev/ are refused.
+	// +kubebuilder:validation:XValidation:rule="self.all(k, !k.startsWith('hyperstatic.dev/') && !k.matches('^[^/]*[.]hyperstatic[.]dev/'))",message="spec.route.annotations keys under hyperstatic.dev/ (or a subdomain of it) are the operator's own: an annotation must not set them"
 	// +optional
 	Annotations map[string]string `json:"annotations,omitempty"`
 }
@@ -127,7 +128,9 @@ type ParentReference struct {
 // MonitoringSpec makes the operator create a Prometheus Operator PodMonitor that scrapes every server pod's
 // admin port (/metrics), when the monitoring.coreos.com CRDs are installed.
 type MonitoringSpec struct {
-	// labels on the PodMonitor, for the Prometheus' podMonitorSelector (e.g. release: kube-prometheus-stack).
+	// labels on the PodMonitor, for the Prometheus' podMonitorSelector (e.g. release: kube-prometheus-stack). Keys
+	// under hyperstatic.dev/ are refused: the operator finds its own PodMonitors by them.
+	// +kubebuilder:validation:XValidation:rule="self.all(k, !k.startsWith('hyperstatic.dev/') && !k.matches('^[^/]*[.]hyperstatic[.]dev/'))",message="spec.monitoring.labels keys under hyperstatic.dev/ (or a subdomain of it) are the operator's own: a label must not set them"
 	// +optional
 	Labels map[string]string `json:"labels,omitempty"`
 	// interval between scrapes, e.g. "30s"; default Prometheus' global scrape interval.

@@ -104,6 +104,9 @@ const (
 	ReasonGitFetcherUnavailable = "GitFetcherUnavailable"
 	// False: a Secret named in spec.content.git.secretRef or webhookSecretRef does not exist.
 	ReasonGitSecretNotFound = "GitSecretNotFound"
+	// False: the Secret of spec.content.git.secretRef lacks LabelGitCredentials="true", which the tenancy policy
+	// requires; the fetcher runs without it (it is not mounted).
+	ReasonGitSecretNotLabelled = "GitSecretNotLabelled"
 	// False: the host could not be reached or did not answer as a Git server (DNS, TCP, TLS, 5xx, timeout).
 	ReasonGitUnreachable = "GitUnreachable"
 	// False: the host refused the credentials, or asked for some and none were given.

@@ -386,7 +386,8 @@ type ServiceSpec struct {
 	// +kubebuilder:validation:Maximum=65535
 	// +optional
 	HTTPSPort int32 `json:"httpsPort,omitempty"`
-	// annotations on the Service (e.g. for a cloud load balancer).
+	// annotations on the Service (e.g. for a cloud load balancer). Keys under hyperstatic.dev/ are refused.
+	// +kubebuilder:validation:XValidation:rule="self.all(k, !k.startsWith('hyperstatic.dev/') && !k.matches('^[^/]*[.]hyperstatic[.]dev/'))",message="spec.service.annotations keys under hyperstatic.dev/ (or a subdomain of it) are the operator's own: an annotation must not set them"
 	// +optional
 	Annotations map[string]string `json:"annotations,omitempty"`
 	// ipFamilyPolicy of the Service. Default PreferDualStack: both families on a dual-stack cluster, the only one
@@ -398,10 +399,13 @@ type ServiceSpec struct {
 
 // PodTemplateOverrides are the parts of the pod template a user may set.
 type PodTemplateOverrides struct {
-	// labels added to the pods (the operator's own labels win on conflict).
+	// labels added to the pods (the operator's own labels win on conflict). Keys under hyperstatic.dev/ are refused:
+	// the operator selects and keeps apart its pods by them.
+	// +kubebuilder:validation:XValidation:rule="self.all(k, !k.startsWith('hyperstatic.dev/') && !k.matches('^[^/]*[.]hyperstatic[.]dev/'))",message="spec.podTemplate.labels keys under hyperstatic.dev/ (or a subdomain of it) are the operator's own: a label must not set them"
 	// +optional
 	Labels map[string]string `json:"labels,omitempty"`
-	// annotations added to the pods.
+	// annotations added to the pods. Keys under hyperstatic.dev/ are refused (the operator's own).
+	// +kubebuilder:validation:XValidation:rule="self.all(k, !k.startsWith('hyperstatic.dev/') && !k.matches('^[^/]*[.]hyperstatic[.]dev/'))",message="spec.podTemplate.annotations keys under hyperstatic.dev/ (or a subdomain of it) are the operator's own: an annotation must not set them"
 	// +optional
 	Annotations map[string]string `json:"annotations,omitempty"`
 	// nodeSelector of the pods.

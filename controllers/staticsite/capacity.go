@@ -112,8 +112,14 @@ func controllerRef(site *v1alpha1.StaticSite) []metav1.OwnerReference {
 
 // measurementPod is a pod of template that gets no traffic but the measurement's: the site's selector labels are
 // removed, the measurement's added. It keeps the template's resources (Guaranteed) and security context, and
-// must not share a node with any other measurement pod of any site in any namespace (a required anti-affinity):
-// two loads on one node would measure each other.
+// keeps off the nodes of other measurement pods: two loads on one node would measure each other.
+//
+// Only the site's own namespace can keep it from being scheduled: the required anti-affinity names the pods of
+// its namespace (no namespaces, no namespaceSelector), and the measurement pods of other namespaces are avoided
+// by a preferred term only. Anyone who may create a pod can give it LabelCapacityRole (the CRD refuses the key in
+// spec.podTemplate.labels, but not on a plain Pod or another controller's), so a required term over every
+// namespace let one tenant's pods leave every probe and canary of the cluster Pending (issue 38). In its own
+// namespace a tenant can only block their own measurement.
 func measurementPod(site *v1alpha1.StaticSite, t corev1.PodTemplateSpec, id, role, name string, now time.Time) *corev1.Pod {
 	labels := maps.Clone(t.Labels)
 	if labels == nil {
@@ -139,11 +145,19 @@ func measurementPod(site *v1alpha1.StaticSite, t corev1.PodTemplateSpec, id, rol
 		spec.Affinity.PodAntiAffinity = &corev1.PodAntiAffinity{}
 	}
 	anti := spec.Affinity.PodAntiAffinity
+	measurementPods := &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
+		{Key: v1alpha1.LabelCapacityRole, Operator: metav1.LabelSelectorOpExists}}}
 	anti.RequiredDuringSchedulingIgnoredDuringExecution = append(anti.RequiredDuringSchedulingIgnoredDuringExecution, corev1.PodAffinityTerm{
-		LabelSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
-			{Key: v1alpha1.LabelCapacityRole, Operator: metav1.LabelSelectorOpExists}}},
-		NamespaceSelector: &metav1.LabelSelector{}, // every namespace
-		TopologyKey:       corev1.LabelHostname,
+		LabelSelector: measurementPods, // in the pod's own namespace only
+		TopologyKey:   corev1.LabelHostname,
+	})
+	anti.PreferredDuringSchedulingIgnoredDuringExecution = append(anti.PreferredDuringSchedulingIgnoredDuringExecution, corev1.WeightedPodAffinityTerm{
+		Weight: 100,
+		PodAffinityTerm: corev1.PodAffinityTerm{
+			LabelSelector:     measurementPods.DeepCopy(),
+			NamespaceSelector: &metav1.LabelSelector{}, // every namespace
+			TopologyKey:       corev1.LabelHostname,
+		},
 	})
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: site.Namespace, Labels: labels, Annotations: annotations,

@@ -6,6 +6,7 @@ package staticsite
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -175,11 +176,18 @@ func TestCapacityProbeMeasuresTheServingTemplate(t *testing.T) {
 	if pod.Labels[v1alpha1.LabelCapacityTemplate] != want {
 		t.Errorf("probe template label %q, want the Deployment's template id %q", pod.Labels[v1alpha1.LabelCapacityTemplate], want)
 	}
+	// Required: no other measurement pod of its namespace on the node; preferred: none of any namespace.
 	terms := pod.Spec.Affinity.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution
-	if n := len(terms); n != 1 || terms[0].TopologyKey != corev1.LabelHostname || terms[0].NamespaceSelector == nil ||
-		len(terms[0].NamespaceSelector.MatchLabels)+len(terms[0].NamespaceSelector.MatchExpressions) != 0 ||
+	if n := len(terms); n != 1 || terms[0].TopologyKey != corev1.LabelHostname || terms[0].NamespaceSelector != nil || len(terms[0].Namespaces) != 0 ||
 		terms[0].LabelSelector.MatchExpressions[0].Key != v1alpha1.LabelCapacityRole || terms[0].LabelSelector.MatchExpressions[0].Operator != metav1.LabelSelectorOpExists {
-		t.Errorf("anti-affinity: %+v", terms)
+		t.Errorf("required anti-affinity: %+v", terms)
+	}
+	// The template's own preferred zone spread stays first; the measurement's term is added after it.
+	preferred := pod.Spec.Affinity.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution
+	if n := len(preferred); n != 2 || preferred[1].Weight != 100 || preferred[1].PodAffinityTerm.TopologyKey != corev1.LabelHostname ||
+		preferred[1].PodAffinityTerm.NamespaceSelector == nil || !reflect.DeepEqual(*preferred[1].PodAffinityTerm.NamespaceSelector, metav1.LabelSelector{}) ||
+		preferred[1].PodAffinityTerm.LabelSelector.MatchExpressions[0].Key != v1alpha1.LabelCapacityRole {
+		t.Errorf("preferred anti-affinity: %+v", preferred)
 	}
 	if pod.Status.QOSClass != corev1.PodQOSGuaranteed || pod.Spec.Containers[0].Resources.Limits.Cpu().String() != "1" {
 		t.Errorf("probe QoS %s, resources %v", pod.Status.QOSClass, pod.Spec.Containers[0].Resources)

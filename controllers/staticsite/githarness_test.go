@@ -382,7 +382,8 @@ func gitServerPod(t *testing.T, d *appsv1.Deployment, name, ip string, tf *testF
 // gitSecret creates the credentials Secret of a private repository, in Flux's keys.
 func gitSecret(t *testing.T, ns, name, username, password string) *corev1.Secret {
 	t.Helper()
-	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+	// Labelled as Git credentials, as the suite's policy (the default's requireCredentialsLabel) requires.
+	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{v1alpha1.LabelGitCredentials: "true"}},
 		Data: map[string][]byte{gitsource.SecretUsername: []byte(username), gitsource.SecretPassword: []byte(password)}}
 	testenv.Must(t, k8s.Create(context.Background(), s))
 	return s

@@ -40,7 +40,8 @@ func contentVerdictOf(o *observation) contentVerdict {
 	return contentVerdict{status: metav1.ConditionTrue, reason: o.contentReason, message: o.contentMessage}
 }
 
-// gitVerdict: a missing Secret first (the fetcher cannot do its job as specified), then a fetcher that is down,
+// gitVerdict: a missing Secret first (the fetcher cannot do its job as specified), then credentials the policy
+// refuses (likewise), then a fetcher that is down,
 // then the fetcher's last failure, then the published commit; nothing published and no failure: pending.
 func gitVerdict(g *gitState) contentVerdict {
 	served, servedCommit := g.anyServed()
@@ -64,6 +65,9 @@ func gitVerdict(g *gitState) contentVerdict {
 	case len(g.missingSecrets) > 0:
 		return failed(v1alpha1.ReasonGitSecretNotFound, fmt.Sprintf("Secret %s not found in the site's namespace: "+
 			"the fetcher runs without it", strings.Join(g.missingSecrets, ", ")), false)
+	case g.unlabelledCredentials != "":
+		return failed(v1alpha1.ReasonGitSecretNotLabelled, fmt.Sprintf("Secret %q (spec.content.git.secretRef) is not labelled %s: \"true\", "+
+			"which the tenancy policy requires of Git credentials: the fetcher runs without it", g.unlabelledCredentials, v1alpha1.LabelGitCredentials), false)
 	case g.fetcherDown != "":
 		return failed(v1alpha1.ReasonGitFetcherUnavailable, g.fetcherDown, true)
 	case g.fetcher != nil && g.fetcher.Failure != nil:

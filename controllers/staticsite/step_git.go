@@ -47,6 +47,9 @@ type gitState struct {
 	interval time.Duration // spec.content.git.interval (its default resolved)
 	// missingSecrets names the Secrets of secretRef and webhookSecretRef that do not exist.
 	missingSecrets []string
+	// unlabelledCredentials names the secretRef Secret when it lacks LabelGitCredentials and the policy requires
+	// it: the fetcher then runs as if secretRef were unset (fetcherSite).
+	unlabelledCredentials string
 	// fetcher is what the fetcher pod publishes (nil: not read); fetcherDown says why it could not be read when
 	// the pod is failing, fetcherWaiting when it is starting.
 	fetcher                     *gitrevision.Revision
@@ -123,9 +126,23 @@ func (r *Reconciler) findGitSecrets(ctx context.Context, st *observation) error 
 			st.git.missingSecrets = append(st.git.missingSecrets, fmt.Sprintf("%q (spec.content.git.%s)", ref.ref.Name, ref.field))
 		case err != nil:
 			return fmt.Errorf("read Secret %s: %w", ref.ref.Name, err)
+		case ref.field == "secretRef" && m.Labels[v1alpha1.LabelGitCredentials] != "true" && r.policy().Git.CredentialsLabelRequired():
+			st.git.unlabelledCredentials = ref.ref.Name
 		}
 	}
 	return nil
+}
+
+// fetcherSite is the site as its fetcher is built from: without secretRef when that Secret is not labelled as Git
+// credentials (the policy refuses it), so that no fetcher mounts a Secret its owner did not mean for this, an
+// earlier fetcher that did included (its Deployment is applied without the volume).
+func fetcherSite(st *observation) *v1alpha1.StaticSite {
+	if st.git == nil || st.git.unlabelledCredentials == "" {
+		return st.site
+	}
+	s := st.site.DeepCopy()
+	s.Spec.Content.Git.SecretRef = nil
+	return s
 }
 
 // applyGitChildren applies the NetworkPolicy first (the fetcher never runs unprotected), then the Services and the
@@ -153,7 +170,7 @@ func (r *Reconciler) applyGitChildren(ctx context.Context, st *observation) (boo
 		return false, err
 	}
 	if res, err = applyChild(ctx, r.Client, r.directReader(), site, "Deployment", &appsv1.Deployment{},
-		DesiredGitFetcher(site, r.ContentAgentImage), key, extractDeployment); err != nil {
+		DesiredGitFetcher(fetcherSite(st), r.ContentAgentImage), key, extractDeployment); err != nil {
 		return false, childRefused(st, "Deployment", v1alpha1.ReasonDeploymentRejected, err)
 	}
 	r.recordApplyOf(site, "Deployment", key.Name, res)
@@ -194,7 +211,7 @@ func (r *Reconciler) observeGitFetcher(ctx context.Context, st *observation) {
 		st.requeue(gitConvergePoll)
 		return
 	}
-	want := FetchArgs(site)
+	want := FetchArgs(fetcherSite(st))
 	var current []*corev1.Pod
 	older := ""
 	for i := range list.Items {

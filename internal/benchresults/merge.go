@@ -58,6 +58,8 @@ type Step struct {
 	Requests      int64 `json:"requests"`
 	Errors        int64 `json:"errors"`
 	Dropped       int64 `json:"dropped"`
+	// Redirects are the 3xx answers among Requests (never followed).
+	Redirects int64 `json:"redirects,omitempty"`
 	// RPS is the sum over pods of each pod's requests / its own load window.
 	RPS float64 `json:"rps"`
 	// RPSMin and RPSMax are the lowest and highest requests/s of the step's whole seconds, all pods added up
@@ -96,6 +98,7 @@ type Results struct {
 	Requests  int64   `json:"requests"`
 	Errors    int64   `json:"errors"`
 	Dropped   int64   `json:"dropped"`
+	Redirects int64   `json:"redirects,omitempty"`
 	ErrorRate float64 `json:"errorRate"`
 	P50Ms     float64 `json:"p50Ms"`
 	P90Ms     float64 `json:"p90Ms"`
@@ -152,6 +155,7 @@ func Merge(in Input) Results {
 			st.Requests += s.Requests
 			st.Errors += s.Errors
 			st.Dropped += s.Dropped
+			st.Redirects += s.Redirects
 			st.hist.Add(s.Hist)
 			if ignored := addProtocols(r.Protocols, s.Protocols); len(ignored) > 0 {
 				r.Warnings = append(r.Warnings, fmt.Sprintf("pod %d step %d: protocol counts not understood, ignored: %s", s.Pod, s.Step, strings.Join(ignored, ", ")))
@@ -189,6 +193,7 @@ func Merge(in Input) Results {
 		r.Requests += st.Requests
 		r.Errors += st.Errors
 		r.Dropped += st.Dropped
+		r.Redirects += st.Redirects
 		if st.ClientBound {
 			r.ClientBoundSteps++
 		}

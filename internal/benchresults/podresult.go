@@ -49,6 +49,9 @@ type PodStep struct {
 	Requests int64 `json:"requests"`
 	Errors   int64 `json:"errors"`
 	Dropped  int64 `json:"dropped"`
+	// Redirects are the responses with a 3xx status among Requests: k6 follows none (k6script), so they are the
+	// target's answers; a run of mostly redirects measured the redirect, not the site.
+	Redirects int64 `json:"redirects,omitempty"`
 	// BytesReceived by k6.
 	BytesReceived int64 `json:"bytesReceived"`
 	// ReqCounts are k6's running request count, polled about once a second from its REST API on loopback:

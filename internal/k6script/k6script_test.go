@@ -117,6 +117,7 @@ type inspected struct {
 	DiscardResponseBodies bool     `json:"discardResponseBodies"`
 	SummaryTrendStats     []string `json:"summaryTrendStats"`
 	MaxVUs                int      `json:"maxVUs"`
+	MaxRedirects          *int     `json:"maxRedirects"`
 	TotalDuration         string   `json:"totalDuration"`
 }
 
@@ -182,6 +183,10 @@ func TestScriptInspectedByK6(t *testing.T) {
 				if got.NoConnectionReuse != !plan.KeepAlive || !got.DiscardResponseBodies {
 					t.Errorf("keep-alive %v but noConnectionReuse %v", plan.KeepAlive, got.NoConnectionReuse)
 				}
+				// A 3xx is the target's answer: k6 follows no redirect (its default is 10, to any host).
+				if got.MaxRedirects == nil || *got.MaxRedirects != 0 {
+					t.Errorf("maxRedirects %v, want 0", got.MaxRedirects)
+				}
 				if strings.Join(got.SummaryTrendStats, ",") != "med,p(90),p(99),max" {
 					t.Errorf("summaryTrendStats %v", got.SummaryTrendStats)
 				}
@@ -212,7 +217,7 @@ func TestAcceptEncoding(t *testing.T) {
 	script := files[ScriptFile]
 	var stored Plan
 	if err := json.Unmarshal([]byte(files[PlanFile]), &stored); err != nil || stored.AcceptEncoding != "br, gzip" ||
-		!strings.Contains(script, `const PARAMS = PLAN.acceptEncoding ? { headers: { 'Accept-Encoding': PLAN.acceptEncoding } } : {};`) ||
+		!strings.Contains(script, `const PARAMS = PLAN.acceptEncoding ? { redirects: 0, headers: { 'Accept-Encoding': PLAN.acceptEncoding } } : { redirects: 0 };`) ||
 		!strings.Contains(script, `http.get(PLAN.baseURL + path, PARAMS)`) {
 		t.Fatalf("plan %s\nscript:\n%s", files[PlanFile], script)
 	}

@@ -52,6 +52,8 @@ for (let i = 0; i < NUM_BUCKETS; i++) {
   latency.push(new Counter('hs_lat_' + i));
 }
 const errors = new Counter('hs_errors');
+// Responses with a 3xx status: the answer of the target, never followed (maxRedirects: 0 below).
+const redirects = new Counter('hs_redirects');
 // The HTTP version of every response with a status, by k6's res.proto; a version k6 does not name here counts as
 // "other" (the operator accepts only the names of benchresults.Protocols).
 const PROTOCOLS = {{.ProtocolsJSON}};
@@ -76,8 +78,13 @@ function scenario() {
   return { executor: 'constant-vus', vus: step.vus, duration: duration, gracefulStop: '{{.GracefulStop}}' };
 }
 
+// maxRedirects: 0, and redirects: 0 on every request (which no K6_MAX_REDIRECTS in the environment overrides): a
+// 3xx is the target's answer and counted as such. k6 would otherwise follow up to 10 redirects to any host, and
+// a site whose rules send /* elsewhere would turn its Benchmark, or the operator's capacity measurement, into load
+// against whatever address that is, with the answers in the summary (docs/security.md, "Tenancy").
 export const options = {
   scenarios: { load: scenario() },
+  maxRedirects: 0,
   noConnectionReuse: !PLAN.keepAlive,
   insecureSkipTLSVerify: PLAN.insecureSkipTLSVerify === true,
   discardResponseBodies: true,
@@ -95,13 +102,15 @@ function bucket(ms) {
 }
 
 // spec.acceptEncoding, sent with every request as browsers do; k6 decodes the compressed bodies it gets.
-const PARAMS = PLAN.acceptEncoding ? { headers: { 'Accept-Encoding': PLAN.acceptEncoding } } : {};
+const PARAMS = PLAN.acceptEncoding ? { redirects: 0, headers: { 'Accept-Encoding': PLAN.acceptEncoding } } : { redirects: 0 };
 
 export default function () {
   const path = PATHS.length === 1 ? PATHS[0] : PATHS[Math.floor(Math.random() * PATHS.length)];
   const res = http.get(PLAN.baseURL + path, PARAMS);
   if (res.status === 0 || res.status >= 400) {
     errors.add(1);
+  } else if (res.status >= 300) {
+    redirects.add(1);
   }
   if (res.status !== 0) {
     latency[bucket(res.timings.duration)].add(1);
@@ -137,6 +146,7 @@ export function handleSummary(data) {
     loadEndMs: end,
     requests: count(data, 'http_reqs'),
     errors: count(data, 'hs_errors'),
+    redirects: count(data, 'hs_redirects'),
     dropped: count(data, 'dropped_iterations'),
     bytesReceived: count(data, 'data_received'),
     hist: hist,

@@ -50,7 +50,7 @@ func Start(tb testing.TB, bin string, args []string, env ...string) *Process {
 // tryStart starts one server; exitedEarly says the process ended before it was ready (a port taken meanwhile).
 func tryStart(tb testing.TB, bin string, args, env []string) (p *Process, exitedEarly bool, err error) {
 	tb.Helper()
-	p = &Process{HTTPAddr: freeAddr(tb), AdminAddr: freeAddr(tb), Stderr: &LockedBuffer{}}
+	p = &Process{HTTPAddr: FreeAddr(tb), AdminAddr: FreeAddr(tb), Stderr: &LockedBuffer{}}
 	p.Args = SetFlag(tb, SetFlag(tb, args, "--listen", p.HTTPAddr), "--admin-listen", p.AdminAddr)
 	cmd := exec.Command(bin, p.Args...)
 	cmd.Env = append(CleanEnv(), env...)
@@ -140,8 +140,9 @@ func QuoteArgs(args []string) string {
 	return strings.Join(q, " ")
 }
 
-// freeAddr returns a loopback address whose port was free a moment ago.
-func freeAddr(tb testing.TB) string {
+// FreeAddr returns a loopback address whose port was free a moment ago (another listener of a test's server,
+// such as --tls-listen, is picked the same way).
+func FreeAddr(tb testing.TB) string {
 	tb.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

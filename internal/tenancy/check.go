@@ -32,6 +32,9 @@ func (p Policy) CheckSite(site *v1alpha1.StaticSite) Violations {
 	}
 	p.checkTolerations(&vs, "spec.podTemplate.tolerations", s.PodTemplate.Tolerations)
 	p.checkAnnotations(&vs, "spec.podTemplate.annotations", s.PodTemplate.Annotations)
+	if t := serviceType(s.Service.Type); t != string(corev1.ServiceTypeClusterIP) && !listed(p.ServiceTypes, t) {
+		vs.add("spec.service.type", "Service type %s is not allowed (allowed: %s)", t, shown(p.ServiceTypes))
+	}
 	p.checkAnnotations(&vs, "spec.service.annotations", s.Service.Annotations)
 	if s.Route != nil {
 		p.checkAnnotations(&vs, "spec.route.annotations", s.Route.Annotations)
@@ -164,6 +167,14 @@ func (p Policy) checkAnnotations(vs *Violations, field string, m map[string]stri
 			vs.add(field, "annotation key %q is not allowed (allowed: %s)", k, shown(p.AnnotationKeys))
 		}
 	}
+}
+
+// serviceType is spec.service.type with the CRD's default (ClusterIP) for an object that predates it.
+func serviceType(t corev1.ServiceType) string {
+	if t == "" {
+		return string(corev1.ServiceTypeClusterIP)
+	}
+	return string(t)
 }
 
 func shown(list []string) string {

@@ -15,7 +15,9 @@ import (
 	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/utils/ptr"
 )
 
 // Any in a list allows every value.
@@ -30,8 +32,12 @@ type Policy struct {
 	// spec.server.image and a Benchmark's spec.image may name: an entry ending in "/" allows every reference that
 	// starts with it (a registry or a repository path), another entry a repository exactly (any tag or digest);
 	// Any: every image. The operator's own default server and k6 images are not checked: the tenant did not
-	// choose them.
+	// choose them, and AllowingImages adds their repositories, so an empty list allows exactly those.
 	Images []string `json:"images"`
+	// ServiceTypes are the spec.service.type values allowed (ClusterIP, NodePort, LoadBalancer); Any: every one.
+	// A NodePort opens a port on every node, a LoadBalancer buys a cloud address: both reach past the cluster.
+	// ClusterIP, the CRD's default, is always allowed (a policy that leaves the list out still serves sites).
+	ServiceTypes []string `json:"serviceTypes"`
 	// ServiceAccountName allows podTemplate.serviceAccountName (a Benchmark's serviceAccountName).
 	ServiceAccountName bool `json:"serviceAccountName"`
 	// ServiceAccountToken allows automountServiceAccountToken: true.
@@ -61,6 +67,17 @@ type GitLimits struct {
 	// MaxSize caps spec.content.git.maxSize (its default, 512Mi, when unset), e.g. "1Gi". Empty: no cap beyond
 	// the CRD's 16Gi.
 	MaxSize string `json:"maxSize"`
+	// RequireCredentialsLabel: spec.content.git.secretRef may name only a Secret labelled
+	// v1alpha1.LabelGitCredentials="true", so a tenant cannot hand the fetcher a Secret of their namespace that
+	// they may not read themselves (a platform's deploy key) and have it fetch and publish what that key opens.
+	// A pointer so that a policy leaving it out gets the restrictive true; false is the single-tenant opt-out.
+	RequireCredentialsLabel *bool `json:"requireCredentialsLabel"`
+}
+
+// CredentialsLabelRequired says whether a credentials Secret must carry v1alpha1.LabelGitCredentials (true unless
+// the policy says false).
+func (g GitLimits) CredentialsLabelRequired() bool {
+	return g.RequireCredentialsLabel == nil || *g.RequireCredentialsLabel
 }
 
 // BenchmarkLimits bound a Benchmark. A zero number or an empty duration is no limit.
@@ -81,9 +98,9 @@ type BenchmarkLimits struct {
 // Unrestricted is the single-tenant policy: everything the CRDs admit.
 func Unrestricted() Policy {
 	all := []string{Any}
-	return Policy{ExtraArgs: all, Images: all, ServiceAccountName: true, ServiceAccountToken: true,
+	return Policy{ExtraArgs: all, Images: all, ServiceTypes: all, ServiceAccountName: true, ServiceAccountToken: true,
 		PriorityClasses: all, TolerationKeys: all, AnnotationKeys: all, Benchmark: BenchmarkLimits{URLTargets: true},
-		Git: GitLimits{URLs: all}}
+		Git: GitLimits{URLs: all, RequireCredentialsLabel: ptr.To(false)}}
 }
 
 // DefaultGitURLs are the public forges over HTTPS and SSH (both SSH spellings): a platform adds its own forge.
@@ -97,19 +114,23 @@ var DefaultGitURLs = []string{
 const DefaultGitMaxSize = "1Gi"
 
 // Default is the multi-tenant policy the operator runs with when no policy is given, the same as the chart's
-// default values: tuning flags only, the project's own images, no ServiceAccount, no priority class, no
-// tolerations, only Prometheus scrape annotations, Benchmarks of the namespace's own sites within bounds that a
-// shared cluster survives, Git content from the public forges (DefaultGitURLs) of at most 1Gi.
+// default values: tuning flags only, no image but the operator's own server and k6 images (the exact images the
+// chart installs for tenants' pods, added by AllowingImages: never a prefix such as "hyperstatic/", which would
+// admit every image of that public namespace, the operator's own included), ClusterIP Services only, no
+// ServiceAccount, no priority class, no tolerations, only Prometheus scrape annotations, Benchmarks of the
+// namespace's own sites within bounds that a shared cluster survives, Git content from the public forges
+// (DefaultGitURLs) of at most 1Gi with credentials only from Secrets labelled for it.
 func Default() Policy {
 	return Policy{
 		ExtraArgs: []string{"access-log", "access-log-sample", "workers", "header-timeout", "keepalive-timeout",
 			"max-memory-file-size", "memory-budget", "memory-limit", "compress", "hsts"},
-		Images:          []string{"hyperstatic/"},
+		Images:          []string{},
+		ServiceTypes:    []string{string(corev1.ServiceTypeClusterIP)},
 		PriorityClasses: []string{},
 		TolerationKeys:  []string{},
 		AnnotationKeys:  []string{"prometheus.io/*"},
 		Benchmark:       BenchmarkLimits{MaxParallelism: 4, MaxVUs: 1000, MaxRate: 10000, MaxDuration: "30m"},
-		Git:             GitLimits{URLs: slices.Clone(DefaultGitURLs), MaxSize: DefaultGitMaxSize},
+		Git:             GitLimits{URLs: slices.Clone(DefaultGitURLs), MaxSize: DefaultGitMaxSize, RequireCredentialsLabel: ptr.To(true)},
 	}
 }
 

@@ -145,9 +145,14 @@ func TestParse(t *testing.T) {
 	}
 }
 
-// The chart's default values are this policy: the e2e suite, the demo and the samples must pass it (they run on
-// an install with the default values). The demo and the samples are read from the repository; the e2e suite's
-// objects are rebuilt here as e2e/*.go creates them (images named by e2e/suite_test.go's defaults).
+// siteImages are the project's own site images (content images built FROM the server image), which the default
+// policy refuses like any tenant's: the demo's install (make/chart.mk HELM_LOCAL_VALUES) and the e2e suite's list
+// them in tenancy.images, and the samples use the first.
+var siteImages = []string{"hyperstatic/example-site", "hyperstatic/e2e-site-rollout", "hyperstatic/pydocs-site"}
+
+// The chart's default values with the project's site images allowed are what the e2e suite, the demo and the
+// samples must pass. The demo and the samples are read from the repository; the e2e suite's objects are rebuilt
+// here as e2e/*.go creates them (images named by e2e/suite_test.go's defaults).
 func TestDefaultPolicyAdmitsTheProjectsOwnObjects(t *testing.T) {
 	root := filepath.Join("..", "..")
 	demo, err := os.ReadFile(filepath.Join(root, "e2e", "testdata", "demo.yaml"))
@@ -168,6 +173,7 @@ func TestDefaultPolicyAdmitsTheProjectsOwnObjects(t *testing.T) {
 		docs = append(docs, b)
 	}
 	p := Default()
+	p.Images = siteImages
 	seen := 0
 	for _, doc := range docs {
 		dec := yaml.NewYAMLOrJSONDecoder(bytes.NewReader(doc), 4096)
@@ -330,5 +336,74 @@ func TestGitLimits(t *testing.T) {
 	}
 	if p, err := Parse(`{"git":{"urls":["*"],"maxSize":"2Gi"}}`); err != nil || !p.Git.gitURLAllowed("http://anything/") {
 		t.Errorf("parsed %+v, %v", p.Git, err)
+	}
+}
+
+// The default image list is exactly the images the chart installs for tenants' pods (the operator adds its own
+// server and k6 repositories, as cmd/manager does): no prefix, so neither another image of the project's public
+// namespace (the operator's own, whose binary holds no site) nor a look-alike repository is admitted.
+func TestDefaultImagesAreExactlyTheChartsOwn(t *testing.T) {
+	p := Default().AllowingImages("hyperstatic/server:0.1.0", "hyperstatic/k6:0.1.0")
+	for ref, ok := range map[string]bool{
+		"hyperstatic/server:0.1.0":           true,
+		"hyperstatic/server@sha256:abc":      true,
+		"hyperstatic/k6:0.2.0":               true,
+		"hyperstatic/operator:0.1.0":         false,
+		"hyperstatic/content-agent:0.1.0":    false,
+		"hyperstatic/server-evil:0.1.0":      false,
+		"hyperstatic/example-site:0.1.0":     false,
+		"docker.io/hyperstatic/server:0.1.0": false,
+	} {
+		s := site(v1alpha1.StaticSiteSpec{Server: v1alpha1.ServerSpec{Image: ref}})
+		if got := len(p.CheckSite(s)) == 0; got != ok {
+			t.Errorf("spec.server.image %s: allowed %v, want %v (%v)", ref, got, ok, p.CheckSite(s))
+		}
+	}
+	vs := p.CheckSite(site(v1alpha1.StaticSiteSpec{Content: v1alpha1.ContentSource{Image: "hyperstatic/operator:0.1.0"}}))
+	if fields(vs) != "spec.content.image" || !strings.Contains(vs.Error(), `"hyperstatic/operator:0.1.0"`) {
+		t.Errorf("the operator's image as content: %v", vs)
+	}
+}
+
+// spec.service.type is in the policy: ClusterIP always (set or defaulted), NodePort and LoadBalancer only when
+// listed, refused naming the field.
+func TestServiceTypes(t *testing.T) {
+	svc := func(typ corev1.ServiceType) *v1alpha1.StaticSite {
+		return site(v1alpha1.StaticSiteSpec{Service: v1alpha1.ServiceSpec{Type: typ}})
+	}
+	for _, tc := range []struct {
+		policy Policy
+		typ    corev1.ServiceType
+		want   string
+	}{
+		{Default(), "", ""},
+		{Default(), corev1.ServiceTypeClusterIP, ""},
+		{Default(), corev1.ServiceTypeNodePort, "spec.service.type"},
+		{Default(), corev1.ServiceTypeLoadBalancer, "spec.service.type"},
+		{Policy{}, corev1.ServiceTypeClusterIP, ""},
+		{Policy{ServiceTypes: []string{"NodePort"}}, corev1.ServiceTypeNodePort, ""},
+		{Policy{ServiceTypes: []string{"NodePort"}}, corev1.ServiceTypeLoadBalancer, "spec.service.type"},
+		{Unrestricted(), corev1.ServiceTypeLoadBalancer, ""},
+	} {
+		vs := tc.policy.CheckSite(svc(tc.typ))
+		if got := fields(vs); got != tc.want {
+			t.Errorf("type %q under %v: violations %q, want %q", tc.typ, tc.policy.ServiceTypes, got, tc.want)
+		}
+		if tc.want != "" && !strings.Contains(vs.Error(), "Service type "+string(tc.typ)+" is not allowed") {
+			t.Errorf("message %q", vs.Error())
+		}
+	}
+}
+
+// git.requireCredentialsLabel: left out of a policy it is required (the restrictive side), false lifts it.
+func TestRequireCredentialsLabel(t *testing.T) {
+	for js, want := range map[string]bool{`{}`: true, `{"git":{"requireCredentialsLabel":true}}`: true, `{"git":{"requireCredentialsLabel":false}}`: false} {
+		p, err := Parse(js)
+		if err != nil || p.Git.CredentialsLabelRequired() != want {
+			t.Errorf("%s: required %v (%v), want %v", js, p.Git.CredentialsLabelRequired(), err, want)
+		}
+	}
+	if !Default().Git.CredentialsLabelRequired() || Unrestricted().Git.CredentialsLabelRequired() {
+		t.Error("the default must require the label, the single-tenant policy must not")
 	}
 }

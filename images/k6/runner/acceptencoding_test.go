@@ -3,12 +3,10 @@ package main
 import (
 	"bytes"
 	"compress/gzip"
-	"context"
 	"net/http"
 	"net/http/httptest"
 	"sync"
 	"testing"
-	"time"
 
 	"hyperstatic.dev/hyperstatic/internal/benchresults"
 	"hyperstatic.dev/hyperstatic/internal/k6script"
@@ -48,15 +46,7 @@ func TestRunnerSendsAcceptEncoding(t *testing.T) {
 				StrideSeconds: 2, AcceptEncoding: "br, gzip, zstd",
 				Steps: []benchresults.PlanStep{{Index: 0, VUs: 2, DurationSeconds: 1}}}
 			dir := writePlan(t, plan, "/a")
-			var out, progress bytes.Buffer
-			if err := run(context.Background(), k6, dir, time.Now().UnixMilli(), 0, 1, &out, &progress); err != nil {
-				t.Fatalf("%v\n%s\n%s", err, out.String(), progress.String())
-			}
-			log, err := benchresults.ParseLog(out.Bytes())
-			if err != nil || len(log.Steps) != 1 || log.Steps[0].Error != "" {
-				t.Fatalf("%v\n%s\n%s", err, out.String(), progress.String())
-			}
-			s := log.Steps[0]
+			s := runOneStep(t, k6, dir)
 			mu.Lock()
 			defer mu.Unlock()
 			if s.Requests == 0 || s.Errors != 0 || len(headers) != 1 || headers["br, gzip, zstd"] != s.Requests {

@@ -27,6 +27,21 @@ func k6Binary(t *testing.T) string {
 	return k6
 }
 
+// runOneStep runs the one-step plan in dir as one pod with the real k6 and returns the step's result, failing the
+// test with k6's output when the run or its result block is broken.
+func runOneStep(t *testing.T, k6, dir string) benchresults.PodStep {
+	t.Helper()
+	var out, progress bytes.Buffer
+	if err := run(context.Background(), k6, dir, time.Now().UnixMilli(), 0, 1, &out, &progress); err != nil {
+		t.Fatalf("%v\n%s\n%s", err, out.String(), progress.String())
+	}
+	log, err := benchresults.ParseLog(out.Bytes())
+	if err != nil || len(log.Steps) != 1 || log.Steps[0].Error != "" {
+		t.Fatalf("%v\n%s\n%s", err, out.String(), progress.String())
+	}
+	return log.Steps[0]
+}
+
 // writePlan writes the script ConfigMap's files for plan and paths into a fresh directory, as the pod mounts them.
 func writePlan(t *testing.T, plan k6script.Plan, paths ...string) string {
 	t.Helper()
