@@ -60,7 +60,7 @@ func testContentFromGit(t *testing.T) {
 	v1 := smallTree("v1")
 	sc.repo.push(t, "main", "v1", v1)
 	sc.repo.push(t, "poll", "v1 on the polled branch", v1)
-	gitSecret(t, sc.ns, "git-https", srv.httpsCredentials())
+	gitCredentials(t, sc.ns, "git-https", srv.httpsCredentials())
 	gitSecret(t, sc.ns, "git-webhook", map[string][]byte{"token": sc.token})
 	// Both sites are created at once: their fetchers and pods start side by side.
 	www := gitSite(sc.ns, "www", gitSource(httpsURL("site.git"), "main", "git-https", "git-webhook", 0), 2, gitSmallSiteCPU)
@@ -326,7 +326,7 @@ func (sc *gitScenario) invalidCommit(t *testing.T) {
 // key pinned in known_hosts) serves main's commit, every file's exact bytes.
 func (sc *gitScenario) overSSH(t *testing.T) {
 	ctx := ctxFor(t, time.Minute)
-	gitSecret(t, sc.ns, "git-ssh", sc.srv.sshCredentials())
+	gitCredentials(t, sc.ns, "git-ssh", sc.srv.sshCredentials())
 	site := gitSite(sc.ns, "ssh", gitSource(sshURL("site.git"), "main", "git-ssh", "", 0), 1, gitSmallSiteCPU)
 	site.Spec.Memory = &smallMemory
 	if err := k8s.Create(ctx, site); err != nil {

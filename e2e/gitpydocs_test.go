@@ -45,7 +45,7 @@ func (sc *gitScenario) pydocs(t *testing.T) {
 
 	ns := newNamespace(t, "gitdocs", false)
 	token := []byte(randomToken(t))
-	gitSecret(t, ns, "git-https", srv.httpsCredentials())
+	gitCredentials(t, ns, "git-https", srv.httpsCredentials())
 	gitSecret(t, ns, "git-webhook", map[string][]byte{"token": token})
 	site := gitSite(ns, "pydocs", gitSource(httpsURL("pydocs.git"), "main", "git-https", "git-webhook", 0), 2, gitPydocsSiteCPU)
 	mem := resource.MustParse("256Mi") // what scenario 10a's baked site gets: the docs and their variants in memory

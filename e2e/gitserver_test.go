@@ -23,6 +23,7 @@ import (
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/knownhosts"
 
+	"hyperstatic.dev/hyperstatic/api/v1alpha1"
 	"hyperstatic.dev/hyperstatic/internal/gittestserver"
 	"hyperstatic.dev/hyperstatic/internal/podstate"
 	"hyperstatic.dev/hyperstatic/internal/testcerts"
@@ -247,12 +248,24 @@ func randomToken(t *testing.T) string {
 	return fmt.Sprintf("%x", b)
 }
 
-// gitSecret creates a Secret of the sites' namespace in the keys Flux's GitRepository reads.
+// gitSecret creates a Secret of the sites' namespace in the keys Flux's GitRepository reads (a webhook token).
 func gitSecret(t *testing.T, ns, name string, data map[string][]byte) *corev1.Secret {
 	t.Helper()
-	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Data: data}
+	return createGitSecret(t, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Data: data})
+}
+
+// gitCredentials is gitSecret for credentials: labelled as meant for them, as the default tenancy policy requires
+// of a spec.content.git.secretRef (docs/security.md).
+func gitCredentials(t *testing.T, ns, name string, data map[string][]byte) *corev1.Secret {
+	t.Helper()
+	return createGitSecret(t, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name,
+		Labels: map[string]string{v1alpha1.LabelGitCredentials: "true"}}, Data: data})
+}
+
+func createGitSecret(t *testing.T, s *corev1.Secret) *corev1.Secret {
+	t.Helper()
 	if err := k8s.Create(ctxFor(t, 30*time.Second), s); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatalf("create Secret %s: %v", name, err)
+		t.Fatalf("create Secret %s: %v", s.Name, err)
 	}
 	return s
 }

@@ -11,6 +11,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -200,10 +201,24 @@ func helmInstallArgs() []string {
 		"--set", "contentAgent.image.tag=" + cfg.version,
 		// Git content from the scenario's own server only (gitserver_test.go): the default allows public forges.
 		"--set", "tenancy.git.urls={" + strings.Join(gitURLPrefixes, ",") + "}",
+		// The suite's site images, by repository: the default policy allows only the chart's own server and k6.
+		"--set", "tenancy.images={" + strings.Join(siteImageRepositories(), ",") + "}",
 		"--set", "operator.resources.cpu=50m",
 		// Scrape often so the autoscaling scenario reacts within the test's time.
 		"--set", "operator.autoscalerScrapeInterval=" + scrapeInterval,
 	}
+}
+
+// siteImageRepositories are the repositories of the images the suite's sites run (tags dropped: an entry of
+// tenancy.images allows one repository with any tag).
+func siteImageRepositories() []string {
+	var repos []string
+	for _, img := range []string{cfg.siteImage, cfg.rolloutV1Image, cfg.rolloutV2Image, cfg.pydocsImage, cfg.pydocsV2Image, capacityImage("v1")} {
+		if repo, _, ok := splitImage(img); ok && !slices.Contains(repos, repo) {
+			repos = append(repos, repo)
+		}
+	}
+	return repos
 }
 
 // operatorInstall serialises requireOperator: scenarios run side by side, and two helm installs of one release at

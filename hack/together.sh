@@ -8,7 +8,7 @@
 # $LOG_DIR/NAME.log (default _out/logs), printed here in full, between markers, once it has finished. Each command
 # ends with a line saying how long it took and how it exited.
 set -uo pipefail
-[ $(($# % 2)) = 0 ] && [ $# -ge 2 ] || { echo "usage: together.sh NAME CMD [NAME CMD ...]" >&2; exit 2; }
+if [ $(($# % 2)) != 0 ] || [ $# -lt 2 ]; then echo "usage: together.sh NAME CMD [NAME CMD ...]" >&2; exit 2; fi
 LOG_DIR=${LOG_DIR:-$(cd "$(dirname "$0")/.." && pwd)/_out/logs}
 mkdir -p "$LOG_DIR"
 
