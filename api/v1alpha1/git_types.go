@@ -74,6 +74,22 @@ type GitContent struct {
 	// +optional
 	MaxSize *resource.Quantity `json:"maxSize,omitempty"`
 
+	// maxEntries bounds the files, directories and links of the served tree (default 100000; each entry also
+	// takes 512 bytes of maxSize). A commit over it, such as a tree that repeats one subtree many times (a pack
+	// of a few KB, millions of empty files), is refused (GitTooLarge, naming the limit and the path) and the last
+	// good one keeps serving.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=1000000
+	// +optional
+	MaxEntries *int32 `json:"maxEntries,omitempty"`
+
+	// maxDepth bounds the path components of an entry of the served tree (default 64): a deeper commit is
+	// refused (GitTooLarge) and the last good one keeps serving.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=256
+	// +optional
+	MaxDepth *int32 `json:"maxDepth,omitempty"`
+
 	// fetcherMemory is the memory request and limit of the fetcher pod (default 256Mi; at least 64Mi). The fetch
 	// streams the pack to disk, so memory grows slowly with the repository: docs/staticsite.md gives measured
 	// figures.

@@ -115,7 +115,8 @@ const (
 	ReasonGitRepositoryNotFound = "GitRepositoryNotFound"
 	// False: the ref does not exist (any more), or the commit is not reachable from any ref.
 	ReasonGitRefNotFound = "GitRefNotFound"
-	// False: the pack or the served tree is larger than spec.content.git.maxSize.
+	// False: the pack or the served tree is larger than spec.content.git.maxSize, or the tree has more entries
+	// than maxEntries or a path deeper than maxDepth (the message names the limit and the path).
 	ReasonGitTooLarge = "GitTooLarge"
 	// False: the commit cannot be served as is: spec.content.git.path is missing, a link leaves the tree, a
 	// submodule or an LFS pointer is in the served tree, or the server's --check refused a _redirects or _headers.

@@ -640,6 +640,16 @@ func (in *GitContent) DeepCopyInto(out *GitContent) {
 		x := (*in).DeepCopy()
 		*out = &x
 	}
+	if in.MaxEntries != nil {
+		in, out := &in.MaxEntries, &out.MaxEntries
+		*out = new(int32)
+		**out = **in
+	}
+	if in.MaxDepth != nil {
+		in, out := &in.MaxDepth, &out.MaxDepth
+		*out = new(int32)
+		**out = **in
+	}
 	if in.FetcherMemory != nil {
 		in, out := &in.FetcherMemory, &out.FetcherMemory
 		x := (*in).DeepCopy()

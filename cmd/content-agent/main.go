@@ -61,7 +61,9 @@ func fetch(ctx context.Context, args []string) error {
 	ref := fs.String("ref", "", "branch (followed), tag, or full commit hash")
 	path := fs.String("path", "", "subdirectory of the repository to serve")
 	interval := fs.Duration("interval", time.Minute, "time between fetches without a webhook")
-	maxBytes := fs.Int64("max-bytes", gitsource.DefaultMaxBytes, "size limit of the packfile and of the written tree (each)")
+	maxBytes := fs.Int64("max-bytes", gitsource.DefaultMaxBytes, "size limit of the packfile and of the written tree (each; the tree's files plus 512 bytes per entry)")
+	maxEntries := fs.Int("max-entries", gitsource.DefaultMaxEntries, "most files, directories and links of the written tree")
+	maxDepth := fs.Int("max-depth", gitsource.DefaultMaxDepth, "most path components of an entry of the written tree")
 	secretDir := fs.String("secret-dir", "", "mounted credentials Secret, Flux's keys: username/password, bearerToken, identity/known_hosts, ca.crt; read at every fetch")
 	hookSecret := fs.String("webhook-secret-file", "", "file holding the webhook secret (HMAC key or GitLab token; surrounding whitespace is ignored); read at every delivery")
 	check := fs.String("check-server", "", "hyperstatic-server binary: each new tree must pass its --check before it is published")
@@ -78,7 +80,7 @@ func fetch(ctx context.Context, args []string) error {
 	// The Secrets are read at each use (the credentials at every fetch, the webhook secret at every delivery):
 	// a rotated Secret applies once kubelet has updated the volume, and a wrong one is reported in /revision
 	// (lastError) like any failed fetch, not by a crash loop.
-	src := gitsource.Source{URL: *repoURL, Ref: *ref, Path: *path, MaxBytes: *maxBytes}
+	src := gitsource.Source{URL: *repoURL, Ref: *ref, Path: *path, MaxBytes: *maxBytes, MaxEntries: *maxEntries, MaxDepth: *maxDepth}
 	if _, err := src.WithSecret(nil); err != nil {
 		return err // not a Git URL: no attempt could ever work
 	}
@@ -117,7 +119,9 @@ func pull(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("pull", flag.ExitOnError)
 	fetcher := fs.String("fetcher", "", "the fetcher's base URL (http://SITE-git.NS.svc:8080)")
 	dir := fs.String("dir", "/srv/site", "directory shared with the server; its root is DIR/current")
-	maxBytes := fs.Int64("max-bytes", gitsource.DefaultMaxBytes, "size limit of one bundle's files")
+	maxBytes := fs.Int64("max-bytes", gitsource.DefaultMaxBytes, "size limit of one bundle's tree (its files plus 512 bytes per entry); the fetcher's --max-bytes")
+	maxEntries := fs.Int("max-entries", gitsource.DefaultMaxEntries, "most files, directories and links of one bundle; the fetcher's --max-entries")
+	maxDepth := fs.Int("max-depth", gitsource.DefaultMaxDepth, "most path components of an entry of one bundle; the fetcher's --max-depth")
 	listen := fs.String("listen", ":8082", "address of /revision (what this pod serves), /healthz, /metrics")
 	wait := fs.Duration("wait-timeout", 30*time.Second, "longest hold of a /revision?wait= long poll here")
 	admin := fs.String("server-admin", "", "the server's admin base URL (http://127.0.0.1:9090): after a flip, wait for its "+
@@ -131,6 +135,8 @@ func pull(ctx context.Context, args []string) error {
 		FetcherURL:  strings.TrimSuffix(*fetcher, "/"),
 		Store:       &gitsource.Store{Dir: *dir},
 		MaxBytes:    *maxBytes,
+		MaxEntries:  *maxEntries,
+		MaxDepth:    *maxDepth,
 		ServerAdmin: *admin,
 		ReloadWait:  *reloadWait,
 		// Longer than the fetcher's long poll (30 s), so only a dead connection times out.

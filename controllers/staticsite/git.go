@@ -153,6 +153,7 @@ func FetchArgs(site *v1alpha1.StaticSite) []string {
 		args = append(args, "--path", g.Path)
 	}
 	args = append(args, "--interval", formatDuration(gitIntervalOf(g)), "--max-bytes", strconv.FormatInt(maxSize.Value(), 10))
+	args = append(args, gitTreeLimitArgs(g)...)
 	if g.SecretRef != nil {
 		args = append(args, "--secret-dir", gitCredentialsDir)
 	}
@@ -172,9 +173,24 @@ func FetchArgs(site *v1alpha1.StaticSite) []string {
 // reload (the server's admin port on the pod's loopback).
 func PullArgs(site *v1alpha1.StaticSite) []string {
 	maxSize := gitMaxSizeOf(site.Spec.Content.Git)
-	return []string{"pull", "--fetcher", GitFetcherURL(site), "--dir", v1alpha1.SiteRoot,
+	args := []string{"pull", "--fetcher", GitFetcherURL(site), "--dir", v1alpha1.SiteRoot,
 		"--listen", portAddr(v1alpha1.ContentPort), "--max-bytes", strconv.FormatInt(maxSize.Value(), 10),
 		"--server-admin", fmt.Sprintf("http://127.0.0.1:%d", v1alpha1.AdminPort)}
+	return append(args, gitTreeLimitArgs(site.Spec.Content.Git)...)
+}
+
+// gitTreeLimitArgs passes spec.content.git.maxEntries and maxDepth, when set, to the fetcher and the pullers
+// alike: a puller must extract a bundle under the limits its tree was written with. Unset, both take the
+// content-agent's defaults (gitsource.DefaultMaxEntries, DefaultMaxDepth).
+func gitTreeLimitArgs(g *v1alpha1.GitContent) []string {
+	var args []string
+	if g.MaxEntries != nil {
+		args = append(args, "--max-entries", strconv.Itoa(int(*g.MaxEntries)))
+	}
+	if g.MaxDepth != nil {
+		args = append(args, "--max-depth", strconv.Itoa(int(*g.MaxDepth)))
+	}
+	return args
 }
 
 // portAddr is Go's "every address" form, ":PORT" (a dual-stack socket where the node has IPv6).

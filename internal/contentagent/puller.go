@@ -18,9 +18,13 @@ import (
 // maxRevisionBytes bounds a /revision answer: a few hundred bytes of JSON plus an error message.
 const maxRevisionBytes = 64 << 10
 
-// tarOverhead is what a bundle may hold beyond its files' bytes: tar headers (512 bytes each, more with PAX
-// records for long names) for every entry. A bundle longer than MaxBytes+tarOverhead is refused unread.
-const tarOverhead = 64 << 20
+// A bundle longer than MaxBytes + tarOverhead + MaxEntries × entryTarOverhead is refused unread: beyond its
+// files' bytes it holds, per entry, a 512-byte header, PAX records for a long name (a header and its blocks) and
+// the padding of a file to 512 bytes; tarOverhead covers the end blocks and leaves room.
+const (
+	tarOverhead      = 64 << 20
+	entryTarOverhead = 4 << 10
+)
 
 // Puller keeps Store.Served() on the fetcher's newest bundle: it long-polls FetcherURL/revision, downloads a
 // new bundle, checks its SHA-256 while extracting it (gitsource.ExtractBundle) and flips Dir/current with
@@ -30,8 +34,11 @@ type Puller struct {
 	FetcherURL string
 	// Store's Dir is shared with the server, whose root is Store.Served(). No Check: the fetcher checked.
 	Store *gitsource.Store
-	// MaxBytes bounds the files of one bundle (the fetcher's limit); 0 means gitsource.DefaultMaxBytes.
-	MaxBytes int64
+	// MaxBytes, MaxEntries and MaxDepth bound one bundle's tree as the fetcher's limits bound the tree it wrote
+	// (gitsource.Limits); 0 means the gitsource defaults.
+	MaxBytes   int64
+	MaxEntries int
+	MaxDepth   int
 	// Client does the requests; its Timeout must exceed the fetcher's long-poll timeout (nil: a client with
 	// no overall timeout, the requests are bounded by ctx and the fetcher's wait).
 	Client *http.Client
@@ -59,9 +66,8 @@ func (p *Puller) Init() error {
 	if p.Client == nil {
 		p.Client = &http.Client{}
 	}
-	if p.MaxBytes <= 0 {
-		p.MaxBytes = gitsource.DefaultMaxBytes
-	}
+	lim := gitsource.Source{MaxBytes: p.MaxBytes, MaxEntries: p.MaxEntries, MaxDepth: p.MaxDepth}.Limits()
+	p.MaxBytes, p.MaxEntries, p.MaxDepth = lim.MaxBytes, lim.MaxEntries, lim.MaxDepth
 	if p.MinBackoff <= 0 {
 		p.MinBackoff = time.Second
 	}
@@ -209,7 +215,8 @@ func (p *Puller) poll(ctx context.Context, have Revision) (Revision, error) {
 // Store discards the tree unless all of it was good. With ServerAdmin, it returns the server's reload count
 // read once the tree is written, just before the Store flips current to it.
 func (p *Puller) install(ctx context.Context, rev Revision) (reloadMark, error) {
-	limit := p.MaxBytes + tarOverhead
+	limit := p.MaxBytes + tarOverhead + int64(p.MaxEntries)*entryTarOverhead
+	lim := gitsource.Limits{MaxBytes: p.MaxBytes, MaxEntries: p.MaxEntries, MaxDepth: p.MaxDepth}
 	body, err := p.get(ctx, p.FetcherURL+"/bundles/"+rev.Digest, limit)
 	if err != nil {
 		return reloadMark{}, err
@@ -217,7 +224,7 @@ func (p *Puller) install(ctx context.Context, rev Revision) (reloadMark, error) 
 	defer body.Close()
 	var before reloadMark
 	err = p.Store.Install(rev.Commit, func(dir string) error {
-		if err := gitsource.ExtractBundle(io.LimitReader(body, limit), dir, rev.Digest, p.MaxBytes); err != nil {
+		if err := gitsource.ExtractBundle(io.LimitReader(body, limit), dir, rev.Digest, lim); err != nil {
 			return err
 		}
 		if p.ServerAdmin != "" {

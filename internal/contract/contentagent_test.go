@@ -111,6 +111,8 @@ func gitCases() []gitCase {
 		{"max size small", with(func(g *v1alpha1.GitContent) { g.MaxSize = ptr.To(resource.MustParse("1")) })},
 		{"max size 16Gi", with(func(g *v1alpha1.GitContent) { g.MaxSize = ptr.To(resource.MustParse("16Gi")) })},
 		{"max size decimal", with(func(g *v1alpha1.GitContent) { g.MaxSize = ptr.To(resource.MustParse("1.5G")) })},
+		{"tree limits at the CRD's bounds", with(func(g *v1alpha1.GitContent) { g.MaxEntries, g.MaxDepth = ptr.To[int32](1000000), ptr.To[int32](256) })},
+		{"tree limits smallest", with(func(g *v1alpha1.GitContent) { g.MaxEntries, g.MaxDepth = ptr.To[int32](1), ptr.To[int32](1) })},
 	}
 }
 

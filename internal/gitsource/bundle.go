@@ -77,10 +77,11 @@ func WriteBundle(w io.Writer, dir string) (string, error) {
 }
 
 // ExtractBundle writes the bundle read from r into dir (empty), holding it to the rules of a fetched tree: safe
-// relative names, directories, files and links only, links that stay inside, at most maxBytes of files. The
+// relative names, directories, files and links only, links that stay inside, and lim charged per entry as the
+// fetcher charged it (bytes plus EntryCost each, entries, depth), before each entry is created. The
 // SHA-256 of every byte read must be wantDigest, checked at the end (a bundle cut short or altered fails with
 // InvalidContent; the caller's Install then discards dir). Use it as Store.Install's write function.
-func ExtractBundle(r io.Reader, dir, wantDigest string, maxBytes int64) error {
+func ExtractBundle(r io.Reader, dir, wantDigest string, lim Limits) error {
 	h := sha256.New()
 	hashed := io.TeeReader(r, h)
 	tr := tar.NewReader(hashed)
@@ -89,7 +90,7 @@ func ExtractBundle(r io.Reader, dir, wantDigest string, maxBytes int64) error {
 		return err
 	}
 	defer root.Close()
-	b := &budget{max: maxBytes}
+	b := newTreeBudget(lim, "the bundle")
 	var links []string
 	for {
 		hdr, err := tr.Next()
@@ -103,6 +104,16 @@ func ExtractBundle(r io.Reader, dir, wantDigest string, maxBytes int64) error {
 		if !safePath(name) {
 			return newError(InvalidContent, nil, "the bundle holds the name %q", hdr.Name)
 		}
+		size := int64(0)
+		switch hdr.Typeflag {
+		case tar.TypeReg:
+			size = hdr.Size
+		case tar.TypeSymlink:
+			size = int64(len(hdr.Linkname))
+		}
+		if err := b.entry(name, size); err != nil {
+			return err
+		}
 		switch hdr.Typeflag {
 		case tar.TypeDir:
 			err = root.Mkdir(name, 0o755)
@@ -113,9 +124,6 @@ func ExtractBundle(r io.Reader, dir, wantDigest string, maxBytes int64) error {
 			err = root.Symlink(hdr.Linkname, name)
 			links = append(links, name)
 		case tar.TypeReg:
-			if b.take(int(min(hdr.Size, 1<<40))) != nil {
-				return newError(TooLarge, nil, "the bundle passes the size limit of %d bytes at %s", maxBytes, name)
-			}
 			err = writeFile(root, name, tr)
 		default:
 			return newError(InvalidContent, nil, "the bundle's %s is of tar type %q: only files, directories and links", name, hdr.Typeflag)

@@ -40,7 +40,9 @@ func TestBundleRoundTrip(t *testing.T) {
 	}
 
 	pod := newStore(t)
-	err = pod.Install(c.String(), func(dir string) error { return ExtractBundle(bytes.NewReader(first.Bytes()), dir, d1, 1<<20) })
+	err = pod.Install(c.String(), func(dir string) error {
+		return ExtractBundle(bytes.NewReader(first.Bytes()), dir, d1, Limits{MaxBytes: 1 << 20})
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,7 +121,7 @@ func TestExtractBundleRefuses(t *testing.T) {
 				want = digest(tc.bundle)
 			}
 			err := s.Install(strings.Repeat("ab", 20), func(dir string) error {
-				return ExtractBundle(bytes.NewReader(tc.bundle), dir, want, 1000)
+				return ExtractBundle(bytes.NewReader(tc.bundle), dir, want, Limits{MaxBytes: 1000})
 			})
 			if ReasonOf(err) != tc.want {
 				t.Fatalf("got %v, want reason %s", err, tc.want)

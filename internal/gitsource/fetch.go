@@ -154,7 +154,10 @@ func classify(err error, src Source, format string, args ...any) error {
 	var hostKey *knownhosts.KeyError
 	var badCert *tls.CertificateVerificationError
 	var unknownCA x509.UnknownAuthorityError
+	var redirect *RedirectError
 	switch {
+	case errors.As(err, &redirect):
+		return newError(Unreachable, redirect, "%s", msg)
 	case errors.As(err, &badCert) && errors.As(err, &unknownCA):
 		// Unreachable (nothing was fetched, a retry after the Secret changes may work), with the way out named.
 		if len(src.CABundle) > 0 {

@@ -45,20 +45,21 @@ func selectTree(c *object.Commit, subdir string) (*object.Tree, error) {
 // written earlier can make a later write land outside the directory.
 type treeWriter struct {
 	root  *os.Root
-	b     *budget
+	b     *treeBudget
 	links []string // relative names of the symbolic links written, checked once the whole tree is there
 }
 
 // writeTree writes tree into dir (which must exist and be empty) and checks the result. It fails on a
-// submodule, an LFS pointer, an unsafe name, a link that leaves dir or points nowhere, or more than max bytes of
-// file content (counted before each file is written, so a large file is refused before its bytes hit the disk).
-func writeTree(tree *object.Tree, dir string, maxBytes int64) error {
+// submodule, an LFS pointer, an unsafe name, a link that leaves dir or points nowhere, or a tree past lim: bytes,
+// entries or depth, each charged before the entry is created (so a large file is refused before its bytes hit
+// the disk, and a tree bomb after MaxEntries entries, not 10^9).
+func writeTree(tree *object.Tree, dir string, lim Limits) error {
 	root, err := os.OpenRoot(dir)
 	if err != nil {
 		return err
 	}
 	defer root.Close()
-	w := &treeWriter{root: root, b: &budget{max: maxBytes}}
+	w := &treeWriter{root: root, b: newTreeBudget(lim, "the served tree")}
 	if err := w.write(tree, ""); err != nil {
 		return err
 	}
@@ -73,6 +74,9 @@ func (w *treeWriter) write(tree *object.Tree, rel string) error {
 		}
 		switch e.Mode {
 		case filemode.Dir:
+			if err := w.b.entry(name, 0); err != nil {
+				return err
+			}
 			sub, err := tree.Tree(e.Name)
 			if err != nil {
 				return fmt.Errorf("reading directory %s: %w", name, err)
@@ -119,6 +123,9 @@ func (w *treeWriter) symlink(tree *object.Tree, e object.TreeEntry, name string)
 	if filepath.IsAbs(target) || escapes(path.Join(path.Dir(name), target)) {
 		return newError(InvalidContent, nil, "the symbolic link %s points to %q, outside the served tree", name, target)
 	}
+	if err := w.b.entry(name, int64(len(target))); err != nil {
+		return err
+	}
 	if err := w.root.Symlink(target, name); err != nil {
 		return err
 	}
@@ -137,8 +144,8 @@ func (w *treeWriter) file(tree *object.Tree, e object.TreeEntry, name string) er
 	if err != nil {
 		return err
 	}
-	if err := w.b.take(int(min(f.Size, 1<<40))); err != nil {
-		return newError(TooLarge, nil, "the served tree passes the size limit of %d bytes at %s", w.b.max, name)
+	if err := w.b.entry(name, f.Size); err != nil {
+		return err
 	}
 	r, err := f.Reader()
 	if err != nil {

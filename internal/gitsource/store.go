@@ -33,15 +33,20 @@ type Source struct {
 	// CABundle is PEM certificates trusted for an https:// URL beside the system's (the Secret's ca.crt, set by
 	// WithSecret); nil for the system's alone.
 	CABundle []byte
-	// MaxBytes caps the packfile and the written tree (each); 0 means DefaultMaxBytes.
+	// MaxBytes caps the packfile and the written tree (each; the tree's content plus EntryCost per entry); 0
+	// means DefaultMaxBytes.
 	MaxBytes int64
+	// MaxEntries caps the files, directories and links of the written tree, MaxDepth its path components; 0
+	// means DefaultMaxEntries, DefaultMaxDepth.
+	MaxEntries int
+	MaxDepth   int
 }
 
-func (s Source) maxBytes() int64 {
-	if s.MaxBytes > 0 {
-		return s.MaxBytes
-	}
-	return DefaultMaxBytes
+func (s Source) maxBytes() int64 { return s.Limits().MaxBytes }
+
+// Limits are the limits of the written tree, defaults filled in: what a puller must extract the bundle with.
+func (s Source) Limits() Limits {
+	return Limits{MaxBytes: s.MaxBytes, MaxEntries: s.MaxEntries, MaxDepth: s.MaxDepth}.withDefaults()
 }
 
 // Revision is the commit a Store serves.
@@ -121,7 +126,7 @@ func (s *Store) Sync(ctx context.Context, src Source) (Revision, bool, error) {
 	if err != nil {
 		return Revision{}, false, err
 	}
-	err = s.Install(rev.Commit, func(dir string) error { return writeTree(tree, dir, src.maxBytes()) })
+	err = s.Install(rev.Commit, func(dir string) error { return writeTree(tree, dir, src.Limits()) })
 	if err != nil {
 		return Revision{}, false, err
 	}

@@ -294,3 +294,26 @@ func DocsSizedTree() map[string]File {
 	}
 	return tree
 }
+
+// TreeBomb stores a commit whose tree holds index.html and bomb/, where bomb/ is levels trees each naming the
+// tree below fanout times and the last naming one empty blob fanout times: fanout^levels empty files under
+// fanout^(levels-1) + … + fanout directories, from levels+2 tree objects and one blob (a pack of a few KB).
+// Names are fixed-width ("d0007", "f0042"), so each tree's entries are in Git's order as built.
+func (r *Repo) TreeBomb(msg string, levels, fanout int, parents ...plumbing.Hash) plumbing.Hash {
+	r.t.Helper()
+	below, mode, prefix := r.blob(""), filemode.Regular, "f"
+	for range levels {
+		entries := make([]object.TreeEntry, fanout)
+		for i := range entries {
+			entries[i] = object.TreeEntry{Name: fmt.Sprintf("%s%04d", prefix, i), Mode: mode, Hash: below}
+		}
+		below, mode, prefix = r.store(&object.Tree{Entries: entries}), filemode.Dir, "d"
+	}
+	root := r.store(&object.Tree{Entries: []object.TreeEntry{
+		{Name: "bomb", Mode: filemode.Dir, Hash: below},
+		{Name: "index.html", Mode: filemode.Regular, Hash: r.blob(msg)},
+	}})
+	r.clock = r.clock.Add(time.Second)
+	sig := object.Signature{Name: "Test", Email: "test@example.invalid", When: r.clock}
+	return r.store(&object.Commit{Author: sig, Committer: sig, Message: msg, TreeHash: root, ParentHashes: parents})
+}
