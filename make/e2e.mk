@@ -8,7 +8,7 @@ E2E_CHART ?= $(CHART_DIR)
 
 .PHONY: e2e
 e2e: ## End-to-end tests: the whole suite (TestE2E, scenarios side by side) on the cluster, and beside it the IPv6-only cluster's TestAddressFamilies.
-	@start=$$(date +%s); phase() { $(call progress,$$1); s=$$(date +%s); shift; "$$@"; rc=$$?; \
+	@start=$$(date +%s); phase() { local s rc; $(call progress,$$1); s=$$(date +%s); shift; "$$@"; rc=$$?; \
 	  echo "    ($$(( $$(date +%s) - s )) s)"; return $$rc; }; \
 	  phase "e2e 1/5: node image, tools" $(MAKE) node-image kubectl $(KIND) $(HELM) && \
 	  phase "e2e 2/5: both clusters and the images, side by side" $(ROOT)/hack/together.sh \
@@ -23,9 +23,10 @@ e2e: ## End-to-end tests: the whole suite (TestE2E, scenarios side by side) on t
 	    $(ROOT)/hack/together.sh \
 	    "TestE2E" "$(MAKE) e2e-test" \
 	    "ipv6" "$(MAKE) e2e-ipv6-test"; \
-	  rc=$$?; if [ "$(E2E_KEEP_CLUSTERS)" != 1 ]; then \
+	  e2e_rc=$$?; if [ "$(E2E_KEEP_CLUSTERS)" != 1 ]; then \
 	    phase "e2e: delete both clusters (the node-loss scenario leaves a worker dead)" $(MAKE) kind-down kind-down-ipv6; fi; \
-	  [ $$rc = 0 ] && $(call progress,e2e passed in $$(( $$(date +%s) - start )) s); exit $$rc
+	  if [ $$e2e_rc = 0 ]; then $(call progress,e2e passed in $$(( $$(date +%s) - start )) s); \
+	  else $(call progress,e2e FAILED after $$(( $$(date +%s) - start )) s); fi; exit $$e2e_rc
 
 # The images the IPv6-only cluster needs (its TestAddressFamilies: a site, the autoscaler, a Benchmark).
 E2E_FAMILY_IMAGES = $(SERVER_IMAGE) $(OPERATOR_IMAGE) $(K6_IMAGE) $(FETCH_IMAGE) $(EXAMPLE_SITE_IMAGE)
