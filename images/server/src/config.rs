@@ -41,6 +41,9 @@ pub struct Config {
     /// Always starts with `/`.
     pub not_found_page: Option<String>,
     pub max_memory_file_size: u64,
+    /// `--max-entries`, `--max-depth`: the size of tree a load takes (site/walk.rs, `Caps`).
+    pub max_entries: usize,
+    pub max_depth: usize,
     /// `--memory-limit`: overrides the cgroup's; Some(0) = no limit (see memory.rs).
     pub memory_limit: Option<u64>,
     /// `--memory-budget`: overrides the automatic content budget.
@@ -108,6 +111,8 @@ impl Default for Config {
             spa_fallback: false,
             not_found_page: None,
             max_memory_file_size: 8 << 20,
+            max_entries: crate::site::walk::DEFAULT_CAPS.max_entries,
+            max_depth: crate::site::walk::DEFAULT_CAPS.max_depth,
             memory_limit: None,
             memory_budget: None,
             compress: true,
@@ -204,6 +209,8 @@ fn from_flags(f: Flags, matches: &ArgMatches) -> Result<Config, String> {
         spa_fallback: f.spa_fallback,
         not_found_page: f.not_found_page.as_deref().and_then(values::site_path),
         max_memory_file_size: f.max_memory_file_size,
+        max_entries: f.max_entries as usize,
+        max_depth: f.max_depth as usize,
         memory_limit: f.memory_limit,
         memory_budget: f.memory_budget,
         compress: f.compress,

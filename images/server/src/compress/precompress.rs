@@ -49,7 +49,7 @@ pub fn main(args: impl IntoIterator<Item = OsString>) -> i32 {
     };
     let started = Instant::now();
     let mut report = loader::Report::default();
-    let found = match loader::walk(&a.dir, &mut |_| {}, &mut report) {
+    let found = match loader::walk(&a.dir, loader::DEFAULT_CAPS, &mut |_| {}, &mut report) {
         Ok((found, _)) => found,
         Err(e) => {
             eprintln!("precompress: {e}");

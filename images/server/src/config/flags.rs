@@ -148,6 +148,16 @@ pub(super) struct Flags {
     #[arg(long, allow_hyphen_values = true, env = "HYPERSTATIC_MAX_MEMORY_FILE_SIZE", value_name = "SIZE", default_value = "8MiB", value_parser = parse_size)]
     pub max_memory_file_size: u64,
 
+    /// Most directory entries (files, directories, links) a content load reads; a bigger tree is refused, naming
+    /// the limit and the path (a reload keeps the previous content)
+    #[arg(long, allow_hyphen_values = true, env = "HYPERSTATIC_MAX_ENTRIES", value_name = "N", default_value = "100000", value_parser = at_least_one)]
+    pub max_entries: u64,
+
+    /// Deepest directory below --root a content load enters; a deeper tree is refused like one with too many
+    /// entries
+    #[arg(long, allow_hyphen_values = true, env = "HYPERSTATIC_MAX_DEPTH", value_name = "N", default_value = "64", value_parser = number::<u64>)]
+    pub max_depth: u64,
+
     /// Memory limit to keep within, overriding the cgroup's (bytes or Ki/Mi/Gi; none = no limit)
     #[arg(long, allow_hyphen_values = true, env = "HYPERSTATIC_MEMORY_LIMIT", value_name = "SIZE", value_parser = parse_limit_size)]
     pub memory_limit: Option<u64>,

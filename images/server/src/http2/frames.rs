@@ -3,11 +3,15 @@
 
 use super::conn::{Block, Conn, Phase, Ready};
 use super::frame::{self, ErrorCode as E, Head, MAX_WINDOW};
-use super::hpack::encode;
+use super::hpack::DecodeError;
 use super::request::{self, RequestHead};
 use super::stream::Stream;
 
 type R = Result<Option<Ready>, E>;
+
+/// `:status: 431` as HPACK (a literal with the static name `:status`; `encode::status(431)`, checked in the
+/// tests), so a refusal allocates nothing.
+pub(super) const STATUS_431: [u8; 5] = [0x08, 0x03, b'4', b'3', b'1'];
 
 fn u32_at(p: &[u8]) -> u32 {
     u32::from_be_bytes([p[0], p[1], p[2], p[3]]) & 0x7fff_ffff
@@ -154,12 +158,23 @@ impl<B> Conn<B> {
     }
 
     /// A whole header block for `self.cont`: decode it (always, to keep HPACK in step), then open, refuse,
-    /// ignore or reject the stream.
+    /// ignore or reject the stream. Every stream not opened (ignored after our GOAWAY, refused, 431, malformed)
+    /// is charged to the reset meter, so a peer cannot make us decode block after block for nothing; a block
+    /// whose fields nobody will read is decoded counting only.
     fn block_done(&mut self, blk: &[u8]) -> R {
         let b = self.cont.take().expect("a block in progress");
-        self.fields.clear();
-        self.decoder.decode(blk, &mut self.fields).map_err(|_| E::Compression)?;
         let id = b.stream;
+        self.fields.clear();
+        let new = id > self.max_client_id && self.find(id).is_none();
+        let ignored = new && self.goaway.is_some_and(|last| id > last);
+        let refused = new && self.streams.len() >= self.limits.max_concurrent_streams as usize;
+        if ignored || refused {
+            self.fields.count_only();
+        }
+        self.decoder.decode(blk, &mut self.fields).map_err(|e| match e {
+            DecodeError::Compression(_) => E::Compression,
+            DecodeError::Amplified => E::EnhanceYourCalm,
+        })?;
         if let Some(i) = self.find(id) {
             return self.trailers(i, b.end_stream);
         }
@@ -168,39 +183,38 @@ impl<B> Conn<B> {
             return Err(if self.closed.contains(id) { E::StreamClosed } else { E::Protocol });
         }
         self.max_client_id = id;
-        if self.goaway.is_some_and(|last| id > last) {
+        if ignored {
             // After our GOAWAY, new streams are ignored (§6.8).
-            return Ok(None);
+            return self.refused();
         }
         if b.self_dependent {
             self.reset(id, E::Protocol);
-            return Ok(None);
+            return self.refused();
         }
-        if self.streams.len() >= self.limits.max_concurrent_streams as usize {
+        if refused {
             self.reset(id, E::RefusedStream);
-            return if self.meters.reset(&self.limits) { Ok(None) } else { Err(E::EnhanceYourCalm) };
+            return self.refused();
         }
         if self.fields.overflowed() {
             // §10.5.1: over SETTINGS_MAX_HEADER_LIST_SIZE (an HPACK bomb ends here too): 431, no body.
-            let mut head = Vec::with_capacity(8);
-            encode::status(&mut head, 431);
-            frame::put(&mut self.q, frame::HEADERS, frame::FLAG_END_HEADERS | frame::FLAG_END_STREAM, id, &head);
+            let flags = frame::FLAG_END_HEADERS | frame::FLAG_END_STREAM;
+            frame::put(&mut self.q, frame::HEADERS, flags, id, &STATUS_431);
             if !b.end_stream {
                 frame::put_rst(&mut self.q, id, E::NoError);
             }
             self.closed.add(id);
-            return Ok(None);
+            return self.refused();
         }
         let p = match request::check_request(&self.fields) {
             Ok(p) => p,
             Err(_) => {
                 self.reset(id, E::Protocol);
-                return Ok(None);
+                return self.refused();
             }
         };
         if b.end_stream && p.content_length.is_some_and(|cl| cl != 0) {
             self.reset(id, E::Protocol);
-            return Ok(None);
+            return self.refused();
         }
         let mut s = Stream::new(id, !b.end_stream, self.peer_initial_window, self.limits.initial_window as i64);
         s.content_length = p.content_length;
@@ -208,6 +222,15 @@ impl<B> Conn<B> {
         self.streams.push(s);
         self.meters.opened(&self.limits);
         Ok(Some((id, b.end_stream, p)))
+    }
+
+    /// A stream we did not open: charged to the reset meter; over its budget, ENHANCE_YOUR_CALM.
+    fn refused(&mut self) -> R {
+        if self.meters.reset(&self.limits) {
+            Ok(None)
+        } else {
+            Err(E::EnhanceYourCalm)
+        }
     }
 
     /// A second header block on an open stream: trailers, which must end the stream (§8.1).

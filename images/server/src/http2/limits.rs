@@ -23,8 +23,9 @@ pub struct Limits {
     /// HEADERS or CONTINUATION, frames for closed streams) allowed between two requests, less one per DATA
     /// frame we send; over it, GOAWAY ENHANCE_YOUR_CALM.
     pub max_overhead_frames: u32,
-    /// Rapid reset: streams the peer cancels (RST_STREAM before our response ended) or we refuse, counted per
-    /// `reset_window` streams opened; over `max_resets` in one window, GOAWAY ENHANCE_YOUR_CALM.
+    /// Rapid reset: streams the peer cancels (RST_STREAM before our response ended) or we do not open (refused,
+    /// 431, malformed, ignored after our GOAWAY), counted per `reset_window` streams opened; over `max_resets` in
+    /// one window, GOAWAY ENHANCE_YOUR_CALM.
     pub reset_window: u32,
     pub max_resets: u32,
 }
@@ -79,7 +80,7 @@ impl Meters {
         }
     }
 
-    /// A stream cancelled by the peer or refused by us; false when the window's budget is spent.
+    /// A stream cancelled by the peer or not opened by us; false when the window's budget is spent.
     #[inline]
     pub fn reset(&mut self, l: &Limits) -> bool {
         self.resets += 1;

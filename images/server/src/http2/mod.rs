@@ -54,19 +54,20 @@
 //! | SETTINGS_MAX_CONCURRENT_STREAMS | 128 | above h2load's `-m 100` and a browser's page; beyond it REFUSED_STREAM (h2spec 5.1.2) |
 //! | SETTINGS_INITIAL_WINDOW_SIZE | 65,535 | we read no bodies; h2spec 4.2 needs ≥ 16,384 per stream |
 //! | SETTINGS_MAX_FRAME_SIZE | 16,384 | the floor: a read buffer of 16,393 bytes always holds a whole frame |
-//! | SETTINGS_MAX_HEADER_LIST_SIZE | 16 KiB | decoded fields (+32 each); beyond it 431, connection kept |
+//! | SETTINGS_MAX_HEADER_LIST_SIZE | 16 KiB | decoded fields (+32 each); beyond it counted, not copied, then 431 (a refusal: the reset meter), connection kept |
 //! | SETTINGS_HEADER_TABLE_SIZE | 4,096 | the default: browsers' blocks shrink to 26–91 bytes after the first (figures below) |
 //! | header block | 32 KiB, 16 frames | CONTINUATION flood: GOAWAY ENHANCE_YOUR_CALM |
 //! | queued output | 64 KiB | control frames and heads the peer has not taken (not reading): ENHANCE_YOUR_CALM |
 //! | overhead frames | 1,000 between requests | SETTINGS/PING/PRIORITY/WINDOW_UPDATE/unknown/empty frames, minus one per DATA frame sent |
-//! | resets | 256 per 512 streams opened | rapid reset: peer cancels + our refusals |
+//! | resets | 256 per 512 streams opened | rapid reset: peer cancels + every stream we do not open (REFUSED_STREAM, 431, malformed, ignored after our GOAWAY) |
 //! | SETTINGS_NO_RFC7540_PRIORITIES | 1 | we schedule by RFC 9218 only |
 //!
 //! Every "per window" is counted in streams or frames, never in time, so the defences are deterministic and
 //! each has a test in `tests/defences.rs` that runs the attack twice: tripped with the limits above, and
 //! going through with that one limit lifted (so the test fails without the defence):
 //! rapid reset (CVE-2023-44487), refused-stream churn, CONTINUATION flood (2024, frames and bytes), HPACK
-//! bomb and oversized lists (431 with the HPACK state intact), PING/SETTINGS floods (CVE-2019-9512/9515:
+//! bomb and oversized lists (431 with the HPACK state intact; a flood of them, and of streams after our GOAWAY,
+//! charged to the reset meter; table names copied after an overflow bounded), PING/SETTINGS floods (CVE-2019-9512/9515:
 //! unread answers bounded by the queue, read ones by the overhead budget), empty frames (CVE-2019-9518),
 //! zero-window stalls and slow readers (CVE-2019-9511/9517: bodies are handles, not buffered bytes; heads
 //! bounded by the queue; streams by the table).

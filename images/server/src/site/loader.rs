@@ -40,7 +40,7 @@ pub struct Report {
     pub unreadable: usize,
 }
 
-pub(crate) use super::walk::{walk, Found};
+pub(crate) use super::walk::{walk, Caps, Found, DEFAULT_CAPS};
 
 fn digest_file(f: &mut File) -> std::io::Result<Digest> {
     let mut h = Sha256::new();
@@ -179,7 +179,8 @@ pub(crate) fn with_encodings(e: &FileEntry, enc: &Encoded) -> FileEntry {
 /// an error (a reload then keeps the old table). With a `store`, files get the encodings it already holds.
 pub fn load(cfg: &Config, store: Option<&Store>, on_dir: &mut dyn FnMut(&Path)) -> Result<(Table, Report), String> {
     let mut report = Report::default();
-    let (mut found, dirs) = walk(&cfg.root, on_dir, &mut report)?;
+    let caps = Caps { max_entries: cfg.max_entries, max_depth: cfg.max_depth };
+    let (mut found, dirs) = walk(&cfg.root, caps, on_dir, &mut report)?;
     let site_headers = per_file::take_site_file(&mut found)?;
     let hdrs = |url: &str| Arc::new(per_file::resolve(cfg, &site_headers, url));
     // `_redirects` is configuration (rules/), never served.

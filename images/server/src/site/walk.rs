@@ -40,10 +40,25 @@ pub(crate) fn unsafe_name(name: &str) -> bool {
     name.chars().any(char::is_control)
 }
 
+/// How big a tree the walk takes (issue 38: a tree of a million empty files or directories costs no content
+/// bytes, so the byte budgets never stop it). Over either cap the load fails, naming the cap and the path: at
+/// start the server exits, on a reload the previous content keeps serving, `--check` fails.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Caps {
+    /// `--max-entries`: directory entries read in the whole walk, of every kind (files, directories, links,
+    /// names that are skipped), counted as they are read, so one huge directory is refused before it is held.
+    pub max_entries: usize,
+    /// `--max-depth`: directories below the root (a file in `/a/b/` is at depth 2).
+    pub max_depth: usize,
+}
+
+pub const DEFAULT_CAPS: Caps = Caps { max_entries: 100_000, max_depth: 64 };
+
 /// Walks `root`, calling `on_dir` for each directory before it is read (the reload watcher uses it to add
 /// inotify watches without a race).
 pub(crate) fn walk(
     root: &Path,
+    caps: Caps,
     on_dir: &mut dyn FnMut(&Path),
     report: &mut Report,
 ) -> Result<(Vec<Found>, Vec<String>), String> {
@@ -57,9 +72,10 @@ pub(crate) fn walk(
     let mut seen = HashSet::new();
     // The walk starts at the resolved root, not at `root`: when `root` is a symlink that is replaced while the
     // walk runs (Git content's `DIR/current`), one load still reads one tree, all of it beneath `canon_root`.
-    let mut stack = vec![(canon_root.clone(), String::new())];
+    let mut stack = vec![(canon_root.clone(), String::new(), 0usize)];
+    let mut entries = 0usize;
     seen.insert(canon_root.clone());
-    while let Some((dir, url)) = stack.pop() {
+    while let Some((dir, url, depth)) = stack.pop() {
         on_dir(&dir);
         let rd = match fs::read_dir(&dir) {
             Ok(rd) => rd,
@@ -73,7 +89,19 @@ pub(crate) fn walk(
             }
         };
         dirs.push(url.clone());
-        let mut names: Vec<_> = rd.filter_map(|e| e.ok()).map(|e| e.file_name()).collect();
+        let mut names = Vec::new();
+        for e in rd.filter_map(|e| e.ok()) {
+            entries += 1;
+            if entries > caps.max_entries {
+                return Err(format!(
+                    "site root {}: more than {} entries (--max-entries), the last read in {}",
+                    root.display(),
+                    caps.max_entries,
+                    dir.display()
+                ));
+            }
+            names.push(e.file_name());
+        }
         names.sort();
         for name in names {
             let name_str = match name.to_str() {
@@ -123,8 +151,17 @@ pub(crate) fn walk(
                 }
             };
             if meta.is_dir() {
+                // A directory seen before (a link back up) is skipped, not measured.
                 if seen.insert(canon) {
-                    stack.push((path, child_url));
+                    if depth + 1 > caps.max_depth {
+                        return Err(format!(
+                            "site root {}: {} is deeper than {} directories (--max-depth)",
+                            root.display(),
+                            path.display(),
+                            caps.max_depth
+                        ));
+                    }
+                    stack.push((path, child_url, depth + 1));
                 }
             } else if meta.is_file() {
                 let mtime = meta
@@ -169,6 +206,7 @@ mod tests {
         let mut report = Report::default();
         let (files, _) = walk(
             &dir.join("current"),
+            DEFAULT_CAPS,
             &mut |_| {
                 if !flipped {
                     flipped = true;
@@ -184,5 +222,55 @@ mod tests {
         assert!(report.errors.is_empty(), "{:?}", report.errors);
         assert_eq!(files[0].read().unwrap(), b"a");
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    fn tree(name: &str) -> std::path::PathBuf {
+        let dir = std::env::temp_dir().join(format!("hs-walk-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::canonicalize(dir).unwrap()
+    }
+
+    fn walk_with(root: &Path, max_entries: usize, max_depth: usize) -> Result<usize, String> {
+        walk(root, Caps { max_entries, max_depth }, &mut |_| {}, &mut Report::default()).map(|(f, _)| f.len())
+    }
+
+    #[test]
+    fn entries_of_every_kind_count_against_the_cap() {
+        // 3 directories, 3 empty files in each, a link: 13 entries, 9 files.
+        let root = tree("entries");
+        for d in ["a", "b", "c"] {
+            for f in ["1", "2", "3"] {
+                std::fs::create_dir_all(root.join(d)).unwrap();
+                std::fs::write(root.join(d).join(f), "").unwrap();
+            }
+        }
+        symlink("a/1", root.join("link")).unwrap();
+        assert_eq!(walk_with(&root, 13, 64), Ok(10), "the link is served as a file too");
+        let e = walk_with(&root, 12, 64).unwrap_err();
+        assert!(e.contains("more than 12 entries (--max-entries)"), "{e}");
+        assert!(e.contains(&root.display().to_string()), "{e}");
+        // One directory far over the cap is refused as it is read, before its names are held.
+        std::fs::create_dir(root.join("wide")).unwrap();
+        for i in 0..2000 {
+            std::fs::write(root.join("wide").join(i.to_string()), "").unwrap();
+        }
+        let e = walk_with(&root, 100, 64).unwrap_err();
+        assert!(e.contains(&format!("the last read in {}", root.join("wide").display())), "{e}");
+        let _ = std::fs::remove_dir_all(&root);
+    }
+
+    #[test]
+    fn depth_is_capped_but_a_link_back_up_is_not_a_deeper_tree() {
+        let root = tree("depth");
+        std::fs::create_dir_all(root.join("1/2/3")).unwrap();
+        std::fs::write(root.join("1/2/3/x.html"), "x").unwrap();
+        // A link to the root, three levels down: a directory already walked, skipped.
+        symlink(&root, root.join("1/2/3/up")).unwrap();
+        assert_eq!(walk_with(&root, 100, 3), Ok(1));
+        let e = walk_with(&root, 100, 2).unwrap_err();
+        assert!(e.contains(&format!("{} is deeper than 2 directories (--max-depth)", root.join("1/2/3").display())));
+        assert!(walk_with(&root, 100, 0).unwrap_err().contains("1 is deeper than 0"));
+        let _ = std::fs::remove_dir_all(&root);
     }
 }

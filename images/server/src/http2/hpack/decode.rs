@@ -8,6 +8,23 @@ use super::table::{Dynamic, STATIC};
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CompressionError(pub &'static str);
 
+/// Why a header block was not decoded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DecodeError {
+    /// Malformed HPACK: a COMPRESSION_ERROR.
+    Compression(CompressionError),
+    /// After the list overflowed, the block made the decoder copy more table names into new entries than the
+    /// list's limit (each a few bytes of input for up to 4 KB of copying): not malformed, but work no client
+    /// needs, so the connection ends (ENHANCE_YOUR_CALM).
+    Amplified,
+}
+
+impl From<CompressionError> for DecodeError {
+    fn from(e: CompressionError) -> DecodeError {
+        DecodeError::Compression(e)
+    }
+}
+
 pub struct Decoder {
     table: Dynamic,
     /// Our SETTINGS_HEADER_TABLE_SIZE: size updates above it are errors (§4.2, h2spec hpack 4.2).
@@ -71,11 +88,6 @@ impl Decoder {
         self.table.heap_bytes()
     }
 
-    /// Appends the name of index `i` (§2.3.3: 1..=61 static, then dynamic newest first).
-    fn name_of(&self, i: usize, out: &mut Vec<u8>) -> Result<(), CompressionError> {
-        self.pair(i).map(|(n, _)| out.extend_from_slice(n))
-    }
-
     fn pair(&self, i: usize) -> Result<(&[u8], &[u8]), CompressionError> {
         match i {
             0 => Err(CompressionError("index 0")),
@@ -85,28 +97,40 @@ impl Decoder {
     }
 
     /// Decodes a whole header block onto `list` (which the caller cleared).
-    pub fn decode(&mut self, b: &[u8], list: &mut FieldList) -> Result<(), CompressionError> {
+    ///
+    /// Once the list is over its limit (or was made `count_only`) nothing more is copied into it: an indexed
+    /// field or a table name is only counted, so an index of one byte costs O(1) whatever its entry's size. The
+    /// dynamic table is still updated as RFC 7541 §4 requires (so the next block decodes in step), and literals
+    /// are still decoded (Huffman validated), which costs at most their own bytes of input. The one copy that
+    /// remains out of proportion to the input, a table name taken into a new entry, is bounded: beyond
+    /// `list.limit()` bytes of it after the overflow, `Amplified`.
+    pub fn decode(&mut self, b: &[u8], list: &mut FieldList) -> Result<(), DecodeError> {
         let mut pos = 0;
         let mut any_field = false;
+        let mut names_copied_over = 0usize;
         while pos < b.len() {
             let first = b[pos];
             if first & 0xe0 == 0x20 {
                 // Dynamic table size update: only before the first field of a block (§4.2).
                 if any_field {
-                    return Err(CompressionError("size update after a field"));
+                    return Err(CompressionError("size update after a field").into());
                 }
                 let max = integer(b, &mut pos, 5)?;
                 if max > self.settings_max {
-                    return Err(CompressionError("size update above the settings"));
+                    return Err(CompressionError("size update above the settings").into());
                 }
                 self.table.set_max(max);
                 continue;
             }
             any_field = true;
-            let at = list.begin();
             if first & 0x80 != 0 {
                 let i = integer(b, &mut pos, 7)?;
                 let (n, v) = self.pair(i)?;
+                if !list.fits(n.len() + v.len()) {
+                    list.count(n.len() + v.len());
+                    continue;
+                }
+                let at = list.begin();
                 let buf = list.buf();
                 buf.extend_from_slice(n);
                 buf.extend_from_slice(v);
@@ -114,11 +138,26 @@ impl Decoder {
                 continue;
             }
             let (prefix, index) = if first & 0x40 != 0 { (6, true) } else { (4, false) };
+            let counting = list.overflowed();
             let ni = integer(b, &mut pos, prefix)?;
+            let at = list.begin();
+            // A table name neither kept nor inserted is only counted.
+            let mut uncopied = 0;
             if ni == 0 {
                 string(b, &mut pos, list.buf())?;
             } else {
-                self.name_of(ni, list.buf())?;
+                let n = self.pair(ni)?.0;
+                if counting && !index {
+                    uncopied = n.len();
+                } else {
+                    if counting {
+                        names_copied_over += n.len();
+                        if names_copied_over > list.limit() {
+                            return Err(DecodeError::Amplified);
+                        }
+                    }
+                    list.buf().extend_from_slice(n);
+                }
             }
             let name_len = list.buf().len() - at;
             string(b, &mut pos, list.buf())?;
@@ -126,7 +165,11 @@ impl Decoder {
                 let (n, v) = list.pending(at, name_len);
                 self.table.insert(n, v);
             }
-            list.commit(at, name_len);
+            if counting {
+                list.count_pending(at, uncopied);
+            } else {
+                list.commit(at, name_len);
+            }
         }
         Ok(())
     }
@@ -134,6 +177,7 @@ impl Decoder {
 
 #[cfg(test)]
 mod tests {
+    use super::super::fields::FIELD_OVERHEAD;
     use super::*;
 
     fn hex(s: &str) -> Vec<u8> {
@@ -329,5 +373,91 @@ mod tests {
         l.clear();
         d.decode(&[0xbe], &mut l).unwrap();
         assert_eq!(l.get(0).1.len(), 4000);
+    }
+
+    /// A literal with incremental indexing of a 1-byte name and a 4000-byte value (§6.2.1).
+    fn big_entry(block: &mut Vec<u8>) {
+        // 4000 = 127 + 3873; 3873 = 0x21 + 0x1e*128 -> bytes 0xa1 0x1e
+        block.extend_from_slice(&[0x40, 0x01, b'x', 0x7f, 0xa1, 0x1e]);
+        block.extend(std::iter::repeat_n(b'v', 4000));
+    }
+
+    #[test]
+    fn an_overflowed_list_is_counted_not_copied() {
+        // The flood: a 4 KB entry, then a 16 KiB frame of one-byte references to it (66 MB if copied).
+        let mut block = Vec::new();
+        big_entry(&mut block);
+        block.extend(std::iter::repeat_n(0xbe, 16_384));
+        let mut d = Decoder::new(4096);
+        let mut l = FieldList::new(16_384);
+        // A buffer of exactly the limit: a field kept never needs more, so growing it means one was copied.
+        l.buf().reserve_exact(16_384);
+        let cap = l.buf().capacity();
+        d.decode(&block, &mut l).unwrap();
+        assert!(l.overflowed());
+        assert_eq!(l.len(), 4, "the fields within 16 KiB are kept");
+        assert_eq!(l.size(), 16_385 * (4001 + FIELD_OVERHEAD), "every field counted");
+        assert_eq!(l.buf().capacity(), cap, "no field past the limit was copied into the list");
+        // The dynamic table is as HPACK says: the entry is there for the next block.
+        l.clear();
+        d.decode(&[0xbe], &mut l).unwrap();
+        assert_eq!(l.get(0), (&b"x"[..], &[b'v'; 4000][..]));
+    }
+
+    #[test]
+    fn an_overflowed_list_still_inserts_into_the_table() {
+        let mut block = Vec::new();
+        big_entry(&mut block);
+        block.extend(std::iter::repeat_n(0xbe, 5));
+        // After the overflow: a literal name and value indexed, then one with the name of entry 62 indexed.
+        block.extend_from_slice(&[0x40, 0x01, b'y', 0x02, b'h', b'i']);
+        block.extend_from_slice(&[0x7e, 0x02, b'y', b'o']);
+        let mut d = Decoder::new(4096);
+        let mut l = FieldList::new(16_384);
+        d.decode(&block, &mut l).unwrap();
+        assert!(l.overflowed());
+        assert_eq!(l.len(), 4);
+        assert_eq!(l.size(), 6 * (4001 + FIELD_OVERHEAD) + 2 * (3 + FIELD_OVERHEAD));
+        l.clear();
+        d.decode(&[0xbe, 0xbf], &mut l).unwrap();
+        assert_eq!(fields(&l), [("y".into(), "yo".into()), ("y".into(), "hi".into())]);
+        // A list made count-only from its start keeps nothing, counts everything, and updates the table too.
+        l.clear();
+        l.count_only();
+        d.decode(&[0x40, 0x01, b'z', 0x00, 0xbe], &mut l).unwrap();
+        assert_eq!((l.len(), l.size()), (0, 2 * (1 + FIELD_OVERHEAD)));
+        l.clear();
+        d.decode(&[0xbe], &mut l).unwrap();
+        assert_eq!(fields(&l), [("z".into(), "".into())]);
+    }
+
+    #[test]
+    fn table_names_copied_into_new_entries_after_an_overflow_are_bounded() {
+        // A 4000-byte name, the list overflowed, then 2-byte literals that index that name again with an empty
+        // value: each copies 4 KB into the table (as HPACK requires), so only a list's worth is allowed.
+        let attack = |repeats: usize| {
+            let mut block = vec![0x40, 0x7f, 0xa1, 0x1e];
+            block.extend(std::iter::repeat_n(b'n', 4000));
+            block.push(0x00);
+            block.extend(std::iter::repeat_n(0xbe, 5));
+            for _ in 0..repeats {
+                block.extend_from_slice(&[0x7e, 0x00]);
+            }
+            let mut d = Decoder::new(4096);
+            let mut l = FieldList::new(16_384);
+            d.decode(&block, &mut l).map(|()| d.table_size())
+        };
+        assert_eq!(attack(4), Ok(4032), "4 × 4000 bytes copied: within the list's 16 KiB");
+        assert_eq!(attack(5), Err(DecodeError::Amplified));
+        assert_eq!(attack(8000), Err(DecodeError::Amplified));
+        // The same inserts in a list that has not overflowed are kept fields, bounded by the list itself.
+        let mut block = vec![0x40, 0x01, b'k', 0x00];
+        for _ in 0..300 {
+            block.extend_from_slice(&[0x7e, 0x00]);
+        }
+        let mut d = Decoder::new(4096);
+        let mut l = FieldList::new(16_384);
+        d.decode(&block, &mut l).unwrap();
+        assert_eq!((l.len(), l.overflowed()), (301, false));
     }
 }

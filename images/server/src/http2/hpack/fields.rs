@@ -108,4 +108,37 @@ impl FieldList {
         }
         self.fields.push(Field { at: at as u32, name: name_len as u32, value: value_len as u32 });
     }
+
+    /// The bound the list keeps to (SETTINGS_MAX_HEADER_LIST_SIZE).
+    pub(crate) fn limit(&self) -> usize {
+        self.limit
+    }
+
+    /// Whether a field of `len` name and value bytes would be kept: the decoder asks before it copies one.
+    #[inline]
+    pub(crate) fn fits(&self, len: usize) -> bool {
+        !self.overflow && self.size + len + FIELD_OVERHEAD <= self.limit
+    }
+
+    /// A field of `len` name and value bytes that is not kept: only its size is added (an overflowed list is
+    /// counted, never copied).
+    #[inline]
+    pub(crate) fn count(&mut self, len: usize) {
+        self.size += len + FIELD_OVERHEAD;
+        self.overflow = true;
+    }
+
+    /// Drops what was appended since `begin` returned `at` and counts it, with `uncopied` more bytes (a name the
+    /// decoder did not copy), as a field not kept.
+    pub(crate) fn count_pending(&mut self, at: usize, uncopied: usize) {
+        let len = self.bytes.len() - at + uncopied;
+        self.bytes.truncate(at);
+        self.count(len);
+    }
+
+    /// A list nobody will read (a stream refused or ignored before its block is decoded): from now on every
+    /// field is counted, none copied.
+    pub fn count_only(&mut self) {
+        self.overflow = true;
+    }
 }

@@ -9,5 +9,5 @@ pub mod table;
 #[cfg(test)]
 mod crosscheck;
 
-pub use decode::{CompressionError, Decoder};
+pub use decode::{CompressionError, DecodeError, Decoder};
 pub use fields::FieldList;

@@ -111,6 +111,61 @@ fn hpack_bomb_and_oversized_header_lists_get_431() {
     assert_eq!(s.requests, [1]);
 }
 
+/// A request whose header list overflows: a 4 KB entry, then a frame's worth of one-byte references to it.
+fn overflowing_block() -> Vec<u8> {
+    let mut block = Client::get("/");
+    block.extend_from_slice(&[0x40, 0x01, b'x', 0x7f, 0xa1, 0x1e]);
+    block.extend(std::iter::repeat_n(b'v', 4000));
+    block.extend(std::iter::repeat_n(0xbe, 12_000));
+    block
+}
+
+#[test]
+fn header_list_overflows_are_charged_to_the_reset_meter() {
+    // 431 after 431, each read by the peer: once the reset budget is spent the connection is sent away.
+    let run = |s: &mut Server| {
+        for i in 0..300u32 {
+            s.feed(&Client::headers(1 + 2 * i, true, &overflowing_block()));
+            let out = s.out_all();
+            assert!(s.goaway.is_some() || out.iter().any(|f| f.head.kind == f::HEADERS), "a 431 for each");
+        }
+    };
+    let d = Limits::default();
+    assert_eq!(attack(d.clone(), &run), CALM);
+    assert_eq!(attack(Limits { max_resets: u32::MAX, ..d.clone() }, &run), None);
+    // The 431 block the engine sends is the encoder's.
+    let mut head = Vec::new();
+    encode::status(&mut head, 431);
+    assert_eq!(head, super::super::frames::STATUS_431);
+    // Table names copied into new entries after the overflow (2 bytes of input for 4 KB each): the block is
+    // not decoded to its end, the connection is.
+    let mut amplified = vec![0x40, 0x7f, 0xa1, 0x1e];
+    amplified.extend(std::iter::repeat_n(b'n', 4000));
+    amplified.extend_from_slice(&[0x00, 0xbe, 0xbe, 0xbe, 0xbe]);
+    for _ in 0..4000 {
+        amplified.extend_from_slice(&[0x7e, 0x00]);
+    }
+    let amplify = |s: &mut Server| s.feed(&Client::headers(1, true, &amplified));
+    assert_eq!(attack(d, &amplify), CALM);
+}
+
+#[test]
+fn streams_ignored_after_our_goaway_are_charged_to_the_reset_meter() {
+    let run = |limits: Limits| {
+        let mut s = Server::open_with(limits);
+        s.conn.drain();
+        for i in 0..300u32 {
+            s.feed(&Client::headers(1 + 2 * i, true, &Client::get("/")));
+        }
+        let out = s.out_all();
+        let goaways: Vec<u32> = out.iter().filter(|f| f.head.kind == f::GOAWAY).map(|f| f.code()).collect();
+        (s.requests.len(), goaways)
+    };
+    let d = Limits::default();
+    assert_eq!(run(d.clone()), (0, vec![E::NoError as u32, E::EnhanceYourCalm as u32]));
+    assert_eq!(run(Limits { max_resets: u32::MAX, ..d }), (0, vec![E::NoError as u32]));
+}
+
 #[test]
 fn ping_and_settings_floods_cve_2019_9512_9515() {
     let pings = |n: usize| {
