@@ -11,9 +11,8 @@ e2e: ## End-to-end tests: the whole suite (TestE2E, scenarios side by side) on t
 	@start=$$(date +%s); phase() { local s rc; $(call progress,$$1); s=$$(date +%s); shift; "$$@"; rc=$$?; \
 	  echo "    ($$(( $$(date +%s) - s )) s)"; return $$rc; }; \
 	  phase "e2e 1/5: node image, tools" $(MAKE) node-image kubectl $(KIND) $(HELM) && \
-	  phase "e2e 2/5: both clusters and the images, side by side" $(ROOT)/hack/together.sh \
-	    "kind-up" "$(MAKE) kind-up" \
-	    "kind-up-ipv6" "$(MAKE) kind-up-ipv6" \
+	  phase "e2e 2/5: the clusters (one after the other) and, beside them, the images" $(ROOT)/hack/together.sh \
+	    "clusters" "$(MAKE) kind-up && $(MAKE) kind-up-ipv6" \
 	    "images" "$(MAKE) images e2e-images" && \
 	  phase "e2e 3/5: load the images into both clusters" $(ROOT)/hack/together.sh \
 	    "kind-load" "$(MAKE) kind-load" \
