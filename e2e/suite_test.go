@@ -137,16 +137,16 @@ func setup() error {
 //
 // requests is each scenario's peak CPU request (its sites with their surge pods, k6 and other clients, probes) in
 // millicores; load its share of the machine's real CPUs while it drives traffic. The performance gate compares
-// two measured capacities and asks for 85: beside it run only the scenarios that make no load and the Git
-// scenario, whose load is a few fetches and pushes (measured 2026-12-01: with only the light scenarios beside it,
-// the gate's baseline and harmless revision came out 8 % apart, its limit is 35 %). The order is the start order:
-// the gate first with those beside it, then the loaded scenarios, longest first, then those that need the
-// cluster to themselves.
+// two measured capacities and asks for all of it: only the scenarios that make no load run beside it. (With the
+// Git scenario beside it as well, load 85, a clean-clone CI run on 2026-12-01 saw the gate's canary measurement
+// fail, "no server sample fell inside the run"; with 100 the first run passed, its baseline and harmless revision
+// 8 % apart against a limit of 35 %.) The order is the start order: the gate first with the load-free scenarios
+// beside it, then the loaded scenarios, longest first, then those that need the cluster to themselves.
 func TestE2E(t *testing.T) {
 	runScenarios(t, []scenario{
 		{name: "1-helm-install", run: testHelmInstall, alone: true, required: true},
 
-		{name: "13b-performance-gate", run: testPerformanceGate, requests: 600, load: 85},
+		{name: "13b-performance-gate", run: testPerformanceGate, requests: 600, load: 100},
 		{name: "4-invalid-refused", run: testInvalidRefused},
 		{name: "2-baked-site-pinned", run: testBakedSite, requests: 1000},
 		{name: "3-configmap-live-reload", run: testConfigMapSite, requests: 250},
