@@ -68,19 +68,17 @@ type scenarioTiming struct {
 	skipped      bool
 }
 
-// pool hands out the budget first come, first served.
+// pool hands out the budget. First come, first served is runScenarios' doing: it lets the next scenario ask only
+// once the one before it holds its share, so at most one scenario waits here at a time.
 type pool struct {
 	mu     sync.Mutex
 	cond   *sync.Cond
 	free   budget
-	total  budget
-	queue  []int // tickets waiting, in arrival order
-	next   int
 	active int // scenarios running
 }
 
 func newPool(total budget) *pool {
-	p := &pool{free: total, total: total}
+	p := &pool{free: total}
 	p.cond = sync.NewCond(&p.mu)
 	return p
 }
@@ -94,21 +92,16 @@ func (p *pool) fits(need budget) bool {
 	return need.requests <= p.free.requests && need.load <= p.free.load
 }
 
-// acquire blocks until need fits and every earlier arrival has been served; alone waits for an idle pool.
+// acquire blocks until need fits; alone waits for an idle pool.
 func (p *pool) acquire(need budget, alone bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	ticket := p.next
-	p.next++
-	p.queue = append(p.queue, ticket)
-	for p.queue[0] != ticket || !p.fits(need) || (alone && p.active > 0) {
+	for !p.fits(need) || (alone && p.active > 0) {
 		p.cond.Wait()
 	}
-	p.queue = p.queue[1:]
 	p.free.requests -= need.requests
 	p.free.load -= need.load
 	p.active++
-	p.cond.Broadcast()
 }
 
 func (p *pool) release(need budget) {
@@ -138,9 +131,9 @@ func runScenarios(t *testing.T, scenarios []scenario) {
 		if sc.alone {
 			wg.Wait() // every scenario before it has ended; the ones after it start once it has
 		}
-		// Arrivals are queued in list order: the goroutine of scenario i+1 starts only after scenario i holds a
-		// ticket.
-		ticketed := make(chan struct{})
+		// First come, first served: scenario i+1 asks for room only once scenario i holds its share (or was not
+		// selected by -run).
+		holdsShare := make(chan struct{})
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -149,7 +142,7 @@ func runScenarios(t *testing.T, scenarios []scenario) {
 			t.Run(sc.name, func(t *testing.T) {
 				ran = true
 				p.acquire(need, sc.alone)
-				close(ticketed)
+				close(holdsShare)
 				defer p.release(need)
 				waited := time.Since(queued)
 				t.Logf("scenario %s: started after waiting %s for room (requests %dm, load %d%%, alone %v)",
@@ -163,10 +156,10 @@ func runScenarios(t *testing.T, scenarios []scenario) {
 				sc.run(t)
 			})
 			if !ran { // not selected by -run
-				close(ticketed)
+				close(holdsShare)
 			}
 		}()
-		<-ticketed
+		<-holdsShare
 		if sc.alone {
 			wg.Wait()
 			mu.Lock()
