@@ -53,3 +53,13 @@ test: go-test server-test cluster-test bench-test chart-check ## Unit + envtest 
 .PHONY: help
 help: ## List targets, grouped, each with the targets it runs first ("first:").
 	@awk -f $(ROOT)/make/help.awk $(MAKEFILE_LIST)
+
+# test-build compiles what `make test` runs and runs none of it: CI does it at the lowest priority beside the e2e
+# suite (hack/ci-beside.sh), where the CPUs mostly wait, so that `make test` afterwards only runs. Test binaries
+# are compiled, never started: a test starved of CPU by the e2e suite beside it could miss a deadline of its own.
+.PHONY: test-build
+test-build: envtest-assets server-build content-agent-build k6-build $(H2SPEC) $(HELM) liburing-installed ## Compile every test `make test` runs (Go test binaries, the server's test targets) and its tools, running none.
+	@$(call progress,test-build: Go test binaries (compiled and linked, not run))
+	@go test -count=1 -exec /bin/true $(GO_TEST_PACKAGES) >/dev/null
+	@$(call progress,test-build: the server's test targets (cargo test --no-run))
+	@cd $(SERVER_DIR) && CARGO_TARGET_DIR=$(SERVER_CARGO_TARGET) $(CARGO) test --locked --no-run
