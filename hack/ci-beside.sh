@@ -1,10 +1,9 @@
 #!/usr/bin/env bash
 # ci-beside.sh DIR: CI's work that may run beside the e2e suite, in the checks tree DIR (hack/ci-checks-tree.sh):
 # every static check (make verify), the builds of every test make test runs (make test-build: compiled, none run),
-# and the fuzz targets (make server-fuzz-build). .ci/run starts it at the lowest priority (nice -n 19) beside the
-# e2e tests, which mostly wait on pods: the kind nodes run in docker's cgroup, which outweighs a nice-19 task of the
-# root cgroup, so the scenarios keep the CPU they use and this takes what they leave. Nothing here has a deadline
-# of its own (tests are compiled, not run), so starving it only makes it later, never wrong.
+# and the fuzz targets (make server-fuzz-build). .ci/run starts it through hack/lowprio.sh beside the e2e tests,
+# which mostly wait on pods: the scenarios keep the CPU they use and this takes what they leave. Nothing here has a
+# deadline of its own (tests are compiled, not run), so starving it only makes it later, never wrong.
 #
 # Every step runs even when an earlier one fails; the script fails if any did, naming them.
 set -uo pipefail
