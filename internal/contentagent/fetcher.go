@@ -67,7 +67,7 @@ type Fetcher struct {
 }
 
 // Init prepares the bundle directory and loads the last published revision, if its bundle is still there.
-// Call it once before Run or Handler.
+// Call it once before Run, Handler or WebhookServer (WebhookHandler).
 func (f *Fetcher) Init() error {
 	if f.After == nil {
 		f.After = time.After
