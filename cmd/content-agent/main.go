@@ -3,7 +3,8 @@
 //
 //	content-agent fetch --url URL --ref main [--path public] [--interval 1m] [--secret-dir /etc/git-credentials]
 //	    [--webhook-secret-file /etc/git-webhook/token] [--check-server /hyperstatic-server]
-//	    [--dir /var/lib/content] [--listen :8080] [--webhook-listen :8081] [--status-file FILE]
+//	    [--dir /var/lib/content] [--listen :8080] [--webhook-listen :8081] [--webhook-min-gap 10s]
+//	    [--webhook-timeout 10s] [--status-file FILE]
 //	content-agent pull --fetcher http://SITE-git:8080 --dir /srv/site [--listen :8082]
 //	    [--server-admin http://127.0.0.1:9090] [--reload-wait 5s]
 //
@@ -71,6 +72,9 @@ func fetch(ctx context.Context, args []string) error {
 	dir := fs.String("dir", "/var/lib/content", "working directory: trees under DIR/trees, bundles under DIR/bundles")
 	listen := fs.String("listen", ":8080", "address of /revision, /bundles/, /healthz, /metrics")
 	hookListen := fs.String("webhook-listen", ":8081", "address of /hooks alone (empty: no webhook)")
+	hookGap := fs.Duration("webhook-min-gap", contentagent.DefaultWebhookMinGap, "least time from the end of a webhook's fetch to the start of the next; "+
+		"pushes announced inside it are fetched once, at its end (0: none)")
+	hookTimeout := fs.Duration("webhook-timeout", contentagent.DefaultWebhookTimeout, "bound of reading one webhook request, head and body")
 	wait := fs.Duration("wait-timeout", 30*time.Second, "longest hold of a /revision?wait= long poll")
 	status := fs.String("status-file", "", "file to write the revision and last error to (JSON) after each attempt")
 	_ = fs.Parse(args)
@@ -95,6 +99,8 @@ func fetch(ctx context.Context, args []string) error {
 		BundleDir:         filepath.Join(*dir, "bundles"),
 		Interval:          *interval,
 		WebhookSecretFile: *hookSecret,
+		WebhookMinGap:     *hookGap,
+		WebhookTimeout:    *hookTimeout,
 		WaitTimeout:       *wait,
 		StatusFile:        *status,
 	}
@@ -102,9 +108,11 @@ func fetch(ctx context.Context, args []string) error {
 		return err
 	}
 	errs := make(chan error, 2)
-	go func() { errs <- serve(ctx, *listen, f.Handler()) }()
+	go func() { errs <- serve(ctx, *listen, server(f.Handler()), nil) }()
 	if *hookListen != "" {
-		go func() { errs <- serve(ctx, *hookListen, f.WebhookHandler()) }()
+		// Its own server and listener, with the webhook's limits: a flood there never reaches the port above,
+		// which the operator and the pullers long-poll.
+		go func() { errs <- serve(ctx, *hookListen, f.WebhookServer(), contentagent.WebhookListener) }()
 	}
 	go f.Run(ctx)
 	select {
@@ -146,7 +154,7 @@ func pull(ctx context.Context, args []string) error {
 		return err
 	}
 	errs := make(chan error, 1)
-	go func() { errs <- serve(ctx, *listen, p.Handler(*wait)) }()
+	go func() { errs <- serve(ctx, *listen, server(p.Handler(*wait)), nil) }()
 	go p.Run(ctx)
 	select {
 	case err := <-errs:
@@ -156,14 +164,21 @@ func pull(ctx context.Context, args []string) error {
 	}
 }
 
-// serve runs an HTTP server on addr until ctx ends. Header and idle timeouts bound slow clients; there is no
-// write timeout, which would cut long polls and large bundle downloads.
-func serve(ctx context.Context, addr string, h http.Handler) error {
+// server is the HTTP server of the agents' own ports. Header and idle timeouts bound slow clients; there is no
+// read or write timeout, which would cut long polls and large bundle downloads.
+func server(h http.Handler) *http.Server {
+	return &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+}
+
+// serve runs srv on addr (its listener wrapped by wrap, when set) until ctx ends.
+func serve(ctx context.Context, addr string, srv *http.Server, wrap func(net.Listener) net.Listener) error {
 	l, err := net.Listen("tcp", addr)
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+	if wrap != nil {
+		l = wrap(l)
+	}
 	go func() {
 		<-ctx.Done()
 		shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)

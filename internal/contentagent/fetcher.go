@@ -42,6 +42,12 @@ type Fetcher struct {
 	WebhookSecret []byte
 	// WebhookSecretFile, when set, replaces WebhookSecret: the file is read at every delivery.
 	WebhookSecretFile string
+	// WebhookMinGap is the least time from the end of a fetch a webhook started to the start of the next one (0:
+	// none). The pushes announced inside the gap are fetched once, at its end: a burst of webhooks costs the
+	// cluster's shared egress address two fetches, not one each.
+	WebhookMinGap time.Duration
+	// WebhookTimeout bounds the reading of one webhook request, head and body (DefaultWebhookTimeout when 0).
+	WebhookTimeout time.Duration
 	// WaitTimeout bounds a long poll of GET /revision?wait=.
 	WaitTimeout time.Duration
 	// StatusFile, when set, receives the Revision (with LastError) as JSON after every attempt.
@@ -53,13 +59,15 @@ type Fetcher struct {
 	// OnSync, when set, is called after every attempt with its trigger and the revision then published.
 	OnSync func(trigger string, rev Revision)
 
-	trigger chan string
-	board   *board
-	metrics *metrics
+	// pushes holds one accepted webhook not yet taken by Run; inFlight, one token per delivery being handled.
+	pushes   chan struct{}
+	inFlight chan struct{}
+	board    *board
+	metrics  *metrics
 }
 
 // Init prepares the bundle directory and loads the last published revision, if its bundle is still there.
-// Call it once before Run or Handler.
+// Call it once before Run, Handler or WebhookServer (WebhookHandler).
 func (f *Fetcher) Init() error {
 	if f.After == nil {
 		f.After = time.After
@@ -73,7 +81,11 @@ func (f *Fetcher) Init() error {
 	if f.WaitTimeout <= 0 {
 		f.WaitTimeout = 30 * time.Second
 	}
-	f.trigger = make(chan string, 1)
+	if f.WebhookTimeout <= 0 {
+		f.WebhookTimeout = DefaultWebhookTimeout
+	}
+	f.pushes = make(chan struct{}, 1)
+	f.inFlight = make(chan struct{}, WebhookMaxInFlight)
 	f.metrics = newMetrics("fetch")
 	if err := os.MkdirAll(f.BundleDir, 0o755); err != nil {
 		return err
@@ -96,30 +108,57 @@ func (f *Fetcher) Init() error {
 // Revision returns what is published now and a channel closed at its next change.
 func (f *Fetcher) Revision() (Revision, <-chan struct{}) { return f.board.get() }
 
-// Run syncs at once, then on every interval and webhook, until ctx ends.
+// Run syncs at once, then every Interval and on webhooks, until ctx ends. A webhook's fetch starts at once unless
+// the gap after the previous one runs (WebhookMinGap); the pushes announced inside it are taken by one fetch at
+// its end, or by an interval fetch that comes first. The interval counts from the last fetch of any kind.
 func (f *Fetcher) Run(ctx context.Context) {
 	f.sync(ctx, TriggerStart)
+	tick := f.After(f.Interval)
+	var gapEnd <-chan time.Time // set while the gap after a webhook's fetch runs
+	pending := false            // a push announced inside the gap waits for its end
 	for {
-		tick := f.After(f.Interval)
 		select {
 		case <-ctx.Done():
 			return
 		case <-tick:
 			f.sync(ctx, TriggerInterval)
-		case t := <-f.trigger:
-			f.sync(ctx, t)
+			pending = false // this fetch started after every push announced so far: it saw them
+		case <-f.pushes:
+			if gapEnd != nil {
+				pending = true
+				f.metrics.coalesced.Inc()
+				continue
+			}
+			f.sync(ctx, TriggerWebhook)
+			gapEnd = f.gap()
+		case <-gapEnd:
+			gapEnd = nil
+			if !pending {
+				continue
+			}
+			pending = false
+			f.sync(ctx, TriggerWebhook)
+			gapEnd = f.gap()
 		}
+		tick = f.After(f.Interval)
 	}
 }
 
-// Trigger asks for a fetch now; it returns false when one is already pending (that one will see the newest
-// commit, so nothing is lost): webhooks coalesce, and a flood of them queues one fetch.
-func (f *Fetcher) Trigger(trigger string) bool {
+// gap starts the minimum gap after a webhook's fetch (nil, a gap never ending, when there is none).
+func (f *Fetcher) gap() <-chan time.Time {
+	if f.WebhookMinGap <= 0 {
+		return nil
+	}
+	return f.After(f.WebhookMinGap)
+}
+
+// notifyPush tells Run of an accepted push. When one is already waiting to be taken, this one adds nothing (the
+// fetch that takes the first starts after both arrived, so it sees the newest commit) and is counted coalesced.
+func (f *Fetcher) notifyPush() {
 	select {
-	case f.trigger <- trigger:
-		return true
+	case f.pushes <- struct{}{}:
 	default:
-		return false
+		f.metrics.coalesced.Inc()
 	}
 }
 

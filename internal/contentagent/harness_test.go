@@ -31,6 +31,10 @@ const waitLimit = 2 * time.Minute
 // fetch happens exactly when the test sends a tick, and never on its own.
 const interval = time.Hour
 
+// webhookGap is the fetcher's WebhookMinGap in the tests that set it: its timer is the test's gaps channel, so a
+// gap ends exactly when the test sends on it.
+const webhookGap = 7 * time.Minute
+
 // syncEvent is one fetch attempt as the fetcher's OnSync reports it.
 type syncEvent struct {
 	trigger string
@@ -45,6 +49,8 @@ type runningFetcher struct {
 	addr     string
 	hookAddr string
 	ticks    chan time.Time
+	// gaps ends the minimum gap between webhook fetches (with WebhookMinGap set to webhookGap).
+	gaps chan time.Time
 	// timeouts ends the long polls waiting: one send ends one.
 	timeouts chan time.Time
 	events   chan syncEvent
@@ -56,7 +62,7 @@ type runningFetcher struct {
 func startFetcher(t testing.TB, src gitsource.Source, check func(string) error, dir, addr, hookAddr string, secret []byte,
 	configure ...func(*contentagent.Fetcher)) *runningFetcher {
 	t.Helper()
-	rf := &runningFetcher{ticks: make(chan time.Time), timeouts: make(chan time.Time), events: make(chan syncEvent, 100)}
+	rf := &runningFetcher{ticks: make(chan time.Time), gaps: make(chan time.Time), timeouts: make(chan time.Time), events: make(chan syncEvent, 100)}
 	rf.f = &contentagent.Fetcher{
 		Source:        src,
 		Store:         &gitsource.Store{Dir: filepath.Join(dir, "trees"), Check: check},
@@ -65,8 +71,11 @@ func startFetcher(t testing.TB, src gitsource.Source, check func(string) error, 
 		WebhookSecret: secret,
 		StatusFile:    filepath.Join(dir, "status.json"),
 		After: func(d time.Duration) <-chan time.Time {
-			if d == interval {
+			switch d {
+			case interval:
 				return rf.ticks
+			case webhookGap:
+				return rf.gaps
 			}
 			return rf.timeouts
 		},

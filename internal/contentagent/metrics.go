@@ -18,6 +18,7 @@ type metrics struct {
 	bundleSize prometheus.Gauge
 	// fetcher only
 	webhooks  *prometheus.CounterVec
+	coalesced prometheus.Counter
 	downloads prometheus.Counter
 	triggers  *prometheus.CounterVec
 	duration  prometheus.Histogram
@@ -44,8 +45,14 @@ func newMetrics(kind string) *metrics {
 		}),
 		webhooks: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "hyperstatic_git_webhook_requests_total",
-			Help: "Webhook deliveries by result: accepted, ignored (another repository or ref), or the refusal kind.",
+			Help: "Webhook deliveries by result: accepted, ignored (another repository or ref), Overloaded (refused unread: " +
+				"too many in flight), or the refusal kind (BadSignature, BadRequest, NotPush, TooLarge, Timeout).",
 		}, []string{"result"}),
+		coalesced: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "hyperstatic_git_webhook_coalesced_total",
+			Help: "Accepted webhooks that started no fetch of their own: one was already waiting, or the minimum gap " +
+				"after the last webhook fetch was running (one fetch at its end takes them all).",
+		}),
 		downloads: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "hyperstatic_git_bundle_downloads_total",
 			Help: "Bundles served to pullers (200 answers of /bundles/).",
@@ -62,7 +69,7 @@ func newMetrics(kind string) *metrics {
 	}
 	m.reg.MustRegister(m.attempts, m.lastOK, m.revision, m.bundleSize)
 	if kind == "fetch" {
-		m.reg.MustRegister(m.webhooks, m.downloads, m.triggers, m.duration)
+		m.reg.MustRegister(m.webhooks, m.coalesced, m.downloads, m.triggers, m.duration)
 	}
 	return m
 }

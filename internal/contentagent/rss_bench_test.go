@@ -32,12 +32,7 @@ import (
 //	go test -run '^$' -bench PeakRSSDocsSized -benchtime 1x ./internal/contentagent
 func BenchmarkPeakRSSDocsSized(b *testing.B) {
 	server := serverbin.Require(b)
-	agent := filepath.Join(b.TempDir(), "content-agent")
-	build := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", agent, "hyperstatic.dev/hyperstatic/cmd/content-agent")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		b.Fatalf("building content-agent: %v\n%s", err, out)
-	}
+	agent := serverbin.ContentAgent(b)
 	srv, base := gts.Start(b, "", "", "")
 	repo := srv.NewRepo(b, base, "docs.git", nil)
 	c := repo.Commit("docs", gts.DocsSizedTree())
@@ -98,7 +93,7 @@ type agentProcess struct {
 }
 
 // startAgent runs the agent binary with args plus a --listen on a free loopback port, and env added.
-func startAgent(b *testing.B, bin string, env []string, args ...string) *agentProcess {
+func startAgent(b testing.TB, bin string, env []string, args ...string) *agentProcess {
 	b.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -128,7 +123,7 @@ func startAgent(b *testing.B, bin string, env []string, args ...string) *agentPr
 }
 
 // stop reads the process's peak RSS (VmHWM, KiB: its own, not its children's) and ends it with SIGTERM.
-func (p *agentProcess) stop(b *testing.B) int64 {
+func (p *agentProcess) stop(b testing.TB) int64 {
 	b.Helper()
 	hwm := statusKiB(b, p.cmd.Process.Pid, "VmHWM")
 	_ = p.cmd.Process.Signal(syscall.SIGTERM)
@@ -137,7 +132,7 @@ func (p *agentProcess) stop(b *testing.B) int64 {
 }
 
 // waitPublished long-polls url/revision until it names a commit (bounded: a hung process fails the benchmark).
-func waitPublished(b *testing.B, url string) contentagent.Revision {
+func waitPublished(b testing.TB, url string) contentagent.Revision {
 	b.Helper()
 	deadline := time.Now().Add(5 * time.Minute)
 	for time.Now().Before(deadline) {
@@ -184,7 +179,7 @@ func checkPeak(b *testing.B, server, tree string, more ...string) int64 {
 }
 
 // statusKiB reads one "Name: N kB" line of /proc/PID/status.
-func statusKiB(b *testing.B, pid int, name string) int64 {
+func statusKiB(b testing.TB, pid int, name string) int64 {
 	b.Helper()
 	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {

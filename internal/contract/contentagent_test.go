@@ -7,14 +7,12 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -38,42 +36,6 @@ import (
 //
 // Accepted means parsed: each list is run with "-h" appended. Go's flag package parses the arguments in order and
 // stops at -h with exit status 0 (usage on stderr); an unknown flag or a value it cannot parse exits 2 first.
-
-// contentAgentEnvVar names a prebuilt binary (make go-test builds bin/content-agent and sets it); without it the
-// test builds cmd/content-agent itself.
-const contentAgentEnvVar = "HYPERSTATIC_CONTENT_AGENT_BIN"
-
-var (
-	agentOnce sync.Once
-	agentPath string
-	agentErr  error
-)
-
-func contentAgent(t *testing.T) string {
-	t.Helper()
-	agentOnce.Do(func() {
-		if p := os.Getenv(contentAgentEnvVar); p != "" {
-			agentPath, agentErr = filepath.Abs(p)
-			return
-		}
-		dir, err := os.MkdirTemp("", "content-agent-") //nolint:usetesting // built once for every test of the package
-		if err != nil {
-			agentErr = err
-			return
-		}
-		agentPath = filepath.Join(dir, "content-agent")
-		cmd := exec.Command("go", "build", "-o", agentPath, "./cmd/content-agent")
-		cmd.Dir = testenv.RepoRoot()
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			agentErr = fmt.Errorf("go build ./cmd/content-agent: %w\n%s", err, out)
-		}
-	})
-	if agentErr != nil {
-		t.Fatalf("content-agent binary: %v", agentErr)
-	}
-	return agentPath
-}
 
 // gitCase is one Git site whose content-agent command lines are checked.
 type gitCase struct {
@@ -159,7 +121,7 @@ func flagNames(args []string) []string {
 var usageFlag = regexp.MustCompile(`(?m)^\s+-([a-z-]+)`)
 
 func TestContractContentAgentAcceptsTheOperatorsArguments(t *testing.T) {
-	bin := contentAgent(t)
+	bin := serverbin.ContentAgent(t)
 	for _, c := range gitCases() {
 		site := gitSite(c.git)
 		for _, args := range [][]string{staticsite.FetchArgs(site), staticsite.PullArgs(site)} {
@@ -185,7 +147,7 @@ func TestContractContentAgentAcceptsTheOperatorsArguments(t *testing.T) {
 
 // The check above can fail: the binary refuses a flag it does not know and a value it cannot parse.
 func TestContractContentAgentRejectsUnknownFlags(t *testing.T) {
-	bin := contentAgent(t)
+	bin := serverbin.ContentAgent(t)
 	site := gitSite(gitCases()[4].git)
 	for _, m := range []struct {
 		name string
@@ -218,7 +180,7 @@ func freePort(t *testing.T) string {
 // runAgent starts `content-agent ARGS` (stopped at the end of the test) and waits until addr answers.
 func runAgent(t *testing.T, args []string, addr string) {
 	t.Helper()
-	cmd := exec.Command(contentAgent(t), args...)
+	cmd := exec.Command(serverbin.ContentAgent(t), args...)
 	var out serverbin.LockedBuffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {

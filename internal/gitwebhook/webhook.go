@@ -14,6 +14,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"os"
 	"strings"
 )
 
@@ -54,8 +55,10 @@ const (
 	BadSignature Kind = "BadSignature"
 	// NotPush: an authentic event that is not a push (GitHub's ping, a merge request...): answer 202, do nothing.
 	NotPush Kind = "NotPush"
-	// TooLarge: the body is over the limit; it was not read further.
+	// TooLarge: the body is over the limit (or its Content-Length says so); it was not read further.
 	TooLarge Kind = "TooLarge"
+	// Timeout: the body did not arrive before the connection's read deadline (the receiver's bound of one request).
+	Timeout Kind = "Timeout"
 )
 
 // Error is a refused webhook.
@@ -75,6 +78,8 @@ func (e *Error) Status() int {
 		return http.StatusAccepted
 	case TooLarge:
 		return http.StatusRequestEntityTooLarge
+	case Timeout:
+		return http.StatusRequestTimeout
 	}
 	return http.StatusBadRequest
 }
@@ -114,7 +119,7 @@ func Parse(r *http.Request, secret []byte, maxBytes int64) (Push, error) {
 	default:
 		return Push{}, fail(BadRequest, "no X-GitHub-Event, X-Gitea-Event or X-Gitlab-Event header")
 	}
-	body, err := readBounded(r.Body, maxBytes)
+	body, err := readBounded(r.Body, r.ContentLength, maxBytes)
 	if err != nil {
 		return Push{}, err
 	}
@@ -143,12 +148,19 @@ func Parse(r *http.Request, secret []byte, maxBytes int64) (Push, error) {
 	}
 }
 
-// readBounded reads the whole body if it is at most maxBytes long, and stops reading at maxBytes+1 otherwise.
-func readBounded(body io.Reader, maxBytes int64) ([]byte, error) {
+// readBounded reads the whole body if it is at most maxBytes long, and stops reading at maxBytes+1 otherwise. A
+// body whose declared length (-1: unknown) is over the limit is refused before a byte of it is read.
+func readBounded(body io.Reader, declared, maxBytes int64) ([]byte, error) {
 	if maxBytes <= 0 {
 		maxBytes = DefaultMaxBytes
 	}
+	if declared > maxBytes {
+		return nil, fail(TooLarge, "Content-Length %d is over %d bytes", declared, maxBytes)
+	}
 	b, err := io.ReadAll(io.LimitReader(body, maxBytes+1))
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		return nil, fail(Timeout, "the body did not arrive in time (%d bytes read)", len(b))
+	}
 	if err != nil {
 		return nil, fail(BadRequest, "reading the body: %v", err)
 	}

@@ -4,9 +4,13 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
+	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
 	"strings"
 	"testing"
 )
@@ -163,6 +167,37 @@ func TestReadStopsAtTheLimit(t *testing.T) {
 	if body.read > 1025+32<<10 { // io.ReadAll's buffer may ask for a little more; far from 10 MiB
 		t.Fatalf("read %d bytes of a 10 MiB body with a 1 KiB limit", body.read)
 	}
+}
+
+// A Content-Length over the limit is refused before a byte of the body is read: a sender cannot make the receiver
+// hold the limit's worth of body just by announcing it.
+func TestDeclaredLengthOverTheLimitReadsNothing(t *testing.T) {
+	body := &countingReader{left: 10 << 20}
+	r := httptest.NewRequest(http.MethodPost, "/", body)
+	r.ContentLength = 10 << 20
+	r.Header.Set("X-GitHub-Event", "push")
+	_, err := Parse(r, []byte(secret), 1024)
+	if KindOf(err) != TooLarge || body.read != 0 {
+		t.Fatalf("got %v after reading %d bytes, want TooLarge with nothing read", err, body.read)
+	}
+}
+
+// A body cut by the connection's read deadline is a Timeout (408), told apart from a malformed one in the metrics.
+func TestBodyPastTheDeadlineIsATimeout(t *testing.T) {
+	r := httptest.NewRequest(http.MethodPost, "/", io.MultiReader(strings.NewReader(`{"ref":`), deadlineReader{}))
+	r.Header.Set("X-GitHub-Event", "push")
+	_, err := Parse(r, []byte(secret), 0)
+	var e *Error
+	if !errors.As(err, &e) || e.Kind != Timeout || e.Status() != http.StatusRequestTimeout {
+		t.Fatalf("got %v, want a Timeout answered 408", err)
+	}
+}
+
+// deadlineReader fails as a socket read does once its deadline has passed.
+type deadlineReader struct{}
+
+func (deadlineReader) Read([]byte) (int, error) {
+	return 0, &net.OpError{Op: "read", Net: "tcp", Err: os.ErrDeadlineExceeded}
 }
 
 type countingReader struct{ left, read int }

@@ -5,7 +5,8 @@
 // `make go-test` builds the binary first (make server-build) and passes its path in HYPERSTATIC_SERVER_BIN. A
 // plain `go test` without that variable builds the binary with the same cargo command as make, when it is missing
 // or older than the server's sources. There is no skip: a test that needs the server either gets one or fails
-// saying why, so a green run always means the real binary was exercised.
+// saying why, so a green run always means the real binary was exercised. ContentAgent (contentagent.go) does the
+// same for the other real binary the tests run, cmd/content-agent.
 package serverbin
 
 import (
@@ -55,15 +56,8 @@ func Require(tb testing.TB) string {
 }
 
 func locate() (string, error) {
-	if p := os.Getenv(EnvVar); p != "" {
-		abs, err := filepath.Abs(p)
-		if err != nil {
-			return "", err
-		}
-		if err := executable(abs); err != nil {
-			return "", fmt.Errorf("%s=%s: %w", EnvVar, p, err)
-		}
-		return abs, nil
+	if p, set, err := fromEnv(EnvVar); set {
+		return p, err
 	}
 	dir, err := serverDir()
 	if err != nil {
@@ -83,6 +77,22 @@ func locate() (string, error) {
 		return "", fmt.Errorf("after cargo build: %w", err)
 	}
 	return bin, nil
+}
+
+// fromEnv returns the absolute path of the executable the variable name holds; set is false when it is unset.
+func fromEnv(name string) (path string, set bool, err error) {
+	p := os.Getenv(name)
+	if p == "" {
+		return "", false, nil
+	}
+	abs, err := filepath.Abs(p)
+	if err != nil {
+		return "", true, err
+	}
+	if err := executable(abs); err != nil {
+		return "", true, fmt.Errorf("%s=%s: %w", name, p, err)
+	}
+	return abs, true, nil
 }
 
 func executable(p string) error {
