@@ -185,6 +185,26 @@ func TestOlderSiteDoesNotStealAHostname(t *testing.T) {
 	waitIngressHosts(t, ns, "a-older", mine, taken)
 }
 
+// Two sites claim one hostname at once (neither waits for the other's pass): exactly one gets it, the one created
+// first (here also first by name, so a tie of creation seconds ends the same way), and the other names it.
+func TestSimultaneousClaimsAgree(t *testing.T) {
+	ns := namespace(t)
+	h := "race." + ns + ".example.com"
+	routedSite(t, ns, "a-one", h)
+	routedSite(t, ns, "b-two", h)
+	waitSite(t, ns, "a-one", "the first created holds it", holds(v1alpha1.ReasonIngressApplied, h))
+	waitSite(t, ns, "b-two", "the second names it", func(s *v1alpha1.StaticSite) error {
+		if err := holds(v1alpha1.ReasonHostnameConflict)(s); err != nil {
+			return err
+		}
+		return routeCondition(metav1.ConditionFalse, v1alpha1.ReasonHostnameConflict, "hostname "+h+" is held by StaticSite "+ns+"/a-one")(s)
+	})
+	waitIngressHosts(t, ns, "a-one", h)
+	if _, err := getIngress(ns, "b-two"); !apierrors.IsNotFound(err) {
+		t.Errorf("Ingress of the site that lost the claim: %v", err)
+	}
+}
+
 // A site whose every hostname is held elsewhere gets no route at all (and one it had goes), but keeps serving
 // through its Service.
 func TestNoRouteWhenEveryHostnameIsHeld(t *testing.T) {
