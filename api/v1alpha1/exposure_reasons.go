@@ -32,6 +32,10 @@ const (
 	// False: the API server refused the Ingress or HTTPRoute, or an object of that name is not the site's (the
 	// message says which; the operator never takes an object over).
 	ReasonRouteRejected = "RouteRejected"
+	// False: another StaticSite (of any namespace) holds one or more of spec.hostnames, having claimed them first.
+	// The route carries the others (no route when none is left); the message names each hostname and the site that
+	// holds it, and the site gets them without an edit once the holder gives them up or is deleted.
+	ReasonHostnameConflict = "HostnameConflict"
 )
 
 // PodMonitorApplied reasons.

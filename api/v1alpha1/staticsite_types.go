@@ -484,6 +484,12 @@ type StaticSiteStatus struct {
 	// +listType=atomic
 	// +optional
 	PublicURLs []string `json:"publicURLs,omitempty"`
+	// hostnames are the spec.hostnames this site holds (lower case, without a trailing dot): the operator's record
+	// of who claimed a hostname first. Its route carries only these; a hostname another site holds is left out
+	// (RouteApplied=False, reason HostnameConflict). Written by the operator only.
+	// +listType=atomic
+	// +optional
+	Hostnames []string `json:"hostnames,omitempty"`
 	// contentSource is which content source is in use: image, configMaps, imageVolume, persistentVolumeClaim or git.
 	// +optional
 	ContentSource string `json:"contentSource,omitempty"`

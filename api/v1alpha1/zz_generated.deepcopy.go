@@ -1314,6 +1314,11 @@ func (in *StaticSiteStatus) DeepCopyInto(out *StaticSiteStatus) {
 		*out = make([]string, len(*in))
 		copy(*out, *in)
 	}
+	if in.Hostnames != nil {
+		in, out := &in.Hostnames, &out.Hostnames
+		*out = make([]string, len(*in))
+		copy(*out, *in)
+	}
 	if in.Memory != nil {
 		in, out := &in.Memory, &out.Memory
 		x := (*in).DeepCopy()

@@ -88,10 +88,11 @@ func (r *Reconciler) recordTransitions(before, after *v1alpha1.StaticSite) {
 	}
 	r.recordContentInMemory(before, after)
 	// A certificate, route or PodMonitor that goes bad is a Warning (the site still serves); its recovery is news.
+	// Each new set of hostname conflicts is news too (the message names each hostname and the site holding it).
 	for _, t := range []string{v1alpha1.ConditionTLSReady, v1alpha1.ConditionRouteApplied, v1alpha1.ConditionPodMonitorApplied} {
 		tr := transition(t)
 		switch {
-		case tr.Changed() && tr.After.Status == metav1.ConditionFalse:
+		case tr.Changed() && tr.After.Status == metav1.ConditionFalse, newHostnameConflict(tr):
 			r.Recorder.Event(after, polarity.EventType(*tr.After), tr.After.Reason, t+" False: "+tr.After.Message)
 		case tr.Changed() && tr.After.Status == metav1.ConditionTrue && tr.Was(metav1.ConditionFalse):
 			r.Recorder.Event(after, polarity.EventType(*tr.After), tr.After.Reason, t+" again: "+tr.After.Message)
@@ -167,4 +168,10 @@ func (r *Reconciler) recordGitRevisionServed(before, after *v1alpha1.StaticSite)
 		msg += " (committed " + now.CommitTime.UTC().Format(time.RFC3339) + ")"
 	}
 	r.Recorder.Eventf(after, corev1.EventTypeNormal, eventGitRevisionServed, "%s is served by all %d ready pods", msg, now.ReadyPods)
+}
+
+// newHostnameConflict: RouteApplied stays HostnameConflict with another message (another hostname or holder).
+func newHostnameConflict(tr reconcile.Transition) bool {
+	return tr.After != nil && tr.After.Reason == v1alpha1.ReasonHostnameConflict && tr.Before != nil &&
+		tr.Before.Reason == v1alpha1.ReasonHostnameConflict && tr.Before.Message != tr.After.Message
 }

@@ -44,8 +44,8 @@ func TestExposureApplyIsSkippedWhenUnchanged(t *testing.T) {
 	applyTwice(t, site, key, []applyCase{
 		{"Deployment", func() client.Object { return &appsv1.Deployment{} }, func() any { return DesiredDeployment(site, testServerImage, content, MemoryFor(site, content)) }, extractDeployment},
 		{"Service", func() client.Object { return &corev1.Service{} }, func() any { return DesiredService(site) }, extractService},
-		{"Ingress", func() client.Object { return &networkingv1.Ingress{} }, func() any { return DesiredIngress(site) }, extractIngress},
-		{"HTTPRoute", func() client.Object { return &gatewayv1.HTTPRoute{} }, func() any { return DesiredHTTPRoute(site) }, extractHTTPRoute},
+		{"Ingress", func() client.Object { return &networkingv1.Ingress{} }, func() any { return DesiredIngress(site, site.Spec.Hostnames) }, extractIngress},
+		{"HTTPRoute", func() client.Object { return &gatewayv1.HTTPRoute{} }, func() any { return DesiredHTTPRoute(site, site.Spec.Hostnames) }, extractHTTPRoute},
 		{"NetworkPolicy", func() client.Object { return &networkingv1.NetworkPolicy{} }, func() any { return DesiredNetworkPolicy(site, "ops") }, extractNetworkPolicy},
 	})
 

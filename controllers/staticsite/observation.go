@@ -59,6 +59,9 @@ type observation struct {
 	// git: what the Git steps saw (step_git.go); nil for other sources. deriveStatus reads it (gitstatus.go).
 	git *gitState
 
+	// hostnames: which of spec.hostnames the site holds (step_hostnames.go); nil until that step ran.
+	hostnames *hostnameClaims
+
 	// Exposure (nil: the spec field is unset, the condition goes): TLSReady, RouteApplied and PodMonitorApplied,
 	// and the public URLs of the route once it exists.
 	tls        *metav1.Condition

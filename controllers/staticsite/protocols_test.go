@@ -103,7 +103,7 @@ func TestH2CReachesTheServiceAndStatus(t *testing.T) {
 	ctx := context.Background()
 	ns := namespace(t)
 	site := createSite(t, ns, "fast", v1alpha1.StaticSiteSpec{Content: v1alpha1.ContentSource{Image: "example/fast:v1"},
-		Hostnames: []v1alpha1.Hostname{"fast.example.com"}, TLS: &v1alpha1.TLSSpec{SecretName: "fast-tls"},
+		Hostnames: []v1alpha1.Hostname{v1alpha1.Hostname("fast." + ns + ".example.com")}, TLS: &v1alpha1.TLSSpec{SecretName: "fast-tls"},
 		Route: &v1alpha1.RouteSpec{IngressClassName: ptr.To("traefik")}})
 	waitSite(t, ns, "fast", "protocols h2,http/1.1", protocolsAre("h2,http/1.1"))
 	service := func() *corev1.Service {

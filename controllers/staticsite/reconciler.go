@@ -126,7 +126,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrlreconcile.Request) (
 	if vs := r.policy().CheckSite(site); len(vs) > 0 {
 		o.refused = &problem{Reason: v1alpha1.ReasonPolicyViolation, Message: vs.Error()}
 	} else {
-		for _, s := range []step{r.reconcileContent, r.reconcileGitFetcher, r.reconcileTLS, r.reconcileDeployment, r.reconcileService,
+		for _, s := range []step{r.reconcileHostnames, r.reconcileContent, r.reconcileGitFetcher, r.reconcileTLS, r.reconcileDeployment, r.reconcileService,
 			r.reconcileDisruptionBudget, r.reconcileRoute, r.reconcilePodMonitor, r.reconcileNetworkPolicy, r.reconcilePods,
 			r.reconcileGitPullers, r.reconcileCapacity} {
 			if o.err = s(ctx, o); o.err != nil {

@@ -20,17 +20,18 @@ import (
 // HTTPRouteGVK is the Gateway API kind the operator creates for spec.route.parentRefs.
 var HTTPRouteGVK = gatewayv1.SchemeGroupVersion.WithKind("HTTPRoute")
 
-// DesiredIngress is the site's Ingress: every hostname's "/" (prefix) to the Service's http port, with a TLS
-// section for all of them naming spec.tls.secretName when spec.tls is set (the ingress controller terminates TLS
-// with the same certificate the server holds). Nil unless spec.route.ingressClassName is set.
-func DesiredIngress(site *v1alpha1.StaticSite) *networkingv1ac.IngressApplyConfiguration {
+// DesiredIngress is the site's Ingress: every hostname of hostnames (the spec.hostnames the site holds, see
+// step_hostnames.go) "/" (prefix) to the Service's http port, with a TLS section for all of them naming
+// spec.tls.secretName when spec.tls is set (the ingress controller terminates TLS with the same certificate the
+// server holds). Nil unless spec.route.ingressClassName is set and the site holds a hostname.
+func DesiredIngress(site *v1alpha1.StaticSite, hostnames []v1alpha1.Hostname) *networkingv1ac.IngressApplyConfiguration {
 	route := site.Spec.Route
-	if route == nil || route.IngressClassName == nil {
+	if route == nil || route.IngressClassName == nil || len(hostnames) == 0 {
 		return nil
 	}
 	spec := networkingv1ac.IngressSpec().WithIngressClassName(*route.IngressClassName)
-	hosts := make([]string, 0, len(site.Spec.Hostnames))
-	for _, h := range site.Spec.Hostnames {
+	hosts := make([]string, 0, len(hostnames))
+	for _, h := range hostnames {
 		hosts = append(hosts, string(h))
 		spec.WithRules(networkingv1ac.IngressRule().WithHost(string(h)).WithHTTP(networkingv1ac.HTTPIngressRuleValue().WithPaths(
 			networkingv1ac.HTTPIngressPath().WithPath("/").WithPathType(networkingv1.PathTypePrefix).WithBackend(
@@ -50,16 +51,17 @@ func DesiredIngress(site *v1alpha1.StaticSite) *networkingv1ac.IngressApplyConfi
 	return ing
 }
 
-// DesiredHTTPRoute is the site's HTTPRoute: spec.hostnames, attached to spec.route.parentRefs, every request to
-// the Service's http port. Nil unless spec.route.parentRefs is set.
+// DesiredHTTPRoute is the site's HTTPRoute: hostnames (the spec.hostnames the site holds), attached to
+// spec.route.parentRefs, every request to the Service's http port. Nil unless spec.route.parentRefs is set and the
+// site holds a hostname.
 //
 // The CRD's lists (parentRefs, rules, matches, backendRefs) are atomic: the operator owns each whole, with the
 // defaults the API server fills in. So the defaults are written out here too (group and kind of a parent and of
 // the backend, the backend's weight, the match of every path), or the owned fields would never equal the desired
 // ones and every pass would apply again.
-func DesiredHTTPRoute(site *v1alpha1.StaticSite) *gatewayv1ac.HTTPRouteApplyConfiguration {
+func DesiredHTTPRoute(site *v1alpha1.StaticSite, hostnames []v1alpha1.Hostname) *gatewayv1ac.HTTPRouteApplyConfiguration {
 	route := site.Spec.Route
-	if route == nil || len(route.ParentRefs) == 0 {
+	if route == nil || len(route.ParentRefs) == 0 || len(hostnames) == 0 {
 		return nil
 	}
 	spec := gatewayv1ac.HTTPRouteSpec()
@@ -80,7 +82,7 @@ func DesiredHTTPRoute(site *v1alpha1.StaticSite) *gatewayv1ac.HTTPRouteApplyConf
 		}
 		spec.WithParentRefs(ref)
 	}
-	for _, h := range site.Spec.Hostnames {
+	for _, h := range hostnames {
 		spec.WithHostnames(gatewayv1.Hostname(h))
 	}
 	spec.WithRules(gatewayv1ac.HTTPRouteRule().
@@ -97,19 +99,19 @@ func DesiredHTTPRoute(site *v1alpha1.StaticSite) *gatewayv1ac.HTTPRouteApplyConf
 	return hr
 }
 
-// PublicURLs are the addresses of spec.hostnames through the route: https:// when spec.tls is set (the Ingress
-// terminates TLS with its Secret; for an HTTPRoute, the Gateway's listener is assumed to), a wildcard name as
-// written. Nil without spec.route.
-func PublicURLs(site *v1alpha1.StaticSite) []string {
-	if site.Spec.Route == nil {
+// PublicURLs are the addresses of hostnames (the routed ones) through the route: https:// when spec.tls is set
+// (the Ingress terminates TLS with its Secret; for an HTTPRoute, the Gateway's listener is assumed to), a wildcard
+// name as written. Nil without spec.route.
+func PublicURLs(site *v1alpha1.StaticSite, hostnames []v1alpha1.Hostname) []string {
+	if site.Spec.Route == nil || len(hostnames) == 0 {
 		return nil
 	}
 	scheme := "http"
 	if site.Spec.TLS != nil {
 		scheme = "https"
 	}
-	urls := make([]string, 0, len(site.Spec.Hostnames))
-	for _, h := range site.Spec.Hostnames {
+	urls := make([]string, 0, len(hostnames))
+	for _, h := range hostnames {
 		urls = append(urls, scheme+"://"+string(h)+"/")
 	}
 	return urls

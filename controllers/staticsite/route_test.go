@@ -30,15 +30,17 @@ func getIngress(ns, name string) (*networkingv1.Ingress, error) {
 func TestIngressFromHostnames(t *testing.T) {
 	ctx := context.Background()
 	ns := namespace(t)
+	// Hostnames of the test's namespace: a hostname is held cluster-wide by the first site to claim it.
+	www, apex, docs := "www."+ns+".example.com", ns+".example.com", "docs."+ns+".example.com"
 	site := createSite(t, ns, "www", v1alpha1.StaticSiteSpec{Content: v1alpha1.ContentSource{Image: "example/www:v1"},
-		Hostnames: []v1alpha1.Hostname{"www.example.com", "example.com"},
+		Hostnames: []v1alpha1.Hostname{v1alpha1.Hostname(www), v1alpha1.Hostname(apex)},
 		TLS:       &v1alpha1.TLSSpec{SecretName: "www-tls"},
 		Route:     &v1alpha1.RouteSpec{IngressClassName: ptr.To("nginx"), Annotations: map[string]string{"cert-manager.io/cluster-issuer": "letsencrypt"}}})
 	waitSite(t, ns, "www", "RouteApplied and public URLs", func(s *v1alpha1.StaticSite) error {
-		if err := routeCondition(metav1.ConditionTrue, v1alpha1.ReasonIngressApplied, "Ingress www routes [www.example.com example.com]")(s); err != nil {
+		if err := routeCondition(metav1.ConditionTrue, v1alpha1.ReasonIngressApplied, "Ingress www routes ["+www+" "+apex+"]")(s); err != nil {
 			return err
 		}
-		if want := []string{"https://www.example.com/", "https://example.com/"}; !reflect.DeepEqual(s.Status.PublicURLs, want) {
+		if want := []string{"https://" + www + "/", "https://" + apex + "/"}; !reflect.DeepEqual(s.Status.PublicURLs, want) {
 			return fmt.Errorf("publicURLs %q, want %q", s.Status.PublicURLs, want)
 		}
 		return nil
@@ -52,8 +54,8 @@ func TestIngressFromHostnames(t *testing.T) {
 				Service: &networkingv1.IngressServiceBackend{Name: "www", Port: networkingv1.ServiceBackendPort{Name: "http"}}}}}}}}
 	}
 	want := networkingv1.IngressSpec{IngressClassName: ptr.To("nginx"),
-		TLS:   []networkingv1.IngressTLS{{Hosts: []string{"www.example.com", "example.com"}, SecretName: "www-tls"}},
-		Rules: []networkingv1.IngressRule{rule("www.example.com"), rule("example.com")}}
+		TLS:   []networkingv1.IngressTLS{{Hosts: []string{www, apex}, SecretName: "www-tls"}},
+		Rules: []networkingv1.IngressRule{rule(www), rule(apex)}}
 	if !reflect.DeepEqual(ing.Spec, want) {
 		t.Errorf("Ingress spec %+v\nwant %+v", ing.Spec, want)
 	}
@@ -78,7 +80,7 @@ func TestIngressFromHostnames(t *testing.T) {
 
 	// Hostnames change, TLS goes: the Ingress follows (rules and TLS section), and so do the URLs.
 	updateSite(t, site, func(s *v1alpha1.StaticSite) {
-		s.Spec.Hostnames = []v1alpha1.Hostname{"docs.example.com"}
+		s.Spec.Hostnames = []v1alpha1.Hostname{v1alpha1.Hostname(docs)}
 		s.Spec.TLS = nil
 	})
 	testenv.Eventually(t, "Ingress updated", func() error {
@@ -86,13 +88,13 @@ func TestIngressFromHostnames(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		if len(ing.Spec.Rules) != 1 || ing.Spec.Rules[0].Host != "docs.example.com" || len(ing.Spec.TLS) != 0 {
+		if len(ing.Spec.Rules) != 1 || ing.Spec.Rules[0].Host != docs || len(ing.Spec.TLS) != 0 {
 			return fmt.Errorf("spec %+v", ing.Spec)
 		}
 		return nil
 	})
 	waitSite(t, ns, "www", "http public URL", func(s *v1alpha1.StaticSite) error {
-		if want := []string{"http://docs.example.com/"}; !reflect.DeepEqual(s.Status.PublicURLs, want) {
+		if want := []string{"http://" + docs + "/"}; !reflect.DeepEqual(s.Status.PublicURLs, want) {
 			return fmt.Errorf("publicURLs %q", s.Status.PublicURLs)
 		}
 		return nil
@@ -123,7 +125,7 @@ func TestForeignIngressIsNeverAdopted(t *testing.T) {
 			Port: networkingv1.ServiceBackendPort{Number: 80}}}}}
 	testenv.Must(t, k8s.Create(ctx, foreign))
 	createSite(t, ns, "shop", v1alpha1.StaticSiteSpec{Content: v1alpha1.ContentSource{Image: "example/shop:v1"},
-		Hostnames: []v1alpha1.Hostname{"shop.example.com"}, Route: &v1alpha1.RouteSpec{IngressClassName: ptr.To("nginx")}})
+		Hostnames: []v1alpha1.Hostname{v1alpha1.Hostname("shop." + ns + ".example.com")}, Route: &v1alpha1.RouteSpec{IngressClassName: ptr.To("nginx")}})
 	waitSite(t, ns, "shop", "RouteApplied False naming the Ingress", routeCondition(metav1.ConditionFalse, v1alpha1.ReasonRouteRejected,
 		"Ingress "+ns+"/shop exists and is not owned by this StaticSite"))
 	waitEvent(t, ns, "shop", "Warning RouteRejected RouteApplied False: Ingress "+ns+"/shop exists and is not owned")
@@ -155,9 +157,10 @@ func TestHTTPRouteFromParentRefs(t *testing.T) {
 	t.Cleanup(func() { env.UninstallCRD(t, crd) })
 
 	ns := namespace(t)
+	blog := "blog." + ns + ".example.com"
 	site := createSite(t, ns, "blog", v1alpha1.StaticSiteSpec{Content: v1alpha1.ContentSource{Image: "example/blog:v1"},
 		Service:   v1alpha1.ServiceSpec{Port: 8000},
-		Hostnames: []v1alpha1.Hostname{"blog.example.com"}, TLS: &v1alpha1.TLSSpec{SecretName: "blog-tls"},
+		Hostnames: []v1alpha1.Hostname{v1alpha1.Hostname(blog)}, TLS: &v1alpha1.TLSSpec{SecretName: "blog-tls"},
 		Route: &v1alpha1.RouteSpec{ParentRefs: []v1alpha1.ParentReference{{Name: "public", Namespace: ptr.To("gateways"), SectionName: ptr.To("https")}}}})
 	waitSite(t, ns, "blog", "RouteApplied False HTTPRouteCRDMissing", routeCondition(metav1.ConditionFalse, v1alpha1.ReasonHTTPRouteCRDMissing,
 		"does not serve gateway.networking.k8s.io/v1 HTTPRoutes"))
@@ -166,10 +169,10 @@ func TestHTTPRouteFromParentRefs(t *testing.T) {
 
 	env.InstallCRD(t, crd)
 	waitSite(t, ns, "blog", "RouteApplied True", func(s *v1alpha1.StaticSite) error {
-		if err := routeCondition(metav1.ConditionTrue, v1alpha1.ReasonHTTPRouteApplied, "HTTPRoute blog routes [blog.example.com]")(s); err != nil {
+		if err := routeCondition(metav1.ConditionTrue, v1alpha1.ReasonHTTPRouteApplied, "HTTPRoute blog routes ["+blog+"]")(s); err != nil {
 			return err
 		}
-		if want := []string{"https://blog.example.com/"}; !reflect.DeepEqual(s.Status.PublicURLs, want) {
+		if want := []string{"https://" + blog + "/"}; !reflect.DeepEqual(s.Status.PublicURLs, want) {
 			return fmt.Errorf("publicURLs %q", s.Status.PublicURLs)
 		}
 		return nil
@@ -183,7 +186,7 @@ func TestHTTPRouteFromParentRefs(t *testing.T) {
 	if p := hr.Spec.ParentRefs; len(p) != 1 || p[0].Name != "public" || *p[0].Namespace != "gateways" || *p[0].SectionName != "https" {
 		t.Errorf("parentRefs %+v", p)
 	}
-	if !reflect.DeepEqual(hr.Spec.Hostnames, []gatewayv1.Hostname{"blog.example.com"}) {
+	if !reflect.DeepEqual(hr.Spec.Hostnames, []gatewayv1.Hostname{gatewayv1.Hostname(blog)}) {
 		t.Errorf("hostnames %v", hr.Spec.Hostnames)
 	}
 	// One rule to the Service's port; the API server's defaults (kind Service, weight 1, match "/") are not ours.
@@ -200,7 +203,7 @@ func TestHTTPRouteFromParentRefs(t *testing.T) {
 	})
 	testenv.Eventually(t, "HTTPRoute restored", func() error {
 		testenv.Must(t, k8s.Get(ctx, client.ObjectKeyFromObject(hr), hr))
-		if !reflect.DeepEqual(hr.Spec.Hostnames, []gatewayv1.Hostname{"blog.example.com"}) {
+		if !reflect.DeepEqual(hr.Spec.Hostnames, []gatewayv1.Hostname{gatewayv1.Hostname(blog)}) {
 			return fmt.Errorf("hostnames %v", hr.Spec.Hostnames)
 		}
 		return nil

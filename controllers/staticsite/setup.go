@@ -56,6 +56,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}); err != nil {
 		return err
 	}
+	if err := idx.IndexField(ctx, &v1alpha1.StaticSite{}, indexHostname, siteHostnames); err != nil {
+		return err
+	}
 	if r.Recorder == nil {
 		r.Recorder = mgr.GetEventRecorderFor(FieldOwner)
 	}
@@ -93,6 +96,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		WatchesRawSource(source.Kind(referenced, metadataOf("ConfigMap"), handler.EnqueueRequestsFromMapFunc(r.sitesUsing(indexConfigMap)))).
 		WatchesRawSource(source.Kind(referenced, metadataOf("PersistentVolumeClaim"), handler.EnqueueRequestsFromMapFunc(r.sitesUsing(indexClaim)))).
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(siteOfPod)).
+		// A site that claims, holds or gives up a hostname wakes the other sites that claim it (hostnames.go).
+		Watches(&v1alpha1.StaticSite{}, handler.EnqueueRequestsFromMapFunc(r.sitesWaitingFor), builder.WithPredicates(hostnameClaimsChanged)).
 		Build(r)
 	if err != nil {
 		return err

@@ -19,6 +19,12 @@ import (
 func deriveStatus(site *v1alpha1.StaticSite, o *observation) v1alpha1.StaticSiteStatus {
 	s := *site.Status.DeepCopy()
 	set := reconcile.NewConditions(&s.Conditions, site.Generation, o.now)
+	if o.hostnames != nil {
+		// The hostname step runs first: what it decided is recorded even when a later step failed, so a site keeps
+		// its place as the first claimant and one waiting for it is not kept waiting by its failure. A refused
+		// spec (no step ran) leaves the record as it was: its route still serves those names.
+		s.Hostnames = o.hostnames.held
+	}
 	switch {
 	case o.refused != nil:
 		// The tenancy policy refuses the spec: no step ran. The rest of the status stays as the last allowed pass
@@ -29,7 +35,8 @@ func deriveStatus(site *v1alpha1.StaticSite, o *observation) v1alpha1.StaticSite
 		set.Remove(v1alpha1.ConditionReconciling)
 		return s
 	case o.err != nil:
-		// A transient failure: say so and keep the rest of the status as it was; the pass is retried.
+		// A transient failure: say so and keep the rest of the status as it was (but the hostnames, above); the
+		// pass is retried.
 		set.Set(v1alpha1.ConditionReconciling, metav1.ConditionTrue, v1alpha1.ReasonRetryingAfterError, o.err.Error())
 		return s
 	}

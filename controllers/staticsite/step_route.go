@@ -18,29 +18,49 @@ import (
 // +kubebuilder:rbac:groups=networking.k8s.io,resources=ingresses,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=gateway.networking.k8s.io,resources=httproutes,verbs=get;list;watch;create;patch;delete
 
-// reconcileRoute applies the Ingress or HTTPRoute of spec.route and deletes the other kind (or both, without
-// spec.route) when the site made it. The outcome is the RouteApplied condition; a problem there never stops the
-// pass nor changes Ready (the site still serves in the cluster).
+// reconcileRoute applies the Ingress or HTTPRoute of spec.route for the hostnames the site holds (the hostname
+// step ran first) and deletes the other kind (or both, without spec.route or without a hostname held) when the site
+// made it. The outcome is the RouteApplied condition; a problem there never stops the pass nor changes Ready (the
+// site still serves in the cluster). A hostname another site holds is left out: RouteApplied=False, reason
+// HostnameConflict, naming it and the holder, whether or not a route remains for the others.
 func (r *Reconciler) reconcileRoute(ctx context.Context, st *observation) error {
 	site := st.site
-	ingress, httpRoute := DesiredIngress(site), DesiredHTTPRoute(site)
+	var routed []v1alpha1.Hostname
+	var conflicts string
+	if h := st.hostnames; h != nil {
+		routed = h.routed
+		if len(h.conflicts) > 0 {
+			conflicts = conflictMessage(h.conflicts)
+		}
+	}
+	ingress, httpRoute := DesiredIngress(site, routed), DesiredHTTPRoute(site, routed)
+	noRoute := func(field string) string {
+		if site.Spec.Route != nil && len(routed) == 0 {
+			return "the site holds none of its hostnames"
+		}
+		return "spec.route names no " + field
+	}
 	if ingress == nil {
-		if err := r.deleteOwned(ctx, r.Client, site, "Ingress", &networkingv1.Ingress{}, "spec.route names no ingressClassName"); err != nil {
+		if err := r.deleteOwned(ctx, r.Client, site, "Ingress", &networkingv1.Ingress{}, noRoute("ingressClassName")); err != nil {
 			return err
 		}
 	}
 	// The HTTPRoute is not in the manager's cache: look for one only when the last pass may have left one (it
 	// reported a route that was not an Ingress), not on every pass of every site.
 	if httpRoute == nil && r.mayHaveHTTPRoute(site) {
-		if err := r.deleteOwned(ctx, r.directReader(), site, "HTTPRoute", &gatewayv1.HTTPRoute{}, "spec.route names no parentRefs"); err != nil {
+		if err := r.deleteOwned(ctx, r.directReader(), site, "HTTPRoute", &gatewayv1.HTTPRoute{}, noRoute("parentRefs")); err != nil {
 			return err
 		}
 	}
 	key := types.NamespacedName{Namespace: site.Namespace, Name: site.Name}
 	applied := func(reason, kind string) {
-		st.route = &metav1.Condition{Type: v1alpha1.ConditionRouteApplied, Status: metav1.ConditionTrue, Reason: reason,
-			Message: fmt.Sprintf("%s %s routes %v to the Service's http port", kind, site.Name, site.Spec.Hostnames)}
-		st.publicURLs = PublicURLs(site)
+		msg := fmt.Sprintf("%s %s routes %v to the Service's http port", kind, site.Name, routed)
+		st.route = &metav1.Condition{Type: v1alpha1.ConditionRouteApplied, Status: metav1.ConditionTrue, Reason: reason, Message: msg}
+		if conflicts != "" {
+			st.route = &metav1.Condition{Type: v1alpha1.ConditionRouteApplied, Status: metav1.ConditionFalse,
+				Reason: v1alpha1.ReasonHostnameConflict, Message: conflicts + "; " + msg}
+		}
+		st.publicURLs = PublicURLs(site, routed)
 	}
 	switch {
 	case ingress != nil:
@@ -71,6 +91,9 @@ func (r *Reconciler) reconcileRoute(ctx context.Context, st *observation) error 
 		}
 		r.recordApply(site, "HTTPRoute", res)
 		applied(v1alpha1.ReasonHTTPRouteApplied, "HTTPRoute")
+	case conflicts != "":
+		st.route = &metav1.Condition{Type: v1alpha1.ConditionRouteApplied, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonHostnameConflict,
+			Message: conflicts + "; no route: the site holds none of its hostnames"}
 	}
 	return nil
 }

@@ -89,13 +89,17 @@ func (f *fakeScraper) set(ns, pod string, s podmetrics.Sample) {
 }
 
 // suitePolicy is the tenancy policy of the suite's operator: everything but priority classes other than
-// allowedPriorityClass, so the other tests' sites (their images, accounts, flags) pass while tenancy_test.go sees a
-// refusal (each rule's own refusals are tested on the pure check, internal/tenancy).
+// allowedPriorityClass, Git URLs and hostnames other than the tests' own, so the other tests' sites (their images,
+// accounts, flags) pass while tenancy_test.go sees a refusal (each rule's own refusals are tested on the pure
+// check, internal/tenancy).
 var suitePolicy = func() tenancy.Policy {
 	p := tenancy.Unrestricted()
 	p.PriorityClasses = []string{allowedPriorityClass}
 	// Git from the tests' own servers on loopback, up to 1Gi (TestGitTenancy sees the refusals).
 	p.Git = tenancy.GitLimits{URLs: []string{"http://127.0.0.1:"}, MaxSize: "1Gi"}
+	// Hostnames under example.com, or the site's namespace under sites.test; no wildcard, as in the default policy
+	// (TestHostnamePolicy sees the refusals).
+	p.Hostnames = tenancy.HostnameLimits{Patterns: []string{"example.com", "*.example.com", tenancy.NamespaceVariable + ".sites.test"}}
 	return p
 }()
 

@@ -42,6 +42,11 @@ func (p Policy) CheckSite(site *v1alpha1.StaticSite) Violations {
 	if g := s.Content.Git; g != nil {
 		p.checkGit(&vs, g)
 	}
+	hosts := make([]string, len(s.Hostnames))
+	for i, h := range s.Hostnames {
+		hosts[i] = string(h)
+	}
+	p.checkHostnames(&vs, site.Namespace, hosts)
 	return vs
 }
 

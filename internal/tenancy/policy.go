@@ -54,6 +54,23 @@ type Policy struct {
 	Benchmark BenchmarkLimits `json:"benchmark"`
 	// Git bounds content from Git (spec.content.git).
 	Git GitLimits `json:"git"`
+	// Hostnames bounds the hostnames a site may claim (spec.hostnames). Who holds a hostname that several sites
+	// claim is not the policy's business but the operator's (internal/hostclaim: the first to claim keeps it).
+	Hostnames HostnameLimits `json:"hostnames"`
+}
+
+// HostnameLimits say which hostnames a namespace's sites may claim. spec.hostnames go into an Ingress or HTTPRoute
+// the operator creates with its own ClusterRole, so they are the tenant's way into the cluster's route
+// controllers: without a limit a site could claim another team's host or a wildcard over a whole domain.
+type HostnameLimits struct {
+	// Patterns are the hostnames a site may claim, "{namespace}" standing for the site's namespace: a name exactly
+	// ("{namespace}.sites.example.com"), or "*." and a suffix, which admits every name of one or more labels under
+	// it ("*.{namespace}.example.com" admits "a.team.example.com" and, when Wildcards allows, "*.team.example.com");
+	// Any: every hostname. Compared case-insensitively, a trailing dot ignored. Empty: no hostname at all.
+	Patterns []string `json:"patterns"`
+	// Wildcards allows wildcard hostnames ("*.example.com"): one site receiving every name under a domain that no
+	// other site claims exactly. Even then a wildcard must fall under a pattern.
+	Wildcards bool `json:"wildcards"`
 }
 
 // GitLimits bound a site's content from Git. The fetcher pod connects to the URL from the site's namespace (the
@@ -100,7 +117,7 @@ func Unrestricted() Policy {
 	all := []string{Any}
 	return Policy{ExtraArgs: all, Images: all, ServiceTypes: all, ServiceAccountName: true, ServiceAccountToken: true,
 		PriorityClasses: all, TolerationKeys: all, AnnotationKeys: all, Benchmark: BenchmarkLimits{URLTargets: true},
-		Git: GitLimits{URLs: all, RequireCredentialsLabel: ptr.To(false)}}
+		Git: GitLimits{URLs: all, RequireCredentialsLabel: ptr.To(false)}, Hostnames: HostnameLimits{Patterns: all, Wildcards: true}}
 }
 
 // DefaultGitURLs are the public forges over HTTPS and SSH (both SSH spellings): a platform adds its own forge.
@@ -119,7 +136,8 @@ const DefaultGitMaxSize = "1Gi"
 // admit every image of that public namespace, the operator's own included), ClusterIP Services only, no
 // ServiceAccount, no priority class, no tolerations, only Prometheus scrape annotations, Benchmarks of the
 // namespace's own sites within bounds that a shared cluster survives, Git content from the public forges
-// (DefaultGitURLs) of at most 1Gi with credentials only from Secrets labelled for it.
+// (DefaultGitURLs) of at most 1Gi with credentials only from Secrets labelled for it, any exact hostname but no
+// wildcard (a hostname another site already holds is refused anyway: internal/hostclaim).
 func Default() Policy {
 	return Policy{
 		ExtraArgs: []string{"access-log", "access-log-sample", "workers", "header-timeout", "keepalive-timeout",
@@ -131,6 +149,7 @@ func Default() Policy {
 		AnnotationKeys:  []string{"prometheus.io/*"},
 		Benchmark:       BenchmarkLimits{MaxParallelism: 4, MaxVUs: 1000, MaxRate: 10000, MaxDuration: "30m"},
 		Git:             GitLimits{URLs: slices.Clone(DefaultGitURLs), MaxSize: DefaultGitMaxSize, RequireCredentialsLabel: ptr.To(true)},
+		Hostnames:       HostnameLimits{Patterns: []string{Any}},
 	}
 }
 
@@ -159,6 +178,9 @@ func Parse(s string) (Policy, error) {
 		return Policy{}, err
 	}
 	if err := p.Git.validate(); err != nil {
+		return Policy{}, err
+	}
+	if err := p.Hostnames.validate(); err != nil {
 		return Policy{}, err
 	}
 	return p, nil
