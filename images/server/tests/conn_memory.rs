@@ -107,7 +107,7 @@ fn idle_tls_and_h2_connections_past_the_issues_oom_point_stay_within_the_connect
         return;
     };
     // One worker, the memory limit taken from the group, everything else at its default (16,384 connections).
-    let args = ["--workers", "1", "--tls-cert", &crt, "--tls-key", &key, "--tls-listen", "127.0.0.1:0"];
+    let args = [&["--workers", "1"][..], &tls_args(&crt, &key)].concat();
     let mut s = Server::start_with(&site, &args, &mut |cmd| group.join(cmd));
     let hundred = vec![b'a'; 100];
     let h1 = client_config(&ca, &[&rustls::version::TLS13]);
@@ -181,4 +181,52 @@ fn idle_tls_and_h2_connections_past_the_issues_oom_point_stay_within_the_connect
     drop(held);
     drop(filled);
     drop(s);
+}
+
+/// A new connection is refused only when nothing idle is left to close: HTTPS slow readers (each holding unsent
+/// output and rustls's queued records, none idle) fill a small budget (`--memory-limit 4MiB`: 512 KiB, the
+/// floor), the next connection is closed right after accept, and once the readers are gone a new client is served.
+#[test]
+fn a_new_connection_is_refused_only_when_busy_connections_hold_the_whole_budget() {
+    let site = make_site("connmem-busy");
+    // Big enough that the kernel's socket buffers never take it all: the rest waits in the server.
+    std::fs::write(site.join("huge.bin"), vec![b'h'; 16 << 20]).unwrap();
+    let certs = tempdir("connmem-busy-certs");
+    let ca = make_ca(&certs);
+    let (crt, key) = make_leaf(&certs, "leaf", 30);
+    let (crt, key) = (crt.display().to_string(), key.display().to_string());
+    let args = [&["--workers", "1", "--memory-limit", "4MiB"][..], &tls_args(&crt, &key)].concat();
+    let s = Server::start(&site, &args);
+    assert_eq!(s.metric("hyperstatic_connection_memory_budget_bytes"), (512 * 1024) as f64);
+    let cfg = client_config(&ca, &[&rustls::version::TLS13]);
+    let mut readers = Vec::new();
+    let mut refused_at = None;
+    for k in 0..64 {
+        let Ok(mut t) = try_connect(&cfg, s.https) else {
+            refused_at = Some(k);
+            break;
+        };
+        t.write_all(b"GET /huge.bin HTTP/1.1\r\nHost: localhost\r\n\r\n").unwrap();
+        t.flush().unwrap();
+        // The worker wrote until the socket was full within the same event, before it accepts the next one.
+        wait_for("the response to start", || {
+            let mut n: libc::c_int = 0;
+            // SAFETY: FIONREAD into an int on our own socket.
+            unsafe { libc::ioctl(std::os::fd::AsRawFd::as_raw_fd(&t.sock), libc::FIONREAD, &mut n) };
+            n > 0
+        });
+        readers.push(t);
+    }
+    let refused_at = refused_at.expect("a connection refused within 64 slow readers");
+    let charged = s.metric("hyperstatic_connection_memory_bytes");
+    let _ = std::io::stderr()
+        .write_all(format!("{refused_at} HTTPS slow readers held, {charged} bytes charged of 524288\n").as_bytes());
+    // Each reader holds at least rustls's 64 KiB of queued records: about 7 fit in 512 KiB, none was idle.
+    assert!((4..=8).contains(&refused_at), "refused after {refused_at} slow readers");
+    assert!(s.metric("hyperstatic_connections_refused_total{reason=\"memory\"}") >= 1.0);
+    assert_eq!(s.metric("hyperstatic_connections_evicted_total{reason=\"memory\"}"), 0.0, "nothing idle to evict");
+    drop(readers);
+    wait_for("the readers' connections closed", || s.metric("hyperstatic_connections_open") == 0.0);
+    assert_eq!(get(&mut connect(&cfg, s.https), "/100.html").body, vec![b'a'; 100]);
+    assert_eq!(s.get("/100.html", &[]).body, vec![b'a'; 100]);
 }
