@@ -57,11 +57,19 @@ pub struct WorkerStats {
     pub tls_handshakes_full: AtomicU64,
     pub tls_handshakes_resumed: AtomicU64,
     pub tls_handshake_failures: AtomicU64,
-    /// hyperstatic_connections_refused_total: connections closed at accept because the worker was at
-    /// `--max-connections-per-worker` and none of its connections could make room.
+    /// hyperstatic_connections_refused_total{reason="count"}: connections closed at accept because the worker was
+    /// at `--max-connections-per-worker` and none of its connections could make room.
     pub connections_refused: AtomicU64,
-    /// hyperstatic_connections_evicted_total: idle or head-less connections closed to make room for a new one.
+    /// hyperstatic_connections_evicted_total{reason="count"}: idle or head-less connections closed to make room for
+    /// a new one at `--max-connections-per-worker`.
     pub connections_evicted: AtomicU64,
+    /// hyperstatic_connections_refused_total{reason="memory"} and hyperstatic_connections_evicted_total{reason=
+    /// "memory"}: a new connection closed at accept, or idle connections closed, because the worker's connections
+    /// would have held more than its connection memory budget (server/budget.rs).
+    pub connections_refused_memory: AtomicU64,
+    pub connections_evicted_memory: AtomicU64,
+    /// hyperstatic_connection_memory_bytes: what this worker's open connections are charged now (server/budget.rs).
+    pub connection_memory: AtomicU64,
     /// hyperstatic_pre_head_connections_evicted_total: connections closed while still waiting for their request
     /// head (handshake in progress or partial head) because a newer one took the worker past its pre-head budget.
     pub pre_head_evicted: AtomicU64,
@@ -108,14 +116,18 @@ pub struct Shared {
     /// Connections still waiting for their request head that one worker holds at most
     /// (`memory::pre_head_per_worker` of the memory limit): the oldest is closed past it.
     pub pre_head_per_worker: usize,
+    /// Bytes one worker's connections may hold together (`conn_budget::per_worker` of the memory limit; None
+    /// without a limit): past it idle connections are closed, oldest idle first, or new ones refused.
+    pub conn_budget_per_worker: Option<u64>,
 }
 
 impl Shared {
     pub fn new(cfg: Config, workers: usize, worker_cpus: String, pinned: bool) -> Shared {
         let start_time =
             std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0.0, |d| d.as_secs_f64());
-        let pre_head_per_worker =
-            crate::site::memory::pre_head_per_worker(crate::site::memory::Budget::of(&cfg).limit, workers);
+        let limit = crate::site::memory::Budget::of(&cfg).limit;
+        let pre_head_per_worker = crate::site::memory::pre_head_per_worker(limit, workers);
+        let conn_budget_per_worker = crate::site::conn_budget::per_worker(limit, workers);
         Shared {
             encoder: encoder::State::new(&cfg),
             cfg,
@@ -134,6 +146,7 @@ impl Shared {
             tls: None,
             retire_below: AtomicU64::new(0),
             pre_head_per_worker,
+            conn_budget_per_worker,
         }
     }
 

@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::cgroup::{skip, MemCgroup};
+use common::flood::{flood_setup, FloodSetup};
 use common::tls::*;
 use common::*;
 use std::io::{Read, Write};
@@ -14,9 +14,6 @@ use std::os::fd::AsRawFd;
 use std::sync::Arc;
 
 const MIB: u64 = 1 << 20;
-
-/// Lets this process hold the thousands of sockets a flood needs (the server's own wrapper: soft limit to hard).
-use hyperstatic_server::sys::process::raise_fd_limit;
 
 /// A ClientHello's bytes for `localhost`: sent, and then nothing more (the handshake stays half-open).
 fn client_hello(cfg: &Arc<rustls::ClientConfig>) -> Vec<u8> {
@@ -27,36 +24,6 @@ fn client_hello(cfg: &Arc<rustls::ClientConfig>) -> Vec<u8> {
         c.write_tls(&mut out).unwrap();
     }
     out
-}
-
-/// What each flood test starts from: a memory cgroup of `limit`, the test site, and a TLS certificate for it
-/// (with the CA a client trusts). The temp dirs live as long as the value: bind `_certs`, not `..`, or the
-/// certificate directory is gone before the server reads it.
-struct FloodSetup {
-    group: MemCgroup,
-    site: Site,
-    _certs: Site,
-    ca: std::path::PathBuf,
-    crt: String,
-    key: String,
-}
-
-/// None (after saying why) where no writable memory cgroup exists: `skip` fails under CI=true.
-fn flood_setup(name: &str, test: &str, limit: u64) -> Option<FloodSetup> {
-    let group = match MemCgroup::create(&format!("hyperstatic-{name}"), limit) {
-        Ok(g) => g,
-        Err(why) => {
-            skip(test, &why);
-            return None;
-        }
-    };
-    raise_fd_limit();
-    let site = make_site(name);
-    let certs = tempdir(&format!("{name}-certs"));
-    let ca = make_ca(&certs);
-    let (crt, key) = make_leaf(&certs, "leaf", 30);
-    let (crt, key) = (crt.display().to_string(), key.display().to_string());
-    Some(FloodSetup { group, site, _certs: certs, ca, crt, key })
 }
 
 /// A request head that never ends: the request line, a Host, and `pad` bytes of one more field.
@@ -129,7 +96,7 @@ fn a_flood_of_half_open_connections_stays_within_the_cap_in_a_memory_cgroup_and_
     wait_for("the flood to be accepted", || s.metric("hyperstatic_connections_total") >= total);
     let open = s.metric("hyperstatic_connections_open");
     assert!(open <= CAP as f64, "{open} connections open past the cap of {CAP}");
-    let evicted = s.metric("hyperstatic_connections_evicted_total");
+    let evicted = s.metric("hyperstatic_connections_evicted_total{reason=\"count\"}");
     assert!(evicted >= total - CAP as f64 - 2.0, "{evicted} evicted of {total}");
     // Still serving, over both listeners, with the flood still connected.
     assert_eq!(s.get("/100.html", &[]).body, vec![b'a'; 100]);

@@ -89,6 +89,45 @@ fn encoder_families(out: &mut String, e: &crate::compress::encoder::State) {
         writeln!(out, "hyperstatic_encoder_paused_seconds_total {}", e.paused_ns.load(Ordering::Relaxed) as f64 / 1e9);
 }
 
+/// The connection caps: evictions and refusals by reason (count: `--max-connections-per-worker`; memory: the
+/// connection memory budget, server/budget.rs), and the memory connections are charged against that budget.
+fn connection_families(out: &mut String, s: &Shared) {
+    let sum = |f: &dyn Fn(&crate::state::WorkerStats) -> u64| s.stats.iter().map(f).sum::<u64>();
+    for (name, help, count, memory) in [
+        (
+            "hyperstatic_connections_refused_total",
+            "Connections closed at accept, by reason: count (the worker was at --max-connections-per-worker with no connection to evict) or memory (its connections held their memory budget and none was idle).",
+            sum(&|w| w.connections_refused.load(Ordering::Relaxed)),
+            sum(&|w| w.connections_refused_memory.load(Ordering::Relaxed)),
+        ),
+        (
+            "hyperstatic_connections_evicted_total",
+            "Connections closed to make room, by reason: count (one with nothing in flight, for a new one at --max-connections-per-worker) or memory (idle ones, oldest idle first, past the connection memory budget).",
+            sum(&|w| w.connections_evicted.load(Ordering::Relaxed)),
+            sum(&|w| w.connections_evicted_memory.load(Ordering::Relaxed)),
+        ),
+    ] {
+        family(out, name, "counter", help);
+        let _ = writeln!(out, "{name}{{reason=\"count\"}} {count}\n{name}{{reason=\"memory\"}} {memory}");
+    }
+    family(
+        out,
+        "hyperstatic_connection_memory_bytes",
+        "gauge",
+        "Memory the open connections are charged against the connection memory budget (sockets, TLS and HTTP/2 state, HPACK tables, buffers, unsent output).",
+    );
+    let _ =
+        writeln!(out, "hyperstatic_connection_memory_bytes {}", sum(&|w| w.connection_memory.load(Ordering::Relaxed)));
+    family(
+        out,
+        "hyperstatic_connection_memory_budget_bytes",
+        "gauge",
+        "Memory all workers' connections may hold (an eighth of the memory limit; 0 = no limit, no budget).",
+    );
+    let budget = s.conn_budget_per_worker.map_or(0, |b| b * s.stats.len() as u64);
+    let _ = writeln!(out, "hyperstatic_connection_memory_budget_bytes {budget}");
+}
+
 pub fn render(s: &Shared) -> String {
     let mut out = String::with_capacity(4096);
     let sum = |f: &dyn Fn(&crate::state::WorkerStats) -> u64| s.stats.iter().map(f).sum::<u64>();
@@ -134,17 +173,8 @@ pub fn render(s: &Shared) -> String {
             let _ = writeln!(out, "{name}{{transport=\"{t}\"}} {n}");
         }
     }
+    connection_families(&mut out, s);
     let hostile = [
-        (
-            "hyperstatic_connections_refused_total",
-            "Connections closed at accept: the worker was at --max-connections-per-worker with no connection to evict.",
-            sum(&|w| w.connections_refused.load(Ordering::Relaxed)),
-        ),
-        (
-            "hyperstatic_connections_evicted_total",
-            "Idle or head-less connections closed to make room for a new one at --max-connections-per-worker.",
-            sum(&|w| w.connections_evicted.load(Ordering::Relaxed)),
-        ),
         (
             "hyperstatic_pre_head_connections_evicted_total",
             "Connections closed before their request head completed (TLS handshake in progress or partial head): a newer one took the worker past hyperstatic_pre_head_connections_max_per_worker.",
@@ -304,6 +334,11 @@ mod tests {
             "hyperstatic_response_bytes_total ",
             "hyperstatic_connections_open ",
             "hyperstatic_connections_total ",
+            "hyperstatic_connections_evicted_total{reason=\"count\"} 0\n",
+            "hyperstatic_connections_evicted_total{reason=\"memory\"} 0\n",
+            "hyperstatic_connections_refused_total{reason=\"memory\"} 0\n",
+            "hyperstatic_connection_memory_bytes 0\n",
+            "hyperstatic_connection_memory_budget_bytes ",
             "hyperstatic_content_files ",
             "hyperstatic_content_bytes ",
             "hyperstatic_content_memory_bytes ",

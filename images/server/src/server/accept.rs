@@ -1,9 +1,10 @@
 //! Accepting: up to 256 connections per wake-up from the plain or HTTPS listener, the per-worker cap with its
-//! eviction of a connection that has nothing in flight, and the first request answered before the connection
-//! ever enters the epoll set.
+//! eviction of a connection that has nothing in flight, the connection memory budget's admission (budget.rs),
+//! and the first request answered before the connection ever enters the epoll set.
 
 use rustls::ServerConnection;
 
+use super::budget;
 use super::conn::{Conn, Proto, State, Then};
 use super::Worker;
 use crate::log;
@@ -44,6 +45,12 @@ impl Worker {
                 // sees the connection close at once and may retry).
                 sys::close(fd);
                 bump(&self.stats().connections_refused, 1);
+                continue;
+            }
+            if !self.admit(budget::admission(tls)) {
+                // The worker's connections hold its whole connection memory budget and none of them is idle.
+                sys::close(fd);
+                bump(&self.stats().connections_refused_memory, 1);
                 continue;
             }
             let conn = match (tls, self.tls_config.as_ref().map(|l| &l.value)) {

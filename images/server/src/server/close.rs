@@ -22,9 +22,8 @@ impl Worker {
         // Closing also removes it from the epoll set.
         sys::close(c.fd);
         c.state = State::Free;
-        if c.pre_head {
-            self.pre_unlink(idx);
-        }
+        self.pre_unlink(idx);
+        self.uncharge(idx);
         let c = &mut self.conns[idx];
         c.fd = -1;
         c.pending = None;
@@ -114,6 +113,7 @@ impl Worker {
                 }
             } else if let Proto::Http2(_) = c.proto {
                 self.sweep_h2(idx, idle);
+                self.settle(idx);
             } else if c.head_since_ms != 0 {
                 if self.now_ms.saturating_sub(c.head_since_ms) >= self.header_timeout_ms {
                     self.request_timeout(idx);
@@ -145,6 +145,6 @@ impl Worker {
         if let Flow::Continue = self.flush(idx) {
             self.begin_close(idx);
         }
-        self.track_pre_head(idx);
+        self.settle(idx);
     }
 }

@@ -1,11 +1,12 @@
 //! A connection slot: its state, what it holds between events (a partial head, unsent output, the TLS session),
 //! and the worker's list of connections still waiting for their request head (`PreHead`), threaded through the
-//! slots so joining, leaving and finding the oldest are O(1) with no allocation.
+//! slots (slots.rs) so joining, leaving and finding the oldest are O(1) with no allocation.
 
 use std::os::fd::RawFd;
 
 use rustls::ServerConnection;
 
+use super::slots::{Links, SlotList};
 use super::Worker;
 use crate::http1::out::Pending;
 use crate::state::bump;
@@ -75,10 +76,14 @@ pub(super) struct Conn {
     pub(super) tls: Option<Box<ServerConnection>>,
     /// The handshake's outcome was counted (hyperstatic_tls_handshakes_total).
     pub(super) handshake_counted: bool,
-    /// In the worker's pre-head list (`PreHead`), with its neighbours there (NIL at the ends).
-    pub(super) pre_head: bool,
-    pub(super) pre_prev: u32,
-    pub(super) pre_next: u32,
+    /// Its place in the worker's pre-head list (`PreHead`).
+    pub(super) pre: Links,
+    /// Its place in the worker's list of idle connections (budget.rs), and its request count when it joined (a
+    /// connection that answered a request since goes back to the newest end).
+    pub(super) idle: Links,
+    pub(super) idle_mark: u64,
+    /// Bytes of the worker's connection memory budget this connection is charged (budget.rs).
+    pub(super) charge: u64,
 }
 
 /// A queued response waiting for its write to complete: when its head was parsed, and its access-log line
@@ -111,9 +116,10 @@ impl Conn {
             inflight_log: Vec::new(),
             tls: None,
             handshake_counted: false,
-            pre_head: false,
-            pre_prev: NIL,
-            pre_next: NIL,
+            pre: Links::NONE,
+            idle: Links::NONE,
+            idle_mark: 0,
+            charge: 0,
         }
     }
 
@@ -131,16 +137,16 @@ impl Conn {
     }
 }
 
-pub(super) const NIL: u32 = u32::MAX;
-
 /// The worker's connections that wait for their request head (`Conn::holds_pre_head`), oldest first: a list
 /// threaded through the slots (no allocation), so joining, leaving and finding the oldest are O(1).
 pub(super) struct PreHead {
-    pub(super) oldest: u32,
-    pub(super) newest: u32,
-    pub(super) count: usize,
+    pub(super) list: SlotList,
     /// `Shared::pre_head_per_worker`: past it the oldest is closed.
     pub(super) max: usize,
+}
+
+pub(super) fn pre_links(c: &mut Conn) -> &mut Links {
+    &mut c.pre
 }
 
 impl Worker {
@@ -153,45 +159,24 @@ impl Worker {
     pub(super) fn track_pre_head(&mut self, idx: usize) {
         let c = &self.conns[idx];
         let want = c.holds_pre_head();
-        if want == c.pre_head {
+        if want == c.pre.on {
             return;
         }
         if !want {
             self.pre_unlink(idx);
             return;
         }
-        if self.pre.count >= self.pre.max {
+        if self.pre.list.count >= self.pre.max {
             // Never `idx` itself: it is not in the list yet.
-            self.close(self.pre.oldest as usize);
-            bump(&self.stats().pre_head_evicted, 1);
+            if let Some(oldest) = self.pre.list.oldest() {
+                self.close(oldest);
+                bump(&self.stats().pre_head_evicted, 1);
+            }
         }
-        let newest = self.pre.newest;
-        let c = &mut self.conns[idx];
-        c.pre_head = true;
-        c.pre_prev = newest;
-        c.pre_next = NIL;
-        match newest {
-            NIL => self.pre.oldest = idx as u32,
-            n => self.conns[n as usize].pre_next = idx as u32,
-        }
-        self.pre.newest = idx as u32;
-        self.pre.count += 1;
+        self.pre.list.push_newest(&mut self.conns, idx, pre_links);
     }
 
     pub(super) fn pre_unlink(&mut self, idx: usize) {
-        let c = &mut self.conns[idx];
-        let (prev, next) = (c.pre_prev, c.pre_next);
-        c.pre_head = false;
-        c.pre_prev = NIL;
-        c.pre_next = NIL;
-        match prev {
-            NIL => self.pre.oldest = next,
-            p => self.conns[p as usize].pre_next = next,
-        }
-        match next {
-            NIL => self.pre.newest = prev,
-            n => self.conns[n as usize].pre_prev = prev,
-        }
-        self.pre.count -= 1;
+        self.pre.list.unlink(&mut self.conns, idx, pre_links);
     }
 }

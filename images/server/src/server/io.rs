@@ -58,14 +58,14 @@ impl Worker {
                 }
             }
         }
-        self.track_pre_head(idx);
+        self.settle(idx);
     }
 
     /// Reads what the socket has (when `read` is set), answers every complete request in the buffer, writes
-    /// the batch, keeps an incomplete tail for later; then the connection joins or leaves the pre-head list.
+    /// the batch, keeps an incomplete tail for later; then the connection's lists and charge follow (`settle`).
     pub(super) fn process(&mut self, idx: usize, read: bool) {
         self.process_input(idx, read);
-        self.track_pre_head(idx);
+        self.settle(idx);
     }
 
     pub(super) fn process_input(&mut self, idx: usize, mut read: bool) {

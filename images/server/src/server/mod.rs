@@ -5,16 +5,20 @@
 //! With TLS on, each worker also owns an HTTPS listener; its connections are the same slots with a rustls
 //! session attached (tls/stream.rs), decrypting into the same read buffer and encrypting the same batches.
 //!
-//! The files: conn.rs (a slot and its state), accept.rs, io.rs (reads, writes, the batch), h1.rs (HTTP/1.1 on a
-//! connection), h2.rs (HTTP/2 on a connection: ALPN `h2` on TLS, the preface with `--h2c`), close.rs (endings and the timeout sweep), listen.rs (the listeners).
+//! The files: conn.rs (a slot and its state), slots.rs (lists threaded through the slots), budget.rs (each
+//! connection's charge against the worker's connection memory budget; idle ones evicted past it), accept.rs,
+//! io.rs (reads, writes, the batch), h1.rs (HTTP/1.1 on a connection), h2.rs (HTTP/2 on a connection: ALPN `h2`
+//! on TLS, the preface with `--h2c`), close.rs (endings and the timeout sweep), listen.rs (the listeners).
 
 mod accept;
+mod budget;
 mod close;
 mod conn;
 mod h1;
 mod h2;
 mod io;
 pub mod listen;
+mod slots;
 mod trim;
 
 use std::os::fd::RawFd;
@@ -33,7 +37,7 @@ use crate::sys;
 use crate::sys::clock::monotonic_coarse_ms as monotonic_ms;
 use crate::sys::epoll::{self, Epoll, Events};
 use crate::tls;
-use conn::{Conn, Done, PreHead, NIL};
+use conn::{Conn, Done, PreHead};
 
 pub use listen::{listen, local_port};
 
@@ -89,6 +93,8 @@ pub struct Worker {
     /// `--max-connections-per-worker`.
     max_conns: usize,
     pre: PreHead,
+    /// The connection memory budget, what connections are charged, the idle ones oldest first (budget.rs).
+    mem: budget::ConnMemory,
     /// HTTP/2: the head being framed and a redirect's Location (reused), and the per-second HPACK blocks after
     /// every head: `date`, and `date` + `strict-transport-security` for HTTPS with `--hsts`; `h2_date_of` is
     /// the Date line they were made from.
@@ -142,7 +148,8 @@ impl Worker {
             hsts_date: Vec::new(),
             redirect_port: cfg.https_redirect,
             max_conns: cfg.max_connections_per_worker,
-            pre: PreHead { oldest: NIL, newest: NIL, count: 0, max: shared.pre_head_per_worker.max(1) },
+            pre: PreHead { list: slots::SlotList::EMPTY, max: shared.pre_head_per_worker.max(1) },
+            mem: budget::ConnMemory::new(shared.conn_budget_per_worker),
             h2_head: Vec::with_capacity(1024),
             h2_loc: Vec::with_capacity(256),
             h2_date: Vec::new(),

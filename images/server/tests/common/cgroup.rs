@@ -127,3 +127,17 @@ impl MemCgroup {
         std::fs::read_to_string(self.dir.join(file)).ok().and_then(|s| s.trim().parse().ok()).unwrap_or(0)
     }
 }
+
+impl MemCgroup {
+    /// Times the group's usage hit its limit (v1 memory.failcnt, v2 the `max` line of memory.events): the kernel
+    /// had to reclaim, or would have OOM-killed, to stay within it.
+    pub fn limit_hits(&self) -> u64 {
+        let (file, key) = if self.v2 { ("memory.events", Some("max ")) } else { ("memory.failcnt", None) };
+        let text = std::fs::read_to_string(self.dir.join(file)).unwrap();
+        let n = match key {
+            Some(k) => text.lines().find_map(|l| l.strip_prefix(k)).unwrap_or_else(|| panic!("no {k}in {file}")),
+            None => text.as_str(),
+        };
+        n.trim().parse().unwrap()
+    }
+}

@@ -50,7 +50,7 @@ pub fn h2c(s: &Server, settings: &[u8]) -> TcpStream {
 }
 
 /// Reads frames until `stop` holds for one (returned) or the server closes the connection (None).
-pub fn read_until(c: &mut TcpStream, mut stop: impl FnMut(u8, u8, u32, &[u8]) -> bool) -> Option<(u8, Vec<u8>)> {
+pub fn read_until(c: &mut impl Read, mut stop: impl FnMut(u8, u8, u32, &[u8]) -> bool) -> Option<(u8, Vec<u8>)> {
     let mut buf = Vec::new();
     let mut chunk = [0u8; 65536];
     loop {

@@ -187,3 +187,8 @@ pub fn exchange(s: &mut Tls, req: &[u8], n: usize) -> Vec<Response> {
 pub fn get(s: &mut Tls, path: &str) -> Response {
     exchange(s, format!("GET {path} HTTP/1.1\r\nHost: localhost\r\n\r\n").as_bytes(), 1).remove(0)
 }
+
+/// The flags that turn HTTPS on with `crt` and `key`, on a port the kernel picks.
+pub fn tls_args<'a>(crt: &'a str, key: &'a str) -> [&'a str; 6] {
+    ["--tls-cert", crt, "--tls-key", key, "--tls-listen", "127.0.0.1:0"]
+}
