@@ -1,9 +1,11 @@
 //! The site in memory: loading the content root into a `Table` (loader.rs; opening beneath the root without
 //! following symlinks, beneath.rs), what the table holds and how a path finds its entry (content.rs), the memory
-//! budget that decides what stays on disk (memory.rs), MIME types, globs, and the last load error.
+//! budget that decides what stays on disk (memory.rs), what the table costs besides content (footprint.rs), MIME
+//! types, globs, and the last load error.
 
 pub mod beneath;
 pub mod content;
+pub mod footprint;
 pub mod glob;
 pub mod load_error;
 pub mod loader;

@@ -29,6 +29,11 @@ impl Server {
 
     /// `start` with a chance to adjust the command first (e.g. a pre_exec hook).
     pub fn start_with(root: &Path, extra: &[&str], prepare: &mut dyn FnMut(&mut Command)) -> Server {
+        Server::start_bin(Path::new(env!("CARGO_BIN_EXE_hyperstatic-server")), root, extra, prepare)
+    }
+
+    /// `start_with` for another build of the server (a test that compares with an older binary).
+    pub fn start_bin(bin: &Path, root: &Path, extra: &[&str], prepare: &mut dyn FnMut(&mut Command)) -> Server {
         let mut args: Vec<String> = vec![
             "--root".into(),
             root.display().to_string(),
@@ -42,7 +47,7 @@ impl Server {
             "200ms".into(),
         ];
         args.extend(extra.iter().map(|s| s.to_string()));
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_hyperstatic-server"));
+        let mut cmd = Command::new(bin);
         cmd.args(&args).stdout(Stdio::null()).stderr(Stdio::piped());
         prepare(&mut cmd);
         let mut child = cmd.spawn().expect("start hyperstatic-server");
@@ -63,7 +68,7 @@ impl Server {
             });
         }
         let line = rx
-            .recv_timeout(Duration::from_secs(30))
+            .recv_timeout(Duration::from_secs(120))
             .unwrap_or_else(|_| panic!("server did not start; logs: {:?}", logs.lock().unwrap()));
         let port_of = |key: &str| -> u16 {
             let i = line.find(key).unwrap() + key.len();
