@@ -1,13 +1,10 @@
 //! The memory charge held against what the process really uses (issue 38 item 11): a load of thousands of files
-//! under a counting allocator, and the background encoder's codecs in a process of their own.
+//! under a counting allocator (the encoder's codecs: tests/encoder_work.rs).
 //!
 //! - The table: after a load, the heap it keeps (less its content bytes) is at most `table_bytes`, the charge
 //!   site/footprint.rs computes from the structures; during the load, the peak is at most the charge with the
 //!   load's records (`Report::load_bytes`). And the charge is no inflated guess: it stays within 1.5 × what was
 //!   measured.
-//! - The encoder: `memory::encoder_work(n)` bounds the peak resident memory the three codecs add for a file of n
-//!   bytes (`precompress` on that one file, its peak RSS from `wait4` less that of a run that encodes nothing;
-//!   zstd allocates in C, so only the process's own peak sees all of it), plus the copy into `Arc`s.
 
 mod common;
 
@@ -17,7 +14,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
 use hyperstatic_server::config::Config;
-use hyperstatic_server::site::{footprint, loader, memory};
+use hyperstatic_server::site::{footprint, loader};
 
 /// Counts live heap bytes as glibc's chunks (footprint::chunk: the model the charge uses) and their peak.
 struct Counting;
@@ -143,82 +140,4 @@ fn the_table_and_the_load_cost_no_more_than_they_are_charged() {
             m.kept
         );
     }
-}
-
-/// Peak RSS in KiB of `precompress DIR` over a directory holding one file.
-fn precompress_peak_kib(dir: &Path) -> u64 {
-    let child = std::process::Command::new(env!("CARGO_BIN_EXE_hyperstatic-server"))
-        .arg("precompress")
-        .arg("--force")
-        .arg(dir)
-        .stdout(std::process::Stdio::null())
-        .spawn()
-        .expect("run precompress");
-    let mut status = 0;
-    // SAFETY: plain structs for wait4 to fill, for our own child.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    let pid = unsafe { libc::wait4(child.id() as i32, &mut status, 0, &mut usage) };
-    assert_eq!(pid, child.id() as i32);
-    assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0, "precompress failed: {status}");
-    usage.ru_maxrss as u64
-}
-
-/// Text that compresses about as well as HTML: words from a small vocabulary in a pseudo-random order.
-fn words(n: usize, seed: u64) -> Vec<u8> {
-    const W: [&str; 16] = [
-        "the ",
-        "server ",
-        "memory ",
-        "<p>",
-        "</p>\n",
-        "budget ",
-        "of ",
-        "a ",
-        "file ",
-        "class=\"x\" ",
-        "table ",
-        "<div>",
-        "</div>",
-        "encoder ",
-        "and ",
-        "limit ",
-    ];
-    let mut x = seed | 1;
-    let mut out = Vec::with_capacity(n + 16);
-    while out.len() < n {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        out.extend_from_slice(W[(x >> 60) as usize].as_bytes());
-    }
-    out.truncate(n);
-    out
-}
-
-#[test]
-fn the_encoders_work_is_bounded_by_its_charge() {
-    let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let dir = common::tempdir("footprint-encoder");
-    std::fs::write(dir.join("tiny.html"), b"too small to encode").unwrap();
-    let base = precompress_peak_kib(&dir);
-    std::fs::remove_file(dir.join("tiny.html")).unwrap();
-    let mut over = Vec::new();
-    for n in [1024, 20_000, 65_536, 100_000, 200_000, 256 * 1024, 300_000, 1 << 20, 2 << 20, 4 << 20, 8 << 20] {
-        let file = dir.join("page.html");
-        std::fs::write(&file, words(n, n as u64)).unwrap();
-        let peak = precompress_peak_kib(&dir).saturating_sub(base) * 1024;
-        // The server's encoder also copies the outputs into Arcs (each kept one is smaller than the file).
-        let used = peak + n as u64;
-        let charged = memory::encoder_work(n as u64);
-        eprintln!(
-            "encoder, {n} B: peak {peak} B above a run that encodes nothing (+{n} for the copies); charged {charged}"
-        );
-        if used > charged {
-            over.push(format!("{n} B: the encoder used {used} B, charged {charged} B"));
-        }
-        for ext in ["", ".br", ".gz", ".zst"] {
-            let _ = std::fs::remove_file(dir.join(format!("page.html{ext}")));
-        }
-    }
-    assert!(over.is_empty(), "{over:#?}");
 }

@@ -24,36 +24,9 @@ const LIMIT: u64 = 384 << 20;
 const PIPELINE: usize = 64;
 const PER_CONNECTION: usize = 4096;
 
-/// What pages are cut from: words from a small vocabulary in a pseudo-random order, so every file compresses
-/// about as well as HTML and the encoder has real work.
+/// What pages are cut from (common::words: compresses about as well as HTML, so the encoder has real work).
 fn pool() -> Vec<u8> {
-    const W: [&str; 16] = [
-        "the ",
-        "server ",
-        "memory ",
-        "<p>",
-        "</p>\n",
-        "budget ",
-        "of ",
-        "a ",
-        "file ",
-        "class=\"x\" ",
-        "table ",
-        "<div>",
-        "</div>",
-        "encoder ",
-        "and ",
-        "limit ",
-    ];
-    let mut x = 0x9e37_79b9_7f4a_7c15u64;
-    let mut out = Vec::with_capacity(2 << 20);
-    while out.len() < 2 << 20 {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        out.extend_from_slice(W[(x >> 60) as usize].as_bytes());
-    }
-    out
+    common::words(2 << 20, 1)
 }
 
 /// File `i`'s URL: directories of 1,000 files, each with an index page (file 0). One small file in 200 is a page

@@ -46,7 +46,7 @@
 //!    waits for CPU: the first file that does not fit ends the pass (files go smallest first), and the rest stay
 //!    identity until new content arrives (`hyperstatic_content_encodings_over_budget`). `encoder_work` is
 //!    measured by tests/footprint.rs (peak RSS of `precompress` on one file, which sees zstd's C allocations
-//!    too): 1.8 MB for a 1 KB page, 22 MB for 256 KiB (brotli 11, zstd 19), 103 MB for 8 MiB; brotli's window is
+//!    too): about 2 MB for a 1 KB page, 23 MB for 256 KiB (brotli 11, zstd 19), 103 MB for 8 MiB; brotli's window is
 //!    sized to the input (`codec::brotli_window`), so a small page no longer pays for a 4 MiB window.
 //!
 //! If the table alone (every body on disk) passes the budget, the plan says so (`Plan::table_fits`): a first load
@@ -269,12 +269,13 @@ pub const LOAD_THREAD_WORK: u64 = 32 * MIB;
 /// The background encoder's working memory for one file of `len` bytes at its peak, its three outputs and their
 /// copies included; charged against the budget before the file is started (compress/encoder.rs). Measured by
 /// tests/footprint.rs (peak RSS of `precompress` on one file of compressible text, less that of a run that
-/// encodes nothing; 2026-12-02): at brotli 11 / zstd 19 (up to 256 KiB) 1.8 MB for 1 KB, 3.1 MB for 20 KB,
-/// 6.3 MB for 64 KiB, 17.3 MB for 200 KB, 22.4 MB for 256 KiB; at brotli 9 / zstd 15 above, 10.4 MB for 300 KB,
-/// 20.8 MB for 1 MiB, 82.6 MB for 4 MiB, 103 MB for 8 MiB. Bounded by two lines with 10 % or more to spare.
+/// encodes nothing; 2026-12-02, two runs): at brotli 11 / zstd 19 (up to 256 KiB) 1.8–2.3 MB for 1 KB, 2.9–3.1
+/// MB for 20 KB, 6.3–6.6 MB for 64 KiB, 17.3 MB for 200 KB, 22.4–22.8 MB for 256 KiB; at brotli 9 / zstd 15
+/// above, 10.4–11.1 MB for 300 KB, 20.8 MB for 1 MiB, 82.6 MB for 4 MiB, 103 MB for 8 MiB. Bounded by two lines
+/// with 10 % or more to spare.
 pub fn encoder_work(len: u64) -> u64 {
     if len <= crate::compress::codec::BEST_MAX as u64 {
-        2 * MIB + 90 * len
+        3 * MIB + 90 * len
     } else {
         6 * MIB + 22 * len
     }

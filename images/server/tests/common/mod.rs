@@ -302,3 +302,36 @@ pub fn make_site(name: &str) -> Site {
     w("big.bin", &big_content());
     d
 }
+
+/// Text that compresses about as well as HTML (to about a third): words from a small vocabulary in a pseudo-random
+/// order, the same for the same seed.
+pub fn words(n: usize, seed: u64) -> Vec<u8> {
+    const W: [&str; 16] = [
+        "the ",
+        "server ",
+        "memory ",
+        "<p>",
+        "</p>\n",
+        "budget ",
+        "of ",
+        "a ",
+        "file ",
+        "class=\"x\" ",
+        "table ",
+        "<div>",
+        "</div>",
+        "encoder ",
+        "and ",
+        "limit ",
+    ];
+    let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+    let mut out = Vec::with_capacity(n + 16);
+    while out.len() < n {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        out.extend_from_slice(W[(x >> 60) as usize].as_bytes());
+    }
+    out.truncate(n);
+    out
+}
