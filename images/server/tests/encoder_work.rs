@@ -12,6 +12,7 @@ use std::path::Path;
 use hyperstatic_server::site::memory;
 
 /// Peak RSS in KiB of `precompress DIR` over a directory holding one file.
+#[allow(clippy::zombie_processes)] // reaped by wait4, which also returns its resource usage
 fn precompress_peak_kib(dir: &Path) -> u64 {
     let child = std::process::Command::new(env!("CARGO_BIN_EXE_hyperstatic-server"))
         .arg("precompress")

@@ -35,7 +35,7 @@ fn pool() -> Vec<u8> {
 /// (compressible, served from disk under this budget), one in 200 a PDF.
 fn url(i: usize) -> String {
     let dir = format!("/docs/part-{:02}", i / 1000);
-    if i % 1000 == 0 {
+    if i.is_multiple_of(1000) {
         format!("{dir}/index.html")
     } else if i % 200 == 7 {
         format!("{dir}/manual-{i:05}.pdf")
@@ -45,7 +45,7 @@ fn url(i: usize) -> String {
         format!("{dir}/photo-{i:05}.jpg")
     } else if i % 200 == 1 {
         format!("{dir}/page-{i:05}.html")
-    } else if i % 2 == 0 {
+    } else if i.is_multiple_of(2) {
         format!("{dir}/figure-{i:05}.png")
     } else {
         format!("{dir}/font-{i:05}.woff2")
@@ -81,7 +81,7 @@ fn write_site(root: &Path, pool: &[u8]) -> u64 {
     let mut total = 0;
     for i in 0..FILES {
         let p = root.join(url(i).trim_start_matches('/'));
-        if i % 1000 == 0 {
+        if i.is_multiple_of(1000) {
             std::fs::create_dir_all(p.parent().unwrap()).unwrap();
         }
         let c = content(pool, i);
