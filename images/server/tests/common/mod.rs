@@ -67,9 +67,12 @@ impl Server {
                 }
             });
         }
-        let line = rx
-            .recv_timeout(Duration::from_secs(120))
-            .unwrap_or_else(|_| panic!("server did not start; logs: {:?}", logs.lock().unwrap()));
+        let line = rx.recv_timeout(Duration::from_secs(120)).unwrap_or_else(|_| {
+            // Not left running (in a test's cgroup, holding its site) when the test fails here.
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("server did not start; logs: {:?}", logs.lock().unwrap())
+        });
         let port_of = |key: &str| -> u16 {
             let i = line.find(key).unwrap() + key.len();
             let rest = &line[i..];
