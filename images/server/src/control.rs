@@ -106,6 +106,17 @@ pub fn reload(shared: &Shared, why: &str) -> Option<Watcher> {
             );
             Some(w)
         }
+        Ok((_, report)) if !first && report.memory.table_over_budget => {
+            // memory: the new table alone passes the budget; installing it beside the old one could pass the limit.
+            bump(&shared.reloads_failed, 1);
+            let msg = table_over_budget(&report.memory);
+            shared.load_error.set(&msg);
+            log::error(
+                "content reload failed: the new content's table does not fit the memory budget; the previous content keeps serving",
+                &memory_fields(&report.memory, why),
+            );
+            Some(w)
+        }
         Ok((table, report)) => {
             for e in &report.errors {
                 log::warn("file skipped", &[("problem", V::S(e))]);
@@ -114,17 +125,19 @@ pub fn reload(shared: &Shared, why: &str) -> Option<Watcher> {
             shared.encoder.install(table, |t| shared.swap(t));
             bump(&shared.reloads_ok, 1);
             shared.load_error.clear();
-            if m.over_budget_files > 0 {
+            if m.table_over_budget {
+                // A first load has nothing else to serve: it serves, every body from disk, and says so.
+                log::error(
+                    "content does not fit its memory budget even with every file served from disk: the table alone passes it; raise the memory limit",
+                    &memory_fields(&m, why),
+                );
+            } else if m.over_budget_files > 0 {
                 log::warn(
                     "content does not fit its memory budget: part of it is served from disk",
-                    &[
-                        ("disk_bytes", V::U(m.disk_bytes)),
-                        ("over_budget_files", V::U(m.over_budget_files as u64)),
-                        ("memory_limit_bytes", V::U(m.limit.unwrap_or(0))),
-                        ("memory_budget_bytes", V::U(m.budget.unwrap_or(0))),
-                        ("fit_memory_limit_bytes", V::U(m.fit_limit)),
-                    ],
+                    &memory_fields(&m, why),
                 );
+            } else {
+                log::info("content fits its memory budget", &memory_fields(&m, why));
             }
             log::info(
                 "content loaded",
@@ -150,6 +163,31 @@ pub fn reload(shared: &Shared, why: &str) -> Option<Watcher> {
             Some(w) // keep watching: the tree may be fixed later
         }
     }
+}
+
+/// The memory side of a load, for the log lines that say whether it fits.
+fn memory_fields<'a>(m: &crate::site::memory::Summary, why: &'a str) -> [(&'static str, V<'a>); 8] {
+    [
+        ("reason", V::S(why)),
+        ("table_bytes", V::U(m.table_bytes)),
+        ("disk_bytes", V::U(m.disk_bytes)),
+        ("over_budget_files", V::U(m.over_budget_files as u64)),
+        ("memory_limit_bytes", V::U(m.limit.unwrap_or(0))),
+        ("memory_budget_bytes", V::U(m.budget.unwrap_or(0))),
+        ("fit_memory_limit_bytes", V::U(m.fit_limit)),
+        ("table_over_budget", V::Bool(m.table_over_budget)),
+    ]
+}
+
+/// /load-error's text for a reload refused because its table alone passes the budget.
+fn table_over_budget(m: &crate::site::memory::Summary) -> String {
+    format!(
+        "the new content's table needs {} bytes besides its content, over the memory budget of {} bytes (memory limit {}); a memory limit of {} bytes would hold the site",
+        m.table_bytes,
+        m.budget.unwrap_or(0),
+        m.limit.unwrap_or(0),
+        m.fit_limit
+    )
 }
 
 /// Runs the control loop until the process should exit; returns after SIGTERM's drain delay has passed

@@ -90,9 +90,11 @@ pub fn check(cfg: &Config) -> i32 {
             }
             let m = r.memory;
             println!(
-                "memory: limit {}, content budget {}; {} bytes served from disk ({} files over the budget); a memory limit of {} would hold every file",
+                "memory: limit {}, content budget {}; the table costs {} bytes besides content{}; {} bytes served from disk ({} files over the budget); a memory limit of {} would hold every file",
                 m.limit.map_or("none".to_string(), |n| n.to_string()),
                 m.budget.map_or("unlimited".to_string(), |n| n.to_string()),
+                m.table_bytes,
+                if m.table_over_budget { ", more than the budget even with every file on disk" } else { "" },
                 m.disk_bytes,
                 m.over_budget_files,
                 m.fit_limit

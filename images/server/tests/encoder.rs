@@ -118,3 +118,38 @@ fn without_compress_nothing_is_pending_or_encoded() {
     assert_eq!(r.header("content-encoding"), None);
     assert_eq!(s.metric(COMPUTED), 0.0);
 }
+
+/// The encoder waits for memory as it waits for CPU (issue 38 item 11): it starts a file only when the budget holds
+/// the file's working memory (`memory::encoder_work`: about 12 MB for 100 KB), and charges what the file keeps. A
+/// budget that leaves room for a few files' variants beside that work encodes those, then stops and says so; the
+/// content stays within the budget and every file is served whole, compressed or not.
+#[test]
+fn the_encoder_waits_for_memory_within_its_budget() {
+    let d = tempdir("encoder-memory");
+    let pages: Vec<Vec<u8>> = (0..40u64).map(|i| common::words(100_000, i)).collect();
+    for (i, p) in pages.iter().enumerate() {
+        std::fs::write(d.join(format!("p{i:02}.html")), p).unwrap();
+    }
+    let budget: u64 = 17_000_000;
+    let s = Server::start(&d, &["--compress", "--memory-limit=none", &format!("--memory-budget={budget}")]);
+    s.wait_encoded();
+    let (computed, waiting) = (s.metric(COMPUTED), s.metric("hyperstatic_content_encodings_over_budget"));
+    assert!(computed >= 1.0 && waiting >= 1.0 && computed + waiting <= 40.0, "{computed} computed, {waiting} waiting");
+    assert!(s.log_contains("encoder: waiting for memory"), "the log says why the rest stay identity");
+    let held = s.metric("hyperstatic_content_memory_bytes") + s.metric("hyperstatic_content_table_bytes");
+    assert!(held <= budget as f64, "{held} > {budget}");
+    let mut compressed = 0;
+    for (i, want) in pages.iter().enumerate() {
+        let r = s.get(&format!("/p{i:02}.html"), &[("Accept-Encoding", "br")]);
+        let body = match r.header("content-encoding") {
+            Some("br") => {
+                compressed += 1;
+                unbrotli(&r.body)
+            }
+            None => r.body,
+            other => panic!("{other:?}"),
+        };
+        assert!(body == *want, "p{i:02}.html differs");
+    }
+    assert_eq!(compressed as f64, computed, "every file encoded is served compressed");
+}

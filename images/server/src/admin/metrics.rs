@@ -240,9 +240,23 @@ pub fn render(s: &Shared) -> String {
         &mut out,
         "hyperstatic_content_fit_memory_limit_bytes",
         "gauge",
-        "The smallest memory limit under which the whole site with its known variants would be held in memory.",
+        "The smallest memory limit under which the whole site with its known variants would be held in memory, its table's cost included.",
     );
     let _ = writeln!(out, "hyperstatic_content_fit_memory_limit_bytes {}", m.fit_limit);
+    family(
+        &mut out,
+        "hyperstatic_content_table_bytes",
+        "gauge",
+        "What the content table costs besides content (entries, header blocks, names, open files), charged to the budget.",
+    );
+    let _ = writeln!(out, "hyperstatic_content_table_bytes {}", table.table_bytes);
+    family(
+        &mut out,
+        "hyperstatic_content_table_over_memory_budget",
+        "gauge",
+        "1 when the content table alone passes the memory budget, every file served from disk (raise the limit).",
+    );
+    let _ = writeln!(out, "hyperstatic_content_table_over_memory_budget {}", u8::from(m.table_over_budget));
     drop(table);
     let e = &s.encoder;
     family(
@@ -252,6 +266,13 @@ pub fn render(s: &Shared) -> String {
         "Files whose compressed variants the background encoder has yet to serve.",
     );
     let _ = writeln!(out, "hyperstatic_content_encodings_pending {}", e.pending.load(Ordering::Relaxed));
+    family(
+        &mut out,
+        "hyperstatic_content_encodings_over_budget",
+        "gauge",
+        "Files the encoder's last pass left without variants: the memory budget could not hold their encoding.",
+    );
+    let _ = writeln!(out, "hyperstatic_content_encodings_over_budget {}", e.over_budget.load(Ordering::Relaxed));
     family(
         &mut out,
         "hyperstatic_content_encodings_total",
@@ -346,6 +367,9 @@ mod tests {
             "hyperstatic_memory_limit_bytes ",
             "hyperstatic_content_memory_budget_bytes ",
             "hyperstatic_content_fit_memory_limit_bytes ",
+            "hyperstatic_content_table_bytes ",
+            "hyperstatic_content_table_over_memory_budget 0\n",
+            "hyperstatic_content_encodings_over_budget 0\n",
             "hyperstatic_reloads_total{result=\"failure\"} ",
             "hyperstatic_content_load_failed 0\n",
             "hyperstatic_encoder_cpu_seconds_total 0\n",

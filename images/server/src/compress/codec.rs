@@ -6,8 +6,10 @@ use std::io::Write;
 /// Files smaller than this are not worth compressing: the saving is below one packet.
 pub const MIN_SIZE: u64 = 1024;
 
-/// Above this, brotli's best quality costs seconds per file for a point or two of ratio; quality 9 instead.
-const BROTLI_BEST_MAX: usize = 256 * 1024;
+/// Above this, brotli's best quality costs seconds per file for a point or two of ratio; quality 9 instead. The
+/// same size turns zstd from level 19 to 15; the encoder's working memory changes with it (`memory::encoder_work`).
+pub const BEST_MAX: usize = 256 * 1024;
+const BROTLI_BEST_MAX: usize = BEST_MAX;
 
 /// Whether a file of this type and size gets compressed variants.
 pub fn worth(compressible: bool, len: u64) -> bool {
@@ -15,18 +17,26 @@ pub fn worth(compressible: bool, len: u64) -> bool {
 }
 
 /// Above this, zstd's level 19 costs more time than its ratio is worth; level 15 instead.
-const ZSTD_BEST_MAX: usize = 256 * 1024;
+const ZSTD_BEST_MAX: usize = BEST_MAX;
 
 /// Whether `url` is itself a compressed sibling (`x.css.br`, `.gz`, `.zst`), which is never encoded again.
 pub fn is_sibling(url: &str) -> bool {
     url.ends_with(".br") || url.ends_with(".gz") || url.ends_with(".zst")
 }
 
+/// Brotli's window for `len` bytes of input: the smallest power of two that holds it (a longer window finds
+/// nothing more), from 16 to 22 bits. Its working memory grows with the window (at quality 11 the match finder
+/// keeps two 4-byte links per window position): a fixed 22-bit window cost every file, even 1 KB, tens of MB
+/// (compress/encoder.rs charges what is left: `memory::encoder_work`).
+pub fn brotli_window(len: usize) -> u32 {
+    (usize::BITS - len.saturating_sub(1).leading_zeros()).clamp(16, 22)
+}
+
 pub fn brotli(data: &[u8]) -> Vec<u8> {
     let quality = if data.len() <= BROTLI_BEST_MAX { 11 } else { 9 };
     let mut out = Vec::with_capacity(data.len() / 2);
     {
-        let mut w = brotli::CompressorWriter::new(&mut out, 4096, quality, 22);
+        let mut w = brotli::CompressorWriter::new(&mut out, 4096, quality, brotli_window(data.len()));
         w.write_all(data).expect("writing to a Vec");
     }
     out
@@ -115,6 +125,15 @@ mod tests {
             asked < 2
         });
         assert_eq!((stopped, asked), (None, 2), "stops at the second codec");
+    }
+
+    #[test]
+    fn the_brotli_window_holds_the_input() {
+        assert_eq!(brotli_window(0), 16);
+        assert_eq!(brotli_window(1 << 16), 16);
+        assert_eq!(brotli_window((1 << 16) + 1), 17);
+        assert_eq!(brotli_window(256 * 1024), 18);
+        assert_eq!(brotli_window(64 << 20), 22);
     }
 
     #[test]

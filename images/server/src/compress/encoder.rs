@@ -4,8 +4,9 @@
 //! without one it still evicts their caches. So before each slice of work (each codec of each file, and each cache
 //! read) it asks slack.rs, fed with the workers' CPU time and the cgroup's throttling (cgroup_cpu.rs), and pauses
 //! while serving needs the CPU, trickling at 0.5 % of capacity meanwhile. Smallest files first (most files
-//! compressed soonest), within what the memory budget leaves; each encoding is read from `--compress-cache` when
-//! there, written there when made.
+//! compressed soonest), within what the memory budget leaves: a file is started only when the budget holds its
+//! encoder's working memory, and what it keeps is charged (`pass`). Each encoding is read from `--compress-cache`
+//! when there, written there when made.
 //!
 //! `pending` (the `hyperstatic_content_encodings_pending` gauge) counts files whose variants are still to come;
 //! it is set with each new content and reaches 0 only once every variant that will be made is being served.
@@ -20,6 +21,7 @@ use crate::compress::slack::{Governor, Verdict};
 use crate::config::Config;
 use crate::log::{self, V};
 use crate::site::content::{Body, Table};
+use crate::site::{footprint, loader, memory};
 use crate::state::{bump, Shared};
 
 /// Encodings made are swapped in at least this often, so a long pass serves what it has.
@@ -36,6 +38,8 @@ pub struct State {
     /// CPU time of the encoder thread and wall time it spent paused for serving, in nanoseconds.
     pub cpu_ns: AtomicU64,
     pub paused_ns: AtomicU64,
+    /// Files the last pass left without variants because the memory budget could not hold their encoding.
+    pub over_budget: AtomicU64,
     /// Bumped with each new content; the encoder waits on it.
     epoch: Mutex<u64>,
     changed: Condvar,
@@ -52,6 +56,7 @@ impl State {
             computed: AtomicU64::new(0),
             cpu_ns: AtomicU64::new(0),
             paused_ns: AtomicU64::new(0),
+            over_budget: AtomicU64::new(0),
             epoch: Mutex::new(0),
             changed: Condvar::new(),
         }
@@ -165,6 +170,13 @@ impl Slack {
 
 /// Encodes the files of the current content that want it, publishing as it goes. Returns early when newer
 /// content arrives (the next pass starts from it; what was encoded stays in the store).
+///
+/// memory: it waits for memory as it waits for CPU. What the budget leaves besides the table and its content
+/// (`left`) must hold the next file's working memory at its peak (`memory::encoder_work`, which includes its three
+/// outputs) before that file is started; what the file keeps (its variants' bytes, its entry's new header blocks,
+/// its place in the store: the charge `encodings::attach` makes) is then taken from `left`. Files go smallest
+/// first, so the first one that does not fit ends the pass: the rest stay identity until new content (a reload,
+/// the only thing that frees memory) starts a pass again.
 fn pass(shared: &Shared, epoch: u64, slack: &mut Slack) {
     let st = &shared.encoder;
     let started = Instant::now();
@@ -172,7 +184,7 @@ fn pass(shared: &Shared, epoch: u64, slack: &mut Slack) {
     let mut todo: Vec<_> =
         table.entries.iter().filter(|e| encodings::wants_encoding(e) && !st.store.contains(&e.digest)).collect();
     todo.sort_by_key(|e| e.identity().len);
-    let mut left = table.memory.budget.map_or(u64::MAX, |b| b.saturating_sub(table.memory_bytes));
+    let mut left = table.memory.budget.map_or(u64::MAX, |b| b.saturating_sub(table.memory_bytes + table.table_bytes));
     let (mut from_cache, mut computed, mut over_budget) = (0u64, 0u64, 0usize);
     let mut last_publish = Instant::now();
     for (k, e) in todo.iter().enumerate() {
@@ -182,6 +194,10 @@ fn pass(shared: &Shared, epoch: u64, slack: &mut Slack) {
         let Body::Mem(data) = &e.identity().body else { continue };
         if st.store.contains(&e.digest) {
             continue; // the same content under another name
+        }
+        if memory::encoder_work(data.len() as u64) > left {
+            over_budget = todo.len() - k;
+            break;
         }
         if !slack.gate(st, epoch) {
             return;
@@ -201,11 +217,13 @@ fn pass(shared: &Shared, epoch: u64, slack: &mut Slack) {
                 enc
             }
         };
-        if enc.bytes() > left {
+        let grows = footprint::entry(&loader::with_encodings(e, &enc)).saturating_sub(footprint::entry(e));
+        let keeps = enc.bytes() + grows + encodings::STORE_ENTRY;
+        if keeps > left {
             over_budget = todo.len() - k;
             break;
         }
-        left -= enc.bytes();
+        left -= keeps;
         st.store.insert(e.digest, enc);
         if last_publish.elapsed() >= PUBLISH_EVERY {
             publish(shared);
@@ -216,11 +234,15 @@ fn pass(shared: &Shared, epoch: u64, slack: &mut Slack) {
     st.cpu_ns.store(cgroup_cpu::own_thread_ns(), Ordering::Relaxed);
     publish(shared);
     st.set_pending(epoch, 0);
+    st.over_budget.store(over_budget as u64, Ordering::Relaxed);
     st.store.retain(&encodings::digests(&shared.table().0));
+    // The codecs' working memory is free again: give it back rather than keep it resident beside the table.
+    crate::sys::mem::trim_heap();
     if over_budget > 0 {
         log::warn(
-            "encoder: the memory budget is spent; the remaining files are served without compression",
-            &[("files", V::U(over_budget as u64))],
+            "encoder: waiting for memory: the budget leaves too little for the next file's encodings; the remaining \
+             files are served without compression until the content changes",
+            &[("files", V::U(over_budget as u64)), ("budget_left_bytes", V::U(left))],
         );
     }
     log::info(

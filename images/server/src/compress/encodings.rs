@@ -16,7 +16,7 @@ use crate::compress::codec;
 use crate::compress::encoding::{Encoding, COMPRESSED};
 use crate::log::{self, V};
 use crate::site::content::{Body, FileEntry, Table};
-use crate::site::{loader, mime};
+use crate::site::{footprint, loader, mime};
 
 pub type Digest = [u8; 32];
 
@@ -189,9 +189,11 @@ pub fn pending(t: &Table, store: &Store) -> usize {
 }
 
 /// Gives every file of `t` that wants encodings the ones the store holds, as long as the memory budget has room
-/// (`t.memory.budget` less what `t` already holds). Returns how many files gained variants.
+/// (`t.memory.budget` less what `t` already holds, content and table). Each costs its bytes (content) and what its
+/// entry grows by: three more variants' header blocks, the identity's rebuilt with `Vary` (footprint.rs), and its
+/// place in the store. Returns how many files gained variants.
 pub fn attach(t: &mut Table, store: &Store) -> usize {
-    let mut left = t.memory.budget.map_or(u64::MAX, |b| b.saturating_sub(t.memory_bytes));
+    let mut left = t.memory.budget.map_or(u64::MAX, |b| b.saturating_sub(t.memory_bytes + t.table_bytes));
     let mut attached = 0;
     for i in 0..t.entries.len() {
         let e = &t.entries[i];
@@ -203,13 +205,26 @@ pub fn attach(t: &mut Table, store: &Store) -> usize {
         if n == 0 || n > left {
             continue;
         }
-        left -= n;
-        t.entries[i] = loader::with_encodings(e, &enc);
+        let with = loader::with_encodings(e, &enc);
+        let grows = footprint::entry(&with).saturating_sub(footprint::entry(e)) + STORE_ENTRY;
+        if n + grows > left {
+            continue;
+        }
+        left -= n + grows;
+        t.entries[i] = Arc::new(with);
         t.memory_bytes += n;
+        t.table_bytes += grows;
+        t.memory.table_bytes = t.table_bytes;
         attached += 1;
     }
     attached
 }
+
+/// What one content's place in the store costs besides its bytes: the map's slot (digest and `Arc`), the
+/// `Arc<Encoded>` allocation, and the three bodies' `Arc` headers (footprint.rs).
+pub const STORE_ENTRY: u64 = footprint::map_slot(std::mem::size_of::<(Digest, Arc<Encoded>)>())
+    + footprint::chunk(2 * std::mem::size_of::<usize>() + std::mem::size_of::<Encoded>())
+    + 3 * footprint::MEM_BODY;
 
 /// Encodes, now and on the calling thread, every file of `t` the store lacks: for tests and tools that want a
 /// table with all its variants (the server itself leaves this to the background encoder).

@@ -285,7 +285,7 @@ mod tests {
             digest: [0; 32],
             mime: "text/html; charset=utf-8".into(),
             last_modified: 0,
-            variants: std::array::from_fn(|i| (i == 0).then(|| v.clone())),
+            variants: std::array::from_fn(|i| (i == 0).then(|| Box::new(v.clone()))),
             headers: Arc::default(),
         };
         let page = Reply {

@@ -48,10 +48,11 @@ pub fn apply(t: &mut Table) {
             moved.push((slash.into_bytes().into(), k));
         }
     }
+    let map = std::sync::Arc::make_mut(&mut t.map);
     for (p, i) in served {
-        t.map.insert(p, Target::File(i));
+        map.insert(p, Target::File(i));
     }
     for (p, k) in moved {
-        t.map.insert(p, Target::Moved(k));
+        map.insert(p, Target::Moved(k));
     }
 }

@@ -70,21 +70,22 @@ pub struct FileEntry {
     /// The Content-Type header value.
     pub mime: Box<str>,
     pub last_modified: i64,
-    /// Indexed by `Encoding as usize`; identity is always present.
-    pub variants: [Option<Variant>; encoding::COUNT],
+    /// Indexed by `Encoding as usize`; identity is always present. Boxed: most files have no other variant, and
+    /// three empty inline slots would cost each of them 336 bytes (issue 38: per-file memory is charged).
+    pub variants: [Option<Box<Variant>>; encoding::COUNT],
     /// The headers decided for this file (file_headers.rs), kept to rebuild the blocks when encodings arrive.
     pub headers: Arc<crate::headers::per_file::Resolved>,
 }
 
 impl FileEntry {
     pub fn identity(&self) -> &Variant {
-        self.variants[0].as_ref().expect("identity variant always exists")
+        self.variants[0].as_deref().expect("identity variant always exists")
     }
     pub fn has(&self, e: Encoding) -> bool {
         self.variants[e as usize].is_some()
     }
     pub fn variant(&self, e: Encoding) -> &Variant {
-        self.variants[e as usize].as_ref().unwrap_or_else(|| self.identity())
+        self.variants[e as usize].as_deref().unwrap_or_else(|| self.identity())
     }
     pub fn negotiable(&self) -> bool {
         self.variants[1..].iter().any(Option::is_some)
@@ -107,16 +108,23 @@ pub enum Target {
 
 #[derive(Default, Clone)]
 pub struct Table {
-    pub entries: Vec<FileEntry>,
-    pub map: FxMap<Box<[u8]>, Target>,
+    /// Each entry behind its own `Arc`: the background encoder publishes a copy of the table with a few entries
+    /// replaced, and a copy must not duplicate every file's header blocks (issue 38: 33,000 files are ~100 MB of
+    /// blocks). Entries are never mutated once built; the hot path reads them through one more pointer.
+    pub entries: Vec<Arc<FileEntry>>,
+    /// Shared for the same reason as `entries`: the encoder's copies of the table keep the paths they had.
+    pub map: Arc<FxMap<Box<[u8]>, Target>>,
     /// `/index.html`, for the SPA fallback.
     pub spa_index: Option<u32>,
     /// The custom 404 page.
     pub not_found: Option<u32>,
     /// Sum of identity sizes.
     pub bytes: u64,
-    /// Bytes held in memory, all variants.
+    /// Bytes of content held in memory, all variants.
     pub memory_bytes: u64,
+    /// What the table itself costs besides content (entries, header blocks, names, the path map, open files of
+    /// disk-served bodies), as charged against the memory budget (site/footprint.rs).
+    pub table_bytes: u64,
     /// Memory limit, budget, bytes served from disk, fit limit (memory.rs).
     pub memory: crate::site::memory::Summary,
     /// `--cors` rules, indexed by `Resolved::cors`.

@@ -17,7 +17,8 @@ use crate::compress::encodings::{self, Digest, Encoded, Store};
 use crate::config::Config;
 use crate::headers::blocks as headers;
 use crate::headers::per_file::{self, Resolved};
-use crate::site::content::{Body, FileEntry, Table, Target, Variant};
+use crate::site::content::{Body, FileEntry, FxMap, Table, Target, Variant};
+use crate::site::footprint;
 use crate::site::memory;
 use crate::site::mime;
 
@@ -32,6 +33,8 @@ pub struct Report {
     pub pending_encodings: usize,
     /// Limit, budget, bytes on disk, fit limit (memory.rs).
     pub memory: memory::Summary,
+    /// What the load held besides its table and content while it ran, as charged (memory.rs `Item::load`).
+    pub load_bytes: u64,
     /// Problems that make `--check` fail; at serve time the files are skipped and logged.
     pub errors: Vec<String>,
     /// How many of the errors are files or directories that could not be read (dangling symlinks, I/O,
@@ -144,7 +147,7 @@ fn build_entry(hdrs: Arc<Resolved>, mut l: Loaded) -> FileEntry {
     let variants = std::array::from_fn(|i| {
         let e = encoding::ALL[i];
         let body = if e == Encoding::Identity { identity.take() } else { encoded[i].take() };
-        body.map(|(b, n)| mk(b, n, e))
+        body.map(|(b, n)| Box::new(mk(b, n, e)))
     });
     FileEntry {
         path: l.url,
@@ -182,7 +185,6 @@ pub fn load(cfg: &Config, store: Option<&Store>, on_dir: &mut dyn FnMut(&Path)) 
     let caps = Caps { max_entries: cfg.max_entries, max_depth: cfg.max_depth };
     let (mut found, dirs) = walk(&cfg.root, caps, on_dir, &mut report)?;
     let site_headers = per_file::take_site_file(&mut found)?;
-    let hdrs = |url: &str| Arc::new(per_file::resolve(cfg, &site_headers, url));
     // `_redirects` is configuration (rules/), never served.
     // Read through the checked path like every site file (beneath.rs): its lines can end up in /load-error.
     let redirects_text = match found.iter().position(|f| f.url == crate::rules::REDIRECTS_FILE) {
@@ -194,9 +196,17 @@ pub fn load(cfg: &Config, store: Option<&Store>, on_dir: &mut dyn FnMut(&Path)) 
     };
     let urls: HashSet<&str> = found.iter().map(|f| f.url.as_str()).collect();
     let by_url: HashMap<&str, &Found> = found.iter().map(|f| (f.url.as_str(), f)).collect();
-    // memory: which files are held in memory (the rest, with their siblings, are served from disk).
+    // Each file's headers, equal sets shared (footprint.rs charges each distinct set once).
+    let (hdrs, hdrs_bytes) = resolve_all(cfg, &site_headers, &found);
+    // memory: which files are held in memory (the rest, with their siblings, are served from disk). The table's
+    // own cost (every entry, whatever its body) is charged first.
     let budget = memory::Budget::of(cfg);
-    let mut plan = memory::plan(&plan_items(&found), cfg.max_memory_file_size, budget.budget);
+    let mut items = plan_items(cfg, &found, &hdrs);
+    items.push(memory::Item { table: hdrs_bytes + dirs_cost(&dirs), ..memory::Item::default() });
+    let mut plan = memory::plan(&items, cfg.max_memory_file_size, budget.budget);
+    plan.in_memory.pop();
+    report.load_bytes = items.iter().map(|i| i.load).sum();
+    drop(items);
     siblings_follow_their_file(&found, &mut plan.in_memory);
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get()).min(8);
     let threads = memory::load_threads(cpus, budget.limit);
@@ -204,18 +214,23 @@ pub fn load(cfg: &Config, store: Option<&Store>, on_dir: &mut dyn FnMut(&Path)) 
     // A sibling held in memory is not read on its own: it is given its file's variant (the same bytes) below.
     let via_file: Vec<bool> =
         found.iter().zip(&plan.in_memory).map(|(f, &m)| m && base_of(&f.url, &urls).is_some()).collect();
-    let results: Vec<Option<Result<Loaded, String>>> = std::thread::scope(|s| {
+    // Each thread builds the entries of its files: no file's loaded parts outlive its entry.
+    let results: Vec<Option<Result<Arc<FileEntry>, String>>> = std::thread::scope(|s| {
         let handles: Vec<_> = found
             .chunks(chunk)
             .zip(plan.in_memory.chunks(chunk))
             .zip(via_file.chunks(chunk))
             .map(|((part, mem), via)| {
-                let by_url = &by_url;
+                let (by_url, hdrs) = (&by_url, &hdrs);
                 s.spawn(move || {
                     part.iter()
                         .zip(mem)
                         .zip(via)
-                        .map(|((f, &m), &v)| (!v).then(|| load_one(f, by_url, m)))
+                        .map(|((f, &m), &v)| {
+                            (!v).then(|| {
+                                load_one(f, by_url, m).map(|l| Arc::new(build_entry(hdrs[&*f.url].clone(), l)))
+                            })
+                        })
                         .collect::<Vec<_>>()
                 })
             })
@@ -227,7 +242,7 @@ pub fn load(cfg: &Config, store: Option<&Store>, on_dir: &mut dyn FnMut(&Path)) 
     for (r, f) in results.into_iter().zip(&found) {
         match r {
             None => later.push(f),
-            Some(Ok(l)) => entries.push(build_entry(hdrs(&l.url), l)),
+            Some(Ok(e)) => entries.push(e),
             Some(Err(e)) => {
                 report.errors.push(e);
                 report.unreadable += 1;
@@ -249,7 +264,7 @@ pub fn load(cfg: &Config, store: Option<&Store>, on_dir: &mut dyn FnMut(&Path)) 
                 None => load_one(f, &by_url, true),
             };
             match r {
-                Ok(l) => siblings.push(build_entry(hdrs(&l.url), l)),
+                Ok(l) => siblings.push(Arc::new(build_entry(hdrs[&*l.url].clone(), l))),
                 Err(e) => {
                     report.errors.push(e);
                     report.unreadable += 1;
@@ -259,7 +274,8 @@ pub fn load(cfg: &Config, store: Option<&Store>, on_dir: &mut dyn FnMut(&Path)) 
     }
     entries.append(&mut siblings);
     let mut t = Table { cors: cfg.cors.clone().into(), ..Table::default() };
-    for (i, e) in entries.into_iter().enumerate() {
+    let mut map = FxMap::with_capacity_and_hasher(entries.len() + 2 * dirs.len(), Default::default());
+    for (i, e) in entries.iter().enumerate() {
         report.files += 1;
         report.bytes += e.identity().len;
         if matches!(e.identity().body, Body::Disk(_)) {
@@ -275,17 +291,17 @@ pub fn load(cfg: &Config, store: Option<&Store>, on_dir: &mut dyn FnMut(&Path)) 
             }
         }
         report.compressed_variants += e.variants[1..].iter().flatten().count();
-        let idx = t.entries.len() as u32;
-        t.map.insert(e.path.as_bytes().into(), Target::File(idx));
-        t.entries.push(e);
+        map.insert(e.path.as_bytes().into(), Target::File(i as u32));
     }
+    t.entries = entries;
+    t.map = Arc::new(map);
     for d in &dirs {
         let slash = format!("{d}/");
         if !d.is_empty() {
-            t.map.entry(d.as_bytes().into()).or_insert(Target::Redirect);
+            Arc::make_mut(&mut t.map).entry(d.as_bytes().into()).or_insert(Target::Redirect);
         }
         if let Some(Target::File(i)) = t.map.get(format!("{slash}index.html").as_bytes()).copied() {
-            t.map.insert(slash.as_bytes().into(), Target::File(i));
+            Arc::make_mut(&mut t.map).insert(slash.as_bytes().into(), Target::File(i));
         }
     }
     t.spa_index = match t.map.get(&b"/index.html"[..]) {
@@ -309,14 +325,18 @@ pub fn load(cfg: &Config, store: Option<&Store>, on_dir: &mut dyn FnMut(&Path)) 
         over_budget_files: plan.over_budget_files,
         over_budget_bytes: plan.over_budget_bytes,
         fit_limit: plan.fit_limit,
+        table_bytes: plan.table_bytes,
+        table_over_budget: !plan.table_fits,
         ..report.memory
     };
     t.memory = report.memory;
     t.memory_bytes = report.memory_bytes;
+    t.table_bytes = plan.table_bytes;
     if let Some(store) = store.filter(|_| cfg.compress) {
         encodings::attach(&mut t, store);
         report.compressed_variants = t.entries.iter().map(|e| e.variants[1..].iter().flatten().count()).sum();
         report.memory_bytes = t.memory_bytes;
+        report.memory.table_bytes = t.table_bytes;
     }
     report.pending_encodings =
         if cfg.compress { t.entries.iter().filter(|e| encodings::wants_encoding(e)).count() } else { 0 };
@@ -330,19 +350,107 @@ fn base_of<'a>(url: &'a str, urls: &HashSet<&str>) -> Option<&'a str> {
     urls.contains(base).then_some(base)
 }
 
-/// memory: the planner's view of the walked files: each with the sizes of the sibling variants it will serve.
-/// A sibling costs nothing of its own: its bytes are in its file's cost.
-fn plan_items(found: &[Found]) -> Vec<memory::Item> {
-    let lens: std::collections::HashMap<&str, u64> = found.iter().map(|f| (f.url.as_str(), f.len)).collect();
+/// Resolves every file's headers (file_headers.rs), sharing one `Arc` between equal sets (a site has a handful:
+/// each distinct set is charged once, `footprint::resolved`). Compared with the last 16 distinct sets only, so a
+/// site whose `_headers` gives every file its own set costs a linear pass, not a quadratic one.
+fn resolve_all<'a>(
+    cfg: &Config,
+    site: &crate::headers::site_file::HeadersFile,
+    found: &'a [Found],
+) -> (HashMap<&'a str, Arc<Resolved>>, u64) {
+    let mut distinct: Vec<Arc<Resolved>> = Vec::new();
+    let mut bytes = 0;
+    let map = found
+        .iter()
+        .map(|f| {
+            let r = per_file::resolve(cfg, site, &f.url);
+            let known = distinct.iter().rev().take(16).find(|d| ***d == r).cloned();
+            let shared = known.unwrap_or_else(|| {
+                bytes += footprint::resolved(&r);
+                let a = Arc::new(r);
+                distinct.push(a.clone());
+                a
+            });
+            (f.url.as_str(), shared)
+        })
+        .collect();
+    (map, bytes)
+}
+
+/// memory: what a file's place in the table costs, measured on the real structure: its entry built as the load
+/// will build it (its header blocks for its size and sibling variants, an ETag of the real length), with empty
+/// bodies; with `--clean-urls`, the extra paths it may get.
+fn table_cost(cfg: &Config, f: &Found, hdrs: &Arc<Resolved>, siblings: [Option<u64>; encoding::COUNT]) -> u64 {
+    let empty: Arc<[u8]> = Arc::from(&[][..]);
+    let probe = Loaded {
+        url: f.url.clone(),
+        content_type: mime::for_name(&f.url),
+        mtime: f.mtime,
+        digest: [0; 32],
+        identity: (Body::Mem(empty.clone()), f.len),
+        encoded: siblings.map(|n| n.map(|n| (Body::Mem(empty.clone()), n))),
+    };
+    let entry = footprint::entry(&build_entry(hdrs.clone(), probe));
+    let clean = if cfg.clean_urls && f.url.ends_with(".html") {
+        // rules/clean.rs: up to two more paths in the map, a redirect target and its Location.
+        2 * footprint::path_key(f.url.len() + 1) + footprint::chunk(f.url.len()) + 24
+    } else {
+        0
+    };
+    entry + clean
+}
+
+/// memory: what the load holds for one file while it runs, besides its entry, and frees at its end: the walk's
+/// record (`Found`, twice while that Vec grows), the slots of the maps and lists it keeps over all files at once
+/// (URLs, by URL, headers, and the planner's sizes and URLs; the plan; the threads' results, twice: each thread's
+/// list, then the joined one; the entries' list). tests/footprint.rs holds it against a counting allocator.
+fn load_record(f: &Found) -> u64 {
+    use std::mem::size_of;
+    let c = footprint::chunk;
+    let found = 2 * size_of::<Found>() as u64 + c(f.url.capacity()) + c(f.fs_path.capacity()) + c(f.rel.capacity());
+    let maps = 2 * footprint::map_slot(size_of::<&str>()) + 3 * footprint::map_slot(2 * size_of::<&str>());
+    let lists = (size_of::<memory::Item>() + 2 * size_of::<bool>()) as u64
+        + 2 * size_of::<Option<Result<Arc<FileEntry>, String>>>() as u64
+        + size_of::<Arc<FileEntry>>() as u64;
+    found + maps + lists
+}
+
+/// memory: the map paths of a directory (`/d` and `/d/`) and its name in the walk's list.
+fn dirs_cost(dirs: &[String]) -> u64 {
+    let one = |d: &String| {
+        footprint::chunk(d.capacity()) + std::mem::size_of::<String>() as u64 * 2 + 2 * footprint::path_key(d.len() + 1)
+    };
+    dirs.iter().map(one).sum()
+}
+
+/// memory: the planner's view of the walked files: each with the sizes of the sibling variants it will serve and
+/// what its table entry costs. A sibling's bytes are in its file's cost; its entry is its own, and so is the second
+/// open of its file when it is served from disk (its file's variant and its own URL each hold one).
+fn plan_items(cfg: &Config, found: &[Found], hdrs: &HashMap<&str, Arc<Resolved>>) -> Vec<memory::Item> {
+    let lens: HashMap<&str, u64> = found.iter().map(|f| (f.url.as_str(), f.len)).collect();
     let urls: HashSet<&str> = lens.keys().copied().collect();
+    // The probe entry holds memory bodies; on disk each body is an open file instead.
+    let open = footprint::DISK_BODY - footprint::MEM_BODY;
     found
         .iter()
-        .map(|f| match base_of(&f.url, &urls) {
-            Some(_) => memory::Item { identity: 0, variants: 0 },
-            None => memory::Item {
+        .map(|f| {
+            let siblings: [Option<u64>; encoding::COUNT] = std::array::from_fn(|i| match encoding::ALL[i] {
+                Encoding::Identity => None,
+                e => lens.get(format!("{}.{}", f.url, e.ext()).as_str()).copied(),
+            });
+            let load = load_record(f);
+            if base_of(&f.url, &urls).is_some() {
+                let table = table_cost(cfg, f, &hdrs[f.url.as_str()], Default::default());
+                return memory::Item { table, load, ..memory::Item::default() };
+            }
+            let n = siblings.iter().flatten().count() as u64;
+            memory::Item {
                 identity: f.len,
-                variants: COMPRESSED.iter().filter_map(|e| lens.get(format!("{}.{}", f.url, e.ext()).as_str())).sum(),
-            },
+                variants: siblings.iter().flatten().sum(),
+                table: table_cost(cfg, f, &hdrs[f.url.as_str()], siblings),
+                disk: (1 + 2 * n) * open,
+                load,
+            }
         })
         .collect()
 }
@@ -363,7 +471,7 @@ fn siblings_follow_their_file(found: &[Found], in_memory: &mut [bool]) {
 /// load with that variant in memory (the sibling is then read on its own).
 fn sibling_from_its_file(
     f: &Found,
-    entries: &[FileEntry],
+    entries: &[Arc<FileEntry>],
     index: &std::collections::HashMap<&str, usize>,
 ) -> Option<Loaded> {
     let (base, enc) = COMPRESSED.iter().find_map(|&e| Some((f.url.strip_suffix(e.ext())?.strip_suffix('.')?, e)))?;
@@ -508,16 +616,18 @@ mod tests {
     fn over_the_budget_files_and_their_siblings_are_on_disk() {
         let d = site("budget");
         // Costs: index.html 11, sub/index.html 3, pre.js 3000 + 9 (its sibling pre.js.gz costs nothing of its own
-        // and goes where pre.js goes), big.css 4200. A budget of 30 holds the two small ones.
-        let c = Config { memory_limit: Some(0), memory_budget: Some(30), ..cfg(&d) };
+        // and goes where pre.js goes), big.css 4200. A budget of 0 puts every body on disk; the table is still
+        // charged, and does not fit.
+        let c = Config { memory_limit: Some(0), memory_budget: Some(0), ..cfg(&d) };
         let (t, r) = load(&c, None, &mut |_| {}).unwrap();
         assert!(r.errors.is_empty(), "{:?}", r.errors);
-        let on_disk = |p: &[u8]| {
+        let on_disk = |t: &Table, p: &[u8]| {
             let Some(Target::File(i)) = t.lookup(p) else { panic!() };
             matches!(t.entry(i).identity().body, Body::Disk(_))
         };
-        assert!(!on_disk(b"/index.html") && !on_disk(b"/sub/index.html"));
-        assert!(on_disk(b"/pre.js") && on_disk(b"/pre.js.gz") && on_disk(b"/big.css"));
+        for p in [&b"/index.html"[..], b"/sub/index.html", b"/pre.js", b"/pre.js.gz", b"/big.css"] {
+            assert!(on_disk(&t, p), "{}", String::from_utf8_lossy(p));
+        }
         let Some(Target::File(i)) = t.lookup(b"/pre.js") else { panic!() };
         let e = t.entry(i);
         assert!(e.has(Encoding::Gzip), "a disk-served file keeps its sibling");
@@ -525,13 +635,28 @@ mod tests {
         assert!(!e.has(Encoding::Br));
         let Some(Target::File(i)) = t.lookup(b"/big.css") else { panic!() };
         assert!(!t.entry(i).negotiable(), "disk-served files get no encodings");
-        assert_eq!(r.memory_bytes, 14);
-        assert_eq!(r.memory.disk_bytes, 3000 + 9 + 4200);
-        assert_eq!(r.memory.over_budget_files, 2);
-        assert_eq!(r.memory.budget, Some(30));
-        assert_eq!(r.memory.limit, None);
-        assert_eq!(r.memory.fit_limit, memory::fit_limit(11 + 3 + 3009 + 4200));
-        assert_eq!((t.memory, t.memory_bytes), (r.memory, 14));
+        assert_eq!(r.memory_bytes, 0);
+        assert_eq!(r.memory.disk_bytes, 11 + 3 + 3000 + 9 + 4200);
+        assert_eq!((r.memory.budget, r.memory.limit), (Some(0), None));
+        assert!(r.memory.table_over_budget && r.memory.table_bytes > 6 * footprint::OPEN_FILE);
+        // The fit limit holds the table (its entries with memory bodies), the load's records and every file.
+        let entries = r.memory.table_bytes - 6 * (footprint::DISK_BODY - footprint::MEM_BODY);
+        assert_eq!(r.memory.fit_limit, memory::fit_limit(entries + r.load_bytes + 11 + 3 + 3009 + 4200));
+        assert_eq!((t.memory, t.memory_bytes, t.table_bytes), (r.memory, 0, r.memory.table_bytes));
+
+        // A budget a little under that table: the files that cost less in memory than their open files go there
+        // (the index pages; pre.js with its sibling, 3,009 bytes against three open files), which makes room;
+        // big.css (4,200 bytes, one open file) would pass the budget and stays on disk.
+        let all_on_disk = r.memory.table_bytes + r.load_bytes;
+        let c = Config { memory_budget: Some(all_on_disk - 3000), ..c };
+        let (t, r) = load(&c, None, &mut |_| {}).unwrap();
+        for p in [&b"/index.html"[..], b"/sub/index.html", b"/pre.js", b"/pre.js.gz"] {
+            assert!(!on_disk(&t, p), "{}", String::from_utf8_lossy(p));
+        }
+        assert!(on_disk(&t, b"/big.css"));
+        assert_eq!((r.memory_bytes, r.memory.disk_bytes, r.memory.over_budget_files), (3023, 4200, 1));
+        assert!(!r.memory.table_over_budget);
+        assert!(r.memory.table_bytes + r.load_bytes + r.memory_bytes <= all_on_disk - 3000);
         fs::remove_dir_all(&d).unwrap();
     }
 
@@ -539,19 +664,27 @@ mod tests {
     fn attached_variants_stay_within_the_budget() {
         let d = site("variants");
         let store = Store::new(None);
-        // Everything fits (7223 bytes: pre.js.gz is held once, as pre.js's variant) with 60 bytes to spare; big.css's encodings (about 100 bytes together)
-        // do not fit in them, so they stay in the store and the table stays within the budget.
-        let c = Config { memory_limit: Some(0), memory_budget: Some(7223 + 60), ..cfg(&d) };
         let data = fs::read(d.join("big.css")).unwrap();
-        let enc = Encoded::compute(&data);
-        assert!(enc.bytes() > 60, "{}", enc.bytes());
-        store.insert(Sha256::digest(&data).into(), enc);
-        let (t, r) = load(&c, Some(&store), &mut |_| {}).unwrap();
-        assert_eq!(r.memory.disk_bytes, 0);
-        assert_eq!((r.memory_bytes, t.memory_bytes), (7223, 7223));
-        let big = Config { memory_budget: Some(7223 + 200), ..c };
-        let (t, _) = load(&big, Some(&store), &mut |_| {}).unwrap();
-        assert!(t.memory_bytes > 7223 && t.memory_bytes <= 7223 + 200, "{}", t.memory_bytes);
+        store.insert(Sha256::digest(&data).into(), Encoded::compute(&data));
+        // What the table and the load cost with every body in memory (7,223 bytes: pre.js.gz is held once).
+        let c = Config { memory_limit: Some(0), memory_budget: None, ..cfg(&d) };
+        let (_, r) = load(&c, None, &mut |_| {}).unwrap();
+        let (table, records) = (r.memory.table_bytes, r.load_bytes);
+        let mut attached = Vec::new();
+        for extra in [0, 60, 2_000, 50_000] {
+            let budget = table + records + 7223 + extra;
+            let c = Config { memory_budget: Some(budget), ..c.clone() };
+            let (t, r) = load(&c, Some(&store), &mut |_| {}).unwrap();
+            assert_eq!(r.memory.disk_bytes, 0);
+            // Whatever is attached (variant bytes, the header blocks of three more variants) stays within it.
+            assert!(t.memory_bytes + t.table_bytes <= budget, "{extra}: {} + {}", t.memory_bytes, t.table_bytes);
+            let Some(Target::File(i)) = t.lookup(b"/big.css") else { panic!() };
+            let has = t.entry(i).has(Encoding::Br);
+            assert_eq!(t.memory_bytes > 7223, has, "{extra}");
+            assert_eq!(t.table_bytes > table, has, "{extra}: the new header blocks are charged");
+            attached.push(has);
+        }
+        assert_eq!(attached.last(), Some(&true), "a budget with room attaches the encodings");
         fs::remove_dir_all(&d).unwrap();
     }
 

@@ -1,10 +1,12 @@
 //! The memory budget: how much content the server holds in memory, and which files.
 //!
 //! The server works under a memory limit: the cgroup's (v2 `memory.max`, v1 `memory.limit_in_bytes`, the
-//! smallest along the process's cgroup path and its ancestors) unless `--memory-limit` says otherwise. Content
-//! held in memory (identity bodies and their variants) stays within a budget derived from that limit; every other
-//! file is served from disk with sendfile (`Body::Disk`), its siblings too. The page cache that sendfile reads
-//! through is charged to the cgroup as well, but the kernel reclaims it under pressure: it never OOM-kills.
+//! smallest along the process's cgroup path and its ancestors) unless `--memory-limit` says otherwise. Everything
+//! that grows with the site stays within a budget derived from that limit: the content held in memory (identity
+//! bodies and their variants), the table that indexes every file (wherever its body is), what a load holds while
+//! it runs, and the background encoder's working memory. Every file the budget cannot hold is served from disk with
+//! sendfile (`Body::Disk`), its siblings too. The page cache that sendfile reads through is charged to the cgroup
+//! as well, but the kernel reclaims it under pressure: it never OOM-kills.
 //!
 //! ## The automatic budget
 //!
@@ -15,23 +17,52 @@
 //! - `RESERVE_FIXED` (16 MiB) is the server itself: measured RSS of the release binary with an empty site and
 //!   2 workers is about 3 MiB; per worker a 256 KiB batch buffer and a 64 KiB read buffer; 10,000 idle
 //!   keep-alive connections about 1 MB more (README); the rest is room for the admin listener's `/content`
-//!   list (one copy, ~60 bytes a file), the path map and header blocks of the table (a few hundred bytes a
-//!   file, outside the content bytes counted here) and allocator slack. See the README for the measurements.
+//!   list (one copy, ~60 bytes a file) and allocator slack. See the README for the measurements.
 //! - `limit / 8` scales with the pod: unsent output of slow clients (`Pending` copies headers and bodies up to
-//!   16 KiB), load-time work buffers, and the kernel memory (socket buffers) charged to the same cgroup. Half
-//!   of it bounds connections still waiting for their request head (`pre_head_per_worker`).
+//!   16 KiB), loader threads (`LOAD_THREAD_WORK`), and the kernel memory (socket buffers) charged to the same
+//!   cgroup. Half of it bounds connections still waiting for their request head (`pre_head_per_worker`).
 //!
-//! So 64 MiB → 20 MiB of content, 128 MiB → 48 MiB, 256 MiB → 104 MiB, 1 GiB → 440 MiB.
-//! `--memory-budget` overrides the rule (0 puts every file on disk).
+//! So 64 MiB → 20 MiB, 128 MiB → 48 MiB, 256 MiB → 104 MiB, 1 GiB → 440 MiB. `--memory-budget` overrides the rule
+//! (0 puts every body on disk; the table is still charged).
+//!
+//! ## What the budget charges (issue 38: a 32,891-file site was OOM-killed in a 256 MiB pod whose budget it "fit")
+//!
+//! 1. **The table, first.** Every file has an entry whether its body is in memory or on disk: the `Arc`ed
+//!    `FileEntry`, its path and MIME, each variant's header blocks (HTTP/1.1 head, fields, 304 fields, the HTTP/2
+//!    block, the ETag), its path in the map, and its share of the resolved headers. The loader builds each file's
+//!    entry as it will be built (its real header blocks for its real size and siblings, empty bodies) and sums the
+//!    real allocations (site/footprint.rs: glibc's chunk sizes, `size_of` of each structure). A file served from
+//!    disk adds its open files (`footprint::OPEN_FILE`: 1.5 KiB each, the kernel's `struct file` and the dentry
+//!    and inode it pins). A directory adds its two paths. Measured by tests/footprint.rs on 4,440 documentation
+//!    pages with default headers, under a counting allocator: the table keeps 1,909 B a file and is charged
+//!    1,942 B (bodies in memory; 1,912 and 1,933 with every body on disk, open files aside).
+//! 2. **The load, while it runs.** The walk's records and the load's lists (`Item::load`, charged about 860 B a
+//!    file where the same measurement peaks at 570 B above the table) are charged with the table; they are freed
+//!    when the load ends, and that room goes to the encoder's variants.
+//! 3. **Content**, smallest first (below) in what is left.
+//! 4. **The encoder** (compress/encoder.rs): before it starts a file it needs `encoder_work(len)` free in the
+//!    budget, its peak working memory with its outputs; what the file then keeps (its variants, its entry's three
+//!    more header blocks, its place in the encoding store) is charged like content. It waits for memory as it
+//!    waits for CPU: the first file that does not fit ends the pass (files go smallest first), and the rest stay
+//!    identity until new content arrives (`hyperstatic_content_encodings_over_budget`). `encoder_work` is
+//!    measured by tests/footprint.rs (peak RSS of `precompress` on one file, which sees zstd's C allocations
+//!    too): about 2 MB for a 1 KB page, 23 MB for 256 KiB (brotli 11, zstd 19), 103 MB for 8 MiB; brotli's window is
+//!    sized to the input (`codec::brotli_window`), so a small page no longer pays for a 4 MiB window.
+//!
+//! If the table alone (every body on disk) passes the budget, the plan says so (`Plan::table_fits`): a first load
+//! serves anyway, every file from disk, and logs an error naming the limit that would fit
+//! (`hyperstatic_content_table_over_memory_budget` 1); a reload is refused and the previous content keeps
+//! serving (`/load-error` says why).
 //!
 //! ## Which files: smallest first
 //!
 //! Files (each with the siblings it serves as variants) are taken in increasing size while they fit. Smallest
 //! first maximises the number of files, and so of requests, answered from memory for each byte of budget: the
 //! per-request cost that memory saves (an open file's sendfile, a page-cache lookup, a second syscall) is the
-//! same for a 2 KB icon as for a 2 MB PDF, while the large file's transfer time dwarfs it. On the Python 3.11
-//! docs (see README "Memory") a 64 MiB limit holds 840 of the 1,065 files (79 %, 31 % of the bytes) in memory.
-//! Hotness is not known at load time and would change the table after every request mix; size is.
+//! same for a 2 KB icon as for a 2 MB PDF, while the large file's transfer time dwarfs it. A file smaller than
+//! the open files it would need on disk is held in memory even over the budget: that lowers the total. On the
+//! Python 3.11 docs (see README "Memory") a 64 MiB limit holds 840 of the 1,065 files (79 %, 31 % of the bytes)
+//! in memory. Hotness is not known at load time and would change the table after every request mix; size is.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -147,15 +178,23 @@ impl Budget {
 }
 
 /// One file as the planner sees it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Item {
     /// The file's own size.
     pub identity: u64,
     /// The sizes of the sibling variants it serves (`x.br`, `x.gz`), known at load.
     pub variants: u64,
+    /// What its place in the table costs wherever its body is (entry, header blocks, names, map slot:
+    /// footprint.rs). A directory is an item with only this (and `load`).
+    pub table: u64,
+    /// What serving it from disk adds: the open files of it and its siblings (footprint.rs `OPEN_FILE`).
+    pub disk: u64,
+    /// What the load holds for it while it runs and frees at its end (the walk's record, the load's lists).
+    pub load: u64,
 }
 
 impl Item {
+    /// Its content bytes: what holding it in memory costs besides its table entry.
     pub fn cost(&self) -> u64 {
         self.identity.saturating_add(self.variants)
     }
@@ -167,40 +206,80 @@ pub struct Plan {
     pub in_memory: Vec<bool>,
     /// Bytes the plan holds in memory (identity and sibling variants).
     pub memory_bytes: u64,
+    /// What the table costs besides content: every item's `table`, and `disk` of those served from disk (the
+    /// load's records are freed when it ends, and their room goes to the encoder's variants).
+    pub table_bytes: u64,
     /// Files (and their identity bytes) left on disk because of the budget, not of `--max-memory-file-size`.
     pub over_budget_files: usize,
     pub over_budget_bytes: u64,
-    /// `fit_limit` of everything that may be held in memory (files up to `--max-memory-file-size`).
+    /// Whether the table fits the budget (false: even with every body on disk it does not; the server says so).
+    pub table_fits: bool,
+    /// `fit_limit` of everything that may be held in memory (files up to `--max-memory-file-size`) with the table.
     pub fit_limit: u64,
 }
 
-/// Decides which files are held in memory: every file up to `max_file` bytes, smallest first (ties in input
-/// order) while the total cost stays within `budget` (None: unlimited). Pure.
+/// Decides which files are held in memory. The table comes first: every item's `table` and `load` is charged
+/// whatever happens to its body, and every body starts on disk (`disk`). Then files up to `max_file` bytes,
+/// smallest content first (ties in input order), move to memory while the total stays within `budget` (None:
+/// unlimited); past the first that does not, only files that cost less than their open files (a tiny file is
+/// cheaper in memory, even over the budget; not with a budget of 0, which keeps every body on disk). Pure.
 pub fn plan(items: &[Item], max_file: u64, budget: Option<u64>) -> Plan {
     let mut order: Vec<usize> = (0..items.len()).filter(|&i| items[i].identity <= max_file).collect();
     order.sort_by_key(|&i| items[i].cost());
+    let sum = |f: &dyn Fn(&Item) -> u64| items.iter().map(f).fold(0u64, u64::saturating_add);
+    let (table, load) = (sum(&|it| it.table), sum(&|it| it.load));
+    let mut total = table.saturating_add(load).saturating_add(sum(&|it| it.disk));
     let eligible: u64 = order.iter().map(|&i| items[i].cost()).fold(0, u64::saturating_add);
+    let ineligible_disk = sum(&|it| if it.identity <= max_file { 0 } else { it.disk });
     let mut in_memory = vec![false; items.len()];
     let (mut memory_bytes, mut over_budget_files, mut over_budget_bytes) = (0u64, 0usize, 0u64);
+    // `--memory-budget 0` means every body on disk, cheaper or not; after the first file that does not fit only
+    // files cheaper than their open files are taken, so memory holds the smallest files (and those).
+    let cheaper_ok = budget != Some(0);
+    let mut full = false;
     for &i in &order {
-        let c = items[i].cost();
-        if budget.is_none_or(|b| memory_bytes + c <= b) {
+        let with = (total - items[i].disk).saturating_add(items[i].cost());
+        if (with <= total && cheaper_ok) || (!full && budget.is_none_or(|b| with <= b)) {
             in_memory[i] = true;
-            memory_bytes += c;
+            memory_bytes += items[i].cost();
+            total = with;
         } else {
+            full = true;
             over_budget_files += 1;
             over_budget_bytes += items[i].identity;
         }
     }
-    Plan { in_memory, memory_bytes, over_budget_files, over_budget_bytes, fit_limit: fit_limit(eligible) }
+    Plan {
+        in_memory,
+        memory_bytes,
+        table_bytes: total - memory_bytes - load,
+        over_budget_files,
+        over_budget_bytes,
+        table_fits: budget.is_none_or(|b| total <= b),
+        fit_limit: fit_limit(table.saturating_add(load).saturating_add(eligible).saturating_add(ineligible_disk)),
+    }
 }
 
-/// Working memory of one loader thread besides the bodies it keeps (which the plan counts), sized for the
-/// heaviest work a thread does, the background encoder's brotli state at quality 11 and its output buffers
-/// (see README "Memory" for the measurement). It is paid from
-/// the reserve (the limit minus two budgets), so loader threads are as many as the reserve's eighth-of-the-limit
-/// share pays for, at least one.
+/// Working memory of one loader thread besides the bodies it keeps (which the plan counts) and the records the
+/// table's charge covers (footprint.rs): its 64 KiB hashing buffer, its stack and the free memory its malloc arena
+/// keeps, bounded generously. It is paid from the reserve (the limit minus two budgets), so loader threads are as
+/// many as the reserve's eighth-of-the-limit share pays for, at least one.
 pub const LOAD_THREAD_WORK: u64 = 32 * MIB;
+
+/// The background encoder's working memory for one file of `len` bytes at its peak, its three outputs and their
+/// copies included; charged against the budget before the file is started (compress/encoder.rs). Measured by
+/// tests/footprint.rs (peak RSS of `precompress` on one file of compressible text, less that of a run that
+/// encodes nothing; 2026-12-02, two runs): at brotli 11 / zstd 19 (up to 256 KiB) 1.8–2.3 MB for 1 KB, 2.9–3.1
+/// MB for 20 KB, 6.3–6.6 MB for 64 KiB, 17.3 MB for 200 KB, 22.4–22.8 MB for 256 KiB; at brotli 9 / zstd 15
+/// above, 10.4–11.1 MB for 300 KB, 20.8 MB for 1 MiB, 82.6 MB for 4 MiB, 103 MB for 8 MiB. Bounded by two lines
+/// with 10 % or more to spare.
+pub fn encoder_work(len: u64) -> u64 {
+    if len <= crate::compress::codec::BEST_MAX as u64 {
+        3 * MIB + 90 * len
+    } else {
+        6 * MIB + 22 * len
+    }
+}
 
 /// Loader threads for `cpus` CPUs under `limit` (None: no limit).
 pub fn load_threads(cpus: usize, limit: Option<u64>) -> usize {
@@ -243,6 +322,10 @@ pub struct Summary {
     pub over_budget_files: usize,
     pub over_budget_bytes: u64,
     pub fit_limit: u64,
+    /// What the table costs besides content (Plan::table_bytes, then what encodings attached add).
+    pub table_bytes: u64,
+    /// True when the table alone does not fit the budget (not `Plan::table_fits`).
+    pub table_over_budget: bool,
 }
 
 #[cfg(test)]
@@ -250,7 +333,40 @@ mod tests {
     use super::*;
 
     fn items(sizes: &[(u64, u64)]) -> Vec<Item> {
-        sizes.iter().map(|&(identity, variants)| Item { identity, variants }).collect()
+        sizes.iter().map(|&(identity, variants)| Item { identity, variants, ..Item::default() }).collect()
+    }
+
+    #[test]
+    fn the_table_is_charged_before_any_content() {
+        // Three files of 100, 200 and 300 bytes, each entry 50, each open file 10, the load's records 5 each.
+        let it: Vec<Item> = [100, 200, 300]
+            .iter()
+            .map(|&identity| Item { identity, variants: 0, table: 50, disk: 10, load: 5 })
+            .collect();
+        // 150 of table + 15 of records + 30 of open files = 195; 500 leaves 305: the 100 and 200 files fit (each
+        // freeing its open file: 195 + 90 + 190 = 475), the 300 one does not.
+        let p = plan(&it, 1 << 20, Some(500));
+        assert_eq!(p.in_memory, vec![true, true, false]);
+        assert_eq!((p.memory_bytes, p.table_bytes), (300, 160), "the table: 3 entries and one open file");
+        assert!(p.table_fits);
+        assert_eq!(p.fit_limit, fit_limit(150 + 15 + 600));
+        // A budget below the table alone: nothing in memory, and the plan says so.
+        let p = plan(&it, 1 << 20, Some(100));
+        assert_eq!(p.in_memory, vec![false; 3]);
+        assert!(!p.table_fits);
+        assert_eq!((p.memory_bytes, p.table_bytes, p.over_budget_files), (0, 180, 3));
+    }
+
+    #[test]
+    fn a_file_smaller_than_its_open_file_goes_to_memory_even_over_the_budget() {
+        let it = vec![
+            Item { identity: 4, variants: 0, table: 50, disk: 100, load: 0 },
+            Item { identity: 500, variants: 0, table: 50, disk: 100, load: 0 },
+        ];
+        let p = plan(&it, 1 << 20, Some(10));
+        assert_eq!(p.in_memory, vec![true, false], "4 bytes in memory cost less than an open file");
+        assert!(!p.table_fits);
+        assert_eq!((p.memory_bytes, p.table_bytes), (4, 200));
     }
 
     #[test]

@@ -30,6 +30,11 @@ impl Server {
 
     /// `start` with a chance to adjust the command first (e.g. a pre_exec hook).
     pub fn start_with(root: &Path, extra: &[&str], prepare: &mut dyn FnMut(&mut Command)) -> Server {
+        Server::start_bin(Path::new(env!("CARGO_BIN_EXE_hyperstatic-server")), root, extra, prepare)
+    }
+
+    /// `start_with` for another build of the server (a test that compares with an older binary).
+    pub fn start_bin(bin: &Path, root: &Path, extra: &[&str], prepare: &mut dyn FnMut(&mut Command)) -> Server {
         let mut args: Vec<String> = vec![
             "--root".into(),
             root.display().to_string(),
@@ -43,7 +48,7 @@ impl Server {
             "200ms".into(),
         ];
         args.extend(extra.iter().map(|s| s.to_string()));
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_hyperstatic-server"));
+        let mut cmd = Command::new(bin);
         cmd.args(&args).stdout(Stdio::null()).stderr(Stdio::piped());
         prepare(&mut cmd);
         let mut child = cmd.spawn().expect("start hyperstatic-server");
@@ -63,9 +68,12 @@ impl Server {
                 }
             });
         }
-        let line = rx
-            .recv_timeout(Duration::from_secs(30))
-            .unwrap_or_else(|_| panic!("server did not start; logs: {:?}", logs.lock().unwrap()));
+        let line = rx.recv_timeout(Duration::from_secs(120)).unwrap_or_else(|_| {
+            // Not left running (in a test's cgroup, holding its site) when the test fails here.
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("server did not start; logs: {:?}", logs.lock().unwrap())
+        });
         let port_of = |key: &str| -> u16 {
             let i = line.find(key).unwrap() + key.len();
             let rest = &line[i..];
@@ -297,4 +305,37 @@ pub fn make_site(name: &str) -> Site {
     w("café.txt", b"accent\n");
     w("big.bin", &big_content());
     d
+}
+
+/// Text that compresses about as well as HTML (to about a third): words from a small vocabulary in a pseudo-random
+/// order, the same for the same seed.
+pub fn words(n: usize, seed: u64) -> Vec<u8> {
+    const W: [&str; 16] = [
+        "the ",
+        "server ",
+        "memory ",
+        "<p>",
+        "</p>\n",
+        "budget ",
+        "of ",
+        "a ",
+        "file ",
+        "class=\"x\" ",
+        "table ",
+        "<div>",
+        "</div>",
+        "encoder ",
+        "and ",
+        "limit ",
+    ];
+    let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+    let mut out = Vec::with_capacity(n + 16);
+    while out.len() < n {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        out.extend_from_slice(W[(x >> 60) as usize].as_bytes());
+    }
+    out.truncate(n);
+    out
 }
