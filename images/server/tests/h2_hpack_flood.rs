@@ -26,8 +26,19 @@ const BLOCKS_PER_CONNECTION: usize = 300;
 /// Plain GETs in flight at once (under SETTINGS_MAX_CONCURRENT_STREAMS).
 const BATCH: u32 = 100;
 
-/// CPU ticks (utime + stime) of the server's thread named `name`.
+/// CPU ticks (utime + stime) of the server's thread named `name`. A thread names itself once it runs, which can
+/// be after the server said it listens: wait for the name (bounded), rather than fail on a thread not named yet.
 fn thread_ticks(pid: u32, name: &str) -> u64 {
+    for _ in 0..2_000 {
+        if let Some(ticks) = named_thread_ticks(pid, name) {
+            return ticks;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    panic!("no thread {name} in {pid} after 20 s");
+}
+
+fn named_thread_ticks(pid: u32, name: &str) -> Option<u64> {
     for t in std::fs::read_dir(format!("/proc/{pid}/task")).unwrap() {
         let dir = t.unwrap().path();
         if std::fs::read_to_string(dir.join("comm")).unwrap_or_default().trim() != name {
@@ -36,9 +47,9 @@ fn thread_ticks(pid: u32, name: &str) -> u64 {
         let stat = std::fs::read_to_string(dir.join("stat")).unwrap();
         // Fields after the parenthesised command: state is field 3, utime 14, stime 15.
         let rest: Vec<&str> = stat[stat.rfind(')').unwrap() + 2..].split(' ').collect();
-        return rest[11].parse::<u64>().unwrap() + rest[12].parse::<u64>().unwrap();
+        return Some(rest[11].parse::<u64>().unwrap() + rest[12].parse::<u64>().unwrap());
     }
-    panic!("no thread {name} in {pid}");
+    None
 }
 
 fn overflow_frame(stream: u32) -> Vec<u8> {
