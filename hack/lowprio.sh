@@ -14,8 +14,13 @@ set -euo pipefail
 if [ $# = 0 ]; then echo "usage: lowprio.sh CMD [ARG...]" >&2; exit 2; fi
 name=hyperstatic-lowprio
 join() { # join DIR WEIGHTFILE WEIGHT: make DIR a low-weight cgroup and move this shell into it
-  mkdir -p "$1" 2>/dev/null && echo "$3" >"$1/$2" 2>/dev/null || return 1
-  [ ! -e "$1/cpu.idle" ] || echo 1 >"$1/cpu.idle" 2>/dev/null || true
+  mkdir -p "$1" 2>/dev/null || return 1
+  # An idle group takes no weight (the kernel refuses the write): set it only on a group not idle yet, as a group
+  # left by an earlier run on this machine is.
+  if [ "$(cat "$1/cpu.idle" 2>/dev/null)" != 1 ]; then
+    echo "$3" >"$1/$2" 2>/dev/null || return 1
+    [ ! -e "$1/cpu.idle" ] || echo 1 >"$1/cpu.idle" 2>/dev/null || true
+  fi
   echo $$ >"$1/cgroup.procs" 2>/dev/null
 }
 if [ -d /sys/fs/cgroup/cpu ] && join "/sys/fs/cgroup/cpu/$name" cpu.shares 2; then
