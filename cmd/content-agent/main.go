@@ -90,7 +90,7 @@ func fetch(ctx context.Context, args []string) error {
 	}
 	store := &gitsource.Store{Dir: filepath.Join(*dir, "trees")}
 	if *check != "" {
-		store.Check = contentagent.ServerCheck(*check, *checkTimeout)
+		store.Check = contentagent.ServerCheck(*check, *checkTimeout, *maxEntries, *maxDepth)
 	}
 	f := &contentagent.Fetcher{
 		Source:            src,

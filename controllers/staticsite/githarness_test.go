@@ -207,7 +207,7 @@ func startGitFetcher(t *testing.T, ns, site string) *testFetcher {
 	tf := &testFetcher{ticks: make(chan time.Time), synced: make(chan contentagent.Revision, 100), ns: ns}
 	var check func(string) error
 	if args.checkServer != "" {
-		check = contentagent.ServerCheck(serverbin.Require(t), time.Minute)
+		check = contentagent.ServerCheck(serverbin.Require(t), time.Minute, gitsource.DefaultMaxEntries, gitsource.DefaultMaxDepth)
 	}
 	tf.f = &contentagent.Fetcher{
 		Source:      gitsource.Source{URL: args.url, Ref: args.ref, Path: args.path, MaxBytes: args.maxBytes},

@@ -25,7 +25,7 @@ func formatDuration(d time.Duration) string {
 }
 
 // ServerArgs are the server's command-line arguments for a site (flags of images/server: --root (/site, or
-// /site/current for Git content), --listen,
+// /site/current for Git content, with --max-entries and --max-depth when spec.content.git sets them), --listen,
 // --admin-listen, --drain-delay, --shutdown-timeout, --max-requests-per-connection, --max-connection-age,
 // --h2c=true (when h2c is set),
 // --cache-control GLOB=VALUE and --header [GLOB=]NAME:VALUE (both repeatable), --security-headers=false (when
@@ -45,6 +45,11 @@ func ServerArgs(site *v1alpha1.StaticSite) []string {
 		"--admin-listen", listenAddr(v1alpha1.AdminPort),
 		"--drain-delay", formatDuration(drainDelayOf(site)),
 		"--shutdown-timeout", formatDuration(shutdownTimeout),
+	}
+	if g := site.Spec.Content.Git; g != nil {
+		// The server walks the tree the fetcher wrote under the same caps (flags of the same names), or a tree
+		// that spec.content.git.maxEntries/maxDepth admits would be refused at load by the server's defaults.
+		args = append(args, gitTreeLimitArgs(g)...)
 	}
 	if s.MaxRequestsPerConnection != nil {
 		args = append(args, "--max-requests-per-connection", strconv.Itoa(int(*s.MaxRequestsPerConnection)))

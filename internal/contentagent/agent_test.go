@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -30,7 +31,7 @@ func siteFiles(page, redirects string) map[string]gts.File {
 // over smart HTTP) with the real server binary as the check: one fetcher, two pullers (two pods), through
 // polling, the webhook, a refused webhook, a commit failing the check, and a fetcher restart.
 func TestFetcherAndPullers(t *testing.T) {
-	check := contentagent.ServerCheck(serverbin.Require(t), time.Minute)
+	check := contentagent.ServerCheck(serverbin.Require(t), time.Minute, gitsource.DefaultMaxEntries, gitsource.DefaultMaxDepth)
 	srv, base := gts.Start(t, "reader", "s3cret", "")
 	repo := srv.NewRepo(t, base, "site.git", &githttp.BasicAuth{Username: "reader", Password: "s3cret"})
 
@@ -241,4 +242,22 @@ func TestFetcherAndPullers(t *testing.T) {
 			t.Errorf("bundle downloads went from %s to %s, want 2 both times (one per pod for v5)", downloads, metric(page, "hyperstatic_git_bundle_downloads_total"))
 		}
 	})
+}
+
+// The fetcher's check runs the server under the site's tree caps (the flags the operator passes the fetcher), not
+// the server's defaults: a tree over them is refused before it is published, naming the limit.
+func TestServerCheckCarriesTheTreeLimits(t *testing.T) {
+	bin := serverbin.Require(t)
+	dir := t.TempDir()
+	for _, name := range []string{"index.html", "a.html", "b.html", "c.html"} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte("<p>x</p>"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := contentagent.ServerCheck(bin, time.Minute, 2, 64)(dir); err == nil || !strings.Contains(err.Error(), "--max-entries") {
+		t.Fatalf("4 files under --max-entries 2: want refused naming the limit, got %v", err)
+	}
+	if err := contentagent.ServerCheck(bin, time.Minute, 4, 64)(dir); err != nil {
+		t.Fatalf("4 files under --max-entries 4: %v", err)
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os/exec"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -14,15 +15,17 @@ import (
 // for a condition message, never an unbounded buffer.
 const maxCheckOutput = 4 << 10
 
-// ServerCheck returns a gitsource.Store Check that runs `server --check --root DIR`, the same validation the
-// server does at load (_redirects, _headers, names), once in the fetcher before a tree is published. Its exit
-// status decides; its output (bounded) is the reason's message.
-func ServerCheck(server string, timeout time.Duration) func(dir string) error {
+// ServerCheck returns a gitsource.Store Check that runs `server --check --root DIR --max-entries N --max-depth D`,
+// the same validation the server does at load (_redirects, _headers, names, the tree's caps, which the operator
+// passes to fetcher and server alike), once in the fetcher before a tree is published. Its exit status decides;
+// its output (bounded) is the reason's message.
+func ServerCheck(server string, timeout time.Duration, maxEntries, maxDepth int) func(dir string) error {
+	limits := []string{"--max-entries", strconv.Itoa(maxEntries), "--max-depth", strconv.Itoa(maxDepth)}
 	return func(dir string) error {
 		ctx, cancel := context.WithTimeout(context.Background(), timeout)
 		defer cancel()
 		out := &capped{max: maxCheckOutput}
-		cmd := exec.CommandContext(ctx, server, "--check", "--root", dir)
+		cmd := exec.CommandContext(ctx, server, append([]string{"--check", "--root", dir}, limits...)...)
 		cmd.Stdout, cmd.Stderr = out, out
 		err := cmd.Run()
 		if err == nil {

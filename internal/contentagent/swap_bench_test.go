@@ -32,7 +32,7 @@ func BenchmarkPushToSwapped(b *testing.B) {
 func benchPushToSwapped(b *testing.B, files map[string]gts.File) {
 	b.Helper()
 	tree := maps.Clone(files) // b.Run calls this more than once: each starts from the same tree
-	check := contentagent.ServerCheck(serverbin.Require(b), 5*time.Minute)
+	check := contentagent.ServerCheck(serverbin.Require(b), 5*time.Minute, gitsource.DefaultMaxEntries, gitsource.DefaultMaxDepth)
 	srv, base := gts.Start(b, "", "", "")
 	repo := srv.NewRepo(b, base, "site.git", nil)
 	secret := []byte("bench")

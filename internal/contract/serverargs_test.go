@@ -572,3 +572,24 @@ func TestContractServerArgsOfAGitSite(t *testing.T) {
 		t.Fatalf("--check of a Git site's arguments: %v %+v", err, res)
 	}
 }
+
+// spec.content.git.maxEntries and maxDepth reach the server too (issue 38, item 1): it walks the tree the fetcher
+// wrote under the same caps, so a tree the site's limits admit is not refused by the server's own defaults, and a
+// tree over them is refused at load as in the fetcher. The CRD's largest values are flags the server accepts.
+func TestContractGitTreeLimitsReachTheServer(t *testing.T) {
+	bin := serverbin.Require(t)
+	gitSite := func(entries, depth int32) []string {
+		return staticsite.ServerArgs(&v1alpha1.StaticSite{ObjectMeta: metav1.ObjectMeta{Name: "docs", Namespace: "web"},
+			Spec: v1alpha1.StaticSiteSpec{Content: v1alpha1.ContentSource{Git: &v1alpha1.GitContent{
+				URL: "https://github.com/example/docs.git", Ref: "main", MaxEntries: &entries, MaxDepth: &depth}}}})
+	}
+	tree := writeSite(t)
+	res, err := runCheck(bin, serverbin.SetFlag(t, gitSite(3, 64), "--root", tree))
+	if err != nil || res.exitCode == 0 || !strings.Contains(res.stdout+res.stderr, "more than 3 entries (--max-entries)") {
+		t.Fatalf("a 6-file tree under maxEntries 3: want refused naming --max-entries, got %v %+v", err, res)
+	}
+	res, err = runCheck(bin, serverbin.SetFlag(t, gitSite(1000000, 256), "--root", tree))
+	if err != nil || res.exitCode != 0 {
+		t.Fatalf("the CRD's largest maxEntries and maxDepth: want accepted, got %v %+v", err, res)
+	}
+}
