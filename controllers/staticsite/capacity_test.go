@@ -7,7 +7,6 @@ import (
 	"context"
 	"fmt"
 	"reflect"
-	"strings"
 	"testing"
 	"time"
 
@@ -19,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"hyperstatic.dev/hyperstatic/api/v1alpha1"
+	"hyperstatic.dev/hyperstatic/controllers/staticsite/capacitygate"
 	"hyperstatic.dev/hyperstatic/internal/testenv"
 )
 
@@ -161,7 +161,7 @@ func TestCapacityProbeMeasuresTheServingTemplate(t *testing.T) {
 	ns := namespace(t)
 	site := capacitySite(t, ns, "cap", false)
 	d := getDeployment(t, ns, "cap")
-	pod := measurementPodOf(t, ns, "cap", capacityRoleProbe)
+	pod := measurementPodOf(t, ns, "cap", capacitygate.RoleProbe)
 
 	// The probe is invisible to the site's selectors, placed alone, and runs the serving template's resources.
 	for k := range selectorLabels(site) {
@@ -172,7 +172,7 @@ func TestCapacityProbeMeasuresTheServingTemplate(t *testing.T) {
 	if pod.Labels[v1alpha1.LabelManagedBy] != v1alpha1.ManagedByValue || !metav1.IsControlledBy(pod, site) {
 		t.Errorf("probe pod labels %v / owners %v", pod.Labels, pod.OwnerReferences)
 	}
-	want := templateIdentity(&d.Spec.Template, Content{}).ID
+	want := capacityConventions.Identify(&d.Spec.Template, Content{}.capacityContent()).ID
 	if pod.Labels[v1alpha1.LabelCapacityTemplate] != want {
 		t.Errorf("probe template label %q, want the Deployment's template id %q", pod.Labels[v1alpha1.LabelCapacityTemplate], want)
 	}
@@ -205,7 +205,7 @@ func TestCapacityProbeMeasuresTheServingTemplate(t *testing.T) {
 		s.Workload.Constant.Duration.Duration != 10*time.Second || !*s.Workload.Constant.KeepAlive || s.Paths == nil || !s.Paths.AllFiles ||
 		s.AcceptEncoding != "br, gzip" || s.Protocol != v1alpha1.ProtocolHTTP11 || s.Parallelism != 1 || s.CPU.String() != "1" ||
 		s.Memory.String() != "256Mi" || s.Timeout.Duration != 10*time.Second+3*time.Minute || s.Cleanup != v1alpha1.CleanupDelete ||
-		!metav1.IsControlledBy(b, site) || b.Labels[v1alpha1.LabelCapacityRole] != capacityRoleProbe {
+		!metav1.IsControlledBy(b, site) || b.Labels[v1alpha1.LabelCapacityRole] != capacitygate.RoleProbe {
 		t.Errorf("Benchmark spec %+v labels %v", s, b.Labels)
 	}
 
@@ -222,7 +222,7 @@ func TestCapacityProbeMeasuresTheServingTemplate(t *testing.T) {
 	updateSite(t, site, func(s *v1alpha1.StaticSite) {
 		metav1.SetMetaDataAnnotation(&s.ObjectMeta, v1alpha1.AnnotationMeasureCapacity, "again")
 	})
-	measure(t, ns, "cap", capacityRoleProbe, serverFigures("0.97", 3000, 3100, "150ms"))
+	measure(t, ns, "cap", capacitygate.RoleProbe, serverFigures("0.97", 3000, 3100, "150ms"))
 	got = waitSite(t, ns, "cap", "measured capacity", capacityIs(3000, v1alpha1.CapacitySourceMeasured, v1alpha1.ReasonCapacityMeasured))
 	if got.Status.Capacity.Request != "again" || got.Status.Capacity.LatencyObjectiveMet {
 		t.Errorf("status.capacity %+v", got.Status.Capacity)
@@ -244,11 +244,11 @@ func TestCapacityProbeMeasuresTheServingTemplate(t *testing.T) {
 func gatedSite(t *testing.T, ns, name string) (*v1alpha1.StaticSite, *corev1.Pod) {
 	t.Helper()
 	site := capacitySite(t, ns, name, true)
-	measure(t, ns, name, capacityRoleProbe, serverFigures("0.95", 2000, 2100, "4ms"))
+	measure(t, ns, name, capacitygate.RoleProbe, serverFigures("0.95", 2000, 2100, "4ms"))
 	waitSite(t, ns, name, "baseline", capacityIs(2000, v1alpha1.CapacitySourceMeasured, v1alpha1.ReasonCapacityMeasured))
 	noMeasurementChildren(t, ns, name)
 	updateSite(t, site, func(s *v1alpha1.StaticSite) { s.Spec.Content.Image = "example/" + name + ":v2" })
-	canary := measurementPodOf(t, ns, name, capacityRoleCanary)
+	canary := measurementPodOf(t, ns, name, capacitygate.RoleCanary)
 	if img := canary.Spec.Containers[0].Image; img != "example/"+name+":v2" {
 		t.Fatalf("canary runs %s, want the new template's image", img)
 	}
@@ -281,7 +281,7 @@ func TestPerformanceGateBlocksASlowerCandidate(t *testing.T) {
 	})
 	rollOutAndWaitReady(t, ns, "slow")
 
-	measure(t, ns, "slow", capacityRoleCanary, serverFigures("0.96", 800, 830, "5ms"))
+	measure(t, ns, "slow", capacitygate.RoleCanary, serverFigures("0.96", 800, 830, "5ms"))
 	s = waitSite(t, ns, "slow", "blocked", conditionWith(v1alpha1.ConditionRolloutBlocked, metav1.ConditionTrue, v1alpha1.ReasonCapacityDropped, "60% less than the serving 2000 (limit 25%)"))
 	testenv.Must(t, condition(s, v1alpha1.ConditionReady, metav1.ConditionTrue, v1alpha1.ReasonAvailable))
 	g := s.Status.PerformanceGate
@@ -322,7 +322,7 @@ func TestPerformanceGatePassesAHarmlessCandidate(t *testing.T) {
 	ns := namespace(t)
 	_, canary := gatedSite(t, ns, "fine")
 	candidate := canary.Labels[v1alpha1.LabelCapacityTemplate]
-	bench := measure(t, ns, "fine", capacityRoleCanary, serverFigures("0.96", 1900, 1950, "4ms"))
+	bench := measure(t, ns, "fine", capacitygate.RoleCanary, serverFigures("0.96", 1900, 1950, "4ms"))
 	s := waitSite(t, ns, "fine", "passed", conditionWith(v1alpha1.ConditionRolloutBlocked, metav1.ConditionFalse, v1alpha1.ReasonGatePassed, "5% less than the serving 2000"))
 	if g := s.Status.PerformanceGate; g.Phase != v1alpha1.GatePassed || g.Candidate.ID != candidate || *g.CapacityChangePercent != -5 {
 		t.Errorf("gate %+v", g)
@@ -345,10 +345,10 @@ func TestPerformanceGatePassesAHarmlessCandidate(t *testing.T) {
 func TestProbeNotReadyByTheDeadline(t *testing.T) {
 	ns := namespace(t)
 	capacitySite(t, ns, "stuck", false)
-	pod := measurementPodOf(t, ns, "stuck", capacityRoleProbe)
+	pod := measurementPodOf(t, ns, "stuck", capacitygate.RoleProbe)
 	waitSite(t, ns, "stuck", "measuring", conditionWith(v1alpha1.ConditionCapacityMeasured, metav1.ConditionUnknown, v1alpha1.ReasonMeasuringCapacity, "Ready"))
 
-	advanceClock(t, probeReadyTimeout+time.Second)
+	advanceClock(t, capacitygate.ProbeReadyTimeout+time.Second)
 	// Wake a pass, as the requeue at the deadline would.
 	testenv.Eventually(t, "touch the probe", func() error {
 		if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(pod), pod); err != nil {
@@ -365,30 +365,16 @@ func TestProbeNotReadyByTheDeadline(t *testing.T) {
 func TestFailedBenchmarkIsRetriedLater(t *testing.T) {
 	ns := namespace(t)
 	site := capacitySite(t, ns, "flaky", false)
-	measure(t, ns, "flaky", capacityRoleProbe, nil)
+	measure(t, ns, "flaky", capacitygate.RoleProbe, nil)
 	waitSite(t, ns, "flaky", "MeasurementFailed", conditionWith(v1alpha1.ConditionCapacityMeasured, metav1.ConditionFalse, v1alpha1.ReasonMeasurementFailed, "JobFailed: the k6 Job failed"))
 	noMeasurementChildren(t, ns, "flaky")
 
 	// A Benchmark without server figures fails the measurement too; it is tried again once the retry is due.
-	advanceClock(t, measurementRetry+time.Second)
+	advanceClock(t, capacitygate.MeasurementRetry+time.Second)
 	updateSite(t, site, func(s *v1alpha1.StaticSite) { s.Labels = map[string]string{"touched": "1"} })
-	measure(t, ns, "flaky", capacityRoleProbe, serverFigures("", 100, 0, "1ms"))
+	measure(t, ns, "flaky", capacitygate.RoleProbe, serverFigures("", 100, 0, "1ms"))
 	waitSite(t, ns, "flaky", "no server figures", conditionWith(v1alpha1.ConditionCapacityMeasured, metav1.ConditionFalse, v1alpha1.ReasonMeasurementFailed, "no server figures"))
 	noMeasurementChildren(t, ns, "flaky")
-}
-
-// The measurement's name stays a DNS label the Benchmark CRD accepts, whatever the site's name.
-func TestMeasurementName(t *testing.T) {
-	long := strings.Repeat("a", 62) + "b"
-	if n := measurementName(long, "0123456789ab"); len(n) > maxBenchmarkName || !strings.HasSuffix(n, "-cap-01234567") {
-		t.Errorf("name %q (%d)", n, len(n))
-	}
-	if n := measurementName(strings.Repeat("a", 46)+"-x", "0123456789ab"); strings.Contains(n, "--") {
-		t.Errorf("name %q", n)
-	}
-	if n := measurementName("site", "0123456789ab"); n != "site-cap-01234567" {
-		t.Errorf("name %q", n)
-	}
 }
 
 // The desired template (an apply configuration) and the same template as the API server stores and defaults it
@@ -398,9 +384,9 @@ func TestTemplateIdentityOfDesiredAndLive(t *testing.T) {
 	site := createSite(t, ns, "ident", v1alpha1.StaticSiteSpec{Content: v1alpha1.ContentSource{Image: "example/ident:v1"}, CPU: ptr.To(resource.MustParse("1000m"))})
 	d := getDeployment(t, ns, "ident")
 	c := ImageContent(v1alpha1.ContentSourceImage, "example/ident:v1", "")
-	desired, err := podTemplateOf(DesiredDeployment(site, testServerImage, c, MemoryFor(site, c)).Spec.Template)
+	desired, err := capacitygate.PodTemplateOf(DesiredDeployment(site, testServerImage, c, MemoryFor(site, c)).Spec.Template)
 	testenv.Must(t, err)
-	a, b := templateIdentity(&desired, c), templateIdentity(&d.Spec.Template, c)
+	a, b := capacityConventions.Identify(&desired, c.capacityContent()), capacityConventions.Identify(&d.Spec.Template, c.capacityContent())
 	if a.ID != b.ID || a.ContentRevision != "example/ident:v1" || a.ServerImage != "example/ident:v1" {
 		t.Errorf("desired %+v, live %+v", a, b)
 	}
@@ -411,7 +397,7 @@ func TestTemplateIdentityOfDesiredAndLive(t *testing.T) {
 func TestPerformanceGateCanaryNotReady(t *testing.T) {
 	ns := namespace(t)
 	_, canary := gatedSite(t, ns, "nocanary")
-	advanceClock(t, probeReadyTimeout+time.Second)
+	advanceClock(t, capacitygate.ProbeReadyTimeout+time.Second)
 	testenv.Eventually(t, "touch the canary", func() error {
 		if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(canary), canary); err != nil {
 			return err
@@ -428,9 +414,9 @@ func TestPerformanceGateCanaryNotReady(t *testing.T) {
 	}
 	waitEvent(t, ns, "nocanary", "Warning CanaryFailed")
 
-	advanceClock(t, measurementRetry)
+	advanceClock(t, capacitygate.MeasurementRetry)
 	updateSite(t, s, func(s *v1alpha1.StaticSite) { s.Labels = map[string]string{"touched": "1"} })
-	measurementPodOf(t, ns, "nocanary", capacityRoleCanary)
+	measurementPodOf(t, ns, "nocanary", capacitygate.RoleCanary)
 	waitSite(t, ns, "nocanary", "measuring again", conditionWith(v1alpha1.ConditionRolloutBlocked, metav1.ConditionFalse, v1alpha1.ReasonMeasuringCanary, "to become Ready"))
 
 	// The spec goes back to the serving template: the candidate is withdrawn, its canary deleted, nothing blocked.
@@ -444,23 +430,6 @@ func TestPerformanceGateCanaryNotReady(t *testing.T) {
 	noMeasurementChildren(t, ns, "nocanary")
 }
 
-// A failed measurement is tried again only once measurementRetry has passed since it failed.
-func TestFailedRecently(t *testing.T) {
-	at := clockTime
-	failed := capacityCondition(metav1.ConditionFalse, v1alpha1.ReasonMeasurementFailed, "x")
-	failed.LastTransitionTime = metav1.NewTime(at)
-	if retry, ok := failedRecently(failed, at.Add(time.Minute)); !ok || !retry.Equal(at.Add(measurementRetry)) {
-		t.Errorf("a minute after a failure: %v %v", retry, ok)
-	}
-	if _, ok := failedRecently(failed, at.Add(measurementRetry)); ok {
-		t.Error("the retry is due at measurementRetry")
-	}
-	measuringNow := capacityCondition(metav1.ConditionUnknown, v1alpha1.ReasonMeasuringCapacity, "x")
-	if _, ok := failedRecently(measuringNow, at); ok {
-		t.Error("a measurement under way is no failure")
-	}
-}
-
 // target ServingPod: no pod of its own; the Benchmark loads a ready serving pod.
 func TestCapacityOfAServingPod(t *testing.T) {
 	ns := namespace(t)
@@ -470,7 +439,7 @@ func TestCapacityOfAServingPod(t *testing.T) {
 	d := getDeployment(t, ns, "direct")
 	waitSite(t, ns, "direct", "waiting for a serving pod", conditionWith(v1alpha1.ConditionCapacityMeasured, metav1.ConditionUnknown, v1alpha1.ReasonMeasuringCapacity, "ready serving pod"))
 	serverPod(t, d, "direct-0", "10.0.0.20")
-	b := benchmarkNamed(t, ns, measurementName("direct", templateIdentity(&d.Spec.Template, Content{}).ID))
+	b := benchmarkNamed(t, ns, capacitygate.MeasurementName("direct", capacityConventions.Identify(&d.Spec.Template, Content{}.capacityContent()).ID))
 	if b.Spec.Target.Pod != "direct-0" {
 		t.Fatalf("Benchmark loads %q, want the serving pod", b.Spec.Target.Pod)
 	}
@@ -487,7 +456,7 @@ func TestCapacityOfAServingPod(t *testing.T) {
 func TestStaleCapacityIsKeptUntilReplaced(t *testing.T) {
 	ns := namespace(t)
 	site := capacitySite(t, ns, "stale", false)
-	measure(t, ns, "stale", capacityRoleProbe, serverFigures("0.95", 2000, 2100, "4ms"))
+	measure(t, ns, "stale", capacitygate.RoleProbe, serverFigures("0.95", 2000, 2100, "4ms"))
 	old := waitSite(t, ns, "stale", "first figure", capacityIs(2000, v1alpha1.CapacitySourceMeasured, v1alpha1.ReasonCapacityMeasured)).Status.Capacity
 	noMeasurementChildren(t, ns, "stale")
 
@@ -499,10 +468,10 @@ func TestStaleCapacityIsKeptUntilReplaced(t *testing.T) {
 		return nil
 	})
 	rollOutAndWaitReady(t, ns, "stale")
-	probe := measurementPodOf(t, ns, "stale", capacityRoleProbe)
+	probe := measurementPodOf(t, ns, "stale", capacitygate.RoleProbe)
 	if probe.Labels[v1alpha1.LabelCapacityTemplate] == old.MeasuredAgainst.ID || probe.Spec.Containers[0].Image != "example/stale:v2" {
 		t.Fatalf("probe of template %s runs %s", probe.Labels[v1alpha1.LabelCapacityTemplate], probe.Spec.Containers[0].Image)
 	}
-	measure(t, ns, "stale", capacityRoleProbe, serverFigures("0.95", 2400, 2500, "4ms"))
+	measure(t, ns, "stale", capacitygate.RoleProbe, serverFigures("0.95", 2400, 2500, "4ms"))
 	waitSite(t, ns, "stale", "new figure", capacityIs(2400, v1alpha1.CapacitySourceMeasured, v1alpha1.ReasonCapacityMeasured))
 }

@@ -12,6 +12,7 @@ import (
 	"hyperstatic.dev/hyperstatic/internal/reconcile"
 
 	"hyperstatic.dev/hyperstatic/api/v1alpha1"
+	"hyperstatic.dev/hyperstatic/controllers/staticsite/gitcontent"
 )
 
 // Event reasons the StaticSite controller records besides condition transitions (which use the condition's own
@@ -143,7 +144,7 @@ func (r *Reconciler) recordGitRevisionServed(before, after *v1alpha1.StaticSite)
 	if c := after.Status.Content; c != nil {
 		now = c.Revision
 	}
-	if !allServe(now) {
+	if !gitcontent.AllServe(now) {
 		return
 	}
 	key := types.NamespacedName{Namespace: after.Namespace, Name: after.Name}
@@ -154,7 +155,7 @@ func (r *Reconciler) recordGitRevisionServed(before, after *v1alpha1.StaticSite)
 	}
 	r.servedKnown[key] = now.Commit
 	r.contentMu.Unlock()
-	if c := before.Status.Content; !ok && c != nil && allServe(c.Revision) {
+	if c := before.Status.Content; !ok && c != nil && gitcontent.AllServe(c.Revision) {
 		was = c.Revision.Commit
 	}
 	if was == now.Commit {

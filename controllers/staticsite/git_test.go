@@ -3,7 +3,6 @@ package staticsite
 import (
 	"reflect"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -17,8 +16,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"hyperstatic.dev/hyperstatic/api/v1alpha1"
-	"hyperstatic.dev/hyperstatic/internal/gitrevision"
-	"hyperstatic.dev/hyperstatic/internal/gitsource"
+	"hyperstatic.dev/hyperstatic/controllers/staticsite/gitcontent"
 )
 
 const testAgentImage = "hyperstatic/content-agent:test"
@@ -64,15 +62,6 @@ func TestGitCommandLines(t *testing.T) {
 	}
 }
 
-// The keys the fetcher pod gets from the credentials Secret are the ones the fetcher reads (gitsource's names).
-func TestGitCredentialKeysAreTheFetchers(t *testing.T) {
-	want := []string{gitsource.SecretUsername, gitsource.SecretPassword, gitsource.SecretBearerToken,
-		gitsource.SecretIdentity, gitsource.SecretKnownHosts, gitsource.SecretCACert}
-	if !slices.Equal(gitCredentialKeys, want) {
-		t.Errorf("keys %q, want gitsource's %q", gitCredentialKeys, want)
-	}
-}
-
 func TestDesiredGitFetcher(t *testing.T) {
 	site := gitSite()
 	site.Spec.PodTemplate.NodeSelector = map[string]string{"pool": "web"}
@@ -80,7 +69,7 @@ func TestDesiredGitFetcher(t *testing.T) {
 	site.Spec.PodTemplate.ImagePullSecrets = []v1alpha1.LocalObjectReference{{Name: "regcred"}}
 	site.Spec.PodTemplate.ServiceAccountName = "site-account" // the server pods' account, never the fetcher's
 	site.Spec.PodTemplate.AutomountServiceAccountToken = ptr.To(true)
-	d := typed[appsv1.Deployment](t, DesiredGitFetcher(site, testAgentImage))
+	d := typed[appsv1.Deployment](t, gitcontent.DesiredFetcher(site, gitShared(site), testAgentImage))
 	if d.Name != "docs-git" || d.Namespace != "web" || *d.Spec.Replicas != 1 || d.Spec.Strategy.Type != appsv1.RecreateDeploymentStrategyType {
 		t.Errorf("deployment %s/%s replicas %d strategy %s", d.Namespace, d.Name, *d.Spec.Replicas, d.Spec.Strategy.Type)
 	}
@@ -140,7 +129,7 @@ func TestDesiredGitFetcher(t *testing.T) {
 		t.Errorf("tmp volume %+v", vols["tmp"])
 	}
 	creds := vols["git-credentials"].Secret
-	if creds == nil || creds.SecretName != "docs-git-auth" || !*creds.Optional || len(creds.Items) != len(gitCredentialKeys) {
+	if creds == nil || creds.SecretName != "docs-git-auth" || !*creds.Optional || len(creds.Items) != len(gitcontent.CredentialKeys()) {
 		t.Errorf("credentials volume %+v", creds)
 	}
 	hook := vols["git-webhook"].Secret
@@ -157,8 +146,9 @@ func TestDesiredGitFetcher(t *testing.T) {
 		t.Errorf("mounts %+v", mounts)
 	}
 	// Without Secrets: no Secret volume, no webhook port.
-	plain := typed[appsv1.Deployment](t, DesiredGitFetcher(newSite(v1alpha1.ContentSource{Git: &v1alpha1.GitContent{URL: "https://x/y", Ref: "main",
-		FetcherMemory: ptr.To(resource.MustParse("1Gi"))}}), testAgentImage)).Spec.Template.Spec
+	plainSite := newSite(v1alpha1.ContentSource{Git: &v1alpha1.GitContent{URL: "https://x/y", Ref: "main",
+		FetcherMemory: ptr.To(resource.MustParse("1Gi"))}})
+	plain := typed[appsv1.Deployment](t, gitcontent.DesiredFetcher(plainSite, gitShared(plainSite), testAgentImage)).Spec.Template.Spec
 	if len(plain.Volumes) != 2 || len(plain.Containers[0].Ports) != 1 || plain.Containers[0].Resources.Limits.Memory().Cmp(resource.MustParse("1Gi")) != 0 {
 		t.Errorf("fetcher without Secrets: volumes %+v ports %+v resources %+v", plain.Volumes, plain.Containers[0].Ports, plain.Containers[0].Resources)
 	}
@@ -166,20 +156,21 @@ func TestDesiredGitFetcher(t *testing.T) {
 
 func TestDesiredGitServicesAndNetworkPolicy(t *testing.T) {
 	site := gitSite()
-	svc := typed[corev1.Service](t, DesiredGitService(site))
+	fetcherSelector := map[string]string{v1alpha1.LabelGitFetcherOf: "docs", "app.kubernetes.io/name": "hyperstatic-git-fetcher"}
+	svc := typed[corev1.Service](t, gitcontent.DesiredService(site, gitShared(site)))
 	if svc.Name != "docs-git" || svc.Spec.Type != corev1.ServiceTypeClusterIP || !svc.Spec.PublishNotReadyAddresses ||
-		!reflect.DeepEqual(svc.Spec.Selector, gitFetcherSelector(site)) || len(svc.Spec.Ports) != 1 ||
+		!reflect.DeepEqual(svc.Spec.Selector, fetcherSelector) || len(svc.Spec.Ports) != 1 ||
 		svc.Spec.Ports[0].Port != 8080 || svc.Spec.Ports[0].TargetPort != intstr.FromString("http") {
 		t.Errorf("Service %+v", svc)
 	}
-	hook := typed[corev1.Service](t, DesiredGitWebhookService(site))
+	hook := typed[corev1.Service](t, gitcontent.DesiredWebhookService(site, gitShared(site)))
 	if hook.Name != "docs-git-webhook" || len(hook.Spec.Ports) != 1 || hook.Spec.Ports[0].Port != 80 ||
-		hook.Spec.Ports[0].TargetPort != intstr.FromString("webhook") || !reflect.DeepEqual(hook.Spec.Selector, gitFetcherSelector(site)) {
+		hook.Spec.Ports[0].TargetPort != intstr.FromString("webhook") || !reflect.DeepEqual(hook.Spec.Selector, fetcherSelector) {
 		t.Errorf("webhook Service %+v", hook)
 	}
-	np := typed[networkingv1.NetworkPolicy](t, DesiredGitNetworkPolicy(site, "ops"))
+	np := typed[networkingv1.NetworkPolicy](t, gitcontent.DesiredNetworkPolicy(site, gitShared(site), "ops"))
 	want := networkingv1.NetworkPolicySpec{
-		PodSelector: metav1.LabelSelector{MatchLabels: gitFetcherSelector(site)},
+		PodSelector: metav1.LabelSelector{MatchLabels: fetcherSelector},
 		PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress},
 		Ingress: []networkingv1.NetworkPolicyIngressRule{
 			{Ports: []networkingv1.NetworkPolicyPort{policyPort("http")}, From: []networkingv1.NetworkPolicyPeer{
@@ -193,10 +184,10 @@ func TestDesiredGitServicesAndNetworkPolicy(t *testing.T) {
 		t.Errorf("NetworkPolicy %s %+v\nwant %+v", np.Name, np.Spec, want)
 	}
 	site.Spec.Content.Git.WebhookSecretRef = nil
-	if DesiredGitWebhookService(site) != nil {
+	if gitcontent.DesiredWebhookService(site, gitShared(site)) != nil {
 		t.Error("a webhook Service without webhookSecretRef")
 	}
-	np = typed[networkingv1.NetworkPolicy](t, DesiredGitNetworkPolicy(site, ""))
+	np = typed[networkingv1.NetworkPolicy](t, gitcontent.DesiredNetworkPolicy(site, gitShared(site), ""))
 	if len(np.Spec.Ingress) != 1 || len(np.Spec.Ingress[0].From) != 2 {
 		t.Errorf("without a webhook and an operator namespace: %+v", np.Spec.Ingress)
 	}
@@ -266,80 +257,5 @@ func TestGitServerPodTemplate(t *testing.T) {
 	}
 	if _, ok := d.Spec.Template.Annotations[AnnotationContentHash]; ok {
 		t.Error("Git content reloads live: no content hash rolls the pods")
-	}
-}
-
-// The status of a Git site from what the steps saw: a pure function, every branch.
-func TestGitVerdict(t *testing.T) {
-	const c1, c2 = "1111111111111111111111111111111111111111", "2222222222222222222222222222222222222222"
-	published := func(commit string, failure *gitrevision.Failure) *gitrevision.Revision {
-		return &gitrevision.Revision{Digest: strings.Repeat("a", 64), Size: 10, Commit: commit, Ref: "refs/heads/main", Failure: failure,
-			CommitTime: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
-	}
-	serving := func(commits ...string) []gitPod {
-		var out []gitPod
-		for i, c := range commits {
-			out = append(out, gitPod{name: string(rune('a' + i)), rev: &gitrevision.Revision{Digest: strings.Repeat("b", 64), Commit: c}})
-		}
-		return out
-	}
-	authFailed := &gitrevision.Failure{Reason: v1alpha1.ReasonGitAuthFailed, Message: "authentication required"}
-	unreachable := &gitrevision.Failure{Reason: v1alpha1.ReasonGitUnreachable, Message: "dial tcp: i/o timeout"}
-	for _, tc := range []struct {
-		name         string
-		g            gitState
-		status       metav1.ConditionStatus
-		reason       string
-		stall, wait  bool
-		messagePart  string
-		servedColumn string
-	}{
-		{"first fetch under way", gitState{ref: "main", fetcher: &gitrevision.Revision{}, podsRead: true},
-			metav1.ConditionUnknown, v1alpha1.ReasonGitFetchPending, false, true, "first fetch of main", ""},
-		{"fetcher pod starting", gitState{ref: "main", fetcherWaiting: "waiting for the pod of Deployment docs-git", podsRead: true},
-			metav1.ConditionUnknown, v1alpha1.ReasonGitFetchPending, false, true, "docs-git", ""},
-		{"published, pods converging", gitState{ref: "main", fetcher: published(c2, nil), pods: serving(c1, c2), podsRead: true},
-			metav1.ConditionTrue, v1alpha1.ReasonGitRevisionFetched, false, false, "served by 1 of 2 ready pods", "1/2"},
-		{"published, all served", gitState{ref: "main", fetcher: published(c2, nil), pods: serving(c2, c2), podsRead: true},
-			metav1.ConditionTrue, v1alpha1.ReasonGitRevisionFetched, false, false, "commit 222222222222 of refs/heads/main (committed 2026-01-02T03:04:05Z)", "2/2"},
-		{"failure after a publish keeps Ready", gitState{ref: "main", fetcher: published(c1, authFailed), pods: serving(c1, c1), podsRead: true},
-			metav1.ConditionFalse, v1alpha1.ReasonGitAuthFailed, false, false, "commit 111111111111 keeps being served (served by 2 of 2", "2/2"},
-		{"failure before any publish stalls", gitState{ref: "main", fetcher: &gitrevision.Revision{Failure: authFailed}, podsRead: true},
-			metav1.ConditionFalse, v1alpha1.ReasonGitAuthFailed, true, false, "no commit is served yet", ""},
-		{"unreachable before any publish waits", gitState{ref: "main", fetcher: &gitrevision.Revision{Failure: unreachable}, podsRead: true},
-			metav1.ConditionFalse, v1alpha1.ReasonGitUnreachable, false, true, "i/o timeout", ""},
-		{"fetcher down while pods serve", gitState{ref: "main", fetcherDown: "the fetcher pod x is not running: CrashLoopBackOff", pods: serving(c1), podsRead: true},
-			metav1.ConditionFalse, v1alpha1.ReasonGitFetcherUnavailable, false, false, "commit 111111111111 keeps being served", ""},
-		{"fetcher down before any publish waits", gitState{ref: "main", fetcherDown: "ImagePullBackOff", podsRead: true},
-			metav1.ConditionFalse, v1alpha1.ReasonGitFetcherUnavailable, false, true, "ImagePullBackOff", ""},
-		{"missing Secret before any publish stalls", gitState{ref: "main", missingSecrets: []string{`"auth" (spec.content.git.secretRef)`}, fetcher: &gitrevision.Revision{Failure: authFailed}, podsRead: true},
-			metav1.ConditionFalse, v1alpha1.ReasonGitSecretNotFound, true, false, `Secret "auth" (spec.content.git.secretRef) not found`, ""},
-		{"missing Secret while serving", gitState{ref: "main", missingSecrets: []string{`"hook" (spec.content.git.webhookSecretRef)`}, fetcher: published(c1, nil), pods: serving(c1), podsRead: true},
-			metav1.ConditionFalse, v1alpha1.ReasonGitSecretNotFound, false, false, "keeps being served", "1/1"},
-		{"restarted fetcher, pods serve", gitState{ref: "main", fetcher: &gitrevision.Revision{}, pods: serving(c1, c1), podsRead: true},
-			metav1.ConditionUnknown, v1alpha1.ReasonGitFetchPending, false, false, "commit 111111111111 keeps being served", ""},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			v := gitVerdict(&tc.g)
-			if v.status != tc.status || v.reason != tc.reason || (v.stall != nil) != tc.stall || (v.wait != nil) != tc.wait ||
-				!strings.Contains(v.message, tc.messagePart) {
-				t.Errorf("verdict %s/%s stall=%v wait=%v %q\nwant %s/%s stall=%v wait=%v containing %q",
-					v.status, v.reason, v.stall != nil, v.wait != nil, v.message, tc.status, tc.reason, tc.stall, tc.wait, tc.messagePart)
-			}
-			r := gitServedRevision(&tc.g)
-			got := ""
-			if r != nil {
-				got = r.Served
-			}
-			if got != tc.servedColumn {
-				t.Errorf("served %q, want %q (%+v)", got, tc.servedColumn, r)
-			}
-		})
-	}
-	if got := gitRevisionString(&gitrevision.Revision{Commit: c1, Ref: "refs/tags/v1.2.0"}); got != "v1.2.0@sha1:"+c1 {
-		t.Errorf("tag revision %q", got)
-	}
-	if got := gitRevisionString(&gitrevision.Revision{Commit: c1}); got != "sha1:"+c1 {
-		t.Errorf("pinned revision %q", got)
 	}
 }

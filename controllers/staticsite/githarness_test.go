@@ -31,6 +31,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"hyperstatic.dev/hyperstatic/api/v1alpha1"
+	"hyperstatic.dev/hyperstatic/controllers/staticsite/gitcontent"
 	"hyperstatic.dev/hyperstatic/internal/contentagent"
 	"hyperstatic.dev/hyperstatic/internal/gitrevision"
 	"hyperstatic.dev/hyperstatic/internal/gitsource"
@@ -153,7 +154,8 @@ type testFetcher struct {
 	synced    chan contentagent.Revision
 	url       string // the fetcher's port, http://127.0.0.1:PORT
 	secretDir string
-	secret    string // the credentials Secret's name
+	secret    string   // the credentials Secret's name
+	keys      []string // the keys its volume names
 	ns        string
 	started   atomic.Bool
 	startLoop func()
@@ -228,9 +230,19 @@ func startGitFetcher(t *testing.T, ns, site string) *testFetcher {
 		tf.secretDir = filepath.Join(dir, "credentials")
 		testenv.Must(t, os.MkdirAll(tf.secretDir, 0o755))
 		tf.f.SecretDir = tf.secretDir
+		// The volume mounted at --secret-dir, as the kubelet would fill it.
+		volume := ""
+		for _, m := range c.VolumeMounts {
+			if m.MountPath == args.secretDir {
+				volume = m.Name
+			}
+		}
 		for _, v := range d.Spec.Template.Spec.Volumes {
-			if v.Name == gitCredentialsVolume && v.Secret != nil {
+			if v.Name == volume && v.Secret != nil {
 				tf.secret = v.Secret.SecretName
+				for _, item := range v.Secret.Items {
+					tf.keys = append(tf.keys, item.Key)
+				}
 			}
 		}
 		tf.syncSecret(t)
@@ -245,7 +257,7 @@ func startGitFetcher(t *testing.T, ns, site string) *testFetcher {
 	testenv.Must(t, k8s.Create(context.Background(), p)) // the namespace enforces the restricted Pod Security Standard
 	p.Status.Phase = corev1.PodRunning
 	p.Status.PodIP = "10.0.9.1"
-	p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: fetchContainerName, Image: c.Image,
+	p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: gitcontent.FetchContainerName, Image: c.Image,
 		State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.Now()}}}}
 	testenv.Must(t, k8s.Status().Update(context.Background(), p))
 	tf.pod = p
@@ -303,7 +315,7 @@ func (tf *testFetcher) syncSecret(t *testing.T) {
 	if client.IgnoreNotFound(err) != nil {
 		t.Fatal(err)
 	}
-	for _, k := range gitCredentialKeys {
+	for _, k := range tf.keys {
 		path := filepath.Join(tf.secretDir, k)
 		if v, ok := s.Data[k]; ok && err == nil {
 			testenv.Must(t, os.WriteFile(path, v, 0o644))

@@ -1,22 +1,11 @@
 package staticsite
 
 import (
-	"fmt"
-	"strings"
-	"time"
-
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"hyperstatic.dev/hyperstatic/api/v1alpha1"
+	"hyperstatic.dev/hyperstatic/controllers/staticsite/gitcontent"
 )
-
-// What a Git site's status says, from what the Git steps saw (step_git.go); pure, called by deriveStatus.
-//
-// A fetch failure never takes a served commit away: the pods keep the last good one. So once a commit is published
-// (or a pod serves one), a failure makes ContentAvailable False with its reason and leaves Ready alone, the way
-// TLSReady=False does; a Warning event says which and why. Before any commit is there no pod can start: a failure
-// makes the site Stalled, except GitUnreachable and GitFetcherUnavailable, which may pass by themselves
-// (Reconciling); while the first fetch runs, ContentAvailable is Unknown (GitFetchPending) and the site Reconciling.
 
 // contentVerdict is the ContentAvailable condition and what it does to the site's progress.
 type contentVerdict struct {
@@ -29,165 +18,31 @@ type contentVerdict struct {
 }
 
 // contentVerdictOf is ContentAvailable for any source: a problem a step found (Stalled), a Git site's own
-// verdict, or the source's True reason.
+// verdict (gitcontent), or the source's True reason.
 func contentVerdictOf(o *observation) contentVerdict {
 	switch {
 	case o.contentProblem != nil:
 		return contentVerdict{status: metav1.ConditionFalse, reason: o.contentProblem.Reason, message: o.contentProblem.Message, stall: o.contentProblem}
 	case o.git != nil:
-		return gitVerdict(o.git)
+		v := o.git.Verdict()
+		return contentVerdict{status: v.Status, reason: v.Reason, message: v.Message, stall: v.Stall, wait: v.Wait}
 	}
 	return contentVerdict{status: metav1.ConditionTrue, reason: o.contentReason, message: o.contentMessage}
 }
 
-// gitVerdict: a missing Secret first (the fetcher cannot do its job as specified), then credentials the policy
-// refuses (likewise), then a fetcher that is down,
-// then the fetcher's last failure, then the published commit; nothing published and no failure: pending.
-func gitVerdict(g *gitState) contentVerdict {
-	served, servedCommit := g.anyServed()
-	keeps := "no commit is served yet"
-	if served {
-		keeps = fmt.Sprintf("commit %s keeps being served (%s)", short(servedCommit), g.servedText(servedCommit))
-	}
-	failed := func(reason, message string, passes bool) contentVerdict {
-		p := &problem{Reason: reason, Message: message + "; " + keeps}
-		v := contentVerdict{status: metav1.ConditionFalse, reason: p.Reason, message: p.Message}
-		switch {
-		case served: // the last good commit serves: Ready is the pods' business
-		case passes:
-			v.wait = p
-		default:
-			v.stall = p
-		}
-		return v
-	}
-	switch {
-	case len(g.missingSecrets) > 0:
-		return failed(v1alpha1.ReasonGitSecretNotFound, fmt.Sprintf("Secret %s not found in the site's namespace: "+
-			"the fetcher runs without it", strings.Join(g.missingSecrets, ", ")), false)
-	case g.unlabelledCredentials != "":
-		return failed(v1alpha1.ReasonGitSecretNotLabelled, fmt.Sprintf("Secret %q (spec.content.git.secretRef) is not labelled %s: \"true\", "+
-			"which the tenancy policy requires of Git credentials: the fetcher runs without it", g.unlabelledCredentials, v1alpha1.LabelGitCredentials), false)
-	case g.fetcherDown != "":
-		return failed(v1alpha1.ReasonGitFetcherUnavailable, g.fetcherDown, true)
-	case g.fetcher != nil && g.fetcher.Failure != nil:
-		f := g.fetcher.Failure
-		return failed(f.Reason, fmt.Sprintf("the last fetch of %s failed: %s", g.ref, f.Message), f.Reason == v1alpha1.ReasonGitUnreachable)
-	case g.published():
-		rev := g.fetcher
-		msg := "commit " + short(rev.Commit)
-		if rev.Ref != "" {
-			msg += " of " + rev.Ref
-		}
-		if !rev.CommitTime.IsZero() {
-			msg += " (committed " + rev.CommitTime.UTC().Format(time.RFC3339) + ")"
-		}
-		return contentVerdict{status: metav1.ConditionTrue, reason: v1alpha1.ReasonGitRevisionFetched,
-			message: msg + " is published; " + g.servedText(rev.Commit)}
-	}
-	why := g.fetcherWaiting
-	if why == "" {
-		why = fmt.Sprintf("the fetcher's first fetch of %s is under way", g.ref)
-	}
-	v := contentVerdict{status: metav1.ConditionUnknown, reason: v1alpha1.ReasonGitFetchPending, message: why + "; " + keeps}
-	if !served {
-		v.wait = &problem{Reason: v.reason, Message: v.message}
-	}
-	return v
-}
-
-// anyServed says whether a commit is there for the pods: the fetcher published one, or a ready pod serves one
-// (a fetcher restarted on an empty volume has not published again yet). The commit is the fetcher's, else the one
-// most ready pods serve.
-func (g *gitState) anyServed() (bool, string) {
-	if g.published() {
-		return true, g.fetcher.Commit
-	}
-	c := g.mostServed()
-	return c != "", c
-}
-
-// mostServed is the commit most ready pods serve (the first in pod name order among equals), "" when none.
-func (g *gitState) mostServed() string {
-	counts := map[string]int{}
-	best := ""
-	for _, p := range g.pods {
-		if p.rev == nil || !p.rev.Published() {
-			continue
-		}
-		counts[p.rev.Commit]++
-		if best == "" || counts[p.rev.Commit] > counts[best] {
-			best = p.rev.Commit
-		}
-	}
-	return best
-}
-
-// servedText is "served by N of M ready pods" (with the first pod that does not, and why, when one does not).
-func (g *gitState) servedText(commit string) string {
-	if !g.podsRead {
-		return "the pods were not read"
-	}
-	n, m := g.servedBy(commit), len(g.pods)
-	s := fmt.Sprintf("served by %d of %d ready pods", n, m)
-	for _, p := range g.pods {
-		switch {
-		case p.rev == nil:
-			return s + fmt.Sprintf(" (pod %s: %s)", p.name, p.err)
-		case p.rev.Commit != commit && p.rev.Failure != nil:
-			return s + fmt.Sprintf(" (pod %s serves %s: %s)", p.name, shortOrNone(p.rev.Commit), p.rev.Failure.Message)
-		}
-	}
-	return s
-}
-
-// gitContentRevision is status.contentRevision of a Git site: the fetcher's commit in Flux's form; while it cannot
-// be read, what most ready pods serve; else what the last pass said.
+// gitContentRevision is status.contentRevision of a Git site: the content step's (the fetcher's commit) when
+// there is one, else gitcontent's fallback (what most ready pods serve, or what the last pass said).
 func gitContentRevision(site *v1alpha1.StaticSite, o *observation) string {
 	if o.content.Revision != "" {
 		return o.content.Revision
 	}
-	if c := o.git.mostServed(); c != "" {
-		for _, p := range o.git.pods {
-			if p.rev != nil && p.rev.Commit == c {
-				return gitRevisionString(p.rev)
-			}
-		}
-	}
-	if site.Status.ContentSource == v1alpha1.ContentSourceGit {
-		return site.Status.ContentRevision
-	}
-	return ""
+	return o.git.ContentRevision(site)
 }
 
-// gitServedRevision is status.content.revision: the fetcher's commit and how many ready pods serve it; nil while
-// nothing is published or the pullers were not read.
-func gitServedRevision(g *gitState) *v1alpha1.ContentRevision {
-	if g == nil || !g.published() || !g.podsRead {
+// gitServedRevision is status.content.revision (gitcontent.State.ServedRevision), nil for other sources.
+func gitServedRevision(g *gitcontent.State) *v1alpha1.ContentRevision {
+	if g == nil {
 		return nil
 	}
-	rev := g.fetcher
-	n, m := g.servedBy(rev.Commit), int32(len(g.pods))
-	out := &v1alpha1.ContentRevision{Commit: rev.Commit, ShortCommit: short(rev.Commit), Ref: rev.Ref,
-		ServedBy: n, ReadyPods: m, Served: fmt.Sprintf("%d/%d", n, m)}
-	if !rev.CommitTime.IsZero() {
-		t := metav1.NewTime(rev.CommitTime.UTC().Truncate(time.Second))
-		out.CommitTime = &t
-	}
-	return out
-}
-
-// short is a commit's first 12 hex digits (status.content.revision.shortCommit, messages).
-func short(commit string) string { return commit[:min(12, len(commit))] }
-
-func shortOrNone(commit string) string {
-	if commit == "" {
-		return "nothing"
-	}
-	return short(commit)
-}
-
-// allServe says every ready pod (at least one) serves commit: the moment of GitRevisionServed.
-func allServe(r *v1alpha1.ContentRevision) bool {
-	return r != nil && r.ReadyPods > 0 && r.ServedBy == r.ReadyPods
+	return g.ServedRevision()
 }

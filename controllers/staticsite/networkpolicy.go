@@ -23,7 +23,7 @@ const namespaceNameLabel = "kubernetes.io/metadata.name"
 //     status.content.revision work) and from the monitoring namespaces (Prometheus).
 //
 // The pullers' connections to the fetcher are egress, which this policy leaves open; the fetcher's own
-// NetworkPolicy (DesiredGitNetworkPolicy) admits them.
+// NetworkPolicy (gitcontent.DesiredNetworkPolicy) admits them.
 //
 // The kubelet's probes come from the node, which NetworkPolicy implementations let through to the node's own
 // pods. operatorNamespace "" (an operator run outside the cluster) leaves the operator's rule out.

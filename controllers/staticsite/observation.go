@@ -15,6 +15,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"hyperstatic.dev/hyperstatic/api/v1alpha1"
+	"hyperstatic.dev/hyperstatic/controllers/staticsite/capacitygate"
+	"hyperstatic.dev/hyperstatic/controllers/staticsite/gitcontent"
 )
 
 // observation is what one reconcile pass learns. The steps fill it in order; deriveStatus turns it into the status.
@@ -49,7 +51,7 @@ type observation struct {
 	requeueAfter   time.Duration
 
 	// gate: the performance gate's view of the live and desired templates (nil: gate off, or no Deployment yet).
-	gate *gateView
+	gate *capacitygate.View
 	// capacity: what the capacity step measured and decided (step_capacity.go).
 	capacity capacityState
 
@@ -57,7 +59,7 @@ type observation struct {
 	serverImageQueued string
 
 	// git: what the Git steps saw (step_git.go); nil for other sources. deriveStatus reads it (gitstatus.go).
-	git *gitState
+	git *gitcontent.State
 
 	// hostnames: which of spec.hostnames the site holds (step_hostnames.go); nil until that step ran.
 	hostnames *hostnameClaims

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"hyperstatic.dev/hyperstatic/api/v1alpha1"
+	"hyperstatic.dev/hyperstatic/controllers/staticsite/capacitygate"
 	"hyperstatic.dev/hyperstatic/internal/testenv"
 )
 
@@ -72,9 +73,9 @@ func TestProbeCannotBeBlockedFromAnotherNamespace(t *testing.T) {
 	}
 	testenv.Must(t, k8s.Create(context.Background(), hostile))
 	capacitySite(t, ns, "unblocked", false)
-	probe := measurementPodOf(t, ns, "unblocked", capacityRoleProbe)
+	probe := measurementPodOf(t, ns, "unblocked", capacitygate.RoleProbe)
 	neighbour := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "other-probe",
-		Labels: map[string]string{v1alpha1.LabelCapacityRole: capacityRoleCanary}}}
+		Labels: map[string]string{v1alpha1.LabelCapacityRole: capacitygate.RoleCanary}}}
 
 	required := probe.Spec.Affinity.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution
 	for i, term := range required {

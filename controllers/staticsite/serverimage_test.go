@@ -25,8 +25,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"hyperstatic.dev/hyperstatic/api/v1alpha1"
+	"hyperstatic.dev/hyperstatic/controllers/staticsite/gitcontent"
 	"hyperstatic.dev/hyperstatic/internal/managercache"
 	"hyperstatic.dev/hyperstatic/internal/podmetrics"
+	"hyperstatic.dev/hyperstatic/internal/podstate"
 	"hyperstatic.dev/hyperstatic/internal/testenv"
 )
 
@@ -340,7 +342,7 @@ func (u *upgrade) image(name string) string { return serverImageOf(u.deployment(
 
 // pullerImage is the image of a Git site's puller sidecar.
 func (u *upgrade) pullerImage(name string) string {
-	if c := findContainer(u.deployment(name).Spec.Template.Spec.InitContainers, pullerContainerName); c != nil {
+	if c := podstate.Container(u.deployment(name).Spec.Template.Spec.InitContainers, gitcontent.PullerContainerName); c != nil {
 		return c.Image
 	}
 	return ""

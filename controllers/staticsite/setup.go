@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"hyperstatic.dev/hyperstatic/api/v1alpha1"
+	"hyperstatic.dev/hyperstatic/controllers/staticsite/gitcontent"
 	"hyperstatic.dev/hyperstatic/internal/gitrevision"
 	"hyperstatic.dev/hyperstatic/internal/managercache"
 )
@@ -150,7 +151,7 @@ func siteOfPod(_ context.Context, o client.Object) []reconcile.Request {
 	name, ok := l[v1alpha1.LabelSite]
 	if !ok || l[labelName] != appName {
 		if name, ok = l[v1alpha1.LabelCapacityProbeOf]; !ok || l[v1alpha1.LabelManagedBy] != v1alpha1.ManagedByValue {
-			if name, ok = l[v1alpha1.LabelGitFetcherOf]; !ok || l[labelName] != gitFetcherAppName {
+			if name, ok = l[v1alpha1.LabelGitFetcherOf]; !ok || l[labelName] != gitcontent.FetcherAppName {
 				return nil
 			}
 		}

@@ -14,6 +14,8 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
 
 	"hyperstatic.dev/hyperstatic/api/v1alpha1"
+	"hyperstatic.dev/hyperstatic/controllers/staticsite/gitcontent"
+	"hyperstatic.dev/hyperstatic/internal/podstate"
 )
 
 // +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch;create;patch
@@ -41,7 +43,9 @@ func (r *Reconciler) reconcileDeployment(ctx context.Context, st *observation) e
 	}
 	live := &appsv1.Deployment{}
 	desired := DesiredDeployment(site, serverImage.image, content, st.memory)
-	if err := r.holdTemplate(ctx, st, key, desired); err != nil { // gate.go
+	gate, err := r.capacityStep().Hold(ctx, site, st.content.capacityContent(), key, desired) // the performance gate
+	st.gate = gate
+	if err != nil {
 		return err
 	}
 	res, err := applyChild(ctx, r.Client, r.directReader(), site, "Deployment", live, desired, key, extractDeployment)
@@ -134,7 +138,7 @@ func (r *Reconciler) pullerImageWithTheQueue(ctx context.Context, st *observatio
 	if err := r.Get(ctx, types.NamespacedName{Namespace: st.site.Namespace, Name: st.site.Name}, live); err != nil {
 		return content, ctrl.IgnoreNotFound(err)
 	}
-	if c := findContainer(live.Spec.Template.Spec.InitContainers, pullerContainerName); c != nil {
+	if c := podstate.Container(live.Spec.Template.Spec.InitContainers, gitcontent.PullerContainerName); c != nil {
 		content.AgentImage = c.Image
 	}
 	return content, nil

@@ -553,7 +553,7 @@ func TestContractCheckDoesNotBind(t *testing.T) {
 }
 
 // A Git site's server starts with --root /site/current, a symbolic link the puller flips to each new tree
-// (controllers/staticsite/git.go): the server accepts it and loads the tree the link names.
+// (controllers/staticsite/gitcontent): the server accepts it and loads the tree the link names.
 func TestContractServerArgsOfAGitSite(t *testing.T) {
 	bin := serverbin.Require(t)
 	args := staticsite.ServerArgs(&v1alpha1.StaticSite{ObjectMeta: metav1.ObjectMeta{Name: "docs", Namespace: "web"},

@@ -19,3 +19,23 @@ func Ready(p *corev1.Pod) bool {
 func Serving(p *corev1.Pod) bool {
 	return p.DeletionTimestamp == nil && p.Status.Phase == corev1.PodRunning && Ready(p)
 }
+
+// Container is the container of that name in cs, nil when there is none.
+func Container(cs []corev1.Container, name string) *corev1.Container {
+	for i := range cs {
+		if cs[i].Name == name {
+			return &cs[i]
+		}
+	}
+	return nil
+}
+
+// ContainerStatus is the status of the container of that name in cs, nil when there is none.
+func ContainerStatus(cs []corev1.ContainerStatus, name string) *corev1.ContainerStatus {
+	for i := range cs {
+		if cs[i].Name == name {
+			return &cs[i]
+		}
+	}
+	return nil
+}

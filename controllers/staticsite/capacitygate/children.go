@@ -1,7 +1,7 @@
-package staticsite
+package capacitygate
 
-// The children of a capacity measurement (docs/design/capacity.md): a measurement pod (probe or canary) made from
-// a pod template, and the Benchmark that loads it. Pure builders; step_capacity.go decides when they exist.
+// The children of a capacity measurement: a measurement pod (probe or canary) made from a pod template, and the
+// Benchmark that loads it. Pure builders; step.go decides when they exist.
 
 import (
 	"encoding/json"
@@ -20,17 +20,17 @@ import (
 )
 
 const (
-	// capacityRoleProbe measures the serving template; capacityRoleCanary a candidate of the performance gate.
-	capacityRoleProbe  = "probe"
-	capacityRoleCanary = "canary"
+	// RoleProbe measures the serving template; RoleCanary a candidate of the performance gate.
+	RoleProbe  = "probe"
+	RoleCanary = "canary"
 	// annotationCapacityStarted is when the measurement's first child was created, by the controller's clock: the
 	// readiness deadline and status.capacity.took count from it (the creation timestamp is the API server's clock,
 	// which the controller's injected clock need not share).
 	annotationCapacityStarted = "hyperstatic.dev/capacity-started"
-	// probeReadyTimeout is how long a measurement pod has to become Ready.
-	probeReadyTimeout = 3 * time.Minute
-	// measurementRetry is how soon a failed measurement is tried again.
-	measurementRetry = 5 * time.Minute
+	// ProbeReadyTimeout is how long a measurement pod has to become Ready.
+	ProbeReadyTimeout = 3 * time.Minute
+	// MeasurementRetry is how soon a failed measurement is tried again.
+	MeasurementRetry = 5 * time.Minute
 	// benchmarkMemory is the memory of a measurement's k6 pod.
 	benchmarkMemory = "256Mi"
 	// benchmarkTimeoutMargin is added to the load's duration for the Benchmark's timeout (k6 pod start, results).
@@ -39,33 +39,31 @@ const (
 	maxBenchmarkName = 60
 )
 
-var templateKeys = capacity.TemplateKeys{ServerContainer: containerName, ContentHashAnnotation: AnnotationContentHash}
-
-// measurementWanted: the site asked for capacity figures, or something that needs them is on.
-func measurementWanted(site *v1alpha1.StaticSite) bool {
-	return site.Spec.Capacity != nil || gateSpec(site) != nil ||
+// Wanted: the site asked for capacity figures, or something that needs them is on.
+func Wanted(site *v1alpha1.StaticSite) bool {
+	return site.Spec.Capacity != nil || GateSpec(site) != nil ||
 		(site.Spec.Autoscaling != nil && site.Spec.Autoscaling.TargetUtilization != nil)
 }
 
-// gateSpec is spec.rollout.performanceGate, nil when the gate is off.
-func gateSpec(site *v1alpha1.StaticSite) *v1alpha1.PerformanceGateSpec {
+// GateSpec is spec.rollout.performanceGate, nil when the gate is off.
+func GateSpec(site *v1alpha1.StaticSite) *v1alpha1.PerformanceGateSpec {
 	if site.Spec.Rollout == nil {
 		return nil
 	}
 	return site.Spec.Rollout.PerformanceGate
 }
 
-// templateIdentity names a pod template. The content revision is the current one when the template carries the
-// current content hash; otherwise (a template of older content) it is what the template itself names: the image
-// volume's reference, or the baked image.
-func templateIdentity(t *corev1.PodTemplateSpec, content Content) v1alpha1.TemplateIdentity {
-	id := capacity.Identify(t, templateKeys, "")
-	if t.Annotations[AnnotationContentHash] == content.RollHash {
+// Identify names a pod template. The content revision is the current one when the template carries the current
+// content hash; otherwise (a template of older content) it is what the template itself names: the image volume's
+// reference, or the baked image.
+func (c Conventions) Identify(t *corev1.PodTemplateSpec, content Content) v1alpha1.TemplateIdentity {
+	id := capacity.Identify(t, c.Template, "")
+	if t.Annotations[c.Template.ContentHashAnnotation] == content.RollHash {
 		id.ContentRevision = content.Revision
 		return id
 	}
 	for _, v := range t.Spec.Volumes {
-		if v.Name == siteVolumeName && v.Image != nil {
+		if v.Name == c.SiteVolume && v.Image != nil {
 			id.ContentRevision = v.Image.Reference
 		}
 	}
@@ -75,9 +73,9 @@ func templateIdentity(t *corev1.PodTemplateSpec, content Content) v1alpha1.Templ
 	return id
 }
 
-// podTemplateOf turns a desired pod template (an apply configuration) into the typed form: its JSON is the
+// PodTemplateOf turns a desired pod template (an apply configuration) into the typed form: its JSON is the
 // typed object's.
-func podTemplateOf(ac *corev1ac.PodTemplateSpecApplyConfiguration) (corev1.PodTemplateSpec, error) {
+func PodTemplateOf(ac *corev1ac.PodTemplateSpecApplyConfiguration) (corev1.PodTemplateSpec, error) {
 	var t corev1.PodTemplateSpec
 	b, err := json.Marshal(ac)
 	if err != nil {
@@ -86,9 +84,9 @@ func podTemplateOf(ac *corev1ac.PodTemplateSpecApplyConfiguration) (corev1.PodTe
 	return t, json.Unmarshal(b, &t)
 }
 
-// measurementName is the name of a measurement's pod and Benchmark: <site>-cap-<id[:8]>, the site's part cut so
+// MeasurementName is the name of a measurement's pod and Benchmark: <site>-cap-<id[:8]>, the site's part cut so
 // the whole stays a DNS label the Benchmark CRD accepts.
-func measurementName(site, id string) string {
+func MeasurementName(site, id string) string {
 	suffix := "-cap-" + id[:min(8, len(id))]
 	prefix := site[:min(len(site), maxBenchmarkName-len(suffix))]
 	return strings.TrimRight(prefix, "-") + suffix
@@ -120,12 +118,12 @@ func controllerRef(site *v1alpha1.StaticSite) []metav1.OwnerReference {
 // spec.podTemplate.labels, but not on a plain Pod or another controller's), so a required term over every
 // namespace let one tenant's pods leave every probe and canary of the cluster Pending (issue 38). In its own
 // namespace a tenant can only block their own measurement.
-func measurementPod(site *v1alpha1.StaticSite, t corev1.PodTemplateSpec, id, role, name string, now time.Time) *corev1.Pod {
+func measurementPod(site *v1alpha1.StaticSite, servingPods map[string]string, t corev1.PodTemplateSpec, id, role, name string, now time.Time) *corev1.Pod {
 	labels := maps.Clone(t.Labels)
 	if labels == nil {
 		labels = map[string]string{}
 	}
-	for k := range selectorLabels(site) {
+	for k := range servingPods {
 		delete(labels, k)
 	}
 	maps.Copy(labels, measurementLabels(site, id, role))
@@ -166,7 +164,7 @@ func measurementPod(site *v1alpha1.StaticSite, t corev1.PodTemplateSpec, id, rol
 	}
 }
 
-// capacityDuration, capacityConcurrency, loadCPU and latencyObjective are spec.capacity's fields or their defaults.
+// capacityDuration, capacityConcurrency, loadCPU, latencyObjective and capacityTarget are spec.capacity's fields or their defaults.
 func capacityDuration(site *v1alpha1.StaticSite) time.Duration {
 	if c := site.Spec.Capacity; c != nil && c.Duration != nil {
 		return c.Duration.Duration

@@ -1,7 +1,6 @@
-package staticsite
+package capacitygate
 
-// The children of a capacity measurement (docs/design/capacity.md): listing the site's measurement pods and
-// Benchmarks, and deleting those that belong to no measurement wanted now.
+// Listing the site's measurement pods and Benchmarks, and deleting those that belong to no measurement wanted now.
 
 import (
 	"context"
@@ -15,14 +14,14 @@ import (
 )
 
 // measurementChildren lists the site's measurement pods and Benchmarks that are not being deleted.
-func (r *Reconciler) measurementChildren(ctx context.Context, site *v1alpha1.StaticSite) ([]corev1.Pod, []v1alpha1.Benchmark, error) {
+func (s Step) measurementChildren(ctx context.Context, site *v1alpha1.StaticSite) ([]corev1.Pod, []v1alpha1.Benchmark, error) {
 	sel := client.MatchingLabels{v1alpha1.LabelCapacityProbeOf: site.Name, v1alpha1.LabelManagedBy: v1alpha1.ManagedByValue}
 	pods := &corev1.PodList{}
-	if err := r.List(ctx, pods, client.InNamespace(site.Namespace), sel); err != nil {
+	if err := s.Client.List(ctx, pods, client.InNamespace(site.Namespace), sel); err != nil {
 		return nil, nil, fmt.Errorf("list measurement pods: %w", err)
 	}
 	benches := &v1alpha1.BenchmarkList{}
-	if err := r.List(ctx, benches, client.InNamespace(site.Namespace), sel); err != nil {
+	if err := s.Client.List(ctx, benches, client.InNamespace(site.Namespace), sel); err != nil {
 		return nil, nil, fmt.Errorf("list measurement Benchmarks: %w", err)
 	}
 	var ps []corev1.Pod
@@ -42,7 +41,7 @@ func (r *Reconciler) measurementChildren(ctx context.Context, site *v1alpha1.Sta
 
 // deleteMeasurementChildren deletes the children that are not job's (all of them when job is nil): a
 // measurement of another template or role, left from before the site changed.
-func (r *Reconciler) deleteMeasurementChildren(ctx context.Context, pods []corev1.Pod, benches []v1alpha1.Benchmark, job *measurementJob) error {
+func (s Step) deleteMeasurementChildren(ctx context.Context, pods []corev1.Pod, benches []v1alpha1.Benchmark, job *measurementJob) error {
 	keep := func(o metav1.Object) bool {
 		l := o.GetLabels()
 		return job != nil && l[v1alpha1.LabelCapacityRole] == job.role && l[v1alpha1.LabelCapacityTemplate] == job.identity.ID
@@ -58,12 +57,13 @@ func (r *Reconciler) deleteMeasurementChildren(ctx context.Context, pods []corev
 			stale = append(stale, &benches[i])
 		}
 	}
-	return r.deleteObjects(ctx, stale)
+	return Delete(ctx, s.Client, stale)
 }
 
-func (r *Reconciler) deleteObjects(ctx context.Context, objs []client.Object) error {
+// Delete deletes a measurement's children (in the background: a pod's and a Benchmark's own children follow).
+func Delete(ctx context.Context, c client.Client, objs []client.Object) error {
 	for _, o := range objs {
-		if err := r.Delete(ctx, o, client.PropagationPolicy(metav1.DeletePropagationBackground)); client.IgnoreNotFound(err) != nil {
+		if err := c.Delete(ctx, o, client.PropagationPolicy(metav1.DeletePropagationBackground)); client.IgnoreNotFound(err) != nil {
 			return fmt.Errorf("delete measurement %s: %w", o.GetName(), err)
 		}
 	}
