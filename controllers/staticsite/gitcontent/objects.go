@@ -1,5 +1,8 @@
 package gitcontent
 
+// The Git objects, pure functions of the site, the content-agent image and what the server pods decide (Shared):
+// the fetcher's Deployment, Services and NetworkPolicy, and the server pods' puller sidecar and /site volume.
+
 import (
 	"fmt"
 	"maps"
@@ -20,7 +23,8 @@ import (
 )
 
 const (
-	// FetcherAppName is the fetcher objects' app.kubernetes.io/name (the server pods' is another).
+	// FetcherAppName is the fetcher objects' app.kubernetes.io/name (never the server pods' one: their selector
+	// must not match the fetcher).
 	FetcherAppName = "hyperstatic-git-fetcher"
 	labelName      = "app.kubernetes.io/name"
 	labelInstance  = "app.kubernetes.io/instance"

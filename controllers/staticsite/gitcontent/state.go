@@ -1,5 +1,7 @@
 package gitcontent
 
+// What the Git steps saw in one pass.
+
 import (
 	"time"
 
