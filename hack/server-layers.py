@@ -261,6 +261,7 @@ def module_of(rel):
 
 
 def scan(src_dir):
+    TEST_ONLY_FILES.clear()
     files = {}
     for d, _, names in os.walk(src_dir):
         for name in names:
@@ -584,7 +585,7 @@ def carriers_of(fn):
         for m in re.finditer(r"\blet\s+(?:mut\s+)?(\w+)\s*(?::[^=]*)?=\s*([^;]*);", body):
             rhs = re.sub(r"\s+", "", m.group(2))
             rhs = re.sub(r"^Arc::new\((.*)\)$", r"\1", rhs)
-            made = re.match(r"^Shared::new\((.*)\)$", rhs)
+            made = re.match(r"^(?:\w+::)*Shared::new\((.*)\)$", rhs)
             if passes_on(rhs, names) or (made and any(passes_on(a, names) for a in split_args(made.group(1)))):
                 names.add(m.group(1))
     return names

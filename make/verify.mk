@@ -154,9 +154,12 @@ verify-shell: shellcheck-installed ## shellcheck every shell script (*.sh and sh
 	shellcheck -x --source-path=SCRIPTDIR $$scripts
 
 # Reads images/server/src only (python3, standard library, about a second): import circles, imports that run up
-# the layers declared in the script, and the cfg walk. Known ones being removed are warnings (the script's
+# the layers declared in the script, and the cfg walk; the script's own tests (hack/test_server_layers.py, made-up
+# crates) run first. Known ones being removed are warnings (the script's
 # allow-lists); `python3 hack/server-layers.py --strict` shows what is left of them, `--walk` the walk.
 .PHONY: verify-server-layers
 verify-server-layers: ## The server's modules: no import circle, no import up the layers (hack/server-layers.py).
 	@$(call progress,verify: the server's import circles and layers)
+	@python3 -m unittest discover -s $(ROOT)/hack -p 'test_server_layers.py' 2>&1 | tail -n 1 | grep -qx OK || \
+	  { python3 -m unittest discover -s $(ROOT)/hack -p 'test_server_layers.py'; exit 1; }
 	@python3 $(ROOT)/hack/server-layers.py
