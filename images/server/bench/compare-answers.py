@@ -12,7 +12,8 @@ and sends each the same exchanges:
     requests (304, 412, If-Range), ranges (206, 416, ignored ones), Accept-Encoding negotiation, CORS preflight
     and simple requests, bad methods, bad paths, bad and oversized heads, pipelined requests;
   - HTTP/2 with prior knowledge (h2c, `--h2c` on both) through `curl --http2-prior-knowledge -i` (needs curl
-    with HTTP/2; `which curl`): the same kinds of requests, curl's output and exit status compared.
+    with HTTP/2; `which curl`): the same kinds of requests, curl's output and exit status compared;
+  - in the TLS pass, that curl list again over HTTPS, once with ALPN h2 and once with http/1.1.
 
 Responses are compared byte for byte after masking only what provably depends on the clock: the `Date` header's
 value (HTTP/1.1 `Date:`, curl's `date:` for HTTP/2), which the server takes from the wall clock per second. ETag
@@ -79,11 +80,15 @@ SITE_FLAGS = [
 ]
 # (name, flags, protocols). With --h2c a first request that is neither the HTTP/2 preface nor a parseable
 # HTTP/1.1 request closes the connection unanswered (server/h2.rs `sniff`), so the HTTP/1.1 error answers (400,
-# 414, 431, 505) are compared in a pass without it, and HTTP/1.1 under sniffing in the h2c passes.
+# 414, 431, 505) are compared in a pass without it, and HTTP/1.1 under sniffing in the h2c passes. The TLS pass
+# (a self-signed certificate made with `openssl`, skipped without it) sends the curl list over HTTPS with ALPN
+# h2 and http/1.1, and the raw HTTP/1.1 list to the plain port, which --https-redirect answers with 308s.
 PASSES = [
     ("plain", ["--compress=false"], ("h1",)),
     ("h2c", ["--compress=false", "--h2c"], ("h1", "h2")),
     ("compress", ["--compress=true", "--spa-fallback", "--h2c"], ("h1", "h2")),
+    ("tls", ["--compress=false", "--tls-cert", "{cert}", "--tls-key", "{key}", "--tls-listen", "127.0.0.1:0",
+             "--https-redirect", "--hsts", "max-age=600; includeSubDomains"], ("h1", "h2tls", "h1tls")),
 ]
 
 
@@ -192,7 +197,7 @@ class Server:
         self.argv = [binary, "--root", root] + BASE_FLAGS + flags
         self.log = open(self.log_path, "wb")
         self.proc = subprocess.Popen(self.argv, stdout=self.log, stderr=subprocess.STDOUT)
-        self.port = self.admin = None
+        self.port = self.admin = self.tls_port = None
 
     def wait_listening(self, timeout=30):
         end = time.time() + timeout
@@ -207,6 +212,7 @@ class Server:
                         continue
                     if j.get("msg") == "listening":
                         self.port = int(j["http"].rsplit(":", 1)[1])
+                        self.tls_port = int(j["https"].rsplit(":", 1)[1]) if j.get("https", "off") != "off" else None
                         self.admin = j["admin"]
                         return
             time.sleep(0.05)
@@ -449,12 +455,23 @@ def h1_send(port, data, timeout=10):
         s.close()
 
 
-def h2_send(port, args):
+CURL_MODES = {
+    # h2c with prior knowledge on the plain port.
+    "h2": ["--http2-prior-knowledge"],
+    # Over TLS (the generated self-signed certificate, not verified), ALPN h2 or http/1.1.
+    "h2tls": ["--http2", "-k"],
+    "h1tls": ["--http1.1", "-k"],
+}
+
+
+def curl_send(server, args, mode):
     *opts, path = args
-    argv = ["curl", "-s", "-S", "-i", "--http2-prior-knowledge", "--path-as-is", "-g", "--max-time", "15",
-            "-H", f"Host: {HOST}"] + opts + [f"http://127.0.0.1:{port}{path}"]
+    port = server.tls_port if mode.endswith("tls") else server.port
+    url = f"https://{HOST}:{port}{path}" if mode.endswith("tls") else f"http://127.0.0.1:{port}{path}"
+    argv = ["curl", "-s", "-S", "-i", "--path-as-is", "-g", "--max-time", "15", "-H", f"Host: {HOST}",
+            "--resolve", f"{HOST}:{port}:127.0.0.1"] + CURL_MODES[mode] + opts + [url]
     p = subprocess.run(argv, capture_output=True)
-    err = re.sub(rb"127\.0\.0\.1:\d+", b"127.0.0.1:PORT", p.stderr)
+    err = re.sub(rb"(127\.0\.0\.1|%s):\d+" % HOST.encode(), rb"\1:PORT", p.stderr)
     err = re.sub(rb"port \d+", b"port PORT", err)
     return p.stdout + b"\n--- curl exit %d; stderr: " % p.returncode + err
 
@@ -484,10 +501,12 @@ def first_diff(a, b):
     return n
 
 
-def etags_of(port):
+def etags_of(server):
+    """Validators of a few files, read from the old server (over TLS when it has it: the plain port may only
+    redirect)."""
     out = {}
     for p in ["/assets/app.js", "/disk/huge.bin", "/about", "/pre/lib.js"]:
-        r = h1_send(port, req("GET", p))
+        r = curl_send(server, [p], "h1tls") if server.tls_port else h1_send(server.port, req("GET", p))
         m = re.search(rb"(?im)^etag:[ \t]*([^\r\n]*)", r)
         if m:
             out[p] = m.group(1).decode()
@@ -509,10 +528,11 @@ def run_pass(name, protos, flags_old, flags_new, args, root, workdir):
             for s in (old, new):
                 s.wait_encoded(args.encode_timeout)
             print(f"   both report hyperstatic_content_encodings_pending 0 ({time.time() - t0:.1f} s)")
-        etags = etags_of(old.port)
+        etags = etags_of(old)
         exchanges = [("h1", n, d) for n, d in h1_exchanges(etags)] if "h1" in protos else []
-        if args.h2 and "h2" in protos:
-            exchanges += [("h2", n, d) for n, d in h2_exchanges(etags)]
+        for mode in ("h2", "h2tls", "h1tls"):
+            if args.h2 and mode in protos:
+                exchanges += [(mode, n, d) for n, d in h2_exchanges(etags)]
         diffs = 0
         statuses = {}
         dump = os.path.join(workdir, f"responses-{name}")
@@ -522,7 +542,7 @@ def run_pass(name, protos, flags_old, flags_new, args, root, workdir):
             if proto == "h1":
                 a, b = h1_send(old.port, data), h1_send(new.port, data)
             else:
-                a, b = h2_send(old.port, data), h2_send(new.port, data)
+                a, b = curl_send(old, data, proto), curl_send(new, data, proto)
             for st in re.findall(rb"(?m)^HTTP/[0-9.]+ (\d{3})", a):
                 statuses[st.decode()] = statuses.get(st.decode(), 0) + 1
             if args.dump:
@@ -536,9 +556,10 @@ def run_pass(name, protos, flags_old, flags_new, args, root, workdir):
                 print(f"-- DIFFERENT [{proto}] {n}: old {len(a)} bytes, new {len(b)} bytes, first difference at byte {at}")
                 for line in difflib.unified_diff(show(ma), show(mb), "old", "new", lineterm="", n=2):
                     print("   " + line)
-        n_h1 = sum(1 for e in exchanges if e[0] == "h1")
-        print(f"   pass {name}: {len(exchanges)} exchanges ({n_h1} HTTP/1.1, {len(exchanges) - n_h1} HTTP/2), "
-              f"{diffs} differing")
+        kinds = {"h1": "raw HTTP/1.1", "h2": "h2c", "h2tls": "HTTP/2 over TLS", "h1tls": "HTTP/1.1 over TLS"}
+        counts = ", ".join(f"{sum(1 for e in exchanges if e[0] == k)} {v}" for k, v in kinds.items()
+                           if any(e[0] == k for e in exchanges))
+        print(f"   pass {name}: {len(exchanges)} exchanges ({counts}), {diffs} differing")
         print("   statuses the old binary answered: " + ", ".join(f"{k} x{v}" for k, v in sorted(statuses.items())))
         for s in (old, new):
             if s.proc.poll() is not None:
@@ -581,11 +602,20 @@ def main():
     shutil.rmtree(root, ignore_errors=True)
     os.makedirs(root)
     make_site(root, args.old)
+    cert, key = os.path.join(workdir, "cert.pem"), os.path.join(workdir, "key.pem")
+    have_tls = shutil.which("openssl") and args.h2 and subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout", key,
+         "-out", cert, "-days", "30", "-subj", f"/CN={HOST}", "-addext", f"subjectAltName=DNS:{HOST}"],
+        capture_output=True).returncode == 0
     total = differing = 0
     try:
         for name, pass_flags, protos in PASSES:
             if args.passes and name not in args.passes:
                 continue
+            if name == "tls" and not have_tls:
+                print("== pass tls skipped: needs openssl (to make a certificate) and curl")
+                continue
+            pass_flags = [f.format(cert=cert, key=key) for f in pass_flags]
             site = SITE_FLAGS + [f for f in pass_flags if f.startswith("--spa")]
             proc = [f for f in pass_flags if not f.startswith("--spa")]  # process settings: both, always
             with open(os.path.join(workdir, f"site-flags-{name}.txt"), "w") as f:
