@@ -28,7 +28,9 @@ on /metrics (so each serves the same variants), HTTP/1.1 and HTTP/2.
 
 Flags: the site's rule flags (SITE_FLAGS below, printed and written to WORKDIR/site-flags-PASS.txt) go to both
 binaries unless `--site-flags-to` says otherwise (a binary that reads its rules from a site file gets it through
-`--new-flag=--site --new-flag=FILE`). `--flag` goes to both, `--old-flag`/`--new-flag` to one.
+`--new-flag=--site --new-flag=FILE`). `--flag` goes to both, `--old-flag`/`--new-flag` to one; `{pass}` in any
+of them becomes the pass's name (the `compress` pass adds `--spa-fallback` to the site flags, so a site file per
+pass: `--new-flag=/tmp/site-{pass}.json`).
 
 Exit status: 0 when every exchange got the same answer from both, 1 on any difference, 2 when a server did not
 start or become ready. Prints the count of exchanges and of differing ones, and a diff of each difference.
@@ -620,8 +622,11 @@ def main():
             proc = [f for f in pass_flags if not f.startswith("--spa")]  # process settings: both, always
             with open(os.path.join(workdir, f"site-flags-{name}.txt"), "w") as f:
                 f.write("\n".join(site) + "\n")
-            fo = proc + (site if args.site_flags_to in ("both", "old") else []) + args.flag + args.old_flag
-            fn = proc + (site if args.site_flags_to in ("both", "new") else []) + args.flag + args.new_flag
+            each = [f.replace("{pass}", name) for f in args.flag]
+            fo = proc + (site if args.site_flags_to in ("both", "old") else []) + each + \
+                [f.replace("{pass}", name) for f in args.old_flag]
+            fn = proc + (site if args.site_flags_to in ("both", "new") else []) + each + \
+                [f.replace("{pass}", name) for f in args.new_flag]
             try:
                 n, d = run_pass(name, protos, fo, fn, args, root, workdir)
             except RuntimeError as e:
