@@ -144,7 +144,7 @@ pub fn write_segs(
 }
 
 /// `Pending::write` through a TLS connection; with no segments left it still sends queued records. Here rather
-/// than beside `Pending::write` so that http1/out.rs, which tls/ writes through, never calls back up into tls/.
+/// than beside `Pending::write`, so that http1/out.rs, whose segments tls/ writes, does not import tls/ in turn.
 pub fn write_pending(
     p: &mut Pending,
     conn: &mut ServerConnection,
