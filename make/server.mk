@@ -33,6 +33,17 @@ h2spec: server-build $(H2SPEC) ## h2spec (145 cases) against the release server 
 	@$(call progress,h2spec against the release server: TLS and h2c)
 	@$(SERVER_DIR)/h2spec/run.sh $(SERVER_BIN) $(H2SPEC) $(SERVER_DIR)/README.md
 
+# Behaviour-preserving changes are shown with this: two binaries on one generated site (every answer kind), the
+# same raw HTTP/1.1 exchanges and h2c requests (curl) to each, answers compared byte for byte but for Date.
+# OLD: the reference binary (e.g. main's release build); NEW: the one under test (default: this tree's, built).
+# COMPARE_ARGS goes to the tool: --flag F (both), --old-flag F / --new-flag F (one), --site-flags-to, --pass, --dump.
+.PHONY: server-compare-answers
+server-compare-answers: ## Compare two server binaries' answers byte for byte (OLD=path [NEW=path] [COMPARE_ARGS=...]).
+	@test -n "$(OLD)" || { echo "usage: make server-compare-answers OLD=path/to/old-binary [NEW=path] [COMPARE_ARGS=...]"; exit 2; }
+	@new="$(NEW)"; if [ -z "$$new" ]; then $(MAKE) --no-print-directory server-build >/dev/null && new="$(SERVER_BIN)"; fi; \
+	$(call progress,comparing the answers of $(OLD) and $$new); \
+	python3 $(SERVER_DIR)/bench/compare-answers.py --old "$(OLD)" --new "$$new" $(COMPARE_ARGS)
+
 .PHONY: server-check-example
 server-check-example: server-build ## Validate the example site with --check.
 	@$(SERVER_BIN) --check --root $(SERVER_DIR)/example/site

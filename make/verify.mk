@@ -8,6 +8,8 @@
 #   verify-chart       make chart-check: the chart matches config/, helm lint --strict, helm template
 #   verify-generated   make generate manifests chart-sync changes nothing, and leaves no new file behind
 #   verify-shell       shellcheck on every *.sh and every file whose shebang runs sh or bash
+#   verify-server-layers  the server's module structure (hack/server-layers.py): no import circle, no import up
+#                      its layers beyond the script's commented allow-list; prints the cfg walk's count
 #
 # `make verify` runs every check even when an earlier one fails, then lists the failed ones; each check is also
 # a target of its own, for the loop "fix, rerun that one". The tools are pinned here and installed into ./bin
@@ -34,7 +36,8 @@ GO_MODULE := hyperstatic.dev/hyperstatic
 # type-checking those trees would cost minutes for no code of ours; gofmt and goimports still cover them.
 VERIFY_GO_MODULES := e2e/kind/capfix e2e/kind/smoke e2e/kind/pause
 
-VERIFY_CHECKS := verify-go-format verify-go-vet verify-go-lint verify-rust verify-chart verify-generated verify-shell
+VERIFY_CHECKS := verify-go-format verify-go-vet verify-go-lint verify-rust verify-server-layers verify-chart verify-generated \
+  verify-shell
 
 # verify-files lists the repository's files matching the pathspecs $(1): tracked ones, and new ones git does not
 # ignore (a file nobody added yet is checked before it is committed, not after). Deleted files are skipped.
@@ -149,3 +152,14 @@ verify-shell: shellcheck-installed ## shellcheck every shell script (*.sh and sh
 	done; true); \
 	echo "    $$(echo "$$scripts" | wc -l) scripts"; \
 	shellcheck -x --source-path=SCRIPTDIR $$scripts
+
+# Reads images/server/src only (python3, standard library, about a second): import circles, imports that run up
+# the layers declared in the script, and the cfg walk; the script's own tests (hack/test_server_layers.py, made-up
+# crates) run first. Known ones being removed are warnings (the script's
+# allow-lists); `python3 hack/server-layers.py --strict` shows what is left of them, `--walk` the walk.
+.PHONY: verify-server-layers
+verify-server-layers: ## The server's modules: no import circle, no import up the layers (hack/server-layers.py).
+	@$(call progress,verify: the server's import circles and layers)
+	@python3 -m unittest discover -s $(ROOT)/hack -p 'test_server_layers.py' 2>&1 | tail -n 1 | grep -qx OK || \
+	  { python3 -m unittest discover -s $(ROOT)/hack -p 'test_server_layers.py'; exit 1; }
+	@python3 $(ROOT)/hack/server-layers.py

@@ -13,6 +13,7 @@ pub mod answer;
 pub mod compress;
 pub mod config;
 pub mod control;
+pub mod counters;
 pub mod cpus;
 pub mod datecache;
 pub mod dates;

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use crate::publish::Published;
 
-use crate::compress::encoder;
+use crate::compress::encoder_state;
 use crate::config::Config;
 use crate::site::content::Table;
 
@@ -81,10 +81,9 @@ pub struct WorkerStats {
     pub h2_streams: [AtomicU64; 2],
 }
 
-#[inline]
-pub fn bump(c: &AtomicU64, by: u64) {
-    c.store(c.load(Ordering::Relaxed).wrapping_add(by), Ordering::Relaxed);
-}
+/// The counters' bump lives in counters.rs (timing.rs and tls/ count without importing this file); kept here
+/// under its old path for the callers that still use it.
+pub use crate::counters::bump;
 
 pub struct Shared {
     pub cfg: Config,
@@ -106,7 +105,7 @@ pub struct Shared {
     pub pinned: bool,
     pub start_time: f64,
     /// The background encoder's store and progress (encoder.rs).
-    pub encoder: encoder::State,
+    pub encoder: encoder_state::State,
     /// HTTPS configuration and certificate reload state; None when TLS is off (set before the Arc is made).
     pub tls: Option<crate::tls::TlsState>,
     /// Set to the serving generation when a content load starts: a connection whose unsent output still holds a
@@ -129,7 +128,7 @@ impl Shared {
         let pre_head_per_worker = crate::site::memory::pre_head_per_worker(limit, workers);
         let conn_budget_per_worker = crate::site::conn_budget::per_worker(limit, workers);
         Shared {
-            encoder: encoder::State::new(&cfg),
+            encoder: encoder_state::State::new(&cfg),
             cfg,
             table: Published::new(Arc::new(Table::default())),
             loaded: AtomicBool::new(false),

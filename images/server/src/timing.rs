@@ -4,7 +4,7 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use crate::state::bump;
+use crate::counters::bump;
 
 /// Upper bounds (seconds) of the histogram buckets, `+Inf` implied. A static server answers from memory
 /// in tens of microseconds and streams large files for seconds, so the range runs 100 µs .. 10 s in the

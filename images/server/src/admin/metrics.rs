@@ -76,7 +76,7 @@ fn tls_families(out: &mut String, s: &Shared, t: &crate::tls::TlsState) {
 }
 
 /// The background encoder's cost and its waiting for slack (encoder.rs, slack.rs).
-fn encoder_families(out: &mut String, e: &crate::compress::encoder::State) {
+fn encoder_families(out: &mut String, e: &crate::compress::encoder_state::State) {
     family(out, "hyperstatic_encoder_cpu_seconds_total", "counter", "CPU time the background encoder thread used.");
     let _ = writeln!(out, "hyperstatic_encoder_cpu_seconds_total {}", e.cpu_ns.load(Ordering::Relaxed) as f64 / 1e9);
     family(
@@ -330,7 +330,8 @@ pub fn render(s: &Shared) -> String {
 mod tests {
     use super::*;
     use crate::config::Config;
-    use crate::state::{bump, code_index};
+    use crate::counters::bump;
+    use crate::state::code_index;
 
     #[test]
     fn exposition_has_the_contract_names() {

@@ -221,21 +221,6 @@ impl Pending {
         self.segs.drain(..cur);
         r
     }
-
-    /// `write` through a TLS connection (tls/stream.rs); with no segments left it still sends queued records.
-    pub fn write_tls(
-        &mut self,
-        conn: &mut rustls::ServerConnection,
-        fd: RawFd,
-        written: &mut u64,
-        scratch: &mut [u8],
-    ) -> WriteResult {
-        let segs = self.segs.make_contiguous();
-        let mut cur = 0;
-        let r = crate::tls::stream::write_segs(conn, fd, &self.bytes, segs, &mut cur, written, scratch);
-        self.segs.drain(..cur);
-        r
-    }
 }
 
 #[cfg(test)]

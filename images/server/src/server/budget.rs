@@ -48,8 +48,8 @@ use std::sync::atomic::Ordering;
 use super::conn::{Conn, Done, Proto, State};
 use super::slots::{Links, SlotList};
 use super::Worker;
+use crate::counters::bump;
 use crate::http1::out::{Pending, Seg};
-use crate::state::bump;
 
 /// A connection's socket in the kernel, its slot and allocator slack: an idle plain HTTP/1.1 connection grew the
 /// cgroup by 1,670 B (kernel ~1.4 KB, heap 272 B).
@@ -100,7 +100,7 @@ pub(super) fn charge(c: &Conn) -> u64 {
         }
     }
     if let Proto::Http2(h) = &c.proto {
-        n += (size_of::<super::h2::H2>() + h.conn.heap_bytes()) as u64;
+        n += (size_of::<super::conn::H2>() + h.conn.heap_bytes()) as u64;
     }
     if let Some(p) = &c.pending {
         n += (size_of::<Pending>() + p.bytes.capacity() + p.segs.capacity() * size_of::<Seg>()) as u64;

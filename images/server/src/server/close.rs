@@ -6,9 +6,10 @@ use std::sync::atomic::Ordering;
 
 use super::conn::{Done, Proto, State, Then};
 use super::{Flow, Worker, DRAIN_IDLE_MS, LINGER_MS};
+use crate::counters::bump;
 use crate::http1::respond::{self, Ctx};
 use crate::site::content::Table;
-use crate::state::{bump, code_index};
+use crate::state::code_index;
 use crate::sys::{self, io, socket};
 use crate::timing;
 use crate::tls;

@@ -8,8 +8,10 @@ use rustls::ServerConnection;
 
 use super::slots::{Links, SlotList};
 use super::Worker;
+use crate::counters::bump;
 use crate::http1::out::Pending;
-use crate::state::bump;
+use crate::http2;
+use crate::http2::respond::BodyRef;
 
 /// Where a connection slot is in its life.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -31,7 +33,15 @@ pub(super) enum Proto {
     /// `--h2c` on the plain port: fewer than 24 bytes came so far, all of them a prefix of the preface.
     Sniff,
     /// The HTTP/2 engine and what the worker keeps beside it (server/h2.rs).
-    Http2(Box<super::h2::H2>),
+    Http2(Box<H2>),
+}
+
+/// An HTTP/2 connection's own state: the engine and which transport's metrics it counts in. Defined with the
+/// connection that holds it; server/h2.rs drives it.
+pub(super) struct H2 {
+    pub(super) conn: http2::Conn<BodyRef>,
+    /// 0: TLS, 1: cleartext (`WorkerStats::h2_connections`).
+    pub(super) transport: usize,
 }
 
 /// What happens to a connection once the output of its last batch is sent.

@@ -5,9 +5,10 @@
 use super::conn::{Done, Then};
 use super::{Flow, Worker, FLUSH_AT};
 use crate::access;
+use crate::counters::bump;
 use crate::http1::parser::{self, Parsed};
 use crate::http1::respond::{self, Ctx, Resp};
-use crate::state::{bump, code_index};
+use crate::state::code_index;
 use crate::sys;
 use crate::timing;
 

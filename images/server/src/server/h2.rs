@@ -12,27 +12,21 @@
 
 use std::os::unix::fs::FileExt;
 
-use super::conn::{Done, Proto, Then};
+use super::conn::{Done, Proto, Then, H2};
 use super::{Flow, Worker, DRAIN_IDLE_MS};
 use crate::access;
 use crate::answer::conditional::Conditions;
 use crate::answer::file::FileAsk;
 use crate::answer::reply::Reply;
 use crate::answer::request::{self, Ask, Method, Site};
+use crate::counters::bump;
 use crate::http1::out::Out as Batch;
 use crate::http2::frame::PREFACE;
 use crate::http2::respond::{self, BodyRef};
 use crate::http2::{self, Event, Limits, RequestHead};
-use crate::state::{bump, code_index};
+use crate::state::code_index;
 use crate::sys;
 use crate::timing;
-
-/// An HTTP/2 connection's own state: the engine and which transport's metrics it counts in.
-pub(super) struct H2 {
-    pub(super) conn: http2::Conn<BodyRef>,
-    /// 0: TLS, 1: cleartext (`WorkerStats::h2_connections`).
-    transport: usize,
-}
 
 /// Buffer sets a worker keeps for its HTTP/2 connections: one per connection with output in flight at
 /// once, beyond which a busy connection grows its own (freed when it goes quiet). The sets are lent, not

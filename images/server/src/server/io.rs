@@ -5,9 +5,10 @@
 use super::conn::{Done, Proto, State, Then};
 use super::{Flow, Worker, READ_BUF};
 use crate::access;
+use crate::counters::bump;
 use crate::http1::out::{self, Pending, WriteResult};
 use crate::log;
-use crate::state::{bump, WorkerStats};
+use crate::state::WorkerStats;
 use crate::sys::{errno, io};
 use crate::timing;
 use crate::tls;
@@ -30,7 +31,7 @@ impl Worker {
         let Some(p) = c.pending.as_mut() else { return };
         let mut written = 0;
         let r = match c.tls.as_deref_mut() {
-            Some(t) => p.write_tls(t, c.fd, &mut written, &mut self.scratch),
+            Some(t) => tls::stream::write_pending(p, t, c.fd, &mut written, &mut self.scratch),
             None => p.write(c.fd, &mut written),
         };
         match r {

@@ -15,7 +15,7 @@ use std::os::fd::RawFd;
 
 use rustls::ServerConnection;
 
-use crate::http1::out::{self, Seg, WriteResult};
+use crate::http1::out::{self, Pending, Seg, WriteResult};
 
 /// File-backed bodies are read this much at a time (one TLS record's worth of plaintext).
 pub const SCRATCH: usize = 16 * 1024;
@@ -141,4 +141,20 @@ pub fn write_segs(
         *written += n as u64;
         out::advance(segs, cur, n);
     }
+}
+
+/// `Pending::write` through a TLS connection; with no segments left it still sends queued records. Here rather
+/// than beside `Pending::write`, so that http1/out.rs, whose segments tls/ writes, does not import tls/ in turn.
+pub fn write_pending(
+    p: &mut Pending,
+    conn: &mut ServerConnection,
+    fd: RawFd,
+    written: &mut u64,
+    scratch: &mut [u8],
+) -> WriteResult {
+    let segs = p.segs.make_contiguous();
+    let mut cur = 0;
+    let r = write_segs(conn, fd, &p.bytes, segs, &mut cur, written, scratch);
+    p.segs.drain(..cur);
+    r
 }

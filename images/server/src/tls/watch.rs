@@ -8,8 +8,8 @@ use std::time::{Duration, Instant};
 use super::material::{self, Material};
 use super::TlsState;
 use crate::config::TlsFiles;
+use crate::counters::bump;
 use crate::log::{self, V};
-use crate::state::bump;
 
 pub const INTERVAL: Duration = Duration::from_secs(1);
 
