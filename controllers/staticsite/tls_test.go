@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"hyperstatic.dev/hyperstatic/api/v1alpha1"
+	"hyperstatic.dev/hyperstatic/internal/sitevalue"
 	"hyperstatic.dev/hyperstatic/internal/testcerts"
 	"hyperstatic.dev/hyperstatic/internal/testenv"
 )
@@ -136,8 +137,12 @@ func TestTLSSecretLifecycle(t *testing.T) {
 
 	d := getDeployment(t, ns, "secure")
 	args := strings.Join(d.Spec.Template.Spec.Containers[0].Args, " ")
-	if !strings.Contains(args, "--tls-listen [::]:8443 --tls-cert /etc/hyperstatic/tls/tls.crt --tls-key /etc/hyperstatic/tls/tls.key --hsts max-age=300") {
+	if !strings.Contains(args, "--tls-listen [::]:8443 --tls-cert /etc/hyperstatic/tls/tls.crt --tls-key /etc/hyperstatic/tls/tls.key --site ") {
 		t.Errorf("args %s", args)
+	}
+	// HSTS is the site value's.
+	if got := siteValueOf(t, ns, "secure").Data[sitevalue.Key]; got != `{"version":1,"hsts":"max-age=300"}` {
+		t.Errorf("site value %s", got)
 	}
 	svc := &corev1.Service{}
 	testenv.Must(t, k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "secure"}, svc))
