@@ -42,6 +42,10 @@ type SiteValueStatus struct {
 	ReadyPods int32 `json:"readyPods"`
 }
 
+// ReasonSiteRuleFlagInExtraArgs (Stalled=True, SiteValueApplied=False): spec.server.extraArgs of a site stored
+// before the CRD refused it sets a site-rule flag; the Deployment is left as it is until the spec is fixed.
+const ReasonSiteRuleFlagInExtraArgs = "SiteRuleFlagInExtraArgs"
+
 // ReasonSiteValueConfigMapRejected (Stalled=True, SiteValueApplied=False): the API server refused the site value's
 // ConfigMap (quota, admission webhook); the message has its answer. The Deployment is left as it is.
 const ReasonSiteValueConfigMapRejected = "SiteValueConfigMapRejected"

@@ -237,6 +237,15 @@ type ServerSpec struct {
 	// +optional
 	CacheControl []CacheControlRule `json:"cacheControl,omitempty"`
 
+	// defaultCacheControl is the Cache-Control header of files no cacheControl rule matches. Default: the server's
+	// ("no-cache": revalidate every time). It replaces --default-cache-control in extraArgs, which the site value
+	// no longer allows.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=255
+	// +kubebuilder:validation:Pattern=`^[^\x00-\x1f\x7f]*$`
+	// +optional
+	DefaultCacheControl string `json:"defaultCacheControl,omitempty"`
+
 	// headers are added to every file response, or to those whose path matches the header's glob. They win over
 	// the site's own _headers file and over the default security headers of the same name.
 	// +kubebuilder:validation:MaxItems=64

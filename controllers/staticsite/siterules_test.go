@@ -18,15 +18,16 @@ func TestSiteRulesAreNotInThePodTemplate(t *testing.T) {
 	site := newSite(v1alpha1.ContentSource{Image: "x"})
 	before := deploymentFor(t, site, ImageContent(v1alpha1.ContentSourceImage, "x", "")).Spec.Template
 	site.Spec.Server = v1alpha1.ServerSpec{
-		CacheControl:    []v1alpha1.CacheControlRule{{Glob: "*.css", Value: "public, max-age=600"}},
-		Headers:         []v1alpha1.Header{{Name: "X-Frame-Options", Value: "DENY"}},
-		SecurityHeaders: ptr.To(false),
-		CORS:            []v1alpha1.CORSRule{{Glob: "/fonts/**", AllowOrigins: []string{"*"}}},
-		SPAFallback:     true,
-		NotFoundPage:    "/404.html",
-		Redirects:       []v1alpha1.Redirect{{From: "/old", To: "/new"}},
-		CleanURLs:       true,
-		ErrorPages:      []v1alpha1.ErrorPage{{Status: 404, Path: "/404.html"}},
+		CacheControl:        []v1alpha1.CacheControlRule{{Glob: "*.css", Value: "public, max-age=600"}},
+		DefaultCacheControl: "no-store",
+		Headers:             []v1alpha1.Header{{Name: "X-Frame-Options", Value: "DENY"}},
+		SecurityHeaders:     ptr.To(false),
+		CORS:                []v1alpha1.CORSRule{{Glob: "/fonts/**", AllowOrigins: []string{"*"}}},
+		SPAFallback:         true,
+		NotFoundPage:        "/404.html",
+		Redirects:           []v1alpha1.Redirect{{From: "/old", To: "/new"}},
+		CleanURLs:           true,
+		ErrorPages:          []v1alpha1.ErrorPage{{Status: 404, Path: "/404.html"}},
 	}
 	site.Spec.TLS = &v1alpha1.TLSSpec{SecretName: "s", HTTPRedirect: true, HSTS: &v1alpha1.HSTSSpec{MaxAgeSeconds: 60}}
 	withTLS := newSite(v1alpha1.ContentSource{Image: "x"})

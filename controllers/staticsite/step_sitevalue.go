@@ -45,6 +45,16 @@ const DefaultSiteValueRetry = 2 * time.Second
 func (r *Reconciler) reconcileSiteValue(ctx context.Context, st *observation) error {
 	site := st.site
 	st.siteValue = &siteValueState{rendered: sitevalue.Render(site)}
+	if i := sitevalue.SiteRuleFlagIn(site.Spec.Server.ExtraArgs); i >= 0 {
+		// Admitted before the CRD refused it (an operator upgrade): the server would refuse to start on it beside
+		// --site, so the running Deployment is left as it is, serving with its flags, until the spec is fixed.
+		st.siteValue.notApplied = &problem{Reason: v1alpha1.ReasonSiteRuleFlagInExtraArgs, Message: fmt.Sprintf(
+			"spec.server.extraArgs[%d] %q sets a site-rule flag, which the server refuses beside the site value: set it in its spec field "+
+				"(spec.server.*, spec.tls.*) instead; the Deployment is left as it is", i, site.Spec.Server.ExtraArgs[i])}
+		st.reject(st.siteValue.notApplied)
+		st.skipDeployment = true
+		return nil
+	}
 	key := types.NamespacedName{Namespace: site.Namespace, Name: sitevalue.ConfigMapName(site.Name)}
 	res, err := applyChild(ctx, r.Client, r.directReader(), site, "ConfigMap", &corev1.ConfigMap{},
 		DesiredSiteValueConfigMap(site, st.siteValue.rendered), key, extractConfigMap)

@@ -94,6 +94,8 @@ func tableCases() []argsCase {
 			{Glob: "-draft-*.html", Name: "X-Robots-Tag", Value: "noindex"},
 			{Glob: "/a b/[x]{y}/?.js", Name: "X-Odd", Value: "a=b: c"},
 		}}},
+		{name: "default cache control", spec: v1alpha1.ServerSpec{DefaultCacheControl: "public, max-age=60"}},
+		{name: "default cache control as the server's default", spec: v1alpha1.ServerSpec{DefaultCacheControl: "no-cache"}},
 		{name: "security headers off", spec: v1alpha1.ServerSpec{SecurityHeaders: ptr.To(false)}},
 		{name: "security headers on", spec: v1alpha1.ServerSpec{SecurityHeaders: ptr.To(true)}},
 		{name: "cors", spec: v1alpha1.ServerSpec{CORS: []v1alpha1.CORSRule{
@@ -110,15 +112,15 @@ func tableCases() []argsCase {
 		{name: "not found page with a space", spec: v1alpha1.ServerSpec{NotFoundPage: "/assets/img/a b.js"}},
 		{name: "extra args", spec: v1alpha1.ServerSpec{ExtraArgs: []string{
 			"--workers", "2", "--header-timeout=5s", "--keepalive-timeout", "30s",
-			"--default-cache-control", "public, max-age=60", "--max-memory-file-size", "1MiB",
+			"--max-memory-file-size", "1MiB",
 			"--compress=false", "--access-log", "--access-log-sample", "100",
 		}}},
 		// extraArgs are appended after the operator's flags (docs/staticsite.md) and are the only way to change
 		// what the operator sets without a field, such as --shutdown-timeout: a repeated flag must be accepted,
 		// the last one winning, or such a site's pods crash-loop.
 		{name: "extra args repeat operator flags", spec: v1alpha1.ServerSpec{
-			DrainDelay: dur(5 * time.Second), NotFoundPage: "/404.html",
-			ExtraArgs: []string{"--shutdown-timeout", "30s", "--drain-delay=1s", "--not-found-page", "/index.html"},
+			DrainDelay: dur(5 * time.Second),
+			ExtraArgs:  []string{"--shutdown-timeout", "30s", "--drain-delay=1s"},
 		}},
 		{name: "redirects", spec: v1alpha1.ServerSpec{Redirects: []v1alpha1.Redirect{
 			{From: "/old", To: "/new", Status: 301},
@@ -323,7 +325,6 @@ var extraFlags = []struct {
 	{"--workers", false, func(r *rand.Rand) string { return fmt.Sprint(r.IntN(5)) }},
 	{"--header-timeout", false, func(r *rand.Rand) string { return fmt.Sprintf("%ds", 1+r.IntN(60)) }},
 	{"--keepalive-timeout", false, func(r *rand.Rand) string { return fmt.Sprintf("%dms", 1+r.IntN(120_000)) }},
-	{"--default-cache-control", false, func(r *rand.Rand) string { return "public, max-age=" + fmt.Sprint(r.IntN(86400)) }},
 	{"--max-memory-file-size", false, func(r *rand.Rand) string {
 		return []string{"1MiB", "512KiB", "1000000", "8M"}[r.IntN(4)]
 	}},
@@ -377,6 +378,9 @@ func genCases(seed uint64, n int) []argsCase {
 		}
 		if half() {
 			s.SecurityHeaders = ptr.To(half())
+		}
+		if half() {
+			s.DefaultCacheControl = "public, max-age=" + fmt.Sprint(r.IntN(86400))
 		}
 		if half() {
 			for range 1 + r.IntN(3) {

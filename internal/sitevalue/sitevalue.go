@@ -25,13 +25,18 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"slices"
 	"strconv"
+	"strings"
 
 	"hyperstatic.dev/hyperstatic/api/v1alpha1"
 )
 
 // Version is the site value format this package writes.
 const Version = 1
+
+// DefaultCacheControl is the server's Cache-Control for files no rule matches: the value's default, never written.
+const DefaultCacheControl = "no-cache"
 
 const (
 	// Key is the ConfigMap key, and so the file name under MountDir.
@@ -57,6 +62,19 @@ func ConfigMapName(site string) string { return site + ".site-value" }
 // lists together).
 var SiteRuleFlags = []string{"site", "cache-control", "default-cache-control", "header", "security-headers", "cors", "spa-fallback",
 	"not-found-page", "redirect", "clean-urls", "error-page", "https-redirect", "https-redirect-port", "hsts"}
+
+// SiteRuleFlagIn returns the index of the first argument of args that sets a site-rule flag ("--redirect" or
+// "--redirect=..."), or -1. The CRD refuses such extraArgs; a site stored before that rule existed may still hold
+// them, and the server would refuse to start on them beside --site.
+func SiteRuleFlagIn(args []string) int {
+	for i, a := range args {
+		name, _, _ := strings.Cut(strings.TrimPrefix(a, "--"), "=")
+		if strings.HasPrefix(a, "--") && slices.Contains(SiteRuleFlags, name) {
+			return i
+		}
+	}
+	return -1
+}
 
 // Value is the site value's JSON shape, fields in the file's order. Every field is omitted at its default.
 type Value struct {
@@ -149,6 +167,9 @@ func Revision(b []byte) string {
 func Of(site *v1alpha1.StaticSite) Value {
 	s := site.Spec.Server
 	v := Value{Version: Version, SPAFallback: s.SPAFallback, NotFoundPage: s.NotFoundPage, CleanURLs: s.CleanURLs}
+	if s.DefaultCacheControl != DefaultCacheControl {
+		v.DefaultCacheControl = s.DefaultCacheControl
+	}
 	for _, r := range s.CacheControl {
 		v.CacheControl = append(v.CacheControl, CacheControl(r))
 	}

@@ -35,6 +35,9 @@ func TestRenderEachField(t *testing.T) {
 		{name: "cacheControl", server: v1alpha1.ServerSpec{CacheControl: []v1alpha1.CacheControlRule{
 			{Glob: "/assets/**", Value: "public, max-age=31536000, immutable"}, {Glob: "*.html", Value: "no-cache"}}},
 			want: `{"version":1,"cacheControl":[{"glob":"/assets/**","value":"public, max-age=31536000, immutable"},{"glob":"*.html","value":"no-cache"}]}`},
+		{name: "defaultCacheControl", server: v1alpha1.ServerSpec{DefaultCacheControl: "public, max-age=60"},
+			want: `{"version":1,"defaultCacheControl":"public, max-age=60"}`},
+		{name: "defaultCacheControl no-cache is the default", server: v1alpha1.ServerSpec{DefaultCacheControl: "no-cache"}, want: `{"version":1}`},
 		{name: "headers with and without glob", server: v1alpha1.ServerSpec{Headers: []v1alpha1.Header{
 			{Glob: "/**/*.html", Name: "X-Frame-Options", Value: "DENY"}, {Name: "X-Site", Value: "a<b>&c"}}},
 			want: `{"version":1,"headers":[{"glob":"/**/*.html","name":"X-Frame-Options","value":"DENY"},{"name":"X-Site","value":"a<b>&c"}]}`},
@@ -83,18 +86,19 @@ func TestRenderEachField(t *testing.T) {
 // rendering.
 func TestRenderEverythingInTheDocumentedOrder(t *testing.T) {
 	s := siteOf(v1alpha1.ServerSpec{
-		ErrorPages:      []v1alpha1.ErrorPage{{Status: 404, Path: "/404.html"}},
-		CleanURLs:       true,
-		Redirects:       []v1alpha1.Redirect{{From: "/old/*", To: "/new/:splat", Status: 302}},
-		NotFoundPage:    "/404.html",
-		SPAFallback:     true,
-		CORS:            []v1alpha1.CORSRule{{Glob: "/fonts/**", AllowOrigins: []string{"*"}}},
-		SecurityHeaders: ptr.To(false),
-		Headers:         []v1alpha1.Header{{Name: "X-A", Value: "1"}},
-		CacheControl:    []v1alpha1.CacheControlRule{{Glob: "/assets/**", Value: "immutable"}},
+		ErrorPages:          []v1alpha1.ErrorPage{{Status: 404, Path: "/404.html"}},
+		CleanURLs:           true,
+		Redirects:           []v1alpha1.Redirect{{From: "/old/*", To: "/new/:splat", Status: 302}},
+		NotFoundPage:        "/404.html",
+		SPAFallback:         true,
+		CORS:                []v1alpha1.CORSRule{{Glob: "/fonts/**", AllowOrigins: []string{"*"}}},
+		SecurityHeaders:     ptr.To(false),
+		Headers:             []v1alpha1.Header{{Name: "X-A", Value: "1"}},
+		CacheControl:        []v1alpha1.CacheControlRule{{Glob: "/assets/**", Value: "immutable"}},
+		DefaultCacheControl: "no-store",
 	}, &v1alpha1.TLSSpec{SecretName: "s", HTTPRedirect: true, HSTS: &v1alpha1.HSTSSpec{MaxAgeSeconds: 60}}, 0)
 	first := Render(s)
-	order := []string{"version", "cacheControl", "headers", "securityHeaders", "cors", "spaFallback", "notFoundPage", "redirects",
+	order := []string{"version", "cacheControl", "defaultCacheControl", "headers", "securityHeaders", "cors", "spaFallback", "notFoundPage", "redirects",
 		"cleanURLs", "errorPages", "httpsRedirect", "hsts"}
 	at := -1
 	for _, k := range order {
@@ -121,6 +125,24 @@ func TestRevisionFollowsTheBytes(t *testing.T) {
 	b := Render(siteOf(v1alpha1.ServerSpec{Redirects: []v1alpha1.Redirect{{From: "/a", To: "/c"}}}, nil, 0))
 	if a.Revision == b.Revision || !strings.HasPrefix(a.Revision, RevisionPrefix) || len(a.Revision) != len(RevisionPrefix)+16 {
 		t.Fatalf("revisions %s and %s", a.Revision, b.Revision)
+	}
+}
+
+func TestSiteRuleFlagIn(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want int
+	}{
+		{nil, -1},
+		{[]string{"--workers", "2", "--access-log"}, -1},
+		{[]string{"--header-timeout=5s", "--default-cache-control", "x"}, 1},
+		{[]string{"--hsts=max-age=1"}, 0},
+		{[]string{"--access-log", "--site", "/x"}, 1},
+		{[]string{"-header", "--headers"}, -1}, // not the flag: a short form and another name
+	} {
+		if got := SiteRuleFlagIn(c.args); got != c.want {
+			t.Errorf("SiteRuleFlagIn(%q) = %d, want %d", c.args, got, c.want)
+		}
 	}
 }
 
