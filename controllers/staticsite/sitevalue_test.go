@@ -139,12 +139,17 @@ func TestSiteValueAppliesLiveWithoutARollout(t *testing.T) {
 	// A value a pod refuses (a 404 page the content lacks): it keeps serving r2 and says why; the site is Stalled
 	// with the server's reason and a Warning is recorded.
 	refusal := "site value: notFoundPage: /missing.html is not in the content"
-	scraper.set(ns, "live-a", podmetrics.Sample{CPUs: "1", Pinned: true, SiteValueRevision: r2, SiteValueLoadFailures: 1, LoadError: refusal})
+	// As the real server says it: the load failed (hyperstatic_content_load_failed), one site value refused, the
+	// reason on /load-error (internal/contract pins all three).
+	scraper.set(ns, "live-a", podmetrics.Sample{CPUs: "1", Pinned: true, SiteValueRevision: r2, SiteValueLoadFailures: 1, LoadFailed: true, LoadError: refusal})
 	updateSite(t, site, func(s *v1alpha1.StaticSite) { s.Spec.Server.NotFoundPage = "/missing.html" })
 	r3 := waitSiteValue(t, site)
 	waitSite(t, ns, "live", "refused", func(s *v1alpha1.StaticSite) error {
 		if err := conditionWith(v1alpha1.ConditionSiteValueApplied, metav1.ConditionFalse, v1alpha1.ReasonSiteValueRefused, refusal)(s); err != nil {
 			return err
+		}
+		if err := condition(s, v1alpha1.ConditionContentAvailable, metav1.ConditionTrue, ""); err != nil {
+			return err // the content loads: only the value was refused
 		}
 		return conditionWith(v1alpha1.ConditionStalled, metav1.ConditionTrue, v1alpha1.ReasonSiteValueRefused, "pod live-a serves "+r2)(s)
 	})

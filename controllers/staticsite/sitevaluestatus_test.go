@@ -53,6 +53,20 @@ func TestSiteValueVerdict(t *testing.T) {
 	}
 }
 
+// A refused site value makes the server's load fail (hyperstatic_content_load_failed) while the content loads
+// fine: it is said in SiteValueApplied, not as a content failure; a content failure still is one.
+func TestRefusedSiteValueIsNotAContentFailure(t *testing.T) {
+	st := (&Reconciler{}).newObservation(newSite(v1alpha1.ContentSource{Image: "x"}))
+	observeReloadFailure(st, "a", podmetrics.Sample{LoadFailed: true, SiteValueLoadFailures: 1, LoadError: "site value: notFoundPage /missing.html is not in the content"})
+	if st.contentProblem != nil {
+		t.Fatalf("a refused site value reported as content: %+v", st.contentProblem)
+	}
+	observeReloadFailure(st, "a", podmetrics.Sample{LoadFailed: true, LoadError: "_redirects:2: status 418 is not supported"})
+	if st.contentProblem == nil || st.contentProblem.Reason != v1alpha1.ReasonContentLoadFailed {
+		t.Fatalf("a content failure not reported: %+v", st.contentProblem)
+	}
+}
+
 // A site stored before the CRD refused site-rule flags in extraArgs: the site value is not applied, the Deployment
 // is left alone, and the status names the argument.
 func TestSiteRuleFlagInStoredExtraArgs(t *testing.T) {

@@ -63,9 +63,9 @@ func TestContractSiteValueReloadReadByTheScraper(t *testing.T) {
 	refused.Spec.Server.NotFoundPage = "/missing.html"
 	replace(sitevalue.Render(refused).Bytes)
 	s := waitSample("the refused value", func(s podmetrics.Sample) bool { return s.SiteValueLoadFailures > 0 })
-	if s.SiteValueRevision != r2 || !strings.Contains(s.LoadError, "/missing.html") {
-		t.Errorf("after a refused value: revision %q (want %s still serving), LoadError %q (want the reason naming /missing.html)",
-			s.SiteValueRevision, r2, s.LoadError)
+	if s.SiteValueRevision != r2 || !strings.Contains(s.LoadError, "/missing.html") || !strings.HasPrefix(s.LoadError, sitevalue.LoadErrorPrefix) {
+		t.Errorf("after a refused value: revision %q (want %s still serving), LoadError %q (want the reason naming /missing.html, starting %q)",
+			s.SiteValueRevision, r2, s.LoadError, sitevalue.LoadErrorPrefix)
 	}
 	replace(sitevalue.Render(first).Bytes)
 	waitSample("a good value again", func(s podmetrics.Sample) bool { return s.SiteValueRevision == r1 && s.LoadError == "" })

@@ -51,6 +51,11 @@ const (
 	AnnotationRevision = "hyperstatic.dev/site-value-revision"
 	// RevisionPrefix starts every revision.
 	RevisionPrefix = "sha256:"
+	// LoadErrorPrefix starts the server's /load-error message when it refused a site value (a bad file, or a page
+	// the content lacks), as opposed to content it could not load (images/server/src/control.rs and
+	// site_value/mod.rs; internal/contract pins it). The operator reports the former in SiteValueApplied, not as
+	// a content failure.
+	LoadErrorPrefix = "site value"
 )
 
 // ConfigMapName is the name of the ConfigMap holding a site's value: <site>.site-value (a dot: no StaticSite,
