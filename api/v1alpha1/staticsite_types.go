@@ -8,7 +8,7 @@ import (
 )
 
 // StaticSite condition types. Polarity is documented in docs/staticsite.md: Ready, ContentAvailable, Pinned,
-// ContentInMemory, TLSReady, RouteApplied and PodMonitorApplied are "normal-true"; Reconciling and Stalled are
+// ContentInMemory, SiteValueApplied (sitevalue_types.go), TLSReady, RouteApplied and PodMonitorApplied are "normal-true"; Reconciling and Stalled are
 // "abnormal-true" (kstatus), present only while they hold. TLSReady, RouteApplied and PodMonitorApplied are
 // present only while spec.tls, spec.route and spec.monitoring are set.
 const (

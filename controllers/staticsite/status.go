@@ -125,8 +125,9 @@ func deriveCapacity(s *v1alpha1.StaticSiteStatus, site *v1alpha1.StaticSite, o *
 // deriveProgress sets Ready, Reconciling and Stalled from the problems the steps found, the Deployment's rollout and
 // the server-image queue. The first of these that applies wins: a problem only a person can fix (Stalled), content
 // that no pod can serve yet for a reason that may pass (a Git site's first fetch), a scale-up (Ready stays), a
-// rollout under way, and, once the rollout is done, the queue for a new default server image (Reconciling, Ready
-// unchanged: the site serves on its current image).
+// rollout under way, and, once the rollout is done, pods catching up with a new site value and the queue for a new
+// default server image (Reconciling, Ready unchanged: the site serves, on its previous rules or current image). A
+// site value a pod refused is a problem only a person can fix (Stalled), after the children refused.
 func deriveProgress(s *v1alpha1.StaticSiteStatus, site *v1alpha1.StaticSite, o *observation, set reconcile.Conditions, content contentVerdict, sv siteValueVerdict) {
 	// What the last complete pass reported: a scale-up keeps Ready only if no pod that was ready has been lost.
 	wasReady, readyBefore := meta.IsStatusConditionTrue(site.Status.Conditions, v1alpha1.ConditionReady), site.Status.ReadyReplicas
