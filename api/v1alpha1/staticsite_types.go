@@ -8,7 +8,7 @@ import (
 )
 
 // StaticSite condition types. Polarity is documented in docs/staticsite.md: Ready, ContentAvailable, Pinned,
-// ContentInMemory, TLSReady, RouteApplied and PodMonitorApplied are "normal-true"; Reconciling and Stalled are
+// ContentInMemory, SiteValueApplied (sitevalue_types.go), TLSReady, RouteApplied and PodMonitorApplied are "normal-true"; Reconciling and Stalled are
 // "abnormal-true" (kstatus), present only while they hold. TLSReady, RouteApplied and PodMonitorApplied are
 // present only while spec.tls, spec.route and spec.monitoring are set.
 const (
@@ -216,7 +216,9 @@ type PersistentVolumeClaimContent struct {
 	SubPath string `json:"subPath,omitempty"`
 }
 
-// ServerSpec tunes the hyperstatic server. Every field becomes a server flag.
+// ServerSpec tunes the hyperstatic server. The site rules (cacheControl, headers, securityHeaders, cors, spaFallback,
+// notFoundPage, redirects, cleanURLs, errorPages) become the site value, which running servers reload; the other
+// fields are server flags, and changing them rolls the pods.
 type ServerSpec struct {
 	// image overrides the server image (default: the operator's --server-image). Ignored for content.image,
 	// whose image is the server.
@@ -234,6 +236,15 @@ type ServerSpec struct {
 	// +listType=atomic
 	// +optional
 	CacheControl []CacheControlRule `json:"cacheControl,omitempty"`
+
+	// defaultCacheControl is the Cache-Control header of files no cacheControl rule matches. Default: the server's
+	// ("no-cache": revalidate every time). It replaces --default-cache-control in extraArgs, which the site value
+	// no longer allows.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=255
+	// +kubebuilder:validation:Pattern=`^[^\x00-\x1f\x7f]*$`
+	// +optional
+	DefaultCacheControl string `json:"defaultCacheControl,omitempty"`
 
 	// headers are added to every file response, or to those whose path matches the header's glob. They win over
 	// the site's own _headers file and over the default security headers of the same name.
@@ -314,10 +325,15 @@ type ServerSpec struct {
 	// extraArgs are appended to the server's arguments; a flag given twice takes its last value, so they override
 	// the operator's. Never one that moves what the operator wires up for the pod (refused here, whatever the
 	// tenancy policy): --root, --listen, --admin-listen, --tls-listen, --tls-cert, --tls-key, --termination-log,
-	// --compress-cache. The operator's tenancy policy (docs/security.md) may narrow them further.
+	// --compress-cache; nor a site-rule flag (--site, --cache-control, --default-cache-control, --header,
+	// --security-headers, --cors, --spa-fallback, --not-found-page, --redirect, --clean-urls, --error-page,
+	// --https-redirect, --https-redirect-port, --hsts): the site's rules are its site value (the fields above), and
+	// the server refuses site-rule flags beside --site. The operator's tenancy policy (docs/security.md) may narrow
+	// them further.
 	// +kubebuilder:validation:MaxItems=64
 	// +kubebuilder:validation:items:MaxLength=1024
 	// +kubebuilder:validation:XValidation:rule="self.all(a, !a.matches('^--(root|listen|admin-listen|tls-listen|tls-cert|tls-key|termination-log|compress-cache)(=.*)?$'))",message="spec.server.extraArgs must not set --root, --listen, --admin-listen, --tls-listen, --tls-cert, --tls-key, --termination-log or --compress-cache: the operator wires these for the pod"
+	// +kubebuilder:validation:XValidation:rule="self.all(a, !a.matches('^--(site|cache-control|default-cache-control|header|security-headers|cors|spa-fallback|not-found-page|redirect|clean-urls|error-page|https-redirect|https-redirect-port|hsts)(=.*)?$'))",message="spec.server.extraArgs must not set a site-rule flag (--site, --cache-control, --default-cache-control, --header, --security-headers, --cors, --spa-fallback, --not-found-page, --redirect, --clean-urls, --error-page, --https-redirect, --https-redirect-port, --hsts): the site's rules are its site value, set them in spec.server and spec.tls"
 	// +listType=atomic
 	// +optional
 	ExtraArgs []string `json:"extraArgs,omitempty"`
@@ -448,8 +464,8 @@ type StaticSiteStatus struct {
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
-	// conditions: Ready, Reconciling, Stalled, ContentAvailable, Pinned, ContentInMemory, TLSReady, RouteApplied,
-	// PodMonitorApplied (and the autoscaler's own).
+	// conditions: Ready, Reconciling, Stalled, ContentAvailable, Pinned, ContentInMemory, SiteValueApplied, TLSReady,
+	// RouteApplied, PodMonitorApplied (and the autoscaler's own).
 	// +listType=map
 	// +listMapKey=type
 	// +optional
@@ -505,6 +521,10 @@ type StaticSiteStatus struct {
 	// condition is then Unknown and says why): never numbers from an earlier pass presented as current.
 	// +optional
 	Content *ServedContent `json:"content,omitempty"`
+	// siteValue is the site value (rules, headers, cache-control...) rendered from the spec and how many ready pods
+	// serve it; the SiteValueApplied condition says why the others do not.
+	// +optional
+	SiteValue *SiteValueStatus `json:"siteValue,omitempty"`
 
 	// autoscaling is written by the autoscaler only.
 	// +optional
@@ -568,6 +588,7 @@ type ServedContent struct {
 // +kubebuilder:printcolumn:name="Commit",type=string,JSONPath=`.status.content.revision.shortCommit`,description="Git sites: the commit the fetcher published"
 // +kubebuilder:printcolumn:name="Served",type=string,JSONPath=`.status.content.revision.served`,description="Git sites: ready pods serving that commit / ready pods"
 // +kubebuilder:printcolumn:name="Revision",type=string,JSONPath=`.status.contentRevision`,priority=1
+// +kubebuilder:printcolumn:name="Site-Value",type=string,JSONPath=`.status.conditions[?(@.type=="SiteValueApplied")].status`,priority=1,description="every ready pod serves the rules, headers and cache-control of the current spec"
 // +kubebuilder:printcolumn:name="In-Memory",type=string,JSONPath=`.status.conditions[?(@.type=="ContentInMemory")].status`,priority=1,description="every file served from memory"
 // +kubebuilder:printcolumn:name="Memory",type=string,JSONPath=`.status.memory`,priority=1,description="memory limit of each pod"
 // +kubebuilder:printcolumn:name="Memory-Fit",type=string,JSONPath=`.status.content.fitMemoryLimit`,priority=1,description="memory limit that would hold every file in memory"

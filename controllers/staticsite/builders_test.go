@@ -16,6 +16,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"hyperstatic.dev/hyperstatic/api/v1alpha1"
+	"hyperstatic.dev/hyperstatic/internal/sitevalue"
 )
 
 const testServerImage = "hyperstatic/server:test"
@@ -65,8 +66,8 @@ func TestDeploymentPerContentSource(t *testing.T) {
 		if got := pod.Containers[0].Image; got != testServerImage {
 			t.Errorf("image = %q, want the server image", got)
 		}
-		if len(pod.Volumes) != 2 || pod.Volumes[0].Projected == nil {
-			t.Fatalf("want a projected volume and the compression cache, got %+v", pod.Volumes)
+		if len(pod.Volumes) != 3 || pod.Volumes[0].Projected == nil {
+			t.Fatalf("want a projected volume, the compression cache and the site value, got %+v", pod.Volumes)
 		}
 		srcs := pod.Volumes[0].Projected.Sources
 		if srcs[0].ConfigMap.Name != "pages" || len(srcs[0].ConfigMap.Items) != 0 {
@@ -90,9 +91,9 @@ func TestDeploymentPerContentSource(t *testing.T) {
 		if got := pod.Containers[0].Image; got != "example/docs:v3" {
 			t.Errorf("image = %q, want the baked site image", got)
 		}
-		if len(pod.Volumes) != 1 || pod.Volumes[0].Name != compressCacheVolumeName ||
-			len(pod.Containers[0].VolumeMounts) != 1 || pod.Containers[0].VolumeMounts[0].Name != compressCacheVolumeName {
-			t.Errorf("a baked image needs no site volume, only the compression cache: %+v %+v", pod.Volumes, pod.Containers[0].VolumeMounts)
+		if len(pod.Volumes) != 2 || pod.Volumes[0].Name != compressCacheVolumeName || pod.Volumes[1].Name != siteValueVolumeName ||
+			len(pod.Containers[0].VolumeMounts) != 2 || pod.Containers[0].VolumeMounts[0].Name != compressCacheVolumeName {
+			t.Errorf("a baked image needs no site volume, only the compression cache and the site value: %+v %+v", pod.Volumes, pod.Containers[0].VolumeMounts)
 		}
 		if d.Spec.Template.Annotations[AnnotationContentHash] == "" {
 			t.Error("a baked image must put the content hash on the pod template")
@@ -108,7 +109,7 @@ func TestDeploymentPerContentSource(t *testing.T) {
 		if pod.Containers[0].Image != testServerImage {
 			t.Errorf("image = %q", pod.Containers[0].Image)
 		}
-		if len(pod.Volumes) != 2 || pod.Volumes[0].Image == nil ||
+		if len(pod.Volumes) != 3 || pod.Volumes[0].Image == nil ||
 			pod.Volumes[0].Image.Reference != "example/docs-content:v3" || pod.Volumes[0].Image.PullPolicy != corev1.PullIfNotPresent {
 			t.Fatalf("want an image volume, got %+v", pod.Volumes)
 		}
@@ -138,7 +139,7 @@ func TestDeploymentPerContentSource(t *testing.T) {
 func assertSiteMount(t *testing.T, pod corev1.PodSpec, subPath string) {
 	t.Helper()
 	want := []corev1.VolumeMount{{Name: siteVolumeName, MountPath: "/site", ReadOnly: true, SubPath: subPath},
-		{Name: compressCacheVolumeName, MountPath: compressCacheDir}}
+		{Name: compressCacheVolumeName, MountPath: compressCacheDir}, {Name: siteValueVolumeName, MountPath: sitevalue.MountDir, ReadOnly: true}}
 	if got := pod.Containers[0].VolumeMounts; !reflect.DeepEqual(got, want) {
 		t.Errorf("mounts = %+v, want %+v", got, want)
 	}
@@ -234,7 +235,8 @@ func TestDeploymentShape(t *testing.T) {
 
 func TestServerArgs(t *testing.T) {
 	site := newSite(v1alpha1.ContentSource{Image: "x"})
-	if got, want := ServerArgs(site), []string{"--root", "/site", "--listen", "[::]:8080", "--admin-listen", "[::]:9090", "--drain-delay", "5s", "--shutdown-timeout", "10s"}; !reflect.DeepEqual(got, want) {
+	if got, want := ServerArgs(site), []string{"--root", "/site", "--listen", "[::]:8080", "--admin-listen", "[::]:9090", "--drain-delay", "5s", "--shutdown-timeout", "10s",
+		"--site", "/etc/hyperstatic/site/site.json"}; !reflect.DeepEqual(got, want) {
 		// Unset fields add no argument: an operator upgrade must not change existing sites' pod templates, and
 		// older pinned server images reject flags they do not know.
 		t.Errorf("default args = %q, want %q", got, want)
@@ -257,10 +259,8 @@ func TestServerArgs(t *testing.T) {
 		ExtraArgs:                []string{"--access-log"},
 	}
 	want := []string{"--root", "/site", "--listen", "[::]:8080", "--admin-listen", "[::]:9090", "--drain-delay", "20s", "--shutdown-timeout", "10s",
-		"--max-requests-per-connection", "500", "--max-connection-age", "1500ms", "--h2c=true", "--cache-control", "*.css=public, max-age=600",
-		"--header", "X-Frame-Options:DENY", "--header", "/fonts/**=X-Font:1", "--security-headers=false",
-		"--cors", "/fonts/**=*", "--cors", "/api/**=https://a.example,http://b.example:8080;methods=GET,HEAD;headers=X-Token;max-age=600",
-		"--spa-fallback", "--not-found-page", "/404.html", "--access-log"}
+		"--max-requests-per-connection", "500", "--max-connection-age", "1500ms", "--h2c=true",
+		"--site", "/etc/hyperstatic/site/site.json", "--access-log"} // the site rules are the site value's (step_sitevalue.go)
 	if got := ServerArgs(site); !reflect.DeepEqual(got, want) {
 		t.Errorf("args = %q\nwant %q", got, want)
 	}

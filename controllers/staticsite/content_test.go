@@ -120,7 +120,8 @@ func TestImageSiteRollsOnContentChange(t *testing.T) {
 	site := createSite(t, ns, "shop", v1alpha1.StaticSiteSpec{Content: v1alpha1.ContentSource{Image: "example/shop:v1"}})
 	d := getDeployment(t, ns, "shop")
 	pod := d.Spec.Template.Spec
-	if pod.Containers[0].Image != "example/shop:v1" || len(pod.Volumes) != 1 || pod.Volumes[0].Name != compressCacheVolumeName {
+	if pod.Containers[0].Image != "example/shop:v1" || len(pod.Volumes) != 2 || pod.Volumes[0].Name != compressCacheVolumeName ||
+		pod.Volumes[1].Name != siteValueVolumeName {
 		t.Fatalf("baked image pod: %+v", pod)
 	}
 	hash := d.Spec.Template.Annotations[AnnotationContentHash]
@@ -168,8 +169,8 @@ func TestPersistentVolumeClaimSite(t *testing.T) {
 	d := getDeployment(t, ns, "archive")
 	v := d.Spec.Template.Spec.Volumes
 	m := d.Spec.Template.Spec.Containers[0].VolumeMounts
-	if len(v) != 2 || v[0].PersistentVolumeClaim == nil || v[0].PersistentVolumeClaim.ClaimName != "archive-data" || !v[0].PersistentVolumeClaim.ReadOnly ||
-		len(m) != 2 || !m[0].ReadOnly || m[0].SubPath != "www" || m[0].MountPath != "/site" {
+	if len(v) != 3 || v[0].PersistentVolumeClaim == nil || v[0].PersistentVolumeClaim.ClaimName != "archive-data" || !v[0].PersistentVolumeClaim.ReadOnly ||
+		len(m) != 3 || !m[0].ReadOnly || m[0].SubPath != "www" || m[0].MountPath != "/site" {
 		t.Errorf("claim volume %+v mounts %+v", v, m)
 	}
 	if _, ok := d.Spec.Template.Annotations[AnnotationContentHash]; ok {

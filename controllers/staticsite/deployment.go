@@ -72,7 +72,7 @@ func desiredPodTemplate(site *v1alpha1.StaticSite, serverImage string, content C
 	if v := siteVolume(site, content); v != nil {
 		spec.WithVolumes(v)
 	}
-	spec.WithVolumes(compressCacheVolume(memory))
+	spec.WithVolumes(compressCacheVolume(memory), siteValueVolume(site))
 	if v := tlsVolume(site); v != nil {
 		spec.WithVolumes(v)
 	}
@@ -138,7 +138,7 @@ func serverContainer(site *v1alpha1.StaticSite, serverImage string, content Cont
 		}
 		c.WithVolumeMounts(m)
 	}
-	c.WithVolumeMounts(compressCacheMount()).WithEnv(compressCacheEnvVar())
+	c.WithVolumeMounts(compressCacheMount(), siteValueMount()).WithEnv(compressCacheEnvVar())
 	withTLSListener(site, c)
 	return c
 }

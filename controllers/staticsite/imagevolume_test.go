@@ -73,11 +73,11 @@ func TestImageVolumeWithFeatureGate(t *testing.T) {
 	d := &appsv1.Deployment{}
 	testenv.Must(t, c.Get(ctx, client.ObjectKeyFromObject(site), d))
 	v := d.Spec.Template.Spec.Volumes
-	if len(v) != 2 || v[0].Image == nil || v[0].Image.Reference != "example/site-artifact:v1" || v[0].Image.PullPolicy != corev1.PullIfNotPresent {
+	if len(v) != 3 || v[0].Image == nil || v[0].Image.Reference != "example/site-artifact:v1" || v[0].Image.PullPolicy != corev1.PullIfNotPresent {
 		t.Fatalf("volumes %+v", v)
 	}
 	m := d.Spec.Template.Spec.Containers[0].VolumeMounts
-	if len(m) != 2 || m[0].MountPath != "/site" || !m[0].ReadOnly {
+	if len(m) != 3 || m[0].MountPath != "/site" || !m[0].ReadOnly {
 		t.Errorf("mounts %+v", m)
 	}
 	if d.Spec.Template.Spec.Containers[0].Image != testServerImage || d.Spec.Template.Annotations[AnnotationContentHash] == "" {

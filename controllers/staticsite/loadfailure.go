@@ -9,6 +9,7 @@ import (
 	"hyperstatic.dev/hyperstatic/api/v1alpha1"
 	"hyperstatic.dev/hyperstatic/internal/podmetrics"
 	"hyperstatic.dev/hyperstatic/internal/podtext"
+	"hyperstatic.dev/hyperstatic/internal/sitevalue"
 )
 
 // A server refuses content it cannot load, typically a bad _redirects or _headers rule; its message names the file
@@ -76,6 +77,9 @@ func observeStartFailures(st *observation) {
 func observeReloadFailure(st *observation, pod string, s podmetrics.Sample) {
 	if !s.LoadFailed || st.contentProblem != nil {
 		return
+	}
+	if strings.HasPrefix(s.LoadError, sitevalue.LoadErrorPrefix) {
+		return // the content loads; the site value was refused: SiteValueApplied says so (step_sitevalue.go)
 	}
 	st.contentProblem = &problem{Reason: v1alpha1.ReasonContentLoadFailed, Message: fmt.Sprintf("the server of pod %s refused the new content and keeps serving the previous one: %s", pod, podtext.Clean(s.LoadError, podtext.MaxStatusText))}
 }

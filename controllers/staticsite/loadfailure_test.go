@@ -100,7 +100,7 @@ func TestAFailedReloadIsReportedUntilTheContentIsFixed(t *testing.T) {
 	completeRollout(t, d)
 	root := t.TempDir()
 	writeFiles(t, root, files)
-	srv := startRealServer(t, d.Spec.Template.Spec.Containers[0], root)
+	srv := startRealServer(t, d, root)
 	scraper.serve(ns, "rules-a", srv.AdminPort())
 	pod := serverPod(t, d, "rules-a", "127.0.0.1")
 	waitSite(t, ns, "rules", "ready", func(s *v1alpha1.StaticSite) error {

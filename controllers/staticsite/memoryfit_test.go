@@ -67,7 +67,7 @@ func TestContentThatDoesNotFitItsMemory(t *testing.T) {
 	})
 
 	// The pod's server: the container the operator wrote, under the pod's memory limit (20Mi).
-	small := startRealServer(t, d.Spec.Template.Spec.Containers[0], root)
+	small := startRealServer(t, d, root)
 	scraper.serve(ns, "big-a", small.AdminPort())
 	serverPod(t, d, "big-a", "127.0.0.1")
 	got := waitSite(t, ns, "big", "partly on disk", func(s *v1alpha1.StaticSite) error {
@@ -104,7 +104,7 @@ func TestContentThatDoesNotFitItsMemory(t *testing.T) {
 	})
 	testenv.Must(t, k8s.Delete(context.Background(), podNamed(ns, "big-a")))
 	completeRollout(t, d)
-	fits := startRealServer(t, d.Spec.Template.Spec.Containers[0], root)
+	fits := startRealServer(t, d, root)
 	scraper.serve(ns, "big-b", fits.AdminPort())
 	serverPod(t, d, "big-b", "127.0.0.1")
 	got = waitSite(t, ns, "big", "all in memory", func(s *v1alpha1.StaticSite) error {

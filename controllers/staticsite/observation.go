@@ -13,10 +13,12 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"hyperstatic.dev/hyperstatic/api/v1alpha1"
 	"hyperstatic.dev/hyperstatic/controllers/staticsite/capacitygate"
 	"hyperstatic.dev/hyperstatic/controllers/staticsite/gitcontent"
+	"hyperstatic.dev/hyperstatic/internal/podmetrics"
 )
 
 // observation is what one reconcile pass learns. The steps fill it in order; deriveStatus turns it into the status.
@@ -60,6 +62,11 @@ type observation struct {
 
 	// git: what the Git steps saw (step_git.go); nil for other sources. deriveStatus reads it (gitstatus.go).
 	git *gitcontent.State
+
+	// siteValue: the rendered site value and what the pods say of it (step_sitevalue.go); nil until that step ran.
+	siteValue *siteValueState
+	// scraped: the pods' metrics read in this pass (scrapeInPass), so the steps that read a pod share one request.
+	scraped map[types.UID]podmetrics.Sample
 
 	// hostnames: which of spec.hostnames the site holds (step_hostnames.go); nil until that step ran.
 	hostnames *hostnameClaims

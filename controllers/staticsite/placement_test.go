@@ -17,7 +17,7 @@ import (
 func TestListenAddressesWorkOnEveryFamily(t *testing.T) {
 	site := newSite(v1alpha1.ContentSource{Image: "x"})
 	site.Spec.TLS = &v1alpha1.TLSSpec{SecretName: "cert"}
-	args := append(ServerArgs(site), tlsArgs(site)...)
+	args := ServerArgs(site)
 	seen := map[string]string{}
 	for i := 0; i+1 < len(args); i++ {
 		switch args[i] {

@@ -36,12 +36,19 @@ func serverPod(t *testing.T, d *appsv1.Deployment, name, ip string) *corev1.Pod 
 	if p.Status.QOSClass != corev1.PodQOSGuaranteed {
 		t.Errorf("pod %s QoS class %q, want Guaranteed", name, p.Status.QOSClass)
 	}
-	p.Status.Phase = corev1.PodRunning
-	p.Status.PodIP = ip
-	p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: metav1.Now()}}
-	p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: containerName, Ready: true, Image: p.Spec.Containers[0].Image,
-		ImageID: "docker.io/example/pinned@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"}}
-	testenv.Must(t, k8s.Status().Update(ctx, p))
+	// The operator may annotate the new pod meanwhile (its site value revision, step_sitevalue.go): retried on the
+	// pod as it is then.
+	testenv.Eventually(t, "pod "+name+" running and ready", func() error {
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(p), p); err != nil {
+			return err
+		}
+		p.Status.Phase = corev1.PodRunning
+		p.Status.PodIP = ip
+		p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: metav1.Now()}}
+		p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: containerName, Ready: true, Image: p.Spec.Containers[0].Image,
+			ImageID: "docker.io/example/pinned@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"}}
+		return k8s.Status().Update(ctx, p)
+	})
 	return p
 }
 

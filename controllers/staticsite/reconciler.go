@@ -64,6 +64,9 @@ type Reconciler struct {
 	// a foreign object with a child's name from a missing one, and gives the Deployment as an apply left it. Nil
 	// means the Client (tests that run without a cache).
 	APIReader ctrl.Reader
+	// SiteValueRetry is how soon a pass runs again while ready pods still serve an older site value (0:
+	// DefaultSiteValueRetry). See step_sitevalue.go.
+	SiteValueRetry time.Duration
 	// StalledRetry is how often a Stalled site is tried again, so a problem fixed outside the operator's watches (a
 	// quota, an admission webhook, RBAC, a foreign object removed) heals without an edit (0: DefaultStalledRetry).
 	StalledRetry time.Duration
@@ -87,6 +90,8 @@ type Reconciler struct {
 
 	samplesMu sync.Mutex
 	samples   map[types.UID]cachedSample // a pod's CPU set never changes: scrape it once (and see settled.go)
+	// siteValues: readings of the site value a pod serves that hold until the ConfigMap changes (step_sitevalue.go).
+	siteValues map[types.UID]siteValueSeen
 
 	contentMu    sync.Mutex
 	contentKnown map[types.NamespacedName]metav1.ConditionStatus // last known ContentInMemory (True/False), for its events
@@ -126,8 +131,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrlreconcile.Request) (
 	if vs := r.policy().CheckSite(site); len(vs) > 0 {
 		o.refused = &problem{Reason: v1alpha1.ReasonPolicyViolation, Message: vs.Error()}
 	} else {
-		for _, s := range []step{r.reconcileHostnames, r.reconcileContent, r.reconcileGitFetcher, r.reconcileTLS, r.reconcileDeployment, r.reconcileService,
-			r.reconcileDisruptionBudget, r.reconcileRoute, r.reconcilePodMonitor, r.reconcileNetworkPolicy, r.reconcilePods,
+		for _, s := range []step{r.reconcileHostnames, r.reconcileContent, r.reconcileGitFetcher, r.reconcileTLS, r.reconcileSiteValue, r.reconcileDeployment, r.reconcileService,
+			r.reconcileDisruptionBudget, r.reconcileRoute, r.reconcilePodMonitor, r.reconcileNetworkPolicy, r.reconcilePods, r.reconcileSiteValuePods,
 			r.reconcileGitPullers, r.reconcileCapacity} {
 			if o.err = s(ctx, o); o.err != nil {
 				break
@@ -178,8 +183,8 @@ const DefaultStalledRetry = time.Minute
 
 // tunables are the Reconciler's intervals with "0 means the default" resolved, in one place.
 type tunables struct {
-	stalledRetry, scrapeRetry, contentRefresh, serverImageQueueRetry, tlsRecheck time.Duration
-	gitRefresh                                                                   time.Duration // 0: the site's interval
+	stalledRetry, scrapeRetry, contentRefresh, serverImageQueueRetry, tlsRecheck, siteValueRetry time.Duration
+	gitRefresh                                                                                   time.Duration // 0: the site's interval
 }
 
 func (r *Reconciler) tunables() tunables {
@@ -189,6 +194,7 @@ func (r *Reconciler) tunables() tunables {
 		contentRefresh:        reconcile.OrDefault(r.ContentRefresh, DefaultContentRefresh),
 		serverImageQueueRetry: reconcile.OrDefault(r.ServerImageQueueRetry, DefaultServerImageQueueRetry),
 		tlsRecheck:            reconcile.OrDefault(r.TLSRecheck, DefaultTLSRecheck),
+		siteValueRetry:        reconcile.OrDefault(r.SiteValueRetry, DefaultSiteValueRetry),
 		gitRefresh:            r.GitRefresh,
 	}
 }

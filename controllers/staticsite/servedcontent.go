@@ -48,7 +48,7 @@ func (r *Reconciler) observeServedContent(ctx context.Context, st *observation) 
 		s, ok := r.settledReading(st, p)
 		if !ok {
 			var err error
-			if s, err = r.scrape(ctx, p); err != nil {
+			if s, err = r.scrapeInPass(ctx, st, p); err != nil {
 				log.FromContext(ctx).V(1).Info("cannot read pod metrics", "pod", p.Name, "error", err.Error())
 				failures = append(failures, fmt.Sprintf("%s: %v", p.Name, err))
 				continue

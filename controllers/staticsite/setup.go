@@ -90,6 +90,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 			capacityAnnotationsChanged))).
 		Owns(&appsv1.Deployment{}).
 		Owns(&corev1.Service{}).
+		Owns(&corev1.ConfigMap{}). // the site value (step_sitevalue.go); the cache holds only the operator's ConfigMaps
 		Owns(&policyv1.PodDisruptionBudget{}).
 		Owns(&networkingv1.Ingress{}).
 		Owns(&networkingv1.NetworkPolicy{}).

@@ -1,34 +1,71 @@
 package staticsite
 
 import (
-	"reflect"
+	"os"
+	"slices"
+	"strings"
 	"testing"
 
+	"k8s.io/utils/ptr"
+
 	"hyperstatic.dev/hyperstatic/api/v1alpha1"
+	"hyperstatic.dev/hyperstatic/internal/sitevalue"
 )
 
-func TestSiteRuleArgs(t *testing.T) {
-	if got := siteRuleArgs(v1alpha1.ServerSpec{}); len(got) != 0 {
-		t.Errorf("no rules: %q", got)
+// The site rules are the site value's, never arguments: a rule change must not change the pod template. The pod
+// template mounts the value's ConfigMap (by name: no revision, no hash of it) and the server reads it with --site.
+func TestSiteRulesAreNotInThePodTemplate(t *testing.T) {
+	site := newSite(v1alpha1.ContentSource{Image: "x"})
+	before := deploymentFor(t, site, ImageContent(v1alpha1.ContentSourceImage, "x", "")).Spec.Template
+	site.Spec.Server = v1alpha1.ServerSpec{
+		CacheControl:        []v1alpha1.CacheControlRule{{Glob: "*.css", Value: "public, max-age=600"}},
+		DefaultCacheControl: "no-store",
+		Headers:             []v1alpha1.Header{{Name: "X-Frame-Options", Value: "DENY"}},
+		SecurityHeaders:     ptr.To(false),
+		CORS:                []v1alpha1.CORSRule{{Glob: "/fonts/**", AllowOrigins: []string{"*"}}},
+		SPAFallback:         true,
+		NotFoundPage:        "/404.html",
+		Redirects:           []v1alpha1.Redirect{{From: "/old", To: "/new"}},
+		CleanURLs:           true,
+		ErrorPages:          []v1alpha1.ErrorPage{{Status: 404, Path: "/404.html"}},
 	}
-	got := siteRuleArgs(v1alpha1.ServerSpec{
-		Redirects: []v1alpha1.Redirect{
-			{From: "/blog/*", To: "/news/:splat", Status: 302},
-			{From: "/old", To: "/new"},
-			{From: "/app/*", To: "/index.html", Status: 200, Force: true},
-		},
-		CleanURLs:  true,
-		ErrorPages: []v1alpha1.ErrorPage{{Status: 404, Path: "/docs/404.html", PathPrefix: "/docs/"}, {Status: 405, Path: "/405.html"}},
-	})
-	want := []string{
-		"--redirect", "/blog/* /news/:splat 302",
-		"--redirect", "/old /new 301",
-		"--redirect", "/app/* /index.html 200!",
-		"--clean-urls",
-		"--error-page", "404 /docs/404.html /docs/",
-		"--error-page", "405 /405.html /",
+	site.Spec.TLS = &v1alpha1.TLSSpec{SecretName: "s", HTTPRedirect: true, HSTS: &v1alpha1.HSTSSpec{MaxAgeSeconds: 60}}
+	withTLS := newSite(v1alpha1.ContentSource{Image: "x"})
+	withTLS.Spec.TLS = &v1alpha1.TLSSpec{SecretName: "s"}
+	if got, want := ServerArgs(site), ServerArgs(withTLS); !slices.Equal(got, want) {
+		t.Errorf("site rules changed the arguments:\n%q\n%q", got, want)
 	}
-	if !reflect.DeepEqual(got, want) {
-		t.Errorf("got  %q\nwant %q", got, want)
+	after := deploymentFor(t, site, ImageContent(v1alpha1.ContentSourceImage, "x", "")).Spec.Template
+	if len(after.Annotations) != len(before.Annotations) {
+		t.Errorf("site rules changed the template's annotations: %v → %v", before.Annotations, after.Annotations)
+	}
+	for _, a := range ServerArgs(site) {
+		for _, f := range sitevalue.SiteRuleFlags {
+			if f != "site" && (a == "--"+f || strings.HasPrefix(a, "--"+f+"=")) {
+				t.Errorf("argument %s is a site-rule flag", a)
+			}
+		}
+	}
+	var mounted, volume bool
+	for _, m := range after.Spec.Containers[0].VolumeMounts {
+		mounted = mounted || (m.Name == siteValueVolumeName && m.MountPath == sitevalue.MountDir && m.ReadOnly && m.SubPath == "")
+	}
+	for _, v := range after.Spec.Volumes {
+		volume = volume || (v.Name == siteValueVolumeName && v.ConfigMap != nil && v.ConfigMap.Name == "docs.site-value")
+	}
+	if !mounted || !volume {
+		t.Errorf("the site value is not mounted read-only at %s from docs.site-value (mount %v, volume %v)", sitevalue.MountDir, mounted, volume)
+	}
+}
+
+// The CRD's extraArgs rule refuses exactly the flags the server refuses beside --site.
+func TestExtraArgsRuleNamesEverySiteRuleFlag(t *testing.T) {
+	crd, err := os.ReadFile("../../config/crd/bases/hyperstatic.dev_staticsites.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rule := "^--(" + strings.Join(sitevalue.SiteRuleFlags, "|") + ")(=.*)?$"
+	if !strings.Contains(string(crd), rule) {
+		t.Errorf("the CRD has no extraArgs rule %s", rule)
 	}
 }

@@ -73,6 +73,12 @@ func deriveStatus(site *v1alpha1.StaticSite, o *observation) v1alpha1.StaticSite
 	}
 	inMemory := contentInMemoryCondition(o.served, o.notMeasured)
 	set.Set(inMemory.Type, inMemory.Status, inMemory.Reason, inMemory.Message)
+	var sv siteValueVerdict
+	if o.siteValue != nil {
+		sv = siteValueVerdictOf(o.siteValue) // sitevaluestatus.go
+		s.SiteValue = siteValueStatus(o.siteValue)
+		set.Set(sv.condition.Type, sv.condition.Status, sv.condition.Reason, sv.condition.Message)
+	}
 	// The exposure conditions are informational: none of them changes Ready (see exposure_reasons.go).
 	for _, e := range []struct {
 		typ string
@@ -86,7 +92,7 @@ func deriveStatus(site *v1alpha1.StaticSite, o *observation) v1alpha1.StaticSite
 	}
 
 	deriveCapacity(&s, site, o, set)
-	deriveProgress(&s, site, o, set, content)
+	deriveProgress(&s, site, o, set, content, sv)
 	return s
 }
 
@@ -119,9 +125,10 @@ func deriveCapacity(s *v1alpha1.StaticSiteStatus, site *v1alpha1.StaticSite, o *
 // deriveProgress sets Ready, Reconciling and Stalled from the problems the steps found, the Deployment's rollout and
 // the server-image queue. The first of these that applies wins: a problem only a person can fix (Stalled), content
 // that no pod can serve yet for a reason that may pass (a Git site's first fetch), a scale-up (Ready stays), a
-// rollout under way, and, once the rollout is done, the queue for a new default server image (Reconciling, Ready
-// unchanged: the site serves on its current image).
-func deriveProgress(s *v1alpha1.StaticSiteStatus, site *v1alpha1.StaticSite, o *observation, set reconcile.Conditions, content contentVerdict) {
+// rollout under way, and, once the rollout is done, pods catching up with a new site value and the queue for a new
+// default server image (Reconciling, Ready unchanged: the site serves, on its previous rules or current image). A
+// site value a pod refused is a problem only a person can fix (Stalled), after the children refused.
+func deriveProgress(s *v1alpha1.StaticSiteStatus, site *v1alpha1.StaticSite, o *observation, set reconcile.Conditions, content contentVerdict, sv siteValueVerdict) {
 	// What the last complete pass reported: a scale-up keeps Ready only if no pod that was ready has been lost.
 	wasReady, readyBefore := meta.IsStatusConditionTrue(site.Status.Conditions, v1alpha1.ConditionReady), site.Status.ReadyReplicas
 	ro := rolloutOf(o.deployment, replicasOf(site), o.templateChanged)
@@ -131,6 +138,8 @@ func deriveProgress(s *v1alpha1.StaticSiteStatus, site *v1alpha1.StaticSite, o *
 		stalled = content.stall
 	case o.rejected != nil:
 		stalled = o.rejected
+	case sv.stall != nil:
+		stalled = sv.stall
 	case ro.stalled:
 		stalled = &problem{Reason: ro.reason, Message: ro.message}
 	}
@@ -171,6 +180,10 @@ func deriveProgress(s *v1alpha1.StaticSiteStatus, site *v1alpha1.StaticSite, o *
 		} else {
 			set.Set(v1alpha1.ConditionReady, metav1.ConditionTrue, v1alpha1.ReasonAvailable,
 				fmt.Sprintf("%d of %d pods ready, serving %s at %s", s.ReadyReplicas, want, s.ContentRevision, s.URL))
+		}
+		if sv.pending != "" {
+			// Pods catching up with a rule change: they serve, the previous rules for a second or two.
+			set.Set(v1alpha1.ConditionReconciling, metav1.ConditionTrue, v1alpha1.ReasonSiteValuePending, sv.pending)
 		}
 		if o.capacity.measuringCanary != "" {
 			set.Set(v1alpha1.ConditionReconciling, metav1.ConditionTrue, v1alpha1.ReasonMeasuringCanary, o.capacity.measuringCanary)

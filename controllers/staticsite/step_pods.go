@@ -137,7 +137,7 @@ func (r *Reconciler) podSample(ctx context.Context, st *observation, p *corev1.P
 	if ok {
 		return c.sample, nil
 	}
-	s, err := r.scrape(ctx, p)
+	s, err := r.scrapeInPass(ctx, st, p)
 	if err != nil {
 		return s, err
 	}
@@ -154,6 +154,23 @@ func (r *Reconciler) scrape(ctx context.Context, p *corev1.Pod) (podmetrics.Samp
 		return podmetrics.Sample{}, fmt.Errorf("no metrics scraper configured")
 	}
 	return r.Scraper.Scrape(ctx, p)
+}
+
+// scrapeInPass reads a pod's admin port once per pass: the steps that read the same pod in a pass (content,
+// pinning, the site value) share the answer, or the error.
+func (r *Reconciler) scrapeInPass(ctx context.Context, st *observation, p *corev1.Pod) (podmetrics.Sample, error) {
+	if s, ok := st.scraped[p.UID]; ok {
+		return s, nil
+	}
+	s, err := r.scrape(ctx, p)
+	if err != nil {
+		return s, err
+	}
+	if st.scraped == nil {
+		st.scraped = map[types.UID]podmetrics.Sample{}
+	}
+	st.scraped[p.UID] = s
+	return s, nil
 }
 
 // rememberCPUs keeps a sample for the Pinned condition once it reports the pod's CPU set.
@@ -180,6 +197,11 @@ func (r *Reconciler) prunePodSamples(site types.NamespacedName, pods []corev1.Po
 	for uid, c := range r.samples {
 		if c.site == site && !live[uid] {
 			delete(r.samples, uid)
+		}
+	}
+	for uid, c := range r.siteValues {
+		if c.site == site && !live[uid] {
+			delete(r.siteValues, uid)
 		}
 	}
 }

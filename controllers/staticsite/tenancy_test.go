@@ -78,7 +78,7 @@ func TestTenancyRulesAdmitRealValues(t *testing.T) {
 	ns := namespace(t)
 	site := &v1alpha1.StaticSite{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "ok"}, Spec: v1alpha1.StaticSiteSpec{
 		Content: v1alpha1.ContentSource{Image: "example/site:1"},
-		Server: v1alpha1.ServerSpec{ExtraArgs: []string{"--access-log", "--max-memory-file-size=16MiB", "--hsts", "max-age=63072000"},
+		Server: v1alpha1.ServerSpec{ExtraArgs: []string{"--access-log", "--max-memory-file-size=16MiB", "--workers", "2"},
 			DrainDelay: &metav1.Duration{Duration: 300e9}},
 		Disruption: &v1alpha1.DisruptionSpec{MaxUnavailable: intstr.FromString("1%")},
 	}}

@@ -4,7 +4,6 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 
@@ -25,18 +24,6 @@ const tlsVolumeName = "tls"
 // DefaultTLSRecheck is how often a site with spec.tls reads its Secret again when TLSRecheck is not set. The
 // operator does not watch Secrets (see reconcileTLS), so this bounds how stale TLSReady can be after a rotation.
 const DefaultTLSRecheck = time.Minute
-
-// HSTSValue is the Strict-Transport-Security header value of an HSTS policy.
-func HSTSValue(h *v1alpha1.HSTSSpec) string {
-	v := "max-age=" + strconv.FormatInt(h.MaxAgeSeconds, 10)
-	if h.IncludeSubDomains {
-		v += "; includeSubDomains"
-	}
-	if h.Preload {
-		v += "; preload"
-	}
-	return v
-}
 
 func httpsServicePortOf(site *v1alpha1.StaticSite) int32 {
 	if site.Spec.Service.HTTPSPort == 0 {

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"hyperstatic.dev/hyperstatic/api/v1alpha1"
+	"hyperstatic.dev/hyperstatic/internal/sitevalue"
 	"hyperstatic.dev/hyperstatic/internal/testcerts"
 	"hyperstatic.dev/hyperstatic/internal/testenv"
 )
@@ -69,17 +70,11 @@ func TestTLSInThePodTemplateAndService(t *testing.T) {
 		HSTS: &v1alpha1.HSTSSpec{MaxAgeSeconds: 31536000, IncludeSubDomains: true, Preload: true}}
 	want := []string{"--root", "/site", "--listen", "[::]:8080", "--admin-listen", "[::]:9090", "--drain-delay", "5s", "--shutdown-timeout", "10s",
 		"--tls-listen", "[::]:8443", "--tls-cert", "/etc/hyperstatic/tls/tls.crt", "--tls-key", "/etc/hyperstatic/tls/tls.key",
-		"--http2=false", "--https-redirect", "--hsts", "max-age=31536000; includeSubDomains; preload"}
+		"--http2=false", "--site", "/etc/hyperstatic/site/site.json"} // the https redirect and HSTS are the site value's
 	if got := ServerArgs(site); !reflect.DeepEqual(got, want) {
 		t.Errorf("args = %q\nwant %q", got, want)
 	}
-	// The redirect names the Service's https port when it is not 443; HSTS is written as configured.
 	site.Spec.Service.HTTPSPort = 8443
-	site.Spec.TLS.HSTS = &v1alpha1.HSTSSpec{MaxAgeSeconds: 600}
-	args := strings.Join(ServerArgs(site), " ")
-	if !strings.Contains(args, "--https-redirect --https-redirect-port 8443 --hsts max-age=600") {
-		t.Errorf("args %s", args)
-	}
 
 	pod := deploymentFor(t, site, ImageContent(v1alpha1.ContentSourceImage, "x", "")).Spec.Template.Spec
 	c := pod.Containers[0]
@@ -142,8 +137,12 @@ func TestTLSSecretLifecycle(t *testing.T) {
 
 	d := getDeployment(t, ns, "secure")
 	args := strings.Join(d.Spec.Template.Spec.Containers[0].Args, " ")
-	if !strings.Contains(args, "--tls-listen [::]:8443 --tls-cert /etc/hyperstatic/tls/tls.crt --tls-key /etc/hyperstatic/tls/tls.key --hsts max-age=300") {
+	if !strings.Contains(args, "--tls-listen [::]:8443 --tls-cert /etc/hyperstatic/tls/tls.crt --tls-key /etc/hyperstatic/tls/tls.key --site ") {
 		t.Errorf("args %s", args)
+	}
+	// HSTS is the site value's.
+	if got := siteValueOf(t, ns, "secure").Data[sitevalue.Key]; got != `{"version":1,"hsts":"max-age=300"}` {
+		t.Errorf("site value %s", got)
 	}
 	svc := &corev1.Service{}
 	testenv.Must(t, k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "secure"}, svc))

@@ -92,6 +92,11 @@ func TestInvalidSitesAreRefused(t *testing.T) {
 		{"extraArgs reads another key", v1alpha1.StaticSiteSpec{Content: img, Server: v1alpha1.ServerSpec{ExtraArgs: []string{"--tls-key", "/etc/x"}}}, "spec.server.extraArgs must not set"},
 		{"extraArgs moves the termination log", v1alpha1.StaticSiteSpec{Content: img, Server: v1alpha1.ServerSpec{ExtraArgs: []string{"--termination-log=/site/x"}}}, "spec.server.extraArgs must not set"},
 		{"extraArgs moves the cache", v1alpha1.StaticSiteSpec{Content: img, Server: v1alpha1.ServerSpec{ExtraArgs: []string{"--compress-cache", "/site"}}}, "spec.server.extraArgs must not set"},
+		// The server refuses site-rule flags beside --site: such extraArgs would stop every new pod.
+		{"extraArgs sets a redirect", v1alpha1.StaticSiteSpec{Content: img, Server: v1alpha1.ServerSpec{ExtraArgs: []string{"--access-log", "--redirect", "/a /b 301"}}}, "spec.server.extraArgs must not set a site-rule flag"},
+		{"extraArgs sets hsts", v1alpha1.StaticSiteSpec{Content: img, Server: v1alpha1.ServerSpec{ExtraArgs: []string{"--hsts=max-age=1"}}}, "spec.server.extraArgs must not set a site-rule flag"},
+		{"extraArgs names another site value", v1alpha1.StaticSiteSpec{Content: img, Server: v1alpha1.ServerSpec{ExtraArgs: []string{"--site", "/tmp/x.json"}}}, "spec.server.extraArgs must not set a site-rule flag"},
+		{"extraArgs sets the default cache-control", v1alpha1.StaticSiteSpec{Content: img, Server: v1alpha1.ServerSpec{ExtraArgs: []string{"--default-cache-control=no-store"}}}, "spec.server.extraArgs must not set a site-rule flag"},
 		{"empty image volume", v1alpha1.StaticSiteSpec{Content: v1alpha1.ContentSource{ImageVolume: &v1alpha1.ImageVolumeContent{}}}, "spec.content.imageVolume.reference"},
 	} {
 		t.Run(tc.name, func(t *testing.T) { expectRefused(t, ns, tc.spec, tc.want) })

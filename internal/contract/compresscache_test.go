@@ -15,6 +15,7 @@ import (
 
 	"hyperstatic.dev/hyperstatic/internal/podmetrics"
 	"hyperstatic.dev/hyperstatic/internal/serverbin"
+	"hyperstatic.dev/hyperstatic/internal/sitevalue"
 )
 
 // The container-environment contract: the operator tells the server where its compression cache is through a
@@ -47,7 +48,9 @@ func TestContractCompressCacheFromTheContainerEnvironment(t *testing.T) {
 	if cacheDir == "" {
 		t.Fatalf("no variable of the server container points at an emptyDir mount: env %v mounts %v", server.Env, server.VolumeMounts)
 	}
-	srv := serverbin.Start(t, bin, serverbin.SetFlag(t, server.Args, "--root", writeSite(t)), env...)
+	serverbin.RequireSiteValue(t, bin)
+	args := serverbin.WithSiteValue(t, serverbin.SetFlag(t, server.Args, "--root", writeSite(t)), sitevalue.Render(site(servedSpec)).Bytes)
+	srv := serverbin.Start(t, bin, args, env...)
 
 	// Wait for the background encoder to finish (it writes each encoding before it counts the file done).
 	host, port, _ := net.SplitHostPort(srv.AdminAddr)

@@ -1,8 +1,10 @@
 // Package contract holds the tests that tie the operator's Go code to the real hyperstatic-server binary
 // (images/server), the two sides of an interface no compiler checks:
 //
-//   - the command line: every argument list staticsite.ServerArgs can build must be accepted by the server
-//     (serverargs_test.go, run as `hyperstatic-server --check ARGS...`);
+//   - the command line and the site value: every argument list staticsite.ServerArgs can build, with the site
+//     value internal/sitevalue renders for the same site as its --site file, must be accepted by the server, which
+//     must name the value with the operator's revision (serverargs_test.go, tlsargs_test.go, run as
+//     `hyperstatic-server --check ARGS... --site FILE`; a binary older than --site skips them, saying so);
 //   - the admin port: every metric name and label internal/podmetrics reads, the probe paths of the server
 //     container and the /content list the benchmark controller reads must be what the running server serves
 //     (metrics_test.go).

@@ -5,14 +5,24 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"hyperstatic.dev/hyperstatic/api/v1alpha1"
+	"hyperstatic.dev/hyperstatic/controllers/staticsite"
+	"hyperstatic.dev/hyperstatic/internal/podmetrics"
 	"hyperstatic.dev/hyperstatic/internal/serverbin"
+	"hyperstatic.dev/hyperstatic/internal/sitevalue"
 )
 
 // siteFiles is the small real site every contract test serves: the pages the StaticSite fields refer to
@@ -41,6 +51,43 @@ func writeSite(t *testing.T) string {
 		}
 	}
 	return root
+}
+
+// operatorArgs are the arguments the operator gives a site's server container, runnable here: --root swapped for
+// root and --site for a file holding the site value the operator renders for s (the ConfigMap the pod mounts).
+// A server binary older than --site skips the test, saying so (serverbin.RequireSiteValue).
+func operatorArgs(t *testing.T, bin string, s *v1alpha1.StaticSite, root string) []string {
+	t.Helper()
+	serverbin.RequireSiteValue(t, bin)
+	args := serverbin.SetFlag(t, staticsite.ServerArgs(s), "--root", root)
+	return serverbin.WithSiteValue(t, args, sitevalue.Render(s).Bytes)
+}
+
+// sampler returns a function that scrapes the running server with the operator's own scraper, addressed as a pod,
+// until ok holds (the server reloads 150 ms after the last inotify event), failing the test after 20 s with the
+// last sample.
+func sampler(t *testing.T, srv *serverbin.Process) func(what string, ok func(podmetrics.Sample) bool) podmetrics.Sample {
+	host, port, _ := net.SplitHostPort(srv.AdminAddr)
+	adminPort, _ := strconv.Atoi(port)
+	scraper := &podmetrics.HTTPScraper{Client: &http.Client{Timeout: 5 * time.Second}, Port: adminPort}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "contract-0"}, Status: corev1.PodStatus{PodIP: host}}
+	return func(what string, ok func(podmetrics.Sample) bool) podmetrics.Sample {
+		t.Helper()
+		for deadline := time.Now().Add(20 * time.Second); ; {
+			s, err := scraper.Scrape(context.Background(), pod)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ok(s) {
+				return s
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: last sample LoadFailed=%v LoadError=%q site value %q (%v refused)\nstderr:\n%s", what, s.LoadFailed,
+					s.LoadError, s.SiteValueRevision, s.SiteValueLoadFailures, srv.Stderr)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
 }
 
 // checkResult is one `hyperstatic-server --check` run.

@@ -1,17 +1,12 @@
 package contract
 
 import (
-	"context"
 	"errors"
-	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -19,6 +14,7 @@ import (
 	"hyperstatic.dev/hyperstatic/controllers/staticsite"
 	"hyperstatic.dev/hyperstatic/internal/podmetrics"
 	"hyperstatic.dev/hyperstatic/internal/serverbin"
+	"hyperstatic.dev/hyperstatic/internal/sitevalue"
 )
 
 // The content-failure contract (controllers/staticsite/loadfailure.go, images/server/src/site/load_error.rs): what the
@@ -29,27 +25,8 @@ import (
 func TestContractReloadFailureReadByTheScraper(t *testing.T) {
 	bin := serverbin.Require(t)
 	root := writeSite(t)
-	srv := serverbin.Start(t, bin, serverbin.SetFlag(t, staticsite.ServerArgs(site(servedSpec)), "--root", root))
-	host, port, _ := net.SplitHostPort(srv.AdminAddr)
-	adminPort, _ := strconv.Atoi(port)
-	scraper := &podmetrics.HTTPScraper{Client: &http.Client{Timeout: 5 * time.Second}, Port: adminPort}
-	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "contract-0"}, Status: corev1.PodStatus{PodIP: host}}
-	waitSample := func(what string, ok func(podmetrics.Sample) bool) podmetrics.Sample {
-		t.Helper()
-		for deadline := time.Now().Add(20 * time.Second); ; {
-			s, err := scraper.Scrape(context.Background(), pod)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if ok(s) {
-				return s
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: last sample LoadFailed=%v LoadError=%q\nstderr:\n%s", what, s.LoadFailed, s.LoadError, srv.Stderr)
-			}
-			time.Sleep(20 * time.Millisecond) // the server reloads 150 ms after the last inotify event
-		}
-	}
+	srv := serverbin.Start(t, bin, operatorArgs(t, bin, site(servedSpec), root))
+	waitSample := sampler(t, srv)
 	if s := waitSample("a good start", func(s podmetrics.Sample) bool { return true }); s.LoadFailed || s.LoadError != "" {
 		t.Fatalf("a server that loaded its content reports LoadFailed=%v %q", s.LoadFailed, s.LoadError)
 	}
@@ -97,7 +74,8 @@ func TestContractStartFailureInTheTerminationMessage(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(root, "_redirects"), []byte("/a /b\n/c /d 302 Country=us\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	args := serverbin.SetFlag(t, server.Args, "--root", root)
+	serverbin.RequireSiteValue(t, bin)
+	args := serverbin.WithSiteValue(t, serverbin.SetFlag(t, server.Args, "--root", root), sitevalue.Render(site(servedSpec)).Bytes)
 	args = append(args, "--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0", "--termination-log", local)
 	cmd := exec.Command(bin, args...)
 	cmd.Env = append(serverbin.CleanEnv(), env...)

@@ -19,9 +19,9 @@ import (
 
 	"hyperstatic.dev/hyperstatic/api/v1alpha1"
 	"hyperstatic.dev/hyperstatic/controllers/benchmark"
-	"hyperstatic.dev/hyperstatic/controllers/staticsite"
 	"hyperstatic.dev/hyperstatic/internal/podmetrics"
 	"hyperstatic.dev/hyperstatic/internal/serverbin"
+	"hyperstatic.dev/hyperstatic/internal/sitevalue"
 )
 
 // The admin-port contract: what the operator reads from a running server pod. The autoscaler and the staticsite
@@ -51,6 +51,9 @@ var operatorReads = []metricRead{
 	{name: podmetrics.ContentMemoryBudgetBytes},
 	{name: podmetrics.ContentFitMemoryLimitBytes},
 	{name: podmetrics.ContentEncodingsPending},
+	// The site value served, behind status.siteValue and SiteValueApplied (controllers/staticsite/step_sitevalue.go).
+	{name: podmetrics.SiteValueInfo, labels: []string{"revision"}},
+	{name: podmetrics.SiteValueLoadsTotal, labels: []string{"result"}},
 	// A failed reload, behind ContentAvailable=False ContentLoadFailed (controllers/staticsite/loadfailure.go).
 	{name: podmetrics.ContentLoadFailed},
 }
@@ -66,7 +69,7 @@ var servedSpec = v1alpha1.ServerSpec{
 func startSite(t *testing.T) *serverbin.Process {
 	t.Helper()
 	bin := serverbin.Require(t)
-	args := serverbin.SetFlag(t, staticsite.ServerArgs(site(servedSpec)), "--root", writeSite(t))
+	args := operatorArgs(t, bin, site(servedSpec), writeSite(t))
 	return serverbin.Start(t, bin, args)
 }
 
@@ -117,6 +120,9 @@ func TestContractMetricsOperatorReadsExist(t *testing.T) {
 	}
 
 	// What podmetrics.Parse made of it: values that only come out non-zero when names and labels matched.
+	if want := sitevalue.Render(site(servedSpec)).Revision; before.SiteValueRevision != want {
+		t.Errorf("podmetrics read site value revision %q from the real server; the operator rendered %s", before.SiteValueRevision, want)
+	}
 	if before.Workers < 1 || before.CPUs == "" || before.ResidentBytes <= 0 {
 		t.Errorf("podmetrics read workers=%d cpus=%q resident=%v from the real server; want >=1, a CPU list, >0\n%s",
 			before.Workers, before.CPUs, before.ResidentBytes, body)

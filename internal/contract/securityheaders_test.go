@@ -9,7 +9,6 @@ import (
 	"k8s.io/utils/ptr"
 
 	"hyperstatic.dev/hyperstatic/api/v1alpha1"
-	"hyperstatic.dev/hyperstatic/controllers/staticsite"
 	"hyperstatic.dev/hyperstatic/internal/serverbin"
 )
 
@@ -31,7 +30,7 @@ func TestContractSecurityHeadersAreTheServersDefault(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := site(v1alpha1.ServerSpec{SecurityHeaders: tc.field})
-			args := serverbin.SetFlag(t, staticsite.ServerArgs(s), "--root", writeSite(t))
+			args := operatorArgs(t, bin, s, writeSite(t))
 			srv := serverbin.Start(t, bin, args)
 			client := &http.Client{Timeout: 5 * time.Second}
 			resp, err := client.Get("http://" + srv.HTTPAddr + "/index.html")

@@ -18,11 +18,14 @@ import (
 	"hyperstatic.dev/hyperstatic/api/v1alpha1"
 	"hyperstatic.dev/hyperstatic/controllers/staticsite"
 	"hyperstatic.dev/hyperstatic/internal/serverbin"
+	"hyperstatic.dev/hyperstatic/internal/sitevalue"
 )
 
 // The command-line contract: whatever a StaticSite says, the arguments the operator gives the server container
-// (staticsite.ServerArgs) are arguments the real server accepts. A rejected list is a pod in CrashLoopBackOff,
-// which no Go unit test would notice; here it is `hyperstatic-server --check ARGS...` exiting non-zero.
+// (staticsite.ServerArgs) with the site value it renders (internal/sitevalue, the file behind --site) are what the
+// real server accepts, and the server names the value with the operator's revision. A rejected list is a pod in
+// CrashLoopBackOff, a rejected value a rule change that never applies, neither of which a Go unit test would
+// notice; here it is `hyperstatic-server --check ARGS... --site FILE` exiting non-zero.
 
 // generatorSeed fixes the generated sites, so a failure names a case that reproduces on every run.
 const (
@@ -91,6 +94,8 @@ func tableCases() []argsCase {
 			{Glob: "-draft-*.html", Name: "X-Robots-Tag", Value: "noindex"},
 			{Glob: "/a b/[x]{y}/?.js", Name: "X-Odd", Value: "a=b: c"},
 		}}},
+		{name: "default cache control", spec: v1alpha1.ServerSpec{DefaultCacheControl: "public, max-age=60"}},
+		{name: "default cache control as the server's default", spec: v1alpha1.ServerSpec{DefaultCacheControl: "no-cache"}},
 		{name: "security headers off", spec: v1alpha1.ServerSpec{SecurityHeaders: ptr.To(false)}},
 		{name: "security headers on", spec: v1alpha1.ServerSpec{SecurityHeaders: ptr.To(true)}},
 		{name: "cors", spec: v1alpha1.ServerSpec{CORS: []v1alpha1.CORSRule{
@@ -107,15 +112,15 @@ func tableCases() []argsCase {
 		{name: "not found page with a space", spec: v1alpha1.ServerSpec{NotFoundPage: "/assets/img/a b.js"}},
 		{name: "extra args", spec: v1alpha1.ServerSpec{ExtraArgs: []string{
 			"--workers", "2", "--header-timeout=5s", "--keepalive-timeout", "30s",
-			"--default-cache-control", "public, max-age=60", "--max-memory-file-size", "1MiB",
+			"--max-memory-file-size", "1MiB",
 			"--compress=false", "--access-log", "--access-log-sample", "100",
 		}}},
 		// extraArgs are appended after the operator's flags (docs/staticsite.md) and are the only way to change
 		// what the operator sets without a field, such as --shutdown-timeout: a repeated flag must be accepted,
 		// the last one winning, or such a site's pods crash-loop.
 		{name: "extra args repeat operator flags", spec: v1alpha1.ServerSpec{
-			DrainDelay: dur(5 * time.Second), NotFoundPage: "/404.html",
-			ExtraArgs: []string{"--shutdown-timeout", "30s", "--drain-delay=1s", "--not-found-page", "/index.html"},
+			DrainDelay: dur(5 * time.Second),
+			ExtraArgs:  []string{"--shutdown-timeout", "30s", "--drain-delay=1s"},
 		}},
 		{name: "redirects", spec: v1alpha1.ServerSpec{Redirects: []v1alpha1.Redirect{
 			{From: "/old", To: "/new", Status: 301},
@@ -320,7 +325,6 @@ var extraFlags = []struct {
 	{"--workers", false, func(r *rand.Rand) string { return fmt.Sprint(r.IntN(5)) }},
 	{"--header-timeout", false, func(r *rand.Rand) string { return fmt.Sprintf("%ds", 1+r.IntN(60)) }},
 	{"--keepalive-timeout", false, func(r *rand.Rand) string { return fmt.Sprintf("%dms", 1+r.IntN(120_000)) }},
-	{"--default-cache-control", false, func(r *rand.Rand) string { return "public, max-age=" + fmt.Sprint(r.IntN(86400)) }},
 	{"--max-memory-file-size", false, func(r *rand.Rand) string {
 		return []string{"1MiB", "512KiB", "1000000", "8M"}[r.IntN(4)]
 	}},
@@ -374,6 +378,9 @@ func genCases(seed uint64, n int) []argsCase {
 		}
 		if half() {
 			s.SecurityHeaders = ptr.To(half())
+		}
+		if half() {
+			s.DefaultCacheControl = "public, max-age=" + fmt.Sprint(r.IntN(86400))
 		}
 		if half() {
 			for range 1 + r.IntN(3) {
@@ -459,7 +466,7 @@ func TestContractServerArgsAcceptedByServer(t *testing.T) {
 	root := writeSite(t)
 	for _, c := range append(tableCases(), genCases(generatorSeed, generatedSites)...) {
 		t.Run(c.name, func(t *testing.T) {
-			args := serverbin.SetFlag(t, staticsite.ServerArgs(site(c.spec)), "--root", root)
+			args := operatorArgs(t, bin, site(c.spec), root)
 			res, err := runCheck(bin, args)
 			if err != nil {
 				t.Fatalf("%v\nargs: %s", err, serverbin.QuoteArgs(args))
@@ -472,6 +479,12 @@ func TestContractServerArgsAcceptedByServer(t *testing.T) {
 			if !strings.Contains(res.stdout, "site "+root+":") || !strings.Contains(res.stdout, "\nok\n") {
 				t.Fatalf("--check accepted the arguments but did not report loading %s\nargs: %s\nstdout: %s",
 					root, serverbin.QuoteArgs(args), res.stdout)
+			}
+			// The site value: the revision the server reports for the file is the one the operator computed, the
+			// one it compares with each pod's hyperstatic_site_value_info (controllers/staticsite/step_sitevalue.go).
+			if rev := sitevalue.Render(site(c.spec)).Revision; !strings.Contains(res.stdout, rev) {
+				t.Fatalf("--check does not report the operator's site value revision %s\nsite value: %s\nstdout: %s",
+					rev, sitevalue.Render(site(c.spec)).Bytes, res.stdout)
 			}
 		})
 	}
@@ -489,7 +502,7 @@ func TestContractServerRejectsUnknownFlags(t *testing.T) {
 			everything = c.spec
 		}
 	}
-	good := serverbin.SetFlag(t, staticsite.ServerArgs(site(everything)), "--root", root)
+	good := operatorArgs(t, bin, site(everything), root)
 	if res, err := runCheck(bin, good); err != nil || res.exitCode != 0 {
 		t.Fatalf("the unmutated arguments must pass first: %v %+v\nargs: %s", err, res, serverbin.QuoteArgs(good))
 	}
@@ -498,11 +511,24 @@ func TestContractServerRejectsUnknownFlags(t *testing.T) {
 		mutate func([]string) []string
 	}{
 		{"misspelled --drain-delay", func(a []string) []string { return replaceArg(a, "--drain-delay", "--drain-dealy") }},
-		{"misspelled --header", func(a []string) []string { return replaceArg(a, "--header", "--headers") }},
+		{"misspelled --site", func(a []string) []string { return replaceArg(a, "--site", "--sites") }},
 		{"unknown flag", func(a []string) []string { return append(a, "--no-such-flag") }},
 		{"unparsable duration", func(a []string) []string { return append(a, "--max-connection-age", "soon") }},
-		{"redirect status the server does not know", func(a []string) []string { return append(a, "--redirect", "/a /b 303") }},
-		{"error page status the server does not know", func(a []string) []string { return append(a, "--error-page", "500 /404.html") }},
+		// The site value is checked as the flags were, and a site-rule flag beside --site is a usage error.
+		{"site-rule flag beside --site", func(a []string) []string { return append(a, "--redirect", "/a /b 301") }},
+		{"site value with an unknown field", func(a []string) []string {
+			return serverbin.WithSiteValue(t, a, []byte(`{"version":1,"redirects":[{"from":"/a","to":"/b","form":1}]}`))
+		}},
+		{"redirect status the server does not know", func(a []string) []string {
+			return serverbin.WithSiteValue(t, a, []byte(`{"version":1,"redirects":[{"from":"/a","to":"/b","status":303}]}`))
+		}},
+		{"error page status the server does not know", func(a []string) []string {
+			return serverbin.WithSiteValue(t, a, []byte(`{"version":1,"errorPages":[{"status":500,"path":"/404.html"}]}`))
+		}},
+		{"a page the content lacks", func(a []string) []string {
+			return serverbin.WithSiteValue(t, a, []byte(`{"version":1,"notFoundPage":"/missing.html"}`))
+		}},
+		{"site value version 2", func(a []string) []string { return serverbin.WithSiteValue(t, a, []byte(`{"version":2}`)) }},
 	}
 	for _, m := range mutations {
 		t.Run(m.name, func(t *testing.T) {
@@ -538,8 +564,7 @@ func TestContractCheckDoesNotBind(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	args := staticsite.ServerArgs(site(v1alpha1.ServerSpec{}))
-	args = serverbin.SetFlag(t, args, "--root", writeSite(t))
+	args := operatorArgs(t, bin, site(v1alpha1.ServerSpec{}), writeSite(t))
 	args = serverbin.SetFlag(t, args, "--listen", l.Addr().String())
 	args = serverbin.SetFlag(t, args, "--admin-listen", l.Addr().String())
 	res, err := runCheck(bin, args)
@@ -567,6 +592,8 @@ func TestContractServerArgsOfAGitSite(t *testing.T) {
 	if err := os.Symlink(tree, link); err != nil {
 		t.Fatal(err)
 	}
+	serverbin.RequireSiteValue(t, bin)
+	args = serverbin.WithSiteValue(t, args, []byte(`{"version":1}`))
 	res, err := runCheck(bin, serverbin.SetFlag(t, args, "--root", link))
 	if err != nil || res.exitCode != 0 || !strings.Contains(res.stdout, "site "+link+": 6 files") || !strings.Contains(res.stdout, "\nok\n") {
 		t.Fatalf("--check of a Git site's arguments: %v %+v", err, res)
@@ -578,10 +605,11 @@ func TestContractServerArgsOfAGitSite(t *testing.T) {
 // tree over them is refused at load as in the fetcher. The CRD's largest values are flags the server accepts.
 func TestContractGitTreeLimitsReachTheServer(t *testing.T) {
 	bin := serverbin.Require(t)
+	serverbin.RequireSiteValue(t, bin)
 	gitSite := func(entries, depth int32) []string {
-		return staticsite.ServerArgs(&v1alpha1.StaticSite{ObjectMeta: metav1.ObjectMeta{Name: "docs", Namespace: "web"},
+		return serverbin.WithSiteValue(t, staticsite.ServerArgs(&v1alpha1.StaticSite{ObjectMeta: metav1.ObjectMeta{Name: "docs", Namespace: "web"},
 			Spec: v1alpha1.StaticSiteSpec{Content: v1alpha1.ContentSource{Git: &v1alpha1.GitContent{
-				URL: "https://github.com/example/docs.git", Ref: "main", MaxEntries: &entries, MaxDepth: &depth}}}})
+				URL: "https://github.com/example/docs.git", Ref: "main", MaxEntries: &entries, MaxDepth: &depth}}}}), []byte(`{"version":1}`))
 	}
 	tree := writeSite(t)
 	res, err := runCheck(bin, serverbin.SetFlag(t, gitSite(3, 64), "--root", tree))

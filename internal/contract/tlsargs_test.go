@@ -12,11 +12,13 @@ import (
 	"hyperstatic.dev/hyperstatic/api/v1alpha1"
 	"hyperstatic.dev/hyperstatic/controllers/staticsite"
 	"hyperstatic.dev/hyperstatic/internal/serverbin"
+	"hyperstatic.dev/hyperstatic/internal/sitevalue"
 	"hyperstatic.dev/hyperstatic/internal/testcerts"
 )
 
-// The TLS contract: what spec.tls (and spec.service.httpsPort) make the operator pass the server (tls.go: --tls-listen,
-// --tls-cert, --tls-key, --https-redirect, --https-redirect-port, --hsts) is accepted by the real server. --check
+// The TLS contract: what spec.tls (and spec.service.httpsPort) make the operator pass the server (serverargs.go:
+// --tls-listen, --tls-cert, --tls-key, --http2; the site value: httpsRedirect with the port, hsts) is accepted by
+// the real server. --check
 // loads the certificate, so the Secret's mount path is swapped for a real pair, as --root is for a real site; the
 // check must then report the certificate it loaded.
 func TestContractTLSArgsAcceptedByServer(t *testing.T) {
@@ -44,8 +46,7 @@ func TestContractTLSArgsAcceptedByServer(t *testing.T) {
 			s := site(servedSpec)
 			s.Spec.TLS = &c.tls
 			s.Spec.Service = c.service
-			args := staticsite.ServerArgs(s)
-			args = serverbin.SetFlag(t, args, "--root", root)
+			args := operatorArgs(t, bin, s, root)
 			args = serverbin.SetFlag(t, args, "--tls-cert", certFile)
 			args = serverbin.SetFlag(t, args, "--tls-key", keyFile)
 			res, err := runCheck(bin, args)
@@ -59,6 +60,11 @@ func TestContractTLSArgsAcceptedByServer(t *testing.T) {
 			if !strings.Contains(res.stdout, "tls: ") {
 				t.Fatalf("--check accepted the arguments but reported no certificate\nargs: %s\nstdout: %s",
 					serverbin.QuoteArgs(args), res.stdout)
+			}
+			// httpsRedirect (with the Service's port) and hsts are the site value's now.
+			if rev := sitevalue.Render(s).Revision; !strings.Contains(res.stdout, rev) {
+				t.Fatalf("--check does not report the operator's site value revision %s\nsite value: %s\nstdout: %s",
+					rev, sitevalue.Render(s).Bytes, res.stdout)
 			}
 		})
 	}

@@ -43,6 +43,12 @@ const (
 
 	// ContentLoadFailed is 1 while the server's last content load or reload failed; LoadErrorPath then says why.
 	ContentLoadFailed = "hyperstatic_content_load_failed"
+
+	// SiteValueInfo is 1 with the label revision naming the site value the server serves (docs/design/site-value.md).
+	SiteValueInfo = "hyperstatic_site_value_info"
+	// SiteValueLoadsTotal counts the site value's loads by result; result="failure" ones left the previous value
+	// serving, and LoadErrorPath says why.
+	SiteValueLoadsTotal = "hyperstatic_site_value_loads_total"
 )
 
 // LoadErrorPath is the admin endpoint with the message of the server's last failed content load (an empty body
@@ -101,8 +107,15 @@ type Sample struct {
 	// LoadFailed: the server's last content load or reload failed, and it keeps serving the content before it.
 	LoadFailed bool
 	// LoadError is the server's message for that failure (file and line for a bad _redirects or _headers rule),
-	// read from LoadErrorPath by HTTPScraper; Parse leaves it empty.
+	// read from LoadErrorPath by HTTPScraper while LoadFailed or SiteValueLoadFailures is not 0; Parse leaves it
+	// empty.
 	LoadError string
+	// SiteValueRevision is the revision of the site value the server serves ("" when it does not export
+	// SiteValueInfo: an image older than the site value).
+	SiteValueRevision string
+	// SiteValueLoadFailures is SiteValueLoadsTotal{result="failure"}: site values the server refused since it
+	// started.
+	SiteValueLoadFailures float64
 }
 
 // Content is the server's content gauges. Bytes are int64: a site is far below 2^53 bytes, where the float the
@@ -176,8 +189,8 @@ func (s *HTTPScraper) Scrape(ctx context.Context, pod *corev1.Pod) (Sample, erro
 	if err != nil {
 		return Sample{}, fmt.Errorf("scrape %s: %w", pod.Name, err)
 	}
-	if sample.LoadFailed {
-		// A second request, only while a load failed: the message is text the exposition should not carry.
+	if sample.LoadFailed || sample.SiteValueLoadFailures > 0 {
+		// A second request, only while a load failed or once a site value was refused: the message is text the exposition should not carry.
 		if sample.LoadError, err = s.get(ctx, pod.Status.PodIP, port, LoadErrorPath, MaxLoadErrorBytes); err != nil {
 			sample.LoadError = fmt.Sprintf("(the server's message could not be read: %v)", err)
 		}
@@ -248,6 +261,7 @@ func Parse(r io.Reader) (Sample, error) {
 	if f, ok := families[ContentLoadFailed]; ok && len(f.GetMetric()) > 0 {
 		s.LoadFailed = value(f.GetMetric()[0]) != 0
 	}
+	parseSiteValue(families, &s)
 	if f, ok := families[WorkerCPUs]; ok && len(f.GetMetric()) > 0 {
 		m := f.GetMetric()[0]
 		s.Workers = int(value(m))
@@ -262,6 +276,30 @@ func Parse(r io.Reader) (Sample, error) {
 	}
 	return s, nil
 }
+
+// parseSiteValue reads the site value's revision and its refused loads. The revision is bounded like any text a
+// pod writes that ends in a status: a real one is "sha256:" and 16 hex digits.
+func parseSiteValue(families map[string]*dto.MetricFamily, s *Sample) {
+	if f, ok := families[SiteValueInfo]; ok && len(f.GetMetric()) > 0 {
+		for _, l := range f.GetMetric()[0].GetLabel() {
+			if l.GetName() == "revision" {
+				s.SiteValueRevision = podtext.Clean(l.GetValue(), maxRevisionLength)
+			}
+		}
+	}
+	if f, ok := families[SiteValueLoadsTotal]; ok {
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "result" && l.GetValue() == "failure" {
+					s.SiteValueLoadFailures += value(m)
+				}
+			}
+		}
+	}
+}
+
+// maxRevisionLength bounds a site value revision read from a pod.
+const maxRevisionLength = 64
 
 // maxGauge bounds a content gauge (8 EiB): above it the float does not convert to int64.
 const maxGauge = 1 << 62

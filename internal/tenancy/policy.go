@@ -141,7 +141,7 @@ const DefaultGitMaxSize = "1Gi"
 func Default() Policy {
 	return Policy{
 		ExtraArgs: []string{"access-log", "access-log-sample", "workers", "header-timeout", "keepalive-timeout",
-			"max-memory-file-size", "memory-budget", "memory-limit", "compress", "hsts"},
+			"max-memory-file-size", "memory-budget", "memory-limit", "compress"},
 		Images:          []string{},
 		ServiceTypes:    []string{string(corev1.ServiceTypeClusterIP)},
 		PriorityClasses: []string{},

@@ -1,0 +1,26 @@
+package staticsite
+
+import (
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+
+	"hyperstatic.dev/hyperstatic/api/v1alpha1"
+	"hyperstatic.dev/hyperstatic/internal/sitevalue"
+)
+
+// siteValueVolumeName is the pod volume holding the site value's ConfigMap.
+const siteValueVolumeName = "site-value"
+
+// siteValueVolume is the site value's ConfigMap as a volume. The template names the ConfigMap, never its revision:
+// a rule change updates the mounted file under the running server (the kubelet swaps the mount's ..data link, the
+// server watches the directory), it rolls no pod. Not optional: the operator applies the ConfigMap before the
+// Deployment, and a pod must not start without its rules.
+func siteValueVolume(site *v1alpha1.StaticSite) *corev1ac.VolumeApplyConfiguration {
+	return corev1ac.Volume().WithName(siteValueVolumeName).WithConfigMap(corev1ac.ConfigMapVolumeSource().
+		WithName(sitevalue.ConfigMapName(site.Name)).WithDefaultMode(0o444))
+}
+
+// siteValueMount mounts it read-only at sitevalue.MountDir. A whole-directory mount, never subPath: the kubelet
+// does not update subPath mounts.
+func siteValueMount() *corev1ac.VolumeMountApplyConfiguration {
+	return corev1ac.VolumeMount().WithName(siteValueVolumeName).WithMountPath(sitevalue.MountDir).WithReadOnly(true)
+}
