@@ -181,7 +181,7 @@ func waitSiteValueCondition(t *testing.T, ns, name string, status metav1.Conditi
 		if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, site); err != nil {
 			return false, err.Error(), nil
 		}
-		c := meta.FindStatusCondition(site.Status.Conditions, "SiteValueApplied")
+		c := meta.FindStatusCondition(site.Status.Conditions, v1alpha1.ConditionSiteValueApplied)
 		ok := c != nil && c.Status == status && strings.Contains(c.Message, msg) &&
 			site.Status.ObservedGeneration == site.Generation
 		return ok, condString(c), nil
