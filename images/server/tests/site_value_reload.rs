@@ -131,6 +131,28 @@ fn a_configmap_swap_applies_live_and_a_refused_value_keeps_the_last_good() {
     assert!(loads(&s, "success") >= 2.0);
 }
 
+/// A value the content cannot load with (a rewrite to a file it lacks) is the value's fault when the last good
+/// value still loads: refused, and the last good value keeps serving with the content.
+#[test]
+fn a_value_the_content_cannot_load_with_is_refused() {
+    let site = content("sv-rewrite");
+    let conf = tempdir("sv-rewrite-conf");
+    let v1 = value(1, "/a.css", 302, "/404.html");
+    kube_publish(&conf, "..ts1", &v1);
+    let s = Server::start(&site, &["--site", conf.join("site.json").to_str().unwrap()]);
+    kube_publish(&conf, "..ts2", &value(2, "/nofile.html", 200, "/404.html"));
+    wait_for("the value to be refused", || loads(&s, "failure") == 1.0);
+    let why = s.admin_get("/load-error").text();
+    assert!(why.contains("rewrite target /nofile.html is not a file in the site"), "{why}");
+    assert_eq!(served(&s), (302, "/a.css".into(), "1".into(), "max-age=1".into(), 404));
+    assert_eq!(info(&s, &revision(&v1)), 1.0);
+    assert_eq!(
+        s.metric("hyperstatic_reloads_total{result=\"failure\"}"),
+        0.0,
+        "the content loaded (with the last good value)"
+    );
+}
+
 #[test]
 fn a_plain_file_replaced_by_a_rename_applies_live() {
     let site = content("sv-rename");

@@ -88,7 +88,6 @@ pub struct Worker {
     scratch: Box<[u8]>,
     /// The Date line followed by Strict-Transport-Security, for HTTPS responses when `--hsts` is set.
     hsts_date: Vec<u8>,
-    /// `--https-redirect`: plain-port requests get a 308 to this port.
     /// `--max-connections-per-worker`.
     max_conns: usize,
     pre: PreHead,
@@ -242,15 +241,13 @@ impl Worker {
             self.hsts_date.clear();
             return;
         };
-        {
-            let d = self.date.line();
-            if !self.hsts_date.starts_with(d) {
-                self.hsts_date.clear();
-                self.hsts_date.extend_from_slice(d);
-                self.hsts_date.extend_from_slice(b"Strict-Transport-Security: ");
-                self.hsts_date.extend_from_slice(h.as_bytes());
-                self.hsts_date.extend_from_slice(b"\r\n");
-            }
+        let d = self.date.line();
+        if !self.hsts_date.starts_with(d) {
+            self.hsts_date.clear();
+            self.hsts_date.extend_from_slice(d);
+            self.hsts_date.extend_from_slice(b"Strict-Transport-Security: ");
+            self.hsts_date.extend_from_slice(h.as_bytes());
+            self.hsts_date.extend_from_slice(b"\r\n");
         }
     }
 

@@ -444,7 +444,6 @@ fn sibling_from_its_file(
 mod tests {
     use super::*;
     use crate::compress::encodings::Encoded;
-    use crate::config::Config;
     use crate::site::entry::tag_of;
     use std::fs;
     use std::path::PathBuf;
@@ -461,14 +460,14 @@ mod tests {
         d
     }
 
-    fn cfg(root: &Path) -> Config {
-        Config { root: root.to_path_buf(), ..Config::default() }
+    fn cfg(root: &Path) -> Settings {
+        Settings::for_root(root)
     }
 
     #[test]
     fn loads_tree_with_indexes_and_redirects() {
         let d = site("tree");
-        let (t, r) = load(&cfg(&d).load_settings(), &SiteValue::default(), None, &mut |_| {}).unwrap();
+        let (t, r) = load(&cfg(&d), &SiteValue::default(), None, &mut |_| {}).unwrap();
         assert!(r.errors.is_empty(), "{:?}", r.errors);
         assert_eq!(t.files(), 5);
         assert!(matches!(t.lookup(b"/"), Some(Target::File(_))));
@@ -481,7 +480,7 @@ mod tests {
     #[test]
     fn a_sibling_is_served_as_itself_but_held_once() {
         let d = site("shared-sibling");
-        let (t, r) = load(&cfg(&d).load_settings(), &SiteValue::default(), None, &mut |_| {}).unwrap();
+        let (t, r) = load(&cfg(&d), &SiteValue::default(), None, &mut |_| {}).unwrap();
         let entry = |url: &[u8]| match t.lookup(url) {
             Some(Target::File(i)) => t.entry(i),
             other => panic!("{} is not a file: {other:?}", String::from_utf8_lossy(url)),
@@ -499,7 +498,7 @@ mod tests {
     #[test]
     fn uses_siblings_and_never_compresses() {
         let d = site("enc");
-        let (t, r) = load(&cfg(&d).load_settings(), &SiteValue::default(), None, &mut |_| {}).unwrap();
+        let (t, r) = load(&cfg(&d), &SiteValue::default(), None, &mut |_| {}).unwrap();
         let Some(Target::File(i)) = t.lookup(b"/big.css") else { panic!() };
         assert!(!t.entry(i).negotiable(), "no load-time compression");
         let Some(Target::File(i)) = t.lookup(b"/pre.js") else { panic!() };
@@ -516,13 +515,13 @@ mod tests {
     fn attaches_the_stores_encodings_by_content() {
         let d = site("store");
         let store = Store::new(None);
-        let (t, _) = load(&cfg(&d).load_settings(), &SiteValue::default(), Some(&store), &mut |_| {}).unwrap();
+        let (t, _) = load(&cfg(&d), &SiteValue::default(), Some(&store), &mut |_| {}).unwrap();
         let Some(Target::File(i)) = t.lookup(b"/big.css") else { panic!() };
         let css = t.entry(i);
         store.insert(css.digest, Encoded::compute(&fs::read(d.join("big.css")).unwrap()));
         // The same content under another name gets the variants too: the store is keyed by content.
         fs::copy(d.join("big.css"), d.join("copy.css")).unwrap();
-        let (t, r) = load(&cfg(&d).load_settings(), &SiteValue::default(), Some(&store), &mut |_| {}).unwrap();
+        let (t, r) = load(&cfg(&d), &SiteValue::default(), Some(&store), &mut |_| {}).unwrap();
         for p in [&b"/big.css"[..], b"/copy.css"] {
             let Some(Target::File(i)) = t.lookup(p) else { panic!() };
             let e = t.entry(i);
@@ -534,8 +533,8 @@ mod tests {
         }
         assert_eq!(r.compressed_variants, 7, "two files with br, gzip and zstd, pre.js's sibling");
         assert!(r.memory_bytes > r.bytes - 9, "variants are counted in memory");
-        let off = Config { compress: false, ..cfg(&d) };
-        let (t, _) = load(&off.load_settings(), &SiteValue::default(), Some(&store), &mut |_| {}).unwrap();
+        let off = Settings { compress: false, ..cfg(&d) };
+        let (t, _) = load(&off, &SiteValue::default(), Some(&store), &mut |_| {}).unwrap();
         let Some(Target::File(i)) = t.lookup(b"/big.css") else { panic!() };
         assert!(!t.entry(i).negotiable(), "--compress=false attaches nothing");
         fs::remove_dir_all(&d).unwrap();
@@ -548,7 +547,7 @@ mod tests {
         fs::write(&outside, "secret").unwrap();
         std::os::unix::fs::symlink(&outside, d.join("leak.txt")).unwrap();
         std::os::unix::fs::symlink(d.join("index.html"), d.join("alias.html")).unwrap();
-        let (t, r) = load(&cfg(&d).load_settings(), &SiteValue::default(), None, &mut |_| {}).unwrap();
+        let (t, r) = load(&cfg(&d), &SiteValue::default(), None, &mut |_| {}).unwrap();
         assert_eq!(t.lookup(b"/leak.txt"), None);
         assert!(t.lookup(b"/alias.html").is_some());
         assert!(r.errors.iter().any(|e| e.contains("escapes")), "{:?}", r.errors);
@@ -559,8 +558,8 @@ mod tests {
     #[test]
     fn large_files_stay_on_disk() {
         let d = site("disk");
-        let c = Config { max_memory_file_size: 100, ..cfg(&d) };
-        let (t, r) = load(&c.load_settings(), &SiteValue::default(), None, &mut |_| {}).unwrap();
+        let c = Settings { max_memory_file_size: 100, ..cfg(&d) };
+        let (t, r) = load(&c, &SiteValue::default(), None, &mut |_| {}).unwrap();
         let Some(Target::File(i)) = t.lookup(b"/big.css") else { panic!() };
         assert!(matches!(t.entry(i).identity().body, Body::Disk(_)));
         assert!(!t.entry(i).negotiable());
@@ -574,8 +573,8 @@ mod tests {
         // Costs: index.html 11, sub/index.html 3, pre.js 3000 + 9 (its sibling pre.js.gz costs nothing of its own
         // and goes where pre.js goes), big.css 4200. A budget of 0 puts every body on disk; the table is still
         // charged, and does not fit.
-        let c = Config { memory_limit: Some(0), memory_budget: Some(0), ..cfg(&d) };
-        let (t, r) = load(&c.load_settings(), &SiteValue::default(), None, &mut |_| {}).unwrap();
+        let c = Settings { budget: memory::Budget::of(Some(0), Some(0)), ..cfg(&d) };
+        let (t, r) = load(&c, &SiteValue::default(), None, &mut |_| {}).unwrap();
         assert!(r.errors.is_empty(), "{:?}", r.errors);
         let on_disk = |t: &Table, p: &[u8]| {
             let Some(Target::File(i)) = t.lookup(p) else { panic!() };
@@ -604,8 +603,8 @@ mod tests {
         // (the index pages; pre.js with its sibling, 3,009 bytes against three open files), which makes room;
         // big.css (4,200 bytes, one open file) would pass the budget and stays on disk.
         let all_on_disk = r.memory.table_bytes + r.load_bytes;
-        let c = Config { memory_budget: Some(all_on_disk - 3000), ..c };
-        let (t, r) = load(&c.load_settings(), &SiteValue::default(), None, &mut |_| {}).unwrap();
+        let c = Settings { budget: memory::Budget::of(Some(0), Some(all_on_disk - 3000)), ..c };
+        let (t, r) = load(&c, &SiteValue::default(), None, &mut |_| {}).unwrap();
         for p in [&b"/index.html"[..], b"/sub/index.html", b"/pre.js", b"/pre.js.gz"] {
             assert!(!on_disk(&t, p), "{}", String::from_utf8_lossy(p));
         }
@@ -623,14 +622,14 @@ mod tests {
         let data = fs::read(d.join("big.css")).unwrap();
         store.insert(Sha256::digest(&data).into(), Encoded::compute(&data));
         // What the table and the load cost with every body in memory (7,223 bytes: pre.js.gz is held once).
-        let c = Config { memory_limit: Some(0), memory_budget: None, ..cfg(&d) };
-        let (_, r) = load(&c.load_settings(), &SiteValue::default(), None, &mut |_| {}).unwrap();
+        let c = Settings { budget: memory::Budget::of(Some(0), None), ..cfg(&d) };
+        let (_, r) = load(&c, &SiteValue::default(), None, &mut |_| {}).unwrap();
         let (table, records) = (r.memory.table_bytes, r.load_bytes);
         let mut attached = Vec::new();
         for extra in [0, 60, 2_000, 50_000] {
             let budget = table + records + 7223 + extra;
-            let c = Config { memory_budget: Some(budget), ..c.clone() };
-            let (t, r) = load(&c.load_settings(), &SiteValue::default(), Some(&store), &mut |_| {}).unwrap();
+            let c = Settings { budget: memory::Budget::of(Some(0), Some(budget)), ..c.clone() };
+            let (t, r) = load(&c, &SiteValue::default(), Some(&store), &mut |_| {}).unwrap();
             assert_eq!(r.memory.disk_bytes, 0);
             // Whatever is attached (variant bytes, the header blocks of three more variants) stays within it.
             assert!(t.memory_bytes + t.table_bytes <= budget, "{extra}: {} + {}", t.memory_bytes, t.table_bytes);
@@ -647,6 +646,6 @@ mod tests {
     #[test]
     fn missing_root_is_an_error() {
         let c = cfg(Path::new("/nonexistent/hyperstatic"));
-        assert!(load(&c.load_settings(), &SiteValue::default(), None, &mut |_| {}).is_err());
+        assert!(load(&c, &SiteValue::default(), None, &mut |_| {}).is_err());
     }
 }
