@@ -122,6 +122,7 @@ fn newest_value(shared: &Shared) -> Result<Revised, String> {
 /// A value refused: counted, logged, and (when the table installed still serves) said in /load-error.
 fn refuse_value(shared: &Shared, why: &str, reason: &str) {
     shared.site_value.count(false);
+    shared.site_value.set_refused(true);
     let serving = shared.site_value.revision().unwrap_or_else(|| "none".into());
     log::error(
         "site value refused; the last good site value keeps serving",
@@ -159,7 +160,7 @@ pub fn reload(shared: &Shared, why: &str) -> Option<Watcher> {
             Ok((_, rep)) if !rep.missing_pages.is_empty() && matches!(shared.cfg.site, SiteSource::File(_)) => {
                 Some(format!("site value: {}", rep.missing_pages.join("; ")))
             }
-            Err(e) => Some(e.clone()),
+            Err(e) => Some(format!("site value: {e}")),
             _ => None,
         };
         match (problem, &last) {
@@ -224,6 +225,7 @@ pub fn reload(shared: &Shared, why: &str) -> Option<Watcher> {
                 Some(e) => shared.load_error.set(e),
                 None => {
                     shared.site_value.count(true);
+                    shared.site_value.set_refused(false);
                     shared.load_error.clear();
                 }
             }

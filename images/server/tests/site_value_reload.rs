@@ -102,6 +102,7 @@ fn a_configmap_swap_applies_live_and_a_refused_value_keeps_the_last_good() {
     wait_for("the bad rule to be refused", || loads(&s, "failure") == 1.0);
     let why = s.admin_get("/load-error").text();
     assert!(why.contains("site.json: redirects[0].status: status 404 is not supported here"), "{why}");
+    assert_eq!(s.metric("hyperstatic_site_value_refused"), 1.0);
     assert_eq!(served(&s), (301, "/index.html".into(), "2".into(), "max-age=2".into(), 404));
     assert_eq!(info(&s, &revision(&v2)), 1.0);
     assert!(s.log_contains("site value refused; the last good site value keeps serving"));
@@ -128,6 +129,7 @@ fn a_configmap_swap_applies_live_and_a_refused_value_keeps_the_last_good() {
     assert_eq!(served(&s), (307, "/new.css".into(), "5".into(), "max-age=5".into(), 404));
     assert_eq!(s.admin_get("/load-error").text(), "");
     assert_eq!(s.metric("hyperstatic_content_load_failed"), 0.0);
+    assert_eq!(s.metric("hyperstatic_site_value_refused"), 0.0);
     assert!(loads(&s, "success") >= 2.0);
 }
 
@@ -143,7 +145,13 @@ fn a_value_the_content_cannot_load_with_is_refused() {
     kube_publish(&conf, "..ts2", &value(2, "/nofile.html", 200, "/404.html"));
     wait_for("the value to be refused", || loads(&s, "failure") == 1.0);
     let why = s.admin_get("/load-error").text();
-    assert!(why.contains("rewrite target /nofile.html is not a file in the site"), "{why}");
+    assert!(
+        why.starts_with(
+            "site value: redirects[0]: /r /nofile.html 200: rewrite target /nofile.html is not a file in the site"
+        ),
+        "{why}"
+    );
+    assert_eq!(s.metric("hyperstatic_site_value_refused"), 1.0);
     assert_eq!(served(&s), (302, "/a.css".into(), "1".into(), "max-age=1".into(), 404));
     assert_eq!(info(&s, &revision(&v1)), 1.0);
     assert_eq!(

@@ -48,6 +48,13 @@ fn site_value_families(out: &mut String, v: &crate::site_value::status::Status) 
         "hyperstatic_site_value_loads_total{{result=\"failure\"}} {}",
         v.loads_failed.load(Ordering::Relaxed)
     );
+    family(
+        out,
+        "hyperstatic_site_value_refused",
+        "gauge",
+        "1 while the newest site value is refused and the last good one serves (GET /load-error says why).",
+    );
+    let _ = writeln!(out, "hyperstatic_site_value_refused {}", u8::from(v.refused()));
     if let Some(rev) = v.revision() {
         family(out, "hyperstatic_site_value_info", "gauge", "The site value serving, by revision (always 1).");
         let _ = writeln!(out, "hyperstatic_site_value_info{{revision=\"{rev}\"}} 1");

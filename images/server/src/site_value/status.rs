@@ -3,7 +3,7 @@
 //! `hyperstatic_site_value_info` (admin/metrics.rs). Written by the control thread, read by the admin thread;
 //! never by a worker (they read the compiled value from their table).
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
 
 use super::Revised;
@@ -13,6 +13,9 @@ pub struct Status {
     last_good: Mutex<Option<Revised>>,
     pub loads_ok: AtomicU64,
     pub loads_failed: AtomicU64,
+    /// The newest value was refused (the last good one serves): `hyperstatic_site_value_refused`, which tells a
+    /// refused value from a failed content load when `/load-error` has text.
+    refused: AtomicBool,
 }
 
 impl Status {
@@ -29,6 +32,14 @@ impl Status {
     /// `v` serves from now on (its table was installed).
     pub fn serve(&self, v: Revised) {
         *self.last_good.lock().unwrap_or_else(|e| e.into_inner()) = Some(v);
+    }
+
+    pub fn set_refused(&self, refused: bool) {
+        self.refused.store(refused, Ordering::Relaxed);
+    }
+
+    pub fn refused(&self) -> bool {
+        self.refused.load(Ordering::Relaxed)
     }
 
     pub fn count(&self, ok: bool) {
