@@ -165,9 +165,14 @@ pub fn reload(shared: &Shared, why: &str) -> Option<Watcher> {
         };
         match (problem, &last) {
             (Some(p), Some(l)) if l.revision != value.revision => {
+                // memory: the refused table goes before the next is built (the budget counts two tables: the
+                // serving one and the one being loaded).
+                drop(std::mem::replace(&mut r, Err(String::new())));
                 let again = loader::load(&settings, &l.value, store, &mut |d| w.add(d));
-                if again.is_ok() {
-                    (value, refused, r) = (l.clone(), Some(p), again);
+                match again {
+                    Ok(_) => (value, refused, r) = (l.clone(), Some(p), again),
+                    // The content does not load with the last good value either: a content failure.
+                    Err(_) => r = again,
                 }
             }
             // Missing pages with no other value to fall back on: a first load fails; otherwise the content
