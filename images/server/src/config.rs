@@ -1,6 +1,9 @@
 //! Configuration: command-line flags (clap, see `flags.rs`), each with a `HYPERSTATIC_*` environment equivalent
 //! (flags win). `--max-connection-age 30s` and `HYPERSTATIC_MAX_CONNECTION_AGE=30s` are the same setting.
 //! Repeatable flags (`--cache-control`, `--header`, `--cors`) take newline-separated lists in the environment.
+//!
+//! `Config` holds the process settings only. A site's rules are a site value (site_value/): `--site FILE`, or the
+//! value the site-rule flags build; `Config::site` says which, and the core never reads `Config`.
 
 mod flags;
 mod values;
@@ -15,7 +18,18 @@ use clap::parser::ValueSource;
 use clap::{ArgMatches, Command, CommandFactory, FromArgMatches};
 
 use flags::Flags;
-pub use values::{parse_cache_rule, parse_duration, parse_header_rule, parse_size, CacheRule, HeaderRule};
+pub use values::{parse_duration, parse_size};
+
+use crate::site_value::{RuleTexts, SiteValue};
+
+/// Where the site value comes from.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SiteSource {
+    /// `--site FILE`: read at start and on every reload.
+    File(PathBuf),
+    /// Built once from the site-rule flags (their defaults when none is given).
+    Flags(std::sync::Arc<SiteValue>),
+}
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct Config {
@@ -32,14 +46,8 @@ pub struct Config {
     pub drain_delay: Duration,
     pub shutdown_timeout: Duration,
     pub check: bool,
-    /// First match wins.
-    pub cache_control: Vec<CacheRule>,
-    pub default_cache_control: String,
-    /// Extra response headers on file responses.
-    pub headers: Vec<HeaderRule>,
-    pub spa_fallback: bool,
-    /// Always starts with `/`.
-    pub not_found_page: Option<String>,
+    /// The site value: its file, or the one the site-rule flags built.
+    pub site: SiteSource,
     pub max_memory_file_size: u64,
     /// `--max-entries`, `--max-depth`: the size of tree a load takes (site/walk.rs, `Caps`).
     pub max_entries: usize,
@@ -56,28 +64,11 @@ pub struct Config {
     pub access_log: bool,
     /// At least 1.
     pub access_log_sample: u64,
-    /// `--security-headers`: the default set of security.rs on every file response. On by default: security by
-    /// default, and the operator relies on it (it passes only `--security-headers=false`, so that sites on older
-    /// pinned server images, which do not know the flag, keep starting, and an operator upgrade changes no pod
-    /// template; the headers arrive with the new server image, which moves sites a few at a time).
-    pub security_headers: bool,
-    /// `--cors`: first match per file wins (cors.rs).
-    pub cors: Vec<crate::answer::cors::CorsRule>,
     /// `--tls-cert`/`--tls-key`: HTTPS is served on `tls_listen` when set (tls/).
     pub tls: Option<TlsFiles>,
     pub tls_listen: SocketAddr,
     /// `--h2c`: the plain listener also speaks HTTP/2 to a connection that opens with the client preface.
     pub h2c: bool,
-    /// `--https-redirect`: the port in the Location, or None when the plain port serves content.
-    pub https_redirect: Option<u16>,
-    /// `--hsts`: the Strict-Transport-Security value for HTTPS responses.
-    pub hsts: Option<String>,
-    /// `--redirect`: redirect and rewrite rules ahead of the site's `_redirects` (rules/).
-    pub redirects: Vec<crate::rules::Rule>,
-    /// `--clean-urls`: `/about` serves `about.html` (rules/clean.rs).
-    pub clean_urls: bool,
-    /// `--error-page`: pages for error statuses per path prefix.
-    pub error_pages: Vec<crate::rules::ErrorPage>,
 }
 
 /// The PEM files of the serving certificate (a `kubernetes.io/tls` Secret's `tls.crt` and `tls.key`).
@@ -105,11 +96,7 @@ impl Default for Config {
             drain_delay: Duration::from_secs(5),
             shutdown_timeout: Duration::from_secs(20),
             check: false,
-            cache_control: Vec::new(),
-            default_cache_control: "no-cache".into(),
-            headers: Vec::new(),
-            spa_fallback: false,
-            not_found_page: None,
+            site: SiteSource::Flags(Default::default()),
             max_memory_file_size: 8 << 20,
             max_entries: crate::site::walk::DEFAULT_CAPS.max_entries,
             max_depth: crate::site::walk::DEFAULT_CAPS.max_depth,
@@ -120,21 +107,33 @@ impl Default for Config {
             termination_log: None,
             access_log: false,
             access_log_sample: 1,
-            security_headers: true,
-            cors: Vec::new(),
             tls: None,
             tls_listen: "[::]:8443".parse().unwrap(),
             h2c: false,
-            https_redirect: None,
-            hsts: None,
-            redirects: Vec::new(),
-            clean_urls: false,
-            error_pages: Vec::new(),
         }
     }
 }
 
 impl Config {
+    /// What a load needs of the process settings (site/loader.rs): the core takes this, never `Config`.
+    pub fn load_settings(&self) -> crate::site::loader::Settings {
+        crate::site::loader::Settings {
+            root: self.root.clone(),
+            caps: crate::site::walk::Caps { max_entries: self.max_entries, max_depth: self.max_depth },
+            max_memory_file_size: self.max_memory_file_size,
+            budget: crate::site::memory::Budget::of(self.memory_limit, self.memory_budget),
+            compress: self.compress,
+        }
+    }
+
+    /// The value the site-rule flags built; None with `--site`.
+    pub fn flag_site(&self) -> Option<&SiteValue> {
+        match &self.site {
+            SiteSource::Flags(v) => Some(v),
+            SiteSource::File(_) => None,
+        }
+    }
+
     /// Parses the process's arguments (program name first) and `HYPERSTATIC_*` environment. `--help`,
     /// `--version` and every usage error come back as a clap error: `err.exit()` prints it (help and version on
     /// stdout with status 0, errors on stderr with status 2).
@@ -171,25 +170,59 @@ fn rule_texts(values: Vec<String>, matches: &ArgMatches, id: &str) -> Vec<String
     values.iter().flat_map(|v| v.lines()).map(str::trim).filter(|l| !l.is_empty()).map(String::from).collect()
 }
 
-/// `--redirect` rules, in the `_redirects` line syntax; a comment or blank value is an error (it would be a
-/// rule silently missing).
-fn redirect_rules(texts: Vec<String>) -> Result<Vec<crate::rules::Rule>, String> {
-    texts
-        .iter()
-        .map(|t| match crate::rules::parse_rule(t, "--redirect") {
-            Ok(Some(r)) => Ok(r),
-            Ok(None) => Err(format!("--redirect {t:?}: expected 'FROM TO [STATUS]'")),
-            Err(e) => Err(format!("--redirect {t:?}: {e}")),
-        })
-        .collect()
-}
+/// The flags that build the site value (their clap ids): with `--site`, none of them may be given.
+const SITE_RULE_FLAGS: [&str; 13] = [
+    "cache_control",
+    "default_cache_control",
+    "header",
+    "security_headers",
+    "cors",
+    "spa_fallback",
+    "not_found_page",
+    "redirect",
+    "clean_urls",
+    "error_page",
+    "https_redirect",
+    "https_redirect_port",
+    "hsts",
+];
 
 /// The rules are parsed here rather than by clap value parsers because, in the environment, one variable holds
 /// several of them; the error messages name the flag all the same.
 fn from_flags(f: Flags, matches: &ArgMatches) -> Result<Config, String> {
-    let cache_control = rule_texts(f.cache_control, matches, "cache_control");
-    let headers = rule_texts(f.header, matches, "header");
-    let cors = rule_texts(f.cors, matches, "cors");
+    let tls = tls_files(f.tls_cert, f.tls_key, f.https_redirect, f.http2, matches)?;
+    let site = match f.site {
+        Some(path) => {
+            let given: Vec<String> = SITE_RULE_FLAGS
+                .iter()
+                .filter(|id| {
+                    matches!(matches.value_source(id), Some(ValueSource::CommandLine | ValueSource::EnvVariable))
+                })
+                .map(|id| format!("--{}", id.replace('_', "-")))
+                .collect();
+            if !given.is_empty() {
+                return Err(format!(
+                    "--site and {}: a site's rules come from the site value file or from flags, not both",
+                    given.join(", ")
+                ));
+            }
+            SiteSource::File(path)
+        }
+        None => SiteSource::Flags(std::sync::Arc::new(SiteValue::from_flags(RuleTexts {
+            cache_control: rule_texts(f.cache_control, matches, "cache_control"),
+            default_cache_control: f.default_cache_control,
+            headers: rule_texts(f.header, matches, "header"),
+            security_headers: f.security_headers,
+            cors: rule_texts(f.cors, matches, "cors"),
+            spa_fallback: f.spa_fallback,
+            not_found_page: f.not_found_page,
+            redirects: rule_texts(f.redirect, matches, "redirect"),
+            clean_urls: f.clean_urls,
+            error_pages: rule_texts(f.error_page, matches, "error_page"),
+            https_redirect: f.https_redirect.then_some(f.https_redirect_port),
+            hsts: f.hsts,
+        })?)),
+    };
     Ok(Config {
         root: f.root,
         listen: f.listen,
@@ -203,11 +236,7 @@ fn from_flags(f: Flags, matches: &ArgMatches) -> Result<Config, String> {
         drain_delay: f.drain_delay,
         shutdown_timeout: f.shutdown_timeout,
         check: f.check,
-        cache_control: cache_control.iter().map(|r| values::parse_cache_rule(r)).collect::<Result<_, _>>()?,
-        default_cache_control: f.default_cache_control.trim().to_string(),
-        headers: headers.iter().map(|r| values::parse_header_rule(r)).collect::<Result<_, _>>()?,
-        spa_fallback: f.spa_fallback,
-        not_found_page: f.not_found_page.as_deref().and_then(values::site_path),
+        site,
         max_memory_file_size: f.max_memory_file_size,
         max_entries: f.max_entries as usize,
         max_depth: f.max_depth as usize,
@@ -220,19 +249,9 @@ fn from_flags(f: Flags, matches: &ArgMatches) -> Result<Config, String> {
             .or_else(|| kubernetes_termination_log(Path::new(KUBERNETES_TERMINATION_LOG))),
         access_log: f.access_log,
         access_log_sample: f.access_log_sample.max(1),
-        security_headers: f.security_headers,
-        cors: cors.iter().map(|r| crate::answer::cors::parse_rule(r)).collect::<Result<_, _>>()?,
         tls_listen: f.tls_listen,
         h2c: f.h2c,
-        https_redirect: f.https_redirect.then_some(f.https_redirect_port),
-        hsts: f.hsts.as_deref().map(values::parse_hsts).transpose()?,
-        tls: tls_files(f.tls_cert, f.tls_key, f.https_redirect, f.http2, matches)?,
-        redirects: redirect_rules(rule_texts(f.redirect, matches, "redirect"))?,
-        clean_urls: f.clean_urls,
-        error_pages: rule_texts(f.error_page, matches, "error_page")
-            .iter()
-            .map(|r| crate::rules::parse_error_page(r))
-            .collect::<Result<_, _>>()?,
+        tls,
     })
 }
 
@@ -286,6 +305,11 @@ mod tests {
         assert_eq!(kubernetes_termination_log(&file), Some(file.clone()));
         assert_eq!(kubernetes_termination_log(&dir), None, "a directory is not a termination log");
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// The site value the flags built.
+    fn site(c: &Config) -> &SiteValue {
+        c.flag_site().expect("no --site: the flags build the value")
     }
 
     /// Flags only: the test process's environment is not consulted.
@@ -353,13 +377,13 @@ mod tests {
         assert_eq!(c.shutdown_timeout, Duration::from_millis(1500));
         assert_eq!(c.max_requests_per_connection, 100);
         assert_eq!(c.max_connection_age, Duration::from_secs(90));
-        assert_eq!(c.cache_control.len(), 2);
-        assert_eq!(c.cache_control[0].glob.pattern(), "/assets/**");
-        assert_eq!(c.cache_control[0].value, "public, max-age=31536000, immutable");
-        assert_eq!(c.headers[1].name, "Content-Security-Policy");
-        assert_eq!(c.headers[1].value, "default-src 'self'");
-        assert!(c.spa_fallback);
-        assert_eq!(c.not_found_page.as_deref(), Some("/404.html"));
+        assert_eq!(site(&c).cache_control.len(), 2);
+        assert_eq!(site(&c).cache_control[0].glob.pattern(), "/assets/**");
+        assert_eq!(site(&c).cache_control[0].value, "public, max-age=31536000, immutable");
+        assert_eq!(site(&c).headers[1].name, "Content-Security-Policy");
+        assert_eq!(site(&c).headers[1].value, "default-src 'self'");
+        assert!(site(&c).spa_fallback);
+        assert_eq!(site(&c).not_found_page.as_deref(), Some("/404.html"));
     }
 
     #[test]
@@ -376,18 +400,21 @@ mod tests {
         assert_eq!(c.header_timeout, Duration::from_millis(500));
         assert!(c.check);
         assert!(!c.compress);
-        assert_eq!(c.not_found_page.as_deref(), Some("/404.html"));
+        assert_eq!(site(&c).not_found_page.as_deref(), Some("/404.html"));
         // A boolean flag never takes the next argument as its value.
         assert!(flags(&["--check", "false"]).is_err());
-        assert!(!flags(&["--spa-fallback=false"]).unwrap().spa_fallback);
+        assert!(!site(&flags(&["--spa-fallback=false"]).unwrap()).spa_fallback);
         assert_eq!(flags(&["--access-log-sample", "0"]).unwrap().access_log_sample, 1);
     }
 
     #[test]
     fn values_may_start_with_a_hyphen() {
         let c = flags(&["--header", "-X-Leading-Hyphen:-1", "--cache-control", "-draft-*.html=no-store"]).unwrap();
-        assert_eq!((c.headers[0].name.as_str(), c.headers[0].value.as_str()), ("-X-Leading-Hyphen", "-1"));
-        assert_eq!(c.cache_control[0].glob.pattern(), "-draft-*.html");
+        assert_eq!(
+            (site(&c).headers[0].name.as_str(), site(&c).headers[0].value.as_str()),
+            ("-X-Leading-Hyphen", "-1")
+        );
+        assert_eq!(site(&c).cache_control[0].glob.pattern(), "-draft-*.html");
     }
 
     #[test]
@@ -395,9 +422,9 @@ mod tests {
         let c =
             flags(&["--drain-delay", "5s", "--spa-fallback", "--drain-delay", "1s", "--spa-fallback=false"]).unwrap();
         assert_eq!(c.drain_delay, Duration::from_secs(1));
-        assert!(!c.spa_fallback);
+        assert!(!site(&c).spa_fallback);
         // Repeatable rules accumulate instead.
-        assert_eq!(flags(&["--header", "A: 1", "--header", "B: 2"]).unwrap().headers.len(), 2);
+        assert_eq!(site(&flags(&["--header", "A: 1", "--header", "B: 2"]).unwrap()).headers.len(), 2);
     }
 
     #[test]
@@ -416,13 +443,13 @@ mod tests {
     fn env_lists_and_booleans() {
         let rules = "*.html=no-cache\n\n  /assets/**=public, max-age=31536000\n";
         let c = with_env(&[("HYPERSTATIC_CACHE_CONTROL", rules), ("HYPERSTATIC_CHECK", "true")], &[]).unwrap();
-        assert_eq!(c.cache_control.len(), 2);
-        assert_eq!(c.cache_control[1].glob.pattern(), "/assets/**");
-        assert_eq!(c.cache_control[1].value, "public, max-age=31536000");
+        assert_eq!(site(&c).cache_control.len(), 2);
+        assert_eq!(site(&c).cache_control[1].glob.pattern(), "/assets/**");
+        assert_eq!(site(&c).cache_control[1].value, "public, max-age=31536000");
         assert!(c.check);
         // Any rule on the command line replaces the environment's list.
         let c = with_env(&[("HYPERSTATIC_CACHE_CONTROL", rules)], &["--cache-control", "*.css=x"]).unwrap();
-        assert_eq!(c.cache_control.len(), 1);
+        assert_eq!(site(&c).cache_control.len(), 1);
         let err = with_env(&[("HYPERSTATIC_DRAIN_DELAY", "5x")], &[]).unwrap_err().to_string();
         assert!(err.contains("--drain-delay"), "{err}");
     }
@@ -516,14 +543,14 @@ mod tests {
             "max-age=31536000; includeSubDomains",
         ])
         .unwrap();
-        let files = c.tls.unwrap();
+        let files = c.tls.clone().unwrap();
         assert_eq!(files.cert, PathBuf::from("/etc/hyperstatic/tls/tls.crt"));
         assert_eq!(files.key, PathBuf::from("/etc/hyperstatic/tls/tls.key"));
         assert_eq!(c.tls_listen, "0.0.0.0:9443".parse().unwrap());
-        assert_eq!(c.https_redirect, Some(8443));
-        assert_eq!(c.hsts.as_deref(), Some("max-age=31536000; includeSubDomains"));
+        assert_eq!(site(&c).https_redirect, Some(8443));
+        assert_eq!(site(&c).hsts.as_deref(), Some("max-age=31536000; includeSubDomains"));
         let c = flags(&["--tls-cert", "c", "--tls-key", "k", "--https-redirect=true"]).unwrap();
-        assert_eq!(c.https_redirect, Some(443));
+        assert_eq!(site(&c).https_redirect, Some(443));
         assert_eq!(c.tls_listen, "[::]:8443".parse().unwrap());
         // The other listeners default to dual-stack [::] too (server/listen.rs falls back to 0.0.0.0 without IPv6).
         assert_eq!((c.listen, c.admin_listen), ("[::]:8080".parse().unwrap(), "[::]:9090".parse().unwrap()));
@@ -546,6 +573,9 @@ mod tests {
         )
         .unwrap();
         assert_eq!(c.tls, Some(TlsFiles { cert: "/c".into(), key: "/k".into(), http2: true }));
-        assert_eq!((c.tls_listen.port(), c.https_redirect, c.hsts.as_deref()), (1443, Some(1443), Some("max-age=5")));
+        assert_eq!(
+            (c.tls_listen.port(), site(&c).https_redirect, site(&c).hsts.as_deref()),
+            (1443, Some(1443), Some("max-age=5"))
+        );
     }
 }

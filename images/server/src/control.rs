@@ -5,6 +5,13 @@
 //! content: `DIR/current`, replaced by a rename for each new commit) is also watched through its parent
 //! directory, for that one name; each replacement then gives one reload (success or failure) once the debounce
 //! has passed, which the puller waits for before it replaces the link again (images/server/README.md).
+//!
+//! The site value (`--site FILE`, site_value/) is loaded with the content: its file's directory is watched too
+//! (a mounted ConfigMap swaps its `..data` link; a plain file may be replaced by a rename), and a table is always
+//! built from (content, value). A refused value — bad JSON, a bad rule, a page the content lacks — keeps the last
+//! good (content, value) serving; a content reload while the newest value is refused uses the last good value.
+//! A value-only change re-reads the content as any reload does: the encoder's store keeps the encodings by
+//! digest, so nothing is compressed again (the cost is the walk, the reads and the hashing; README.md has it).
 
 use std::ffi::OsString;
 use std::os::unix::ffi::OsStrExt;
@@ -13,8 +20,10 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::config::SiteSource;
 use crate::log::{self, V};
 use crate::site::loader;
+use crate::site_value::Revised;
 use crate::state::{bump, Shared};
 use crate::sys::inotify::Inotify;
 use crate::sys::signal::{self, PollFd};
@@ -32,11 +41,14 @@ pub struct Watcher {
     /// name count there; the puller's other work in the directory (new trees, temporary links, pruned trees)
     /// would otherwise cause a reload each.
     link: Option<(i32, OsString)>,
+    /// The site value file's directory and the file's name: only events for that name or `..data` (a ConfigMap
+    /// volume's atomic swap) count there.
+    site: Option<(i32, OsString)>,
 }
 
 impl Watcher {
     fn new() -> Watcher {
-        Watcher { ino: Inotify::new(), link: None }
+        Watcher { ino: Inotify::new(), link: None, site: None }
     }
 
     /// Watches the root: the tree it resolves to now (the load adds its subdirectories) and, for a symlink root,
@@ -50,6 +62,23 @@ impl Watcher {
             if wd >= 0 {
                 self.link = Some((wd, name.to_os_string()));
             }
+        }
+    }
+
+    /// Watches the directory of the site value file for the file being written, replaced or swapped in.
+    fn watch_site(&mut self, file: &Path) {
+        let (Some(parent), Some(name)) = (file.parent(), file.file_name()) else { return };
+        let parent = if parent.as_os_str().is_empty() { Path::new(".") } else { parent };
+        let mask = libc::IN_CREATE
+            | libc::IN_MODIFY
+            | libc::IN_CLOSE_WRITE
+            | libc::IN_MOVED_TO
+            | libc::IN_DELETE
+            | libc::IN_ATTRIB
+            | libc::IN_ONLYDIR;
+        let wd = self.ino.add(parent, mask);
+        if wd >= 0 {
+            self.site = Some((wd, name.to_os_string()));
         }
     }
 
@@ -69,24 +98,97 @@ impl Watcher {
 
     /// Drains queued events; true when any of them may change what the root holds.
     fn drain(&self) -> bool {
-        match &self.link {
-            None => self.ino.drain(),
-            Some((link_wd, name)) => {
-                self.ino.drain_where(|wd, n| wd != *link_wd || (!n.is_empty() && n == name.as_bytes()))
-            }
+        let named = |w: &Option<(i32, OsString)>, wd: i32, n: &[u8], data: bool| match w {
+            Some((d, name)) if *d == wd => Some(!n.is_empty() && (n == name.as_bytes() || (data && n == b"..data"))),
+            _ => None,
+        };
+        self.ino.drain_where(|wd, n| match (named(&self.link, wd, n, false), named(&self.site, wd, n, true)) {
+            (None, None) => true,
+            (a, b) => a.unwrap_or(false) || b.unwrap_or(false),
+        })
+    }
+}
+
+/// The newest site value: read from its file, or the one the flags built.
+fn newest_value(shared: &Shared) -> Result<Revised, String> {
+    match &shared.cfg.site {
+        SiteSource::File(p) => crate::site_value::read(p, shared.cfg.tls.is_some()),
+        SiteSource::Flags(v) => {
+            Ok(Revised { value: v.clone(), revision: crate::site_value::revision_of(v.canonical().as_bytes()) })
         }
     }
 }
 
-/// Loads the site into a new table and installs it. Returns the watcher for the new tree.
+/// A value refused: counted, logged, and (when the table installed still serves) said in /load-error.
+fn refuse_value(shared: &Shared, why: &str, reason: &str) {
+    shared.site_value.count(false);
+    shared.site_value.set_refused(true);
+    let serving = shared.site_value.revision().unwrap_or_else(|| "none".into());
+    log::error(
+        "site value refused; the last good site value keeps serving",
+        &[("reason", V::S(why)), ("error", V::S(reason)), ("serving", V::S(&serving))],
+    );
+}
+
+/// Loads the site — the content with the newest good site value — into a new table and installs it. Returns the
+/// watcher for the new tree.
 pub fn reload(shared: &Shared, why: &str) -> Option<Watcher> {
     let first = !shared.loaded.load(Ordering::Acquire) && shared.reloads_ok.load(Ordering::Relaxed) == 0;
     let started = Instant::now();
     let mut w = Watcher::new();
     w.watch_root(&shared.cfg.root);
+    if let SiteSource::File(p) = &shared.cfg.site {
+        w.watch_site(p);
+    }
     let store = Some(&shared.encoder.store).filter(|_| shared.cfg.compress);
     shared.retire_below.store(shared.generation(), Ordering::Release);
-    let r = loader::load(&shared.cfg, store, &mut |d| w.add(d));
+    let settings = shared.cfg.load_settings();
+    let last = shared.site_value.last_good();
+    // The value this load uses, and why the newest one was refused (then the last good one is used).
+    let (mut value, mut refused) = match newest_value(shared) {
+        Ok(v) => (v, None),
+        Err(e) => match &last {
+            Some(l) => (l.clone(), Some(e)),
+            None => return fail_first(shared, why, &e, w),
+        },
+    };
+    let mut r = loader::load(&settings, &value.value, store, &mut |d| w.add(d));
+    if refused.is_none() {
+        // A new value that names a page the content lacks, or with which the content does not load, is the
+        // value's fault when the last good value still loads with this content.
+        let problem = match &r {
+            Ok((_, rep)) if !rep.missing_pages.is_empty() && matches!(shared.cfg.site, SiteSource::File(_)) => {
+                Some(format!("site value: {}", rep.missing_pages.join("; ")))
+            }
+            Err(e) => Some(format!("site value: {e}")),
+            _ => None,
+        };
+        match (problem, &last) {
+            (Some(p), Some(l)) if l.revision != value.revision => {
+                // memory: the refused table goes before the next is built (the budget counts two tables: the
+                // serving one and the one being loaded).
+                drop(std::mem::replace(&mut r, Err(String::new())));
+                let again = loader::load(&settings, &l.value, store, &mut |d| w.add(d));
+                match again {
+                    Ok(_) => (value, refused, r) = (l.clone(), Some(p), again),
+                    // The content does not load with the last good value either: a content failure.
+                    Err(_) => r = again,
+                }
+            }
+            // Missing pages with no other value to fall back on: a first load fails; otherwise the content
+            // lost a page the value names, and the previous content keeps serving.
+            (Some(p), _) if r.is_ok() => {
+                if last.is_none() {
+                    shared.site_value.count(false);
+                }
+                r = Err(p);
+            }
+            _ => {}
+        }
+    }
+    if let Some(e) = &refused {
+        refuse_value(shared, why, e);
+    }
     match r {
         Ok((_, report)) if !first && report.unreadable > 0 => {
             bump(&shared.reloads_failed, 1);
@@ -124,7 +226,23 @@ pub fn reload(shared: &Shared, why: &str) -> Option<Watcher> {
             let m = report.memory;
             shared.encoder.install(table, |t| shared.swap(t));
             bump(&shared.reloads_ok, 1);
-            shared.load_error.clear();
+            match &refused {
+                Some(e) => shared.load_error.set(e),
+                None => {
+                    shared.site_value.count(true);
+                    shared.site_value.set_refused(false);
+                    shared.load_error.clear();
+                }
+            }
+            log::info(
+                "site value serving",
+                &[
+                    ("revision", V::S(&value.revision)),
+                    ("reason", V::S(why)),
+                    ("refused_newest", V::Bool(refused.is_some())),
+                ],
+            );
+            shared.site_value.serve(value);
             if m.table_over_budget {
                 // A first load has nothing else to serve: it serves, every body from disk, and says so.
                 log::error(
@@ -163,6 +281,15 @@ pub fn reload(shared: &Shared, why: &str) -> Option<Watcher> {
             Some(w) // keep watching: the tree may be fixed later
         }
     }
+}
+
+/// A first load whose site value was refused: nothing to serve, the process exits (lib.rs writes the reason to
+/// the termination log).
+fn fail_first(shared: &Shared, why: &str, e: &str, w: Watcher) -> Option<Watcher> {
+    refuse_value(shared, why, e);
+    bump(&shared.reloads_failed, 1);
+    shared.load_error.set(e);
+    Some(w)
 }
 
 /// The memory side of a load, for the log lines that say whether it fits.
@@ -303,6 +430,38 @@ mod tests {
         // A change inside the tree the root resolved to still counts (the ConfigMap case, and SIGHUP-less edits).
         std::fs::write(dir.join("t0/new.html"), "x").unwrap();
         assert!(w.drain());
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// The site value file's directory: its own name and a ConfigMap's `..data` swap count, nothing else there.
+    #[test]
+    fn the_site_value_file_reloads_for_its_own_changes_only() {
+        let dir = std::env::temp_dir().join(format!("hs-watch-site-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("..ts1")).unwrap();
+        std::fs::write(dir.join("..ts1/site.json"), "{}").unwrap();
+        symlink("..ts1", dir.join("..data")).unwrap();
+        symlink("..data/site.json", dir.join("site.json")).unwrap();
+        let mut w = Watcher::new();
+        w.watch_site(&dir.join("site.json"));
+        assert!(w.site.is_some());
+        assert!(!w.drain());
+        std::fs::write(dir.join("other.txt"), "x").unwrap();
+        std::fs::create_dir_all(dir.join("..ts2")).unwrap();
+        std::fs::write(dir.join("..ts2/site.json"), "{}").unwrap();
+        symlink("..ts2", dir.join("..data_tmp")).unwrap();
+        assert!(!w.drain(), "other names, the new directory and the temporary link are not the value");
+        std::fs::rename(dir.join("..data_tmp"), dir.join("..data")).unwrap();
+        assert!(w.drain(), "the kubelet's ..data swap");
+        // A plain file: replaced by a rename, or written in place.
+        std::fs::remove_file(dir.join("site.json")).unwrap();
+        assert!(w.drain(), "the file removed");
+        std::fs::write(dir.join(".tmp"), "{}").unwrap();
+        assert!(!w.drain());
+        std::fs::rename(dir.join(".tmp"), dir.join("site.json")).unwrap();
+        assert!(w.drain(), "a file renamed over the name");
+        std::fs::write(dir.join("site.json"), "{ }").unwrap();
+        assert!(w.drain(), "written in place");
         let _ = std::fs::remove_dir_all(&dir);
     }
 

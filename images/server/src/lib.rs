@@ -25,6 +25,7 @@ pub mod publish;
 pub mod rules;
 pub mod server;
 pub mod site;
+pub mod site_value;
 pub mod state;
 pub mod sys;
 pub mod timing;
@@ -69,8 +70,31 @@ pub fn check(cfg: &Config) -> i32 {
         println!("1 problem(s) found");
         return 1;
     }
-    match site::loader::load(cfg, None, &mut |_| {}) {
-        Ok((t, r)) => {
+    let value = match &cfg.site {
+        config::SiteSource::File(p) => match site_value::read(p, cfg.tls.is_some()) {
+            Ok(v) => {
+                println!("site value {}: revision {}", p.display(), v.revision);
+                v
+            }
+            Err(e) => {
+                println!("error: {e}");
+                println!("1 problem(s) found");
+                return 1;
+            }
+        },
+        config::SiteSource::Flags(v) => {
+            let v = site_value::SiteValue::clone(v).revised();
+            println!("site value (from flags): revision {}", v.revision);
+            v
+        }
+    };
+    match site::loader::load(&cfg.load_settings(), &value.value, None, &mut |_| {}) {
+        Ok((t, mut r)) => {
+            if matches!(cfg.site, config::SiteSource::File(_)) {
+                // A value file naming a page the content lacks is refused (site_value/): said by its JSON path.
+                r.errors.retain(|e| !e.starts_with("--not-found-page ") && !e.starts_with("--error-page "));
+                r.errors.extend(r.missing_pages.iter().map(|m| format!("site value: {m}")));
+            }
             println!(
                 "site {}: {} files, {} bytes ({} bytes in memory with encodings, {} files served from disk), {} compressed variants",
                 cfg.root.display(),
@@ -87,7 +111,7 @@ pub fn check(cfg: &Config) -> i32 {
                 );
             }
             if t.rules.rule_count() > 0 {
-                println!("redirects: {} rules (--redirect flags, then _redirects)", t.rules.rule_count());
+                println!("redirects: {} rules (the site value's, then _redirects)", t.rules.rule_count());
             }
             let m = r.memory;
             println!(

@@ -99,6 +99,8 @@ pub struct Shared {
     pub reloads_failed: AtomicU64,
     /// Why the last load or reload failed (None after a success): hyperstatic_content_load_failed, /load-error.
     pub load_error: crate::site::load_error::LastLoadError,
+    /// The site value serving and its loads (site_value/status.rs).
+    pub site_value: crate::site_value::status::Status,
     pub stats: Vec<WorkerStats>,
     pub workers: usize,
     pub worker_cpus: String,
@@ -124,7 +126,7 @@ impl Shared {
     pub fn new(cfg: Config, workers: usize, worker_cpus: String, pinned: bool) -> Shared {
         let start_time =
             std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0.0, |d| d.as_secs_f64());
-        let limit = crate::site::memory::Budget::of(&cfg).limit;
+        let limit = crate::site::memory::Budget::of(cfg.memory_limit, cfg.memory_budget).limit;
         let pre_head_per_worker = crate::site::memory::pre_head_per_worker(limit, workers);
         let conn_budget_per_worker = crate::site::conn_budget::per_worker(limit, workers);
         Shared {
@@ -137,6 +139,7 @@ impl Shared {
             reloads_ok: AtomicU64::new(0),
             reloads_failed: AtomicU64::new(0),
             load_error: Default::default(),
+            site_value: Default::default(),
             stats: (0..workers.max(1)).map(|_| WorkerStats::default()).collect(),
             workers,
             worker_cpus,

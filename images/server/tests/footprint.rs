@@ -98,7 +98,7 @@ fn measure(root: &Path, budget: u64) -> Measured {
     };
     let base = LIVE.load(Ordering::Relaxed);
     PEAK.store(base, Ordering::Relaxed);
-    let (t, r) = loader::load(&cfg, None, &mut |_| {}).expect("load");
+    let (t, r) = loader::load(&cfg.load_settings(), &Default::default(), None, &mut |_| {}).expect("load");
     let after = LIVE.load(Ordering::Relaxed) - base;
     let peak = PEAK.load(Ordering::Relaxed) - base;
     assert!(r.errors.is_empty(), "{:?}", r.errors);

@@ -30,6 +30,37 @@ fn family(out: &mut String, name: &str, kind: &str, help: &str) {
     let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}");
 }
 
+/// The site value (site_value/): its loads by result, and the revision serving.
+fn site_value_families(out: &mut String, v: &crate::site_value::status::Status) {
+    family(
+        out,
+        "hyperstatic_site_value_loads_total",
+        "counter",
+        "Site value loads, by result (failure: the value was refused and the last good one keeps serving; GET /load-error says why).",
+    );
+    let _ = writeln!(
+        out,
+        "hyperstatic_site_value_loads_total{{result=\"success\"}} {}",
+        v.loads_ok.load(Ordering::Relaxed)
+    );
+    let _ = writeln!(
+        out,
+        "hyperstatic_site_value_loads_total{{result=\"failure\"}} {}",
+        v.loads_failed.load(Ordering::Relaxed)
+    );
+    family(
+        out,
+        "hyperstatic_site_value_refused",
+        "gauge",
+        "1 while the newest site value is refused and the last good one serves (GET /load-error says why).",
+    );
+    let _ = writeln!(out, "hyperstatic_site_value_refused {}", u8::from(v.refused()));
+    if let Some(rev) = v.revision() {
+        family(out, "hyperstatic_site_value_info", "gauge", "The site value serving, by revision (always 1).");
+        let _ = writeln!(out, "hyperstatic_site_value_info{{revision=\"{rev}\"}} 1");
+    }
+}
+
 /// HTTPS: certificate expiry and reloads, handshakes by outcome (only present when TLS is on).
 fn tls_families(out: &mut String, s: &Shared, t: &crate::tls::TlsState) {
     let sum = |f: &dyn Fn(&crate::state::WorkerStats) -> u64| s.stats.iter().map(f).sum::<u64>();
@@ -301,6 +332,7 @@ pub fn render(s: &Shared) -> String {
         "1 while the last content load or reload failed (the previous content keeps serving; GET /load-error says why).",
     );
     let _ = writeln!(out, "hyperstatic_content_load_failed {}", u8::from(s.load_error.get().is_some()));
+    site_value_families(&mut out, &s.site_value);
     if let Some(t) = &s.tls {
         tls_families(&mut out, s, t);
     }

@@ -1,13 +1,13 @@
 //! The protocol-agnostic core of answering a request: `request::answer` turns a request (`Ask`) into one
 //! response description (`reply::Reply`: status, the header fields decided, the body's source) that every
 //! protocol frames without deciding anything again (HTTP/1.1 in http1/frame.rs; HTTP/2 next). Its parts: path
-//! normalisation, conditionals, ranges, CORS, and the file answer (`file::decide`: which status, variant and
+//! normalisation, conditionals, ranges, and the file answer (`file::decide`: which status, variant and
 //! byte range a request for a file gets).
 
 pub mod conditional;
-pub mod cors;
 pub mod file;
 pub mod path;
 pub mod range;
 pub mod reply;
 pub mod request;
+pub mod rule;

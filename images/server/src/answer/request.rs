@@ -6,6 +6,7 @@
 use crate::answer::file::{self, FileAsk};
 use crate::answer::path::{self, PathError};
 use crate::answer::reply::{Body, Head, Location, Reply};
+use crate::answer::rule as rule_reply;
 use crate::rules::{self, Captures};
 use crate::site::content::{Table, Target};
 
@@ -77,7 +78,7 @@ pub fn answer<'a>(site: Site<'a>, ask: &Ask<'a>, pathbuf: &'a mut [u8]) -> Reply
     let mut caps = Captures::default();
     // Forced (`!`) rules apply even where a file matches; the others only where none does.
     if let Some(rule) = rules.forced(p, &mut caps) {
-        if let Some(r) = rules::reply::apply(table, ask, rule, p, &caps, scratch) {
+        if let Some(r) = rule_reply::apply(table, &ask.file, ask.query, rule, p, &caps, scratch) {
             return r;
         }
     }
@@ -89,7 +90,7 @@ pub fn answer<'a>(site: Site<'a>, ask: &Ask<'a>, pathbuf: &'a mut [u8]) -> Reply
         }
         None => {
             if let Some(rule) = rules.any(p, &mut caps) {
-                if let Some(r) = rules::reply::apply(table, ask, rule, p, &caps, scratch) {
+                if let Some(r) = rule_reply::apply(table, &ask.file, ask.query, rule, p, &caps, scratch) {
                     return r;
                 }
             }
@@ -166,10 +167,10 @@ mod tests {
     //! The core's decisions as descriptions, without any framing: what an HTTP/2 stream frames is what
     //! these assert (http1/frame.rs holds the HTTP/1.1 bytes of each kind).
     use super::*;
-    use crate::config::Config;
     use crate::site::loader;
+    use crate::site_value::SiteValue;
 
-    fn site(cfg: impl FnOnce(&mut Config)) -> (Table, std::path::PathBuf) {
+    fn site(cfg: impl FnOnce(&mut SiteValue)) -> (Table, std::path::PathBuf) {
         let d = std::env::temp_dir().join(format!("hs-answer-request-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&d);
         std::fs::create_dir_all(d.join("dir")).unwrap();
@@ -177,9 +178,9 @@ mod tests {
             std::fs::write(d.join(f), text).unwrap();
         }
         std::fs::write(d.join("_redirects"), "/old/* /new/:splat 302\n/r /a.css 200\n").unwrap();
-        let mut c = Config { root: d.clone(), ..Config::default() };
-        cfg(&mut c);
-        (loader::load(&c, None, &mut |_| {}).unwrap().0, d)
+        let mut v = SiteValue::default();
+        cfg(&mut v);
+        (loader::load(&loader::Settings::for_root(&d), &v, None, &mut |_| {}).unwrap().0, d)
     }
 
     fn ask<'a>(method: Method, path: &'a str, query: Option<&'a str>) -> Ask<'a> {
@@ -205,7 +206,7 @@ mod tests {
     #[test]
     fn every_answer_kind_is_a_description() {
         let (t, d) = site(|c| {
-            c.cors = vec![crate::answer::cors::parse_rule("*.css=https://a.test;methods=GET,PUT").unwrap()];
+            c.cors = vec![crate::headers::cors::parse_rule("*.css=https://a.test;methods=GET,PUT").unwrap()];
             c.not_found_page = Some("/404.html".into());
         });
         let s = Site { table: &t, spa_fallback: false };

@@ -13,10 +13,11 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use crate::compress::codec;
-use crate::compress::encoding::{Encoding, COMPRESSED};
+use crate::compress::encoding::{self, Encoding, COMPRESSED};
 use crate::log::{self, V};
 use crate::site::content::{Body, FileEntry, Table};
-use crate::site::{footprint, loader, mime};
+use crate::site::entry::{build_entry, Loaded};
+use crate::site::{footprint, mime};
 
 pub type Digest = [u8; 32];
 
@@ -205,7 +206,7 @@ pub fn attach(t: &mut Table, store: &Store) -> usize {
         if n == 0 || n > left {
             continue;
         }
-        let with = loader::with_encodings(e, &enc);
+        let with = with_encodings(e, &enc);
         let grows = footprint::entry(&with).saturating_sub(footprint::entry(e)) + STORE_ENTRY;
         if n + grows > left {
             continue;
@@ -239,6 +240,25 @@ pub fn encode_now(t: &Table, store: &Store) {
 /// The digests of every file of `t`.
 pub fn digests(t: &Table) -> HashSet<Digest> {
     t.entries.iter().map(|e| e.digest).collect()
+}
+
+/// `e` with `enc`'s variants added (its identity gains `Vary: Accept-Encoding`, so every header block is rebuilt);
+/// the bodies are shared, not copied.
+pub(crate) fn with_encodings(e: &FileEntry, enc: &Encoded) -> FileEntry {
+    let v = |x: Encoding| e.variants[x as usize].as_ref().map(|v| (v.body.clone(), v.len));
+    let from = |b: Option<&Arc<[u8]>>| b.map(|b| (Body::Mem(b.clone()), b.len() as u64));
+    let l = Loaded {
+        url: e.path.clone(),
+        content_type: mime::ContentType { value: e.mime.to_string(), compressible: true },
+        mtime: e.last_modified,
+        digest: e.digest,
+        identity: (e.identity().body.clone(), e.identity().len),
+        encoded: std::array::from_fn(|i| match encoding::ALL[i] {
+            Encoding::Identity => None,
+            x => v(x).or_else(|| from(enc.get(x))),
+        }),
+    };
+    build_entry(e.headers.clone(), l)
 }
 
 #[cfg(test)]

@@ -116,6 +116,11 @@ pub(super) struct Flags {
           default_value = "false", default_missing_value = "true", value_parser = parse_bool, action = ArgAction::Set)]
     pub check: bool,
 
+    /// The site value file (JSON, docs/design/site-value.md): the site's rules, reloaded live when it changes;
+    /// the site-rule flags below build the same value and may not be given with it
+    #[arg(long, allow_hyphen_values = true, env = "HYPERSTATIC_SITE", value_name = "FILE")]
+    pub site: Option<PathBuf>,
+
     /// Cache-Control for matching files; repeatable, first match wins (e.g. '/assets/**=public, max-age=31536000, immutable')
     #[arg(long, allow_hyphen_values = true, env = "HYPERSTATIC_CACHE_CONTROL", value_name = "GLOB=VALUE")]
     pub cache_control: Vec<String>,

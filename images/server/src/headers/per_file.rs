@@ -9,22 +9,13 @@
 //! from the extension; `Cache-Control` from 2 or 3 replaces `--default-cache-control` (a matching
 //! `--cache-control` rule still wins over both).
 
-use crate::answer::cors;
-use crate::config::Config;
+use crate::headers::cors;
 use crate::headers::security;
 use crate::headers::site_file::{self, HeadersFile};
-use crate::site::loader::Found;
+use crate::site::walk::Found;
+use crate::site_value::{HeaderRule, SiteValue};
 
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct Resolved {
-    pub cache_control: String,
-    /// Replaces the guessed Content-Type.
-    pub content_type: Option<String>,
-    /// Every other header, in order.
-    pub extra: Vec<(String, String)>,
-    /// The file's CORS rule (index into `Config::cors` and `Table::cors`).
-    pub cors: Option<u16>,
-}
+pub use crate::headers::resolved::Resolved;
 
 /// Takes the site's `_headers` out of the walked files (it is never served) and parses it; an empty file when
 /// there is none. An unreadable or invalid file is an error: the load fails and the previous content stays.
@@ -49,7 +40,7 @@ fn urls_of(url: &str) -> Vec<&str> {
     }
 }
 
-pub fn resolve(cfg: &Config, site: &HeadersFile, url: &str) -> Resolved {
+pub fn resolve(cfg: &SiteValue, site: &HeadersFile, url: &str) -> Resolved {
     let mut extra: Vec<(String, String)> = Vec::new();
     if cfg.security_headers {
         for (n, v) in security::DEFAULTS {
@@ -62,7 +53,7 @@ pub fn resolve(cfg: &Config, site: &HeadersFile, url: &str) -> Resolved {
         }
     }
     // `--header` rules replace lower sources by name, but two `--header` rules of one name both stay.
-    let user: Vec<&crate::config::HeaderRule> = cfg.headers.iter().filter(|h| h.applies_to(url)).collect();
+    let user: Vec<&HeaderRule> = cfg.headers.iter().filter(|h| h.applies_to(url)).collect();
     extra.retain(|(n, _)| !user.iter().any(|h| h.name.eq_ignore_ascii_case(n)));
     extra.extend(user.iter().map(|h| (h.name.clone(), h.value.clone())));
     let cors = cors::rule_for(&cfg.cors, url);
@@ -84,11 +75,11 @@ pub fn resolve(cfg: &Config, site: &HeadersFile, url: &str) -> Resolved {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::{parse_cache_rule, parse_header_rule};
+    use crate::site_value::{parse_cache_rule, parse_header_rule};
 
     /// The defaults without the security headers, so each test sees only the rules it sets.
-    fn plain() -> Config {
-        Config { security_headers: false, ..Config::default() }
+    fn plain() -> SiteValue {
+        SiteValue { security_headers: false, ..SiteValue::default() }
     }
 
     fn names(r: &Resolved) -> Vec<(&str, &str)> {
@@ -97,11 +88,11 @@ mod tests {
 
     #[test]
     fn precedence_defaults_then_file_then_flags_then_cors() {
-        let cfg = Config {
+        let cfg = SiteValue {
             security_headers: true,
             headers: vec![parse_header_rule("Referrer-Policy: no-referrer").unwrap()],
             cors: vec![cors::parse_rule("/fonts/**=*").unwrap()],
-            ..Config::default()
+            ..SiteValue::default()
         };
         let site = HeadersFile::parse("/*\n  X-Content-Type-Options: custom\n  X-Site: 1\n").unwrap();
         let r = resolve(&cfg, &site, "/fonts/a.woff2");
@@ -127,7 +118,7 @@ mod tests {
         let site =
             HeadersFile::parse("/feed\n  Content-Type: application/rss+xml\n/assets/*\n  Cache-Control: max-age=60\n")
                 .unwrap();
-        let cfg = Config { cache_control: vec![parse_cache_rule("*.js=immutable").unwrap()], ..plain() };
+        let cfg = SiteValue { cache_control: vec![parse_cache_rule("*.js=immutable").unwrap()], ..plain() };
         let r = resolve(&cfg, &site, "/feed");
         assert_eq!((r.content_type.as_deref(), r.extra.len()), (Some("application/rss+xml"), 0));
         assert_eq!(resolve(&cfg, &site, "/assets/a.css").cache_control, "max-age=60");

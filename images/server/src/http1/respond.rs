@@ -117,11 +117,11 @@ pub fn respond(out: &mut Out, ctx: &Ctx, req: &Request, pathbuf: &mut [u8]) -> R
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::Config;
     use crate::http1::parser::{self, Parsed};
     use crate::site::loader;
+    use crate::site_value::SiteValue;
 
-    fn table(name: &str, cfg: impl FnOnce(&mut Config)) -> (Table, std::path::PathBuf) {
+    fn table(name: &str, cfg: impl FnOnce(&mut SiteValue)) -> (Table, std::path::PathBuf) {
         let d = std::env::temp_dir().join(format!("hs-respond-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&d);
         std::fs::create_dir_all(d.join("dir")).unwrap();
@@ -129,12 +129,13 @@ mod tests {
         std::fs::write(d.join("dir/index.html"), "dir").unwrap();
         std::fs::write(d.join("a.css"), "a { color: red }\n".repeat(100)).unwrap();
         std::fs::write(d.join("404.html"), "custom").unwrap();
-        let mut c = Config { root: d.clone(), ..Config::default() };
-        cfg(&mut c);
+        let mut v = SiteValue::default();
+        cfg(&mut v);
+        let s = loader::Settings::for_root(&d);
         // With every variant in place, as the background encoder leaves it.
         let store = crate::compress::encodings::Store::new(None);
-        crate::compress::encodings::encode_now(&loader::load(&c, None, &mut |_| {}).unwrap().0, &store);
-        (loader::load(&c, Some(&store), &mut |_| {}).unwrap().0, d)
+        crate::compress::encodings::encode_now(&loader::load(&s, &v, None, &mut |_| {}).unwrap().0, &store);
+        (loader::load(&s, &v, Some(&store), &mut |_| {}).unwrap().0, d)
     }
 
     fn run(t: &Table, spa: bool, req: &str) -> (Resp, String) {

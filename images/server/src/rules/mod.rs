@@ -1,4 +1,4 @@
-//! Site rules, compiled when the site is loaded and carried in its content table: redirects and rewrites
+//! Site rules, compiled from the site value (site_value/) when the site is loaded and carried in its content table: redirects and rewrites
 //! (`--redirect` flags from `spec.server.redirects`, then the site's own `_redirects` file; first match wins),
 //! clean URLs (`--clean-urls`), which missing paths count as page navigations (the SPA fallback) and error pages
 //! per status and path prefix (`--error-page`). A bad rule fails the load: at start the server does not start,
@@ -6,21 +6,19 @@
 
 mod clean;
 mod error_pages;
+mod install;
 mod matcher;
 mod navigation;
 mod parse;
-pub mod reply;
 mod target;
 
 pub use clean::apply as clean_urls;
 pub use error_pages::{parse_error_page, ErrorPage};
+pub use install::install;
 pub use matcher::{Captures, Matcher};
 pub use navigation::is_navigation;
 pub use parse::{parse_file, parse_rule, Piece, Rule, Seg};
-pub use target::write_location;
-
-use crate::config::Config;
-use crate::site::content::{Table, Target};
+pub use target::{rewrite_path, write_location};
 
 /// The rules file at the content root. It is configuration, never served.
 pub const REDIRECTS_FILE: &str = "/_redirects";
@@ -67,47 +65,4 @@ impl Site {
     pub fn error_page(&self, status: u16, path: &[u8]) -> Option<u32> {
         self.error_pages.iter().find(|(s, p, _)| *s == status && path.starts_with(p)).map(|e| e.2)
     }
-}
-
-/// Compiles `cfg`'s rules and the site's `_redirects` (read from `file`, when the site has one) into `t.rules`,
-/// and resolves the error pages. Errors: a bad rule (with its file and line), a rewrite to a file the site does
-/// not have. Missing error-page files are reported in `errors` like `--not-found-page` (the page is left out).
-/// `file`: the text of the site's `_redirects`, if it has one.
-pub fn install(t: &mut Table, cfg: &Config, file: Option<&str>, errors: &mut Vec<String>) -> Result<(), String> {
-    let mut rules = cfg.redirects.clone();
-    if let Some(text) = file {
-        rules.extend(parse_file(text, &REDIRECTS_FILE[1..])?);
-    }
-    if rules.len() > MAX_RULES {
-        return Err(format!("{} redirect rules: at most {MAX_RULES}", rules.len()));
-    }
-    let mut site = Site { moved: std::mem::take(&mut t.rules.moved), ..Site::default() };
-    for (i, r) in rules.iter().enumerate() {
-        if r.is_rewrite() {
-            if let [Piece::Lit(p)] = &r.to[..] {
-                if !matches!(t.lookup(p), Some(Target::File(_))) {
-                    return Err(format!(
-                        "{}: {}: rewrite target {} is not a file in the site",
-                        r.origin,
-                        r.text,
-                        String::from_utf8_lossy(p)
-                    ));
-                }
-            }
-        }
-        if r.force {
-            site.forced.insert(i as u32, &r.from);
-        }
-        site.all.insert(i as u32, &r.from);
-    }
-    site.rules = rules;
-    for e in &cfg.error_pages {
-        match t.lookup(e.path.as_bytes()) {
-            Some(Target::File(i)) => site.error_pages.push((e.status, e.prefix.as_bytes().into(), i)),
-            _ => errors.push(format!("--error-page {}: {}: no such file in the site", e.status, e.path)),
-        }
-    }
-    site.error_pages.sort_by_key(|(_, p, _)| std::cmp::Reverse(p.len()));
-    t.rules = site;
-    Ok(())
 }

@@ -41,14 +41,14 @@ impl Worker {
                 force_close: force_close_base
                     || c.requests + 1 >= self.max_requests
                     || self.now_ms.saturating_sub(c.born_ms) >= self.max_age_ms,
-                spa_fallback: self.shared.cfg.spa_fallback,
+                spa_fallback: table.spa_fallback,
             };
             let resp: Resp = match parsed {
                 Ok(Parsed::Partial) => break,
                 Ok(Parsed::Complete(req, used)) => {
                     // The head is complete: the request's duration starts here (or with its batch's first).
                     let start_ns = *batch_start.get_or_insert_with(timing::now_ns);
-                    let r = match self.redirect_port {
+                    let r = match table.https_redirect {
                         Some(port) if c.tls.is_none() => respond::https_redirect(&mut self.out, &ctx, &req, port),
                         _ => respond::respond(&mut self.out, &ctx, &req, &mut self.pathbuf),
                     };

@@ -161,7 +161,7 @@ impl Worker {
     /// Feeds rbuf[..len] to the engine and answers every request it yields, then writes.
     pub(super) fn answer_h2(&mut self, idx: usize, len: usize) -> Flow {
         let table = sys::mem::detach(&self.table.value);
-        let site = Site { table, spa_fallback: self.shared.cfg.spa_fallback };
+        let site = Site { table, spa_fallback: table.spa_fallback };
         let stats = &self.shared.stats[self.id];
         let cfg = &self.shared.cfg;
         let mut pos = 0;
@@ -169,7 +169,7 @@ impl Worker {
         let c = &mut self.conns[idx];
         let Proto::Http2(h) = &mut c.proto else { unreachable!("answer_h2 on an HTTP/2 connection") };
         let tls = c.tls.is_some();
-        let date = if tls && cfg.hsts.is_some() { &self.h2_date_hsts } else { &self.h2_date };
+        let date = if tls && !self.h2_date_hsts.is_empty() { &self.h2_date_hsts } else { &self.h2_date };
         h.conn.borrow_buffers(&mut self.h2_pool);
         loop {
             let (used, ev) = h.conn.recv(&self.rbuf[pos..len]);
@@ -182,7 +182,7 @@ impl Worker {
             };
             let start_ns = *batch_start.get_or_insert_with(timing::now_ns);
             let stream = r.stream;
-            let reply = match (ask(&r), self.redirect_port) {
+            let reply = match (ask(&r), table.https_redirect) {
                 (None, _) => Reply::plain(400, false, r.method() == b"HEAD"),
                 (Some(a), Some(port)) if !tls => {
                     request::https_redirect(&a, Some(r.authority()).filter(|h| !h.is_empty()), port)

@@ -88,8 +88,6 @@ pub struct Worker {
     scratch: Box<[u8]>,
     /// The Date line followed by Strict-Transport-Security, for HTTPS responses when `--hsts` is set.
     hsts_date: Vec<u8>,
-    /// `--https-redirect`: plain-port requests get a 308 to this port.
-    redirect_port: Option<u16>,
     /// `--max-connections-per-worker`.
     max_conns: usize,
     pre: PreHead,
@@ -146,7 +144,6 @@ impl Worker {
             scratch: vec![0u8; if tls_config.is_some() { tls::stream::SCRATCH } else { 0 }].into_boxed_slice(),
             tls_config,
             hsts_date: Vec::new(),
-            redirect_port: cfg.https_redirect,
             max_conns: cfg.max_connections_per_worker,
             pre: PreHead { list: slots::SlotList::EMPTY, max: shared.pre_head_per_worker.max(1) },
             mem: budget::ConnMemory::new(shared.conn_budget_per_worker),
@@ -239,28 +236,33 @@ impl Worker {
     fn refresh_tls(&mut self) {
         let (Some(p), Some(local)) = (&self.shared.tls, &mut self.tls_config) else { return };
         local.refresh(&p.config);
-        if let Some(h) = &self.shared.cfg.hsts {
-            let d = self.date.line();
-            if !self.hsts_date.starts_with(d) {
-                self.hsts_date.clear();
-                self.hsts_date.extend_from_slice(d);
-                self.hsts_date.extend_from_slice(b"Strict-Transport-Security: ");
-                self.hsts_date.extend_from_slice(h.as_bytes());
-                self.hsts_date.extend_from_slice(b"\r\n");
-            }
+        // The site value's HSTS comes with the table (a reload may add, change or drop it: applied within a second).
+        let Some(h) = self.table.value.hsts.as_deref() else {
+            self.hsts_date.clear();
+            return;
+        };
+        let d = self.date.line();
+        if !self.hsts_date.starts_with(d) {
+            self.hsts_date.clear();
+            self.hsts_date.extend_from_slice(d);
+            self.hsts_date.extend_from_slice(b"Strict-Transport-Security: ");
+            self.hsts_date.extend_from_slice(h.as_bytes());
+            self.hsts_date.extend_from_slice(b"\r\n");
         }
     }
 
     /// The HTTP/2 Date blocks, when the second turned (one comparison per loop iteration otherwise).
     fn refresh_h2_date(&mut self) {
         let d = self.date.line();
-        if self.h2_date_of == d {
+        if self.h2_date_of == d && self.h2_date_hsts.is_empty() == self.hsts_date.is_empty() {
             return;
         }
         self.h2_date_of.clear();
         self.h2_date_of.extend_from_slice(d);
         crate::http2::respond::date_block(&mut self.h2_date, d);
-        if !self.hsts_date.is_empty() {
+        if self.hsts_date.is_empty() {
+            self.h2_date_hsts.clear();
+        } else {
             crate::http2::respond::date_block(&mut self.h2_date_hsts, &self.hsts_date);
         }
     }

@@ -74,7 +74,7 @@ pub struct FileEntry {
     /// three empty inline slots would cost each of them 336 bytes (issue 38: per-file memory is charged).
     pub variants: [Option<Box<Variant>>; encoding::COUNT],
     /// The headers decided for this file (file_headers.rs), kept to rebuild the blocks when encodings arrive.
-    pub headers: Arc<crate::headers::per_file::Resolved>,
+    pub headers: Arc<crate::headers::resolved::Resolved>,
 }
 
 impl FileEntry {
@@ -127,8 +127,13 @@ pub struct Table {
     pub table_bytes: u64,
     /// Memory limit, budget, bytes served from disk, fit limit (memory.rs).
     pub memory: crate::site::memory::Summary,
+    /// The site value's `spaFallback`, `httpsRedirect` and `hsts`: read by the workers from the table they
+    /// serve, so a reloaded value applies with its table (site_value/).
+    pub spa_fallback: bool,
+    pub https_redirect: Option<u16>,
+    pub hsts: Option<Box<str>>,
     /// `--cors` rules, indexed by `Resolved::cors`.
-    pub cors: Arc<[crate::answer::cors::CorsRule]>,
+    pub cors: Arc<[crate::headers::cors::CorsRule]>,
     /// Redirects, rewrites, clean-URL redirects and error pages (rules/).
     pub rules: crate::rules::Site,
 }

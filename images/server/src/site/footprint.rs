@@ -11,7 +11,7 @@
 use std::mem::size_of;
 use std::sync::Arc;
 
-use crate::headers::per_file::Resolved;
+use crate::headers::resolved::Resolved;
 use crate::site::content::{Body, FileEntry, Target, Variant};
 
 /// glibc malloc's chunk for a request of `n` bytes (8 bytes of size header, 16-byte alignment, 32 at least); 0 for

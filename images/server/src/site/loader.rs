@@ -3,6 +3,10 @@
 //! compresses: a site is served as soon as it is read, and the background encoder (encoder.rs) adds variants
 //! afterwards; the loader only attaches those the encoding store already holds, so a reload keeps the variants
 //! of unchanged files. Used at start, on reload, and by `--check`.
+//!
+//! A table is built from two inputs: the content (the tree under `Settings::root`) and the site value
+//! (site_value/), whose rules and headers are compiled into it here. The process settings it needs come as
+//! `Settings`, never as the whole `Config`.
 
 use std::collections::{HashMap, HashSet};
 use std::fs::File;
@@ -13,35 +17,45 @@ use std::sync::Arc;
 use sha2::{Digest as _, Sha256};
 
 use crate::compress::encoding::{self, Encoding, COMPRESSED};
-use crate::compress::encodings::{self, Digest, Encoded, Store};
-use crate::config::Config;
-use crate::headers::blocks as headers;
-use crate::headers::per_file::{self, Resolved};
-use crate::site::content::{Body, FileEntry, FxMap, Table, Target, Variant};
+/// Kept here for the background encoder (compress/encoder.rs), which rebuilds an entry with its new variants.
+pub(crate) use crate::compress::encodings::with_encodings;
+use crate::compress::encodings::{self, Digest, Store};
+use crate::headers::per_file;
+use crate::headers::resolved::Resolved;
+use crate::site::content::{Body, FileEntry, FxMap, Table, Target};
+use crate::site::entry::{build_entry, Loaded};
 use crate::site::footprint;
 use crate::site::memory;
 use crate::site::mime;
+use crate::site_value::SiteValue;
 
-#[derive(Default, Debug)]
-pub struct Report {
-    pub files: usize,
-    pub bytes: u64,
-    pub memory_bytes: u64,
-    pub disk_files: usize,
-    pub compressed_variants: usize,
-    /// Files the background encoder will give variants (compressible, in memory, no siblings, none attached).
-    pub pending_encodings: usize,
-    /// Limit, budget, bytes on disk, fit limit (memory.rs).
-    pub memory: memory::Summary,
-    /// What the load held besides its table and content while it ran, as charged (memory.rs `Item::load`).
-    pub load_bytes: u64,
-    /// Problems that make `--check` fail; at serve time the files are skipped and logged.
-    pub errors: Vec<String>,
-    /// How many of the errors are files or directories that could not be read (dangling symlinks, I/O,
-    /// permissions) as opposed to policy (escaping symlinks, names). A reload with unreadable entries is
-    /// treated as a broken tree and keeps the old content.
-    pub unreadable: usize,
+/// What a load needs of the process settings (`Config::load_settings` builds it).
+#[derive(Debug, Clone)]
+pub struct Settings {
+    pub root: std::path::PathBuf,
+    /// `--max-entries`, `--max-depth`.
+    pub caps: Caps,
+    pub max_memory_file_size: u64,
+    /// The memory limit and content budget (memory.rs).
+    pub budget: memory::Budget,
+    /// `--compress`: attach the encoder's variants.
+    pub compress: bool,
 }
+
+impl Settings {
+    /// The flags' defaults for `root` (tests, tools).
+    pub fn for_root(root: &Path) -> Settings {
+        Settings {
+            root: root.to_path_buf(),
+            caps: DEFAULT_CAPS,
+            max_memory_file_size: 8 << 20,
+            budget: memory::Budget::of(None, None),
+            compress: true,
+        }
+    }
+}
+
+pub use super::report::Report;
 
 pub(crate) use super::walk::{walk, Caps, Found, DEFAULT_CAPS};
 
@@ -56,21 +70,6 @@ fn digest_file(f: &mut File) -> std::io::Result<Digest> {
         h.update(&buf[..n]);
     }
     Ok(h.finalize().into())
-}
-
-/// The ETag's opaque part: the first 80 bits of the content's SHA-256, in hex.
-fn tag_of(d: &Digest) -> String {
-    d[..10].iter().map(|b| format!("{b:02x}")).collect()
-}
-
-/// Everything needed to build one FileEntry, computed possibly in parallel.
-struct Loaded {
-    url: String,
-    content_type: mime::ContentType,
-    mtime: i64,
-    digest: Digest,
-    identity: (Body, u64),
-    encoded: [Option<(Body, u64)>; encoding::COUNT],
 }
 
 /// `in_memory`: the memory plan's decision (memory.rs). `siblings`: every walked file by URL (a file's `.br`,
@@ -109,81 +108,16 @@ fn load_one(f: &Found, siblings: &HashMap<&str, &Found>, in_memory: bool) -> Res
     Ok(Loaded { url: f.url.clone(), content_type, mtime: f.mtime, digest, identity, encoded })
 }
 
-/// `hdrs`: the file's headers from every source (file_headers.rs).
-fn build_entry(hdrs: Arc<Resolved>, mut l: Loaded) -> FileEntry {
-    let negotiable = l.encoded.iter().any(Option::is_some);
-    if let Some(ct) = &hdrs.content_type {
-        l.content_type.value = ct.clone();
-    }
-    let cc = hdrs.cache_control.as_str();
-    let extra = &hdrs.extra;
-    let (id_body, id_len) = l.identity;
-    let tag = tag_of(&l.digest);
-    let mk = |body: Body, len: u64, enc: Encoding| {
-        let etag = format!("\"{tag}{}\"", enc.etag_suffix());
-        let inputs = headers::Inputs {
-            mime: &l.content_type.value,
-            etag: &etag,
-            last_modified: l.mtime,
-            cache_control: cc,
-            negotiable,
-            encoding: enc,
-            extra,
-        };
-        let (fields, head_200, fields_304) = headers::build(&inputs, len);
-        let h2_200 = crate::http2::respond::variant_block(len, &fields);
-        Variant {
-            body,
-            len,
-            h2_200,
-            etag: etag.into_bytes().into_boxed_slice(),
-            fields: fields.into_boxed_slice(),
-            head_200: head_200.into_boxed_slice(),
-            fields_304: fields_304.into_boxed_slice(),
-        }
-    };
-    let mut identity = Some((id_body, id_len));
-    let mut encoded = l.encoded;
-    let variants = std::array::from_fn(|i| {
-        let e = encoding::ALL[i];
-        let body = if e == Encoding::Identity { identity.take() } else { encoded[i].take() };
-        body.map(|(b, n)| Box::new(mk(b, n, e)))
-    });
-    FileEntry {
-        path: l.url,
-        digest: l.digest,
-        mime: l.content_type.value.into_boxed_str(),
-        last_modified: l.mtime,
-        variants,
-        headers: hdrs,
-    }
-}
-
-/// `e` with `enc`'s variants added (its identity gains `Vary: Accept-Encoding`, so every header block is rebuilt);
-/// the bodies are shared, not copied.
-pub(crate) fn with_encodings(e: &FileEntry, enc: &Encoded) -> FileEntry {
-    let v = |x: Encoding| e.variants[x as usize].as_ref().map(|v| (v.body.clone(), v.len));
-    let from = |b: Option<&Arc<[u8]>>| b.map(|b| (Body::Mem(b.clone()), b.len() as u64));
-    let l = Loaded {
-        url: e.path.clone(),
-        content_type: mime::ContentType { value: e.mime.to_string(), compressible: true },
-        mtime: e.last_modified,
-        digest: e.digest,
-        identity: (e.identity().body.clone(), e.identity().len),
-        encoded: std::array::from_fn(|i| match encoding::ALL[i] {
-            Encoding::Identity => None,
-            x => v(x).or_else(|| from(enc.get(x))),
-        }),
-    };
-    build_entry(e.headers.clone(), l)
-}
-
 /// Loads the site. Files that cannot be read are left out and listed in the report; an unreadable root is
 /// an error (a reload then keeps the old table). With a `store`, files get the encodings it already holds.
-pub fn load(cfg: &Config, store: Option<&Store>, on_dir: &mut dyn FnMut(&Path)) -> Result<(Table, Report), String> {
+pub fn load(
+    cfg: &Settings,
+    site: &SiteValue,
+    store: Option<&Store>,
+    on_dir: &mut dyn FnMut(&Path),
+) -> Result<(Table, Report), String> {
     let mut report = Report::default();
-    let caps = Caps { max_entries: cfg.max_entries, max_depth: cfg.max_depth };
-    let (mut found, dirs) = walk(&cfg.root, caps, on_dir, &mut report)?;
+    let (mut found, dirs) = walk(&cfg.root, cfg.caps, on_dir, &mut report)?;
     let site_headers = per_file::take_site_file(&mut found)?;
     // `_redirects` is configuration (rules/), never served.
     // Read through the checked path like every site file (beneath.rs): its lines can end up in /load-error.
@@ -197,11 +131,11 @@ pub fn load(cfg: &Config, store: Option<&Store>, on_dir: &mut dyn FnMut(&Path)) 
     let urls: HashSet<&str> = found.iter().map(|f| f.url.as_str()).collect();
     let by_url: HashMap<&str, &Found> = found.iter().map(|f| (f.url.as_str(), f)).collect();
     // Each file's headers, equal sets shared (footprint.rs charges each distinct set once).
-    let (hdrs, hdrs_bytes) = resolve_all(cfg, &site_headers, &found);
+    let (hdrs, hdrs_bytes) = resolve_all(site, &site_headers, &found);
     // memory: which files are held in memory (the rest, with their siblings, are served from disk). The table's
     // own cost (every entry, whatever its body) is charged first.
-    let budget = memory::Budget::of(cfg);
-    let mut items = plan_items(cfg, &found, &hdrs);
+    let budget = cfg.budget;
+    let mut items = plan_items(site.clean_urls, &found, &hdrs);
     items.push(memory::Item { table: hdrs_bytes + dirs_cost(&dirs), ..memory::Item::default() });
     let mut plan = memory::plan(&items, cfg.max_memory_file_size, budget.budget);
     plan.in_memory.pop();
@@ -273,7 +207,13 @@ pub fn load(cfg: &Config, store: Option<&Store>, on_dir: &mut dyn FnMut(&Path)) 
         }
     }
     entries.append(&mut siblings);
-    let mut t = Table { cors: cfg.cors.clone().into(), ..Table::default() };
+    let mut t = Table {
+        cors: site.cors.clone().into(),
+        spa_fallback: site.spa_fallback,
+        https_redirect: site.https_redirect,
+        hsts: site.hsts.as_deref().map(Into::into),
+        ..Table::default()
+    };
     let mut map = FxMap::with_capacity_and_hasher(entries.len() + 2 * dirs.len(), Default::default());
     for (i, e) in entries.iter().enumerate() {
         report.files += 1;
@@ -308,14 +248,27 @@ pub fn load(cfg: &Config, store: Option<&Store>, on_dir: &mut dyn FnMut(&Path)) 
         Some(Target::File(i)) => Some(*i),
         _ => None,
     };
-    if let Some(p) = &cfg.not_found_page {
+    if let Some(p) = &site.not_found_page {
         match t.map.get(p.as_bytes()) {
             Some(Target::File(i)) => t.not_found = Some(*i),
-            _ => report.errors.push(format!("--not-found-page {p}: no such file in the site")),
+            _ => {
+                report.errors.push(format!("--not-found-page {p}: no such file in the site"));
+                report.missing_pages.push(format!("notFoundPage: {p} is not a file in the content"));
+            }
         }
     }
-    crate::rules::install(&mut t, cfg, redirects_text.as_deref(), &mut report.errors)?;
-    if cfg.clean_urls {
+    let missing = crate::rules::install(
+        &mut t,
+        &site.redirects,
+        &site.error_pages,
+        redirects_text.as_deref(),
+        &mut report.errors,
+    )?;
+    for i in missing {
+        let e = &site.error_pages[i];
+        report.missing_pages.push(format!("errorPages[{i}].path: {} is not a file in the content", e.path));
+    }
+    if site.clean_urls {
         crate::rules::clean_urls(&mut t);
     }
     t.bytes = report.bytes;
@@ -354,7 +307,7 @@ fn base_of<'a>(url: &'a str, urls: &HashSet<&str>) -> Option<&'a str> {
 /// each distinct set is charged once, `footprint::resolved`). Compared with the last 16 distinct sets only, so a
 /// site whose `_headers` gives every file its own set costs a linear pass, not a quadratic one.
 fn resolve_all<'a>(
-    cfg: &Config,
+    value: &SiteValue,
     site: &crate::headers::site_file::HeadersFile,
     found: &'a [Found],
 ) -> (HashMap<&'a str, Arc<Resolved>>, u64) {
@@ -363,7 +316,7 @@ fn resolve_all<'a>(
     let map = found
         .iter()
         .map(|f| {
-            let r = per_file::resolve(cfg, site, &f.url);
+            let r = per_file::resolve(value, site, &f.url);
             let known = distinct.iter().rev().take(16).find(|d| ***d == r).cloned();
             let shared = known.unwrap_or_else(|| {
                 bytes += footprint::resolved(&r);
@@ -380,7 +333,7 @@ fn resolve_all<'a>(
 /// memory: what a file's place in the table costs, measured on the real structure: its entry built as the load
 /// will build it (its header blocks for its size and sibling variants, an ETag of the real length), with empty
 /// bodies; with `--clean-urls`, the extra paths it may get.
-fn table_cost(cfg: &Config, f: &Found, hdrs: &Arc<Resolved>, siblings: [Option<u64>; encoding::COUNT]) -> u64 {
+fn table_cost(clean_urls: bool, f: &Found, hdrs: &Arc<Resolved>, siblings: [Option<u64>; encoding::COUNT]) -> u64 {
     let empty: Arc<[u8]> = Arc::from(&[][..]);
     let probe = Loaded {
         url: f.url.clone(),
@@ -391,7 +344,7 @@ fn table_cost(cfg: &Config, f: &Found, hdrs: &Arc<Resolved>, siblings: [Option<u
         encoded: siblings.map(|n| n.map(|n| (Body::Mem(empty.clone()), n))),
     };
     let entry = footprint::entry(&build_entry(hdrs.clone(), probe));
-    let clean = if cfg.clean_urls && f.url.ends_with(".html") {
+    let clean = if clean_urls && f.url.ends_with(".html") {
         // rules/clean.rs: up to two more paths in the map, a redirect target and its Location.
         2 * footprint::path_key(f.url.len() + 1) + footprint::chunk(f.url.len()) + 24
     } else {
@@ -426,7 +379,7 @@ fn dirs_cost(dirs: &[String]) -> u64 {
 /// memory: the planner's view of the walked files: each with the sizes of the sibling variants it will serve and
 /// what its table entry costs. A sibling's bytes are in its file's cost; its entry is its own, and so is the second
 /// open of its file when it is served from disk (its file's variant and its own URL each hold one).
-fn plan_items(cfg: &Config, found: &[Found], hdrs: &HashMap<&str, Arc<Resolved>>) -> Vec<memory::Item> {
+fn plan_items(clean_urls: bool, found: &[Found], hdrs: &HashMap<&str, Arc<Resolved>>) -> Vec<memory::Item> {
     let lens: HashMap<&str, u64> = found.iter().map(|f| (f.url.as_str(), f.len)).collect();
     let urls: HashSet<&str> = lens.keys().copied().collect();
     // The probe entry holds memory bodies; on disk each body is an open file instead.
@@ -440,14 +393,14 @@ fn plan_items(cfg: &Config, found: &[Found], hdrs: &HashMap<&str, Arc<Resolved>>
             });
             let load = load_record(f);
             if base_of(&f.url, &urls).is_some() {
-                let table = table_cost(cfg, f, &hdrs[f.url.as_str()], Default::default());
+                let table = table_cost(clean_urls, f, &hdrs[f.url.as_str()], Default::default());
                 return memory::Item { table, load, ..memory::Item::default() };
             }
             let n = siblings.iter().flatten().count() as u64;
             memory::Item {
                 identity: f.len,
                 variants: siblings.iter().flatten().sum(),
-                table: table_cost(cfg, f, &hdrs[f.url.as_str()], siblings),
+                table: table_cost(clean_urls, f, &hdrs[f.url.as_str()], siblings),
                 disk: (1 + 2 * n) * open,
                 load,
             }
@@ -490,6 +443,8 @@ fn sibling_from_its_file(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::compress::encodings::Encoded;
+    use crate::site::entry::tag_of;
     use std::fs;
     use std::path::PathBuf;
 
@@ -505,14 +460,14 @@ mod tests {
         d
     }
 
-    fn cfg(root: &Path) -> Config {
-        Config { root: root.to_path_buf(), ..Config::default() }
+    fn cfg(root: &Path) -> Settings {
+        Settings::for_root(root)
     }
 
     #[test]
     fn loads_tree_with_indexes_and_redirects() {
         let d = site("tree");
-        let (t, r) = load(&cfg(&d), None, &mut |_| {}).unwrap();
+        let (t, r) = load(&cfg(&d), &SiteValue::default(), None, &mut |_| {}).unwrap();
         assert!(r.errors.is_empty(), "{:?}", r.errors);
         assert_eq!(t.files(), 5);
         assert!(matches!(t.lookup(b"/"), Some(Target::File(_))));
@@ -525,7 +480,7 @@ mod tests {
     #[test]
     fn a_sibling_is_served_as_itself_but_held_once() {
         let d = site("shared-sibling");
-        let (t, r) = load(&cfg(&d), None, &mut |_| {}).unwrap();
+        let (t, r) = load(&cfg(&d), &SiteValue::default(), None, &mut |_| {}).unwrap();
         let entry = |url: &[u8]| match t.lookup(url) {
             Some(Target::File(i)) => t.entry(i),
             other => panic!("{} is not a file: {other:?}", String::from_utf8_lossy(url)),
@@ -543,7 +498,7 @@ mod tests {
     #[test]
     fn uses_siblings_and_never_compresses() {
         let d = site("enc");
-        let (t, r) = load(&cfg(&d), None, &mut |_| {}).unwrap();
+        let (t, r) = load(&cfg(&d), &SiteValue::default(), None, &mut |_| {}).unwrap();
         let Some(Target::File(i)) = t.lookup(b"/big.css") else { panic!() };
         assert!(!t.entry(i).negotiable(), "no load-time compression");
         let Some(Target::File(i)) = t.lookup(b"/pre.js") else { panic!() };
@@ -560,13 +515,13 @@ mod tests {
     fn attaches_the_stores_encodings_by_content() {
         let d = site("store");
         let store = Store::new(None);
-        let (t, _) = load(&cfg(&d), Some(&store), &mut |_| {}).unwrap();
+        let (t, _) = load(&cfg(&d), &SiteValue::default(), Some(&store), &mut |_| {}).unwrap();
         let Some(Target::File(i)) = t.lookup(b"/big.css") else { panic!() };
         let css = t.entry(i);
         store.insert(css.digest, Encoded::compute(&fs::read(d.join("big.css")).unwrap()));
         // The same content under another name gets the variants too: the store is keyed by content.
         fs::copy(d.join("big.css"), d.join("copy.css")).unwrap();
-        let (t, r) = load(&cfg(&d), Some(&store), &mut |_| {}).unwrap();
+        let (t, r) = load(&cfg(&d), &SiteValue::default(), Some(&store), &mut |_| {}).unwrap();
         for p in [&b"/big.css"[..], b"/copy.css"] {
             let Some(Target::File(i)) = t.lookup(p) else { panic!() };
             let e = t.entry(i);
@@ -578,8 +533,8 @@ mod tests {
         }
         assert_eq!(r.compressed_variants, 7, "two files with br, gzip and zstd, pre.js's sibling");
         assert!(r.memory_bytes > r.bytes - 9, "variants are counted in memory");
-        let off = Config { compress: false, ..cfg(&d) };
-        let (t, _) = load(&off, Some(&store), &mut |_| {}).unwrap();
+        let off = Settings { compress: false, ..cfg(&d) };
+        let (t, _) = load(&off, &SiteValue::default(), Some(&store), &mut |_| {}).unwrap();
         let Some(Target::File(i)) = t.lookup(b"/big.css") else { panic!() };
         assert!(!t.entry(i).negotiable(), "--compress=false attaches nothing");
         fs::remove_dir_all(&d).unwrap();
@@ -592,7 +547,7 @@ mod tests {
         fs::write(&outside, "secret").unwrap();
         std::os::unix::fs::symlink(&outside, d.join("leak.txt")).unwrap();
         std::os::unix::fs::symlink(d.join("index.html"), d.join("alias.html")).unwrap();
-        let (t, r) = load(&cfg(&d), None, &mut |_| {}).unwrap();
+        let (t, r) = load(&cfg(&d), &SiteValue::default(), None, &mut |_| {}).unwrap();
         assert_eq!(t.lookup(b"/leak.txt"), None);
         assert!(t.lookup(b"/alias.html").is_some());
         assert!(r.errors.iter().any(|e| e.contains("escapes")), "{:?}", r.errors);
@@ -603,8 +558,8 @@ mod tests {
     #[test]
     fn large_files_stay_on_disk() {
         let d = site("disk");
-        let c = Config { max_memory_file_size: 100, ..cfg(&d) };
-        let (t, r) = load(&c, None, &mut |_| {}).unwrap();
+        let c = Settings { max_memory_file_size: 100, ..cfg(&d) };
+        let (t, r) = load(&c, &SiteValue::default(), None, &mut |_| {}).unwrap();
         let Some(Target::File(i)) = t.lookup(b"/big.css") else { panic!() };
         assert!(matches!(t.entry(i).identity().body, Body::Disk(_)));
         assert!(!t.entry(i).negotiable());
@@ -618,8 +573,8 @@ mod tests {
         // Costs: index.html 11, sub/index.html 3, pre.js 3000 + 9 (its sibling pre.js.gz costs nothing of its own
         // and goes where pre.js goes), big.css 4200. A budget of 0 puts every body on disk; the table is still
         // charged, and does not fit.
-        let c = Config { memory_limit: Some(0), memory_budget: Some(0), ..cfg(&d) };
-        let (t, r) = load(&c, None, &mut |_| {}).unwrap();
+        let c = Settings { budget: memory::Budget::of(Some(0), Some(0)), ..cfg(&d) };
+        let (t, r) = load(&c, &SiteValue::default(), None, &mut |_| {}).unwrap();
         assert!(r.errors.is_empty(), "{:?}", r.errors);
         let on_disk = |t: &Table, p: &[u8]| {
             let Some(Target::File(i)) = t.lookup(p) else { panic!() };
@@ -648,8 +603,8 @@ mod tests {
         // (the index pages; pre.js with its sibling, 3,009 bytes against three open files), which makes room;
         // big.css (4,200 bytes, one open file) would pass the budget and stays on disk.
         let all_on_disk = r.memory.table_bytes + r.load_bytes;
-        let c = Config { memory_budget: Some(all_on_disk - 3000), ..c };
-        let (t, r) = load(&c, None, &mut |_| {}).unwrap();
+        let c = Settings { budget: memory::Budget::of(Some(0), Some(all_on_disk - 3000)), ..c };
+        let (t, r) = load(&c, &SiteValue::default(), None, &mut |_| {}).unwrap();
         for p in [&b"/index.html"[..], b"/sub/index.html", b"/pre.js", b"/pre.js.gz"] {
             assert!(!on_disk(&t, p), "{}", String::from_utf8_lossy(p));
         }
@@ -667,14 +622,14 @@ mod tests {
         let data = fs::read(d.join("big.css")).unwrap();
         store.insert(Sha256::digest(&data).into(), Encoded::compute(&data));
         // What the table and the load cost with every body in memory (7,223 bytes: pre.js.gz is held once).
-        let c = Config { memory_limit: Some(0), memory_budget: None, ..cfg(&d) };
-        let (_, r) = load(&c, None, &mut |_| {}).unwrap();
+        let c = Settings { budget: memory::Budget::of(Some(0), None), ..cfg(&d) };
+        let (_, r) = load(&c, &SiteValue::default(), None, &mut |_| {}).unwrap();
         let (table, records) = (r.memory.table_bytes, r.load_bytes);
         let mut attached = Vec::new();
         for extra in [0, 60, 2_000, 50_000] {
             let budget = table + records + 7223 + extra;
-            let c = Config { memory_budget: Some(budget), ..c.clone() };
-            let (t, r) = load(&c, Some(&store), &mut |_| {}).unwrap();
+            let c = Settings { budget: memory::Budget::of(Some(0), Some(budget)), ..c.clone() };
+            let (t, r) = load(&c, &SiteValue::default(), Some(&store), &mut |_| {}).unwrap();
             assert_eq!(r.memory.disk_bytes, 0);
             // Whatever is attached (variant bytes, the header blocks of three more variants) stays within it.
             assert!(t.memory_bytes + t.table_bytes <= budget, "{extra}: {} + {}", t.memory_bytes, t.table_bytes);
@@ -691,6 +646,6 @@ mod tests {
     #[test]
     fn missing_root_is_an_error() {
         let c = cfg(Path::new("/nonexistent/hyperstatic"));
-        assert!(load(&c, None, &mut |_| {}).is_err());
+        assert!(load(&c, &SiteValue::default(), None, &mut |_| {}).is_err());
     }
 }

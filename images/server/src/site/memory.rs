@@ -67,8 +67,6 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use crate::config::Config;
-
 const MIB: u64 = 1 << 20;
 /// What the server needs besides content: see the module documentation.
 pub const RESERVE_FIXED: u64 = 16 * MIB;
@@ -166,14 +164,15 @@ pub struct Budget {
 }
 
 impl Budget {
-    /// From the flags, reading the cgroup unless `--memory-limit` is given (`--memory-limit 0`: no limit).
-    pub fn of(cfg: &Config) -> Budget {
-        let limit = match cfg.memory_limit {
+    /// From `--memory-limit` and `--memory-budget`, reading the cgroup unless a limit is given (`--memory-limit
+    /// 0`: no limit).
+    pub fn of(memory_limit: Option<u64>, memory_budget: Option<u64>) -> Budget {
+        let limit = match memory_limit {
             Some(0) => None,
             Some(n) => Some(n),
             None => cgroup_limit(),
         };
-        Budget { limit, budget: cfg.memory_budget.or(limit.map(auto_budget)) }
+        Budget { limit, budget: memory_budget.or(limit.map(auto_budget)) }
     }
 }
 
@@ -500,13 +499,9 @@ mod tests {
 
     #[test]
     fn flags_override_the_cgroup() {
-        let c = Config { memory_limit: Some(256 * MIB), ..Config::default() };
-        assert_eq!(Budget::of(&c), Budget { limit: Some(256 * MIB), budget: Some(104 * MIB) });
-        let c = Config { memory_limit: Some(256 * MIB), memory_budget: Some(5), ..Config::default() };
-        assert_eq!(Budget::of(&c).budget, Some(5));
-        let c = Config { memory_limit: Some(0), ..Config::default() };
-        assert_eq!(Budget::of(&c), Budget { limit: None, budget: None });
-        let c = Config { memory_limit: Some(0), memory_budget: Some(7), ..Config::default() };
-        assert_eq!(Budget::of(&c), Budget { limit: None, budget: Some(7) });
+        assert_eq!(Budget::of(Some(256 * MIB), None), Budget { limit: Some(256 * MIB), budget: Some(104 * MIB) });
+        assert_eq!(Budget::of(Some(256 * MIB), Some(5)).budget, Some(5));
+        assert_eq!(Budget::of(Some(0), None), Budget { limit: None, budget: None });
+        assert_eq!(Budget::of(Some(0), Some(7)), Budget { limit: None, budget: Some(7) });
     }
 }

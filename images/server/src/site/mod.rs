@@ -6,10 +6,12 @@
 pub mod beneath;
 pub mod conn_budget;
 pub mod content;
+pub mod entry;
 pub mod footprint;
 pub mod glob;
 pub mod load_error;
 pub mod loader;
 pub mod memory;
 pub mod mime;
+pub mod report;
 pub mod walk;

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::UNIX_EPOCH;
 
-use super::loader::Report;
+use super::report::Report;
 
 pub(crate) struct Found {
     pub url: String,

@@ -27,6 +27,17 @@ pub struct CorsRule {
     methods: Vec<String>,
     /// `Access-Control-Allow-Methods`, `-Headers`, `-Max-Age` lines of a granted preflight.
     preflight_lines: Box<[u8]>,
+    /// The rule as written (`methods=`, `headers=`, `max-age=`, normalised; None when not given): the site value's
+    /// canonical rendering writes them back (site_value/canonical.rs).
+    pub written: Written,
+}
+
+/// What a rule said besides its glob and origins, as the site value writes it.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Written {
+    pub methods: Option<Vec<String>>,
+    pub headers: Option<Vec<String>>,
+    pub max_age: Option<u64>,
 }
 
 impl CorsRule {
@@ -90,6 +101,7 @@ pub fn parse_rule(v: &str) -> Result<CorsRule, String> {
         }
     }
     let (mut methods, mut headers, mut max_age) = (DEFAULT_METHODS.to_string(), String::new(), None::<u64>);
+    let mut written = Written::default();
     for p in parts.map(str::trim).filter(|p| !p.is_empty()) {
         let (k, val) = p.split_once('=').ok_or_else(|| err(&format!("{p:?}: expected key=value")))?;
         let token_list = |val: &str| -> Result<String, String> {
@@ -100,8 +112,14 @@ pub fn parse_rule(v: &str) -> Result<CorsRule, String> {
             }
         };
         match k.trim() {
-            "methods" => methods = token_list(&val.to_ascii_uppercase())?,
-            "headers" => headers = token_list(val)?,
+            "methods" => {
+                methods = token_list(&val.to_ascii_uppercase())?;
+                written.methods = Some(list(&methods).map(String::from).collect());
+            }
+            "headers" => {
+                headers = token_list(val)?;
+                written.headers = Some(list(&headers).map(String::from).collect());
+            }
             "max-age" => max_age = Some(val.trim().parse().map_err(|_| err(&format!("max-age {val:?}: not seconds")))?),
             other => return Err(err(&format!("unknown key {other:?} (methods, headers, max-age)"))),
         }
@@ -127,6 +145,7 @@ pub fn parse_rule(v: &str) -> Result<CorsRule, String> {
         origins: if any { Vec::new() } else { origins },
         methods: list(&methods).map(String::from).collect(),
         preflight_lines: preflight.into_bytes().into(),
+        written: Written { max_age, ..written },
     })
 }
 

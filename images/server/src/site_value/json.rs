@@ -1,0 +1,229 @@
+//! The site value file: JSON in, a checked `SiteValue` out. Walked by hand over `serde_json::Value` rather than
+//! derived, so that every error names its JSON path (`redirects[2].status: ...`, `cors[0].form: unknown field`)
+//! — serde's own errors say a line and column, which a ConfigMap rendered by the operator does not help with.
+//! Each entry is put back into its flag's text and checked by the flag's parser: one set of rules, one set of
+//! messages (the entry's path first).
+
+use serde_json::{Map, Value};
+
+use super::rules::{parse_cache_rule, parse_header_rule, parse_hsts, site_path};
+use super::SiteValue;
+
+const FIELDS: [&str; 13] = [
+    "version",
+    "cacheControl",
+    "defaultCacheControl",
+    "headers",
+    "securityHeaders",
+    "cors",
+    "spaFallback",
+    "notFoundPage",
+    "redirects",
+    "cleanURLs",
+    "errorPages",
+    "httpsRedirect",
+    "hsts",
+];
+
+/// The only version this server reads.
+pub const VERSION: u64 = 1;
+
+/// An object at a JSON path, its fields read by name.
+struct Obj<'a> {
+    map: &'a Map<String, Value>,
+    path: String,
+}
+
+fn join(parent: &str, key: &str) -> String {
+    if parent.is_empty() {
+        key.to_string()
+    } else {
+        format!("{parent}.{key}")
+    }
+}
+
+impl<'a> Obj<'a> {
+    fn new(v: &'a Value, path: String, allowed: &[&str]) -> Result<Obj<'a>, String> {
+        let map = v.as_object().ok_or_else(|| format!("{}: expected an object", display(&path)))?;
+        if let Some(k) = map.keys().find(|k| !allowed.contains(&k.as_str())) {
+            return Err(format!("{}: unknown field", join(&path, k)));
+        }
+        Ok(Obj { map, path })
+    }
+
+    fn at(&self, key: &str) -> String {
+        join(&self.path, key)
+    }
+
+    fn get(&self, key: &str) -> Option<&'a Value> {
+        self.map.get(key)
+    }
+
+    fn string(&self, key: &str) -> Result<Option<&'a str>, String> {
+        self.get(key).map(|v| v.as_str().ok_or_else(|| format!("{}: expected a string", self.at(key)))).transpose()
+    }
+
+    fn required_string(&self, key: &str) -> Result<&'a str, String> {
+        self.string(key)?.ok_or_else(|| format!("{}: required", self.at(key)))
+    }
+
+    fn boolean(&self, key: &str) -> Result<Option<bool>, String> {
+        self.get(key)
+            .map(|v| v.as_bool().ok_or_else(|| format!("{}: expected true or false", self.at(key))))
+            .transpose()
+    }
+
+    fn number(&self, key: &str) -> Result<Option<u64>, String> {
+        self.get(key)
+            .map(|v| v.as_u64().ok_or_else(|| format!("{}: expected a non-negative integer", self.at(key))))
+            .transpose()
+    }
+
+    /// The elements of an array field with their paths (none when absent).
+    fn array(&self, key: &str) -> Result<Vec<(String, &'a Value)>, String> {
+        let Some(v) = self.get(key) else { return Ok(Vec::new()) };
+        let a = v.as_array().ok_or_else(|| format!("{}: expected an array", self.at(key)))?;
+        Ok(a.iter().enumerate().map(|(i, v)| (format!("{}[{i}]", self.at(key)), v)).collect())
+    }
+
+    fn strings(&self, key: &str) -> Result<Option<Vec<&'a str>>, String> {
+        if self.get(key).is_none() {
+            return Ok(None);
+        }
+        let items = self.array(key)?;
+        items
+            .iter()
+            .map(|(p, v)| v.as_str().ok_or_else(|| format!("{p}: expected a string")))
+            .collect::<Result<_, _>>()
+            .map(Some)
+    }
+}
+
+fn display(path: &str) -> &str {
+    if path.is_empty() {
+        "the site value"
+    } else {
+        path
+    }
+}
+
+/// A text that must stay one token of its flag's syntax: `what` may not hold any of `bad` (nor be empty).
+fn plain<'a>(path: &str, v: &'a str, bad: &[char], what: &str) -> Result<&'a str, String> {
+    if v.trim().is_empty() {
+        return Err(format!("{path}: empty"));
+    }
+    match v.chars().find(|c| bad.contains(c) || (bad.contains(&' ') && c.is_whitespace())) {
+        Some(c) => Err(format!("{path}: {what} cannot hold {c:?}")),
+        None => Ok(v),
+    }
+}
+
+pub(super) fn parse(bytes: &[u8]) -> Result<SiteValue, String> {
+    let root: Value = serde_json::from_slice(bytes).map_err(|e| format!("invalid JSON: {e}"))?;
+    let o = Obj::new(&root, String::new(), &FIELDS)?;
+    match o.get("version") {
+        None => return Err("version: required (1)".into()),
+        Some(v) if v.as_u64() == Some(VERSION) => {}
+        Some(v) => return Err(format!("version: {v} is not a version this server reads (1)")),
+    }
+    let d = SiteValue::default();
+    Ok(SiteValue {
+        cache_control: o.array("cacheControl")?.iter().map(|(p, v)| cache_rule(p, v)).collect::<Result<_, _>>()?,
+        default_cache_control: o
+            .string("defaultCacheControl")?
+            .map_or(d.default_cache_control, |s| s.trim().to_string()),
+        headers: o.array("headers")?.iter().map(|(p, v)| header_rule(p, v)).collect::<Result<_, _>>()?,
+        security_headers: o.boolean("securityHeaders")?.unwrap_or(d.security_headers),
+        cors: o.array("cors")?.iter().map(|(p, v)| cors_rule(p, v)).collect::<Result<_, _>>()?,
+        spa_fallback: o.boolean("spaFallback")?.unwrap_or(d.spa_fallback),
+        not_found_page: o.string("notFoundPage")?.and_then(site_path),
+        redirects: o.array("redirects")?.iter().map(|(p, v)| redirect(p, v)).collect::<Result<_, _>>()?,
+        clean_urls: o.boolean("cleanURLs")?.unwrap_or(d.clean_urls),
+        error_pages: o.array("errorPages")?.iter().map(|(p, v)| error_page(p, v)).collect::<Result<_, _>>()?,
+        https_redirect: match o.get("httpsRedirect") {
+            None => None,
+            Some(v) => {
+                let r = Obj::new(v, o.at("httpsRedirect"), &["port"])?;
+                let port = r.number("port")?.unwrap_or(443);
+                Some(u16::try_from(port).map_err(|_| format!("{}: {port} is not a port", r.at("port")))?)
+            }
+        },
+        hsts: o.string("hsts")?.map(|v| parse_hsts(v).map_err(|e| format!("hsts: {e}"))).transpose()?,
+    })
+}
+
+fn cache_rule(path: &str, v: &Value) -> Result<super::CacheRule, String> {
+    let o = Obj::new(v, path.to_string(), &["glob", "value"])?;
+    let glob = plain(&o.at("glob"), o.required_string("glob")?, &['='], "a glob")?;
+    let value = o.required_string("value")?;
+    parse_cache_rule(&format!("{glob}={value}")).map_err(|e| format!("{path}: {e}"))
+}
+
+fn header_rule(path: &str, v: &Value) -> Result<super::HeaderRule, String> {
+    let o = Obj::new(v, path.to_string(), &["glob", "name", "value"])?;
+    let name = o.required_string("name")?;
+    if !crate::headers::site_file::is_token(name) {
+        return Err(format!("{}: {name:?} is not a header name", o.at("name")));
+    }
+    let value = o.required_string("value")?;
+    let text = match o.string("glob")? {
+        Some(g) => format!("{}={name}: {value}", plain(&o.at("glob"), g, &['=', ':'], "a glob")?),
+        None => format!("{name}: {value}"),
+    };
+    parse_header_rule(&text).map_err(|e| format!("{path}: {e}"))
+}
+
+fn cors_rule(path: &str, v: &Value) -> Result<crate::headers::cors::CorsRule, String> {
+    let o = Obj::new(v, path.to_string(), &["glob", "allowOrigins", "allowMethods", "allowHeaders", "maxAge"])?;
+    let glob = plain(&o.at("glob"), o.required_string("glob")?, &['=', ';'], "a glob")?;
+    let list = |key: &str| -> Result<Option<String>, String> {
+        let Some(items) = o.strings(key)? else { return Ok(None) };
+        for (i, s) in items.iter().enumerate() {
+            plain(&format!("{}[{i}]", o.at(key)), s, &[',', ';'], "an entry")?;
+        }
+        Ok(Some(items.join(",")))
+    };
+    let origins = list("allowOrigins")?.ok_or_else(|| format!("{}: required", o.at("allowOrigins")))?;
+    let mut text = format!("{glob}={origins}");
+    if let Some(m) = list("allowMethods")? {
+        text.push_str(&format!(";methods={m}"));
+    }
+    if let Some(h) = list("allowHeaders")? {
+        text.push_str(&format!(";headers={h}"));
+    }
+    if let Some(s) = o.number("maxAge")? {
+        text.push_str(&format!(";max-age={s}"));
+    }
+    crate::headers::cors::parse_rule(&text).map_err(|e| format!("{path}: {e}"))
+}
+
+fn redirect(path: &str, v: &Value) -> Result<crate::rules::Rule, String> {
+    let o = Obj::new(v, path.to_string(), &["from", "to", "status", "force"])?;
+    let from = plain(&o.at("from"), o.required_string("from")?, &[' ', '#'], "a path")?;
+    let to = plain(&o.at("to"), o.required_string("to")?, &[' ', '#'], "a path")?;
+    let status = o.number("status")?.unwrap_or(301);
+    let force = if o.boolean("force")?.unwrap_or(false) { "!" } else { "" };
+    let text = format!("{from} {to} {status}{force}");
+    match crate::rules::parse_rule(&text, path) {
+        Ok(Some(r)) => Ok(r),
+        Ok(None) => Err(format!("{path}: expected from and to")),
+        // The parser's message starts with the part it refuses: name that field.
+        Err(e) if e.starts_with("status") || e.starts_with(&format!("{status}")) => {
+            Err(format!("{}: {e}", o.at("status")))
+        }
+        Err(e) if e.starts_with(from) => Err(format!("{}: {e}", o.at("from"))),
+        Err(e) if e.starts_with(to) => Err(format!("{}: {e}", o.at("to"))),
+        Err(e) => Err(format!("{path}: {e}")),
+    }
+}
+
+fn error_page(path: &str, v: &Value) -> Result<crate::rules::ErrorPage, String> {
+    let o = Obj::new(v, path.to_string(), &["status", "path", "pathPrefix"])?;
+    let status = o.number("status")?.ok_or_else(|| format!("{}: required", o.at("status")))?;
+    let page = plain(&o.at("path"), o.required_string("path")?, &[' '], "a path")?;
+    let prefix = match o.string("pathPrefix")? {
+        Some(p) => plain(&o.at("pathPrefix"), p, &[' '], "a path")?,
+        None => "/",
+    };
+    crate::rules::parse_error_page(&format!("{status} {page} {prefix}")).map_err(|e| format!("{path}: {e}"))
+}

@@ -1,0 +1,237 @@
+//! The file's parsing (every refusal names its JSON path), the canonical rendering, and the flags building the
+//! same value as the file that says the same thing.
+
+use super::*;
+
+fn err(json: &str) -> String {
+    SiteValue::parse(json.as_bytes()).expect_err(json)
+}
+
+/// The contract's example (docs/design/site-value.md), field for field.
+const EXAMPLE: &str = r#"{
+  "version": 1,
+  "cacheControl": [{"glob": "/assets/**", "value": "public, max-age=31536000, immutable"}],
+  "defaultCacheControl": "no-cache",
+  "headers": [{"glob": "/**/*.html", "name": "X-Frame-Options", "value": "DENY"}],
+  "securityHeaders": true,
+  "cors": [{"glob": "/fonts/**", "allowOrigins": ["*"], "allowMethods": ["GET"], "allowHeaders": ["X-Token"], "maxAge": 600}],
+  "spaFallback": false,
+  "notFoundPage": "/404.html",
+  "redirects": [{"from": "/old/*", "to": "/new/:splat", "status": 301, "force": false}],
+  "cleanURLs": false,
+  "errorPages": [{"status": 404, "path": "/404.html", "pathPrefix": "/"}],
+  "httpsRedirect": {"port": 443},
+  "hsts": "max-age=31536000; includeSubDomains"
+}"#;
+
+#[test]
+fn the_contracts_example_parses() {
+    let v = SiteValue::parse(EXAMPLE.as_bytes()).unwrap();
+    assert_eq!(v.cache_control[0].glob.pattern(), "/assets/**");
+    assert_eq!(v.cache_control[0].value, "public, max-age=31536000, immutable");
+    assert_eq!((v.headers[0].name.as_str(), v.headers[0].value.as_str()), ("X-Frame-Options", "DENY"));
+    assert!(v.cors[0].any);
+    assert_eq!(v.cors[0].written.max_age, Some(600));
+    assert_eq!(v.not_found_page.as_deref(), Some("/404.html"));
+    assert_eq!((v.redirects[0].status, v.redirects[0].force), (301, false));
+    assert_eq!((v.error_pages[0].status, v.error_pages[0].prefix.as_str()), (404, "/"));
+    assert_eq!(v.https_redirect, Some(443));
+    assert_eq!(v.hsts.as_deref(), Some("max-age=31536000; includeSubDomains"));
+    assert!(v.check_process(true).is_ok());
+    assert_eq!(v.check_process(false).unwrap_err(), "httpsRedirect: needs a TLS listener (--tls-cert and --tls-key)");
+}
+
+#[test]
+fn only_the_version_is_required() {
+    assert_eq!(SiteValue::parse(br#"{"version": 1}"#).unwrap(), SiteValue::default());
+    assert_eq!(err("{}"), "version: required (1)");
+    assert_eq!(err(r#"{"version": 2}"#), "version: 2 is not a version this server reads (1)");
+    assert_eq!(err(r#"{"version": "1"}"#), r#"version: "1" is not a version this server reads (1)"#);
+    assert!(err("[]").starts_with("the site value: expected an object"));
+    assert!(err("{\"version\": 1,").starts_with("invalid JSON: "));
+}
+
+#[test]
+fn unknown_fields_are_named_with_their_path() {
+    assert_eq!(err(r#"{"version": 1, "redirect": []}"#), "redirect: unknown field");
+    let e = err(r#"{"version": 1, "redirects": [{"from": "/a", "to": "/b"}, {"from": "/a", "to": "/b"},
+        {"from": "/a", "to": "/b", "form": "x"}]}"#);
+    assert_eq!(e, "redirects[2].form: unknown field");
+    assert_eq!(err(r#"{"version": 1, "httpsRedirect": {"prot": 1}}"#), "httpsRedirect.prot: unknown field");
+    assert_eq!(
+        err(r#"{"version": 1, "cors": [{"glob": "/a", "allowOrigins": ["*"], "maxage": 1}]}"#),
+        "cors[0].maxage: unknown field"
+    );
+}
+
+#[test]
+fn each_rule_error_names_its_path() {
+    for (json, starts) in [
+        (r#""cacheControl": [{"glob": "/a"}]"#, "cacheControl[0].value: required"),
+        (
+            r#""cacheControl": [{"glob": "/a", "value": "x\u0001"}]"#,
+            "cacheControl[0]: --cache-control \"/a=x\\u{1}\": invalid rule",
+        ),
+        (r#""cacheControl": [{"glob": "/a=b", "value": "x"}]"#, "cacheControl[0].glob: a glob cannot hold '='"),
+        (r#""cacheControl": {"glob": "/a"}"#, "cacheControl: expected an array"),
+        (r#""defaultCacheControl": 5"#, "defaultCacheControl: expected a string"),
+        (r#""headers": [{"name": "Bad Name", "value": "x"}]"#, "headers[0].name: \"Bad Name\" is not a header name"),
+        (
+            r#""headers": [{"name": "Content-Length", "value": "1"}]"#,
+            "headers[0]: --header \"Content-Length: 1\": Content-Length is set by the server",
+        ),
+        (r#""headers": [{"name": "X-A"}]"#, "headers[0].value: required"),
+        (r#""securityHeaders": "yes""#, "securityHeaders: expected true or false"),
+        (
+            r#""cors": [{"glob": "/a", "allowOrigins": ["example.com"]}]"#,
+            "cors[0]: --cors \"/a=example.com\": origin \"example.com\" is not",
+        ),
+        (r#""cors": [{"glob": "/a"}]"#, "cors[0].allowOrigins: required"),
+        (
+            r#""cors": [{"glob": "/a", "allowOrigins": ["*"], "allowMethods": []}]"#,
+            "cors[0]: --cors \"/a=*;methods=\": methods is empty",
+        ),
+        (
+            r#""cors": [{"glob": "/a", "allowOrigins": ["https://a.test,https://b.test"]}]"#,
+            "cors[0].allowOrigins[0]: an entry cannot hold ','",
+        ),
+        (r#""cors": [{"glob": "/a", "allowOrigins": [1]}]"#, "cors[0].allowOrigins[0]: expected a string"),
+        (r#""spaFallback": 1"#, "spaFallback: expected true or false"),
+        (
+            r#""redirects": [{"from": "/a", "to": "/b", "status": 404}]"#,
+            "redirects[0].status: status 404 is not supported here",
+        ),
+        (
+            r#""redirects": [{"from": "/a", "to": "/b", "status": 303}]"#,
+            "redirects[0].status: status 303 is not supported",
+        ),
+        (r#""redirects": [{"from": "a", "to": "/b"}]"#, "redirects[0].from: a: from must be a path starting with /"),
+        (
+            r#""redirects": [{"from": "/a/*/b", "to": "/b"}]"#,
+            "redirects[0].from: /a/*/b: a splat (*) must be the last segment",
+        ),
+        (r#""redirects": [{"from": "/a b", "to": "/b"}]"#, "redirects[0].from: a path cannot hold ' '"),
+        (r#""redirects": [{"from": "/a"}]"#, "redirects[0].to: required"),
+        (r#""redirects": [{"from": "/a", "to": "/b", "force": "yes"}]"#, "redirects[0].force: expected true or false"),
+        (
+            r#""errorPages": [{"status": 500, "path": "/500.html"}]"#,
+            "errorPages[0]: --error-page \"500 /500.html /\": status must be one of",
+        ),
+        (r#""errorPages": [{"path": "/404.html"}]"#, "errorPages[0].status: required"),
+        (
+            r#""errorPages": [{"status": 404, "path": "404.html"}]"#,
+            "errorPages[0]: --error-page \"404 404.html /\": PATH and PATH_PREFIX start with /",
+        ),
+        (r#""httpsRedirect": {"port": 70000}"#, "httpsRedirect.port: 70000 is not a port"),
+        (r#""httpsRedirect": true"#, "httpsRedirect: expected an object"),
+        (r#""hsts": "a\u0001b""#, "hsts: --hsts: invalid header value"),
+    ] {
+        let e = err(&format!("{{\"version\": 1, {json}}}"));
+        assert!(e.starts_with(starts), "{json}\n  got: {e}\n want: {starts}");
+    }
+}
+
+#[test]
+fn the_canonical_rendering_is_stable_and_round_trips() {
+    assert_eq!(SiteValue::default().canonical(), "{\n  \"version\": 1\n}\n");
+    let v = SiteValue::parse(EXAMPLE.as_bytes()).unwrap();
+    let c = v.canonical();
+    // Defaults are left out; the rest in the contract's order, one field per line.
+    assert_eq!(
+        c,
+        r#"{
+  "version": 1,
+  "cacheControl": [{"glob": "/assets/**", "value": "public, max-age=31536000, immutable"}],
+  "headers": [{"glob": "/**/*.html", "name": "X-Frame-Options", "value": "DENY"}],
+  "cors": [{"glob": "/fonts/**", "allowOrigins": ["*"], "allowMethods": ["GET"], "allowHeaders": ["X-Token"], "maxAge": 600}],
+  "notFoundPage": "/404.html",
+  "redirects": [{"from": "/old/*", "to": "/new/:splat"}],
+  "errorPages": [{"status": 404, "path": "/404.html"}],
+  "httpsRedirect": {},
+  "hsts": "max-age=31536000; includeSubDomains"
+}
+"#
+    );
+    let again = SiteValue::parse(c.as_bytes()).unwrap();
+    assert_eq!(again.canonical(), c, "the rendering parses back to itself");
+    assert_eq!(revision_of(c.as_bytes()), v.clone().revised().revision);
+    assert!(v.revised().revision.starts_with("sha256:"));
+    assert_eq!(revision_of(b"").len(), "sha256:".len() + 16);
+    assert_eq!(revision_of(b""), "sha256:e3b0c44298fc1c14", "the SHA-256 of nothing");
+}
+
+/// Every site-rule flag, and the file that says the same: one value, one canonical rendering.
+#[test]
+fn flags_and_the_equivalent_file_build_the_same_value() {
+    let texts = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    let from_flags = SiteValue::from_flags(RuleTexts {
+        cache_control: texts(&["/assets/**=public, max-age=31536000, immutable", "*.html=no-cache"]),
+        default_cache_control: " max-age=60 ".into(),
+        headers: texts(&["X-Frame-Options: DENY", "*.js=X-Script: yes", "*=X-All: 1"]),
+        security_headers: false,
+        cors: texts(&[
+            "/fonts/**=https://a.test, https://b.test;methods=get,put;headers=X-Token;max-age=600",
+            "*.json=*",
+        ]),
+        spa_fallback: true,
+        not_found_page: Some("404.html".into()),
+        redirects: texts(&[
+            "/old/* /new/:splat 302",
+            "/docs/* /handbook/:splat 301!",
+            "/app/* /index.html 200",
+            "/x /y",
+        ]),
+        clean_urls: true,
+        error_pages: texts(&["404 /docs/404.html /docs/", "405 /405.html"]),
+        https_redirect: Some(8443),
+        hsts: Some("max-age=5".into()),
+    })
+    .unwrap();
+    let file = r#"{"version": 1,
+        "cacheControl": [{"glob": "/assets/**", "value": "public, max-age=31536000, immutable"}, {"glob": "*.html", "value": "no-cache"}],
+        "defaultCacheControl": "max-age=60",
+        "headers": [{"name": "X-Frame-Options", "value": "DENY"}, {"glob": "*.js", "name": "X-Script", "value": "yes"}, {"glob": "*", "name": "X-All", "value": "1"}],
+        "securityHeaders": false,
+        "cors": [{"glob": "/fonts/**", "allowOrigins": ["https://a.test", "https://b.test"], "allowMethods": ["GET", "PUT"], "allowHeaders": ["X-Token"], "maxAge": 600},
+                 {"glob": "*.json", "allowOrigins": ["*"]}],
+        "spaFallback": true,
+        "notFoundPage": "404.html",
+        "redirects": [{"from": "/old/*", "to": "/new/:splat", "status": 302}, {"from": "/docs/*", "to": "/handbook/:splat", "force": true},
+                      {"from": "/app/*", "to": "/index.html", "status": 200}, {"from": "/x", "to": "/y", "status": 301}],
+        "cleanURLs": true,
+        "errorPages": [{"status": 404, "path": "/docs/404.html", "pathPrefix": "/docs/"}, {"status": 405, "path": "/405.html"}],
+        "httpsRedirect": {"port": 8443},
+        "hsts": "max-age=5"}"#;
+    let from_file = SiteValue::parse(file.as_bytes()).unwrap();
+    assert_eq!(from_flags.canonical(), from_file.canonical());
+    // The compiled rules are the same too (the redirects differ only in where they were written, for messages).
+    let strip = |mut v: SiteValue| {
+        for r in &mut v.redirects {
+            r.origin.clear();
+            r.text.clear();
+        }
+        v
+    };
+    assert_eq!(strip(from_flags.clone()), strip(from_file));
+    // And the canonical rendering parses back to the same value.
+    assert_eq!(strip(SiteValue::parse(from_flags.canonical().as_bytes()).unwrap()), strip(from_flags));
+}
+
+#[test]
+fn a_file_is_read_bounded_and_named_in_errors() {
+    let dir = std::env::temp_dir().join(format!("hs-site-value-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let f = dir.join("site.json");
+    std::fs::write(&f, EXAMPLE).unwrap();
+    let r = read(&f, true).unwrap();
+    assert_eq!(r.revision, revision_of(EXAMPLE.as_bytes()), "the revision is of the file's bytes");
+    let e = read(&f, false).unwrap_err();
+    assert_eq!(
+        e,
+        format!("site value {}: httpsRedirect: needs a TLS listener (--tls-cert and --tls-key)", f.display())
+    );
+    std::fs::write(&f, vec![b' '; MAX_FILE_BYTES as usize + 1]).unwrap();
+    assert!(read(&f, true).unwrap_err().ends_with(&format!("larger than {MAX_FILE_BYTES} bytes")));
+    assert!(read(&dir.join("missing.json"), true).unwrap_err().contains("No such file"));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
