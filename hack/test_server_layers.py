@@ -93,7 +93,7 @@ class Report(unittest.TestCase):
         })
         self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
         self.assertIn("ERROR: circle of 2: answer/mod.rs site/mod.rs", r.stdout)
-        self.assertIn("ERROR: site/mod.rs:1 (site) imports answer/mod.rs (core)", r.stdout)
+        self.assertIn("ERROR: site/mod.rs:1 (content) imports answer/mod.rs (core)", r.stdout)
 
     def test_downward_imports_pass(self):
         r = self.run_script({

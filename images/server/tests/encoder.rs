@@ -120,7 +120,7 @@ fn without_compress_nothing_is_pending_or_encoded() {
 }
 
 /// The encoder waits for memory as it waits for CPU (issue 38 item 11): it starts a file only when the budget holds
-/// the file's working memory (`memory::encoder_work`: about 12 MB for 100 KB), and charges what the file keeps. A
+/// the file's working memory (`codec::encoder_work`: about 12 MB for 100 KB), and charges what the file keeps. A
 /// budget that leaves room for a few files' variants beside that work encodes those, then stops and says so; the
 /// content stays within the budget and every file is served whole, compressed or not.
 #[test]

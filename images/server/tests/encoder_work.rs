@@ -1,4 +1,4 @@
-//! The background encoder's working memory against its charge (issue 38 item 11): `memory::encoder_work(n)` bounds
+//! The background encoder's working memory against its charge (issue 38 item 11): `codec::encoder_work(n)` bounds
 //! the peak resident memory the three codecs add for a file of n bytes, measured on the real binary: `precompress`
 //! on that one file, its peak RSS from `wait4` less that of a run that encodes nothing (zstd allocates in C, so only
 //! the process's own peak sees all of it), plus the copy into `Arc`s the server makes. A test binary of its own: a
@@ -9,7 +9,7 @@ mod common;
 
 use std::path::Path;
 
-use hyperstatic_server::site::memory;
+use hyperstatic_server::compress::codec;
 
 /// Peak RSS in KiB of `precompress DIR` over a directory holding one file.
 #[allow(clippy::zombie_processes)] // reaped by wait4, which also returns its resource usage
@@ -43,7 +43,7 @@ fn the_encoders_work_is_bounded_by_its_charge() {
         let peak = precompress_peak_kib(&dir).saturating_sub(base) * 1024;
         // The server's encoder also copies the outputs into Arcs (each kept one is smaller than the file).
         let used = peak + n as u64;
-        let charged = memory::encoder_work(n as u64);
+        let charged = codec::encoder_work(n as u64);
         eprintln!(
             "encoder, {n} B: peak {peak} B above a run that encodes nothing (+{n} for the copies); charged {charged}"
         );

@@ -16,13 +16,14 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::compress::cgroup_cpu::{self, Meter};
+use crate::compress::codec;
 use crate::compress::encoder_state::State;
 use crate::compress::encodings::{self, Encoded};
 use crate::compress::slack::{Governor, Verdict};
 use crate::counters::bump;
 use crate::log::{self, V};
 use crate::site::content::Body;
-use crate::site::{footprint, loader, memory};
+use crate::site::{footprint, loader};
 use crate::state::Shared;
 
 /// Encodings made are swapped in at least this often, so a long pass serves what it has.
@@ -97,7 +98,7 @@ impl Slack {
 /// content arrives (the next pass starts from it; what was encoded stays in the store).
 ///
 /// memory: it waits for memory as it waits for CPU. What the budget leaves besides the table and its content
-/// (`left`) must hold the next file's working memory at its peak (`memory::encoder_work`, which includes its three
+/// (`left`) must hold the next file's working memory at its peak (`codec::encoder_work`, which includes its three
 /// outputs) before that file is started; what the file keeps (its variants' bytes, its entry's new header blocks,
 /// its place in the store: the charge `encodings::attach` makes) is then taken from `left`. Files go smallest
 /// first, so the first one that does not fit ends the pass: the rest stay identity until new content (a reload,
@@ -120,7 +121,7 @@ fn pass(shared: &Shared, epoch: u64, slack: &mut Slack) {
         if st.store.contains(&e.digest) {
             continue; // the same content under another name
         }
-        if memory::encoder_work(data.len() as u64) > left {
+        if codec::encoder_work(data.len() as u64) > left {
             over_budget = todo.len() - k;
             break;
         }

@@ -7,7 +7,7 @@
 //! "first match wins" without scanning.
 
 use super::parse::{Seg, MAX_PARAMS};
-use crate::site::content::FxMap;
+use crate::fxhash::FxMap;
 
 #[derive(Default, Clone, Debug)]
 struct Node {

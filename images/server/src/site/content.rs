@@ -1,40 +1,12 @@
 //! The content table: every servable file with its encoded variants and precomputed header blocks, looked
 //! up by normalised URL path. Built aside by the loader and swapped in whole; never mutated once built.
 
-use std::collections::HashMap;
 use std::fs::File;
-use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::Arc;
 
 use crate::compress::encoding::{self, Encoding};
 
-/// FxHash: a fast non-cryptographic hash for short keys (paths). The table is built from the site's own
-/// files, so hash flooding by clients is not a concern (lookups only read).
-#[derive(Default, Clone, Copy)]
-pub struct FxHasher(u64);
-
-impl Hasher for FxHasher {
-    #[inline]
-    fn write(&mut self, bytes: &[u8]) {
-        const K: u64 = 0x517c_c1b7_2722_0a95;
-        let mut h = self.0;
-        let mut chunks = bytes.chunks_exact(8);
-        for c in &mut chunks {
-            let w = u64::from_le_bytes(c.try_into().unwrap());
-            h = (h.rotate_left(5) ^ w).wrapping_mul(K);
-        }
-        for &b in chunks.remainder() {
-            h = (h.rotate_left(5) ^ b as u64).wrapping_mul(K);
-        }
-        self.0 = h;
-    }
-    #[inline]
-    fn finish(&self) -> u64 {
-        self.0
-    }
-}
-
-pub type FxMap<K, V> = HashMap<K, V, BuildHasherDefault<FxHasher>>;
+pub use crate::fxhash::{FxHasher, FxMap};
 
 /// Bodies are shared (`Arc`) so that adding background encodings builds a new table without copying content,
 /// and the encoding store (encodings.rs) and the table hold one copy between them.

@@ -40,7 +40,7 @@
 //!    file where the same measurement peaks at 570 B above the table) are charged with the table; they are freed
 //!    when the load ends, and that room goes to the encoder's variants.
 //! 3. **Content**, smallest first (below) in what is left.
-//! 4. **The encoder** (compress/encoder.rs): before it starts a file it needs `encoder_work(len)` free in the
+//! 4. **The encoder** (compress/encoder.rs): before it starts a file it needs `compress::codec::encoder_work(len)` free in the
 //!    budget, its peak working memory with its outputs; what the file then keeps (its variants, its entry's three
 //!    more header blocks, its place in the encoding store) is charged like content. It waits for memory as it
 //!    waits for CPU: the first file that does not fit ends the pass (files go smallest first), and the rest stay
@@ -265,20 +265,6 @@ pub fn plan(items: &[Item], max_file: u64, budget: Option<u64>) -> Plan {
 /// many as the reserve's eighth-of-the-limit share pays for, at least one.
 pub const LOAD_THREAD_WORK: u64 = 32 * MIB;
 
-/// The background encoder's working memory for one file of `len` bytes at its peak, its three outputs and their
-/// copies included; charged against the budget before the file is started (compress/encoder.rs). Measured by
-/// tests/footprint.rs (peak RSS of `precompress` on one file of compressible text, less that of a run that
-/// encodes nothing; 2026-12-02, two runs): at brotli 11 / zstd 19 (up to 256 KiB) 1.8–2.3 MB for 1 KB, 2.9–3.1
-/// MB for 20 KB, 6.3–6.6 MB for 64 KiB, 17.3 MB for 200 KB, 22.4–22.8 MB for 256 KiB; at brotli 9 / zstd 15
-/// above, 10.4–11.1 MB for 300 KB, 20.8 MB for 1 MiB, 82.6 MB for 4 MiB, 103 MB for 8 MiB. Bounded by two lines
-/// with 10 % or more to spare.
-pub fn encoder_work(len: u64) -> u64 {
-    if len <= crate::compress::codec::BEST_MAX as u64 {
-        3 * MIB + 90 * len
-    } else {
-        6 * MIB + 22 * len
-    }
-}
 
 /// Loader threads for `cpus` CPUs under `limit` (None: no limit).
 pub fn load_threads(cpus: usize, limit: Option<u64>) -> usize {
