@@ -126,7 +126,7 @@ impl Table {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::hash::Hash;
+    use std::hash::{Hash, Hasher};
 
     #[test]
     fn fx_hash_distinguishes_paths() {
