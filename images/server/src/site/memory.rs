@@ -265,7 +265,6 @@ pub fn plan(items: &[Item], max_file: u64, budget: Option<u64>) -> Plan {
 /// many as the reserve's eighth-of-the-limit share pays for, at least one.
 pub const LOAD_THREAD_WORK: u64 = 32 * MIB;
 
-
 /// Loader threads for `cpus` CPUs under `limit` (None: no limit).
 pub fn load_threads(cpus: usize, limit: Option<u64>) -> usize {
     let by_memory = limit.map_or(usize::MAX, |l| (l / RESERVE_DIVISOR / LOAD_THREAD_WORK) as usize);

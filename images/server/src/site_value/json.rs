@@ -118,6 +118,15 @@ fn plain<'a>(path: &str, v: &'a str, bad: &[char], what: &str) -> Result<&'a str
     }
 }
 
+/// One part of a `_redirects` line: no whitespace, and not starting with '#'.
+fn token<'a>(path: &str, v: &'a str) -> Result<&'a str, String> {
+    let v = plain(path, v, &[' '], "a path")?;
+    if v.starts_with('#') {
+        return Err(format!("{path}: a path cannot start with '#'"));
+    }
+    Ok(v)
+}
+
 pub(super) fn parse(bytes: &[u8]) -> Result<SiteValue, String> {
     let root: Value = serde_json::from_slice(bytes).map_err(|e| format!("invalid JSON: {e}"))?;
     let o = Obj::new(&root, String::new(), &FIELDS)?;
@@ -199,8 +208,10 @@ fn cors_rule(path: &str, v: &Value) -> Result<crate::headers::cors::CorsRule, St
 
 fn redirect(path: &str, v: &Value) -> Result<crate::rules::Rule, String> {
     let o = Obj::new(v, path.to_string(), &["from", "to", "status", "force"])?;
-    let from = plain(&o.at("from"), o.required_string("from")?, &[' ', '#'], "a path")?;
-    let to = plain(&o.at("to"), o.required_string("to")?, &[' ', '#'], "a path")?;
+    // The rule goes through the `_redirects` line parser, where whitespace separates the parts and a part that
+    // starts with '#' begins a comment; a '#' inside a part is the part's (a target's fragment), as with --redirect.
+    let from = token(&o.at("from"), o.required_string("from")?)?;
+    let to = token(&o.at("to"), o.required_string("to")?)?;
     let status = o.number("status")?.unwrap_or(301);
     let force = if o.boolean("force")?.unwrap_or(false) { "!" } else { "" };
     let text = format!("{from} {to} {status}{force}");

@@ -235,3 +235,22 @@ fn a_file_is_read_bounded_and_named_in_errors() {
     assert!(read(&dir.join("missing.json"), true).unwrap_err().contains("No such file"));
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// A '#' inside a redirect target is its fragment, as with `--redirect '/a /b#x 301'` (the operator's CRD admits
+/// it); only a part that starts with '#' (a comment in the line syntax) is refused.
+#[test]
+fn a_fragment_in_a_redirect_target_is_kept() {
+    let v = SiteValue::parse(br#"{"version": 1, "redirects": [{"from": "/a", "to": "/b#x"}]}"#).unwrap();
+    let flags = SiteValue::from_flags(RuleTexts {
+        redirects: vec!["/a /b#x 301".into()],
+        default_cache_control: "no-cache".into(),
+        security_headers: true,
+        ..Default::default()
+    })
+    .unwrap();
+    assert_eq!(v.canonical(), flags.canonical());
+    assert_eq!(
+        err(r##"{"version": 1, "redirects": [{"from": "/a", "to": "#b"}]}"##),
+        "redirects[0].to: a path cannot start with '#'"
+    );
+}
