@@ -25,8 +25,11 @@ fn a_reload_over_the_caps_is_refused_and_the_previous_content_keeps_serving() {
     let canon = std::fs::canonicalize(&*root).unwrap();
     assert_eq!(s.get("/", &[]).text(), "v1");
 
-    // 60 empty files: no bytes, too many entries.
-    empty_files(&root.join("many"), 60);
+    // 60 empty files: no bytes, too many entries. Made aside and renamed in, so the reload sees all 60 at once
+    // (written one by one into the root, a reload between the 49th and the 50th would serve the first ones).
+    let aside = tempdir("tree-caps-reload-aside");
+    empty_files(&aside.join("many"), 60);
+    std::fs::rename(aside.join("many"), root.join("many")).unwrap();
     wait_for("the refused reload", || s.metric("hyperstatic_content_load_failed") == 1.0);
     let e = s.admin_get("/load-error").text();
     assert!(e.contains("more than 50 entries (--max-entries)"), "{e}");

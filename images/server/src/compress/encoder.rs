@@ -159,8 +159,9 @@ fn pass(shared: &Shared, epoch: u64, slack: &mut Slack) {
     }
     st.cpu_ns.store(cgroup_cpu::own_thread_ns(), Ordering::Relaxed);
     publish(shared);
-    st.set_pending(epoch, 0);
+    // Over budget before pending 0: a reader that sees nothing pending also sees how many files wait for memory.
     st.over_budget.store(over_budget as u64, Ordering::Relaxed);
+    st.set_pending(epoch, 0);
     st.store.retain(&encodings::digests(&shared.table().0));
     // The codecs' working memory is free again: give it back rather than keep it resident beside the table.
     crate::sys::mem::trim_heap();
