@@ -21,6 +21,7 @@ pub mod fxhash;
 pub mod headers;
 pub mod http1;
 pub mod http2;
+pub mod http3;
 pub mod log;
 pub mod publish;
 pub mod rules;
