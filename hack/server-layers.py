@@ -62,7 +62,7 @@ LAYERS = [
     ("core", ["answer"]),
     # Protocols and the transport they write through. `access` (the access log line of one exchange) is
     # written by the protocols' callers from what the core answered, so it sits with them.
-    ("protocols", ["http1", "http2", "tls", "access"]),
+    ("protocols", ["http1", "http2", "http3", "tls", "access"]),
     # What the process shares between workers, the admin listener and the control thread (`state`: the
     # published table, per-worker counters, encoder progress, the TLS state); the workers read it, so it sits
     # under them and over everything it holds.
