@@ -132,7 +132,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrlreconcile.Request) (
 		o.refused = &problem{Reason: v1alpha1.ReasonPolicyViolation, Message: vs.Error()}
 	} else {
 		for _, s := range []step{r.reconcileHostnames, r.reconcileContent, r.reconcileGitFetcher, r.reconcileTLS, r.reconcileSiteValue, r.reconcileDeployment, r.reconcileService,
-			r.reconcileDisruptionBudget, r.reconcileRoute, r.reconcilePodMonitor, r.reconcileNetworkPolicy, r.reconcilePods, r.reconcileSiteValuePods,
+			r.reconcileDisruptionBudget, r.reconcileRoute, r.reconcilePodMonitor, r.reconcileNetworkPolicy, r.reconcilePods, r.reconcilePodAnnouncements, r.reconcileSiteValuePods,
 			r.reconcileGitPullers, r.reconcileCapacity} {
 			if o.err = s(ctx, o); o.err != nil {
 				break

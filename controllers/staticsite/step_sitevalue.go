@@ -2,7 +2,6 @@ package staticsite
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -13,7 +12,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"hyperstatic.dev/hyperstatic/api/v1alpha1"
 	"hyperstatic.dev/hyperstatic/internal/podstate"
@@ -25,10 +23,9 @@ import (
 //   - reconcileSiteValue, before the Deployment: applies the ConfigMap <site>.site-value holding the rendered value,
 //     so a new pod never starts without its rules. A ConfigMap of that name the site does not own is left alone
 //     (NotOwned), and so is the Deployment: its pods would load someone else's rules.
-//   - reconcileSiteValuePods, after the pods are listed: sets AnnotationRevision on every server pod that mounts
-//     the value and does not carry the rendered revision (a metadata-only merge patch: no restart; the kubelet
-//     syncs the pod at once and refreshes the mount instead of within its ~1 min sync period), then reads which
-//     revision each ready pod serves (hyperstatic_site_value_info) for status.siteValue and SiteValueApplied.
+//   - reconcileSiteValuePods, after the pods are listed and told the rendered revision (podannounce.go: the kubelet
+//     then refreshes the mount at once instead of within its ~1 min sync period): reads which revision each ready
+//     pod serves (hyperstatic_site_value_info) for status.siteValue and SiteValueApplied.
 //
 // A pod's reading that says it serves the rendered revision cannot change while the ConfigMap does not, nor one
 // that says its server reports no site value at all (its binary does not change while it runs): both are kept per
@@ -102,15 +99,6 @@ func (r *Reconciler) reconcileSiteValuePods(ctx context.Context, st *observation
 		if !mountsSiteValue(p, st.site) {
 			continue // a pod of a template before the site value: the rollout replaces it
 		}
-		if p.Annotations[sitevalue.AnnotationRevision] != sv.rendered.Revision {
-			if err := r.announceRevision(ctx, p, sv.rendered.Revision); err != nil {
-				if apierrors.IsForbidden(err) {
-					sv.unannounced = append(sv.unannounced, p.Name+": "+err.Error())
-					continue
-				}
-				return err
-			}
-		}
 		if podstate.Ready(p) {
 			r.observeSiteValue(ctx, st, p)
 		}
@@ -124,23 +112,6 @@ func (r *Reconciler) reconcileSiteValuePods(ctx context.Context, st *observation
 		// The content may change under the pods and make the value acceptable (a claim's files are not watched).
 		st.requeue(st.tun.contentRefresh)
 	}
-	return nil
-}
-
-// announceRevision sets AnnotationRevision on a pod: a merge patch of its metadata only, so no field of the pod's
-// spec is touched and nothing restarts. A pod gone meanwhile is no error.
-func (r *Reconciler) announceRevision(ctx context.Context, p *corev1.Pod, revision string) error {
-	body, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{sitevalue.AnnotationRevision: revision}}})
-	if err != nil {
-		return err
-	}
-	if err := r.Patch(ctx, p, client.RawPatch(types.MergePatchType, body)); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil
-		}
-		return fmt.Errorf("annotate pod %s with the site value revision: %w", p.Name, err)
-	}
-	log.FromContext(ctx).V(1).Info("told pod of the site value revision", "pod", p.Name, "revision", revision)
 	return nil
 }
 
