@@ -67,6 +67,7 @@ func operatorArgs(t *testing.T, bin string, s *v1alpha1.StaticSite, root string)
 // until ok holds (the server reloads 150 ms after the last inotify event), failing the test after 20 s with the
 // last sample.
 func sampler(t *testing.T, srv *serverbin.Process) func(what string, ok func(podmetrics.Sample) bool) podmetrics.Sample {
+	t.Helper()
 	host, port, _ := net.SplitHostPort(srv.AdminAddr)
 	adminPort, _ := strconv.Atoi(port)
 	scraper := &podmetrics.HTTPScraper{Client: &http.Client{Timeout: 5 * time.Second}, Port: adminPort}
