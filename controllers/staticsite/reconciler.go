@@ -8,12 +8,9 @@ import (
 	"sync"
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/meta"
-
-	"hyperstatic.dev/hyperstatic/internal/reconcile"
-
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/version"
@@ -26,6 +23,7 @@ import (
 	"hyperstatic.dev/hyperstatic/api/v1alpha1"
 	"hyperstatic.dev/hyperstatic/internal/gitrevision"
 	"hyperstatic.dev/hyperstatic/internal/podmetrics"
+	"hyperstatic.dev/hyperstatic/internal/reconcile"
 	"hyperstatic.dev/hyperstatic/internal/tenancy"
 )
 
@@ -158,7 +156,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrlreconcile.Request) (
 		return ctrlreconcile.Result{}, o.err
 	}
 	// A measurement's children go only once its result is in the status (step_capacity.go).
-	if err := r.deleteObjects(ctx, o.capacity.cleanup); err != nil {
+	if err := r.deleteObjects(ctx, o.capacity.Cleanup); err != nil {
 		return ctrlreconcile.Result{}, err
 	}
 	return ctrlreconcile.Result{RequeueAfter: o.requeueAfter}, nil

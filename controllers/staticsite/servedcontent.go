@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"hyperstatic.dev/hyperstatic/api/v1alpha1"
+	"hyperstatic.dev/hyperstatic/controllers/staticsite/sitechild"
 	"hyperstatic.dev/hyperstatic/internal/podmetrics"
 	"hyperstatic.dev/hyperstatic/internal/podstate"
 )
@@ -89,7 +90,7 @@ func contentPods(st *observation) []*corev1.Pod {
 // runsMemory says whether the pod's server container has the memory limit m.
 func runsMemory(p *corev1.Pod, m resource.Quantity) bool {
 	for _, c := range p.Spec.Containers {
-		if c.Name == containerName {
+		if c.Name == sitechild.ContainerName {
 			l, ok := c.Resources.Limits[corev1.ResourceMemory]
 			return ok && l.Cmp(m) == 0
 		}

@@ -16,6 +16,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"hyperstatic.dev/hyperstatic/api/v1alpha1"
+	"hyperstatic.dev/hyperstatic/controllers/staticsite/desired"
+	"hyperstatic.dev/hyperstatic/controllers/staticsite/sitechild"
 	"hyperstatic.dev/hyperstatic/internal/podstate"
 	"hyperstatic.dev/hyperstatic/internal/sitevalue"
 )
@@ -57,7 +59,7 @@ func (r *Reconciler) reconcileSiteValue(ctx context.Context, st *observation) er
 	}
 	key := types.NamespacedName{Namespace: site.Namespace, Name: sitevalue.ConfigMapName(site.Name)}
 	res, err := applyChild(ctx, r.Client, r.directReader(), site, "ConfigMap", &corev1.ConfigMap{},
-		DesiredSiteValueConfigMap(site, st.siteValue.rendered), key, extractConfigMap)
+		desired.SiteValueConfigMap(site, st.siteValue.rendered), key, extractConfigMap)
 	if err != nil {
 		var foreign *notOwnedError
 		switch {
@@ -78,16 +80,8 @@ func (r *Reconciler) reconcileSiteValue(ctx context.Context, st *observation) er
 	return nil
 }
 
-// DesiredSiteValueConfigMap is the ConfigMap holding a site's rendered value, owned by the site, with its labels.
-func DesiredSiteValueConfigMap(site *v1alpha1.StaticSite, v sitevalue.Rendered) *corev1ac.ConfigMapApplyConfiguration {
-	return corev1ac.ConfigMap(sitevalue.ConfigMapName(site.Name), site.Namespace).
-		WithLabels(objectLabels(site)).
-		WithOwnerReferences(ownerReference(site)).
-		WithData(map[string]string{sitevalue.Key: string(v.Bytes)})
-}
-
 func extractConfigMap(o client.Object) (any, error) {
-	return corev1ac.ExtractConfigMap(o.(*corev1.ConfigMap), FieldOwner)
+	return corev1ac.ExtractConfigMap(o.(*corev1.ConfigMap), sitechild.FieldOwner)
 }
 
 // reconcileSiteValuePods annotates the pods that have not been told of the rendered revision and reads which
@@ -149,7 +143,7 @@ func (r *Reconciler) announceRevision(ctx context.Context, p *corev1.Pod, revisi
 func mountsSiteValue(p *corev1.Pod, site *v1alpha1.StaticSite) bool {
 	name := sitevalue.ConfigMapName(site.Name)
 	for _, v := range p.Spec.Volumes {
-		if v.Name == siteValueVolumeName && v.ConfigMap != nil && v.ConfigMap.Name == name {
+		if v.Name == desired.SiteValueVolumeName && v.ConfigMap != nil && v.ConfigMap.Name == name {
 			return true
 		}
 	}
