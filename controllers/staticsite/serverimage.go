@@ -28,7 +28,6 @@ package staticsite
 import (
 	"context"
 	"fmt"
-	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -46,9 +45,6 @@ import (
 const (
 	// DefaultServerImageRolloutConcurrency is the operator's default for --server-image-rollout-concurrency.
 	DefaultServerImageRolloutConcurrency = 1
-	// DefaultServerImageQueueRetry is how often a waiting site checks for its turn when ServerImageQueueRetry is
-	// not set. The turn comes when another site's rollout completes, which only wakes that other site.
-	DefaultServerImageQueueRetry = 10 * time.Second
 	// eventServerImageUpgrade is recorded when a site's Deployment starts moving to the new default server image.
 	eventServerImageUpgrade = "ServerImageUpgrade"
 )

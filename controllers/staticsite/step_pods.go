@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -19,9 +18,6 @@ import (
 	"hyperstatic.dev/hyperstatic/internal/podmetrics"
 	"hyperstatic.dev/hyperstatic/internal/podstate"
 )
-
-// defaultScrapeRetry is how soon a pod whose metrics could not be read is tried again.
-const defaultScrapeRetry = 15 * time.Second
 
 // imagePullReasons are the container waiting reasons that mean the content image cannot be pulled.
 var imagePullReasons = map[string]bool{"ErrImagePull": true, "ImagePullBackOff": true, "InvalidImageName": true, "ErrImageNeverPull": true}

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -38,10 +37,6 @@ import (
 
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;patch
 // +kubebuilder:rbac:groups="",resources=pods,verbs=patch
-
-// DefaultSiteValueRetry is how soon a pass runs again while ready pods still serve an older site value, when
-// SiteValueRetry is not set: the kubelet refreshes an annotated pod's mount within a second or two.
-const DefaultSiteValueRetry = 2 * time.Second
 
 // reconcileSiteValue applies the site value's ConfigMap.
 func (r *Reconciler) reconcileSiteValue(ctx context.Context, st *observation) error {

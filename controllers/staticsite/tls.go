@@ -15,10 +15,6 @@ import (
 // TLSReady: the operator reads the site's TLS Secret only to say whether it is usable (the pods' side, the mount
 // and the https listener, is package desired's tls.go).
 
-// DefaultTLSRecheck is how often a site with spec.tls reads its Secret again when TLSRecheck is not set. The
-// operator does not watch Secrets (see reconcileTLS), so this bounds how stale TLSReady can be after a rotation.
-const DefaultTLSRecheck = time.Minute
-
 // certVerdict is the judgement of a TLS Secret.
 type certVerdict struct {
 	ok              bool
