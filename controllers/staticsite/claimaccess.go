@@ -9,10 +9,8 @@ import (
 	"hyperstatic.dev/hyperstatic/controllers/staticsite/desired"
 )
 
-// A claim's access mode decides how many server pods can mount it at once. The pods mount it read-only, but that
-// does not help: the attach/detach controller allows a volume on several nodes only when its access modes include
-// ReadOnlyMany or ReadWriteMany, and the scheduler gives a ReadWriteOncePod volume to one pod in the cluster. A
-// second pod on another node waits in "Multi-Attach error" (or Pending) for as long as the first one runs.
+// A claim's access mode decides how many server pods can mount it at once (desired.SingleAttach says why); the
+// Deployment of a single-attach claim recreates instead of surging (package desired), and this refuses replicas.
 
 // claimAccessProblem refuses more than one replica on a single-attach claim: the extra pods could never start, and
 // the site would look like a rollout that never ends. The caller leaves the Deployment as it is (at most the one
