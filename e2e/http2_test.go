@@ -14,7 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"hyperstatic.dev/hyperstatic/api/v1alpha1"
-	"hyperstatic.dev/hyperstatic/controllers/staticsite"
+	"hyperstatic.dev/hyperstatic/controllers/staticsite/desired"
 )
 
 // HTTP/2 checks shared by the scenarios that have a site to run them on (no scenario of their own: they add a
@@ -44,8 +44,8 @@ func checkHTTP2ThroughService(t *testing.T, ns, name, caPEM, path string) {
 		t.Fatal(err)
 	}
 	for _, p := range svc.Spec.Ports {
-		if p.Name == v1alpha1.ServerPortName && ptr.Deref(p.AppProtocol, "") != staticsite.AppProtocolH2C {
-			t.Errorf("Service %s port %s: appProtocol %q, want %q", name, p.Name, ptr.Deref(p.AppProtocol, ""), staticsite.AppProtocolH2C)
+		if p.Name == v1alpha1.ServerPortName && ptr.Deref(p.AppProtocol, "") != desired.AppProtocolH2C {
+			t.Errorf("Service %s port %s: appProtocol %q, want %q", name, p.Name, ptr.Deref(p.AppProtocol, ""), desired.AppProtocolH2C)
 		}
 	}
 	site := &v1alpha1.StaticSite{}

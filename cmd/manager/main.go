@@ -28,6 +28,7 @@ import (
 	"hyperstatic.dev/hyperstatic/controllers/autoscaling"
 	"hyperstatic.dev/hyperstatic/controllers/benchmark"
 	"hyperstatic.dev/hyperstatic/controllers/staticsite"
+	"hyperstatic.dev/hyperstatic/controllers/staticsite/sitechild"
 	"hyperstatic.dev/hyperstatic/internal/gitrevision"
 	"hyperstatic.dev/hyperstatic/internal/managercache"
 	"hyperstatic.dev/hyperstatic/internal/podmetrics"
@@ -154,7 +155,7 @@ func run(ctx context.Context, cfg *rest.Config, o *options) error {
 	}
 	if err := (&staticsite.Reconciler{
 		Client:            mgr.GetClient(),
-		Recorder:          mgr.GetEventRecorderFor(staticsite.FieldOwner),
+		Recorder:          mgr.GetEventRecorderFor(sitechild.FieldOwner),
 		Clock:             clock.RealClock{},
 		Scraper:           podmetrics.NewHTTPScraper(),
 		ServerImage:       o.serverImage,

@@ -16,6 +16,8 @@ import (
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	policyv1ac "k8s.io/client-go/applyconfigurations/policy/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"hyperstatic.dev/hyperstatic/controllers/staticsite/sitechild"
 )
 
 // applyResult says what an apply did, for events and logs.
@@ -76,13 +78,13 @@ func applyChild(ctx context.Context, c client.Client, direct client.Reader, site
 	if existed {
 		owned, err := extract(live)
 		if err != nil {
-			return "", fmt.Errorf("extract fields of %s owned by %s: %w", key, FieldOwner, err)
+			return "", fmt.Errorf("extract fields of %s owned by %s: %w", key, sitechild.FieldOwner, err)
 		}
 		if equality.Semantic.DeepEqual(owned, desired) {
 			return applyUnchanged, nil
 		}
 	}
-	if err := c.Apply(ctx, desired, client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
+	if err := c.Apply(ctx, desired, client.FieldOwner(sitechild.FieldOwner), client.ForceOwnership); err != nil {
 		return "", err
 	}
 	if existed {
@@ -92,13 +94,13 @@ func applyChild(ctx context.Context, c client.Client, direct client.Reader, site
 }
 
 func extractDeployment(o client.Object) (any, error) {
-	return appsv1ac.ExtractDeployment(o.(*appsv1.Deployment), FieldOwner)
+	return appsv1ac.ExtractDeployment(o.(*appsv1.Deployment), sitechild.FieldOwner)
 }
 
 func extractService(o client.Object) (any, error) {
-	return corev1ac.ExtractService(o.(*corev1.Service), FieldOwner)
+	return corev1ac.ExtractService(o.(*corev1.Service), sitechild.FieldOwner)
 }
 
 func extractPodDisruptionBudget(o client.Object) (any, error) {
-	return policyv1ac.ExtractPodDisruptionBudget(o.(*policyv1.PodDisruptionBudget), FieldOwner)
+	return policyv1ac.ExtractPodDisruptionBudget(o.(*policyv1.PodDisruptionBudget), sitechild.FieldOwner)
 }

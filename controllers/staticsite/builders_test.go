@@ -16,6 +16,8 @@ import (
 	"k8s.io/utils/ptr"
 
 	"hyperstatic.dev/hyperstatic/api/v1alpha1"
+	"hyperstatic.dev/hyperstatic/controllers/staticsite/desired"
+	"hyperstatic.dev/hyperstatic/controllers/staticsite/sitechild"
 	"hyperstatic.dev/hyperstatic/internal/sitevalue"
 )
 
@@ -42,9 +44,9 @@ func typed[T any](t *testing.T, ac any) *T {
 	return out
 }
 
-func deploymentFor(t *testing.T, site *v1alpha1.StaticSite, c Content) *appsv1.Deployment {
+func deploymentFor(t *testing.T, site *v1alpha1.StaticSite, c desired.Content) *appsv1.Deployment {
 	t.Helper()
-	return typed[appsv1.Deployment](t, DesiredDeployment(site, testServerImage, c, MemoryFor(site, c)))
+	return typed[appsv1.Deployment](t, desired.Deployment(site, testServerImage, c, desired.MemoryFor(site, c)))
 }
 
 func TestDeploymentPerContentSource(t *testing.T) {
@@ -60,7 +62,7 @@ func TestDeploymentPerContentSource(t *testing.T) {
 	claim := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "docs-data"}, Spec: corev1.PersistentVolumeClaimSpec{VolumeName: "pv-1"}}
 
 	t.Run("configMaps", func(t *testing.T) {
-		c := ConfigMapsContent(cmSite, cms)
+		c := desired.ConfigMapsContent(cmSite, cms)
 		d := deploymentFor(t, cmSite, c)
 		pod := d.Spec.Template.Spec
 		if got := pod.Containers[0].Image; got != testServerImage {
@@ -78,7 +80,7 @@ func TestDeploymentPerContentSource(t *testing.T) {
 			t.Errorf("prefixed items = %+v, want %+v (binaryData included)", srcs[1].ConfigMap.Items, wantItems)
 		}
 		assertSiteMount(t, pod, "")
-		if _, ok := d.Spec.Template.Annotations[AnnotationContentHash]; ok {
+		if _, ok := d.Spec.Template.Annotations[sitechild.AnnotationContentHash]; ok {
 			t.Error("ConfigMap content reloads live: the pod template must not carry a content hash")
 		}
 		if c.Size != int64(len("<h1>hi</h1>")+len("body{}")+4) {
@@ -86,25 +88,25 @@ func TestDeploymentPerContentSource(t *testing.T) {
 		}
 	})
 	t.Run("image", func(t *testing.T) {
-		d := deploymentFor(t, imgSite, ImageContent(v1alpha1.ContentSourceImage, "example/docs:v3", ""))
+		d := deploymentFor(t, imgSite, desired.ImageContent(v1alpha1.ContentSourceImage, "example/docs:v3", ""))
 		pod := d.Spec.Template.Spec
 		if got := pod.Containers[0].Image; got != "example/docs:v3" {
 			t.Errorf("image = %q, want the baked site image", got)
 		}
-		if len(pod.Volumes) != 2 || pod.Volumes[0].Name != compressCacheVolumeName || pod.Volumes[1].Name != siteValueVolumeName ||
-			len(pod.Containers[0].VolumeMounts) != 2 || pod.Containers[0].VolumeMounts[0].Name != compressCacheVolumeName {
+		if len(pod.Volumes) != 2 || pod.Volumes[0].Name != desired.CompressCacheVolumeName || pod.Volumes[1].Name != desired.SiteValueVolumeName ||
+			len(pod.Containers[0].VolumeMounts) != 2 || pod.Containers[0].VolumeMounts[0].Name != desired.CompressCacheVolumeName {
 			t.Errorf("a baked image needs no site volume, only the compression cache and the site value: %+v %+v", pod.Volumes, pod.Containers[0].VolumeMounts)
 		}
-		if d.Spec.Template.Annotations[AnnotationContentHash] == "" {
+		if d.Spec.Template.Annotations[sitechild.AnnotationContentHash] == "" {
 			t.Error("a baked image must put the content hash on the pod template")
 		}
-		other := deploymentFor(t, imgSite, ImageContent(v1alpha1.ContentSourceImage, "example/docs:v4", ""))
-		if other.Spec.Template.Annotations[AnnotationContentHash] == d.Spec.Template.Annotations[AnnotationContentHash] {
+		other := deploymentFor(t, imgSite, desired.ImageContent(v1alpha1.ContentSourceImage, "example/docs:v4", ""))
+		if other.Spec.Template.Annotations[sitechild.AnnotationContentHash] == d.Spec.Template.Annotations[sitechild.AnnotationContentHash] {
 			t.Error("a new image must change the content hash")
 		}
 	})
 	t.Run("imageVolume", func(t *testing.T) {
-		d := deploymentFor(t, ivSite, ImageContent(v1alpha1.ContentSourceImageVolume, "example/docs-content:v3", corev1.PullIfNotPresent))
+		d := deploymentFor(t, ivSite, desired.ImageContent(v1alpha1.ContentSourceImageVolume, "example/docs-content:v3", corev1.PullIfNotPresent))
 		pod := d.Spec.Template.Spec
 		if pod.Containers[0].Image != testServerImage {
 			t.Errorf("image = %q", pod.Containers[0].Image)
@@ -114,12 +116,12 @@ func TestDeploymentPerContentSource(t *testing.T) {
 			t.Fatalf("want an image volume, got %+v", pod.Volumes)
 		}
 		assertSiteMount(t, pod, "")
-		if d.Spec.Template.Annotations[AnnotationContentHash] == "" {
+		if d.Spec.Template.Annotations[sitechild.AnnotationContentHash] == "" {
 			t.Error("an image volume must put the content hash on the pod template")
 		}
 	})
 	t.Run("persistentVolumeClaim", func(t *testing.T) {
-		c := ClaimContent(claim)
+		c := desired.ClaimContent(claim)
 		d := deploymentFor(t, pvcSite, c)
 		pod := d.Spec.Template.Spec
 		v := pod.Volumes[0].PersistentVolumeClaim
@@ -130,7 +132,7 @@ func TestDeploymentPerContentSource(t *testing.T) {
 		if c.Revision != "pvc/docs-data@pv-1" {
 			t.Errorf("revision = %q", c.Revision)
 		}
-		if got := MemoryFor(pvcSite, c); got.Cmp(resource.MustParse("256Mi")) != 0 {
+		if got := desired.MemoryFor(pvcSite, c); got.Cmp(resource.MustParse("256Mi")) != 0 {
 			t.Errorf("memory for unknown size = %s, want 256Mi", got.String())
 		}
 	})
@@ -138,8 +140,8 @@ func TestDeploymentPerContentSource(t *testing.T) {
 
 func assertSiteMount(t *testing.T, pod corev1.PodSpec, subPath string) {
 	t.Helper()
-	want := []corev1.VolumeMount{{Name: siteVolumeName, MountPath: "/site", ReadOnly: true, SubPath: subPath},
-		{Name: compressCacheVolumeName, MountPath: compressCacheDir}, {Name: siteValueVolumeName, MountPath: sitevalue.MountDir, ReadOnly: true}}
+	want := []corev1.VolumeMount{{Name: sitechild.SiteVolumeName, MountPath: "/site", ReadOnly: true, SubPath: subPath},
+		{Name: desired.CompressCacheVolumeName, MountPath: desired.CompressCacheDir}, {Name: desired.SiteValueVolumeName, MountPath: sitevalue.MountDir, ReadOnly: true}}
 	if got := pod.Containers[0].VolumeMounts; !reflect.DeepEqual(got, want) {
 		t.Errorf("mounts = %+v, want %+v", got, want)
 	}
@@ -149,7 +151,7 @@ func TestPodIsGuaranteedAndRestricted(t *testing.T) {
 	site := newSite(v1alpha1.ContentSource{Image: "example/docs:v3"})
 	site.Spec.CPU = ptr.To(resource.MustParse("2"))
 	site.Spec.Memory = ptr.To(resource.MustParse("96Mi"))
-	d := deploymentFor(t, site, ImageContent(v1alpha1.ContentSourceImage, "example/docs:v3", ""))
+	d := deploymentFor(t, site, desired.ImageContent(v1alpha1.ContentSourceImage, "example/docs:v3", ""))
 	pod := d.Spec.Template.Spec
 	all := append(slices.Clone(pod.InitContainers), pod.Containers...)
 	for _, c := range all {
@@ -194,7 +196,7 @@ func TestDeploymentShape(t *testing.T) {
 	site := newSite(v1alpha1.ContentSource{Image: "example/docs:v3"})
 	site.Spec.Replicas = ptr.To[int32](3)
 	site.Spec.PodTemplate.Labels = map[string]string{"team": "web", v1alpha1.LabelSite: "hijack"}
-	d := deploymentFor(t, site, ImageContent(v1alpha1.ContentSourceImage, "example/docs:v3", ""))
+	d := deploymentFor(t, site, desired.ImageContent(v1alpha1.ContentSourceImage, "example/docs:v3", ""))
 	if d.Name != "docs" || d.Namespace != "web" || *d.Spec.Replicas != 3 {
 		t.Errorf("name/replicas: %s/%s %d", d.Namespace, d.Name, *d.Spec.Replicas)
 	}
@@ -223,7 +225,7 @@ func TestDeploymentShape(t *testing.T) {
 	site.Spec.PodTemplate.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
 		NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{{Key: "arch", Operator: corev1.NodeSelectorOpIn, Values: []string{"amd64"}}}}}}}}
 	site.Spec.PodTemplate.PriorityClassName = "high"
-	pod := deploymentFor(t, site, ImageContent(v1alpha1.ContentSourceImage, "example/docs:v3", "")).Spec.Template.Spec
+	pod := deploymentFor(t, site, desired.ImageContent(v1alpha1.ContentSourceImage, "example/docs:v3", "")).Spec.Template.Spec
 	if !reflect.DeepEqual(pod.TopologySpreadConstraints, site.Spec.PodTemplate.TopologySpreadConstraints) ||
 		!reflect.DeepEqual(pod.NodeSelector, site.Spec.PodTemplate.NodeSelector) ||
 		!reflect.DeepEqual(pod.Tolerations[:1], site.Spec.PodTemplate.Tolerations) || // then the node-loss ones
@@ -235,7 +237,7 @@ func TestDeploymentShape(t *testing.T) {
 
 func TestServerArgs(t *testing.T) {
 	site := newSite(v1alpha1.ContentSource{Image: "x"})
-	if got, want := ServerArgs(site), []string{"--root", "/site", "--listen", "[::]:8080", "--admin-listen", "[::]:9090", "--drain-delay", "5s", "--shutdown-timeout", "10s",
+	if got, want := desired.ServerArgs(site), []string{"--root", "/site", "--listen", "[::]:8080", "--admin-listen", "[::]:9090", "--drain-delay", "5s", "--shutdown-timeout", "10s",
 		"--site", "/etc/hyperstatic/site/site.json"}; !reflect.DeepEqual(got, want) {
 		// Unset fields add no argument: an operator upgrade must not change existing sites' pod templates, and
 		// older pinned server images reject flags they do not know.
@@ -261,10 +263,10 @@ func TestServerArgs(t *testing.T) {
 	want := []string{"--root", "/site", "--listen", "[::]:8080", "--admin-listen", "[::]:9090", "--drain-delay", "20s", "--shutdown-timeout", "10s",
 		"--max-requests-per-connection", "500", "--max-connection-age", "1500ms", "--h2c=true",
 		"--site", "/etc/hyperstatic/site/site.json", "--access-log"} // the site rules are the site value's (step_sitevalue.go)
-	if got := ServerArgs(site); !reflect.DeepEqual(got, want) {
+	if got := desired.ServerArgs(site); !reflect.DeepEqual(got, want) {
 		t.Errorf("args = %q\nwant %q", got, want)
 	}
-	d := deploymentFor(t, site, ImageContent(v1alpha1.ContentSourceImage, "x", ""))
+	d := deploymentFor(t, site, desired.ImageContent(v1alpha1.ContentSourceImage, "x", ""))
 	if *d.Spec.Template.Spec.TerminationGracePeriodSeconds != 35 {
 		t.Errorf("grace = %d, want 35", *d.Spec.Template.Spec.TerminationGracePeriodSeconds)
 	}
@@ -272,7 +274,7 @@ func TestServerArgs(t *testing.T) {
 
 func TestService(t *testing.T) {
 	site := newSite(v1alpha1.ContentSource{Image: "x"})
-	svc := typed[corev1.Service](t, DesiredService(site))
+	svc := typed[corev1.Service](t, desired.Service(site))
 	want := []corev1.ServicePort{
 		{Name: "http", Protocol: "TCP", AppProtocol: ptr.To("http"), Port: 80, TargetPort: intstr.FromString("http")},
 	}
@@ -280,36 +282,36 @@ func TestService(t *testing.T) {
 	if svc.Spec.Type != corev1.ServiceTypeClusterIP || !reflect.DeepEqual(svc.Spec.Ports, want) {
 		t.Errorf("service: %s %+v", svc.Spec.Type, svc.Spec.Ports)
 	}
-	if !reflect.DeepEqual(svc.Spec.Selector, selectorLabels(site)) {
+	if !reflect.DeepEqual(svc.Spec.Selector, sitechild.SelectorLabels(site)) {
 		t.Errorf("selector %v", svc.Spec.Selector)
 	}
-	if URL(site) != "http://docs.web.svc.cluster.local" {
-		t.Errorf("url %s", URL(site))
+	if desired.URL(site) != "http://docs.web.svc.cluster.local" {
+		t.Errorf("url %s", desired.URL(site))
 	}
 	site.Spec.Service = v1alpha1.ServiceSpec{Type: corev1.ServiceTypeNodePort, Port: 8000, Annotations: map[string]string{"a": "b"}}
-	svc = typed[corev1.Service](t, DesiredService(site))
+	svc = typed[corev1.Service](t, desired.Service(site))
 	if svc.Spec.Type != corev1.ServiceTypeNodePort || svc.Spec.Ports[0].Port != 8000 || svc.Annotations["a"] != "b" {
 		t.Errorf("service overrides: %+v", svc)
 	}
-	if URL(site) != "http://docs.web.svc.cluster.local:8000" {
-		t.Errorf("url %s", URL(site))
+	if desired.URL(site) != "http://docs.web.svc.cluster.local:8000" {
+		t.Errorf("url %s", desired.URL(site))
 	}
 }
 
 func TestPodDisruptionBudget(t *testing.T) {
 	site := newSite(v1alpha1.ContentSource{Image: "x"})
-	if DesiredPodDisruptionBudget(site) != nil {
+	if desired.PodDisruptionBudget(site) != nil {
 		t.Error("one replica: no budget")
 	}
 	site.Spec.Replicas = ptr.To[int32](3)
-	pdb := typed[policyv1.PodDisruptionBudget](t, DesiredPodDisruptionBudget(site))
+	pdb := typed[policyv1.PodDisruptionBudget](t, desired.PodDisruptionBudget(site))
 	if pdb.Spec.MaxUnavailable.IntValue() != 1 || *pdb.Spec.UnhealthyPodEvictionPolicy != policyv1.AlwaysAllow ||
-		!reflect.DeepEqual(pdb.Spec.Selector.MatchLabels, selectorLabels(site)) {
+		!reflect.DeepEqual(pdb.Spec.Selector.MatchLabels, sitechild.SelectorLabels(site)) {
 		t.Errorf("pdb: %+v", pdb.Spec)
 	}
 	site.Spec.Replicas = ptr.To[int32](1)
 	site.Spec.Disruption = &v1alpha1.DisruptionSpec{MaxUnavailable: intstr.FromString("50%")}
-	pdb = typed[policyv1.PodDisruptionBudget](t, DesiredPodDisruptionBudget(site))
+	pdb = typed[policyv1.PodDisruptionBudget](t, desired.PodDisruptionBudget(site))
 	if pdb.Spec.MaxUnavailable.String() != "50%" {
 		t.Errorf("override: %+v", pdb.Spec.MaxUnavailable)
 	}
@@ -321,12 +323,12 @@ func TestMemoryFor(t *testing.T) {
 		size int64
 		want string
 	}{{-1, "256Mi"}, {0, "64Mi"}, {8 << 20, "64Mi"}, {8<<20 + 1, "128Mi"}, {100 << 20, "256Mi"}} {
-		if got := MemoryFor(site, Content{Size: tc.size}); got.Cmp(resource.MustParse(tc.want)) != 0 {
+		if got := desired.MemoryFor(site, desired.Content{Size: tc.size}); got.Cmp(resource.MustParse(tc.want)) != 0 {
 			t.Errorf("size %d: memory %s, want %s", tc.size, got.String(), tc.want)
 		}
 	}
 	site.Spec.Memory = ptr.To(resource.MustParse("48Mi"))
-	if got := MemoryFor(site, Content{Size: 1 << 30}); got.String() != "48Mi" {
+	if got := desired.MemoryFor(site, desired.Content{Size: 1 << 30}); got.String() != "48Mi" {
 		t.Errorf("spec.memory wins: %s", got.String())
 	}
 }
@@ -334,9 +336,9 @@ func TestMemoryFor(t *testing.T) {
 func TestConfigMapsRevision(t *testing.T) {
 	site := newSite(v1alpha1.ContentSource{ConfigMaps: []v1alpha1.ConfigMapContent{{Name: "a"}}})
 	cm := corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "a", ResourceVersion: "1"}, Data: map[string]string{"k": "v"}}
-	r1 := ConfigMapsContent(site, []corev1.ConfigMap{cm}).Revision
+	r1 := desired.ConfigMapsContent(site, []corev1.ConfigMap{cm}).Revision
 	cm.ResourceVersion = "2"
-	r2 := ConfigMapsContent(site, []corev1.ConfigMap{cm}).Revision
+	r2 := desired.ConfigMapsContent(site, []corev1.ConfigMap{cm}).Revision
 	if r1 == r2 || len(r1) != len("sha256:")+16 {
 		t.Errorf("revisions %q %q", r1, r2)
 	}
@@ -344,7 +346,7 @@ func TestConfigMapsRevision(t *testing.T) {
 
 func TestSelectorAndWholeCPUs(t *testing.T) {
 	site := newSite(v1alpha1.ContentSource{Image: "x"})
-	if got := Selector(site); got != "app.kubernetes.io/name=hyperstatic-server,hyperstatic.dev/site=docs" {
+	if got := sitechild.Selector(site); got != "app.kubernetes.io/name=hyperstatic-server,hyperstatic.dev/site=docs" {
 		t.Errorf("selector %q", got)
 	}
 	for q, want := range map[string]bool{"1": true, "2": true, "1000m": true, "250m": false, "1500m": false} {

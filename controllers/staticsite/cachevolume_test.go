@@ -10,6 +10,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"hyperstatic.dev/hyperstatic/api/v1alpha1"
+	"hyperstatic.dev/hyperstatic/controllers/staticsite/desired"
 )
 
 // Every pod gets the compression cache: an emptyDir as large as its memory, mounted writable where
@@ -23,20 +24,20 @@ func TestCompressCacheVolume(t *testing.T) {
 	} {
 		site := newSite(content)
 		site.Spec.Memory = ptr.To(resource.MustParse("96Mi"))
-		c := Content{Source: SourceOf(site)}
+		c := desired.Content{Source: desired.SourceOf(site)}
 		if c.Source == v1alpha1.ContentSourceImage {
-			c = ImageContent(v1alpha1.ContentSourceImage, content.Image, "")
+			c = desired.ImageContent(v1alpha1.ContentSourceImage, content.Image, "")
 		}
 		pod := deploymentFor(t, site, c).Spec.Template.Spec
-		i := slices.IndexFunc(pod.Volumes, func(v corev1.Volume) bool { return v.Name == compressCacheVolumeName })
+		i := slices.IndexFunc(pod.Volumes, func(v corev1.Volume) bool { return v.Name == desired.CompressCacheVolumeName })
 		if i < 0 || pod.Volumes[i].EmptyDir == nil || pod.Volumes[i].EmptyDir.SizeLimit == nil ||
 			pod.Volumes[i].EmptyDir.SizeLimit.Cmp(resource.MustParse("96Mi")) != 0 || pod.Volumes[i].EmptyDir.Medium != "" {
-			t.Fatalf("%s: want a disk emptyDir %q limited to the pod's 96Mi, got %+v", c.Source, compressCacheVolumeName, pod.Volumes)
+			t.Fatalf("%s: want a disk emptyDir %q limited to the pod's 96Mi, got %+v", c.Source, desired.CompressCacheVolumeName, pod.Volumes)
 		}
 		server := pod.Containers[0]
-		j := slices.IndexFunc(server.VolumeMounts, func(m corev1.VolumeMount) bool { return m.Name == compressCacheVolumeName })
-		if j < 0 || server.VolumeMounts[j].MountPath != compressCacheDir || server.VolumeMounts[j].ReadOnly {
-			t.Errorf("%s: want %s mounted writable at %s, got %+v", c.Source, compressCacheVolumeName, compressCacheDir, server.VolumeMounts)
+		j := slices.IndexFunc(server.VolumeMounts, func(m corev1.VolumeMount) bool { return m.Name == desired.CompressCacheVolumeName })
+		if j < 0 || server.VolumeMounts[j].MountPath != desired.CompressCacheDir || server.VolumeMounts[j].ReadOnly {
+			t.Errorf("%s: want %s mounted writable at %s, got %+v", c.Source, desired.CompressCacheVolumeName, desired.CompressCacheDir, server.VolumeMounts)
 		}
 		if !*server.SecurityContext.ReadOnlyRootFilesystem {
 			t.Errorf("%s: the root file system must stay read-only", c.Source)

@@ -19,6 +19,8 @@ import (
 
 	"hyperstatic.dev/hyperstatic/api/v1alpha1"
 	"hyperstatic.dev/hyperstatic/controllers/staticsite/capacitygate"
+	"hyperstatic.dev/hyperstatic/controllers/staticsite/desired"
+	"hyperstatic.dev/hyperstatic/controllers/staticsite/sitechild"
 	"hyperstatic.dev/hyperstatic/internal/testenv"
 )
 
@@ -164,7 +166,7 @@ func TestCapacityProbeMeasuresTheServingTemplate(t *testing.T) {
 	pod := measurementPodOf(t, ns, "cap", capacitygate.RoleProbe)
 
 	// The probe is invisible to the site's selectors, placed alone, and runs the serving template's resources.
-	for k := range selectorLabels(site) {
+	for k := range sitechild.SelectorLabels(site) {
 		if _, ok := pod.Labels[k]; ok {
 			t.Errorf("probe pod carries selector label %s: %v", k, pod.Labels)
 		}
@@ -172,7 +174,7 @@ func TestCapacityProbeMeasuresTheServingTemplate(t *testing.T) {
 	if pod.Labels[v1alpha1.LabelManagedBy] != v1alpha1.ManagedByValue || !metav1.IsControlledBy(pod, site) {
 		t.Errorf("probe pod labels %v / owners %v", pod.Labels, pod.OwnerReferences)
 	}
-	want := capacityConventions.Identify(&d.Spec.Template, Content{}.capacityContent()).ID
+	want := capacitygate.Identify(&d.Spec.Template, capacityContent(desired.Content{})).ID
 	if pod.Labels[v1alpha1.LabelCapacityTemplate] != want {
 		t.Errorf("probe template label %q, want the Deployment's template id %q", pod.Labels[v1alpha1.LabelCapacityTemplate], want)
 	}
@@ -260,7 +262,7 @@ func deploymentImage(d *appsv1.Deployment) string { return d.Spec.Template.Spec.
 func TestPerformanceGateBlocksASlowerCandidate(t *testing.T) {
 	ns := namespace(t)
 	site, canary := gatedSite(t, ns, "slow")
-	for k := range selectorLabels(site) {
+	for k := range sitechild.SelectorLabels(site) {
 		if _, ok := canary.Labels[k]; ok {
 			t.Errorf("canary carries selector label %s", k)
 		}
@@ -383,10 +385,10 @@ func TestTemplateIdentityOfDesiredAndLive(t *testing.T) {
 	ns := namespace(t)
 	site := createSite(t, ns, "ident", v1alpha1.StaticSiteSpec{Content: v1alpha1.ContentSource{Image: "example/ident:v1"}, CPU: ptr.To(resource.MustParse("1000m"))})
 	d := getDeployment(t, ns, "ident")
-	c := ImageContent(v1alpha1.ContentSourceImage, "example/ident:v1", "")
-	desired, err := capacitygate.PodTemplateOf(DesiredDeployment(site, testServerImage, c, MemoryFor(site, c)).Spec.Template)
+	c := desired.ImageContent(v1alpha1.ContentSourceImage, "example/ident:v1", "")
+	want, err := capacitygate.PodTemplateOf(desired.Deployment(site, testServerImage, c, desired.MemoryFor(site, c)).Spec.Template)
 	testenv.Must(t, err)
-	a, b := capacityConventions.Identify(&desired, c.capacityContent()), capacityConventions.Identify(&d.Spec.Template, c.capacityContent())
+	a, b := capacitygate.Identify(&want, capacityContent(c)), capacitygate.Identify(&d.Spec.Template, capacityContent(c))
 	if a.ID != b.ID || a.ContentRevision != "example/ident:v1" || a.ServerImage != "example/ident:v1" {
 		t.Errorf("desired %+v, live %+v", a, b)
 	}
@@ -439,7 +441,7 @@ func TestCapacityOfAServingPod(t *testing.T) {
 	d := getDeployment(t, ns, "direct")
 	waitSite(t, ns, "direct", "waiting for a serving pod", conditionWith(v1alpha1.ConditionCapacityMeasured, metav1.ConditionUnknown, v1alpha1.ReasonMeasuringCapacity, "ready serving pod"))
 	serverPod(t, d, "direct-0", "10.0.0.20")
-	b := benchmarkNamed(t, ns, capacitygate.MeasurementName("direct", capacityConventions.Identify(&d.Spec.Template, Content{}.capacityContent()).ID))
+	b := benchmarkNamed(t, ns, capacitygate.MeasurementName("direct", capacitygate.Identify(&d.Spec.Template, capacityContent(desired.Content{})).ID))
 	if b.Spec.Target.Pod != "direct-0" {
 		t.Fatalf("Benchmark loads %q, want the serving pod", b.Spec.Target.Pod)
 	}

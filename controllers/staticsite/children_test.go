@@ -21,6 +21,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"hyperstatic.dev/hyperstatic/api/v1alpha1"
+	"hyperstatic.dev/hyperstatic/controllers/staticsite/desired"
+	"hyperstatic.dev/hyperstatic/controllers/staticsite/sitechild"
 	"hyperstatic.dev/hyperstatic/internal/testenv"
 )
 
@@ -34,10 +36,10 @@ func TestUpgradeRemovesTheAdminPortFromTheService(t *testing.T) {
 	testenv.Eventually(t, "Service", func() error { return k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "legacy"}, svc) })
 
 	// What the previous operator version applied: the site's port and the admin port.
-	old := DesiredService(site)
+	old := desired.Service(site)
 	old.Spec.WithPorts(corev1ac.ServicePort().WithName(v1alpha1.AdminPortName).WithProtocol(corev1.ProtocolTCP).
 		WithAppProtocol("http").WithPort(v1alpha1.AdminPort).WithTargetPort(intstr.FromString(v1alpha1.AdminPortName)))
-	testenv.Must(t, k8s.Apply(ctx, old, client.FieldOwner(FieldOwner), client.ForceOwnership))
+	testenv.Must(t, k8s.Apply(ctx, old, client.FieldOwner(sitechild.FieldOwner), client.ForceOwnership))
 
 	testenv.Eventually(t, "admin port removed from the Service", func() error {
 		fresh := &corev1.Service{}
@@ -199,12 +201,14 @@ func TestApplyIsSkippedWhenUnchanged(t *testing.T) {
 				Affinity: &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{PreferredDuringSchedulingIgnoredDuringExecution: []corev1.WeightedPodAffinityTerm{{
 					Weight: 10, PodAffinityTerm: corev1.PodAffinityTerm{TopologyKey: corev1.LabelHostname}}}}}},
 			Server: v1alpha1.ServerSpec{DrainDelay: &metav1.Duration{Duration: 7 * 1e9}}}}
-	content := ConfigMapsContent(site, []corev1.ConfigMap{{ObjectMeta: metav1.ObjectMeta{Name: "a", ResourceVersion: "1"}, Data: map[string]string{"x.html": "x"}}})
+	content := desired.ConfigMapsContent(site, []corev1.ConfigMap{{ObjectMeta: metav1.ObjectMeta{Name: "a", ResourceVersion: "1"}, Data: map[string]string{"x.html": "x"}}})
 	key := client.ObjectKey{Namespace: ns, Name: "noop"}
 	applyTwice(t, site, key, []applyCase{
-		{"Deployment", func() client.Object { return &appsv1.Deployment{} }, func() any { return DesiredDeployment(site, testServerImage, content, MemoryFor(site, content)) }, extractDeployment},
-		{"Service", func() client.Object { return &corev1.Service{} }, func() any { return DesiredService(site) }, extractService},
-		{"PodDisruptionBudget", func() client.Object { return &policyv1.PodDisruptionBudget{} }, func() any { return DesiredPodDisruptionBudget(site) }, extractPodDisruptionBudget},
+		{"Deployment", func() client.Object { return &appsv1.Deployment{} }, func() any {
+			return desired.Deployment(site, testServerImage, content, desired.MemoryFor(site, content))
+		}, extractDeployment},
+		{"Service", func() client.Object { return &corev1.Service{} }, func() any { return desired.Service(site) }, extractService},
+		{"PodDisruptionBudget", func() client.Object { return &policyv1.PodDisruptionBudget{} }, func() any { return desired.PodDisruptionBudget(site) }, extractPodDisruptionBudget},
 	})
 }
 

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"hyperstatic.dev/hyperstatic/api/v1alpha1"
+	"hyperstatic.dev/hyperstatic/controllers/staticsite/desired"
 	"hyperstatic.dev/hyperstatic/internal/testenv"
 )
 
@@ -124,29 +125,12 @@ func TestSingleAttach(t *testing.T) {
 		{"the bound volume's modes win", claim(m(corev1.ReadWriteOnce), m(corev1.ReadWriteOnce, corev1.ReadWriteMany)), false},
 		{"the bound volume's modes win (single)", claim(m(corev1.ReadWriteMany), m(corev1.ReadWriteOnce)), true},
 	} {
-		if got := singleAttach(tc.claim); got != tc.single {
-			t.Errorf("%s: singleAttach %v, want %v", tc.name, got, tc.single)
+		if got := desired.SingleAttach(tc.claim); got != tc.single {
+			t.Errorf("%s: SingleAttach %v, want %v", tc.name, got, tc.single)
 		}
-		if got := ClaimContent(tc.claim).SingleAttach; got != tc.single {
+		if got := desired.ClaimContent(tc.claim).SingleAttach; got != tc.single {
 			t.Errorf("%s: ClaimContent().SingleAttach %v, want %v", tc.name, got, tc.single)
 		}
-	}
-}
-
-// A single-attach claim must not surge a second pod during a rollout; every other source surges.
-func TestRolloutStrategy(t *testing.T) {
-	if s := rolloutStrategy(Content{SingleAttach: true}); *s.Type != appsv1.RecreateDeploymentStrategyType || s.RollingUpdate != nil {
-		t.Errorf("single-attach claim: %+v", s)
-	}
-	s := rolloutStrategy(Content{})
-	if *s.Type != appsv1.RollingUpdateDeploymentStrategyType || s.RollingUpdate.MaxSurge.IntValue() != 1 || s.RollingUpdate.MaxUnavailable.IntValue() != 0 {
-		t.Errorf("default: %+v", s)
-	}
-	// The Deployment carries it.
-	site := newSite(v1alpha1.ContentSource{PersistentVolumeClaim: &v1alpha1.PersistentVolumeClaimContent{ClaimName: "data"}})
-	d := DesiredDeployment(site, "server:1", Content{Source: v1alpha1.ContentSourcePersistentVolumeClaim, SingleAttach: true}, resource.MustParse("64Mi"))
-	if *d.Spec.Strategy.Type != appsv1.RecreateDeploymentStrategyType {
-		t.Errorf("Deployment of a single-attach claim site: strategy %+v", d.Spec.Strategy)
 	}
 }
 

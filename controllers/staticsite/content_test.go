@@ -16,6 +16,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"hyperstatic.dev/hyperstatic/api/v1alpha1"
+	"hyperstatic.dev/hyperstatic/controllers/staticsite/desired"
+	"hyperstatic.dev/hyperstatic/controllers/staticsite/sitechild"
 	"hyperstatic.dev/hyperstatic/internal/testenv"
 )
 
@@ -120,11 +122,11 @@ func TestImageSiteRollsOnContentChange(t *testing.T) {
 	site := createSite(t, ns, "shop", v1alpha1.StaticSiteSpec{Content: v1alpha1.ContentSource{Image: "example/shop:v1"}})
 	d := getDeployment(t, ns, "shop")
 	pod := d.Spec.Template.Spec
-	if pod.Containers[0].Image != "example/shop:v1" || len(pod.Volumes) != 2 || pod.Volumes[0].Name != compressCacheVolumeName ||
-		pod.Volumes[1].Name != siteValueVolumeName {
+	if pod.Containers[0].Image != "example/shop:v1" || len(pod.Volumes) != 2 || pod.Volumes[0].Name != desired.CompressCacheVolumeName ||
+		pod.Volumes[1].Name != desired.SiteValueVolumeName {
 		t.Fatalf("baked image pod: %+v", pod)
 	}
-	hash := d.Spec.Template.Annotations[AnnotationContentHash]
+	hash := d.Spec.Template.Annotations[sitechild.AnnotationContentHash]
 	if hash == "" {
 		t.Fatal("no content hash on the pod template")
 	}
@@ -137,8 +139,8 @@ func TestImageSiteRollsOnContentChange(t *testing.T) {
 	updateSite(t, site, func(s *v1alpha1.StaticSite) { s.Spec.Content.Image = "example/shop:v2" })
 	testenv.Eventually(t, "new image rolled", func() error {
 		testenv.Must(t, k8s.Get(ctx, client.ObjectKeyFromObject(d), d))
-		if d.Spec.Template.Spec.Containers[0].Image != "example/shop:v2" || d.Spec.Template.Annotations[AnnotationContentHash] == hash {
-			return fmt.Errorf("template still %s %s", d.Spec.Template.Spec.Containers[0].Image, d.Spec.Template.Annotations[AnnotationContentHash])
+		if d.Spec.Template.Spec.Containers[0].Image != "example/shop:v2" || d.Spec.Template.Annotations[sitechild.AnnotationContentHash] == hash {
+			return fmt.Errorf("template still %s %s", d.Spec.Template.Spec.Containers[0].Image, d.Spec.Template.Annotations[sitechild.AnnotationContentHash])
 		}
 		return nil
 	})
@@ -173,7 +175,7 @@ func TestPersistentVolumeClaimSite(t *testing.T) {
 		len(m) != 3 || !m[0].ReadOnly || m[0].SubPath != "www" || m[0].MountPath != "/site" {
 		t.Errorf("claim volume %+v mounts %+v", v, m)
 	}
-	if _, ok := d.Spec.Template.Annotations[AnnotationContentHash]; ok {
+	if _, ok := d.Spec.Template.Annotations[sitechild.AnnotationContentHash]; ok {
 		t.Error("a claim's content does not roll pods")
 	}
 }

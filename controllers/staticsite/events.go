@@ -9,10 +9,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"hyperstatic.dev/hyperstatic/internal/reconcile"
-
 	"hyperstatic.dev/hyperstatic/api/v1alpha1"
 	"hyperstatic.dev/hyperstatic/controllers/staticsite/gitcontent"
+	"hyperstatic.dev/hyperstatic/internal/reconcile"
 )
 
 // Event reasons the StaticSite controller records besides condition transitions (which use the condition's own

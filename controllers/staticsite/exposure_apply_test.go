@@ -14,6 +14,7 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"hyperstatic.dev/hyperstatic/api/v1alpha1"
+	"hyperstatic.dev/hyperstatic/controllers/staticsite/desired"
 	"hyperstatic.dev/hyperstatic/internal/testenv"
 )
 
@@ -39,20 +40,22 @@ func TestExposureApplyIsSkippedWhenUnchanged(t *testing.T) {
 			Monitoring:    &v1alpha1.MonitoringSpec{Labels: map[string]string{"release": "prom"}, Interval: "30s"},
 			NetworkPolicy: &v1alpha1.NetworkPolicySpec{ServingFrom: []networkingv1.NetworkPolicyPeer{{IPBlock: &networkingv1.IPBlock{CIDR: "10.0.0.0/8", Except: []string{"10.1.0.0/16"}}}}},
 		}}
-	content := ImageContent(v1alpha1.ContentSourceImage, site.Spec.Content.Image, "")
+	content := desired.ImageContent(v1alpha1.ContentSourceImage, site.Spec.Content.Image, "")
 	key := client.ObjectKey{Namespace: ns, Name: "noop"}
 	applyTwice(t, site, key, []applyCase{
-		{"Deployment", func() client.Object { return &appsv1.Deployment{} }, func() any { return DesiredDeployment(site, testServerImage, content, MemoryFor(site, content)) }, extractDeployment},
-		{"Service", func() client.Object { return &corev1.Service{} }, func() any { return DesiredService(site) }, extractService},
-		{"Ingress", func() client.Object { return &networkingv1.Ingress{} }, func() any { return DesiredIngress(site, site.Spec.Hostnames) }, extractIngress},
-		{"HTTPRoute", func() client.Object { return &gatewayv1.HTTPRoute{} }, func() any { return DesiredHTTPRoute(site, site.Spec.Hostnames) }, extractHTTPRoute},
-		{"NetworkPolicy", func() client.Object { return &networkingv1.NetworkPolicy{} }, func() any { return DesiredNetworkPolicy(site, "ops") }, extractNetworkPolicy},
+		{"Deployment", func() client.Object { return &appsv1.Deployment{} }, func() any {
+			return desired.Deployment(site, testServerImage, content, desired.MemoryFor(site, content))
+		}, extractDeployment},
+		{"Service", func() client.Object { return &corev1.Service{} }, func() any { return desired.Service(site) }, extractService},
+		{"Ingress", func() client.Object { return &networkingv1.Ingress{} }, func() any { return desired.Ingress(site, site.Spec.Hostnames) }, extractIngress},
+		{"HTTPRoute", func() client.Object { return &gatewayv1.HTTPRoute{} }, func() any { return desired.HTTPRoute(site, site.Spec.Hostnames) }, extractHTTPRoute},
+		{"NetworkPolicy", func() client.Object { return &networkingv1.NetworkPolicy{} }, func() any { return desired.NetworkPolicy(site, "ops") }, extractNetworkPolicy},
 	})
 
 	r := &Reconciler{Client: k8s, Recorder: record.NewFakeRecorder(10)}
 	var results []applyResult
 	for range 2 {
-		res, err := r.applyUnstructured(ctx, site, DesiredPodMonitor(site))
+		res, err := r.applyUnstructured(ctx, site, desired.PodMonitor(site))
 		testenv.Must(t, err)
 		results = append(results, res)
 	}
@@ -60,6 +63,6 @@ func TestExposureApplyIsSkippedWhenUnchanged(t *testing.T) {
 		live, err := getPodMonitor(ns, "noop")
 		testenv.Must(t, err)
 		owned, _ := extractUnstructured(live)
-		t.Errorf("PodMonitor: results %v, want [Created Unchanged]\nowned:   %s\ndesired: %s", results, jsonOf(owned), jsonOf(DesiredPodMonitor(site).Object))
+		t.Errorf("PodMonitor: results %v, want [Created Unchanged]\nowned:   %s\ndesired: %s", results, jsonOf(owned), jsonOf(desired.PodMonitor(site).Object))
 	}
 }

@@ -16,7 +16,9 @@ import (
 	"k8s.io/utils/ptr"
 
 	"hyperstatic.dev/hyperstatic/api/v1alpha1"
+	"hyperstatic.dev/hyperstatic/controllers/staticsite/desired"
 	"hyperstatic.dev/hyperstatic/controllers/staticsite/gitcontent"
+	"hyperstatic.dev/hyperstatic/controllers/staticsite/sitechild"
 )
 
 const testAgentImage = "hyperstatic/content-agent:test"
@@ -38,7 +40,7 @@ func TestGitCommandLines(t *testing.T) {
 		"--interval", "90s", "--max-bytes", "104857600", "--secret-dir", "/etc/git-credentials",
 		"--check-server", "/hyperstatic-server", "--dir", "/var/lib/content", "--listen", ":8080",
 		"--webhook-secret-file", "/etc/git-webhook/token", "--webhook-listen", ":8081"}
-	if got := FetchArgs(site); !slices.Equal(got, want) {
+	if got := gitcontent.FetchArgs(site); !slices.Equal(got, want) {
 		t.Errorf("fetch args\n got %q\nwant %q", got, want)
 	}
 	// Defaults: no path, interval 1m, maxSize 512Mi, no Secrets and so no webhook listener.
@@ -46,18 +48,18 @@ func TestGitCommandLines(t *testing.T) {
 	want = []string{"fetch", "--url", "git@github.com:example/docs.git", "--ref", "v1.2.0", "--interval", "60s",
 		"--max-bytes", "536870912", "--check-server", "/hyperstatic-server", "--dir", "/var/lib/content", "--listen", ":8080",
 		"--webhook-listen="}
-	if got := FetchArgs(plain); !slices.Equal(got, want) {
+	if got := gitcontent.FetchArgs(plain); !slices.Equal(got, want) {
 		t.Errorf("fetch args without options\n got %q\nwant %q", got, want)
 	}
 	want = []string{"pull", "--fetcher", "http://docs-git.web.svc:8080", "--dir", "/site", "--listen", ":8082",
 		"--max-bytes", "104857600", "--server-admin", "http://127.0.0.1:9090"}
-	if got := PullArgs(site); !slices.Equal(got, want) {
+	if got := gitcontent.PullArgs(site); !slices.Equal(got, want) {
 		t.Errorf("pull args\n got %q\nwant %q", got, want)
 	}
-	if got := ServerArgs(site); got[0] != "--root" || got[1] != "/site/current" {
+	if got := desired.ServerArgs(site); got[0] != "--root" || got[1] != "/site/current" {
 		t.Errorf("server args %q, want --root /site/current", got)
 	}
-	if got := ServerArgs(newSite(v1alpha1.ContentSource{Image: "x"})); got[1] != "/site" {
+	if got := desired.ServerArgs(newSite(v1alpha1.ContentSource{Image: "x"})); got[1] != "/site" {
 		t.Errorf("server args of an image site %q", got)
 	}
 }
@@ -69,7 +71,7 @@ func TestDesiredGitFetcher(t *testing.T) {
 	site.Spec.PodTemplate.ImagePullSecrets = []v1alpha1.LocalObjectReference{{Name: "regcred"}}
 	site.Spec.PodTemplate.ServiceAccountName = "site-account" // the server pods' account, never the fetcher's
 	site.Spec.PodTemplate.AutomountServiceAccountToken = ptr.To(true)
-	d := typed[appsv1.Deployment](t, gitcontent.DesiredFetcher(site, gitShared(site), testAgentImage))
+	d := typed[appsv1.Deployment](t, gitcontent.DesiredFetcher(site, testAgentImage, desired.Tolerations(site)))
 	if d.Name != "docs-git" || d.Namespace != "web" || *d.Spec.Replicas != 1 || d.Spec.Strategy.Type != appsv1.RecreateDeploymentStrategyType {
 		t.Errorf("deployment %s/%s replicas %d strategy %s", d.Namespace, d.Name, *d.Spec.Replicas, d.Spec.Strategy.Type)
 	}
@@ -78,7 +80,7 @@ func TestDesiredGitFetcher(t *testing.T) {
 	}
 	// Its pods are not the site's server pods: the Service, autoscaler and Benchmarks never select them.
 	podLabels := labels.Set(d.Spec.Template.Labels)
-	if labels.SelectorFromSet(selectorLabels(site)).Matches(podLabels) || podLabels[v1alpha1.LabelSite] != "" {
+	if labels.SelectorFromSet(sitechild.SelectorLabels(site)).Matches(podLabels) || podLabels[v1alpha1.LabelSite] != "" {
 		t.Errorf("fetcher pod labels %v match the server pods' selector or carry the site label", podLabels)
 	}
 	if podLabels[v1alpha1.LabelManagedBy] != v1alpha1.ManagedByValue || !labels.SelectorFromSet(d.Spec.Selector.MatchLabels).Matches(podLabels) {
@@ -96,7 +98,7 @@ func TestDesiredGitFetcher(t *testing.T) {
 		t.Fatalf("containers %d init %d", len(pod.Containers), len(pod.InitContainers))
 	}
 	c := pod.Containers[0]
-	if c.Name != "fetch" || c.Image != testAgentImage || !slices.Equal(c.Args, FetchArgs(site)) || len(c.Command) != 0 {
+	if c.Name != "fetch" || c.Image != testAgentImage || !slices.Equal(c.Args, gitcontent.FetchArgs(site)) || len(c.Command) != 0 {
 		t.Errorf("container %s %s %q %q", c.Name, c.Image, c.Command, c.Args)
 	}
 	sc := c.SecurityContext
@@ -148,7 +150,7 @@ func TestDesiredGitFetcher(t *testing.T) {
 	// Without Secrets: no Secret volume, no webhook port.
 	plainSite := newSite(v1alpha1.ContentSource{Git: &v1alpha1.GitContent{URL: "https://x/y", Ref: "main",
 		FetcherMemory: ptr.To(resource.MustParse("1Gi"))}})
-	plain := typed[appsv1.Deployment](t, gitcontent.DesiredFetcher(plainSite, gitShared(plainSite), testAgentImage)).Spec.Template.Spec
+	plain := typed[appsv1.Deployment](t, gitcontent.DesiredFetcher(plainSite, testAgentImage, desired.Tolerations(plainSite))).Spec.Template.Spec
 	if len(plain.Volumes) != 2 || len(plain.Containers[0].Ports) != 1 || plain.Containers[0].Resources.Limits.Memory().Cmp(resource.MustParse("1Gi")) != 0 {
 		t.Errorf("fetcher without Secrets: volumes %+v ports %+v resources %+v", plain.Volumes, plain.Containers[0].Ports, plain.Containers[0].Resources)
 	}
@@ -157,24 +159,24 @@ func TestDesiredGitFetcher(t *testing.T) {
 func TestDesiredGitServicesAndNetworkPolicy(t *testing.T) {
 	site := gitSite()
 	fetcherSelector := map[string]string{v1alpha1.LabelGitFetcherOf: "docs", "app.kubernetes.io/name": "hyperstatic-git-fetcher"}
-	svc := typed[corev1.Service](t, gitcontent.DesiredService(site, gitShared(site)))
+	svc := typed[corev1.Service](t, gitcontent.DesiredService(site))
 	if svc.Name != "docs-git" || svc.Spec.Type != corev1.ServiceTypeClusterIP || !svc.Spec.PublishNotReadyAddresses ||
 		!reflect.DeepEqual(svc.Spec.Selector, fetcherSelector) || len(svc.Spec.Ports) != 1 ||
 		svc.Spec.Ports[0].Port != 8080 || svc.Spec.Ports[0].TargetPort != intstr.FromString("http") {
 		t.Errorf("Service %+v", svc)
 	}
-	hook := typed[corev1.Service](t, gitcontent.DesiredWebhookService(site, gitShared(site)))
+	hook := typed[corev1.Service](t, gitcontent.DesiredWebhookService(site))
 	if hook.Name != "docs-git-webhook" || len(hook.Spec.Ports) != 1 || hook.Spec.Ports[0].Port != 80 ||
 		hook.Spec.Ports[0].TargetPort != intstr.FromString("webhook") || !reflect.DeepEqual(hook.Spec.Selector, fetcherSelector) {
 		t.Errorf("webhook Service %+v", hook)
 	}
-	np := typed[networkingv1.NetworkPolicy](t, gitcontent.DesiredNetworkPolicy(site, gitShared(site), "ops"))
+	np := typed[networkingv1.NetworkPolicy](t, gitcontent.DesiredNetworkPolicy(site, "ops"))
 	want := networkingv1.NetworkPolicySpec{
 		PodSelector: metav1.LabelSelector{MatchLabels: fetcherSelector},
 		PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress},
 		Ingress: []networkingv1.NetworkPolicyIngressRule{
 			{Ports: []networkingv1.NetworkPolicyPort{policyPort("http")}, From: []networkingv1.NetworkPolicyPeer{
-				{PodSelector: &metav1.LabelSelector{MatchLabels: selectorLabels(site)}},
+				{PodSelector: &metav1.LabelSelector{MatchLabels: sitechild.SelectorLabels(site)}},
 				{PodSelector: &metav1.LabelSelector{MatchLabels: map[string]string{v1alpha1.LabelCapacityProbeOf: "docs", v1alpha1.LabelManagedBy: v1alpha1.ManagedByValue}}},
 				namespacePeer(map[string]string{"kubernetes.io/metadata.name": "ops"})}},
 			{Ports: []networkingv1.NetworkPolicyPort{policyPort("webhook")}},
@@ -184,16 +186,16 @@ func TestDesiredGitServicesAndNetworkPolicy(t *testing.T) {
 		t.Errorf("NetworkPolicy %s %+v\nwant %+v", np.Name, np.Spec, want)
 	}
 	site.Spec.Content.Git.WebhookSecretRef = nil
-	if gitcontent.DesiredWebhookService(site, gitShared(site)) != nil {
+	if gitcontent.DesiredWebhookService(site) != nil {
 		t.Error("a webhook Service without webhookSecretRef")
 	}
-	np = typed[networkingv1.NetworkPolicy](t, gitcontent.DesiredNetworkPolicy(site, gitShared(site), ""))
+	np = typed[networkingv1.NetworkPolicy](t, gitcontent.DesiredNetworkPolicy(site, ""))
 	if len(np.Spec.Ingress) != 1 || len(np.Spec.Ingress[0].From) != 2 {
 		t.Errorf("without a webhook and an operator namespace: %+v", np.Spec.Ingress)
 	}
 	// The site's own NetworkPolicy opens the puller's port beside the admin port.
 	site.Spec.NetworkPolicy = &v1alpha1.NetworkPolicySpec{}
-	own := typed[networkingv1.NetworkPolicy](t, DesiredNetworkPolicy(site, "ops"))
+	own := typed[networkingv1.NetworkPolicy](t, desired.NetworkPolicy(site, "ops"))
 	if got := own.Spec.Ingress[1].Ports; !reflect.DeepEqual(got, []networkingv1.NetworkPolicyPort{policyPort("admin"), policyPort("content")}) {
 		t.Errorf("site NetworkPolicy admin rule ports %+v", got)
 	}
@@ -203,7 +205,7 @@ func TestDesiredGitServicesAndNetworkPolicy(t *testing.T) {
 // server's root is /site/current, and the pod stays Guaranteed.
 func TestGitServerPodTemplate(t *testing.T) {
 	site := gitSite()
-	c := Content{Source: v1alpha1.ContentSourceGit, Size: 3 << 20, AgentImage: testAgentImage}
+	c := desired.Content{Source: v1alpha1.ContentSourceGit, Size: 3 << 20, AgentImage: testAgentImage}
 	d := deploymentFor(t, site, c)
 	pod := d.Spec.Template.Spec
 	if len(pod.InitContainers) != 1 {
@@ -211,7 +213,7 @@ func TestGitServerPodTemplate(t *testing.T) {
 	}
 	p := pod.InitContainers[0]
 	if p.Name != "content" || p.Image != testAgentImage || p.RestartPolicy == nil || *p.RestartPolicy != corev1.ContainerRestartPolicyAlways ||
-		!slices.Equal(p.Args, PullArgs(site)) {
+		!slices.Equal(p.Args, gitcontent.PullArgs(site)) {
 		t.Errorf("puller %s %s %v %q", p.Name, p.Image, p.RestartPolicy, p.Args)
 	}
 	if sp := p.StartupProbe; sp == nil || sp.HTTPGet.Path != "/healthz" || sp.HTTPGet.Port != intstr.FromString("content") ||
@@ -255,7 +257,7 @@ func TestGitServerPodTemplate(t *testing.T) {
 	if got := server.Resources.Limits.Memory(); got.Cmp(resource.MustParse("64Mi")) != 0 {
 		t.Errorf("server memory %s", got)
 	}
-	if _, ok := d.Spec.Template.Annotations[AnnotationContentHash]; ok {
+	if _, ok := d.Spec.Template.Annotations[sitechild.AnnotationContentHash]; ok {
 		t.Error("Git content reloads live: no content hash rolls the pods")
 	}
 }

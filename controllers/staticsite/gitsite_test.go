@@ -20,6 +20,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"hyperstatic.dev/hyperstatic/api/v1alpha1"
+	"hyperstatic.dev/hyperstatic/controllers/staticsite/desired"
+	"hyperstatic.dev/hyperstatic/controllers/staticsite/gitcontent"
+	"hyperstatic.dev/hyperstatic/controllers/staticsite/sitechild"
 	"hyperstatic.dev/hyperstatic/internal/gitsource"
 	"hyperstatic.dev/hyperstatic/internal/gittestserver"
 	"hyperstatic.dev/hyperstatic/internal/testenv"
@@ -94,7 +97,7 @@ func TestGitSiteServesEachCommitOnEveryPod(t *testing.T) {
 		t.Fatalf("first fetch %+v (%+v), want %s", first, first.LastError, c1)
 	}
 	d := getDeployment(t, ns, "docs")
-	want := MemoryFor(&v1alpha1.StaticSite{}, Content{Size: first.Size})
+	want := desired.MemoryFor(&v1alpha1.StaticSite{}, desired.Content{Size: first.Size})
 	if got := serverMemory(d); got.Cmp(want) != 0 {
 		t.Errorf("server memory %s, want %s (from the bundle's %d bytes)", got.String(), want.String(), first.Size)
 	}
@@ -274,7 +277,7 @@ func TestGitFetcherChildren(t *testing.T) {
 	site := createGitSite(t, ns, "docs", spec)
 	key := func(name string) client.ObjectKey { return client.ObjectKey{Namespace: ns, Name: name} }
 	d := getDeployment(t, ns, "docs-git")
-	if !metav1.IsControlledBy(d, site) || !slices.Equal(d.Spec.Template.Spec.Containers[0].Args, FetchArgs(site)) ||
+	if !metav1.IsControlledBy(d, site) || !slices.Equal(d.Spec.Template.Spec.Containers[0].Args, gitcontent.FetchArgs(site)) ||
 		d.Spec.Template.Spec.Containers[0].Image != testAgentImage || d.Spec.Strategy.Type != appsv1.RecreateDeploymentStrategyType {
 		t.Errorf("fetcher Deployment %+v", d.Spec)
 	}
@@ -299,7 +302,7 @@ func TestGitFetcherChildren(t *testing.T) {
 	siteSvc := &corev1.Service{}
 	testenv.Eventually(t, "site Service", func() error { return k8s.Get(ctx, key("docs"), siteSvc) })
 	for k, v := range siteSvc.Spec.Selector {
-		if d.Spec.Template.Labels[k] == v && k == labelName {
+		if d.Spec.Template.Labels[k] == v && k == sitechild.LabelName {
 			t.Errorf("the site's Service selects the fetcher's pods by %s=%s", k, v)
 		}
 	}

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"hyperstatic.dev/hyperstatic/api/v1alpha1"
+	"hyperstatic.dev/hyperstatic/controllers/staticsite/desired"
 	"hyperstatic.dev/hyperstatic/internal/hostclaim"
 	"hyperstatic.dev/hyperstatic/internal/testenv"
 )
@@ -237,11 +238,11 @@ func TestRoutedHostnamesAndConflictMessage(t *testing.T) {
 	}
 	site := &v1alpha1.StaticSite{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "s"}, Spec: v1alpha1.StaticSiteSpec{Hostnames: spec,
 		Route: &v1alpha1.RouteSpec{IngressClassName: ptr.To("nginx")}}}
-	if ing := DesiredIngress(site, nil); ing != nil {
+	if ing := desired.Ingress(site, nil); ing != nil {
 		t.Errorf("an Ingress without a hostname held: %+v", ing)
 	}
 	site.Spec.Route = &v1alpha1.RouteSpec{ParentRefs: []v1alpha1.ParentReference{{Name: "gw"}}}
-	if hr := DesiredHTTPRoute(site, nil); hr != nil {
+	if hr := desired.HTTPRoute(site, nil); hr != nil {
 		t.Errorf("an HTTPRoute without a hostname held: %+v", hr)
 	}
 	msg := conflictMessage([]hostclaim.Conflict{{Hostname: "a.example.com", Holder: "x/one"}, {Hostname: "b.example.com", Holder: "y/two", Pending: true}})

@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"hyperstatic.dev/hyperstatic/api/v1alpha1"
+	"hyperstatic.dev/hyperstatic/controllers/staticsite/sitechild"
 	"hyperstatic.dev/hyperstatic/internal/testenv"
 )
 
@@ -80,7 +81,7 @@ func TestImageVolumeWithFeatureGate(t *testing.T) {
 	if len(m) != 3 || m[0].MountPath != "/site" || !m[0].ReadOnly {
 		t.Errorf("mounts %+v", m)
 	}
-	if d.Spec.Template.Spec.Containers[0].Image != testServerImage || d.Spec.Template.Annotations[AnnotationContentHash] == "" {
+	if d.Spec.Template.Spec.Containers[0].Image != testServerImage || d.Spec.Template.Annotations[sitechild.AnnotationContentHash] == "" {
 		t.Errorf("image %s annotations %v", d.Spec.Template.Spec.Containers[0].Image, d.Spec.Template.Annotations)
 	}
 	testenv.Must(t, c.Get(ctx, client.ObjectKeyFromObject(site), site))

@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"hyperstatic.dev/hyperstatic/api/v1alpha1"
+	"hyperstatic.dev/hyperstatic/controllers/staticsite/sitechild"
 	"hyperstatic.dev/hyperstatic/internal/podmetrics"
 	"hyperstatic.dev/hyperstatic/internal/podtext"
 	"hyperstatic.dev/hyperstatic/internal/sitevalue"
@@ -41,7 +42,7 @@ const TerminationMessagePrefix = "content load failed: "
 // server that runs again got past its first load: an older termination message no longer says anything.
 func StartFailure(p *corev1.Pod) (string, bool) {
 	for _, cs := range p.Status.ContainerStatuses {
-		if cs.Name != containerName || cs.State.Running != nil {
+		if cs.Name != sitechild.ContainerName || cs.State.Running != nil {
 			continue
 		}
 		t := cs.State.Terminated

@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"hyperstatic.dev/hyperstatic/api/v1alpha1"
+	"hyperstatic.dev/hyperstatic/controllers/staticsite/sitechild"
 	"hyperstatic.dev/hyperstatic/internal/podmetrics"
 	"hyperstatic.dev/hyperstatic/internal/serverbin"
 	"hyperstatic.dev/hyperstatic/internal/testenv"
@@ -154,7 +155,7 @@ func crashLooping(t *testing.T, p *corev1.Pod, message string) {
 			return err
 		}
 		cur.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionFalse, LastTransitionTime: metav1.Now()}}
-		cur.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: containerName, Image: cur.Spec.Containers[0].Image, RestartCount: 3,
+		cur.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: sitechild.ContainerName, Image: cur.Spec.Containers[0].Image, RestartCount: 3,
 			State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}},
 			LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1, Reason: "Error",
 				Message: message}}}}
@@ -216,14 +217,14 @@ func TestStartFailureReadsOnlyTheServersContentError(t *testing.T) {
 		cs   corev1.ContainerStatus
 		want bool
 	}{
-		{"terminated now", corev1.ContainerStatus{Name: containerName, State: corev1.ContainerState{Terminated: terminated(1, msg)}}, true},
-		{"waiting to restart", corev1.ContainerStatus{Name: containerName, State: corev1.ContainerState{Waiting: waiting},
+		{"terminated now", corev1.ContainerStatus{Name: sitechild.ContainerName, State: corev1.ContainerState{Terminated: terminated(1, msg)}}, true},
+		{"waiting to restart", corev1.ContainerStatus{Name: sitechild.ContainerName, State: corev1.ContainerState{Waiting: waiting},
 			LastTerminationState: corev1.ContainerState{Terminated: terminated(1, msg)}}, true},
-		{"running again: an old message", corev1.ContainerStatus{Name: containerName, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}},
+		{"running again: an old message", corev1.ContainerStatus{Name: sitechild.ContainerName, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}},
 			LastTerminationState: corev1.ContainerState{Terminated: terminated(1, msg)}}, false},
-		{"another reason to exit (the log's tail)", corev1.ContainerStatus{Name: containerName, State: corev1.ContainerState{Waiting: waiting},
+		{"another reason to exit (the log's tail)", corev1.ContainerStatus{Name: sitechild.ContainerName, State: corev1.ContainerState{Waiting: waiting},
 			LastTerminationState: corev1.ContainerState{Terminated: terminated(2, `{"level":"error","msg":"--header: invalid"}`)}}, false},
-		{"exit 0", corev1.ContainerStatus{Name: containerName, State: corev1.ContainerState{Terminated: terminated(0, msg)}}, false},
+		{"exit 0", corev1.ContainerStatus{Name: sitechild.ContainerName, State: corev1.ContainerState{Terminated: terminated(0, msg)}}, false},
 		{"another container", corev1.ContainerStatus{Name: "sidecar", State: corev1.ContainerState{Terminated: terminated(1, msg)}}, false},
 	} {
 		p := &corev1.Pod{Status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{tc.cs}}}
@@ -238,7 +239,7 @@ func TestStartFailureReadsOnlyTheServersContentError(t *testing.T) {
 // is bounded and its control characters escaped, whatever the pod wrote after the server's prefix.
 func TestStartFailureIsBoundedAndEscaped(t *testing.T) {
 	hostile := TerminationMessagePrefix + "x\x1b]0;title\x07\r\nFAKE: line" + strings.Repeat("B", 4000)
-	p := &corev1.Pod{Status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{{Name: containerName,
+	p := &corev1.Pod{Status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{{Name: sitechild.ContainerName,
 		State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1, Message: hostile}}}}}}
 	got, ok := StartFailure(p)
 	if !ok || len(got) > 1024 || strings.ContainsAny(got, "\x1b\x07\r\n") {

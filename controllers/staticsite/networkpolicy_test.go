@@ -13,6 +13,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"hyperstatic.dev/hyperstatic/api/v1alpha1"
+	"hyperstatic.dev/hyperstatic/controllers/staticsite/desired"
+	"hyperstatic.dev/hyperstatic/controllers/staticsite/sitechild"
 	"hyperstatic.dev/hyperstatic/internal/testenv"
 )
 
@@ -28,13 +30,13 @@ func namespacePeer(labels map[string]string) networkingv1.NetworkPolicyPeer {
 // operator rule when the operator's namespace is unknown.
 func TestDesiredNetworkPolicy(t *testing.T) {
 	site := newSite(v1alpha1.ContentSource{Image: "x"})
-	if DesiredNetworkPolicy(site, "ops") != nil {
+	if desired.NetworkPolicy(site, "ops") != nil {
 		t.Error("a NetworkPolicy without spec.networkPolicy")
 	}
 	site.Spec.NetworkPolicy = &v1alpha1.NetworkPolicySpec{}
-	np := typed[networkingv1.NetworkPolicy](t, DesiredNetworkPolicy(site, "ops"))
+	np := typed[networkingv1.NetworkPolicy](t, desired.NetworkPolicy(site, "ops"))
 	want := networkingv1.NetworkPolicySpec{
-		PodSelector: metav1.LabelSelector{MatchLabels: selectorLabels(site)},
+		PodSelector: metav1.LabelSelector{MatchLabels: sitechild.SelectorLabels(site)},
 		PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress},
 		Ingress: []networkingv1.NetworkPolicyIngressRule{
 			{Ports: []networkingv1.NetworkPolicyPort{policyPort("http")}},
@@ -46,7 +48,7 @@ func TestDesiredNetworkPolicy(t *testing.T) {
 	if !reflect.DeepEqual(np.Spec, want) {
 		t.Errorf("spec %+v\nwant %+v", np.Spec, want)
 	}
-	np = typed[networkingv1.NetworkPolicy](t, DesiredNetworkPolicy(site, ""))
+	np = typed[networkingv1.NetworkPolicy](t, desired.NetworkPolicy(site, ""))
 	if from := np.Spec.Ingress[1].From; len(from) != 1 || from[0].NamespaceSelector.MatchLabels["kubernetes.io/metadata.name"] != "monitoring" {
 		t.Errorf("admin peers without an operator namespace: %+v", from)
 	}
@@ -70,7 +72,7 @@ func TestNetworkPolicy(t *testing.T) {
 			namespacePeer(map[string]string{"kubernetes.io/metadata.name": testOperatorNamespace}),
 			namespacePeer(map[string]string{"team": "observability"})}},
 	}
-	if !reflect.DeepEqual(np.Spec.Ingress, want) || !reflect.DeepEqual(np.Spec.PodSelector.MatchLabels, selectorLabels(site)) {
+	if !reflect.DeepEqual(np.Spec.Ingress, want) || !reflect.DeepEqual(np.Spec.PodSelector.MatchLabels, sitechild.SelectorLabels(site)) {
 		t.Errorf("ingress %+v\nwant %+v", np.Spec.Ingress, want)
 	}
 	if !metav1.IsControlledBy(np, site) {

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"hyperstatic.dev/hyperstatic/internal/reconcile"
-
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -17,8 +15,10 @@ import (
 
 	"hyperstatic.dev/hyperstatic/api/v1alpha1"
 	"hyperstatic.dev/hyperstatic/controllers/staticsite/capacitygate"
+	"hyperstatic.dev/hyperstatic/controllers/staticsite/desired"
 	"hyperstatic.dev/hyperstatic/controllers/staticsite/gitcontent"
 	"hyperstatic.dev/hyperstatic/internal/podmetrics"
+	"hyperstatic.dev/hyperstatic/internal/reconcile"
 )
 
 // observation is what one reconcile pass learns. The steps fill it in order; deriveStatus turns it into the status.
@@ -34,7 +34,7 @@ type observation struct {
 	// err is the transient error that stopped the pass (retried with backoff); the steps after it did not run.
 	err error
 
-	content    Content
+	content    desired.Content
 	memory     resource.Quantity
 	deployment *appsv1.Deployment // as this pass's apply left it; nil when it did not exist
 	// templateChanged: this pass's apply changed the pod template, so the Deployment's status (until the Deployment
@@ -54,13 +54,13 @@ type observation struct {
 
 	// gate: the performance gate's view of the live and desired templates (nil: gate off, or no Deployment yet).
 	gate *capacitygate.View
-	// capacity: what the capacity step measured and decided (step_capacity.go).
-	capacity capacityState
+	// capacity: what the capacity step measured and decided (capacitygate.State; step_capacity.go).
+	capacity capacitygate.State
 
 	// serverImageQueued: the site waits for its turn to move to a new default server image (the Reconciling message).
 	serverImageQueued string
 
-	// git: what the Git steps saw (step_git.go); nil for other sources. deriveStatus reads it (gitstatus.go).
+	// git: what the Git steps saw (step_git.go); nil for other sources. deriveStatus reads it (status.go, contentverdict.go).
 	git *gitcontent.State
 
 	// siteValue: the rendered site value and what the pods say of it (step_sitevalue.go); nil until that step ran.

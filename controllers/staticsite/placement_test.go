@@ -10,6 +10,8 @@ import (
 	"k8s.io/utils/ptr"
 
 	"hyperstatic.dev/hyperstatic/api/v1alpha1"
+	"hyperstatic.dev/hyperstatic/controllers/staticsite/desired"
+	"hyperstatic.dev/hyperstatic/controllers/staticsite/sitechild"
 	"hyperstatic.dev/hyperstatic/internal/tenancy"
 )
 
@@ -17,7 +19,7 @@ import (
 func TestListenAddressesWorkOnEveryFamily(t *testing.T) {
 	site := newSite(v1alpha1.ContentSource{Image: "x"})
 	site.Spec.TLS = &v1alpha1.TLSSpec{SecretName: "cert"}
-	args := ServerArgs(site)
+	args := desired.ServerArgs(site)
 	seen := map[string]string{}
 	for i := 0; i+1 < len(args); i++ {
 		switch args[i] {
@@ -43,15 +45,15 @@ func TestListenAddressesWorkOnEveryFamily(t *testing.T) {
 func TestDefaultSpreadIsNodesAndZonesAndNeverBlocks(t *testing.T) {
 	site := newSite(v1alpha1.ContentSource{Image: "x"})
 	pod := func() corev1.PodSpec {
-		return deploymentFor(t, site, ImageContent(v1alpha1.ContentSourceImage, "x", "")).Spec.Template.Spec
+		return deploymentFor(t, site, desired.ImageContent(v1alpha1.ContentSourceImage, "x", "")).Spec.Template.Spec
 	}
 	zoneTerm := []corev1.WeightedPodAffinityTerm{{Weight: 100, PodAffinityTerm: corev1.PodAffinityTerm{
-		TopologyKey: corev1.LabelTopologyZone, LabelSelector: &metav1.LabelSelector{MatchLabels: selectorLabels(site)}}}}
+		TopologyKey: corev1.LabelTopologyZone, LabelSelector: &metav1.LabelSelector{MatchLabels: sitechild.SelectorLabels(site)}}}}
 
 	p := pod()
 	tsc := p.TopologySpreadConstraints
 	if len(tsc) != 1 || tsc[0].TopologyKey != corev1.LabelHostname || tsc[0].MaxSkew != 1 || tsc[0].WhenUnsatisfiable != corev1.ScheduleAnyway ||
-		!reflect.DeepEqual(tsc[0].LabelSelector.MatchLabels, selectorLabels(site)) ||
+		!reflect.DeepEqual(tsc[0].LabelSelector.MatchLabels, sitechild.SelectorLabels(site)) ||
 		!reflect.DeepEqual(tsc[0].MatchLabelKeys, []string{"pod-template-hash"}) {
 		t.Errorf("default spread over nodes: %+v", tsc)
 	}
@@ -89,10 +91,10 @@ func TestDefaultSpreadIsNodesAndZonesAndNeverBlocks(t *testing.T) {
 func TestNodeLossTolerations(t *testing.T) {
 	site := newSite(v1alpha1.ContentSource{Image: "x"})
 	pod := func() []corev1.Toleration {
-		return deploymentFor(t, site, ImageContent(v1alpha1.ContentSourceImage, "x", "")).Spec.Template.Spec.Tolerations
+		return deploymentFor(t, site, desired.ImageContent(v1alpha1.ContentSourceImage, "x", "")).Spec.Template.Spec.Tolerations
 	}
 	nodeLoss := func(key string) corev1.Toleration {
-		return corev1.Toleration{Key: key, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute, TolerationSeconds: ptr.To(NodeLossTolerationSeconds)}
+		return corev1.Toleration{Key: key, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute, TolerationSeconds: ptr.To(desired.NodeLossTolerationSeconds)}
 	}
 	if got, want := pod(), []corev1.Toleration{nodeLoss(corev1.TaintNodeNotReady), nodeLoss(corev1.TaintNodeUnreachable)}; !reflect.DeepEqual(got, want) {
 		t.Errorf("default tolerations = %+v, want %+v", got, want)
@@ -118,7 +120,7 @@ func TestNodeLossTolerationsPassTheTenancyPolicy(t *testing.T) {
 	if vs := p.CheckSite(site); len(vs) != 0 {
 		t.Fatalf("default policy refuses a plain site: %v", vs)
 	}
-	if n := len(deploymentFor(t, site, ImageContent(v1alpha1.ContentSourceImage, "hyperstatic/docs:v1", "")).Spec.Template.Spec.Tolerations); n != 2 {
+	if n := len(deploymentFor(t, site, desired.ImageContent(v1alpha1.ContentSourceImage, "hyperstatic/docs:v1", "")).Spec.Template.Spec.Tolerations); n != 2 {
 		t.Errorf("pod tolerations: %d, want the 2 node-loss ones", n)
 	}
 }
@@ -126,11 +128,11 @@ func TestNodeLossTolerationsPassTheTenancyPolicy(t *testing.T) {
 // The Service asks for both families unless the site says otherwise.
 func TestServiceIPFamilyPolicy(t *testing.T) {
 	site := newSite(v1alpha1.ContentSource{Image: "x"})
-	if p := typed[corev1.Service](t, DesiredService(site)).Spec.IPFamilyPolicy; p == nil || *p != corev1.IPFamilyPolicyPreferDualStack {
+	if p := typed[corev1.Service](t, desired.Service(site)).Spec.IPFamilyPolicy; p == nil || *p != corev1.IPFamilyPolicyPreferDualStack {
 		t.Errorf("default ipFamilyPolicy = %v, want PreferDualStack", p)
 	}
 	site.Spec.Service.IPFamilyPolicy = ptr.To(corev1.IPFamilyPolicySingleStack)
-	if p := typed[corev1.Service](t, DesiredService(site)).Spec.IPFamilyPolicy; p == nil || *p != corev1.IPFamilyPolicySingleStack {
+	if p := typed[corev1.Service](t, desired.Service(site)).Spec.IPFamilyPolicy; p == nil || *p != corev1.IPFamilyPolicySingleStack {
 		t.Errorf("ipFamilyPolicy = %v, want SingleStack", p)
 	}
 }

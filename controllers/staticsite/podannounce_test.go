@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"hyperstatic.dev/hyperstatic/api/v1alpha1"
+	"hyperstatic.dev/hyperstatic/controllers/staticsite/desired"
 	"hyperstatic.dev/hyperstatic/internal/testenv"
 )
 
@@ -63,11 +64,11 @@ func TestConfigMapContentChangeIsAnnouncedToPods(t *testing.T) {
 
 // An image site's pods carry no content revision: the kubelet has nothing to refresh (podAnnouncements, pure).
 func TestImagePodsAreNotToldAContentRevision(t *testing.T) {
-	st := &observation{site: &v1alpha1.StaticSite{}, content: Content{Source: v1alpha1.ContentSourceImage, Revision: "example/site:1"}}
+	st := &observation{site: &v1alpha1.StaticSite{}, content: desired.Content{Source: v1alpha1.ContentSourceImage, Revision: "example/site:1"}}
 	if got := podAnnouncements(st, &corev1.Pod{}); len(got) != 0 {
 		t.Errorf("announcements %v, want none", got)
 	}
-	st.content = Content{Source: v1alpha1.ContentSourceConfigMaps, Revision: "sha256:0123"}
+	st.content = desired.Content{Source: v1alpha1.ContentSourceConfigMaps, Revision: "sha256:0123"}
 	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{AnnotationContentRevision: "sha256:0123"}}}
 	if got := podAnnouncements(st, p); len(got) != 0 {
 		t.Errorf("a pod that carries the revision is told again: %v", got)

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"hyperstatic.dev/hyperstatic/api/v1alpha1"
+	"hyperstatic.dev/hyperstatic/controllers/staticsite/desired"
 	"hyperstatic.dev/hyperstatic/internal/testenv"
 )
 
@@ -57,9 +58,9 @@ func TestPodIdentityInTheTemplate(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			site := newSite(tc.content)
 			site.Spec.PodTemplate.PodIdentity = tc.id
-			c := Content{Source: v1alpha1.ContentSourceImage, RollHash: "h"}
+			c := desired.Content{Source: v1alpha1.ContentSourceImage, RollHash: "h"}
 			if tc.content.ImageVolume != nil {
-				c = Content{Source: v1alpha1.ContentSourceImageVolume, RollHash: "h"}
+				c = desired.Content{Source: v1alpha1.ContentSourceImageVolume, RollHash: "h"}
 			}
 			pod := deploymentFor(t, site, c).Spec.Template.Spec
 			if !reflect.DeepEqual(pod.ImagePullSecrets, tc.wantSecrets) {
@@ -83,8 +84,8 @@ func TestPodIdentityInTheTemplate(t *testing.T) {
 // so upgrading the operator does not roll existing sites.
 func TestPodIdentityUnsetAddsNothing(t *testing.T) {
 	site := newSite(v1alpha1.ContentSource{Image: "example/docs:v1"})
-	c := Content{Source: v1alpha1.ContentSourceImage, RollHash: "h"}
-	spec := DesiredDeployment(site, testServerImage, c, MemoryFor(site, c)).Spec.Template.Spec
+	c := desired.Content{Source: v1alpha1.ContentSourceImage, RollHash: "h"}
+	spec := desired.Deployment(site, testServerImage, c, desired.MemoryFor(site, c)).Spec.Template.Spec
 	if spec.ImagePullSecrets != nil || spec.ServiceAccountName != nil || spec.DeprecatedServiceAccount != nil || spec.AutomountServiceAccountToken == nil || *spec.AutomountServiceAccountToken {
 		t.Errorf("pull secrets %v, account %v, token %v", spec.ImagePullSecrets, spec.ServiceAccountName, spec.AutomountServiceAccountToken)
 	}

@@ -11,12 +11,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"hyperstatic.dev/hyperstatic/api/v1alpha1"
+	"hyperstatic.dev/hyperstatic/controllers/staticsite/desired"
+	"hyperstatic.dev/hyperstatic/controllers/staticsite/sitechild"
 	"hyperstatic.dev/hyperstatic/internal/testenv"
 )
 
 func getPodMonitor(ns, name string) (*unstructured.Unstructured, error) {
 	pm := &unstructured.Unstructured{}
-	pm.SetGroupVersionKind(PodMonitorGVK)
+	pm.SetGroupVersionKind(desired.PodMonitorGVK)
 	return pm, k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, pm)
 }
 
@@ -52,7 +54,7 @@ func TestPodMonitor(t *testing.T) {
 		t.Errorf("endpoints %v, want %v", endpoints, want)
 	}
 	sel, _, _ := unstructured.NestedStringMap(pm.Object, "spec", "selector", "matchLabels")
-	if !reflect.DeepEqual(sel, selectorLabels(site)) {
+	if !reflect.DeepEqual(sel, sitechild.SelectorLabels(site)) {
 		t.Errorf("selector %v", sel)
 	}
 	// The port name the PodMonitor scrapes is the pod template's admin port.

@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"hyperstatic.dev/hyperstatic/api/v1alpha1"
+	"hyperstatic.dev/hyperstatic/controllers/staticsite/sitechild"
 	"hyperstatic.dev/hyperstatic/internal/podmetrics"
 	"hyperstatic.dev/hyperstatic/internal/testenv"
 )
@@ -45,7 +46,7 @@ func serverPod(t *testing.T, d *appsv1.Deployment, name, ip string) *corev1.Pod 
 		p.Status.Phase = corev1.PodRunning
 		p.Status.PodIP = ip
 		p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: metav1.Now()}}
-		p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: containerName, Ready: true, Image: p.Spec.Containers[0].Image,
+		p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: sitechild.ContainerName, Ready: true, Image: p.Spec.Containers[0].Image,
 			ImageID: "docker.io/example/pinned@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"}}
 		return k8s.Status().Update(ctx, p)
 	})

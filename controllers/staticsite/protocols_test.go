@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"hyperstatic.dev/hyperstatic/api/v1alpha1"
+	"hyperstatic.dev/hyperstatic/controllers/staticsite/desired"
 	"hyperstatic.dev/hyperstatic/internal/testenv"
 )
 
@@ -30,20 +31,20 @@ func TestProtocolsArgsAndService(t *testing.T) {
 		appProto  string // the Service http port's appProtocol
 	}{
 		{"plain", nil, false, "http/1.1", "", "http"},
-		{"plain with h2c", nil, true, "http/1.1,h2c", "--h2c=true", AppProtocolH2C},
+		{"plain with h2c", nil, true, "http/1.1,h2c", "--h2c=true", desired.AppProtocolH2C},
 		{"tls: h2 by default", &v1alpha1.TLSSpec{SecretName: "s"}, false, "h2,http/1.1", "", "http"},
 		{"tls: http2 true as written", &v1alpha1.TLSSpec{SecretName: "s", HTTP2: ptr.To(true)}, false, "h2,http/1.1", "", "http"},
 		{"tls: http2 off", &v1alpha1.TLSSpec{SecretName: "s", HTTP2: ptr.To(false)}, false, "http/1.1", "--http2=false", "http"},
-		{"tls and h2c", &v1alpha1.TLSSpec{SecretName: "s"}, true, "h2,http/1.1,h2c", "--h2c=true", AppProtocolH2C},
+		{"tls and h2c", &v1alpha1.TLSSpec{SecretName: "s"}, true, "h2,http/1.1,h2c", "--h2c=true", desired.AppProtocolH2C},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			site := newSite(v1alpha1.ContentSource{Image: "x"})
 			site.Spec.TLS, site.Spec.Server.H2C = tc.tls, tc.h2c
-			if got := Protocols(site); got != tc.protocols {
+			if got := desired.Protocols(site); got != tc.protocols {
 				t.Errorf("Protocols = %q, want %q", got, tc.protocols)
 			}
 			var protoArgs []string
-			for _, a := range ServerArgs(site) {
+			for _, a := range desired.ServerArgs(site) {
 				if strings.HasPrefix(a, "--http2") || strings.HasPrefix(a, "--h2c") {
 					protoArgs = append(protoArgs, a)
 				}
@@ -53,7 +54,7 @@ func TestProtocolsArgsAndService(t *testing.T) {
 				// server images reject flags they do not know.
 				t.Errorf("protocol args %q, want %q", protoArgs, tc.arg)
 			}
-			svc := typed[corev1.Service](t, DesiredService(site))
+			svc := typed[corev1.Service](t, desired.Service(site))
 			if p := svc.Spec.Ports[0]; p.Name != "http" || ptr.Deref(p.AppProtocol, "") != tc.appProto {
 				t.Errorf("http port %s: appProtocol %q, want %q", p.Name, ptr.Deref(p.AppProtocol, ""), tc.appProto)
 			}
@@ -63,7 +64,7 @@ func TestProtocolsArgsAndService(t *testing.T) {
 					t.Errorf("https port %s: appProtocol %q, want https", p.Name, ptr.Deref(p.AppProtocol, ""))
 				}
 			}
-			if _, ok := svc.Annotations[TraefikServersSchemeAnnotation]; ok {
+			if _, ok := svc.Annotations[desired.TraefikServersSchemeAnnotation]; ok {
 				t.Errorf("Traefik annotation without an Ingress route: %v", svc.Annotations)
 			}
 		})
@@ -77,16 +78,16 @@ func TestH2CAnnotationFollowsTheIngress(t *testing.T) {
 	site.Spec.Hostnames = []v1alpha1.Hostname{"www.example.com"}
 	site.Spec.Route = &v1alpha1.RouteSpec{IngressClassName: ptr.To("traefik")}
 	site.Spec.Service.Annotations = map[string]string{"a": "b"}
-	annotations := func() map[string]string { return typed[corev1.Service](t, DesiredService(site)).Annotations }
+	annotations := func() map[string]string { return typed[corev1.Service](t, desired.Service(site)).Annotations }
 	if got := annotations(); !reflect.DeepEqual(got, map[string]string{"a": "b"}) {
 		t.Errorf("without h2c: %v", got)
 	}
 	site.Spec.Server.H2C = true
-	if got, want := annotations(), map[string]string{"a": "b", TraefikServersSchemeAnnotation: "h2c"}; !reflect.DeepEqual(got, want) {
+	if got, want := annotations(), map[string]string{"a": "b", desired.TraefikServersSchemeAnnotation: "h2c"}; !reflect.DeepEqual(got, want) {
 		t.Errorf("h2c behind an Ingress: %v, want %v", got, want)
 	}
-	site.Spec.Service.Annotations = map[string]string{TraefikServersSchemeAnnotation: "http"}
-	if got := annotations()[TraefikServersSchemeAnnotation]; got != "http" {
+	site.Spec.Service.Annotations = map[string]string{desired.TraefikServersSchemeAnnotation: "http"}
+	if got := annotations()[desired.TraefikServersSchemeAnnotation]; got != "http" {
 		t.Errorf("the user's value must win, got %q", got)
 	}
 	site.Spec.Service.Annotations = nil
@@ -120,7 +121,7 @@ func TestH2CReachesTheServiceAndStatus(t *testing.T) {
 			if p := svc.Spec.Ports[0]; ptr.Deref(p.AppProtocol, "") != appProtocol || p.TargetPort != intstr.FromString("http") {
 				return fmt.Errorf("http port %+v", p)
 			}
-			if got := svc.Annotations[TraefikServersSchemeAnnotation]; got != scheme {
+			if got := svc.Annotations[desired.TraefikServersSchemeAnnotation]; got != scheme {
 				return fmt.Errorf("annotation %q", got)
 			}
 			return nil
@@ -129,7 +130,7 @@ func TestH2CReachesTheServiceAndStatus(t *testing.T) {
 	serviceSays("http", "")
 
 	updateSite(t, site, func(s *v1alpha1.StaticSite) { s.Spec.Server.H2C = true; s.Spec.TLS.HTTP2 = ptr.To(false) })
-	serviceSays(AppProtocolH2C, "h2c")
+	serviceSays(desired.AppProtocolH2C, "h2c")
 	waitSite(t, ns, "fast", "protocols http/1.1,h2c", protocolsAre("http/1.1,h2c"))
 	testenv.Eventually(t, "pod arguments", func() error {
 		d := &appsv1.Deployment{}

@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"hyperstatic.dev/hyperstatic/controllers/staticsite/desired"
 	"hyperstatic.dev/hyperstatic/internal/serverbin"
 	"hyperstatic.dev/hyperstatic/internal/sitevalue"
 	"hyperstatic.dev/hyperstatic/internal/testenv"
@@ -35,7 +36,7 @@ func startRealServer(t *testing.T, d *appsv1.Deployment, root string) *serverbin
 	// The container's variables, with its cache directory (an emptyDir) swapped for a temporary one.
 	var env []string
 	for _, e := range container.Env {
-		if e.Value == compressCacheDir {
+		if e.Value == desired.CompressCacheDir {
 			e.Value = t.TempDir()
 		}
 		env = append(env, e.Name+"="+e.Value)

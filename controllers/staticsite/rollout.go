@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"hyperstatic.dev/hyperstatic/api/v1alpha1"
+	"hyperstatic.dev/hyperstatic/controllers/staticsite/desired"
 )
 
 // rollout is the state of a Deployment's rollout, judged like `kubectl rollout status`. It is the operator's one
@@ -51,7 +52,7 @@ func rolloutOf(d *appsv1.Deployment, want int32, templateChanged bool) rollout {
 
 // deploymentRollout judges d against its own spec.replicas (the server-image queue sees Deployments, not sites).
 func deploymentRollout(d *appsv1.Deployment) rollout {
-	want := int32(defaultReplicas)
+	want := int32(desired.DefaultReplicas)
 	if d.Spec.Replicas != nil {
 		want = *d.Spec.Replicas
 	}

@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"hyperstatic.dev/hyperstatic/api/v1alpha1"
+	"hyperstatic.dev/hyperstatic/controllers/staticsite/desired"
 	"hyperstatic.dev/hyperstatic/internal/testenv"
 )
 
@@ -201,7 +202,7 @@ func TestRolloutOf(t *testing.T) {
 		{"done", deployment(1, 1, 2, 2, 2), true, ""},
 		{"deadline", stuck, false, "ProgressDeadlineExceeded"},
 	} {
-		ro := rolloutOf(tc.d, replicasOf(site), false)
+		ro := rolloutOf(tc.d, desired.Replicas(site), false)
 		if ro.done != tc.done || ro.reason != tc.reason {
 			t.Errorf("%s: %+v, want done=%v reason=%s", tc.name, ro, tc.done, tc.reason)
 		}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -13,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"hyperstatic.dev/hyperstatic/api/v1alpha1"
+	"hyperstatic.dev/hyperstatic/controllers/staticsite/sitechild"
 	"hyperstatic.dev/hyperstatic/internal/podmetrics"
 	"hyperstatic.dev/hyperstatic/internal/podstate"
 )
@@ -27,9 +27,6 @@ import (
 // periodic pass at all, so the operator's idle cost does not grow with the number of sites (issue 28: 1,000
 // image sites were 1,000 passes and scrapes a minute, ≈ 0.05 CPU). When no pod can be read the status says
 // Unknown and drops status.content: an old reading shown as current would be worse than none.
-
-// DefaultContentRefresh is how often a site whose pod could be read is read again when ContentRefresh is not set.
-const DefaultContentRefresh = time.Minute
 
 // maxContentScrapes bounds the pods one pass tries for the content reading: each try may wait for the scraper's
 // timeout, and the pass should not wait for every pod of a large site whose admin ports do not answer.
@@ -89,7 +86,7 @@ func contentPods(st *observation) []*corev1.Pod {
 // runsMemory says whether the pod's server container has the memory limit m.
 func runsMemory(p *corev1.Pod, m resource.Quantity) bool {
 	for _, c := range p.Spec.Containers {
-		if c.Name == containerName {
+		if c.Name == sitechild.ContainerName {
 			l, ok := c.Resources.Limits[corev1.ResourceMemory]
 			return ok && l.Cmp(m) == 0
 		}

@@ -15,6 +15,8 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"hyperstatic.dev/hyperstatic/api/v1alpha1"
+	"hyperstatic.dev/hyperstatic/controllers/staticsite/desired"
+	"hyperstatic.dev/hyperstatic/controllers/staticsite/sitechild"
 	"hyperstatic.dev/hyperstatic/internal/podmetrics"
 )
 
@@ -78,10 +80,10 @@ func TestContentInMemoryCondition(t *testing.T) {
 // contentPods: only ready pods of the current spec describe the site, always in the same (name) order.
 func TestContentPods(t *testing.T) {
 	memory := resource.MustParse("64Mi")
-	content := ImageContent(v1alpha1.ContentSourceImage, "example/docs:v3", "")
+	content := desired.ImageContent(v1alpha1.ContentSourceImage, "example/docs:v3", "")
 	pod := func(name string, ready bool, mem string, hash string) corev1.Pod {
-		p := corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{AnnotationContentHash: hash}},
-			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: containerName,
+		p := corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{sitechild.AnnotationContentHash: hash}},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: sitechild.ContainerName,
 				Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse(mem)}}}}}}
 		if ready {
 			p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
@@ -118,10 +120,10 @@ func (s scriptedScraper) Scrape(_ context.Context, p *corev1.Pod) (podmetrics.Sa
 }
 
 func TestObserveServedContent(t *testing.T) {
-	content := ImageContent(v1alpha1.ContentSourceImage, "example/docs:v3", "")
+	content := desired.ImageContent(v1alpha1.ContentSourceImage, "example/docs:v3", "")
 	readyPod := func(name string) corev1.Pod {
-		return corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID("uid-" + name), Annotations: map[string]string{AnnotationContentHash: content.RollHash}},
-			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: containerName,
+		return corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID("uid-" + name), Annotations: map[string]string{sitechild.AnnotationContentHash: content.RollHash}},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: sitechild.ContainerName,
 				Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("64Mi")}}}}},
 			Status: corev1.PodStatus{Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}}}
 	}

@@ -28,7 +28,6 @@ package staticsite
 import (
 	"context"
 	"fmt"
-	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -39,21 +38,20 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
 
 	"hyperstatic.dev/hyperstatic/api/v1alpha1"
+	"hyperstatic.dev/hyperstatic/controllers/staticsite/desired"
+	"hyperstatic.dev/hyperstatic/controllers/staticsite/sitechild"
 )
 
 const (
 	// DefaultServerImageRolloutConcurrency is the operator's default for --server-image-rollout-concurrency.
 	DefaultServerImageRolloutConcurrency = 1
-	// DefaultServerImageQueueRetry is how often a waiting site checks for its turn when ServerImageQueueRetry is
-	// not set. The turn comes when another site's rollout completes, which only wakes that other site.
-	DefaultServerImageQueueRetry = 10 * time.Second
 	// eventServerImageUpgrade is recorded when a site's Deployment starts moving to the new default server image.
 	eventServerImageUpgrade = "ServerImageUpgrade"
 )
 
 // serverImageChoice is the server image a pass puts into the desired Deployment.
 type serverImageChoice struct {
-	image string // the image for DesiredDeployment
+	image string // the image for desired.Deployment
 	from  string // the image the site moves away from in this pass; "" when it does not move
 }
 
@@ -129,13 +127,13 @@ func rolloutWorld(sites []v1alpha1.StaticSite, deployments []appsv1.Deployment) 
 // usesDefaultServerImage: the site's pods run the operator's default server image. Sites with spec.server.image or
 // spec.content.image run their own image, which an operator upgrade does not change.
 func usesDefaultServerImage(site *v1alpha1.StaticSite) bool {
-	return site.Spec.Server.Image == "" && SourceOf(site) != v1alpha1.ContentSourceImage
+	return site.Spec.Server.Image == "" && desired.SourceOf(site) != v1alpha1.ContentSourceImage
 }
 
 // serverImageOf is the image of a Deployment's server container, "" when it has none.
 func serverImageOf(d *appsv1.Deployment) string {
 	for _, c := range d.Spec.Template.Spec.Containers {
-		if c.Name == containerName {
+		if c.Name == sitechild.ContainerName {
 			return c.Image
 		}
 	}
@@ -200,7 +198,7 @@ func (r *Reconciler) chooseServerImage(ctx context.Context, st *observation) (ch
 // hands out its own objects instead of copies (UnsafeDisableDeepCopy), which the gate only reads.
 func (r *Reconciler) queuePlaceOf(ctx context.Context, deployments ctrl.Reader, site *v1alpha1.StaticSite, limit int) (queuePlace, error) {
 	ds := &appsv1.DeploymentList{}
-	if err := deployments.List(ctx, ds, ctrl.MatchingLabels{labelName: appName, v1alpha1.LabelManagedBy: v1alpha1.ManagedByValue},
+	if err := deployments.List(ctx, ds, ctrl.MatchingLabels{sitechild.LabelName: sitechild.ServerAppName, v1alpha1.LabelManagedBy: v1alpha1.ManagedByValue},
 		ctrl.UnsafeDisableDeepCopy); err != nil {
 		return queuePlace{}, err
 	}

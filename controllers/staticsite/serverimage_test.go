@@ -26,6 +26,7 @@ import (
 
 	"hyperstatic.dev/hyperstatic/api/v1alpha1"
 	"hyperstatic.dev/hyperstatic/controllers/staticsite/gitcontent"
+	"hyperstatic.dev/hyperstatic/controllers/staticsite/sitechild"
 	"hyperstatic.dev/hyperstatic/internal/managercache"
 	"hyperstatic.dev/hyperstatic/internal/podmetrics"
 	"hyperstatic.dev/hyperstatic/internal/podstate"
@@ -88,7 +89,7 @@ func TestRolloutWorld(t *testing.T) {
 		d := appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: s.Namespace, Name: s.Name, Generation: 2,
 			OwnerReferences: []metav1.OwnerReference{{APIVersion: v1alpha1.GroupVersion.String(), Kind: "StaticSite", Name: s.Name, UID: s.UID, Controller: ptr.To(true)}}},
 			Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](2), Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
-				Containers: []corev1.Container{{Name: containerName, Image: image}}}}},
+				Containers: []corev1.Container{{Name: sitechild.ContainerName, Image: image}}}}},
 			Status: appsv1.DeploymentStatus{ObservedGeneration: 2, Replicas: 2, UpdatedReplicas: 2, ReadyReplicas: 2}}
 		if mutate != nil {
 			mutate(&d)
@@ -143,7 +144,7 @@ func startOperator(t *testing.T, env *testenv.Env, image string, limit int, opti
 	testenv.Must(t, err)
 	r := &Reconciler{
 		Client:                        mgr.GetClient(),
-		Recorder:                      mgr.GetEventRecorderFor(FieldOwner),
+		Recorder:                      mgr.GetEventRecorderFor(sitechild.FieldOwner),
 		Clock:                         clocktesting.NewFakePassiveClock(clockTime),
 		Scraper:                       &fakeScraper{samples: map[string]podmetrics.Sample{}},
 		ServerImage:                   image,
@@ -471,10 +472,10 @@ func TestAdmissionIsConfirmedWithTheAPIServer(t *testing.T) {
 			Spec: v1alpha1.StaticSiteSpec{Content: v1alpha1.ContentSource{ConfigMaps: []v1alpha1.ConfigMapContent{{Name: "pages"}}}}}
 	}
 	deployment := func(s *v1alpha1.StaticSite, image string, done bool) *appsv1.Deployment {
-		d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: s.Namespace, Name: s.Name, Generation: 1, Labels: objectLabels(s),
+		d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: s.Namespace, Name: s.Name, Generation: 1, Labels: sitechild.ObjectLabels(s),
 			OwnerReferences: []metav1.OwnerReference{{APIVersion: v1alpha1.GroupVersion.String(), Kind: "StaticSite", Name: s.Name, UID: s.UID, Controller: ptr.To(true)}}},
 			Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](1), Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
-				Containers: []corev1.Container{{Name: containerName, Image: image}}}}}}
+				Containers: []corev1.Container{{Name: sitechild.ContainerName, Image: image}}}}}}
 		if done {
 			d.Status = appsv1.DeploymentStatus{ObservedGeneration: 1, Replicas: 1, UpdatedReplicas: 1, ReadyReplicas: 1}
 		}

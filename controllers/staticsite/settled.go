@@ -3,6 +3,7 @@ package staticsite
 import (
 	corev1 "k8s.io/api/core/v1"
 
+	"hyperstatic.dev/hyperstatic/controllers/staticsite/sitechild"
 	"hyperstatic.dev/hyperstatic/internal/podmetrics"
 )
 
@@ -37,7 +38,7 @@ func (r *Reconciler) settledReading(st *observation, p *corev1.Pod) (podmetrics.
 // serverRestarts is the restart count of the pod's server container (0 before it has a status).
 func serverRestarts(p *corev1.Pod) int32 {
 	for _, cs := range p.Status.ContainerStatuses {
-		if cs.Name == containerName {
+		if cs.Name == sitechild.ContainerName {
 			return cs.RestartCount
 		}
 	}

@@ -11,6 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"hyperstatic.dev/hyperstatic/api/v1alpha1"
+	"hyperstatic.dev/hyperstatic/controllers/staticsite/desired"
+	"hyperstatic.dev/hyperstatic/controllers/staticsite/sitechild"
 	"hyperstatic.dev/hyperstatic/internal/podmetrics"
 )
 
@@ -29,20 +31,20 @@ func (c *countingScraper) Scrape(context.Context, *corev1.Pod) (podmetrics.Sampl
 // Anything that can still move the reading (live-reloaded content, variants being made, a refused load, a
 // restarted server) keeps the periodic re-read.
 func TestSettledContentReading(t *testing.T) {
-	image := ImageContent(v1alpha1.ContentSourceImage, "example/docs:v3", "")
-	configMaps := Content{Source: v1alpha1.ContentSourceConfigMaps, Revision: "pages@1"}
+	image := desired.ImageContent(v1alpha1.ContentSourceImage, "example/docs:v3", "")
+	configMaps := desired.Content{Source: v1alpha1.ContentSourceConfigMaps, Revision: "pages@1"}
 	done := &podmetrics.Content{Files: 1, Bytes: 10, MemoryBytes: 10, FitMemoryLimitBytes: 19 * mi}
 	encoding := &podmetrics.Content{Files: 1, Bytes: 10, MemoryBytes: 10, FitMemoryLimitBytes: 19 * mi, EncodingsPending: 1}
-	pod := func(c Content, restarts int32) corev1.Pod {
-		return corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "docs-a", UID: types.UID("uid-docs-a"), Annotations: map[string]string{AnnotationContentHash: c.RollHash}},
-			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: containerName,
+	pod := func(c desired.Content, restarts int32) corev1.Pod {
+		return corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "docs-a", UID: types.UID("uid-docs-a"), Annotations: map[string]string{sitechild.AnnotationContentHash: c.RollHash}},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: sitechild.ContainerName,
 				Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("64Mi")}}}}},
 			Status: corev1.PodStatus{Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}},
-				ContainerStatuses: []corev1.ContainerStatus{{Name: containerName, RestartCount: restarts}}}}
+				ContainerStatuses: []corev1.ContainerStatus{{Name: sitechild.ContainerName, RestartCount: restarts}}}}
 	}
 	for _, tc := range []struct {
 		name           string
-		content        Content
+		content        desired.Content
 		sample         podmetrics.Sample
 		restartsLater  int32 // the server container's restart count in the second pass
 		wantScrapes    int   // over two passes

@@ -20,6 +20,7 @@ import (
 
 	"hyperstatic.dev/hyperstatic/api/v1alpha1"
 	"hyperstatic.dev/hyperstatic/controllers/staticsite/gitcontent"
+	"hyperstatic.dev/hyperstatic/controllers/staticsite/sitechild"
 	"hyperstatic.dev/hyperstatic/internal/gitrevision"
 	"hyperstatic.dev/hyperstatic/internal/managercache"
 )
@@ -61,7 +62,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		return err
 	}
 	if r.Recorder == nil {
-		r.Recorder = mgr.GetEventRecorderFor(FieldOwner)
+		r.Recorder = mgr.GetEventRecorderFor(sitechild.FieldOwner)
 	}
 	if r.APIReader == nil {
 		r.APIReader = mgr.GetAPIReader()
@@ -150,9 +151,9 @@ func (r *Reconciler) sitesUsing(index string) handler.MapFunc {
 func siteOfPod(_ context.Context, o client.Object) []reconcile.Request {
 	l := o.GetLabels()
 	name, ok := l[v1alpha1.LabelSite]
-	if !ok || l[labelName] != appName {
+	if !ok || l[sitechild.LabelName] != sitechild.ServerAppName {
 		if name, ok = l[v1alpha1.LabelCapacityProbeOf]; !ok || l[v1alpha1.LabelManagedBy] != v1alpha1.ManagedByValue {
-			if name, ok = l[v1alpha1.LabelGitFetcherOf]; !ok || l[labelName] != gitcontent.FetcherAppName {
+			if name, ok = l[v1alpha1.LabelGitFetcherOf]; !ok || l[sitechild.LabelName] != gitcontent.FetcherAppName {
 				return nil
 			}
 		}

@@ -9,6 +9,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"hyperstatic.dev/hyperstatic/api/v1alpha1"
+	"hyperstatic.dev/hyperstatic/controllers/staticsite/desired"
 	"hyperstatic.dev/hyperstatic/internal/sitevalue"
 )
 
@@ -16,7 +17,7 @@ import (
 // template mounts the value's ConfigMap (by name: no revision, no hash of it) and the server reads it with --site.
 func TestSiteRulesAreNotInThePodTemplate(t *testing.T) {
 	site := newSite(v1alpha1.ContentSource{Image: "x"})
-	before := deploymentFor(t, site, ImageContent(v1alpha1.ContentSourceImage, "x", "")).Spec.Template
+	before := deploymentFor(t, site, desired.ImageContent(v1alpha1.ContentSourceImage, "x", "")).Spec.Template
 	site.Spec.Server = v1alpha1.ServerSpec{
 		CacheControl:        []v1alpha1.CacheControlRule{{Glob: "*.css", Value: "public, max-age=600"}},
 		DefaultCacheControl: "no-store",
@@ -32,14 +33,14 @@ func TestSiteRulesAreNotInThePodTemplate(t *testing.T) {
 	site.Spec.TLS = &v1alpha1.TLSSpec{SecretName: "s", HTTPRedirect: true, HSTS: &v1alpha1.HSTSSpec{MaxAgeSeconds: 60}}
 	withTLS := newSite(v1alpha1.ContentSource{Image: "x"})
 	withTLS.Spec.TLS = &v1alpha1.TLSSpec{SecretName: "s"}
-	if got, want := ServerArgs(site), ServerArgs(withTLS); !slices.Equal(got, want) {
+	if got, want := desired.ServerArgs(site), desired.ServerArgs(withTLS); !slices.Equal(got, want) {
 		t.Errorf("site rules changed the arguments:\n%q\n%q", got, want)
 	}
-	after := deploymentFor(t, site, ImageContent(v1alpha1.ContentSourceImage, "x", "")).Spec.Template
+	after := deploymentFor(t, site, desired.ImageContent(v1alpha1.ContentSourceImage, "x", "")).Spec.Template
 	if len(after.Annotations) != len(before.Annotations) {
 		t.Errorf("site rules changed the template's annotations: %v → %v", before.Annotations, after.Annotations)
 	}
-	for _, a := range ServerArgs(site) {
+	for _, a := range desired.ServerArgs(site) {
 		for _, f := range sitevalue.SiteRuleFlags {
 			if f != "site" && (a == "--"+f || strings.HasPrefix(a, "--"+f+"=")) {
 				t.Errorf("argument %s is a site-rule flag", a)
@@ -48,10 +49,10 @@ func TestSiteRulesAreNotInThePodTemplate(t *testing.T) {
 	}
 	var mounted, volume bool
 	for _, m := range after.Spec.Containers[0].VolumeMounts {
-		mounted = mounted || (m.Name == siteValueVolumeName && m.MountPath == sitevalue.MountDir && m.ReadOnly && m.SubPath == "")
+		mounted = mounted || (m.Name == desired.SiteValueVolumeName && m.MountPath == sitevalue.MountDir && m.ReadOnly && m.SubPath == "")
 	}
 	for _, v := range after.Spec.Volumes {
-		volume = volume || (v.Name == siteValueVolumeName && v.ConfigMap != nil && v.ConfigMap.Name == "docs.site-value")
+		volume = volume || (v.Name == desired.SiteValueVolumeName && v.ConfigMap != nil && v.ConfigMap.Name == "docs.site-value")
 	}
 	if !mounted || !volume {
 		t.Errorf("the site value is not mounted read-only at %s from docs.site-value (mount %v, volume %v)", sitevalue.MountDir, mounted, volume)

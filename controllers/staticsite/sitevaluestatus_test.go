@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"hyperstatic.dev/hyperstatic/api/v1alpha1"
+	"hyperstatic.dev/hyperstatic/controllers/staticsite/sitechild"
 	"hyperstatic.dev/hyperstatic/internal/podmetrics"
 	"hyperstatic.dev/hyperstatic/internal/sitevalue"
 )
@@ -94,7 +95,7 @@ func TestSiteValueReadingsKept(t *testing.T) {
 	pod := func(restarts int32) corev1.Pod {
 		return corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "docs-a", UID: types.UID("uid-docs-a")},
 			Status: corev1.PodStatus{Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}},
-				ContainerStatuses: []corev1.ContainerStatus{{Name: containerName, RestartCount: restarts}}}}
+				ContainerStatuses: []corev1.ContainerStatus{{Name: sitechild.ContainerName, RestartCount: restarts}}}}
 	}
 	for _, tc := range []struct {
 		name          string

@@ -7,6 +7,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"hyperstatic.dev/hyperstatic/api/v1alpha1"
+	"hyperstatic.dev/hyperstatic/controllers/staticsite/capacitygate"
+	"hyperstatic.dev/hyperstatic/controllers/staticsite/desired"
+	"hyperstatic.dev/hyperstatic/controllers/staticsite/sitechild"
 	"hyperstatic.dev/hyperstatic/internal/capacity"
 	"hyperstatic.dev/hyperstatic/internal/reconcile"
 )
@@ -42,15 +45,17 @@ func deriveStatus(site *v1alpha1.StaticSite, o *observation) v1alpha1.StaticSite
 	}
 
 	s.ObservedGeneration = site.Generation
-	s.Selector = Selector(site)
-	s.URL = URL(site)
-	s.HTTPSURL = HTTPSURL(site)
-	s.Protocols = Protocols(site) // protocols.go
+	s.Selector = sitechild.Selector(site)
+	s.URL = desired.URL(site)
+	s.HTTPSURL = desired.HTTPSURL(site)
+	s.Protocols = desired.Protocols(site)
 	s.PublicURLs = o.publicURLs
 	s.ContentSource = o.content.Source
 	s.ContentRevision = o.content.Revision
-	if o.git != nil {
-		s.ContentRevision = gitContentRevision(site, o) // gitstatus.go
+	if o.git != nil && s.ContentRevision == "" {
+		// A Git site without the fetcher's commit in this pass: gitcontent's fallback (what most ready pods serve,
+		// or what the last pass said).
+		s.ContentRevision = o.git.ContentRevision(site)
 	}
 	mem := o.memory.DeepCopy()
 	s.Memory = &mem
@@ -60,7 +65,7 @@ func deriveStatus(site *v1alpha1.StaticSite, o *observation) v1alpha1.StaticSite
 		s.Replicas, s.ReadyReplicas, s.UpdatedReplicas = 0, 0, 0
 	}
 
-	content := contentVerdictOf(o) // gitstatus.go
+	content := contentVerdictOf(o) // contentverdict.go
 	set.Set(v1alpha1.ConditionContentAvailable, content.status, content.reason, content.message)
 	set.Set(o.pinned.Type, o.pinned.Status, o.pinned.Reason, o.pinned.Message)
 	// Rebuilt every pass, like every field above: absent when no pod could be read (the condition says why).
@@ -69,7 +74,7 @@ func deriveStatus(site *v1alpha1.StaticSite, o *observation) v1alpha1.StaticSite
 		// A Git site's revision comes with the content reading: which commit the fetcher published and how many
 		// ready pods serve it.
 		s.Content = s.Content.DeepCopy()
-		s.Content.Revision = gitServedRevision(o.git)
+		s.Content.Revision = o.git.ServedRevision()
 	}
 	inMemory := contentInMemoryCondition(o.served, o.notMeasured)
 	set.Set(inMemory.Type, inMemory.Status, inMemory.Reason, inMemory.Message)
@@ -100,26 +105,26 @@ func deriveStatus(site *v1alpha1.StaticSite, o *observation) v1alpha1.StaticSite
 // capacity step's result. None of them changes Ready: a blocked candidate leaves the serving pods as they were.
 func deriveCapacity(s *v1alpha1.StaticSiteStatus, site *v1alpha1.StaticSite, o *observation, set reconcile.Conditions) {
 	cs := &o.capacity
-	if !cs.wanted {
+	if !cs.Wanted {
 		s.Capacity, s.PerformanceGate = nil, nil
 		set.Remove(v1alpha1.ConditionCapacityMeasured)
 		set.Remove(v1alpha1.ConditionRolloutBlocked)
 		return
 	}
-	s.Capacity, s.PerformanceGate = cs.status, cs.gate
-	if c := cs.measured; c.Type != "" {
+	s.Capacity, s.PerformanceGate = cs.Status, cs.Gate
+	if c := cs.Measured; c.Type != "" {
 		set.Set(c.Type, c.Status, c.Reason, c.Message)
 	}
-	if cs.gate == nil {
+	if cs.Gate == nil {
 		set.Remove(v1alpha1.ConditionRolloutBlocked)
 		return
 	}
 	status := metav1.ConditionFalse
-	blocked, reason := capacity.GateReason(cs.gate, gateSpec(site))
+	blocked, reason := capacity.GateReason(cs.Gate, capacitygate.GateSpec(site))
 	if blocked {
 		status = metav1.ConditionTrue
 	}
-	set.Set(v1alpha1.ConditionRolloutBlocked, status, reason, cs.gate.Message)
+	set.Set(v1alpha1.ConditionRolloutBlocked, status, reason, cs.Gate.Message)
 }
 
 // deriveProgress sets Ready, Reconciling and Stalled from the problems the steps found, the Deployment's rollout and
@@ -131,7 +136,7 @@ func deriveCapacity(s *v1alpha1.StaticSiteStatus, site *v1alpha1.StaticSite, o *
 func deriveProgress(s *v1alpha1.StaticSiteStatus, site *v1alpha1.StaticSite, o *observation, set reconcile.Conditions, content contentVerdict, sv siteValueVerdict) {
 	// What the last complete pass reported: a scale-up keeps Ready only if no pod that was ready has been lost.
 	wasReady, readyBefore := meta.IsStatusConditionTrue(site.Status.Conditions, v1alpha1.ConditionReady), site.Status.ReadyReplicas
-	ro := rolloutOf(o.deployment, replicasOf(site), o.templateChanged)
+	ro := rolloutOf(o.deployment, desired.Replicas(site), o.templateChanged)
 	var stalled *problem
 	switch {
 	case content.stall != nil:
@@ -162,7 +167,7 @@ func deriveProgress(s *v1alpha1.StaticSiteStatus, site *v1alpha1.StaticSite, o *
 		set.Remove(v1alpha1.ConditionStalled)
 		set.Set(v1alpha1.ConditionReconciling, metav1.ConditionTrue, reason, ro.message)
 		set.Set(v1alpha1.ConditionReady, metav1.ConditionTrue, v1alpha1.ReasonAvailable,
-			fmt.Sprintf("%d of %d pods ready (scaling up), serving %s at %s", s.ReadyReplicas, replicasOf(site), s.ContentRevision, s.URL))
+			fmt.Sprintf("%d of %d pods ready (scaling up), serving %s at %s", s.ReadyReplicas, desired.Replicas(site), s.ContentRevision, s.URL))
 	case !ro.done:
 		set.Remove(v1alpha1.ConditionStalled)
 		set.Set(v1alpha1.ConditionReconciling, metav1.ConditionTrue, ro.reason, ro.message)
@@ -175,7 +180,7 @@ func deriveProgress(s *v1alpha1.StaticSiteStatus, site *v1alpha1.StaticSite, o *
 		}
 		set.Remove(v1alpha1.ConditionStalled)
 		set.Remove(v1alpha1.ConditionReconciling)
-		if want := replicasOf(site); want == 0 {
+		if want := desired.Replicas(site); want == 0 {
 			set.Set(v1alpha1.ConditionReady, metav1.ConditionTrue, v1alpha1.ReasonScaledToZero, "the site is scaled to zero replicas")
 		} else {
 			set.Set(v1alpha1.ConditionReady, metav1.ConditionTrue, v1alpha1.ReasonAvailable,
@@ -185,8 +190,8 @@ func deriveProgress(s *v1alpha1.StaticSiteStatus, site *v1alpha1.StaticSite, o *
 			// Pods catching up with a rule change: they serve, the previous rules for a second or two.
 			set.Set(v1alpha1.ConditionReconciling, metav1.ConditionTrue, v1alpha1.ReasonSiteValuePending, sv.pending)
 		}
-		if o.capacity.measuringCanary != "" {
-			set.Set(v1alpha1.ConditionReconciling, metav1.ConditionTrue, v1alpha1.ReasonMeasuringCanary, o.capacity.measuringCanary)
+		if o.capacity.MeasuringCanary != "" {
+			set.Set(v1alpha1.ConditionReconciling, metav1.ConditionTrue, v1alpha1.ReasonMeasuringCanary, o.capacity.MeasuringCanary)
 		}
 		if o.serverImageQueued != "" {
 			set.Set(v1alpha1.ConditionReconciling, metav1.ConditionTrue, v1alpha1.ReasonServerImageUpgradeQueued, o.serverImageQueued)

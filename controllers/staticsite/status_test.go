@@ -13,6 +13,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"hyperstatic.dev/hyperstatic/api/v1alpha1"
+	"hyperstatic.dev/hyperstatic/controllers/staticsite/desired"
 )
 
 func deployment(gen, observed int64, replicas, updated, ready int32) *appsv1.Deployment {
@@ -34,7 +35,7 @@ func derive(site *v1alpha1.StaticSite, o *observation) {
 
 // healthy is an observation of a site whose one pod serves: every step found what it wanted.
 func healthy() *observation {
-	return &observation{content: ImageContent("image", "x", ""), memory: resource.MustParse("64Mi"), contentReason: "ImageSpecified",
+	return &observation{content: desired.ImageContent("image", "x", ""), memory: resource.MustParse("64Mi"), contentReason: "ImageSpecified",
 		pinned:     metav1.Condition{Type: v1alpha1.ConditionPinned, Status: metav1.ConditionFalse, Reason: "FractionalCPU"},
 		deployment: deployment(1, 1, 1, 1, 1)}
 }

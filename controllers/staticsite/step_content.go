@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/version"
 
 	"hyperstatic.dev/hyperstatic/api/v1alpha1"
+	"hyperstatic.dev/hyperstatic/controllers/staticsite/desired"
 )
 
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch
@@ -21,9 +22,9 @@ import (
 func (r *Reconciler) reconcileContent(ctx context.Context, st *observation) error {
 	site := st.site
 	c := site.Spec.Content
-	switch SourceOf(site) {
+	switch desired.SourceOf(site) {
 	case v1alpha1.ContentSourceImage:
-		st.content = ImageContent(v1alpha1.ContentSourceImage, c.Image, site.Spec.Server.ImagePullPolicy)
+		st.content = desired.ImageContent(v1alpha1.ContentSourceImage, c.Image, site.Spec.Server.ImagePullPolicy)
 		st.contentReason, st.contentMessage = v1alpha1.ReasonImageSpecified, "the pods run image "+c.Image
 	case v1alpha1.ContentSourceConfigMaps:
 		var found []corev1.ConfigMap
@@ -39,7 +40,7 @@ func (r *Reconciler) reconcileContent(ctx context.Context, st *observation) erro
 			}
 			found = append(found, cm)
 		}
-		st.content = ConfigMapsContent(site, found)
+		st.content = desired.ConfigMapsContent(site, found)
 		if len(missing) > 0 {
 			st.contentProblem = &problem{Reason: v1alpha1.ReasonConfigMapNotFound, Message: fmt.Sprintf("ConfigMap %q not found in namespace %s", missing, site.Namespace)}
 		} else {
@@ -47,7 +48,7 @@ func (r *Reconciler) reconcileContent(ctx context.Context, st *observation) erro
 			st.contentMessage = fmt.Sprintf("%d ConfigMap(s), %d bytes, projected into %s", len(found), st.content.Size, v1alpha1.SiteRoot)
 		}
 	case v1alpha1.ContentSourceImageVolume:
-		st.content = ImageContent(v1alpha1.ContentSourceImageVolume, c.ImageVolume.Reference, c.ImageVolume.PullPolicy)
+		st.content = desired.ImageContent(v1alpha1.ContentSourceImageVolume, c.ImageVolume.Reference, c.ImageVolume.PullPolicy)
 		if ok, why := r.imageVolumeSupported(); !ok {
 			st.contentProblem = &problem{Reason: v1alpha1.ReasonImageVolumeUnsupported, Message: why}
 			st.skipDeployment = true
@@ -59,15 +60,15 @@ func (r *Reconciler) reconcileContent(ctx context.Context, st *observation) erro
 		err := r.directReader().Get(ctx, types.NamespacedName{Namespace: site.Namespace, Name: c.PersistentVolumeClaim.ClaimName}, &claim)
 		switch {
 		case apierrors.IsNotFound(err):
-			st.content = Content{Source: v1alpha1.ContentSourcePersistentVolumeClaim, Size: -1}
+			st.content = desired.Content{Source: v1alpha1.ContentSourcePersistentVolumeClaim, Size: -1}
 			st.contentProblem = &problem{Reason: v1alpha1.ReasonClaimNotFound, Message: fmt.Sprintf("PersistentVolumeClaim %q not found in namespace %s", c.PersistentVolumeClaim.ClaimName, site.Namespace)}
 		case err != nil:
 			return err
 		case claim.Status.Phase == corev1.ClaimLost:
-			st.content = ClaimContent(&claim)
+			st.content = desired.ClaimContent(&claim)
 			st.contentProblem = &problem{Reason: v1alpha1.ReasonClaimLost, Message: fmt.Sprintf("PersistentVolumeClaim %q lost its volume", claim.Name)}
 		default:
-			st.content = ClaimContent(&claim)
+			st.content = desired.ClaimContent(&claim)
 			if p := claimAccessProblem(site, &claim); p != nil {
 				st.contentProblem = p
 				st.skipDeployment = true // the one pod that can mount the claim keeps serving
@@ -78,13 +79,13 @@ func (r *Reconciler) reconcileContent(ctx context.Context, st *observation) erro
 		}
 	case v1alpha1.ContentSourceGit:
 		// The fetcher step (step_git.go) completes it: revision, size and memory come from what the fetcher
-		// published, and ContentAvailable from what it and the pullers say (gitstatus.go).
-		st.content = Content{Source: v1alpha1.ContentSourceGit, Size: -1, AgentImage: r.ContentAgentImage}
+		// published, and ContentAvailable from what it and the pullers say (contentverdict.go).
+		st.content = desired.Content{Source: v1alpha1.ContentSourceGit, Size: -1, AgentImage: r.ContentAgentImage}
 	default:
 		st.contentProblem = &problem{Reason: v1alpha1.ReasonNoContentSource, Message: "spec.content sets no source"}
 		st.skipDeployment = true
 	}
-	st.memory = MemoryFor(site, st.content)
+	st.memory = desired.MemoryFor(site, st.content)
 	return nil
 }
 

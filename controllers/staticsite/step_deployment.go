@@ -14,7 +14,9 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
 
 	"hyperstatic.dev/hyperstatic/api/v1alpha1"
+	"hyperstatic.dev/hyperstatic/controllers/staticsite/desired"
 	"hyperstatic.dev/hyperstatic/controllers/staticsite/gitcontent"
+	"hyperstatic.dev/hyperstatic/controllers/staticsite/sitechild"
 	"hyperstatic.dev/hyperstatic/internal/podstate"
 )
 
@@ -42,13 +44,13 @@ func (r *Reconciler) reconcileDeployment(ctx context.Context, st *observation) e
 		return err
 	}
 	live := &appsv1.Deployment{}
-	desired := DesiredDeployment(site, serverImage.image, content, st.memory)
-	gate, err := r.capacityStep().Hold(ctx, site, st.content.capacityContent(), key, desired) // the performance gate
+	want := desired.Deployment(site, serverImage.image, content, st.memory)
+	gate, err := r.capacityStep().Hold(ctx, site, capacityContent(st.content), key, want) // the performance gate
 	st.gate = gate
 	if err != nil {
 		return err
 	}
-	res, err := applyChild(ctx, r.Client, r.directReader(), site, "Deployment", live, desired, key, extractDeployment)
+	res, err := applyChild(ctx, r.Client, r.directReader(), site, "Deployment", live, want, key, extractDeployment)
 	if err != nil {
 		return r.deploymentRefused(st, err)
 	}
@@ -100,12 +102,12 @@ func (r *Reconciler) imageVolumeKept(ctx context.Context, st *observation, key t
 	}
 	// A raw apply patch, so the answer decodes into a fresh typed object (decoding into the apply configuration
 	// would keep the volumes the answer leaves out).
-	body, err := json.Marshal(DesiredDeployment(st.site, r.ServerImage, st.content, st.memory))
+	body, err := json.Marshal(desired.Deployment(st.site, r.ServerImage, st.content, st.memory))
 	if err != nil {
 		return false, err
 	}
 	probe := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}
-	if err := r.Patch(ctx, probe, ctrl.RawPatch(types.ApplyPatchType, body), ctrl.FieldOwner(FieldOwner), ctrl.ForceOwnership, ctrl.DryRunAll); err != nil {
+	if err := r.Patch(ctx, probe, ctrl.RawPatch(types.ApplyPatchType, body), ctrl.FieldOwner(sitechild.FieldOwner), ctrl.ForceOwnership, ctrl.DryRunAll); err != nil {
 		return false, r.deploymentRefused(st, err)
 	}
 	if hasImageVolume(probe.Spec.Template.Spec.Volumes) {
@@ -118,7 +120,7 @@ func (r *Reconciler) imageVolumeKept(ctx context.Context, st *observation, key t
 
 func hasImageVolume(vs []corev1.Volume) bool {
 	for _, v := range vs {
-		if v.Name == siteVolumeName && v.Image != nil {
+		if v.Name == sitechild.SiteVolumeName && v.Image != nil {
 			return true
 		}
 	}
@@ -129,7 +131,7 @@ func hasImageVolume(vs []corev1.Volume) bool {
 // operator upgrade, like the default server image. While the server-image queue keeps a site on its current server
 // image (serverimage.go), its pods keep their current puller image too, so the queue, not the puller, decides when
 // they roll; the site takes both new images on its turn.
-func (r *Reconciler) pullerImageWithTheQueue(ctx context.Context, st *observation, serverImage string) (Content, error) {
+func (r *Reconciler) pullerImageWithTheQueue(ctx context.Context, st *observation, serverImage string) (desired.Content, error) {
 	content := st.content
 	if content.Source != v1alpha1.ContentSourceGit || serverImage == r.ServerImage || !usesDefaultServerImage(st.site) {
 		return content, nil

@@ -12,7 +12,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"hyperstatic.dev/hyperstatic/controllers/staticsite/desired"
 	"hyperstatic.dev/hyperstatic/controllers/staticsite/gitcontent"
+	"hyperstatic.dev/hyperstatic/controllers/staticsite/sitechild"
 	"hyperstatic.dev/hyperstatic/internal/podstate"
 )
 
@@ -49,7 +51,7 @@ func (r *Reconciler) gitStep(st *observation) gitcontent.Step {
 		AgentImage: r.ContentAgentImage, OperatorNamespace: r.OperatorNamespace,
 		CredentialsLabelRequired: r.policy().Git.CredentialsLabelRequired(),
 		ScrapeRetry:              st.tun.scrapeRetry, Refresh: st.tun.gitRefresh,
-		Shared: gitShared(st.site),
+		FetcherTolerations: desired.Tolerations(st.site),
 	}
 }
 
@@ -103,7 +105,7 @@ func (r *Reconciler) sizeGitContent(ctx context.Context, st *observation) error 
 	case site.Spec.Memory != nil:
 		st.memory = *site.Spec.Memory
 	case st.content.Size >= 0:
-		st.memory = MemoryFor(site, st.content)
+		st.memory = desired.MemoryFor(site, st.content)
 	default:
 		live := &appsv1.Deployment{}
 		err := r.Get(ctx, types.NamespacedName{Namespace: site.Namespace, Name: site.Name}, live)
@@ -114,7 +116,7 @@ func (r *Reconciler) sizeGitContent(ctx context.Context, st *observation) error 
 			st.memory = m
 			return nil
 		}
-		st.memory = MemoryFor(site, st.content)
+		st.memory = desired.MemoryFor(site, st.content)
 		st.skipDeployment = true
 	}
 	return nil
@@ -127,7 +129,7 @@ func gitTemplateMemory(d *appsv1.Deployment) (q resource.Quantity, ok bool) {
 	if podstate.Container(spec.InitContainers, gitcontent.PullerContainerName) == nil {
 		return q, false
 	}
-	c := podstate.Container(spec.Containers, containerName)
+	c := podstate.Container(spec.Containers, sitechild.ContainerName)
 	if c == nil {
 		return q, false
 	}

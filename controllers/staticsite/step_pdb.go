@@ -11,6 +11,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
 
 	"hyperstatic.dev/hyperstatic/api/v1alpha1"
+	"hyperstatic.dev/hyperstatic/controllers/staticsite/desired"
 )
 
 // +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch;create;patch;delete
@@ -19,8 +20,8 @@ import (
 func (r *Reconciler) reconcileDisruptionBudget(ctx context.Context, st *observation) error {
 	site := st.site
 	key := types.NamespacedName{Namespace: site.Namespace, Name: site.Name}
-	desired := DesiredPodDisruptionBudget(site)
-	if desired == nil {
+	want := desired.PodDisruptionBudget(site)
+	if want == nil {
 		live := &policyv1.PodDisruptionBudget{}
 		if err := r.Get(ctx, key, live); err != nil {
 			return ctrl.IgnoreNotFound(err)
@@ -31,10 +32,10 @@ func (r *Reconciler) reconcileDisruptionBudget(ctx context.Context, st *observat
 		if err := r.Delete(ctx, live, ctrl.Preconditions{UID: &live.UID}); ctrl.IgnoreNotFound(err) != nil {
 			return fmt.Errorf("delete PodDisruptionBudget: %w", err)
 		}
-		r.Recorder.Eventf(site, corev1.EventTypeNormal, eventDeleted, "Deleted PodDisruptionBudget %s: %d replica(s) need no budget", site.Name, replicasOf(site))
+		r.Recorder.Eventf(site, corev1.EventTypeNormal, eventDeleted, "Deleted PodDisruptionBudget %s: %d replica(s) need no budget", site.Name, desired.Replicas(site))
 		return nil
 	}
-	res, err := applyChild(ctx, r.Client, r.directReader(), site, "PodDisruptionBudget", &policyv1.PodDisruptionBudget{}, desired, key, extractPodDisruptionBudget)
+	res, err := applyChild(ctx, r.Client, r.directReader(), site, "PodDisruptionBudget", &policyv1.PodDisruptionBudget{}, want, key, extractPodDisruptionBudget)
 	if err != nil {
 		return childRefused(st, "PodDisruptionBudget", v1alpha1.ReasonPodDisruptionBudgetRejected, err)
 	}

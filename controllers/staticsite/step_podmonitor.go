@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"hyperstatic.dev/hyperstatic/api/v1alpha1"
+	"hyperstatic.dev/hyperstatic/controllers/staticsite/desired"
 )
 
 // +kubebuilder:rbac:groups=monitoring.coreos.com,resources=podmonitors,verbs=get;list;watch;create;patch;delete
@@ -19,29 +20,29 @@ import (
 // periodically, so installing the Prometheus Operator later is picked up without an edit.
 func (r *Reconciler) reconcilePodMonitor(ctx context.Context, st *observation) error {
 	site := st.site
-	desired := DesiredPodMonitor(site)
-	if desired == nil {
+	want := desired.PodMonitor(site)
+	if want == nil {
 		// Not in the manager's cache: look only when the last pass reported one.
 		if meta.FindStatusCondition(site.Status.Conditions, v1alpha1.ConditionPodMonitorApplied) == nil {
 			return nil
 		}
 		live := &metav1.PartialObjectMetadata{}
-		live.SetGroupVersionKind(PodMonitorGVK)
+		live.SetGroupVersionKind(desired.PodMonitorGVK)
 		return r.deleteOwned(ctx, r.directReader(), site, "PodMonitor", live, "spec.monitoring is unset")
 	}
-	res, err := r.applyUnstructured(ctx, site, desired)
+	res, err := r.applyUnstructured(ctx, site, want)
 	cond := metav1.Condition{Type: v1alpha1.ConditionPodMonitorApplied}
 	var notOwned *notOwnedError
 	switch {
 	case err == nil:
-		if err := r.optional.ensure(PodMonitorGVK); err != nil {
+		if err := r.optional.ensure(desired.PodMonitorGVK); err != nil {
 			return err
 		}
 		r.recordApply(site, "PodMonitor", res)
 		cond.Status, cond.Reason = metav1.ConditionTrue, v1alpha1.ReasonPodMonitorCreated
 		cond.Message = fmt.Sprintf("PodMonitor %s scrapes the pods' %s port at /metrics", site.Name, v1alpha1.AdminPortName)
 	case kindNotServed(err):
-		if err := r.optional.forget(ctx, PodMonitorGVK); err != nil {
+		if err := r.optional.forget(ctx, desired.PodMonitorGVK); err != nil {
 			return err
 		}
 		cond.Status, cond.Reason = metav1.ConditionFalse, v1alpha1.ReasonPodMonitorCRDMissing

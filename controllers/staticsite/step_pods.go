@@ -4,21 +4,20 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"hyperstatic.dev/hyperstatic/api/v1alpha1"
+	"hyperstatic.dev/hyperstatic/controllers/staticsite/desired"
+	"hyperstatic.dev/hyperstatic/controllers/staticsite/sitechild"
 	"hyperstatic.dev/hyperstatic/internal/podmetrics"
 	"hyperstatic.dev/hyperstatic/internal/podstate"
 )
-
-// defaultScrapeRetry is how soon a pod whose metrics could not be read is tried again.
-const defaultScrapeRetry = 15 * time.Second
 
 // imagePullReasons are the container waiting reasons that mean the content image cannot be pulled.
 var imagePullReasons = map[string]bool{"ErrImagePull": true, "ImagePullBackOff": true, "InvalidImageName": true, "ErrImageNeverPull": true}
@@ -30,7 +29,7 @@ var imagePullReasons = map[string]bool{"ErrImagePull": true, "ImagePullBackOff":
 func (r *Reconciler) reconcilePods(ctx context.Context, st *observation) error {
 	site := st.site
 	list := &corev1.PodList{}
-	if err := r.List(ctx, list, client.InNamespace(site.Namespace), client.MatchingLabels(selectorLabels(site))); err != nil {
+	if err := r.List(ctx, list, client.InNamespace(site.Namespace), client.MatchingLabels(sitechild.SelectorLabels(site))); err != nil {
 		return fmt.Errorf("list pods: %w", err)
 	}
 	st.pods = st.pods[:0]
@@ -55,8 +54,8 @@ func (r *Reconciler) reconcilePods(ctx context.Context, st *observation) error {
 }
 
 // current says whether a pod runs the current content (its template carries the current content hash).
-func current(p *corev1.Pod, c Content) bool {
-	return p.Annotations[AnnotationContentHash] == c.RollHash
+func current(p *corev1.Pod, c desired.Content) bool {
+	return p.Annotations[sitechild.AnnotationContentHash] == c.RollHash
 }
 
 // observeImagePods reports pull failures of the current content image and, for a baked image, the digest the
@@ -71,7 +70,7 @@ func (r *Reconciler) observeImagePods(st *observation) {
 			if w := cs.State.Waiting; w != nil && imagePullReasons[w.Reason] && st.contentProblem == nil {
 				st.contentProblem = &problem{Reason: v1alpha1.ReasonImagePullFailed, Message: fmt.Sprintf("pod %s: %s: %s", p.Name, w.Reason, w.Message)}
 			}
-			if st.content.Source == v1alpha1.ContentSourceImage && cs.Name == containerName && cs.Ready &&
+			if st.content.Source == v1alpha1.ContentSourceImage && cs.Name == sitechild.ContainerName && cs.Ready &&
 				!strings.Contains(st.content.Revision, "@") {
 				if _, digest, ok := strings.Cut(cs.ImageID, "@"); ok && strings.HasPrefix(digest, "sha256:") {
 					st.content.Revision += "@" + digest
@@ -85,7 +84,7 @@ func (r *Reconciler) observeImagePods(st *observation) {
 // CPUs; False for a fractional CPU (the shared pool, by design) or when a pod reports unpinned workers (typically
 // a node without the static CPU manager policy); Unknown while no pod is ready or a pod's metrics cannot be read.
 func (r *Reconciler) pinnedCondition(ctx context.Context, st *observation) metav1.Condition {
-	cpu := cpuOf(st.site)
+	cpu := st.site.CPUOrDefault()
 	if !wholeCPUs(cpu) {
 		return metav1.Condition{Type: v1alpha1.ConditionPinned, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonFractionalCPU,
 			Message: fmt.Sprintf("cpu %s is not a whole number of CPUs: the pods are Guaranteed but share the node's CPU pool", cpu.String())}
@@ -215,4 +214,10 @@ func (r *Reconciler) forgetSite(site types.NamespacedName) {
 	delete(r.contentKnown, site)
 	delete(r.servedKnown, site)
 	r.contentMu.Unlock()
+}
+
+// wholeCPUs reports whether a CPU quantity is a whole number of CPUs, the condition for exclusive CPUs under the
+// kubelet's static CPU manager policy.
+func wholeCPUs(q resource.Quantity) bool {
+	return q.MilliValue() > 0 && q.MilliValue()%1000 == 0
 }

@@ -10,9 +10,14 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	networkingv1ac "k8s.io/client-go/applyconfigurations/networking/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+	gatewayv1ac "sigs.k8s.io/gateway-api/applyconfiguration/apis/v1"
 
 	"hyperstatic.dev/hyperstatic/api/v1alpha1"
+	"hyperstatic.dev/hyperstatic/controllers/staticsite/desired"
+	"hyperstatic.dev/hyperstatic/controllers/staticsite/sitechild"
 )
 
 // +kubebuilder:rbac:groups=networking.k8s.io,resources=ingresses,verbs=get;list;watch;create;patch;delete
@@ -33,7 +38,7 @@ func (r *Reconciler) reconcileRoute(ctx context.Context, st *observation) error 
 			conflicts = conflictMessage(h.conflicts)
 		}
 	}
-	ingress, httpRoute := DesiredIngress(site, routed), DesiredHTTPRoute(site, routed)
+	ingress, httpRoute := desired.Ingress(site, routed), desired.HTTPRoute(site, routed)
 	noRoute := func(field string) string {
 		if site.Spec.Route != nil && len(routed) == 0 {
 			return "the site holds none of its hostnames"
@@ -60,7 +65,7 @@ func (r *Reconciler) reconcileRoute(ctx context.Context, st *observation) error 
 			st.route = &metav1.Condition{Type: v1alpha1.ConditionRouteApplied, Status: metav1.ConditionFalse,
 				Reason: v1alpha1.ReasonHostnameConflict, Message: conflicts + "; " + msg}
 		}
-		st.publicURLs = PublicURLs(site, routed)
+		st.publicURLs = desired.PublicURLs(site, routed)
 	}
 	switch {
 	case ingress != nil:
@@ -76,7 +81,7 @@ func (r *Reconciler) reconcileRoute(ctx context.Context, st *observation) error 
 		res, err := applyChild(ctx, c, r.directReader(), site, "HTTPRoute", &gatewayv1.HTTPRoute{}, httpRoute, key, extractHTTPRoute)
 		if err != nil {
 			if kindNotServed(err) {
-				if err := r.optional.forget(ctx, HTTPRouteGVK); err != nil {
+				if err := r.optional.forget(ctx, desired.HTTPRouteGVK); err != nil {
 					return err
 				}
 				st.route = &metav1.Condition{Type: v1alpha1.ConditionRouteApplied, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonHTTPRouteCRDMissing,
@@ -86,7 +91,7 @@ func (r *Reconciler) reconcileRoute(ctx context.Context, st *observation) error 
 			}
 			return r.routeRefused(st, "HTTPRoute", err)
 		}
-		if err := r.optional.ensure(HTTPRouteGVK); err != nil {
+		if err := r.optional.ensure(desired.HTTPRouteGVK); err != nil {
 			return err
 		}
 		r.recordApply(site, "HTTPRoute", res)
@@ -114,4 +119,12 @@ func (r *Reconciler) routeRefused(st *observation, kind string, err error) error
 	st.route = &metav1.Condition{Type: v1alpha1.ConditionRouteApplied, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonRouteRejected, Message: err.Error()}
 	st.requeue(st.tun.stalledRetry)
 	return nil
+}
+
+func extractIngress(o client.Object) (any, error) {
+	return networkingv1ac.ExtractIngress(o.(*networkingv1.Ingress), sitechild.FieldOwner)
+}
+
+func extractHTTPRoute(o client.Object) (any, error) {
+	return gatewayv1ac.ExtractHTTPRoute(o.(*gatewayv1.HTTPRoute), sitechild.FieldOwner)
 }

@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"hyperstatic.dev/hyperstatic/api/v1alpha1"
+	"hyperstatic.dev/hyperstatic/controllers/staticsite/desired"
 )
 
 // +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;create;patch
@@ -14,7 +15,7 @@ import (
 // reconcileService applies the Service in front of the pods.
 func (r *Reconciler) reconcileService(ctx context.Context, st *observation) error {
 	site := st.site
-	res, err := applyChild(ctx, r.Client, r.directReader(), site, "Service", &corev1.Service{}, DesiredService(site),
+	res, err := applyChild(ctx, r.Client, r.directReader(), site, "Service", &corev1.Service{}, desired.Service(site),
 		types.NamespacedName{Namespace: site.Namespace, Name: site.Name}, extractService)
 	if err != nil {
 		return childRefused(st, "Service", v1alpha1.ReasonServiceRejected, err)

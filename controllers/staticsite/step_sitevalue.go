@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -14,6 +13,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"hyperstatic.dev/hyperstatic/api/v1alpha1"
+	"hyperstatic.dev/hyperstatic/controllers/staticsite/desired"
+	"hyperstatic.dev/hyperstatic/controllers/staticsite/sitechild"
 	"hyperstatic.dev/hyperstatic/internal/podstate"
 	"hyperstatic.dev/hyperstatic/internal/sitevalue"
 )
@@ -34,10 +35,6 @@ import (
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;patch
 // +kubebuilder:rbac:groups="",resources=pods,verbs=patch
 
-// DefaultSiteValueRetry is how soon a pass runs again while ready pods still serve an older site value, when
-// SiteValueRetry is not set: the kubelet refreshes an annotated pod's mount within a second or two.
-const DefaultSiteValueRetry = 2 * time.Second
-
 // reconcileSiteValue applies the site value's ConfigMap.
 func (r *Reconciler) reconcileSiteValue(ctx context.Context, st *observation) error {
 	site := st.site
@@ -54,7 +51,7 @@ func (r *Reconciler) reconcileSiteValue(ctx context.Context, st *observation) er
 	}
 	key := types.NamespacedName{Namespace: site.Namespace, Name: sitevalue.ConfigMapName(site.Name)}
 	res, err := applyChild(ctx, r.Client, r.directReader(), site, "ConfigMap", &corev1.ConfigMap{},
-		DesiredSiteValueConfigMap(site, st.siteValue.rendered), key, extractConfigMap)
+		desired.SiteValueConfigMap(site, st.siteValue.rendered), key, extractConfigMap)
 	if err != nil {
 		var foreign *notOwnedError
 		switch {
@@ -75,16 +72,8 @@ func (r *Reconciler) reconcileSiteValue(ctx context.Context, st *observation) er
 	return nil
 }
 
-// DesiredSiteValueConfigMap is the ConfigMap holding a site's rendered value, owned by the site, with its labels.
-func DesiredSiteValueConfigMap(site *v1alpha1.StaticSite, v sitevalue.Rendered) *corev1ac.ConfigMapApplyConfiguration {
-	return corev1ac.ConfigMap(sitevalue.ConfigMapName(site.Name), site.Namespace).
-		WithLabels(objectLabels(site)).
-		WithOwnerReferences(ownerReference(site)).
-		WithData(map[string]string{sitevalue.Key: string(v.Bytes)})
-}
-
 func extractConfigMap(o client.Object) (any, error) {
-	return corev1ac.ExtractConfigMap(o.(*corev1.ConfigMap), FieldOwner)
+	return corev1ac.ExtractConfigMap(o.(*corev1.ConfigMap), sitechild.FieldOwner)
 }
 
 // reconcileSiteValuePods annotates the pods that have not been told of the rendered revision and reads which
@@ -120,7 +109,7 @@ func (r *Reconciler) reconcileSiteValuePods(ctx context.Context, st *observation
 func mountsSiteValue(p *corev1.Pod, site *v1alpha1.StaticSite) bool {
 	name := sitevalue.ConfigMapName(site.Name)
 	for _, v := range p.Spec.Volumes {
-		if v.Name == siteValueVolumeName && v.ConfigMap != nil && v.ConfigMap.Name == name {
+		if v.Name == desired.SiteValueVolumeName && v.ConfigMap != nil && v.ConfigMap.Name == name {
 			return true
 		}
 	}

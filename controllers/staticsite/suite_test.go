@@ -23,6 +23,7 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"hyperstatic.dev/hyperstatic/api/v1alpha1"
+	"hyperstatic.dev/hyperstatic/controllers/staticsite/sitechild"
 	"hyperstatic.dev/hyperstatic/internal/managercache"
 	"hyperstatic.dev/hyperstatic/internal/podmetrics"
 	"hyperstatic.dev/hyperstatic/internal/tenancy"
@@ -127,7 +128,7 @@ func setupSuite(e *testenv.Env) (ctrl.Manager, error) {
 	}
 	r := &Reconciler{
 		Client:        mgr.GetClient(),
-		Recorder:      mgr.GetEventRecorderFor(FieldOwner),
+		Recorder:      mgr.GetEventRecorderFor(sitechild.FieldOwner),
 		Clock:         suiteClock,
 		Scraper:       scraper,
 		ServerImage:   testServerImage,

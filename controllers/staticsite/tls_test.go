@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"hyperstatic.dev/hyperstatic/api/v1alpha1"
+	"hyperstatic.dev/hyperstatic/controllers/staticsite/desired"
 	"hyperstatic.dev/hyperstatic/internal/sitevalue"
 	"hyperstatic.dev/hyperstatic/internal/testcerts"
 	"hyperstatic.dev/hyperstatic/internal/testenv"
@@ -71,12 +72,12 @@ func TestTLSInThePodTemplateAndService(t *testing.T) {
 	want := []string{"--root", "/site", "--listen", "[::]:8080", "--admin-listen", "[::]:9090", "--drain-delay", "5s", "--shutdown-timeout", "10s",
 		"--tls-listen", "[::]:8443", "--tls-cert", "/etc/hyperstatic/tls/tls.crt", "--tls-key", "/etc/hyperstatic/tls/tls.key",
 		"--http2=false", "--site", "/etc/hyperstatic/site/site.json"} // the https redirect and HSTS are the site value's
-	if got := ServerArgs(site); !reflect.DeepEqual(got, want) {
+	if got := desired.ServerArgs(site); !reflect.DeepEqual(got, want) {
 		t.Errorf("args = %q\nwant %q", got, want)
 	}
 	site.Spec.Service.HTTPSPort = 8443
 
-	pod := deploymentFor(t, site, ImageContent(v1alpha1.ContentSourceImage, "x", "")).Spec.Template.Spec
+	pod := deploymentFor(t, site, desired.ImageContent(v1alpha1.ContentSourceImage, "x", "")).Spec.Template.Spec
 	c := pod.Containers[0]
 	if p := c.Ports[len(c.Ports)-1]; p.Name != "https" || p.ContainerPort != 8443 || p.Protocol != corev1.ProtocolTCP {
 		t.Errorf("ports %+v", c.Ports)
@@ -93,7 +94,7 @@ func TestTLSInThePodTemplateAndService(t *testing.T) {
 		t.Errorf("volumes %+v", pod.Volumes)
 	}
 
-	svc := typed[corev1.Service](t, DesiredService(site))
+	svc := typed[corev1.Service](t, desired.Service(site))
 	wantPorts := []corev1.ServicePort{
 		{Name: "http", Protocol: "TCP", AppProtocol: ptr.To("http"), Port: 80, TargetPort: intstr.FromString("http")},
 		{Name: "https", Protocol: "TCP", AppProtocol: ptr.To("https"), Port: 8443, TargetPort: intstr.FromString("https")},
@@ -101,23 +102,23 @@ func TestTLSInThePodTemplateAndService(t *testing.T) {
 	if !reflect.DeepEqual(svc.Spec.Ports, wantPorts) {
 		t.Errorf("service ports %+v", svc.Spec.Ports)
 	}
-	if got := HTTPSURL(site); got != "https://docs.web.svc.cluster.local:8443" {
+	if got := desired.HTTPSURL(site); got != "https://docs.web.svc.cluster.local:8443" {
 		t.Errorf("https url %s", got)
 	}
 	site.Spec.Service.HTTPSPort = 0
-	if got := HTTPSURL(site); got != "https://docs.web.svc.cluster.local" {
+	if got := desired.HTTPSURL(site); got != "https://docs.web.svc.cluster.local" {
 		t.Errorf("https url %s", got)
 	}
 
 	// Without spec.tls: none of it.
 	site.Spec.TLS = nil
-	pod = deploymentFor(t, site, ImageContent(v1alpha1.ContentSourceImage, "x", "")).Spec.Template.Spec
+	pod = deploymentFor(t, site, desired.ImageContent(v1alpha1.ContentSourceImage, "x", "")).Spec.Template.Spec
 	for _, v := range pod.Volumes {
 		if v.Name == "tls" {
 			t.Error("tls volume without spec.tls")
 		}
 	}
-	if len(typed[corev1.Service](t, DesiredService(site)).Spec.Ports) != 1 || HTTPSURL(site) != "" || strings.Contains(strings.Join(ServerArgs(site), " "), "tls") {
+	if len(typed[corev1.Service](t, desired.Service(site)).Spec.Ports) != 1 || desired.HTTPSURL(site) != "" || strings.Contains(strings.Join(desired.ServerArgs(site), " "), "tls") {
 		t.Error("TLS parts without spec.tls")
 	}
 }

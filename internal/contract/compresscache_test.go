@@ -19,7 +19,7 @@ import (
 )
 
 // The container-environment contract: the operator tells the server where its compression cache is through a
-// variable on the server container (controllers/staticsite/cachevolume.go), not an argument, so the argument
+// variable on the server container (controllers/staticsite/desired/cachevolume.go), not an argument, so the argument
 // tests above do not see it. Here the real server runs with the container's own arguments and variables, each
 // variable that points at an emptyDir mount swapped for a temporary directory, and must write its background
 // encodings there: a renamed variable would be silently ignored by the server (unknown variables are), leaving

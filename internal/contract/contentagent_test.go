@@ -22,7 +22,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"hyperstatic.dev/hyperstatic/api/v1alpha1"
-	"hyperstatic.dev/hyperstatic/controllers/staticsite"
+	"hyperstatic.dev/hyperstatic/controllers/staticsite/gitcontent"
 	"hyperstatic.dev/hyperstatic/internal/gitrevision"
 	"hyperstatic.dev/hyperstatic/internal/serverbin"
 	"hyperstatic.dev/hyperstatic/internal/testenv"
@@ -124,7 +124,7 @@ func TestContractContentAgentAcceptsTheOperatorsArguments(t *testing.T) {
 	bin := serverbin.ContentAgent(t)
 	for _, c := range gitCases() {
 		site := gitSite(c.git)
-		for _, args := range [][]string{staticsite.FetchArgs(site), staticsite.PullArgs(site)} {
+		for _, args := range [][]string{gitcontent.FetchArgs(site), gitcontent.PullArgs(site)} {
 			t.Run(c.name+"/"+args[0], func(t *testing.T) {
 				code, out := parseOnly(t, bin, args)
 				if code != 0 || !strings.Contains(out, "Usage of "+args[0]) {
@@ -153,10 +153,10 @@ func TestContractContentAgentRejectsUnknownFlags(t *testing.T) {
 		name string
 		args []string
 	}{
-		{"misspelled --max-bytes", replaceArg(staticsite.FetchArgs(site), "--max-bytes", "--max-byte")},
-		{"unknown flag", append(staticsite.PullArgs(site), "--no-such-flag")},
-		{"unparsable interval", append(staticsite.FetchArgs(site), "--interval", "soon")},
-		{"pull flag given to fetch", append(staticsite.FetchArgs(site), "--fetcher", "http://x")},
+		{"misspelled --max-bytes", replaceArg(gitcontent.FetchArgs(site), "--max-bytes", "--max-byte")},
+		{"unknown flag", append(gitcontent.PullArgs(site), "--no-such-flag")},
+		{"unparsable interval", append(gitcontent.FetchArgs(site), "--interval", "soon")},
+		{"pull flag given to fetch", append(gitcontent.FetchArgs(site), "--fetcher", "http://x")},
 	} {
 		t.Run(m.name, func(t *testing.T) {
 			if code, out := parseOnly(t, bin, m.args); code == 0 {
@@ -245,7 +245,7 @@ func TestContractContentAgentAnswersWhatTheOperatorReads(t *testing.T) {
 	site := gitSite(v1alpha1.GitContent{URL: "http://127.0.0.1:1/docs.git", Ref: "main", WebhookSecretRef: &v1alpha1.LocalObjectReference{Name: "hook"}})
 	dir := t.TempDir()
 	fetchAddr, hookAddr := freePort(t), freePort(t)
-	fetch := staticsite.FetchArgs(site)
+	fetch := gitcontent.FetchArgs(site)
 	fetch = setArg(t, fetch, "--dir", filepath.Join(dir, "fetcher"))
 	fetch = setArg(t, fetch, "--listen", fetchAddr)
 	fetch = setArg(t, fetch, "--webhook-listen", hookAddr)
@@ -254,7 +254,7 @@ func TestContractContentAgentAnswersWhatTheOperatorReads(t *testing.T) {
 	runAgent(t, fetch, fetchAddr)
 
 	pullAddr := freePort(t)
-	pull := staticsite.PullArgs(site)
+	pull := gitcontent.PullArgs(site)
 	pull = setArg(t, pull, "--fetcher", "http://"+fetchAddr)
 	pull = setArg(t, pull, "--dir", filepath.Join(dir, "site"))
 	pull = setArg(t, pull, "--listen", pullAddr)

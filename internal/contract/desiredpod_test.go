@@ -9,16 +9,16 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"hyperstatic.dev/hyperstatic/api/v1alpha1"
-	"hyperstatic.dev/hyperstatic/controllers/staticsite"
+	"hyperstatic.dev/hyperstatic/controllers/staticsite/desired"
 )
 
 // desiredPodSpec is the pod the operator asks for servedSpec with image content and 64Mi, decoded from the apply
 // configuration as the API server would store it: the container tests read its arguments, variables and fields.
 func desiredPodSpec(t *testing.T) corev1.PodSpec {
 	t.Helper()
-	content := staticsite.ImageContent(v1alpha1.ContentSourceImage, "example/contract:v1", "")
+	content := desired.ImageContent(v1alpha1.ContentSourceImage, "example/contract:v1", "")
 	d := &appsv1.Deployment{}
-	b, err := json.Marshal(staticsite.DesiredDeployment(site(servedSpec), "hyperstatic/server:test", content, resource.MustParse("64Mi")))
+	b, err := json.Marshal(desired.Deployment(site(servedSpec), "hyperstatic/server:test", content, resource.MustParse("64Mi")))
 	if err != nil {
 		t.Fatal(err)
 	}

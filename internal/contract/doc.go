@@ -1,7 +1,7 @@
 // Package contract holds the tests that tie the operator's Go code to the real hyperstatic-server binary
 // (images/server), the two sides of an interface no compiler checks:
 //
-//   - the command line and the site value: every argument list staticsite.ServerArgs can build, with the site
+//   - the command line and the site value: every argument list desired.ServerArgs can build, with the site
 //     value internal/sitevalue renders for the same site as its --site file, must be accepted by the server, which
 //     must name the value with the operator's revision (serverargs_test.go, tlsargs_test.go, run as
 //     `hyperstatic-server --check ARGS... --site FILE`; a binary older than --site skips them, saying so);

@@ -19,7 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"hyperstatic.dev/hyperstatic/api/v1alpha1"
-	"hyperstatic.dev/hyperstatic/controllers/staticsite"
+	"hyperstatic.dev/hyperstatic/controllers/staticsite/desired"
 	"hyperstatic.dev/hyperstatic/internal/podmetrics"
 	"hyperstatic.dev/hyperstatic/internal/serverbin"
 	"hyperstatic.dev/hyperstatic/internal/sitevalue"
@@ -59,7 +59,7 @@ func writeSite(t *testing.T) string {
 func operatorArgs(t *testing.T, bin string, s *v1alpha1.StaticSite, root string) []string {
 	t.Helper()
 	serverbin.RequireSiteValue(t, bin)
-	args := serverbin.SetFlag(t, staticsite.ServerArgs(s), "--root", root)
+	args := serverbin.SetFlag(t, desired.ServerArgs(s), "--root", root)
 	return serverbin.WithSiteValue(t, args, sitevalue.Render(s).Bytes)
 }
 

@@ -170,7 +170,7 @@ func TestContractMetricsOperatorReadsExist(t *testing.T) {
 }
 
 // TestContractAdminEndpoints checks the other admin paths the operator relies on: the server container's probes
-// (controllers/staticsite/deployment.go: startup and liveness GET /healthz, readiness GET /readyz) and the file
+// (controllers/staticsite/desired/deployment.go: startup and liveness GET /healthz, readiness GET /readyz) and the file
 // list the benchmark controller reads (controllers/benchmark HTTPContentLister: GET /content, parsed by
 // benchmark.ParseContentList; that lister is fixed to port 9090, so this reads the endpoint directly and parses it
 // with the same function).

@@ -16,13 +16,13 @@ import (
 	"k8s.io/utils/ptr"
 
 	"hyperstatic.dev/hyperstatic/api/v1alpha1"
-	"hyperstatic.dev/hyperstatic/controllers/staticsite"
+	"hyperstatic.dev/hyperstatic/controllers/staticsite/desired"
 	"hyperstatic.dev/hyperstatic/internal/serverbin"
 	"hyperstatic.dev/hyperstatic/internal/sitevalue"
 )
 
 // The command-line contract: whatever a StaticSite says, the arguments the operator gives the server container
-// (staticsite.ServerArgs) with the site value it renders (internal/sitevalue, the file behind --site) are what the
+// (desired.ServerArgs) with the site value it renders (internal/sitevalue, the file behind --site) are what the
 // real server accepts, and the server names the value with the operator's revision. A rejected list is a pod in
 // CrashLoopBackOff, a rejected value a rule change that never applies, neither of which a Go unit test would
 // notice; here it is `hyperstatic-server --check ARGS... --site FILE` exiting non-zero.
@@ -581,7 +581,7 @@ func TestContractCheckDoesNotBind(t *testing.T) {
 // (controllers/staticsite/gitcontent): the server accepts it and loads the tree the link names.
 func TestContractServerArgsOfAGitSite(t *testing.T) {
 	bin := serverbin.Require(t)
-	args := staticsite.ServerArgs(&v1alpha1.StaticSite{ObjectMeta: metav1.ObjectMeta{Name: "docs", Namespace: "web"},
+	args := desired.ServerArgs(&v1alpha1.StaticSite{ObjectMeta: metav1.ObjectMeta{Name: "docs", Namespace: "web"},
 		Spec: v1alpha1.StaticSiteSpec{Content: v1alpha1.ContentSource{Git: &v1alpha1.GitContent{URL: "https://github.com/example/docs.git", Ref: "main"}}}})
 	if args[0] != "--root" || args[1] != v1alpha1.GitServedRoot {
 		t.Fatalf("a Git site's server args %q, want --root %s first", args, v1alpha1.GitServedRoot)
@@ -607,7 +607,7 @@ func TestContractGitTreeLimitsReachTheServer(t *testing.T) {
 	bin := serverbin.Require(t)
 	serverbin.RequireSiteValue(t, bin)
 	gitSite := func(entries, depth int32) []string {
-		return serverbin.WithSiteValue(t, staticsite.ServerArgs(&v1alpha1.StaticSite{ObjectMeta: metav1.ObjectMeta{Name: "docs", Namespace: "web"},
+		return serverbin.WithSiteValue(t, desired.ServerArgs(&v1alpha1.StaticSite{ObjectMeta: metav1.ObjectMeta{Name: "docs", Namespace: "web"},
 			Spec: v1alpha1.StaticSiteSpec{Content: v1alpha1.ContentSource{Git: &v1alpha1.GitContent{
 				URL: "https://github.com/example/docs.git", Ref: "main", MaxEntries: &entries, MaxDepth: &depth}}}}), []byte(`{"version":1}`))
 	}

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"hyperstatic.dev/hyperstatic/api/v1alpha1"
-	"hyperstatic.dev/hyperstatic/controllers/staticsite"
+	"hyperstatic.dev/hyperstatic/controllers/staticsite/desired"
 	"hyperstatic.dev/hyperstatic/internal/podmetrics"
 	"hyperstatic.dev/hyperstatic/internal/serverbin"
 	"hyperstatic.dev/hyperstatic/internal/sitevalue"
@@ -37,7 +37,7 @@ func TestContractSiteValueReloadReadByTheScraper(t *testing.T) {
 	}
 	first := site(servedSpec)
 	replace(sitevalue.Render(first).Bytes)
-	args := serverbin.SetFlag(t, staticsite.ServerArgs(first), "--root", writeSite(t))
+	args := serverbin.SetFlag(t, desired.ServerArgs(first), "--root", writeSite(t))
 	srv := serverbin.Start(t, bin, serverbin.SetFlag(t, args, "--site", file))
 	waitSample := sampler(t, srv)
 	r1 := sitevalue.Render(first).Revision

@@ -10,7 +10,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"hyperstatic.dev/hyperstatic/api/v1alpha1"
-	"hyperstatic.dev/hyperstatic/controllers/staticsite"
+	"hyperstatic.dev/hyperstatic/controllers/staticsite/desired"
 	"hyperstatic.dev/hyperstatic/internal/serverbin"
 	"hyperstatic.dev/hyperstatic/internal/sitevalue"
 	"hyperstatic.dev/hyperstatic/internal/testcerts"
@@ -76,7 +76,7 @@ func TestContractTLSArgsAcceptedByServer(t *testing.T) {
 func TestContractTLSMountPathIsTheSecretsKeys(t *testing.T) {
 	s := site(servedSpec)
 	s.Spec.TLS = &v1alpha1.TLSSpec{SecretName: "site-tls"}
-	args := strings.Join(staticsite.ServerArgs(s), " ")
+	args := strings.Join(desired.ServerArgs(s), " ")
 	for _, want := range []string{
 		"--tls-cert " + v1alpha1.TLSMountPath + "/" + corev1.TLSCertKey,
 		"--tls-key " + v1alpha1.TLSMountPath + "/" + corev1.TLSPrivateKeyKey,

@@ -16,6 +16,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"hyperstatic.dev/hyperstatic/api/v1alpha1"
+	"hyperstatic.dev/hyperstatic/controllers/staticsite/sitechild"
 	"hyperstatic.dev/hyperstatic/internal/capacity"
 )
 
@@ -53,17 +54,21 @@ func GateSpec(site *v1alpha1.StaticSite) *v1alpha1.PerformanceGateSpec {
 	return site.Spec.Rollout.PerformanceGate
 }
 
+// templateKeys are the server container and content-hash annotation that identify a template, as package desired
+// builds a site's pods after the conventions of package sitechild.
+var templateKeys = capacity.TemplateKeys{ServerContainer: sitechild.ContainerName, ContentHashAnnotation: sitechild.AnnotationContentHash}
+
 // Identify names a pod template. The content revision is the current one when the template carries the current
 // content hash; otherwise (a template of older content) it is what the template itself names: the image volume's
 // reference, or the baked image.
-func (c Conventions) Identify(t *corev1.PodTemplateSpec, content Content) v1alpha1.TemplateIdentity {
-	id := capacity.Identify(t, c.Template, "")
-	if t.Annotations[c.Template.ContentHashAnnotation] == content.RollHash {
+func Identify(t *corev1.PodTemplateSpec, content Content) v1alpha1.TemplateIdentity {
+	id := capacity.Identify(t, templateKeys, "")
+	if t.Annotations[templateKeys.ContentHashAnnotation] == content.RollHash {
 		id.ContentRevision = content.Revision
 		return id
 	}
 	for _, v := range t.Spec.Volumes {
-		if v.Name == c.SiteVolume && v.Image != nil {
+		if v.Name == sitechild.SiteVolumeName && v.Image != nil {
 			id.ContentRevision = v.Image.Reference
 		}
 	}
@@ -118,12 +123,12 @@ func controllerRef(site *v1alpha1.StaticSite) []metav1.OwnerReference {
 // spec.podTemplate.labels, but not on a plain Pod or another controller's), so a required term over every
 // namespace let one tenant's pods leave every probe and canary of the cluster Pending (issue 38). In its own
 // namespace a tenant can only block their own measurement.
-func measurementPod(site *v1alpha1.StaticSite, servingPods map[string]string, t corev1.PodTemplateSpec, id, role, name string, now time.Time) *corev1.Pod {
+func measurementPod(site *v1alpha1.StaticSite, t corev1.PodTemplateSpec, id, role, name string, now time.Time) *corev1.Pod {
 	labels := maps.Clone(t.Labels)
 	if labels == nil {
 		labels = map[string]string{}
 	}
-	for k := range servingPods {
+	for k := range sitechild.SelectorLabels(site) {
 		delete(labels, k)
 	}
 	maps.Copy(labels, measurementLabels(site, id, role))

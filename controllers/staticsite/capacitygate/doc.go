@@ -7,7 +7,7 @@
 // When: a measurement is wanted when spec.capacity, spec.autoscaling.targetUtilization or
 // spec.rollout.performanceGate is set (Wanted); otherwise every measurement child goes, and so do status.capacity,
 // status.performanceGate and their conditions. A figure belongs to a pod template, named by its identity
-// (Conventions.Identify).
+// (Identify).
 //
 // One measurement at a time, in this order: the serving template's (role probe) when it has no current figure or
 // the measure-capacity annotation asks for a new one; then, with the gate, a held candidate's (role canary). A

@@ -18,6 +18,7 @@ import (
 	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
 
 	"hyperstatic.dev/hyperstatic/api/v1alpha1"
+	"hyperstatic.dev/hyperstatic/controllers/staticsite/sitechild"
 )
 
 // gateAdmits: the gate's last decision (status) or the override lets the desired template roll out.
@@ -51,7 +52,7 @@ func (s Step) Hold(ctx context.Context, site *v1alpha1.StaticSite, content Conte
 	if err != nil {
 		return nil, fmt.Errorf("read the desired pod template: %w", err)
 	}
-	v := &View{serving: s.Conventions.Identify(&live.Spec.Template, content), desired: s.Conventions.Identify(&desiredTemplate, content),
+	v := &View{serving: Identify(&live.Spec.Template, content), desired: Identify(&desiredTemplate, content),
 		desiredTemplate: desiredTemplate}
 	if v.serving.ID == v.desired.ID {
 		return v, nil
@@ -62,7 +63,7 @@ func (s Step) Hold(ctx context.Context, site *v1alpha1.StaticSite, content Conte
 		return v, nil
 	}
 	// The template as this operator last applied it (the fields it owns), not the API server's defaulted copy.
-	owned, err := appsv1ac.ExtractDeployment(live, s.Conventions.FieldOwner)
+	owned, err := appsv1ac.ExtractDeployment(live, sitechild.FieldOwner)
 	if err != nil {
 		return v, fmt.Errorf("extract the live Deployment's template: %w", err)
 	}

@@ -54,7 +54,7 @@ func (s Step) measure(ctx context.Context, st *pass) error {
 		}
 		return s.deleteMeasurementChildren(ctx, pods, benches, nil)
 	}
-	serving := s.Conventions.Identify(&st.Deployment.Spec.Template, st.Content)
+	serving := Identify(&st.Deployment.Spec.Template, st.Content)
 	promoteCanary(cs, serving)
 	if cs.Status != nil {
 		cs.Status.Current = cs.Status.MeasuredAgainst.ID == serving.ID
@@ -198,7 +198,7 @@ func (s Step) readyServingPod(st *pass, id string) string {
 // identityOfPod is the template id of a pod, as its spec and annotations are the template's.
 func (s Step) identityOfPod(p *corev1.Pod, content Content) string {
 	t := corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Annotations: p.Annotations}, Spec: p.Spec}
-	return s.Conventions.Identify(&t, content).ID
+	return Identify(&t, content).ID
 }
 
 // runMeasurement moves job one step: its pod, once Ready its Benchmark, once done the result.
@@ -219,7 +219,7 @@ func (s Step) runMeasurement(ctx context.Context, st *pass, job *measurementJob,
 			if waitForRollout(st, job) {
 				return nil
 			}
-			created, err := s.createMeasurementChild(ctx, st, job, measurementPod(site, st.ServingPods, job.template, job.identity.ID, job.role, name, st.Now))
+			created, err := s.createMeasurementChild(ctx, st, job, measurementPod(site, job.template, job.identity.ID, job.role, name, st.Now))
 			if err != nil || !created {
 				return err
 			}

@@ -12,7 +12,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"hyperstatic.dev/hyperstatic/api/v1alpha1"
-	"hyperstatic.dev/hyperstatic/internal/capacity"
 )
 
 // Step is what the capacity step and the gate read and write through, given by the StaticSite reconciler.
@@ -23,17 +22,6 @@ type Step struct {
 	Direct client.Reader
 	// ConflictRetry is how soon a pass that read an outdated site runs again.
 	ConflictRetry time.Duration
-	Conventions   Conventions
-}
-
-// Conventions are how package staticsite builds a site's pods, which the measurement follows: the server
-// container and content-hash annotation that identify a template, the volume that holds the site (its image
-// names older content), and the field manager of the site's Deployment (the template the gate keeps is the one it
-// applied).
-type Conventions struct {
-	Template   capacity.TemplateKeys
-	SiteVolume string
-	FieldOwner string
 }
 
 // Content names the content a template serves: the current content's roll hash and revision.
@@ -49,8 +37,6 @@ type Pass struct {
 	Deployment *appsv1.Deployment
 	// Pods are the site's pods that are not terminating.
 	Pods []corev1.Pod
-	// ServingPods are the labels that select the site's serving pods: a measurement pod never carries them.
-	ServingPods map[string]string
 	// Gate is what Hold saw (nil: gate off, or no Deployment yet).
 	Gate *View
 	// Rollout is whether the Deployment's rollout is complete, and if not what it waits for.

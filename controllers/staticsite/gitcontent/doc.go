@@ -3,8 +3,8 @@
 // pullers, and what the site's status says about them. Package staticsite runs it as two of its steps and owns
 // nothing of it but the calls.
 //
-// The objects, pure functions of the site, the content-agent image and what the site's server pods decide
-// (Shared):
+// The objects, pure functions of the site, the content-agent image and the server pods' tolerations (package
+// desired decides them), after the conventions every site object follows (package sitechild):
 //
 //   - the fetcher: Deployment <site>-git (one pod, Recreate) running `content-agent fetch`, which follows the
 //     repository, checks each new commit with the server's --check and publishes it as a digest-addressed bundle;

@@ -1,7 +1,8 @@
 package gitcontent
 
-// The Git objects, pure functions of the site, the content-agent image and what the server pods decide (Shared):
-// the fetcher's Deployment, Services and NetworkPolicy, and the server pods' puller sidecar and /site volume.
+// The Git objects, pure functions of the site, the content-agent image and the server pods' tolerations, built
+// after the conventions of every site object (package sitechild): the fetcher's Deployment, Services and
+// NetworkPolicy, and the server pods' puller sidecar and /site volume.
 
 import (
 	"fmt"
@@ -20,14 +21,13 @@ import (
 	networkingv1ac "k8s.io/client-go/applyconfigurations/networking/v1"
 
 	"hyperstatic.dev/hyperstatic/api/v1alpha1"
+	"hyperstatic.dev/hyperstatic/controllers/staticsite/sitechild"
 )
 
 const (
 	// FetcherAppName is the fetcher objects' app.kubernetes.io/name (never the server pods' one: their selector
 	// must not match the fetcher).
 	FetcherAppName = "hyperstatic-git-fetcher"
-	labelName      = "app.kubernetes.io/name"
-	labelInstance  = "app.kubernetes.io/instance"
 	labelComponent = "app.kubernetes.io/component"
 
 	// FetchContainerName and PullerContainerName are the content-agent containers: the fetcher pod's only one and
@@ -78,30 +78,6 @@ const (
 	gitPullerStartupSeconds = 600
 )
 
-// Shared is what the Git objects take from the site's server pods and the operator's conventions. Package
-// staticsite decides these (in one place) and passes them in: the fetcher and the puller follow them and never
-// derive them again.
-type Shared struct {
-	// Owner makes the StaticSite the controller of each object (the garbage collector deletes them with it).
-	Owner *metav1ac.OwnerReferenceApplyConfiguration
-	// ServerPods selects the site's server pods: the fetcher's NetworkPolicy lets them in.
-	ServerPods map[string]string
-	// Tolerations are the server pods': the fetcher lands where the tenant's pods may.
-	Tolerations []*corev1ac.TolerationApplyConfiguration
-	// RunAsUser is the user and group the site's pods run as.
-	RunAsUser int64
-	// SiteVolume is the server pods' /site volume, which the puller fills.
-	SiteVolume string
-	// FormatDuration writes a duration flag the way the operator writes all of them.
-	FormatDuration func(time.Duration) string
-}
-
-// owner is a copy of Owner for one object.
-func (sh Shared) owner() *metav1ac.OwnerReferenceApplyConfiguration {
-	o := *sh.Owner
-	return &o
-}
-
 // FetcherName is the name of a Git site's fetcher Deployment, its Service and its NetworkPolicy.
 func FetcherName(site *v1alpha1.StaticSite) string { return site.Name + v1alpha1.GitFetcherSuffix }
 
@@ -110,14 +86,14 @@ func WebhookName(site *v1alpha1.StaticSite) string { return site.Name + v1alpha1
 
 // fetcherSelector selects a site's fetcher pod; it never matches the server pods (app name differs).
 func fetcherSelector(site *v1alpha1.StaticSite) map[string]string {
-	return map[string]string{v1alpha1.LabelGitFetcherOf: site.Name, labelName: FetcherAppName}
+	return map[string]string{v1alpha1.LabelGitFetcherOf: site.Name, sitechild.LabelName: FetcherAppName}
 }
 
 // fetcherLabels are on every fetcher object. managed-by keeps them in the manager's cache
 // (internal/managercache).
 func fetcherLabels(site *v1alpha1.StaticSite) map[string]string {
 	l := fetcherSelector(site)
-	l[labelInstance] = site.Name
+	l[sitechild.LabelInstance] = site.Name
 	l[labelComponent] = "git-fetcher"
 	l[v1alpha1.LabelManagedBy] = v1alpha1.ManagedByValue
 	return l
@@ -161,14 +137,14 @@ func FetcherURL(site *v1alpha1.StaticSite) string {
 
 // FetchArgs are the fetcher container's arguments (the image's entry point is /content-agent): the operator's half
 // of the command-line contract with cmd/content-agent, which internal/contract runs through the real binary.
-func FetchArgs(site *v1alpha1.StaticSite, sh Shared) []string {
+func FetchArgs(site *v1alpha1.StaticSite) []string {
 	g := site.Spec.Content.Git
 	maxSize := maxSizeOf(g)
 	args := []string{"fetch", "--url", g.URL, "--ref", g.Ref}
 	if g.Path != "" {
 		args = append(args, "--path", g.Path)
 	}
-	args = append(args, "--interval", sh.FormatDuration(intervalOf(g)), "--max-bytes", strconv.FormatInt(maxSize.Value(), 10))
+	args = append(args, "--interval", sitechild.FormatDuration(intervalOf(g)), "--max-bytes", strconv.FormatInt(maxSize.Value(), 10))
 	args = append(args, TreeLimitArgs(g)...)
 	if g.SecretRef != nil {
 		args = append(args, "--secret-dir", gitCredentialsDir)
@@ -229,14 +205,14 @@ func contentAgentSecurityContext() *corev1ac.SecurityContextApplyConfiguration {
 // an emptyDir for its work, the server pods' security. Scheduling follows the site's nodeSelector, tolerations
 // and priority class, so the fetcher lands where the tenant's pods may; its image is pulled with the site's pull
 // Secrets (the operator's images may live in a private registry).
-func DesiredFetcher(site *v1alpha1.StaticSite, sh Shared, agentImage string) *appsv1ac.DeploymentApplyConfiguration {
+func DesiredFetcher(site *v1alpha1.StaticSite, agentImage string, tolerations []*corev1ac.TolerationApplyConfiguration) *appsv1ac.DeploymentApplyConfiguration {
 	g := site.Spec.Content.Git
 	o := site.Spec.PodTemplate
 	mem := fetcherMemoryOf(g)
 	c := corev1ac.Container().
 		WithName(FetchContainerName).
 		WithImage(agentImage).
-		WithArgs(FetchArgs(site, sh)...).
+		WithArgs(FetchArgs(site)...).
 		WithPorts(corev1ac.ContainerPort().WithName(v1alpha1.GitFetcherPortName).WithContainerPort(v1alpha1.GitFetcherPort).WithProtocol(corev1.ProtocolTCP)).
 		WithResources(corev1ac.ResourceRequirements().
 			WithRequests(corev1.ResourceList{corev1.ResourceCPU: gitFetcherCPURequest, corev1.ResourceMemory: mem}).
@@ -255,8 +231,8 @@ func DesiredFetcher(site *v1alpha1.StaticSite, sh Shared, agentImage string) *ap
 		WithTerminationGracePeriodSeconds(15).
 		WithSecurityContext(corev1ac.PodSecurityContext().
 			WithRunAsNonRoot(true).
-			WithRunAsUser(sh.RunAsUser).
-			WithRunAsGroup(sh.RunAsUser).
+			WithRunAsUser(sitechild.ServerUID).
+			WithRunAsGroup(sitechild.ServerUID).
 			WithSeccompProfile(corev1ac.SeccompProfile().WithType(corev1.SeccompProfileTypeRuntimeDefault))).
 		WithVolumes(
 			corev1ac.Volume().WithName(gitWorkVolumeName).
@@ -287,13 +263,13 @@ func DesiredFetcher(site *v1alpha1.StaticSite, sh Shared, agentImage string) *ap
 	if len(o.NodeSelector) > 0 {
 		spec.WithNodeSelector(o.NodeSelector)
 	}
-	spec.WithTolerations(sh.Tolerations...)
+	spec.WithTolerations(tolerations...)
 	if o.PriorityClassName != "" {
 		spec.WithPriorityClassName(o.PriorityClassName)
 	}
 	return appsv1ac.Deployment(FetcherName(site), site.Namespace).
 		WithLabels(fetcherLabels(site)).
-		WithOwnerReferences(sh.owner()).
+		WithOwnerReferences(sitechild.OwnerReference(site)).
 		WithSpec(appsv1ac.DeploymentSpec().
 			WithReplicas(1).
 			WithSelector(metav1ac.LabelSelector().WithMatchLabels(fetcherSelector(site))).
@@ -309,10 +285,10 @@ var credentialKeys = []string{"username", "password", "bearerToken", "identity",
 // DesiredService is the Service <site>-git the pullers follow: port 8080 to the fetcher's. It lists the fetcher
 // pod before it is ready (ready means "has published"), so a new pod's puller long-polls the fetcher and takes
 // the first commit the moment it is published, instead of waiting in its backoff.
-func DesiredService(site *v1alpha1.StaticSite, sh Shared) *corev1ac.ServiceApplyConfiguration {
+func DesiredService(site *v1alpha1.StaticSite) *corev1ac.ServiceApplyConfiguration {
 	return corev1ac.Service(FetcherName(site), site.Namespace).
 		WithLabels(fetcherLabels(site)).
-		WithOwnerReferences(sh.owner()).
+		WithOwnerReferences(sitechild.OwnerReference(site)).
 		WithSpec(corev1ac.ServiceSpec().
 			WithType(corev1.ServiceTypeClusterIP).
 			WithSelector(fetcherSelector(site)).
@@ -326,13 +302,13 @@ func DesiredService(site *v1alpha1.StaticSite, sh Shared) *corev1ac.ServiceApply
 // nothing else), or nil without spec.content.git.webhookSecretRef. The operator never exposes it: the user routes
 // a public path to it (an Ingress or HTTPRoute). It lists the fetcher before its first publish too: a push can
 // fix a first fetch that failed (a branch that did not exist yet).
-func DesiredWebhookService(site *v1alpha1.StaticSite, sh Shared) *corev1ac.ServiceApplyConfiguration {
+func DesiredWebhookService(site *v1alpha1.StaticSite) *corev1ac.ServiceApplyConfiguration {
 	if site.Spec.Content.Git.WebhookSecretRef == nil {
 		return nil
 	}
 	return corev1ac.Service(WebhookName(site), site.Namespace).
 		WithLabels(fetcherLabels(site)).
-		WithOwnerReferences(sh.owner()).
+		WithOwnerReferences(sitechild.OwnerReference(site)).
 		WithSpec(corev1ac.ServiceSpec().
 			WithType(corev1.ServiceTypeClusterIP).
 			WithSelector(fetcherSelector(site)).
@@ -351,14 +327,14 @@ func DesiredWebhookService(site *v1alpha1.StaticSite, sh Shared) *corev1ac.Servi
 //
 // Egress is not restricted here: the fetcher's connections to the forge are the tenant's own, under the
 // namespace's egress policies.
-func DesiredNetworkPolicy(site *v1alpha1.StaticSite, sh Shared, operatorNamespace string) *networkingv1ac.NetworkPolicyApplyConfiguration {
+func DesiredNetworkPolicy(site *v1alpha1.StaticSite, operatorNamespace string) *networkingv1ac.NetworkPolicyApplyConfiguration {
 	port := func(name string) *networkingv1ac.NetworkPolicyPortApplyConfiguration {
 		return networkingv1ac.NetworkPolicyPort().WithProtocol(corev1.ProtocolTCP).WithPort(intstr.FromString(name))
 	}
 	probes := map[string]string{v1alpha1.LabelCapacityProbeOf: site.Name, v1alpha1.LabelManagedBy: v1alpha1.ManagedByValue}
 	fetch := networkingv1ac.NetworkPolicyIngressRule().WithPorts(port(v1alpha1.GitFetcherPortName)).
 		WithFrom(
-			networkingv1ac.NetworkPolicyPeer().WithPodSelector(metav1ac.LabelSelector().WithMatchLabels(maps.Clone(sh.ServerPods))),
+			networkingv1ac.NetworkPolicyPeer().WithPodSelector(metav1ac.LabelSelector().WithMatchLabels(sitechild.SelectorLabels(site))),
 			networkingv1ac.NetworkPolicyPeer().WithPodSelector(metav1ac.LabelSelector().WithMatchLabels(maps.Clone(probes))))
 	if operatorNamespace != "" {
 		fetch.WithFrom(networkingv1ac.NetworkPolicyPeer().WithNamespaceSelector(
@@ -373,13 +349,13 @@ func DesiredNetworkPolicy(site *v1alpha1.StaticSite, sh Shared, operatorNamespac
 	}
 	return networkingv1ac.NetworkPolicy(FetcherName(site), site.Namespace).
 		WithLabels(fetcherLabels(site)).
-		WithOwnerReferences(sh.owner()).
+		WithOwnerReferences(sitechild.OwnerReference(site)).
 		WithSpec(spec)
 }
 
 // SiteVolume is a Git site's /site: an emptyDir the puller fills and the server reads.
-func SiteVolume(site *v1alpha1.StaticSite, sh Shared) *corev1ac.VolumeApplyConfiguration {
-	return corev1ac.Volume().WithName(sh.SiteVolume).
+func SiteVolume(site *v1alpha1.StaticSite) *corev1ac.VolumeApplyConfiguration {
+	return corev1ac.Volume().WithName(sitechild.SiteVolumeName).
 		WithEmptyDir(corev1ac.EmptyDirVolumeSource().WithSizeLimit(times(maxSizeOf(site.Spec.Content.Git), gitSiteFactor)))
 }
 
@@ -387,7 +363,7 @@ func SiteVolume(site *v1alpha1.StaticSite, sh Shared) *corev1ac.VolumeApplyConfi
 // kubelet starts it first and starts the server only once its startup probe passes (/healthz is 503 until a tree
 // is installed: a pod never serves an empty site). Requests equal limits, like every container of the pod
 // (Guaranteed). The server's readiness is its own, unchanged.
-func PullerContainer(site *v1alpha1.StaticSite, sh Shared, agentImage string) *corev1ac.ContainerApplyConfiguration {
+func PullerContainer(site *v1alpha1.StaticSite, agentImage string) *corev1ac.ContainerApplyConfiguration {
 	res := corev1.ResourceList{corev1.ResourceCPU: gitPullerCPU, corev1.ResourceMemory: gitPullerMemory}
 	return corev1ac.Container().
 		WithName(PullerContainerName).
@@ -400,7 +376,7 @@ func PullerContainer(site *v1alpha1.StaticSite, sh Shared, agentImage string) *c
 			WithHTTPGet(corev1ac.HTTPGetAction().WithPath("/healthz").WithPort(intstr.FromString(v1alpha1.ContentPortName))).
 			WithPeriodSeconds(1).WithTimeoutSeconds(1).WithFailureThreshold(gitPullerStartupSeconds)).
 		WithSecurityContext(contentAgentSecurityContext()).
-		WithVolumeMounts(corev1ac.VolumeMount().WithName(sh.SiteVolume).WithMountPath(v1alpha1.SiteRoot))
+		WithVolumeMounts(corev1ac.VolumeMount().WithName(sitechild.SiteVolumeName).WithMountPath(v1alpha1.SiteRoot))
 }
 
 // CredentialKeys are the keys of a credentials Secret the fetcher pod gets (a copy).

@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -63,7 +64,9 @@ type Step struct {
 	ScrapeRetry time.Duration
 	// Refresh is how often a site whose pods all serve the fetcher's commit is read again (0: its interval).
 	Refresh time.Duration
-	Shared  Shared
+	// FetcherTolerations are the site's server pods' tolerations (package desired decides them): the fetcher lands
+	// where the tenant's pods may.
+	FetcherTolerations []*corev1ac.TolerationApplyConfiguration
 }
 
 // Fetcher applies a Git site's fetcher objects and reads what the fetcher published; for any other site it
@@ -133,13 +136,13 @@ func fetcherSite(site *v1alpha1.StaticSite, gs *State) *v1alpha1.StaticSite {
 func (s Step) applyChildren(ctx context.Context, site *v1alpha1.StaticSite, gs *State) (bool, error) {
 	name := FetcherName(site)
 	if ok, err := s.Children.Apply(ctx, "NetworkPolicy", v1alpha1.ReasonNetworkPolicyRejected, name,
-		DesiredNetworkPolicy(site, s.Shared, s.OperatorNamespace)); !ok || err != nil {
+		DesiredNetworkPolicy(site, s.OperatorNamespace)); !ok || err != nil {
 		return false, err
 	}
-	if ok, err := s.Children.Apply(ctx, "Service", v1alpha1.ReasonServiceRejected, name, DesiredService(site, s.Shared)); !ok || err != nil {
+	if ok, err := s.Children.Apply(ctx, "Service", v1alpha1.ReasonServiceRejected, name, DesiredService(site)); !ok || err != nil {
 		return false, err
 	}
-	if hook := DesiredWebhookService(site, s.Shared); hook != nil {
+	if hook := DesiredWebhookService(site); hook != nil {
 		if ok, err := s.Children.Apply(ctx, "Service", v1alpha1.ReasonServiceRejected, WebhookName(site), hook); !ok || err != nil {
 			return false, err
 		}
@@ -147,7 +150,7 @@ func (s Step) applyChildren(ctx context.Context, site *v1alpha1.StaticSite, gs *
 		return false, err
 	}
 	return s.Children.Apply(ctx, "Deployment", v1alpha1.ReasonDeploymentRejected, name,
-		DesiredFetcher(fetcherSite(site, gs), s.Shared, s.AgentImage))
+		DesiredFetcher(fetcherSite(site, gs), s.AgentImage, s.FetcherTolerations))
 }
 
 // deleteChildren deletes the fetcher objects the site made (it is no longer a Git site). Objects of those names
@@ -178,7 +181,7 @@ func (s Step) observeFetcher(ctx context.Context, site *v1alpha1.StaticSite, gs 
 		gs.fetcherWaiting = "cannot list the fetcher's pods: " + err.Error()
 		return convergePoll
 	}
-	want := FetchArgs(fetcherSite(site, gs), s.Shared)
+	want := FetchArgs(fetcherSite(site, gs))
 	var current []*corev1.Pod
 	older := ""
 	for i := range list.Items {

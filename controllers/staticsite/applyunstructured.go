@@ -2,78 +2,23 @@ package staticsite
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"maps"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/managedfields"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	smdtyped "sigs.k8s.io/structured-merge-diff/v6/typed"
 
 	"hyperstatic.dev/hyperstatic/api/v1alpha1"
+	"hyperstatic.dev/hyperstatic/controllers/staticsite/sitechild"
 )
 
-// spec.monitoring: a Prometheus Operator PodMonitor that scrapes the admin port's /metrics of the site's pods.
-// The Prometheus Operator's Go module is large and pins its own Kubernetes libraries, so the object is written as
-// unstructured: the few fields used here are stable in monitoring.coreos.com/v1.
-
-// PodMonitorGVK is the Prometheus Operator kind the operator creates for spec.monitoring.
-var PodMonitorGVK = schema.GroupVersionKind{Group: "monitoring.coreos.com", Version: "v1", Kind: "PodMonitor"}
-
-// DesiredPodMonitor is the site's PodMonitor: the site's pods, their admin port by name, /metrics, with
-// spec.monitoring's labels (for the Prometheus' podMonitorSelector) and interval. Nil without spec.monitoring.
-func DesiredPodMonitor(site *v1alpha1.StaticSite) *unstructured.Unstructured {
-	m := site.Spec.Monitoring
-	if m == nil {
-		return nil
-	}
-	labels := maps.Clone(m.Labels)
-	if labels == nil {
-		labels = map[string]string{}
-	}
-	maps.Copy(labels, objectLabels(site)) // the operator's labels win: its cache selects on them
-	endpoint := map[string]any{"port": v1alpha1.AdminPortName, "path": "/metrics"}
-	if m.Interval != "" {
-		endpoint["interval"] = m.Interval
-	}
-	controller, block := true, true
-	pm := map[string]any{
-		"apiVersion": PodMonitorGVK.GroupVersion().String(),
-		"kind":       PodMonitorGVK.Kind,
-		"metadata": map[string]any{
-			"name":      site.Name,
-			"namespace": site.Namespace,
-			"labels":    labels,
-			"ownerReferences": []metav1.OwnerReference{{APIVersion: v1alpha1.GroupVersion.String(), Kind: "StaticSite",
-				Name: site.Name, UID: site.UID, Controller: &controller, BlockOwnerDeletion: &block}},
-		},
-		"spec": map[string]any{
-			"selector":            metav1.LabelSelector{MatchLabels: selectorLabels(site)},
-			"podMetricsEndpoints": []any{endpoint},
-		},
-	}
-	return normalized(pm)
-}
-
-// normalized round-trips an object through JSON, so it compares equal to one read back from the API server
-// (typed values become maps, integers int64, empty fields go).
-func normalized(obj map[string]any) *unstructured.Unstructured {
-	b, err := json.Marshal(obj)
-	if err != nil {
-		panic(err) // built from plain maps and API types above: cannot fail
-	}
-	u := &unstructured.Unstructured{}
-	if err := u.UnmarshalJSON(b); err != nil {
-		panic(err)
-	}
-	return u
-}
+// Applying an unstructured child (the PodMonitor of spec.monitoring, desired.PodMonitor): the Prometheus
+// Operator's types are not compiled in, so the comparison with what the operator owns works without a schema.
 
 // applyUnstructured is applyChild for an unstructured child: read it directly (the manager's client does not
 // cache unstructured objects), refuse one the site does not control, compare the fields the operator's field
@@ -99,13 +44,13 @@ func (r *Reconciler) applyUnstructured(ctx context.Context, site *v1alpha1.Stati
 		}
 		owned, err := extractUnstructured(live)
 		if err != nil {
-			return "", fmt.Errorf("extract fields of %s owned by %s: %w", key, FieldOwner, err)
+			return "", fmt.Errorf("extract fields of %s owned by %s: %w", key, sitechild.FieldOwner, err)
 		}
 		if equality.Semantic.DeepEqual(owned, desired.Object) {
 			return applyUnchanged, nil
 		}
 	}
-	if err := r.Apply(ctx, client.ApplyConfigurationFromUnstructured(desired), client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
+	if err := r.Apply(ctx, client.ApplyConfigurationFromUnstructured(desired), client.FieldOwner(sitechild.FieldOwner), client.ForceOwnership); err != nil {
 		return "", err
 	}
 	if existed {
@@ -119,7 +64,7 @@ func (r *Reconciler) applyUnstructured(ctx context.Context, site *v1alpha1.Stati
 // lists are atomic, which is how the operator writes them anyway (whole).
 func extractUnstructured(live *unstructured.Unstructured) (map[string]any, error) {
 	out := map[string]any{}
-	if err := managedfields.ExtractInto(live, smdtyped.DeducedParseableType, FieldOwner, &out, ""); err != nil {
+	if err := managedfields.ExtractInto(live, smdtyped.DeducedParseableType, sitechild.FieldOwner, &out, ""); err != nil {
 		return nil, err
 	}
 	out["apiVersion"], out["kind"] = live.GetAPIVersion(), live.GetKind()

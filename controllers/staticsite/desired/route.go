@@ -1,15 +1,15 @@
-package staticsite
+package desired
 
 import (
 	"maps"
 
 	networkingv1 "k8s.io/api/networking/v1"
 	networkingv1ac "k8s.io/client-go/applyconfigurations/networking/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gatewayv1ac "sigs.k8s.io/gateway-api/applyconfiguration/apis/v1"
 
 	"hyperstatic.dev/hyperstatic/api/v1alpha1"
+	"hyperstatic.dev/hyperstatic/controllers/staticsite/sitechild"
 )
 
 // Routes from hostnames: spec.route with spec.hostnames makes either an Ingress (ingressClassName) or a Gateway
@@ -20,11 +20,11 @@ import (
 // HTTPRouteGVK is the Gateway API kind the operator creates for spec.route.parentRefs.
 var HTTPRouteGVK = gatewayv1.SchemeGroupVersion.WithKind("HTTPRoute")
 
-// DesiredIngress is the site's Ingress: every hostname of hostnames (the spec.hostnames the site holds, see
+// Ingress is the site's Ingress: every hostname of hostnames (the spec.hostnames the site holds, see
 // step_hostnames.go) "/" (prefix) to the Service's http port, with a TLS section for all of them naming
 // spec.tls.secretName when spec.tls is set (the ingress controller terminates TLS with the same certificate the
 // server holds). Nil unless spec.route.ingressClassName is set and the site holds a hostname.
-func DesiredIngress(site *v1alpha1.StaticSite, hostnames []v1alpha1.Hostname) *networkingv1ac.IngressApplyConfiguration {
+func Ingress(site *v1alpha1.StaticSite, hostnames []v1alpha1.Hostname) *networkingv1ac.IngressApplyConfiguration {
 	route := site.Spec.Route
 	if route == nil || route.IngressClassName == nil || len(hostnames) == 0 {
 		return nil
@@ -42,8 +42,8 @@ func DesiredIngress(site *v1alpha1.StaticSite, hostnames []v1alpha1.Hostname) *n
 		spec.WithTLS(networkingv1ac.IngressTLS().WithHosts(hosts...).WithSecretName(site.Spec.TLS.SecretName))
 	}
 	ing := networkingv1ac.Ingress(site.Name, site.Namespace).
-		WithLabels(objectLabels(site)).
-		WithOwnerReferences(ownerReference(site)).
+		WithLabels(sitechild.ObjectLabels(site)).
+		WithOwnerReferences(sitechild.OwnerReference(site)).
 		WithSpec(spec)
 	if len(route.Annotations) > 0 {
 		ing.WithAnnotations(maps.Clone(route.Annotations))
@@ -51,7 +51,7 @@ func DesiredIngress(site *v1alpha1.StaticSite, hostnames []v1alpha1.Hostname) *n
 	return ing
 }
 
-// DesiredHTTPRoute is the site's HTTPRoute: hostnames (the spec.hostnames the site holds), attached to
+// HTTPRoute is the site's HTTPRoute: hostnames (the spec.hostnames the site holds), attached to
 // spec.route.parentRefs, every request to the Service's http port. Nil unless spec.route.parentRefs is set and the
 // site holds a hostname.
 //
@@ -59,7 +59,7 @@ func DesiredIngress(site *v1alpha1.StaticSite, hostnames []v1alpha1.Hostname) *n
 // defaults the API server fills in. So the defaults are written out here too (group and kind of a parent and of
 // the backend, the backend's weight, the match of every path), or the owned fields would never equal the desired
 // ones and every pass would apply again.
-func DesiredHTTPRoute(site *v1alpha1.StaticSite, hostnames []v1alpha1.Hostname) *gatewayv1ac.HTTPRouteApplyConfiguration {
+func HTTPRoute(site *v1alpha1.StaticSite, hostnames []v1alpha1.Hostname) *gatewayv1ac.HTTPRouteApplyConfiguration {
 	route := site.Spec.Route
 	if route == nil || len(route.ParentRefs) == 0 || len(hostnames) == 0 {
 		return nil
@@ -88,10 +88,10 @@ func DesiredHTTPRoute(site *v1alpha1.StaticSite, hostnames []v1alpha1.Hostname) 
 	spec.WithRules(gatewayv1ac.HTTPRouteRule().
 		WithMatches(gatewayv1ac.HTTPRouteMatch().WithPath(gatewayv1ac.HTTPPathMatch().WithType(gatewayv1.PathMatchPathPrefix).WithValue("/"))).
 		WithBackendRefs(gatewayv1ac.HTTPBackendRef().WithGroup("").WithKind("Service").WithName(gatewayv1.ObjectName(site.Name)).
-			WithPort(servicePortOf(site)).WithWeight(1)))
+			WithPort(ServicePort(site)).WithWeight(1)))
 	hr := gatewayv1ac.HTTPRoute(site.Name, site.Namespace).
-		WithLabels(objectLabels(site)).
-		WithOwnerReferences(ownerReference(site)).
+		WithLabels(sitechild.ObjectLabels(site)).
+		WithOwnerReferences(sitechild.OwnerReference(site)).
 		WithSpec(spec)
 	if len(route.Annotations) > 0 {
 		hr.WithAnnotations(maps.Clone(route.Annotations))
@@ -115,12 +115,4 @@ func PublicURLs(site *v1alpha1.StaticSite, hostnames []v1alpha1.Hostname) []stri
 		urls = append(urls, scheme+"://"+string(h)+"/")
 	}
 	return urls
-}
-
-func extractIngress(o client.Object) (any, error) {
-	return networkingv1ac.ExtractIngress(o.(*networkingv1.Ingress), FieldOwner)
-}
-
-func extractHTTPRoute(o client.Object) (any, error) {
-	return gatewayv1ac.ExtractHTTPRoute(o.(*gatewayv1.HTTPRoute), FieldOwner)
 }

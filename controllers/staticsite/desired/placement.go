@@ -1,4 +1,4 @@
-package staticsite
+package desired
 
 import (
 	appsv1 "k8s.io/api/apps/v1"
@@ -7,6 +7,7 @@ import (
 	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
 
 	"hyperstatic.dev/hyperstatic/api/v1alpha1"
+	"hyperstatic.dev/hyperstatic/controllers/staticsite/sitechild"
 )
 
 // Where a site's pods run and how they leave a failing node: the default spread, the default tolerations, the
@@ -36,7 +37,7 @@ func defaultSpread(site *v1alpha1.StaticSite) []*corev1ac.TopologySpreadConstrai
 		WithMaxSkew(1).
 		WithTopologyKey(corev1.LabelHostname).
 		WithWhenUnsatisfiable(corev1.ScheduleAnyway).
-		WithLabelSelector(metav1ac.LabelSelector().WithMatchLabels(selectorLabels(site))).
+		WithLabelSelector(metav1ac.LabelSelector().WithMatchLabels(sitechild.SelectorLabels(site))).
 		WithMatchLabelKeys(appsv1.DefaultDeploymentUniqueLabelKey)}
 }
 
@@ -51,7 +52,7 @@ func defaultZoneSpread(site *v1alpha1.StaticSite) *corev1ac.PodAntiAffinityApply
 		corev1ac.WeightedPodAffinityTerm().WithWeight(zoneSpreadWeight).WithPodAffinityTerm(
 			corev1ac.PodAffinityTerm().
 				WithTopologyKey(corev1.LabelTopologyZone).
-				WithLabelSelector(metav1ac.LabelSelector().WithMatchLabels(selectorLabels(site)))))
+				WithLabelSelector(metav1ac.LabelSelector().WithMatchLabels(sitechild.SelectorLabels(site)))))
 }
 
 // affinityOf is spec.podTemplate.affinity with defaultZoneSpread added as its podAntiAffinity, unless the user set
@@ -85,10 +86,10 @@ func spreadOf(site *v1alpha1.StaticSite) []*corev1ac.TopologySpreadConstraintApp
 	return out
 }
 
-// tolerationsOf are spec.podTemplate.tolerations followed by the node-loss tolerations (NodeLossTolerationSeconds)
+// Tolerations are spec.podTemplate.tolerations followed by the node-loss tolerations (NodeLossTolerationSeconds)
 // for each node-loss taint the user did not tolerate with a NoExecute (or any-effect) toleration of their own: the
 // user's choice for that taint wins. The tenancy policy restricts the user's tolerations (spec), not these.
-func tolerationsOf(site *v1alpha1.StaticSite) []*corev1ac.TolerationApplyConfiguration {
+func Tolerations(site *v1alpha1.StaticSite) []*corev1ac.TolerationApplyConfiguration {
 	user := site.Spec.PodTemplate.Tolerations
 	out := make([]*corev1ac.TolerationApplyConfiguration, 0, len(user)+len(nodeLossTaints))
 	for i := range user {

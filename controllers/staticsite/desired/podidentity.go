@@ -1,4 +1,4 @@
-package staticsite
+package desired
 
 import (
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"

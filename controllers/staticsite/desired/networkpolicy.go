@@ -1,4 +1,4 @@
-package staticsite
+package desired
 
 import (
 	corev1 "k8s.io/api/core/v1"
@@ -7,15 +7,15 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
 	networkingv1ac "k8s.io/client-go/applyconfigurations/networking/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"hyperstatic.dev/hyperstatic/api/v1alpha1"
+	"hyperstatic.dev/hyperstatic/controllers/staticsite/sitechild"
 )
 
 // namespaceNameLabel is the label the API server sets on every namespace to its own name.
 const namespaceNameLabel = "kubernetes.io/metadata.name"
 
-// DesiredNetworkPolicy is the site's NetworkPolicy, or nil without spec.networkPolicy. It selects the site's pods
+// NetworkPolicy is the site's NetworkPolicy, or nil without spec.networkPolicy. It selects the site's pods
 // and restricts ingress only (the server makes no connections of its own):
 //   - the serving ports (http, and https with spec.tls) from spec.networkPolicy.servingFrom, or from anywhere;
 //   - the admin port (/readyz, /metrics, /content), and for Git content the puller's port (/revision: which commit
@@ -27,7 +27,7 @@ const namespaceNameLabel = "kubernetes.io/metadata.name"
 //
 // The kubelet's probes come from the node, which NetworkPolicy implementations let through to the node's own
 // pods. operatorNamespace "" (an operator run outside the cluster) leaves the operator's rule out.
-func DesiredNetworkPolicy(site *v1alpha1.StaticSite, operatorNamespace string) *networkingv1ac.NetworkPolicyApplyConfiguration {
+func NetworkPolicy(site *v1alpha1.StaticSite, operatorNamespace string) *networkingv1ac.NetworkPolicyApplyConfiguration {
 	np := site.Spec.NetworkPolicy
 	if np == nil {
 		return nil
@@ -56,14 +56,10 @@ func DesiredNetworkPolicy(site *v1alpha1.StaticSite, operatorNamespace string) *
 	}
 	admin.WithFrom(networkingv1ac.NetworkPolicyPeer().WithNamespaceSelector(viaJSON[metav1ac.LabelSelectorApplyConfiguration](monitoring)))
 	return networkingv1ac.NetworkPolicy(site.Name, site.Namespace).
-		WithLabels(objectLabels(site)).
-		WithOwnerReferences(ownerReference(site)).
+		WithLabels(sitechild.ObjectLabels(site)).
+		WithOwnerReferences(sitechild.OwnerReference(site)).
 		WithSpec(networkingv1ac.NetworkPolicySpec().
-			WithPodSelector(metav1ac.LabelSelector().WithMatchLabels(selectorLabels(site))).
+			WithPodSelector(metav1ac.LabelSelector().WithMatchLabels(sitechild.SelectorLabels(site))).
 			WithPolicyTypes(networkingv1.PolicyTypeIngress).
 			WithIngress(serving, admin))
-}
-
-func extractNetworkPolicy(o client.Object) (any, error) {
-	return networkingv1ac.ExtractNetworkPolicy(o.(*networkingv1.NetworkPolicy), FieldOwner)
 }

@@ -1,4 +1,4 @@
-package staticsite
+package desired
 
 import (
 	"encoding/json"

@@ -4,26 +4,19 @@
 // ServerArgs, so a flag one side adds and the other does not know fails there. The site's rules are not flags but
 // the site value (internal/sitevalue); docs/developing.md follows one of its fields through both halves.
 
-package staticsite
+package desired
 
 import (
 	"net"
 	"strconv"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
 	"hyperstatic.dev/hyperstatic/api/v1alpha1"
+	"hyperstatic.dev/hyperstatic/controllers/staticsite/gitcontent"
+	"hyperstatic.dev/hyperstatic/controllers/staticsite/sitechild"
 	"hyperstatic.dev/hyperstatic/internal/sitevalue"
 )
-
-// formatDuration writes a duration the way the server's flags read it: whole seconds as "5s", else "1500ms".
-func formatDuration(d time.Duration) string {
-	if d%time.Second == 0 {
-		return strconv.FormatInt(int64(d/time.Second), 10) + "s"
-	}
-	return strconv.FormatInt(d.Milliseconds(), 10) + "ms"
-}
 
 // ServerArgs are the server's command-line arguments for a site: the process settings only (flags of
 // images/server: --root (/site, or /site/current for Git content, with --max-entries and --max-depth when
@@ -37,25 +30,25 @@ func ServerArgs(site *v1alpha1.StaticSite) []string {
 	s := site.Spec.Server
 	root := v1alpha1.SiteRoot
 	if site.Spec.Content.Git != nil {
-		root = v1alpha1.GitServedRoot // the link the puller flips to each new tree (git.go)
+		root = v1alpha1.GitServedRoot // the link the puller flips to each new tree (gitcontent)
 	}
 	args := []string{
 		"--root", root,
 		"--listen", listenAddr(v1alpha1.ServerPort),
 		"--admin-listen", listenAddr(v1alpha1.AdminPort),
-		"--drain-delay", formatDuration(drainDelayOf(site)),
-		"--shutdown-timeout", formatDuration(shutdownTimeout),
+		"--drain-delay", sitechild.FormatDuration(drainDelayOf(site)),
+		"--shutdown-timeout", sitechild.FormatDuration(shutdownTimeout),
 	}
 	if g := site.Spec.Content.Git; g != nil {
 		// The server walks the tree the fetcher wrote under the same caps (flags of the same names), or a tree
 		// that spec.content.git.maxEntries/maxDepth admits would be refused at load by the server's defaults.
-		args = append(args, gitTreeLimitArgs(g)...)
+		args = append(args, gitcontent.TreeLimitArgs(g)...)
 	}
 	if s.MaxRequestsPerConnection != nil {
 		args = append(args, "--max-requests-per-connection", strconv.Itoa(int(*s.MaxRequestsPerConnection)))
 	}
 	if s.MaxConnectionAge != nil {
-		args = append(args, "--max-connection-age", formatDuration(s.MaxConnectionAge.Duration))
+		args = append(args, "--max-connection-age", sitechild.FormatDuration(s.MaxConnectionAge.Duration))
 	}
 	// Only the value that differs from the server's default is an argument.
 	if s.H2C {

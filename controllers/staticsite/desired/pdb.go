@@ -1,4 +1,4 @@
-package staticsite
+package desired
 
 import (
 	policyv1 "k8s.io/api/policy/v1"
@@ -7,26 +7,27 @@ import (
 	policyv1ac "k8s.io/client-go/applyconfigurations/policy/v1"
 
 	"hyperstatic.dev/hyperstatic/api/v1alpha1"
+	"hyperstatic.dev/hyperstatic/controllers/staticsite/sitechild"
 )
 
-// DesiredPodDisruptionBudget is the site's PodDisruptionBudget, or nil when the site should have none: a site
+// PodDisruptionBudget is the site's PodDisruptionBudget, or nil when the site should have none: a site
 // without spec.disruption gets maxUnavailable 1 once it runs more than one replica (a single replica with a budget
 // of 0 would block node drains forever). Pods that are not ready may always be evicted: they serve nothing.
-func DesiredPodDisruptionBudget(site *v1alpha1.StaticSite) *policyv1ac.PodDisruptionBudgetApplyConfiguration {
+func PodDisruptionBudget(site *v1alpha1.StaticSite) *policyv1ac.PodDisruptionBudgetApplyConfiguration {
 	var maxUnavailable intstr.IntOrString
 	switch {
 	case site.Spec.Disruption != nil:
 		maxUnavailable = site.Spec.Disruption.MaxUnavailable
-	case replicasOf(site) > 1:
+	case Replicas(site) > 1:
 		maxUnavailable = intstr.FromInt32(1)
 	default:
 		return nil
 	}
 	return policyv1ac.PodDisruptionBudget(site.Name, site.Namespace).
-		WithLabels(objectLabels(site)).
-		WithOwnerReferences(ownerReference(site)).
+		WithLabels(sitechild.ObjectLabels(site)).
+		WithOwnerReferences(sitechild.OwnerReference(site)).
 		WithSpec(policyv1ac.PodDisruptionBudgetSpec().
 			WithMaxUnavailable(maxUnavailable).
-			WithSelector(metav1ac.LabelSelector().WithMatchLabels(selectorLabels(site))).
+			WithSelector(metav1ac.LabelSelector().WithMatchLabels(sitechild.SelectorLabels(site))).
 			WithUnhealthyPodEvictionPolicy(policyv1.AlwaysAllow))
 }

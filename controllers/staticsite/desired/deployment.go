@@ -1,9 +1,10 @@
-package staticsite
+package desired
 
 import (
 	"maps"
 	"path"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -12,29 +13,19 @@ import (
 	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
 
 	"hyperstatic.dev/hyperstatic/api/v1alpha1"
+	"hyperstatic.dev/hyperstatic/controllers/staticsite/gitcontent"
+	"hyperstatic.dev/hyperstatic/controllers/staticsite/sitechild"
 )
 
-// ownerReference makes the site the controlling owner of a child, so deleting the site deletes the child
-// (foreground deletion waits for it: blockOwnerDeletion).
-func ownerReference(site *v1alpha1.StaticSite) *metav1ac.OwnerReferenceApplyConfiguration {
-	return metav1ac.OwnerReference().
-		WithAPIVersion(v1alpha1.GroupVersion.String()).
-		WithKind("StaticSite").
-		WithName(site.Name).
-		WithUID(site.UID).
-		WithController(true).
-		WithBlockOwnerDeletion(true)
-}
-
-// DesiredDeployment is the Deployment that runs a site's server pods. It is a pure function of the site, the
+// Deployment is the Deployment that runs a site's server pods. It is a pure function of the site, the
 // operator's default server image, what the controller learned about the content, and the memory to give.
-func DesiredDeployment(site *v1alpha1.StaticSite, serverImage string, content Content, memory resource.Quantity) *appsv1ac.DeploymentApplyConfiguration {
+func Deployment(site *v1alpha1.StaticSite, serverImage string, content Content, memory resource.Quantity) *appsv1ac.DeploymentApplyConfiguration {
 	return appsv1ac.Deployment(site.Name, site.Namespace).
-		WithLabels(objectLabels(site)).
-		WithOwnerReferences(ownerReference(site)).
+		WithLabels(sitechild.ObjectLabels(site)).
+		WithOwnerReferences(sitechild.OwnerReference(site)).
 		WithSpec(appsv1ac.DeploymentSpec().
-			WithReplicas(replicasOf(site)).
-			WithSelector(metav1ac.LabelSelector().WithMatchLabels(selectorLabels(site))).
+			WithReplicas(Replicas(site)).
+			WithSelector(metav1ac.LabelSelector().WithMatchLabels(sitechild.SelectorLabels(site))).
 			WithRevisionHistoryLimit(5).
 			WithProgressDeadlineSeconds(600).
 			WithStrategy(rolloutStrategy(content)).
@@ -47,13 +38,13 @@ func desiredPodTemplate(site *v1alpha1.StaticSite, serverImage string, content C
 	if podLabels == nil {
 		podLabels = map[string]string{}
 	}
-	maps.Copy(podLabels, objectLabels(site)) // the operator's labels win: the selector depends on them
+	maps.Copy(podLabels, sitechild.ObjectLabels(site)) // the operator's labels win: the selector depends on them
 	annotations := maps.Clone(o.Annotations)
 	if content.RollHash != "" {
 		if annotations == nil {
 			annotations = map[string]string{}
 		}
-		annotations[AnnotationContentHash] = content.RollHash
+		annotations[sitechild.AnnotationContentHash] = content.RollHash
 	}
 
 	grace := int64((drainDelayOf(site) + terminationMargin + 999_999_999) / 1_000_000_000)
@@ -62,12 +53,12 @@ func desiredPodTemplate(site *v1alpha1.StaticSite, serverImage string, content C
 		WithTerminationGracePeriodSeconds(grace).
 		WithSecurityContext(corev1ac.PodSecurityContext().
 			WithRunAsNonRoot(true).
-			WithRunAsUser(serverUID).
-			WithRunAsGroup(serverUID).
+			WithRunAsUser(sitechild.ServerUID).
+			WithRunAsGroup(sitechild.ServerUID).
 			WithSeccompProfile(corev1ac.SeccompProfile().WithType(corev1.SeccompProfileTypeRuntimeDefault))).
 		WithContainers(serverContainer(site, serverImage, content, memory))
 	if content.Source == v1alpha1.ContentSourceGit {
-		spec.WithInitContainers(pullerContainer(site, content.AgentImage)) // git.go
+		spec.WithInitContainers(gitcontent.PullerContainer(site, content.AgentImage))
 	}
 	if v := siteVolume(site, content); v != nil {
 		spec.WithVolumes(v)
@@ -81,7 +72,7 @@ func desiredPodTemplate(site *v1alpha1.StaticSite, serverImage string, content C
 		spec.WithNodeSelector(o.NodeSelector)
 	}
 	// placement.go: the user's tolerations and affinity with the operator's node-loss and zone defaults.
-	spec.WithTolerations(tolerationsOf(site)...)
+	spec.WithTolerations(Tolerations(site)...)
 	if a := affinityOf(site); a != nil {
 		spec.WithAffinity(a)
 	}
@@ -106,9 +97,9 @@ func serverContainer(site *v1alpha1.StaticSite, serverImage string, content Cont
 		image = site.Spec.Content.Image // built FROM the server image: it is the server
 	}
 	// requests == limits for every resource: the pod is in the Guaranteed QoS class.
-	res := corev1.ResourceList{corev1.ResourceCPU: cpuOf(site), corev1.ResourceMemory: memory}
+	res := corev1.ResourceList{corev1.ResourceCPU: site.CPUOrDefault(), corev1.ResourceMemory: memory}
 	c := corev1ac.Container().
-		WithName(containerName).
+		WithName(sitechild.ContainerName).
 		WithImage(image).
 		WithArgs(ServerArgs(site)...).
 		WithPorts(
@@ -132,7 +123,7 @@ func serverContainer(site *v1alpha1.StaticSite, serverImage string, content Cont
 		c.WithImagePullPolicy(site.Spec.Server.ImagePullPolicy)
 	}
 	if content.Source != v1alpha1.ContentSourceImage {
-		m := corev1ac.VolumeMount().WithName(siteVolumeName).WithMountPath(v1alpha1.SiteRoot).WithReadOnly(true)
+		m := corev1ac.VolumeMount().WithName(sitechild.SiteVolumeName).WithMountPath(v1alpha1.SiteRoot).WithReadOnly(true)
 		if pvc := site.Spec.Content.PersistentVolumeClaim; pvc != nil && pvc.SubPath != "" {
 			m.WithSubPath(pvc.SubPath)
 		}
@@ -156,7 +147,7 @@ func httpProbe(p string, period, timeout, failures int32) *corev1ac.ProbeApplyCo
 // the image).
 func siteVolume(site *v1alpha1.StaticSite, content Content) *corev1ac.VolumeApplyConfiguration {
 	c := site.Spec.Content
-	v := corev1ac.Volume().WithName(siteVolumeName)
+	v := corev1ac.Volume().WithName(sitechild.SiteVolumeName)
 	switch content.Source {
 	case v1alpha1.ContentSourceConfigMaps:
 		p := corev1ac.ProjectedVolumeSource().WithDefaultMode(0o444)
@@ -181,7 +172,23 @@ func siteVolume(site *v1alpha1.StaticSite, content Content) *corev1ac.VolumeAppl
 		return v.WithPersistentVolumeClaim(corev1ac.PersistentVolumeClaimVolumeSource().
 			WithClaimName(c.PersistentVolumeClaim.ClaimName).WithReadOnly(true))
 	case v1alpha1.ContentSourceGit:
-		return gitSiteVolume(site) // git.go: the puller's emptyDir
+		return gitcontent.SiteVolume(site) // the puller's emptyDir
 	}
 	return nil
+}
+
+// rolloutStrategy is how the Deployment replaces pods. By default it surges: a new pod starts and becomes ready
+// before an old one stops, so a rollout never lowers capacity. A single-attach claim cannot surge (the new pod
+// would need the volume the old pod holds, on another node): the Deployment recreates instead, the old pod stops
+// before the new one starts, and the site is unavailable for the length of a pod start.
+func rolloutStrategy(content Content) *appsv1ac.DeploymentStrategyApplyConfiguration {
+	if content.SingleAttach {
+		return appsv1ac.DeploymentStrategy().WithType(appsv1.RecreateDeploymentStrategyType)
+	}
+	maxUnavailable, maxSurge := intstr.FromInt32(0), intstr.FromInt32(1)
+	return appsv1ac.DeploymentStrategy().
+		WithType(appsv1.RollingUpdateDeploymentStrategyType).
+		WithRollingUpdate(appsv1ac.RollingUpdateDeployment().
+			WithMaxUnavailable(maxUnavailable).
+			WithMaxSurge(maxSurge))
 }

@@ -2,9 +2,6 @@ package staticsite
 
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
-	"hyperstatic.dev/hyperstatic/api/v1alpha1"
-	"hyperstatic.dev/hyperstatic/controllers/staticsite/gitcontent"
 )
 
 // contentVerdict is the ContentAvailable condition and what it does to the site's progress.
@@ -28,21 +25,4 @@ func contentVerdictOf(o *observation) contentVerdict {
 		return contentVerdict{status: v.Status, reason: v.Reason, message: v.Message, stall: v.Stall, wait: v.Wait}
 	}
 	return contentVerdict{status: metav1.ConditionTrue, reason: o.contentReason, message: o.contentMessage}
-}
-
-// gitContentRevision is status.contentRevision of a Git site: the content step's (the fetcher's commit) when
-// there is one, else gitcontent's fallback (what most ready pods serve, or what the last pass said).
-func gitContentRevision(site *v1alpha1.StaticSite, o *observation) string {
-	if o.content.Revision != "" {
-		return o.content.Revision
-	}
-	return o.git.ContentRevision(site)
-}
-
-// gitServedRevision is status.content.revision (gitcontent.State.ServedRevision), nil for other sources.
-func gitServedRevision(g *gitcontent.State) *v1alpha1.ContentRevision {
-	if g == nil {
-		return nil
-	}
-	return g.ServedRevision()
 }

@@ -1,26 +1,35 @@
-package staticsite
+package desired
 
 import (
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 
 	"hyperstatic.dev/hyperstatic/api/v1alpha1"
+	"hyperstatic.dev/hyperstatic/controllers/staticsite/sitechild"
 	"hyperstatic.dev/hyperstatic/internal/sitevalue"
 )
 
-// siteValueVolumeName is the pod volume holding the site value's ConfigMap.
-const siteValueVolumeName = "site-value"
+// SiteValueVolumeName is the pod volume holding the site value's ConfigMap.
+const SiteValueVolumeName = "site-value"
 
 // siteValueVolume is the site value's ConfigMap as a volume. The template names the ConfigMap, never its revision:
 // a rule change updates the mounted file under the running server (the kubelet swaps the mount's ..data link, the
 // server watches the directory), it rolls no pod. Not optional: the operator applies the ConfigMap before the
 // Deployment, and a pod must not start without its rules.
 func siteValueVolume(site *v1alpha1.StaticSite) *corev1ac.VolumeApplyConfiguration {
-	return corev1ac.Volume().WithName(siteValueVolumeName).WithConfigMap(corev1ac.ConfigMapVolumeSource().
+	return corev1ac.Volume().WithName(SiteValueVolumeName).WithConfigMap(corev1ac.ConfigMapVolumeSource().
 		WithName(sitevalue.ConfigMapName(site.Name)).WithDefaultMode(0o444))
 }
 
 // siteValueMount mounts it read-only at sitevalue.MountDir. A whole-directory mount, never subPath: the kubelet
 // does not update subPath mounts.
 func siteValueMount() *corev1ac.VolumeMountApplyConfiguration {
-	return corev1ac.VolumeMount().WithName(siteValueVolumeName).WithMountPath(sitevalue.MountDir).WithReadOnly(true)
+	return corev1ac.VolumeMount().WithName(SiteValueVolumeName).WithMountPath(sitevalue.MountDir).WithReadOnly(true)
+}
+
+// SiteValueConfigMap is the ConfigMap holding a site's rendered value, owned by the site, with its labels.
+func SiteValueConfigMap(site *v1alpha1.StaticSite, v sitevalue.Rendered) *corev1ac.ConfigMapApplyConfiguration {
+	return corev1ac.ConfigMap(sitevalue.ConfigMapName(site.Name), site.Namespace).
+		WithLabels(sitechild.ObjectLabels(site)).
+		WithOwnerReferences(sitechild.OwnerReference(site)).
+		WithData(map[string]string{sitevalue.Key: string(v.Bytes)})
 }

@@ -1,4 +1,4 @@
-package staticsite
+package desired
 
 import (
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -16,8 +16,9 @@ import (
 // (content images built FROM an older server, spec.server.image, sites waiting for their turn on a new default
 // image). An unknown HYPERSTATIC_ variable is ignored. --compress-cache in extraArgs still wins (flags do).
 const (
-	compressCacheVolumeName = "compress-cache"
-	compressCacheDir        = "/var/cache/hyperstatic"
+	// CompressCacheVolumeName and CompressCacheDir are the cache's volume and where the server container mounts it.
+	CompressCacheVolumeName = "compress-cache"
+	CompressCacheDir        = "/var/cache/hyperstatic"
 	compressCacheEnv        = "HYPERSTATIC_COMPRESS_CACHE"
 )
 
@@ -27,14 +28,14 @@ const (
 // the budget, below the memory limit. A fixed size would be too small for a large site, and the kubelet evicts a
 // pod whose emptyDir passes its limit. (A --memory-budget above the automatic one in extraArgs could pass it.)
 func compressCacheVolume(memory resource.Quantity) *corev1ac.VolumeApplyConfiguration {
-	return corev1ac.Volume().WithName(compressCacheVolumeName).
+	return corev1ac.Volume().WithName(CompressCacheVolumeName).
 		WithEmptyDir(corev1ac.EmptyDirVolumeSource().WithSizeLimit(memory))
 }
 
 func compressCacheMount() *corev1ac.VolumeMountApplyConfiguration {
-	return corev1ac.VolumeMount().WithName(compressCacheVolumeName).WithMountPath(compressCacheDir)
+	return corev1ac.VolumeMount().WithName(CompressCacheVolumeName).WithMountPath(CompressCacheDir)
 }
 
 func compressCacheEnvVar() *corev1ac.EnvVarApplyConfiguration {
-	return corev1ac.EnvVar().WithName(compressCacheEnv).WithValue(compressCacheDir)
+	return corev1ac.EnvVar().WithName(compressCacheEnv).WithValue(CompressCacheDir)
 }

@@ -1,4 +1,4 @@
-package staticsite
+package desired
 
 import (
 	"crypto/sha256"
@@ -110,7 +110,7 @@ func ClaimContent(claim *corev1.PersistentVolumeClaim) Content {
 	if claim.Spec.VolumeName != "" {
 		rev += "@" + claim.Spec.VolumeName
 	}
-	return Content{Source: v1alpha1.ContentSourcePersistentVolumeClaim, Revision: rev, Size: -1, SingleAttach: singleAttach(claim)}
+	return Content{Source: v1alpha1.ContentSourcePersistentVolumeClaim, Revision: rev, Size: -1, SingleAttach: SingleAttach(claim)}
 }
 
 // MemoryFor is the memory request and limit of the server container: spec.memory when set; else, when the content
