@@ -226,10 +226,7 @@ func testConfigMapSite(t *testing.T) {
 	}
 	checkBytes(t, ns, "fetch-v1", site.Status.URL, files)
 
-	before := map[types.UID]int32{}
-	for _, p := range sitePods(ctx, t, ns, "cm") {
-		before[p.UID] = restarts(&p)
-	}
+	before := podRestarts(sitePods(ctx, t, ns, "cm"))
 
 	// Change a value: the operator annotates the pods with the new content revision, so the kubelet swaps the
 	// projected volume's ..data link at once (else within its periodic sync, a minute or more); the server reloads
@@ -248,7 +245,22 @@ func testConfigMapSite(t *testing.T) {
 	}
 	t.Logf("MEASURED ConfigMap content change served %s after the update", time.Since(changed).Round(100*time.Millisecond))
 
-	after := sitePods(ctx, t, ns, "cm")
+	checkPodsKept(t, before, sitePods(ctx, t, ns, "cm"))
+}
+
+// podRestarts is each pod's restart count, by UID: what checkPodsKept compares against later.
+func podRestarts(pods []corev1.Pod) map[types.UID]int32 {
+	out := map[types.UID]int32{}
+	for _, p := range pods {
+		out[p.UID] = restarts(&p)
+	}
+	return out
+}
+
+// checkPodsKept fails the test when the pods now are not the pods of before, each with the same restart count: a
+// change that should apply live restarted or replaced one.
+func checkPodsKept(t *testing.T, before map[types.UID]int32, after []corev1.Pod) {
+	t.Helper()
 	if len(after) != len(before) {
 		t.Errorf("%d server pods after the change, %d before", len(after), len(before))
 	}

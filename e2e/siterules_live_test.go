@@ -15,7 +15,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"hyperstatic.dev/hyperstatic/api/v1alpha1"
@@ -65,10 +64,7 @@ func testSiteRulesLive(t *testing.T) {
 	if len(pods) != 2 {
 		t.Fatalf("want 2 server pods, got %d", len(pods))
 	}
-	before := map[types.UID]int32{}
-	for _, p := range pods {
-		before[p.UID] = restarts(&p)
-	}
+	before := podRestarts(pods)
 	deploymentGeneration := func() int64 {
 		d, err := cs.AppsV1().Deployments(ns).Get(ctx, "rules", metav1.GetOptions{})
 		if err != nil {
@@ -139,18 +135,7 @@ func testSiteRulesLive(t *testing.T) {
 	changeServerSpec(ctx, t, ns, "rules", func(s *v1alpha1.ServerSpec) { s.NotFoundPage = "" })
 	waitSiteValueCondition(t, ns, "rules", metav1.ConditionTrue, "")
 
-	after := sitePods(ctx, t, ns, "rules")
-	if len(after) != len(before) {
-		t.Errorf("%d server pods after the changes, %d before", len(after), len(before))
-	}
-	for _, p := range after {
-		n, existed := before[p.UID]
-		if !existed {
-			t.Errorf("pod %s (uid %s) is new: a rule change replaced a pod", p.Name, p.UID)
-		} else if restarts(&p) != n {
-			t.Errorf("pod %s restarted (%d -> %d)", p.Name, n, restarts(&p))
-		}
-	}
+	checkPodsKept(t, before, sitePods(ctx, t, ns, "rules"))
 	if g := deploymentGeneration(); g != generationBefore {
 		t.Errorf("the Deployment's generation moved %d -> %d: a rule change changed the pod template", generationBefore, g)
 	}

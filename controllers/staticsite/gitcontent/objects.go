@@ -286,16 +286,7 @@ var credentialKeys = []string{"username", "password", "bearerToken", "identity",
 // pod before it is ready (ready means "has published"), so a new pod's puller long-polls the fetcher and takes
 // the first commit the moment it is published, instead of waiting in its backoff.
 func DesiredService(site *v1alpha1.StaticSite) *corev1ac.ServiceApplyConfiguration {
-	return corev1ac.Service(FetcherName(site), site.Namespace).
-		WithLabels(fetcherLabels(site)).
-		WithOwnerReferences(sitechild.OwnerReference(site)).
-		WithSpec(corev1ac.ServiceSpec().
-			WithType(corev1.ServiceTypeClusterIP).
-			WithSelector(fetcherSelector(site)).
-			WithIPFamilyPolicy(corev1.IPFamilyPolicyPreferDualStack).
-			WithPublishNotReadyAddresses(true).
-			WithPorts(corev1ac.ServicePort().WithName(v1alpha1.GitFetcherPortName).WithProtocol(corev1.ProtocolTCP).
-				WithAppProtocol("http").WithPort(v1alpha1.GitFetcherPort).WithTargetPort(intstr.FromString(v1alpha1.GitFetcherPortName))))
+	return fetcherService(site, FetcherName(site), v1alpha1.GitFetcherPortName, v1alpha1.GitFetcherPort, v1alpha1.GitFetcherPortName)
 }
 
 // DesiredWebhookService is the Service <site>-git-webhook (port 80 to the fetcher's webhook port, /hooks and
@@ -306,7 +297,13 @@ func DesiredWebhookService(site *v1alpha1.StaticSite) *corev1ac.ServiceApplyConf
 	if site.Spec.Content.Git.WebhookSecretRef == nil {
 		return nil
 	}
-	return corev1ac.Service(WebhookName(site), site.Namespace).
+	return fetcherService(site, WebhookName(site), v1alpha1.GitWebhookServicePortName, v1alpha1.GitWebhookServicePort, v1alpha1.GitWebhookPortName)
+}
+
+// fetcherService is a ClusterIP Service of the fetcher pod with one HTTP port (name, number) to the pod's named
+// port target, listing the pod before it is ready.
+func fetcherService(site *v1alpha1.StaticSite, name, portName string, port int32, target string) *corev1ac.ServiceApplyConfiguration {
+	return corev1ac.Service(name, site.Namespace).
 		WithLabels(fetcherLabels(site)).
 		WithOwnerReferences(sitechild.OwnerReference(site)).
 		WithSpec(corev1ac.ServiceSpec().
@@ -314,8 +311,8 @@ func DesiredWebhookService(site *v1alpha1.StaticSite) *corev1ac.ServiceApplyConf
 			WithSelector(fetcherSelector(site)).
 			WithIPFamilyPolicy(corev1.IPFamilyPolicyPreferDualStack).
 			WithPublishNotReadyAddresses(true).
-			WithPorts(corev1ac.ServicePort().WithName(v1alpha1.GitWebhookServicePortName).WithProtocol(corev1.ProtocolTCP).
-				WithAppProtocol("http").WithPort(v1alpha1.GitWebhookServicePort).WithTargetPort(intstr.FromString(v1alpha1.GitWebhookPortName))))
+			WithPorts(corev1ac.ServicePort().WithName(portName).WithProtocol(corev1.ProtocolTCP).
+				WithAppProtocol("http").WithPort(port).WithTargetPort(intstr.FromString(target))))
 }
 
 // DesiredNetworkPolicy is the fetcher's NetworkPolicy, always there (security by default), ingress only:
