@@ -111,7 +111,7 @@ func shardWith(field string) string {
 		"limits":  `"limits":{"maxFiles":1,"maxBytes":1,"requestsPerSecond":1}`,
 		"content": `"content":{"configMap":{"name":"m"}}`,
 	}
-	key := field[1:strings.Index(field[1:], `"`)+1]
+	key := field[1 : strings.Index(field[1:], `"`)+1]
 	base[key] = field
 	return `{"version":1,"shard":0,"sites":[{` + base["id"] + "," + base["hosts"] + "," + base["value"] + "," +
 		base["limits"] + "," + base["content"] + `}]}`
