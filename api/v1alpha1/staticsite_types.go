@@ -59,6 +59,11 @@ type StaticSiteSpec struct {
 	// +required
 	Content ContentSource `json:"content"`
 
+	// placement is where the site runs: its own pods (Dedicated, the default) or a shared StaticSitePool (Pool),
+	// where it costs no pod of its own. docs/staticsite.md, "Pools", lists what a pool site cannot have.
+	// +optional
+	Placement *PlacementSpec `json:"placement,omitempty"`
+
 	// replicas is the number of server pods. The scale subresource (kubectl scale, an HPA, KEDA) and the
 	// operator's own autoscaler (spec.autoscaling) write this field.
 	// +kubebuilder:default=1
@@ -526,6 +531,11 @@ type StaticSiteStatus struct {
 	// +optional
 	SiteValue *SiteValueStatus `json:"siteValue,omitempty"`
 
+	// placement is where the site runs now and why (spec.placement); the Placed condition says whether it is
+	// served there.
+	// +optional
+	Placement *PlacementStatus `json:"placement,omitempty"`
+
 	// autoscaling is written by the autoscaler only.
 	// +optional
 	Autoscaling *AutoscalingStatus `json:"autoscaling,omitempty"`
@@ -584,6 +594,8 @@ type ServedContent struct {
 // +kubebuilder:printcolumn:name="Desired",type=integer,JSONPath=`.spec.replicas`,priority=1
 // +kubebuilder:printcolumn:name="CPU",type=string,JSONPath=`.spec.cpu`
 // +kubebuilder:printcolumn:name="Pinned",type=string,JSONPath=`.status.conditions[?(@.type=="Pinned")].status`
+// +kubebuilder:printcolumn:name="Placement",type=string,JSONPath=`.status.placement.mode`,description="Dedicated (own pods) or Pool"
+// +kubebuilder:printcolumn:name="Pool",type=string,JSONPath=`.status.placement.pool`,priority=1
 // +kubebuilder:printcolumn:name="Content",type=string,JSONPath=`.status.contentSource`
 // +kubebuilder:printcolumn:name="Commit",type=string,JSONPath=`.status.content.revision.shortCommit`,description="Git sites: the commit the fetcher published"
 // +kubebuilder:printcolumn:name="Served",type=string,JSONPath=`.status.content.revision.served`,description="Git sites: ready pods serving that commit / ready pods"

@@ -1,0 +1,192 @@
+package v1alpha1
+
+import (
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// A StaticSitePool is a set of pinned, Guaranteed server pods that serve many StaticSites from one process each,
+// chosen by Host: a site placed in a pool costs no pod of its own. The contract between the operator, the pool's
+// content agents and the server is docs/design/pools.md.
+
+// StaticSitePool condition types: Ready (normal-true), Reconciling and Stalled (abnormal-true, kstatus).
+const (
+	// PoolConditionReady is True when every pool pod is ready and serves the pool's current index.
+	PoolConditionReady = "Ready"
+)
+
+// Placement modes of spec.placement.mode.
+const (
+	// PlacementDedicated: the site runs on its own pods (the default, as before pools).
+	PlacementDedicated = "Dedicated"
+	// PlacementPool: the site runs in spec.placement.pool and has no pod of its own.
+	PlacementPool = "Pool"
+)
+
+// StaticSite condition type for placement: True when the site runs where spec.placement says (for a pool site:
+// it is in the pool's index and every ready pool pod serves its current value and content).
+const ConditionPlaced = "Placed"
+
+// PlacementSpec is where a StaticSite runs.
+// +kubebuilder:validation:XValidation:rule="self.mode != 'Pool' || (has(self.pool) && size(self.pool) > 0)",message="spec.placement.pool is required when spec.placement.mode is Pool"
+type PlacementSpec struct {
+	// mode: Dedicated (the default: the site's own pods) or Pool (a shared StaticSitePool serves it; the site has
+	// no pod of its own). Automatic placement between the two is specified and not built yet.
+	// +kubebuilder:validation:Enum=Dedicated;Pool
+	// +kubebuilder:default=Dedicated
+	// +optional
+	Mode string `json:"mode,omitempty"`
+	// pool is the name of a cluster-scoped StaticSitePool whose spec.namespaces admits the site's namespace.
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	// +optional
+	Pool string `json:"pool,omitempty"`
+}
+
+// PlacementStatus says where a site runs and why.
+type PlacementStatus struct {
+	// mode the site runs in now: Dedicated or Pool.
+	Mode string `json:"mode"`
+	// pool serving the site, when mode is Pool.
+	// +optional
+	Pool string `json:"pool,omitempty"`
+	// since when the site runs there.
+	// +optional
+	Since *metav1.Time `json:"since,omitempty"`
+	// reason it runs there (e.g. Requested; later: Promoted, Demoted).
+	// +optional
+	Reason string `json:"reason,omitempty"`
+	// servedBy is how many ready pool pods serve the site's current value and content; readyPods how many pool
+	// pods are ready.
+	// +optional
+	ServedBy int32 `json:"servedBy,omitempty"`
+	// +optional
+	ReadyPods int32 `json:"readyPods,omitempty"`
+}
+
+// SiteLimits bound what one site may take from a pool, so that one tenant cannot take it from the others.
+type SiteLimits struct {
+	// maxFiles a site's tree may hold; a larger tree is refused (the site answers 503, its status says why).
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:default=20000
+	// +optional
+	MaxFiles *int64 `json:"maxFiles,omitempty"`
+	// maxBytes a site's tree may hold.
+	// +kubebuilder:default="256Mi"
+	// +optional
+	MaxBytes *resource.Quantity `json:"maxBytes,omitempty"`
+	// requestsPerSecond one site may be served by each pool pod; past it the pool answers 429.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:default=2000
+	// +optional
+	RequestsPerSecond *int64 `json:"requestsPerSecond,omitempty"`
+}
+
+// StaticSitePoolSpec is what a platform team declares.
+type StaticSitePoolSpec struct {
+	// namespace the pool's pods, fetcher, index and mirrored content live in (platform-owned; not a tenant's).
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec.namespace is immutable"
+	// +required
+	Namespace string `json:"namespace"`
+	// namespaces whose StaticSites may be placed in the pool: a list of names, or ["*"] for every namespace.
+	// Empty admits none.
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=1024
+	// +optional
+	Namespaces []string `json:"namespaces,omitempty"`
+	// replicas of the pool's server pods.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:default=2
+	// +optional
+	Replicas *int32 `json:"replicas,omitempty"`
+	// cpu of each pool pod: whole CPUs are exclusive and pinned, as a site's.
+	// +kubebuilder:default="1"
+	// +optional
+	CPU *resource.Quantity `json:"cpu,omitempty"`
+	// memory of each pool pod: the budget that holds the hot sites in memory; the rest is served from disk.
+	// +kubebuilder:default="512Mi"
+	// +optional
+	Memory *resource.Quantity `json:"memory,omitempty"`
+	// disk each pool pod gives its sites' trees (an emptyDir sizeLimit).
+	// +kubebuilder:default="4Gi"
+	// +optional
+	Disk *resource.Quantity `json:"disk,omitempty"`
+	// siteLimits apply to every site of the pool.
+	// +optional
+	SiteLimits SiteLimits `json:"siteLimits,omitempty"`
+	// indexShards is the number of index ConfigMaps (docs/design/pools.md, "The index"). Fixed at creation.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=256
+	// +kubebuilder:default=16
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec.indexShards is immutable"
+	// +optional
+	IndexShards *int32 `json:"indexShards,omitempty"`
+	// server is the server image of the pool's pods (default: the operator's).
+	// +optional
+	ServerImage string `json:"serverImage,omitempty"`
+	// podTemplate overrides for the pool's server pods (scheduling, labels, annotations).
+	// +optional
+	PodTemplate PodTemplateOverrides `json:"podTemplate,omitempty"`
+}
+
+// StaticSitePoolStatus is rebuilt from the world on every reconcile.
+type StaticSitePoolStatus struct {
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// conditions: Ready, Reconciling, Stalled.
+	// +listType=map
+	// +listMapKey=type
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+	// replicas and readyReplicas of the pool's server pods.
+	// +optional
+	Replicas int32 `json:"replicas,omitempty"`
+	// +optional
+	ReadyReplicas int32 `json:"readyReplicas,omitempty"`
+	// sites placed in the pool (in its index).
+	// +optional
+	Sites int32 `json:"sites,omitempty"`
+	// refusedSites: sites that asked for the pool and were refused (namespace not admitted, a feature a pool
+	// site cannot have); each such site's own status says why.
+	// +optional
+	RefusedSites int32 `json:"refusedSites,omitempty"`
+	// indexRevision identifies the index the pool's pods are given (sha256 of its shards, 16 hex digits).
+	// +optional
+	IndexRevision string `json:"indexRevision,omitempty"`
+}
+
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:scope=Cluster,shortName=hssp,categories=hyperstatic
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Replicas",type=integer,JSONPath=`.status.readyReplicas`,description="ready pool pods"
+// +kubebuilder:printcolumn:name="Sites",type=integer,JSONPath=`.status.sites`,description="sites placed in the pool"
+// +kubebuilder:printcolumn:name="Refused",type=integer,JSONPath=`.status.refusedSites`,priority=1
+// +kubebuilder:printcolumn:name="CPU",type=string,JSONPath=`.spec.cpu`
+// +kubebuilder:printcolumn:name="Memory",type=string,JSONPath=`.spec.memory`
+// +kubebuilder:printcolumn:name="Namespace",type=string,JSONPath=`.spec.namespace`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+
+// StaticSitePool is a shared tier of server pods for many StaticSites.
+type StaticSitePool struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   StaticSitePoolSpec   `json:"spec,omitempty"`
+	Status StaticSitePoolStatus `json:"status,omitempty"`
+}
+
+// +kubebuilder:object:root=true
+
+// StaticSitePoolList is a list of StaticSitePools.
+type StaticSitePoolList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []StaticSitePool `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&StaticSitePool{}, &StaticSitePoolList{})
+}
