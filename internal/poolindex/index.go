@@ -18,6 +18,8 @@ package poolindex
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"hash/fnv"
@@ -60,17 +62,18 @@ type Limits struct {
 	RequestsPerSecond int64 `json:"requestsPerSecond"`
 }
 
-// Content is exactly one of Git or ConfigMap.
+// Content is exactly one of Git or ConfigMaps.
 type Content struct {
-	Git       *GitContent       `json:"git,omitempty"`
-	ConfigMap *ConfigMapContent `json:"configMap,omitempty"`
+	Git        *GitContent        `json:"git,omitempty"`
+	ConfigMaps []ConfigMapContent `json:"configMaps,omitempty"`
 }
 
 // GitContent is a public repository the pool fetcher follows (a site with credentials is not pooled:
 // docs/design/pools.md, "Credentials").
 type GitContent struct {
 	URL string `json:"url"`
-	// Ref is the full ref followed, refs/heads/<branch>.
+	// Ref is spec.content.git.ref as the site gives it: a branch, a tag or a commit, resolved as a dedicated
+	// site's fetcher resolves it.
 	Ref string `json:"ref"`
 	// Path is the directory of the repository served; empty for its root.
 	Path string `json:"path,omitempty"`
@@ -78,9 +81,19 @@ type GitContent struct {
 	Interval string `json:"interval"`
 }
 
-// ConfigMapContent names the mirror of a ConfigMap site's content in the pool's namespace.
+// ConfigMapContent names the mirror, in the pool's namespace, of one of a ConfigMap site's ConfigMaps
+// (MirrorName), and the directory of the tree its keys appear under, as spec.content.configMaps[].pathPrefix.
 type ConfigMapContent struct {
-	Name string `json:"name"`
+	Name       string `json:"name"`
+	PathPrefix string `json:"pathPrefix,omitempty"`
+}
+
+// MirrorName is the name, in the pool's namespace, of the mirror of ConfigMap `configMap` of site `id`:
+// "<pool>.c-" and 16 hex digits of the SHA-256 of "<id>/<configMap>" (names from tenants never collide with the
+// pool's own objects, and a site's mirrors are found again from its spec alone).
+func MirrorName(pool, id, configMap string) string {
+	sum := sha256.Sum256([]byte(id + "/" + configMap))
+	return pool + ".c-" + hex.EncodeToString(sum[:8])
 }
 
 // ShardOf is the shard that holds site id among n: FNV-1a 32 of the id, modulo n.
@@ -171,14 +184,19 @@ func (s Shard) Validate() error {
 		if site.Limits.MaxFiles <= 0 || site.Limits.MaxBytes <= 0 || site.Limits.RequestsPerSecond <= 0 {
 			return fmt.Errorf("%s.limits: maxFiles, maxBytes and requestsPerSecond must all be positive", at)
 		}
-		if (site.Content.Git == nil) == (site.Content.ConfigMap == nil) {
-			return fmt.Errorf("%s.content: exactly one of git and configMap", at)
+		if (site.Content.Git == nil) == (len(site.Content.ConfigMaps) == 0) {
+			return fmt.Errorf("%s.content: exactly one of git and configMaps", at)
 		}
-		if g := site.Content.Git; g != nil && (g.URL == "" || !strings.HasPrefix(g.Ref, "refs/")) {
-			return fmt.Errorf("%s.content.git: url and a full ref (refs/...) are required", at)
+		if g := site.Content.Git; g != nil && (g.URL == "" || g.Ref == "") {
+			return fmt.Errorf("%s.content.git: url and ref are required", at)
 		}
-		if c := site.Content.ConfigMap; c != nil && c.Name == "" {
-			return fmt.Errorf("%s.content.configMap.name: empty", at)
+		for j, c := range site.Content.ConfigMaps {
+			if c.Name == "" {
+				return fmt.Errorf("%s.content.configMaps[%d].name: empty", at, j)
+			}
+			if strings.HasPrefix(c.PathPrefix, "/") || slices.Contains(strings.Split(c.PathPrefix, "/"), "..") {
+				return fmt.Errorf("%s.content.configMaps[%d].pathPrefix: %q must be relative without '..'", at, j, c.PathPrefix)
+			}
 		}
 	}
 	return nil

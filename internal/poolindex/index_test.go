@@ -17,7 +17,7 @@ func TestExampleOfTheContractParses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(s.Sites) != 2 || s.Sites[0].ID != "team-a.docs" || s.Sites[1].Content.ConfigMap == nil {
+	if len(s.Sites) != 2 || s.Sites[0].ID != "team-a.docs" || len(s.Sites[1].Content.ConfigMaps) != 1 {
 		t.Fatalf("parsed %+v", s)
 	}
 	out, err := Render(s.Shard, s.Sites)
@@ -61,8 +61,8 @@ func TestParseRefusesNamingThePath(t *testing.T) {
 		"host with port":   {shardWith(`"hosts":["docs.example.com:80"]`), "sites[0].hosts[0]"},
 		"uppercase host":   {shardWith(`"hosts":["Docs.example.com"]`), "sites[0].hosts[0]"},
 		"no limits":        {shardWith(`"limits":{"maxFiles":1,"maxBytes":1,"requestsPerSecond":0}`), "sites[0].limits"},
-		"two contents":     {shardWith(`"content":{"git":{"url":"u","ref":"refs/heads/main","interval":"1m"},"configMap":{"name":"x"}}`), "sites[0].content"},
-		"short ref":        {shardWith(`"content":{"git":{"url":"u","ref":"main","interval":"1m"}}`), "sites[0].content.git"},
+		"two contents":     {shardWith(`"content":{"git":{"url":"u","ref":"refs/heads/main","interval":"1m"},"configMaps":[{"name":"x"}]}`), "sites[0].content"},
+		"no ref":           {shardWith(`"content":{"git":{"url":"u","ref":"","interval":"1m"}}`), "sites[0].content.git"},
 		"value not object": {shardWith(`"value":[1]`), "sites[0].value"},
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -100,7 +100,7 @@ func site(id, host string) Site {
 	return Site{
 		ID: id, Hosts: []string{host}, Value: json.RawMessage(`{"version":1}`),
 		Limits:  Limits{MaxFiles: 10, MaxBytes: 10, RequestsPerSecond: 10},
-		Content: Content{ConfigMap: &ConfigMapContent{Name: "m"}},
+		Content: Content{ConfigMaps: []ConfigMapContent{{Name: "m"}}},
 	}
 }
 
@@ -109,10 +109,20 @@ func shardWith(field string) string {
 	base := map[string]string{
 		"id": `"id":"a.x"`, "hosts": `"hosts":["x.a.svc"]`, "value": `"value":{"version":1}`,
 		"limits":  `"limits":{"maxFiles":1,"maxBytes":1,"requestsPerSecond":1}`,
-		"content": `"content":{"configMap":{"name":"m"}}`,
+		"content": `"content":{"configMaps":[{"name":"m"}]}`,
 	}
 	key := field[1 : strings.Index(field[1:], `"`)+1]
 	base[key] = field
 	return `{"version":1,"shard":0,"sites":[{` + base["id"] + "," + base["hosts"] + "," + base["value"] + "," +
 		base["limits"] + "," + base["content"] + `}]}`
+}
+
+func TestMirrorNameIsStableAndDistinct(t *testing.T) {
+	a := MirrorName("shared", "team-a.docs", "pages")
+	if a != MirrorName("shared", "team-a.docs", "pages") || !strings.HasPrefix(a, "shared.c-") || len(a) != len("shared.c-")+16 {
+		t.Fatalf("MirrorName = %q", a)
+	}
+	if a == MirrorName("shared", "team-a.docs", "assets") || a == MirrorName("shared", "team-b.docs", "pages") {
+		t.Fatal("two ConfigMaps share a mirror")
+	}
 }

@@ -1,0 +1,39 @@
+package poolplacement
+
+import "hyperstatic.dev/hyperstatic/api/v1alpha1"
+
+// The pool's objects, as both controllers name and select them: the pool controller creates them in the pool's
+// spec.namespace; the site controller lists the pool's ready server pods (by PodSelector) to fill each pool site's
+// EndpointSlice, whose ports are the pool pods' v1alpha1.ServerPort (HTTP), as a dedicated site's pods'.
+const (
+	// LabelPool on every object of a pool holds the pool's name.
+	LabelPool = "hyperstatic.dev/pool"
+	// LabelComponent says which part of the pool an object belongs to: ComponentServer or ComponentFetcher.
+	LabelComponent   = "app.kubernetes.io/component"
+	ComponentServer  = "pool-server"
+	ComponentFetcher = "pool-fetcher"
+	// AppName is the app.kubernetes.io/name of a pool's objects.
+	AppName = "hyperstatic-pool"
+)
+
+// PodSelector selects pool's server pods (never its fetcher).
+func PodSelector(pool string) map[string]string {
+	return map[string]string{LabelPool: pool, LabelComponent: ComponentServer, "app.kubernetes.io/name": AppName}
+}
+
+// FetcherSelector selects pool's fetcher pod.
+func FetcherSelector(pool string) map[string]string {
+	return map[string]string{LabelPool: pool, LabelComponent: ComponentFetcher, "app.kubernetes.io/name": AppName}
+}
+
+// ServerName is the name of the pool's server Deployment (and its PodDisruptionBudget); FetcherName the fetcher's
+// Deployment and Service; IndexName the ConfigMap of index shard i.
+func ServerName(pool string) string  { return pool }
+func FetcherName(pool string) string { return pool + "-fetcher" }
+func IndexName(pool string, i int) string {
+	return pool + ".index-" + string(rune('0'+i/100%10)) + string(rune('0'+i/10%10)) + string(rune('0'+i%10))
+}
+
+// EndpointSliceName is the name of a pool site's EndpointSlice in the site's namespace (label
+// kubernetes.io/service-name is the site's Service name).
+func EndpointSliceName(site *v1alpha1.StaticSite) string { return site.Name + "-pool" }

@@ -1,0 +1,150 @@
+// Package poolplacement decides, purely, whether a StaticSite may run in a StaticSitePool and what its entry in
+// the pool's index is (docs/design/pools.md). The pool controller (which writes the index) and the site controller
+// (which stops the site's own pods and reports where it runs) both call it, so they never disagree.
+//
+// A pool site keeps its Service, hostnames, route, rules and Git or ConfigMap content. It cannot have what would
+// need a pod of its own or would put one tenant's material into pods every tenant shares: content from an image,
+// an image volume or a PersistentVolumeClaim (a pool pod cannot mount another namespace's volumes or run a
+// tenant's image), in-server TLS (every tenant's private key in shared pods: TLS ends at the gateway in front),
+// server extraArgs and podTemplate (process settings of shared pods), capacity measurement and its own autoscaling
+// (the pool scales as a whole), a Git repository with credentials (docs/design/pools.md, "Credentials").
+package poolplacement
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"hyperstatic.dev/hyperstatic/api/v1alpha1"
+	"hyperstatic.dev/hyperstatic/internal/poolindex"
+	"hyperstatic.dev/hyperstatic/internal/sitevalue"
+)
+
+// Refusal reasons (condition reasons on the site; the pool counts them in status.refusedSites).
+const (
+	ReasonPoolNotFound         = "PoolNotFound"
+	ReasonNamespaceNotAdmitted = "NamespaceNotAdmitted"
+	ReasonFeatureNotPooled     = "FeatureNotPooled"
+	ReasonGitCredentials       = "GitCredentialsNotPooled"
+)
+
+// Refusal says why a site cannot run in a pool, naming the field.
+type Refusal struct {
+	Reason  string
+	Field   string
+	Message string
+}
+
+func (r *Refusal) Error() string { return r.Field + ": " + r.Message }
+
+// Wants is the pool a site asks for, "" for a dedicated site.
+func Wants(site *v1alpha1.StaticSite) string {
+	if p := site.Spec.Placement; p != nil && p.Mode == v1alpha1.PlacementPool {
+		return p.Pool
+	}
+	return ""
+}
+
+// Admits reports whether pool admits sites of namespace ns.
+func Admits(pool *v1alpha1.StaticSitePool, ns string) bool {
+	return slices.Contains(pool.Spec.Namespaces, "*") || slices.Contains(pool.Spec.Namespaces, ns)
+}
+
+// Check returns nil when site may run in pool (nil pool: the pool it names does not exist).
+func Check(pool *v1alpha1.StaticSitePool, site *v1alpha1.StaticSite) *Refusal {
+	name := Wants(site)
+	if pool == nil || pool.Name != name {
+		return &Refusal{ReasonPoolNotFound, "spec.placement.pool", fmt.Sprintf("StaticSitePool %q does not exist", name)}
+	}
+	if !Admits(pool, site.Namespace) {
+		return &Refusal{ReasonNamespaceNotAdmitted, "spec.placement.pool",
+			fmt.Sprintf("StaticSitePool %q does not admit namespace %q (its spec.namespaces)", name, site.Namespace)}
+	}
+	s := site.Spec
+	c := s.Content
+	not := func(field, why string) *Refusal {
+		return &Refusal{ReasonFeatureNotPooled, field, "a pool site cannot have it: " + why}
+	}
+	switch {
+	case c.Git == nil && len(c.ConfigMaps) == 0:
+		return not("spec.content", "only Git and ConfigMap content reach a pool (a pool pod cannot run a tenant's image or mount its volumes)")
+	case c.Git != nil && c.Git.SecretRef != nil:
+		return &Refusal{ReasonGitCredentials, "spec.content.git.secretRef",
+			"a pool does not hold tenants' Git credentials (pool pods serve the internet); keep this site Dedicated"}
+	case s.TLS != nil:
+		return not("spec.tls", "in-server TLS would put the tenant's private key in pods every tenant shares; terminate TLS at the gateway (spec.route)")
+	case len(s.Server.ExtraArgs) > 0:
+		return not("spec.server.extraArgs", "server flags are process settings of pods the pool's sites share")
+	case s.Server.Image != "":
+		return not("spec.server.image", "the pool runs one server build")
+	case s.Capacity != nil:
+		return not("spec.capacity", "capacity is measured per pool, not per site")
+	case s.Autoscaling != nil:
+		return not("spec.autoscaling", "the pool scales as a whole")
+	case !podTemplateEmpty(s.PodTemplate):
+		return not("spec.podTemplate", "the pool's pods are the platform's")
+	}
+	return nil
+}
+
+func podTemplateEmpty(p v1alpha1.PodTemplateOverrides) bool {
+	return len(p.Labels) == 0 && len(p.Annotations) == 0 && len(p.NodeSelector) == 0 && len(p.Tolerations) == 0 &&
+		p.Affinity == nil && len(p.TopologySpreadConstraints) == 0 && p.PriorityClassName == "" &&
+		len(p.ImagePullSecrets) == 0 && p.ServiceAccountName == "" && p.AutomountServiceAccountToken == nil
+}
+
+// Entry is site's entry in pool's index; call it only for a site Check admits. clusterDomain is the cluster's
+// DNS domain (cluster.local). hostnames are the spec.hostnames the site holds (status.hostnames: the operator's
+// claims), so a pool never answers for a name another site holds.
+func Entry(pool *v1alpha1.StaticSitePool, site *v1alpha1.StaticSite, clusterDomain string) poolindex.Site {
+	id := poolindex.ID(site.Namespace, site.Name)
+	hosts := make([]string, 0, len(site.Status.Hostnames)+3)
+	for _, h := range site.Status.Hostnames {
+		hosts = append(hosts, poolindex.NormalizeHost(h))
+	}
+	hosts = append(hosts, poolindex.ServiceHosts(site.Namespace, site.Name, clusterDomain)...)
+	slices.Sort(hosts)
+	hosts = slices.Compact(hosts)
+	e := poolindex.Site{
+		ID:     id,
+		Hosts:  hosts,
+		Value:  sitevalue.Render(site).Bytes,
+		Limits: LimitsOf(pool),
+	}
+	if g := site.Spec.Content.Git; g != nil {
+		interval := v1alpha1.DefaultGitInterval
+		if g.Interval != nil {
+			interval = g.Interval.Duration.String()
+		}
+		e.Content.Git = &poolindex.GitContent{URL: g.URL, Ref: g.Ref, Path: strings.Trim(g.Path, "/"), Interval: interval}
+	} else {
+		for _, cm := range site.Spec.Content.ConfigMaps {
+			e.Content.ConfigMaps = append(e.Content.ConfigMaps,
+				poolindex.ConfigMapContent{Name: poolindex.MirrorName(pool.Name, id, cm.Name), PathPrefix: cm.PathPrefix})
+		}
+	}
+	return e
+}
+
+// Defaults of the pool's spec.siteLimits (the CRD defaults them too; these cover objects stored before).
+const (
+	DefaultMaxFiles          = 20000
+	DefaultMaxBytes          = 256 << 20
+	DefaultRequestsPerSecond = 2000
+)
+
+// LimitsOf is the per-site limits of pool.
+func LimitsOf(pool *v1alpha1.StaticSitePool) poolindex.Limits {
+	l := poolindex.Limits{MaxFiles: DefaultMaxFiles, MaxBytes: DefaultMaxBytes, RequestsPerSecond: DefaultRequestsPerSecond}
+	s := pool.Spec.SiteLimits
+	if s.MaxFiles != nil {
+		l.MaxFiles = *s.MaxFiles
+	}
+	if s.MaxBytes != nil {
+		l.MaxBytes = s.MaxBytes.Value()
+	}
+	if s.RequestsPerSecond != nil {
+		l.RequestsPerSecond = *s.RequestsPerSecond
+	}
+	return l
+}
