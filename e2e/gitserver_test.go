@@ -52,7 +52,7 @@ const (
 var gitRepos = []string{"site.git", "pydocs.git"}
 
 // gitURLPrefixes are what the chart's tenancy policy allows for Git content in the suite (helmInstallArgs).
-var gitURLPrefixes = []string{"https://" + gitHost + "/", "ssh://git@" + gitHost + "/"}
+var gitURLPrefixes = []string{"https://" + gitHost + "/", "ssh://git@" + gitHost + "/", "http://" + poolGitHost + "/"}
 
 // gitServer is the deployed server and what a client needs to reach it.
 type gitServer struct {
