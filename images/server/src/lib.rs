@@ -23,6 +23,7 @@ pub mod http1;
 pub mod http2;
 pub mod http3;
 pub mod log;
+pub mod pool;
 pub mod publish;
 pub mod rules;
 pub mod server;
@@ -202,7 +203,11 @@ pub fn serve(cfg: Config) -> i32 {
         }
     };
     let admin_addr = admin.local_addr().map(|a| a.to_string()).unwrap_or_default();
+    let pooled = cfg.sites.is_some();
     let mut shared = Shared::new(cfg, workers, worker_cpus.clone(), pinned);
+    if pooled {
+        shared.pool = Some(Arc::new(pool::Pool::default()));
+    }
     let cert_watch = tls_state.map(|(published, watch)| {
         shared.tls = Some(published);
         watch
@@ -226,9 +231,16 @@ pub fn serve(cfg: Config) -> i32 {
             ("cgroup_quota_cores", quota.map_or(V::S("none"), V::F)),
         ],
     );
-    // Initial load: readiness stays false until it is done. A broken root at start is fatal.
-    let watcher = control::reload(&shared, "start");
-    if shared.reloads_ok.load(Ordering::Relaxed) == 0 {
+    // Initial load: readiness stays false until it is done. A broken root at start is fatal. A pool reads its
+    // index now and loads each site when it is first asked for (pool/).
+    let watcher = match (&shared.pool, &shared.cfg.sites) {
+        (Some(p), Some(dir)) => {
+            pool::watch::start(p.clone(), dir, shared.cfg.load_settings(), workers, shared.tls.is_some());
+            None
+        }
+        _ => control::reload(&shared, "start"),
+    };
+    if !pooled && shared.reloads_ok.load(Ordering::Relaxed) == 0 {
         log::error("initial content load failed", &[]);
         if let (Some(path), Some(msg)) = (&shared.cfg.termination_log, shared.load_error.get()) {
             if let Err(e) = site::load_error::write_termination_log(path, &msg) {
@@ -258,7 +270,8 @@ pub fn serve(cfg: Config) -> i32 {
             .expect("spawn worker thread");
         handles.push(h);
     }
-    if shared.cfg.compress {
+    // The background encoder works on the single site's table; pool sites serve the siblings their trees hold.
+    if shared.cfg.compress && !pooled {
         compress::encoder::spawn(shared.clone());
     }
     shared.loaded.store(true, Ordering::Release);
