@@ -450,3 +450,26 @@ fn the_coldest_site_leaves_memory_for_the_one_asked_for() {
     let used: u64 = v["sites"].as_array().unwrap().iter().map(|x| x["memoryBytes"].as_u64().unwrap()).sum();
     assert!(used <= 500_000, "the loaded sites fit the budget: {used}");
 }
+
+#[test]
+fn check_reads_the_index_and_names_its_problems() {
+    let p = two_sites("check");
+    let run = || {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_hyperstatic-server"))
+            .args(["--sites", &p.dir.display().to_string(), "--check"])
+            .env_clear()
+            .output()
+            .unwrap();
+        (out.status.code(), String::from_utf8_lossy(&out.stdout).into_owned())
+    };
+    let (code, out) = run();
+    assert_eq!(code, Some(0), "{out}");
+    assert!(
+        out.contains("site team-a.docs: 2 hosts") && out.contains("tree present") && out.ends_with("ok\n"),
+        "{out}"
+    );
+    p.index(&[("index-00.json", r#"{"version": 1, "sites": [{"id": "x"}]}"#.to_string())]);
+    let (code, out) = run();
+    assert_eq!(code, Some(1), "{out}");
+    assert!(out.contains("sites[0].id"), "{out}");
+}

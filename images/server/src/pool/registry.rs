@@ -424,3 +424,79 @@ fn serve_of(state: State, table: &Option<Arc<Table>>) -> Serve {
         _ => Serve::Unavailable,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::site::content::{Body, Target};
+    use std::os::unix::fs::symlink;
+
+    fn pool_dir(name: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("hs-pool-registry-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(d.join("index")).unwrap();
+        std::fs::create_dir_all(d.join("content/a.one/r1")).unwrap();
+        std::fs::write(d.join("content/a.one/r1/index.html"), "one").unwrap();
+        symlink("r1", d.join("content/a.one/current")).unwrap();
+        let site = |id: &str, host: &str| {
+            format!(
+                r#"{{"id":"{id}","hosts":["{host}"],"value":{{"version":1}},"limits":{{"maxFiles":10,"maxBytes":1000,"requestsPerSecond":10}}}}"#
+            )
+        };
+        let shard =
+            format!(r#"{{"version":1,"sites":[{},{}]}}"#, site("a.one", "one.example"), site("b.two", "two.example"));
+        std::fs::write(d.join("index/index-00.json"), shard).unwrap();
+        d
+    }
+
+    fn body_of(r: &Registry, id: &str) -> (bool, Box<[u8]>) {
+        let t = r.entries[id].table.as_ref().unwrap();
+        let Some(Target::File(i)) = t.lookup(b"/") else { panic!("/ in the table") };
+        let v = t.entry(i).identity();
+        (matches!(v.body, Body::Disk(_)), v.etag.clone())
+    }
+
+    #[test]
+    fn a_site_serves_its_quick_load_from_disk_then_its_full_load_from_memory() {
+        let d = pool_dir("phases");
+        let mut r = Registry::new(&d, Settings::for_root(&d), 2, false);
+        r.read_index();
+        assert_eq!((r.state("a.one"), r.state("b.two")), (Some(State::Unloaded), Some(State::Missing)));
+        r.load("a.one", "test", Phase::Quick);
+        assert_eq!(r.state("a.one"), Some(State::Disk));
+        let (disk, quick_etag) = body_of(&r, "a.one");
+        assert!(disk, "a quick load reads no body");
+        assert!(r.upgrade_one(), "the full load was queued");
+        assert_eq!(r.state("a.one"), Some(State::Memory));
+        let (disk, full_etag) = body_of(&r, "a.one");
+        assert!(!disk);
+        assert_ne!(quick_etag, full_etag, "ETags from metadata, then from content");
+        assert!(!r.upgrade_one(), "nothing else waits");
+
+        // The snapshot: hosts to slots, each slot what its site serves.
+        let pool = Pool::default();
+        r.publish(&pool);
+        let (snap, _) = pool.snapshot.get();
+        assert!(matches!(snap.route(&pool, Some(b"one.example"), 0, 1), crate::pool::Route::Site(..)));
+        assert!(matches!(snap.route(&pool, Some(b"two.example"), 0, 1), crate::pool::Route::Status(Some(_), 503)));
+        assert!(matches!(snap.route(&pool, Some(b"three.example"), 0, 1), crate::pool::Route::Status(None, 404)));
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    #[test]
+    fn the_first_request_of_an_unloaded_site_asks_for_its_load_once() {
+        let d = pool_dir("want");
+        let mut r = Registry::new(&d, Settings::for_root(&d), 1, false);
+        r.read_index();
+        let pool = Pool::default();
+        r.publish(&pool);
+        let (snap, _) = pool.snapshot.get();
+        assert!(matches!(snap.route(&pool, Some(b"one.example"), 0, 1), crate::pool::Route::Status(Some(_), 503)));
+        assert!(pool.wake.swap(false, Ordering::AcqRel), "the pool thread is woken");
+        let _ = snap.route(&pool, Some(b"one.example"), 0, 1);
+        assert!(!pool.wake.load(Ordering::Acquire), "only the first request wakes it");
+        r.load_wanted();
+        assert_eq!(r.state("a.one"), Some(State::Disk));
+        let _ = std::fs::remove_dir_all(&d);
+    }
+}
