@@ -264,6 +264,11 @@ impl Registry {
         }
     }
 
+    /// Whether sites wait for their full load.
+    pub fn upgrades_pending(&self) -> bool {
+        !self.upgrades.is_empty()
+    }
+
     /// The next site waiting for its full load, if any (the pool thread calls it when it has nothing else to do,
     /// so a full load of one big tree delays other sites' first loads by one load at most).
     pub fn upgrade_one(&mut self) -> bool {
