@@ -11,9 +11,11 @@
 //!   the same `Arc`s, and the host map is rebuilt only when the index changes.
 //! - **Lazy load**: a site in the index with a tree starts unloaded (its slot says `Load`; its memory is its
 //!   `Cell`, the index entry and the counters). The first request sets the site's `want` flag and wakes the pool
-//!   thread (two stores and one eventfd write, by the first request only) and is answered 503 with
-//!   `Retry-After: 1`: a worker never waits for a load. The pool thread makes a quick load first (every body
-//!   served from disk, nothing read: registry.rs `Phase`), publishes it, then the full load. Full loads take the
+//!   thread (two stores and one eventfd write, by the first request only); the request gets `Route::Load`,
+//!   which HTTP/1.1 holds for up to a second (server/h1.rs parks the connection; the worker goes on serving)
+//!   and HTTP/2 answers 503 with `Retry-After: 1`: a worker never blocks on a load. The pool thread makes a quick
+//!   load first (every body served from disk, nothing read: registry.rs `Phase`), publishes it — the held request
+//!   is answered from it — then the full load. Full loads take the
 //!   memory budget that the loaded sites leave (site/memory.rs: files past it are served from disk); to make
 //!   room the coldest loaded site (no requests for the longest) leaves memory first.
 //! - **Per-site limits**: `maxFiles`/`maxBytes` refuse a larger tree at load (the site answers 503; `/sites` says
@@ -102,6 +104,9 @@ pub enum Route<'s> {
     Site(&'s Cell, &'s Table),
     /// Answer it with this status (404 for an unknown host, no cell; 503 or 429 with `Retry-After: 1`).
     Status(Option<&'s Cell>, u16),
+    /// The site is being loaded (its quick load is a walk away): a worker may hold the request a moment for it,
+    /// else it is a 503 with `Retry-After: 1`.
+    Load(&'s Cell),
 }
 
 /// The pool as the process shares it: the snapshot, the wake flag, and the registry's report for the admin port.
@@ -166,7 +171,7 @@ impl Snapshot {
                     cell.want.store(true, Ordering::Release);
                     pool.wake();
                 }
-                Route::Status(Some(cell), 503)
+                Route::Load(cell)
             }
             Serve::Unavailable => Route::Status(Some(cell), 503),
         }

@@ -496,7 +496,7 @@ mod tests {
         let pool = Pool::default();
         r.publish(&pool);
         let (snap, _) = pool.snapshot.get();
-        assert!(matches!(snap.route(&pool, Some(b"one.example"), 0, 1), crate::pool::Route::Status(Some(_), 503)));
+        assert!(matches!(snap.route(&pool, Some(b"one.example"), 0, 1), crate::pool::Route::Load(_)));
         assert!(pool.wake.swap(false, Ordering::AcqRel), "the pool thread is woken");
         let _ = snap.route(&pool, Some(b"one.example"), 0, 1);
         assert!(!pool.wake.load(Ordering::Acquire), "only the first request wakes it");
