@@ -296,6 +296,11 @@ impl Registry {
             }
         };
         self.read(id, why, phase, budget);
+        if phase == Phase::Quick {
+            // A quick load's table costs memory too (entries, header blocks, open files): the others make room.
+            let cost = self.entries.get(id).map_or(0, |e| e.memory_bytes);
+            self.evict_for(id, cost);
+        }
         if phase == Phase::Quick && self.entries.get(id).is_some_and(|e| e.quick && e.table.is_some()) {
             self.upgrades.retain(|x| x != id);
             self.upgrades.push_back(id.to_string());
