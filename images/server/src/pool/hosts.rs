@@ -3,6 +3,10 @@
 //! is immutable once built (the registry builds a new one when the index changes) and keyed by the normal form,
 //! so a lookup normalises into a stack buffer and hashes those bytes: no String, no allocation, no lock.
 
+use std::borrow::Borrow;
+use std::hash::{Hash, Hasher};
+use std::sync::Arc;
+
 use crate::fxhash::FxMap;
 
 /// The longest host name looked up (a DNS name is at most 253 characters; a longer one names no site).
@@ -11,15 +15,32 @@ pub const MAX_HOST: usize = 253;
 /// Every host of the index → the site's slot in the snapshot.
 #[derive(Default)]
 pub struct Hosts {
-    map: FxMap<Box<[u8]>, u32>,
+    map: FxMap<Key, u32>,
+}
+
+/// A host name shared with the index's site (one copy per name), looked up by its bytes.
+#[derive(PartialEq, Eq)]
+struct Key(Arc<str>);
+
+impl Hash for Key {
+    // As `[u8]` hashes: `Borrow<[u8]>` requires a key and its borrowed form to hash alike.
+    fn hash<H: Hasher>(&self, h: &mut H) {
+        self.0.as_bytes().hash(h)
+    }
+}
+
+impl Borrow<[u8]> for Key {
+    fn borrow(&self) -> &[u8] {
+        self.0.as_bytes()
+    }
 }
 
 impl Hosts {
     /// Builds the map from (host, slot) pairs whose hosts are already in normal form (the index checks it).
-    pub fn build<'a>(pairs: impl Iterator<Item = (&'a str, u32)>) -> Hosts {
+    pub fn build<'a>(pairs: impl Iterator<Item = (&'a Arc<str>, u32)>) -> Hosts {
         let mut map = FxMap::default();
         for (h, slot) in pairs {
-            map.insert(Box::from(h.as_bytes()), slot);
+            map.insert(Key(h.clone()), slot);
         }
         Hosts { map }
     }
@@ -99,7 +120,8 @@ mod tests {
 
     #[test]
     fn lookups_find_the_slot_of_any_spelling() {
-        let h = Hosts::build([("a.example", 0), ("b.example", 1)].into_iter());
+        let (a, b): (Arc<str>, Arc<str>) = ("a.example".into(), "b.example".into());
+        let h = Hosts::build([(&a, 0), (&b, 1)].into_iter());
         assert_eq!(h.find(Some(b"A.Example:80")), Some(0));
         assert_eq!(h.find(Some(b"b.example.")), Some(1));
         assert_eq!(h.find(Some(b"c.example")), None);

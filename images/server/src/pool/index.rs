@@ -12,6 +12,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use serde_json::{Map, Value};
+use sha2::{Digest as _, Sha256};
 
 use crate::site_value::{revision_of, Revised, SiteValue};
 
@@ -30,7 +31,8 @@ pub struct Limits {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Site {
     pub id: String,
-    pub hosts: Vec<String>,
+    /// Shared with the host map's keys (hosts.rs): one copy of each name.
+    pub hosts: Box<[Arc<str>]>,
     /// The checked site value and its revision (of the value's JSON as the index holds it, re-serialised).
     pub value: Revised,
     pub limits: Limits,
@@ -50,14 +52,17 @@ pub struct Index {
 pub type Values = HashMap<String, Arc<SiteValue>>;
 
 struct Shard {
-    bytes: Vec<u8>,
-    good: Option<Arc<Vec<Site>>>,
+    /// SHA-256 of the bytes last read: an unchanged shard is not parsed again (its bytes are not kept: a few
+    /// hundred per site).
+    digest: [u8; 32],
+    good: Option<Vec<Arc<Site>>>,
     refused: Option<String>,
 }
 
-/// What a read gives: the sites in effect (ids unique, hosts unique) and the problems, one line each.
+/// What a read gives: the sites in effect (ids unique, hosts unique; shared with the index, not copied) and the
+/// problems, one line each.
 pub struct Merged {
-    pub sites: Vec<Site>,
+    pub sites: Vec<Arc<Site>>,
     pub problems: Vec<String>,
 }
 
@@ -100,14 +105,15 @@ impl Index {
 
     /// Takes a shard's newest bytes (parsed only when they changed).
     pub fn update(&mut self, name: &str, bytes: Vec<u8>, tls: bool) {
-        if self.shards.get(name).is_some_and(|s| s.bytes == bytes) {
+        let digest: [u8; 32] = Sha256::digest(&bytes).into();
+        if self.shards.get(name).is_some_and(|s| s.digest == digest) {
             return;
         }
         let parsed = parse_shard_with(&bytes, tls, &mut self.values);
         let prev = self.shards.remove(name).and_then(|s| s.good);
         let shard = match parsed {
-            Ok(sites) => Shard { bytes, good: Some(Arc::new(sites)), refused: None },
-            Err(e) => Shard { bytes, good: prev, refused: Some(e) },
+            Ok(sites) => Shard { digest, good: Some(sites.into_iter().map(Arc::new).collect()), refused: None },
+            Err(e) => Shard { digest, good: prev, refused: Some(e) },
         };
         self.shards.insert(name.to_string(), shard);
     }
@@ -117,7 +123,7 @@ impl Index {
         let mut sites = Vec::new();
         let mut problems = Vec::new();
         let mut ids: HashMap<String, ()> = HashMap::new();
-        let mut hosts: HashMap<String, String> = HashMap::new();
+        let mut hosts: HashMap<Arc<str>, String> = HashMap::new();
         for (name, shard) in &self.shards {
             if let Some(e) = &shard.refused {
                 let keeps = if shard.good.is_some() { "its last good form keeps serving" } else { "no good form yet" };
@@ -208,14 +214,14 @@ fn site(v: &Value, path: &str, tls: bool, values: &mut Values) -> Result<Site, S
     }
     let hosts_path = join(path, "hosts");
     let hosts = required(m, path, "hosts")?.as_array().ok_or_else(|| format!("{hosts_path}: expected an array"))?;
-    let mut hs = Vec::with_capacity(hosts.len());
+    let mut hs: Vec<Arc<str>> = Vec::with_capacity(hosts.len());
     for (i, h) in hosts.iter().enumerate() {
         let h = h.as_str().ok_or_else(|| format!("{hosts_path}[{i}]: expected a string"))?;
         if !super::hosts::is_normal(h) {
             return Err(format!("{hosts_path}[{i}]: {h:?} is not lowercase without port and trailing dot"));
         }
-        if !hs.iter().any(|x: &String| x == h) {
-            hs.push(h.to_string());
+        if !hs.iter().any(|x| &**x == h) {
+            hs.push(h.into());
         }
     }
     let value_path = join(path, "value");
@@ -243,7 +249,7 @@ fn site(v: &Value, path: &str, tls: bool, values: &mut Values) -> Result<Site, S
         max_bytes: num("maxBytes")?,
         requests_per_second: num("requestsPerSecond")?,
     };
-    Ok(Site { id: id.to_string(), hosts: hs, value: Revised { value: parsed, revision }, limits })
+    Ok(Site { id: id.to_string(), hosts: hs.into_boxed_slice(), value: Revised { value: parsed, revision }, limits })
 }
 
 /// `<namespace>.<name>`: two DNS labels (lowercase alphanumerics and `-`, not at either end) joined by one dot.
@@ -270,7 +276,7 @@ mod tests {
         let sites = parse_shard(EXAMPLE.as_bytes(), false).unwrap();
         assert_eq!(sites.len(), 2);
         assert_eq!(sites[0].id, "team-a.docs");
-        assert_eq!(sites[0].hosts[0], "docs.example.com");
+        assert_eq!(&*sites[0].hosts[0], "docs.example.com");
         assert!(sites[0].value.value.clean_urls);
         assert_eq!(sites[0].value.value.not_found_page.as_deref(), Some("/404.html"));
         assert_eq!(sites[1].limits, Limits { max_files: 20000, max_bytes: 268435456, requests_per_second: 2000 });

@@ -32,7 +32,7 @@ use crate::site::loader::{self, Settings};
 use crate::site::memory::Budget;
 
 struct Entry {
-    site: index::Site,
+    site: Arc<index::Site>,
     cell: Arc<Cell>,
     slot: Arc<Slot>,
     state: State,
@@ -167,11 +167,8 @@ impl Registry {
         for id in old.keys() {
             log::info("pool site removed", &[("site", V::S(id))]);
         }
-        let pairs = self
-            .entries
-            .values()
-            .enumerate()
-            .flat_map(|(i, e)| e.site.hosts.iter().map(move |h| (h.as_str(), i as u32)));
+        let pairs =
+            self.entries.values().enumerate().flat_map(|(i, e)| e.site.hosts.iter().map(move |h| (h, i as u32)));
         self.hosts = Arc::new(Hosts::build(pairs));
         for id in reload {
             self.load(&id, "index", Phase::Quick);
