@@ -73,14 +73,19 @@ fn check_pool(dir: &std::path::Path, tls: bool) -> i32 {
         let has = if tree.exists() { "tree present" } else { "no tree yet" };
         println!("site {}: {} hosts, value {}, {has}", s.id, s.hosts.len(), s.value.revision);
     }
-    for p in &merged.problems {
+    verdict(&merged.problems)
+}
+
+/// `--check`'s last lines: each problem, then `ok` (0) or how many were found (1).
+fn verdict(problems: &[String]) -> i32 {
+    for p in problems {
         println!("error: {p}");
     }
-    if merged.problems.is_empty() {
+    if problems.is_empty() {
         println!("ok");
         0
     } else {
-        println!("{} problem(s) found", merged.problems.len());
+        println!("{} problem(s) found", problems.len());
         1
     }
 }
@@ -151,16 +156,7 @@ pub fn check(cfg: &Config) -> i32 {
                 m.over_budget_files,
                 m.fit_limit
             );
-            for e in &r.errors {
-                println!("error: {e}");
-            }
-            if r.errors.is_empty() {
-                println!("ok");
-                0
-            } else {
-                println!("{} problem(s) found", r.errors.len());
-                1
-            }
+            verdict(&r.errors)
         }
         Err(e) => {
             println!("error: {e}");

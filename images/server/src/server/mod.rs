@@ -70,7 +70,7 @@ pub struct Worker {
     /// `--sites`: the pool's snapshot (pool/), refreshed between batches like `table`; None for a single site,
     /// whose requests then take the branch that never looks at a host.
     pool: Option<Local<crate::pool::Snapshot>>,
-    /// HTTP/1.1 connections whose request waits for a pool site's first load (slot, gen; h1.rs `park`), and the
+    /// HTTP/1.1 connections whose request waits for a pool site's first load (slot, gen; h1.rs `retry_parked`), and the
     /// list they are moved to while retried.
     parked: Vec<(u32, u32)>,
     parked_retry: Vec<(u32, u32)>,
