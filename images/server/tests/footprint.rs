@@ -141,3 +141,37 @@ fn the_table_and_the_load_cost_no_more_than_they_are_charged() {
         );
     }
 }
+
+/// A pool site that is in the index but not loaded: everything the index, the registry, the published snapshot
+/// (host map, slot, counters for 2 workers) and the `/sites` report keep for it, with the contract's four hosts
+/// per site and the value most sites have (shared). Measured 2026-12-02: 1,585 bytes — the contract's goal is "a
+/// few hundred"; what is left is the site's record (its id three times, its four host names once, shared with the
+/// host map), the host map's buckets, the registry's entry and the per-worker counter lines (64 bytes each). The
+/// bound keeps it from growing unnoticed.
+#[test]
+fn an_unloaded_pool_site_costs_under_two_kilobytes() {
+    use hyperstatic_server::pool::{registry::Registry, Pool};
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    const N: usize = 2000;
+    let dir = common::tempdir("pool-footprint");
+    std::fs::create_dir_all(dir.join("index")).unwrap();
+    std::fs::create_dir_all(dir.join("content")).unwrap();
+    let sites: Vec<String> = (0..N)
+        .map(|i| {
+            format!(
+                r#"{{"id": "team-{i}.docs", "hosts": ["docs-{i}.example.com", "docs.team-{i}.svc.cluster.local", "docs.team-{i}.svc", "docs.team-{i}"], "value": {{"version": 1}}, "limits": {{"maxFiles": 20000, "maxBytes": 268435456, "requestsPerSecond": 2000}}, "content": {{"configMap": {{"name": "shared.c-{i:016x}"}}}}}}"#
+            )
+        })
+        .collect();
+    std::fs::write(dir.join("index/index-00.json"), format!(r#"{{"version": 1, "sites": [{}]}}"#, sites.join(",")))
+        .unwrap();
+    let pool = Pool::default();
+    let mut reg = Registry::new(&dir, loader::Settings::for_root(&dir), 2, false);
+    let before = LIVE.load(Ordering::Relaxed);
+    reg.read_index();
+    reg.publish(&pool);
+    let per_site = (LIVE.load(Ordering::Relaxed) - before) / N as u64;
+    eprintln!("an unloaded pool site keeps {per_site} bytes");
+    assert!(per_site <= 2048, "{per_site} bytes per unloaded site");
+    drop((reg, pool));
+}
