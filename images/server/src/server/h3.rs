@@ -23,9 +23,8 @@ use bytes::BytesMut;
 use quinn_proto::crypto::rustls::QuicServerConfig;
 use quinn_proto::{ConnectionHandle, DatagramEvent, Endpoint, EndpointConfig, Incoming, Transmit, VarInt};
 
-use super::h3_conn::H3Conn;
+use super::h3_conn::{H3Conn, Scratch, MAX_STREAMS};
 use super::Worker;
-use crate::http2::hpack::FieldList;
 use crate::log::{self, V};
 use crate::sys::udp::{self, Outgoing, Received, MAX_BATCH};
 
@@ -39,8 +38,6 @@ const GSO_SEGMENTS: usize = 10;
 /// Handshakes in progress beyond which a client must prove its address (a Retry round trip) before we spend a
 /// TLS handshake on it.
 const RETRY_AT: usize = 64;
-/// Requests in flight per connection (client bidirectional streams).
-pub(super) const MAX_STREAMS: u32 = 100;
 /// What one stream may have buffered unread (request heads are at most 16 KiB; bodies are dropped as read).
 const STREAM_WINDOW: u32 = 64 * 1024;
 /// What a connection may have buffered unread in all.
@@ -74,15 +71,9 @@ pub(super) struct Quic {
     /// An endpoint's own answers (stateless resets, Retry, version negotiation, refusals) are written here.
     scratch: Vec<u8>,
     gso: bool,
-    /// The worker's reused buffers for answering: the framed head, its section, a redirect's Location, the
-    /// per-second Date lines (QPACK) and the text they were made from, the decoded request fields.
-    pub(super) head: Vec<u8>,
-    pub(super) section: Vec<u8>,
-    pub(super) loc: Vec<u8>,
-    pub(super) date: Vec<u8>,
+    /// The buffers requests are answered with (h3_conn.rs), and the Date line their Date block was made from.
+    s: Scratch,
     date_of: Vec<u8>,
-    pub(super) fields: FieldList,
-    pub(super) chunks: Vec<bytes::Bytes>,
     /// The connections a receive batch touched (reused).
     touched: Vec<usize>,
     /// The earliest timer among the connections.
@@ -165,13 +156,8 @@ impl Worker {
             ntx: 0,
             scratch: Vec::new(),
             gso,
-            head: Vec::with_capacity(1024),
-            section: Vec::with_capacity(1024),
-            loc: Vec::with_capacity(256),
-            date: Vec::new(),
+            s: Scratch::new(),
             date_of: Vec::new(),
-            fields: FieldList::new(crate::http2::Limits::default().max_header_list as usize),
-            chunks: Vec::new(),
             touched: Vec::new(),
             wake: None,
             drain_since: None,
@@ -224,7 +210,7 @@ impl Worker {
                 q.date_of.extend_from_slice(h.as_bytes());
                 q.date_of.extend_from_slice(b"\r\n");
             }
-            crate::http3::respond::date_block(&mut q.date, &q.date_of);
+            crate::http3::respond::date_block(&mut q.s.date, &q.date_of);
             // Compared against the Date line alone next turn.
             q.date_of.truncate(d.len());
         }
@@ -359,7 +345,7 @@ impl Worker {
     /// ways, transmits into the batch; forgotten once drained.
     fn h3_drive(&mut self, q: &mut Quic, h: usize, now: Instant) {
         let Some(mut c) = q.conns.get_mut(h).and_then(Option::take) else { return };
-        self.h3_events(q, &mut c, now);
+        self.h3_events(&mut q.s, &mut c, now);
         let mut drained = false;
         while let Some(ev) = c.conn.poll_endpoint_events() {
             drained |= ev.is_drained();
@@ -368,7 +354,7 @@ impl Worker {
             }
         }
         if !drained {
-            self.h3_events(q, &mut c, now);
+            self.h3_events(&mut q.s, &mut c, now);
         }
         let segments = if q.gso { GSO_SEGMENTS } else { 1 };
         loop {

@@ -21,11 +21,11 @@ use std::time::Instant;
 use bytes::Bytes;
 use quinn_proto::{Connection, Dir, Event, ReadError, StreamEvent, StreamId, VarInt, WriteError};
 
-use super::h3::{Quic, MAX_STREAMS};
 use super::Worker;
 use crate::answer::reply::Reply;
 use crate::answer::request::{self, Site};
 use crate::counters::bump;
+use crate::http2::hpack::FieldList;
 use crate::http2::request::{check_request, RequestHead};
 use crate::http2::respond::BodyRef;
 use crate::http3::control::{self, ControlStream};
@@ -38,12 +38,38 @@ use crate::http3::{settings, Code, ConnError};
 use crate::state::code_index;
 use crate::sys;
 
+/// Requests in flight per connection (client bidirectional streams).
+pub(super) const MAX_STREAMS: u32 = 100;
 /// Fields decoded per request head at most (the size bound caps them near 500 anyway).
 const MAX_FIELDS: usize = 128;
 /// Control-stream frames that do no work (unknown types, MAX_PUSH_ID) a connection may send in all.
 const MAX_IDLE_FRAMES: u64 = 10_000;
 /// A disk body's piece.
 const DISK_CHUNK: u64 = 64 * 1024;
+
+/// The worker's reused buffers for answering HTTP/3 requests (h3.rs keeps them): the framed head, its section,
+/// a redirect's Location, the per-second Date lines (QPACK), the decoded request fields, a stream's chunks.
+pub(super) struct Scratch {
+    pub(super) head: Vec<u8>,
+    pub(super) section: Vec<u8>,
+    pub(super) loc: Vec<u8>,
+    pub(super) date: Vec<u8>,
+    pub(super) fields: FieldList,
+    pub(super) chunks: Vec<Bytes>,
+}
+
+impl Scratch {
+    pub(super) fn new() -> Scratch {
+        Scratch {
+            head: Vec::with_capacity(1024),
+            section: Vec::with_capacity(1024),
+            loc: Vec::with_capacity(256),
+            date: Vec::new(),
+            fields: FieldList::new(crate::http2::Limits::default().max_header_list as usize),
+            chunks: Vec::new(),
+        }
+    }
+}
 
 /// A memory body's bytes as a `Bytes` owner: the variant's allocation, kept alive by the Arc.
 struct MemSlice {
@@ -127,7 +153,11 @@ impl H3Conn {
 
     pub(super) fn close(&mut self, now: Instant, code: Code, why: &'static str) {
         if !self.conn.is_closed() {
-            self.conn.close(now, VarInt::from_u64(code.value()).unwrap_or(VarInt::from_u32(0)), Bytes::from_static(why.as_bytes()));
+            self.conn.close(
+                now,
+                VarInt::from_u64(code.value()).unwrap_or(VarInt::from_u32(0)),
+                Bytes::from_static(why.as_bytes()),
+            );
         }
     }
 
@@ -224,7 +254,10 @@ impl H3Conn {
                         let (used, ev) = cs.read(rest)?;
                         at += used;
                         if cs.idle_frames() > MAX_IDLE_FRAMES {
-                            return Err(ConnError { code: Code::ExcessiveLoad, why: "a flood of frames that do nothing" });
+                            return Err(ConnError {
+                                code: Code::ExcessiveLoad,
+                                why: "a flood of frames that do nothing",
+                            });
                         }
                         match ev {
                             // The client is leaving: nothing to do but finish what it asked.
@@ -314,7 +347,7 @@ enum Answer {
 
 impl Worker {
     /// The connection's events after its input or timers: streams opened, readable, writable, stopped.
-    pub(super) fn h3_events(&mut self, q: &mut Quic, c: &mut H3Conn, now: Instant) {
+    pub(super) fn h3_events(&mut self, q: &mut Scratch, c: &mut H3Conn, now: Instant) {
         while let Some(ev) = c.conn.poll() {
             let r = match ev {
                 Event::Connected => {
@@ -343,7 +376,10 @@ impl Worker {
                 }
                 Event::Stream(StreamEvent::Stopped { id, .. }) => {
                     if c.reqs.remove(&id).is_some() {
-                        let _ = c.conn.send_stream(id).reset(VarInt::from_u64(Code::RequestCancelled.value()).unwrap_or(VarInt::from_u32(0)));
+                        let _ = c
+                            .conn
+                            .send_stream(id)
+                            .reset(VarInt::from_u64(Code::RequestCancelled.value()).unwrap_or(VarInt::from_u32(0)));
                     }
                     Ok(())
                 }
@@ -356,7 +392,7 @@ impl Worker {
     }
 
     /// A client stream just accepted.
-    fn h3_opened(&mut self, q: &mut Quic, c: &mut H3Conn, id: StreamId) -> Result<(), ConnError> {
+    fn h3_opened(&mut self, q: &mut Scratch, c: &mut H3Conn, id: StreamId) -> Result<(), ConnError> {
         if id.dir() == Dir::Uni {
             c.uni.insert(id, Uni::Typing(TypeReader::default()));
             return c.read_uni(id, &mut q.chunks);
@@ -378,7 +414,7 @@ impl Worker {
     }
 
     /// Reads a request stream; answers its head when whole.
-    fn h3_read_req(&mut self, q: &mut Quic, c: &mut H3Conn, id: StreamId) -> Result<(), ConnError> {
+    fn h3_read_req(&mut self, q: &mut Scratch, c: &mut H3Conn, id: StreamId) -> Result<(), ConnError> {
         let Some(mut req) = c.reqs.remove(&id) else { return Ok(()) };
         let mut chunks = std::mem::take(&mut q.chunks);
         let (fin, reset) = c.read_all(id, &mut chunks);
@@ -394,7 +430,7 @@ impl Worker {
     #[allow(clippy::too_many_arguments)]
     fn h3_feed(
         &mut self,
-        q: &mut Quic,
+        q: &mut Scratch,
         c: &mut H3Conn,
         id: StreamId,
         req: &mut Req,
@@ -447,7 +483,10 @@ impl Worker {
             // The client abandoned the request: abandon the response too.
             *recv_done = true;
             if !resp.done {
-                let _ = c.conn.send_stream(id).reset(VarInt::from_u64(Code::RequestCancelled.value()).unwrap_or(VarInt::from_u32(0)));
+                let _ = c
+                    .conn
+                    .send_stream(id)
+                    .reset(VarInt::from_u64(Code::RequestCancelled.value()).unwrap_or(VarInt::from_u32(0)));
                 resp.done = true;
             }
         } else if fin {
@@ -461,7 +500,7 @@ impl Worker {
     }
 
     /// Decodes and answers one request head (`None`: over our size bound, 431) into `q.head`.
-    fn h3_answer(&mut self, q: &mut Quic, section: Option<&[u8]>) -> Result<Answer, ConnError> {
+    fn h3_answer(&mut self, q: &mut Scratch, section: Option<&[u8]>) -> Result<Answer, ConnError> {
         let table = sys::mem::detach(&self.table.value);
         let site = Site { table, spa_fallback: table.spa_fallback };
         q.fields.clear();
