@@ -9,7 +9,8 @@ a self-signed P-256 certificate (openssl), starts the server with --http3 on loo
   small and large GETs byte-exact (memory and disk bodies), 404, HEAD (length, no body), conditional 304 on the
   ETag, range 206 (Content-Range and the slice), 300 requests at once on one connection (3x our stream limit, so
   the client waits for stream credit), a request with a body, then the same requests over HTTP/2 (curl --http2)
-  with status, body and the key headers compared, and Alt-Svc on the HTTP/2 answers naming the UDP port.
+  with status, body and the key headers compared, Alt-Svc on the HTTP/2 answers naming the UDP port, and a Retry
+  for a client arriving during a flood of half-open handshakes (and none without one).
   Finally SIGTERM: the server must drain and exit 0.
 
 Exit status 0 when every check passed; each check prints one line.
@@ -32,6 +33,7 @@ from aioquic.asyncio.protocol import QuicConnectionProtocol
 from aioquic.h3.connection import H3_ALPN, H3Connection
 from aioquic.h3.events import DataReceived, HeadersReceived
 from aioquic.quic.configuration import QuicConfiguration
+from aioquic.quic.connection import QuicConnection
 from aioquic.quic.events import StreamReset
 
 KEY_HEADERS = [
@@ -191,6 +193,7 @@ async def run(port, cert, files):
     cfg.load_verify_locations(cert)
     async with connect("127.0.0.1", port, configuration=cfg, create_protocol=Client) as c:
         s, h, b = await c.request("GET", "/small.txt")
+        check("no Retry when few handshakes are in progress", c._quic._retry_source_connection_id is None)
         check("GET small 200 byte-exact", s == 200 and b == files["small.txt"] and h.get("content-length") == "6",
               f"{s} {h} {b!r}")
         check("no Alt-Svc over h3 itself", "alt-svc" not in h, str(h))
@@ -244,6 +247,25 @@ async def run(port, cert, files):
         check(f"same answers as HTTP/2 ({same}/{len(cases)} requests)", same == len(cases))
     s, h, _ = curl_h2(port, "GET", "/small.txt")
     check("Alt-Svc on HTTP/2 answers", h.get("alt-svc") == f'h3=":{port}"; ma=86400', str(h.get("alt-svc")))
+
+    # A handshake flood: 80 clients send their Initial and never answer. Past 64 handshakes in progress the server
+    # asks new clients to prove their address first (a Retry); a real client still gets its answer.
+    socks = []
+    for _ in range(80):
+        q = QuicConnection(configuration=QuicConfiguration(is_client=True, alpn_protocols=H3_ALPN,
+                                                           server_name="localhost"))
+        q.connect(("127.0.0.1", port), now=time.time())
+        sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        for data, _addr in q.datagrams_to_send(now=time.time()):
+            sock.sendto(data, ("127.0.0.1", port))
+        socks.append(sock)
+    await asyncio.sleep(0.5)
+    async with connect("127.0.0.1", port, configuration=cfg, create_protocol=Client) as c:
+        s, h, b = await c.request("GET", "/small.txt")
+        check("under a handshake flood: a Retry, then the answer",
+              c._quic._retry_source_connection_id is not None and s == 200 and b == files["small.txt"], f"{s}")
+    for sock in socks:
+        sock.close()
 
 
 def main():
