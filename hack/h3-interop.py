@@ -51,6 +51,7 @@ KEY_HEADERS = [
 ]
 
 FAILURES = []
+REQUESTS = [0]  # requests sent over HTTP/3, to hold the server's counter to
 
 
 def check(name, ok, detail=""):
@@ -109,6 +110,7 @@ class Client(QuicConnectionProtocol):
 
     async def request(self, method, path, headers=(), body=b""):
         sid = self._quic.get_next_available_stream_id()
+        REQUESTS[0] += 1
         fields = [(b":method", method.encode()), (b":scheme", b"https"), (b":authority", b"localhost"),
                   (b":path", path.encode())]
         fields += [(k.encode(), v.encode()) for k, v in headers]
@@ -172,7 +174,8 @@ def start(binary, work):
     log = open(os.path.join(work, "server.log"), "wb")
     p = subprocess.Popen([binary, "--root", os.path.join(work, "site"), "--listen", "127.0.0.1:0",
                           "--admin-listen", "127.0.0.1:0", "--tls-listen", "127.0.0.1:0", "--tls-cert", cert,
-                          "--tls-key", key, "--http3", "--workers", "2", "--max-memory-file-size", "8MiB"],
+                          "--tls-key", key, "--http3", "--workers", "2", "--max-memory-file-size", "8MiB",
+                          "--access-log"],
                          stdout=log, stderr=log)
     deadline = time.time() + 20
     while time.time() < deadline:
@@ -182,7 +185,7 @@ def start(binary, work):
             except ValueError:
                 continue
             if rec.get("msg") == "listening":
-                return p, int(rec["https"].rsplit(":", 1)[1]), cert
+                return p, int(rec["https"].rsplit(":", 1)[1]), int(rec["admin"].rsplit(":", 1)[1]), cert
         time.sleep(0.05)
     p.kill()
     sys.exit("the server did not start: " + open(os.path.join(work, "server.log")).read())
@@ -273,11 +276,26 @@ def main():
         sys.exit(__doc__)
     with tempfile.TemporaryDirectory() as work:
         files = make_site(os.path.join(work, "site"))
-        p, port, cert = start(os.path.abspath(sys.argv[1]), work)
+        p, port, admin, cert = start(os.path.abspath(sys.argv[1]), work)
         try:
             asyncio.run(run(port, cert, files))
         except Exception as e:  # a hung or failed exchange is a failure, with the server's log to read
             check("the exchanges completed", False, repr(e))
+        metrics = {}
+        for line in subprocess.run(["curl", "-s", f"http://127.0.0.1:{admin}/metrics"], capture_output=True,
+                                   text=True).stdout.splitlines():
+            if line.startswith("hyperstatic_http3_"):
+                k, v = line.split()
+                metrics[k] = float(v)
+        check("metrics: HTTP/3 connections, streams and Retry counted",
+              metrics.get("hyperstatic_http3_connections_total", 0) >= 3
+              and metrics.get("hyperstatic_http3_streams_total", 0) == REQUESTS[0]
+              and metrics.get("hyperstatic_http3_retries_total", 0) >= 1, f"{metrics}, {REQUESTS[0]} requests")
+        logged = [json.loads(line) for line in open(os.path.join(work, "server.log"), "rb").read().decode().splitlines()
+                  if '"msg":"request"' in line and '"HTTP/3.0"' in line]
+        check("access log lines for HTTP/3 requests", any(r["target"] == "/small.txt" and r["status"] == 200
+                                                           and r["client"].startswith("127.0.0.1:") for r in logged),
+              f"{len(logged)} lines")
         p.send_signal(signal.SIGTERM)
         try:
             code = p.wait(15)

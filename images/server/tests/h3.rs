@@ -90,6 +90,9 @@ fn alt_svc_on_https_and_quic_on_the_tls_port() {
     }
     negotiates(&sock, 2);
     assert_eq!(get(&mut t, "/100.html").status, 200, "HTTPS still served");
+    // Nothing above was a connection: no Initial was valid.
+    assert_eq!(srv.metric("hyperstatic_http3_connections_total"), 0.0);
+    assert_eq!(srv.metric("hyperstatic_http3_streams_total"), 0.0);
 
     srv.signal(libc::SIGTERM);
     assert_eq!(srv.wait_exit(Duration::from_secs(15)), Some(0), "drains and exits 0 with HTTP/3 on");

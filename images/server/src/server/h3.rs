@@ -25,6 +25,7 @@ use quinn_proto::{ConnectionHandle, DatagramEvent, Endpoint, EndpointConfig, Inc
 
 use super::h3_conn::{H3Conn, Scratch, MAX_STREAMS};
 use super::Worker;
+use crate::counters::bump;
 use crate::log::{self, V};
 use crate::sys::udp::{self, Outgoing, Received, MAX_BATCH};
 
@@ -238,6 +239,7 @@ impl Worker {
                 self.h3_drive(&mut q, h, now);
             }
             q.flush();
+            self.h3_complete(&mut q);
             q.wake = q.conns.iter().flatten().filter_map(|c| c.timeout).min();
         }
         self.h3 = Some(q);
@@ -298,14 +300,23 @@ impl Worker {
         }
         q.touched = touched_list;
         q.flush();
+        self.h3_complete(&mut q);
         q.wake = q.conns.iter().flatten().filter_map(|c| c.timeout).min();
         self.h3 = Some(q);
+    }
+
+    /// The requests answered since the last call left with the batch just sent: their durations observed and
+    /// their access-log lines written, as for HTTP/1.1 and HTTP/2 batches (server/io.rs).
+    fn h3_complete(&mut self, q: &mut Quic) {
+        q.s.batch_start = None;
+        super::io::complete(&mut self.batch, &mut self.batch_log, &mut self.log_line, &self.shared.stats[self.id]);
     }
 
     /// A client's first packet: refused past the connection cap, sent a Retry when many handshakes are in
     /// progress and its address is not yet proven, accepted otherwise. The handle when accepted.
     fn h3_incoming(&mut self, q: &mut Quic, inc: Incoming, now: Instant, buf: &mut Vec<u8>) -> Option<usize> {
         if q.live >= q.max_conns || self.closing {
+            bump(&self.stats().h3_refused, 1);
             let t = q.endpoint.refuse(inc, buf);
             q.queue(&t, buf);
             return None;
@@ -313,6 +324,7 @@ impl Worker {
         let inc = if !inc.remote_address_validated() && q.handshaking >= RETRY_AT {
             match q.endpoint.retry(inc, buf) {
                 Ok(t) => {
+                    bump(&self.stats().h3_retries, 1);
                     q.queue(&t, buf);
                     return None;
                 }
@@ -330,6 +342,7 @@ impl Worker {
                 q.conns[h.0] = Some(Box::new(H3Conn::new(conn, now)));
                 q.live += 1;
                 q.handshaking += 1;
+                bump(&self.stats().h3_connections, 1);
                 Some(h.0)
             }
             Err(e) => {

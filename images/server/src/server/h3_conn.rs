@@ -14,6 +14,7 @@
 
 use std::collections::HashMap;
 use std::fs::File;
+use std::net::SocketAddr;
 use std::os::unix::fs::FileExt;
 use std::sync::Arc;
 use std::time::Instant;
@@ -21,7 +22,9 @@ use std::time::Instant;
 use bytes::Bytes;
 use quinn_proto::{Connection, Dir, Event, ReadError, StreamEvent, StreamId, VarInt, WriteError};
 
+use super::conn::Done;
 use super::Worker;
+use crate::access;
 use crate::answer::reply::Reply;
 use crate::answer::request::{self, Site};
 use crate::counters::bump;
@@ -37,6 +40,7 @@ use crate::http3::uni::{self, Critical, Kind, TypeReader};
 use crate::http3::{settings, Code, ConnError};
 use crate::state::code_index;
 use crate::sys;
+use crate::timing;
 
 /// Requests in flight per connection (client bidirectional streams).
 pub(super) const MAX_STREAMS: u32 = 100;
@@ -56,6 +60,8 @@ pub(super) struct Scratch {
     pub(super) date: Vec<u8>,
     pub(super) fields: FieldList,
     pub(super) chunks: Vec<Bytes>,
+    /// When the first request of the batch being answered was read (its duration's start).
+    pub(super) batch_start: Option<u64>,
 }
 
 impl Scratch {
@@ -67,6 +73,7 @@ impl Scratch {
             date: Vec::new(),
             fields: FieldList::new(crate::http2::Limits::default().max_header_list as usize),
             chunks: Vec::new(),
+            batch_start: None,
         }
     }
 }
@@ -455,7 +462,7 @@ impl Worker {
                     continue;
                 }
                 *answered = true;
-                match self.h3_answer(q, head)? {
+                match self.h3_answer(q, head, c.conn.remote_address())? {
                     Answer::Malformed => {
                         c.refuse_stream(id, Code::MessageError);
                         resp.done = true;
@@ -499,31 +506,55 @@ impl Worker {
         Ok(())
     }
 
-    /// Decodes and answers one request head (`None`: over our size bound, 431) into `q.head`.
-    fn h3_answer(&mut self, q: &mut Scratch, section: Option<&[u8]>) -> Result<Answer, ConnError> {
+    /// Decodes and answers one request head (`None`: over our size bound, 431) into `q.head`; counted, timed and
+    /// access-logged as HTTP/1.1 and HTTP/2 requests are.
+    fn h3_answer(&mut self, q: &mut Scratch, section: Option<&[u8]>, peer: SocketAddr) -> Result<Answer, ConnError> {
         let table = sys::mem::detach(&self.table.value);
         let site = Site { table, spa_fallback: table.spa_fallback };
+        let start_ns = *q.batch_start.get_or_insert_with(timing::now_ns);
         q.fields.clear();
         let decoded = match section {
             None => Err(DecodeError::TooLarge),
             Some(s) => decode(s, &mut q.fields, MAX_FIELDS),
         };
+        let mut head = None;
         let reply = match decoded {
             Err(DecodeError::Failed(why)) => return Err(ConnError { code: Code::QpackDecompressionFailed, why }),
             Err(DecodeError::TooLarge) => Reply::plain(431, false, false),
             Ok(()) => {
                 let Ok(p) = check_request(&q.fields) else { return Ok(Answer::Malformed) };
-                let r = RequestHead::new(0, true, &q.fields, p);
-                match super::h2::ask(&r) {
+                let r = head.insert(RequestHead::new(0, true, &q.fields, p));
+                match super::h2::ask(r) {
                     None => Reply::plain(400, false, r.method() == b"HEAD"),
                     Some(a) => request::answer(site, &a, &mut self.pathbuf),
                 }
             }
         };
         let f = crate::http3::respond::frame(&mut q.head, &mut q.section, &mut q.loc, &reply, &q.date);
+        let cfg = &self.shared.cfg;
+        let log_from = self.batch_log.len() as u32;
+        if cfg.access_log {
+            self.log_counter += 1;
+            if self.log_counter.is_multiple_of(cfg.access_log_sample) {
+                let fields = access::Fields {
+                    client: Some(peer),
+                    method: head.as_ref().map_or(&b""[..], |r| r.method()),
+                    target: head.as_ref().map_or(&b""[..], |r| r.path()),
+                    protocol: "HTTP/3.0",
+                    status: f.status,
+                    bytes: f.body_len,
+                    user_agent: head.as_ref().and_then(|r| r.field(b"user-agent")).unwrap_or(b""),
+                    worker: self.id,
+                };
+                access::begin(&mut self.batch_log, &fields);
+            }
+        }
+        let log_to = self.batch_log.len() as u32;
+        self.batch.push(Done { start_ns, log_from, log_to });
         let stats = &self.shared.stats[self.id];
         bump(&stats.requests[code_index(f.status)], 1);
         bump(&stats.response_bytes, q.head.len() as u64 + f.body_len);
+        bump(&stats.h3_streams, 1);
         Ok(Answer::Respond(f.body.filter(|_| f.body_len > 0)))
     }
 }
