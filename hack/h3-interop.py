@@ -9,7 +9,8 @@ a self-signed P-256 certificate (openssl), starts the server with --http3 on loo
   small and large GETs byte-exact (memory and disk bodies), 404, HEAD (length, no body), conditional 304 on the
   ETag, range 206 (Content-Range and the slice), 300 requests at once on one connection (3x our stream limit, so
   the client waits for stream credit), a request with a body, then the same requests over HTTP/2 (curl --http2)
-  with status, body and the key headers compared, Alt-Svc on the HTTP/2 answers naming the UDP port, and a Retry
+  with status, body and the key headers compared, Alt-Svc on the HTTP/2 answers naming the UDP port, a malformed
+  head (stream reset) and a dynamic-table QPACK reference (connection closed), and a Retry
   for a client arriving during a flood of half-open handshakes (and none without one).
   Finally SIGTERM: the server must drain and exit 0.
 
@@ -30,7 +31,7 @@ import time
 
 from aioquic.asyncio.client import connect
 from aioquic.asyncio.protocol import QuicConnectionProtocol
-from aioquic.h3.connection import H3_ALPN, H3Connection
+from aioquic.h3.connection import H3_ALPN, H3Connection, encode_frame
 from aioquic.h3.events import DataReceived, HeadersReceived
 from aioquic.quic.configuration import QuicConfiguration
 from aioquic.quic.connection import QuicConnection
@@ -107,6 +108,15 @@ class Client(QuicConnectionProtocol):
                 self.pending.pop(ev.stream_id, None)
                 if not fut.done():
                     fut.set_result(r)
+
+    async def raw(self, data):
+        """Sends `data` as a whole request stream, bypassing aioquic's encoder (hostile input)."""
+        sid = self._quic.get_next_available_stream_id()
+        fut = asyncio.get_running_loop().create_future()
+        self.pending[sid] = (fut, {"headers": [], "body": []})
+        self._quic.send_stream_data(sid, data, end_stream=True)
+        self.transmit()
+        return await asyncio.wait_for(fut, 30)
 
     async def request(self, method, path, headers=(), body=b""):
         sid = self._quic.get_next_available_stream_id()
@@ -250,6 +260,27 @@ async def run(port, cert, files):
         check(f"same answers as HTTP/2 ({same}/{len(cases)} requests)", same == len(cases))
     s, h, _ = curl_h2(port, "GET", "/small.txt")
     check("Alt-Svc on HTTP/2 answers", h.get("alt-svc") == f'h3=":{port}"; ma=86400', str(h.get("alt-svc")))
+
+    # Hostile request heads: a malformed one (no :path) resets its stream with H3_MESSAGE_ERROR and the connection
+    # goes on; a QPACK reference to a dynamic table of capacity 0 closes the connection QPACK_DECOMPRESSION_FAILED.
+    async with connect("127.0.0.1", port, configuration=cfg, create_protocol=Client) as c:
+        try:
+            await c.raw(encode_frame(0x1, b"\x00\x00\xd1\xd7"))  # :method GET, :scheme https, nothing else
+            reset = "no reset"
+        except RuntimeError as e:
+            reset = str(e)
+        s, _, _ = await c.request("GET", "/small.txt")
+        check("a head without :path: its stream reset H3_MESSAGE_ERROR, the connection goes on",
+              reset == "stream reset, code 0x10e" and s == 200, f"{reset}, then {s}")
+        c._quic.send_stream_data(c._quic.get_next_available_stream_id(), encode_frame(0x1, b"\x02\x00\x80"), True)
+        c.transmit()
+        try:
+            await asyncio.wait_for(c.wait_closed(), 10)
+        except asyncio.TimeoutError:
+            pass
+        ev = getattr(c._quic, "_close_event", None)
+        check("a dynamic-table reference: connection closed QPACK_DECOMPRESSION_FAILED",
+              ev is not None and ev.error_code == 0x200, str(ev))
 
     # A handshake flood: 80 clients send their Initial and never answer. Past 64 handshakes in progress the server
     # asks new clients to prove their address first (a Retry); a real client still gets its answer.
