@@ -33,6 +33,17 @@ h2spec: server-build $(H2SPEC) ## h2spec (145 cases) against the release server 
 	@$(call progress,h2spec against the release server: TLS and h2c)
 	@$(SERVER_DIR)/h2spec/run.sh $(SERVER_BIN) $(H2SPEC) $(SERVER_DIR)/README.md
 
+# HTTP/3 (--http3) against an independent client: aioquic from PyPI, pinned, in a venv of its own (made once).
+H3_VENV ?= $(CACHE_DIR)/h3-interop-venv
+AIOQUIC_VERSION ?= 1.7.2
+
+.PHONY: h3-interop
+h3-interop: server-build ## HTTP/3 against aioquic: GETs byte-exact (memory and disk bodies), 404, HEAD, 304, 206, 300 streams on one connection, the same answers as HTTP/2 (curl), Alt-Svc, drain.
+	@$(call progress,HTTP/3 against aioquic $(AIOQUIC_VERSION))
+	@test -x $(H3_VENV)/bin/python || python3 -m venv $(H3_VENV)
+	@$(H3_VENV)/bin/python -c 'import aioquic' 2>/dev/null || $(H3_VENV)/bin/pip install -q aioquic==$(AIOQUIC_VERSION)
+	@$(H3_VENV)/bin/python $(ROOT)/hack/h3-interop.py $(SERVER_BIN)
+
 # Behaviour-preserving changes are shown with this: two binaries on one generated site (every answer kind), the
 # same raw HTTP/1.1 exchanges and h2c requests (curl) to each, answers compared byte for byte but for Date.
 # OLD: the reference binary (e.g. main's release build); NEW: the one under test (default: this tree's, built).

@@ -80,6 +80,8 @@ pub struct TlsFiles {
     pub key: PathBuf,
     /// `--http2`: ALPN offers `h2` before `http/1.1` (tls/material.rs).
     pub http2: bool,
+    /// `--http3`: HTTP/3 on UDP on the TLS listener's port (server/h3.rs), advertised with `Alt-Svc`.
+    pub http3: bool,
 }
 
 /// The same defaults as the flags (a test holds them equal); tests of other modules start from here.
@@ -197,7 +199,7 @@ fn from_flags(f: Flags, matches: &ArgMatches) -> Result<Config, String> {
     if f.sites.is_some() {
         pool_exclusive(matches)?;
     }
-    let tls = tls_files(f.tls_cert, f.tls_key, f.https_redirect, f.http2, matches)?;
+    let tls = tls_files(f.tls_cert, f.tls_key, f.https_redirect, (f.http2, f.http3), matches)?;
     let site = match f.site {
         Some(path) => {
             let given: Vec<String> = SITE_RULE_FLAGS
@@ -297,15 +299,18 @@ fn tls_files(
     cert: Option<PathBuf>,
     key: Option<PathBuf>,
     redirect: bool,
-    http2: bool,
+    (http2, http3): (bool, bool),
     matches: &ArgMatches,
 ) -> Result<Option<TlsFiles>, String> {
     let files = match (cert, key) {
-        (Some(cert), Some(key)) => Some(TlsFiles { cert, key, http2 }),
+        (Some(cert), Some(key)) => Some(TlsFiles { cert, key, http2, http3 }),
         (None, None) => None,
         (Some(_), None) => return Err("--tls-cert needs --tls-key (both or neither)".into()),
         (None, Some(_)) => return Err("--tls-key needs --tls-cert (both or neither)".into()),
     };
+    if files.is_none() && http3 {
+        return Err("--http3 needs --tls-cert and --tls-key".into());
+    }
     if files.is_none() && redirect {
         return Err("--https-redirect needs --tls-cert and --tls-key".into());
     }
@@ -584,6 +589,8 @@ mod tests {
         assert!(error(&["--tls-key", "k"]).contains("--tls-key needs --tls-cert"));
         assert!(error(&["--https-redirect"]).contains("--https-redirect needs --tls-cert"));
         assert!(error(&["--hsts", "max-age=1"]).contains("--hsts needs --tls-cert"));
+        assert!(error(&["--http3"]).contains("--http3 needs --tls-cert"));
+        assert!(flags(&["--tls-cert", "c", "--tls-key", "k", "--http3"]).unwrap().tls.unwrap().http3);
         assert!(error(&["--tls-cert", "c", "--tls-key", "k", "--hsts", "a\u{1}b"]).contains("--hsts"));
         assert!(error(&["--tls-cert", "c", "--tls-key", "k", "--https-redirect-port", "70000"]).contains("70000"));
         let c = with_env(
@@ -598,7 +605,7 @@ mod tests {
             &[],
         )
         .unwrap();
-        assert_eq!(c.tls, Some(TlsFiles { cert: "/c".into(), key: "/k".into(), http2: true }));
+        assert_eq!(c.tls, Some(TlsFiles { cert: "/c".into(), key: "/k".into(), http2: true, http3: false }));
         assert_eq!(
             (c.tls_listen.port(), site(&c).https_redirect, site(&c).hsts.as_deref()),
             (1443, Some(1443), Some("max-age=5"))

@@ -212,6 +212,20 @@ pub fn serve(cfg: Config) -> i32 {
         let Some((fds, a)) = listen_all(cfg.tls_listen, workers, "cannot listen (https)") else { return 1 };
         (tls_listeners, tls_addr) = (fds, a);
     }
+    // HTTP/3: UDP on the TLS port, owned by the first worker (server/h3.rs).
+    let mut udp = -1;
+    if cfg.tls.as_ref().is_some_and(|t| t.http3) {
+        match server::listen::udp(tls_addr) {
+            Ok(fd) => udp = fd,
+            Err(e) => {
+                log::error(
+                    "cannot listen (http3)",
+                    &[("address", V::S(&tls_addr.to_string())), ("error", V::S(&e.to_string()))],
+                );
+                return 1;
+            }
+        }
+    }
     let admin = match server::listen::listen_admin(cfg.admin_listen) {
         Ok(l) => l,
         Err(e) => {
@@ -285,7 +299,9 @@ pub fn serve(cfg: Config) -> i32 {
                         log::warn("could not pin worker", &[("worker", V::U(i as u64)), ("cpu", V::U(c as u64))]);
                     }
                 }
-                server::Worker::new(i, s, fd, tls_fd).run();
+                let w = server::Worker::new(i, s, fd, tls_fd);
+                let w = if udp >= 0 { w.advertise_http3(tls_addr.port()) } else { w };
+                if i == 0 && udp >= 0 { w.with_http3(udp) } else { w }.run();
             })
             .expect("spawn worker thread");
         handles.push(h);

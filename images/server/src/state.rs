@@ -81,6 +81,12 @@ pub struct WorkerStats {
     /// hyperstatic_http2_connections_total and hyperstatic_http2_streams_total, by transport: [tls, cleartext].
     pub h2_connections: [AtomicU64; 2],
     pub h2_streams: [AtomicU64; 2],
+    /// hyperstatic_http3_*_total (server/h3.rs): connections accepted, requests answered, Retry packets sent to
+    /// unvalidated clients during a handshake flood, connections refused at the cap or while draining.
+    pub h3_connections: AtomicU64,
+    pub h3_streams: AtomicU64,
+    pub h3_retries: AtomicU64,
+    pub h3_refused: AtomicU64,
 }
 
 /// The counters' bump lives in counters.rs (timing.rs and tls/ count without importing this file); kept here

@@ -19,8 +19,12 @@ fn config() -> Arc<rustls::ServerConfig> {
     static CONFIG: OnceLock<Arc<rustls::ServerConfig>> = OnceLock::new();
     CONFIG
         .get_or_init(|| {
-            let files =
-                TlsFiles { cert: "testdata/fuzz-only.crt".into(), key: "testdata/fuzz-only.key".into(), http2: true };
+            let files = TlsFiles {
+                cert: "testdata/fuzz-only.crt".into(),
+                key: "testdata/fuzz-only.key".into(),
+                http2: true,
+                http3: false,
+            };
             let m = Material {
                 cert: include_bytes!("../testdata/fuzz-only.crt").to_vec(),
                 key: include_bytes!("../testdata/fuzz-only.key").to_vec(),

@@ -208,6 +208,21 @@ pub fn render(s: &Shared) -> String {
             let _ = writeln!(out, "{name}{{transport=\"{t}\"}} {n}");
         }
     }
+    for (name, help, field) in [
+        ("hyperstatic_http3_connections_total", "HTTP/3 connections accepted.", 0),
+        ("hyperstatic_http3_streams_total", "HTTP/3 requests (streams) answered.", 1),
+        (
+            "hyperstatic_http3_retries_total",
+            "QUIC Retry packets sent (address validation during a handshake flood).",
+            2,
+        ),
+        ("hyperstatic_http3_refused_total", "HTTP/3 connections refused (at the connection cap, or draining).", 3),
+    ] {
+        family(&mut out, name, "counter", help);
+        let n =
+            sum(&|w| [&w.h3_connections, &w.h3_streams, &w.h3_retries, &w.h3_refused][field].load(Ordering::Relaxed));
+        let _ = writeln!(out, "{name} {n}");
+    }
     connection_families(&mut out, s);
     let hostile = [
         (

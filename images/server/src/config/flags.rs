@@ -244,6 +244,11 @@ pub(super) struct Flags {
           default_value = "true", default_missing_value = "true", value_parser = parse_bool, action = ArgAction::Set)]
     pub http2: bool,
 
+    /// Serve HTTP/3 on UDP on the --tls-listen port (needs TLS) and advertise it with Alt-Svc on HTTPS responses
+    #[arg(long, env = "HYPERSTATIC_HTTP3", value_name = "BOOL", num_args = 0..=1, require_equals = true,
+          default_value = "false", default_missing_value = "true", value_parser = parse_bool, action = ArgAction::Set)]
+    pub http3: bool,
+
     /// Also accept HTTP/2 with prior knowledge (h2c) on --listen: a connection whose first bytes are the
     /// client preface speaks HTTP/2 (no `Upgrade: h2c`)
     #[arg(long, env = "HYPERSTATIC_H2C", value_name = "BOOL", num_args = 0..=1, require_equals = true,

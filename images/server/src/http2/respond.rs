@@ -43,14 +43,48 @@ fn decimal(n: u64, tmp: &mut [u8; 20]) -> &[u8] {
     }
 }
 
-fn length(out: &mut Vec<u8>, n: u64) {
+/// The field encoding a head is framed with: HPACK (`Hpack`, here) or QPACK with the static table only
+/// (http3/respond.rs). Static dispatch: the HTTP/2 path compiles to what it was before HTTP/3 shared it.
+pub trait Coder {
+    fn status(out: &mut Vec<u8>, code: u16);
+    /// One field line (name lowercase).
+    fn field(out: &mut Vec<u8>, name: &[u8], value: &[u8]);
+    /// The 200 head of the whole variant `v` (`:status`, `content-length`, its fields).
+    fn file_200(out: &mut Vec<u8>, v: &content::Variant);
+}
+
+/// HTTP/2's field encoding; a file's 200 head is the block encoded at load time.
+pub struct Hpack;
+
+impl Coder for Hpack {
+    #[inline]
+    fn status(out: &mut Vec<u8>, code: u16) {
+        encode::status(out, code);
+    }
+    #[inline]
+    fn field(out: &mut Vec<u8>, name: &[u8], value: &[u8]) {
+        encode::field(out, name, value);
+    }
+    #[inline]
+    fn file_200(out: &mut Vec<u8>, v: &content::Variant) {
+        out.extend_from_slice(&v.h2_200);
+    }
+}
+
+/// Appends `content-length: n`.
+pub fn length<C: Coder>(out: &mut Vec<u8>, n: u64) {
     let mut tmp = [0u8; 20];
-    encode::field(out, b"content-length", decimal(n, &mut tmp));
+    C::field(out, b"content-length", decimal(n, &mut tmp));
 }
 
 /// Appends each `Name: value\r\n` line of `text` as an HPACK field with its name lowercased (HTTP/2 field
 /// names are lowercase, RFC 9113 §8.2.1). Lines without `: ` are skipped (the blocks never have any).
 pub fn text_fields(out: &mut Vec<u8>, text: &[u8]) {
+    text_fields_with::<Hpack>(out, text)
+}
+
+/// `text_fields` with the field encoding `C`.
+pub fn text_fields_with<C: Coder>(out: &mut Vec<u8>, text: &[u8]) {
     let mut name = [0u8; 128];
     for line in text.split(|&b| b == b'\n') {
         let line = line.strip_suffix(b"\r").unwrap_or(line);
@@ -60,10 +94,10 @@ pub fn text_fields(out: &mut Vec<u8>, text: &[u8]) {
             for (d, s) in name.iter_mut().zip(n) {
                 *d = s.to_ascii_lowercase();
             }
-            encode::field(out, &name[..n.len()], v);
+            C::field(out, &name[..n.len()], v);
         } else {
             // Longer than any real header name: not worth a stack buffer.
-            encode::field(out, &n.to_ascii_lowercase(), v);
+            C::field(out, &n.to_ascii_lowercase(), v);
         }
     }
 }
@@ -72,7 +106,7 @@ pub fn text_fields(out: &mut Vec<u8>, text: &[u8]) {
 pub fn variant_block(len: u64, fields: &[u8]) -> Box<[u8]> {
     let mut out = Vec::with_capacity(fields.len());
     encode::status(&mut out, 200);
-    length(&mut out, len);
+    length::<Hpack>(&mut out, len);
     text_fields(&mut out, fields);
     out.into_boxed_slice()
 }
@@ -89,15 +123,20 @@ const ALLOW: &[u8] = b"GET, HEAD, OPTIONS";
 /// the head's last part. `loc` is scratch for a redirect's Location (both buffers are the worker's, reused).
 pub fn frame(head: &mut Vec<u8>, loc: &mut Vec<u8>, r: &Reply) -> Framed {
     head.clear();
+    frame_with::<Hpack>(head, loc, r)
+}
+
+/// `frame` with the field encoding `C`, appending to `head`.
+pub fn frame_with<C: Coder>(head: &mut Vec<u8>, loc: &mut Vec<u8>, r: &Reply) -> Framed {
     let mut cors = None;
     let mut tmp = [0u8; 20];
     match r.head {
         Head::File { v, cors: line } => {
-            head.extend_from_slice(&v.h2_200);
+            C::file_200(head, v);
             cors = line;
         }
         Head::Part { v, start, len, cors: line } => {
-            encode::status(head, r.status);
+            C::status(head, r.status);
             let mut range = [0u8; 70];
             let n = {
                 let mut w = &mut range[..];
@@ -105,73 +144,73 @@ pub fn frame(head: &mut Vec<u8>, loc: &mut Vec<u8>, r: &Reply) -> Framed {
                     std::io::Write::write_fmt(&mut w, format_args!("bytes {}-{}/{}", start, start + len - 1, v.len));
                 70 - w.len()
             };
-            encode::field(head, b"content-range", &range[..n]);
-            length(head, len);
-            text_fields(head, &v.fields);
+            C::field(head, b"content-range", &range[..n]);
+            length::<C>(head, len);
+            text_fields_with::<C>(head, &v.fields);
             cors = line;
         }
         Head::NotModified { v, cors: line } => {
-            encode::status(head, r.status);
-            text_fields(head, &v.fields_304);
+            C::status(head, r.status);
+            text_fields_with::<C>(head, &v.fields_304);
             cors = line;
         }
         Head::Unsatisfiable { len, vary } => {
-            encode::status(head, r.status);
+            C::status(head, r.status);
             let mut range = [0u8; 28];
             range[..8].copy_from_slice(b"bytes */");
             let d = decimal(len, &mut tmp);
             range[8..8 + d.len()].copy_from_slice(d);
-            encode::field(head, b"content-range", &range[..8 + d.len()]);
-            length(head, 0);
+            C::field(head, b"content-range", &range[..8 + d.len()]);
+            length::<C>(head, 0);
             if vary {
-                encode::field(head, b"vary", b"Accept-Encoding");
+                C::field(head, b"vary", b"Accept-Encoding");
             }
         }
         Head::Page { e, allow } => {
-            encode::status(head, r.status);
-            encode::field(head, b"content-type", e.mime.as_bytes());
-            length(head, e.identity().len);
-            encode::field(head, b"cache-control", b"no-cache");
+            C::status(head, r.status);
+            C::field(head, b"content-type", e.mime.as_bytes());
+            length::<C>(head, e.identity().len);
+            C::field(head, b"cache-control", b"no-cache");
             if allow {
-                encode::field(head, b"allow", ALLOW);
+                C::field(head, b"allow", ALLOW);
             }
         }
         Head::Plain { allow } => {
-            encode::status(head, r.status);
-            encode::field(head, b"content-type", b"text/plain; charset=utf-8");
-            length(head, reply::text(r.status).len() as u64);
+            C::status(head, r.status);
+            C::field(head, b"content-type", b"text/plain; charset=utf-8");
+            length::<C>(head, reply::text(r.status).len() as u64);
             if allow {
-                encode::field(head, b"allow", ALLOW);
+                C::field(head, b"allow", ALLOW);
             }
         }
         Head::Later => {
-            encode::status(head, r.status);
-            encode::field(head, b"content-type", b"text/plain; charset=utf-8");
-            length(head, reply::text(r.status).len() as u64);
-            encode::field(head, b"retry-after", b"1");
+            C::status(head, r.status);
+            C::field(head, b"content-type", b"text/plain; charset=utf-8");
+            length::<C>(head, reply::text(r.status).len() as u64);
+            C::field(head, b"retry-after", b"1");
         }
         Head::Options { granted, vary_origin } => {
-            encode::status(head, r.status);
-            encode::field(head, b"allow", ALLOW);
+            C::status(head, r.status);
+            C::field(head, b"allow", ALLOW);
             if let Some((origin_line, lines)) = granted {
-                text_fields(head, origin_line);
-                text_fields(head, lines);
+                text_fields_with::<C>(head, origin_line);
+                text_fields_with::<C>(head, lines);
             }
             if vary_origin {
-                encode::field(head, b"vary", b"Origin");
+                C::field(head, b"vary", b"Origin");
             }
         }
         Head::Redirect(to) => {
-            encode::status(head, r.status);
+            C::status(head, r.status);
             // The value is written in pieces, then encoded whole (Huffman needs its length first).
             loc.clear();
             to.write(&mut |b: &[u8]| loc.extend_from_slice(b));
-            encode::field(head, b"location", loc);
-            length(head, 0);
+            C::field(head, b"location", loc);
+            length::<C>(head, 0);
         }
     }
     if let Some(line) = cors {
-        text_fields(head, line);
+        text_fields_with::<C>(head, line);
     }
     let body = match r.body {
         Body::None => None,

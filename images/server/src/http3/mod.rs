@@ -45,6 +45,7 @@ pub mod error;
 pub mod frame;
 pub mod qpack;
 pub mod request;
+pub mod respond;
 pub mod settings;
 pub mod uni;
 pub mod varint;

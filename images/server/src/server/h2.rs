@@ -67,8 +67,9 @@ impl http2::Out<BodyRef> for Sink<'_> {
 }
 
 /// The core's inputs from an HTTP/2 request head; None when `:path` is not one HTTP/1.1 would accept in a
-/// request target (visible ASCII, origin form, or `*` for OPTIONS): that request gets 400.
-fn ask<'a>(r: &RequestHead<'a>) -> Option<Ask<'a>> {
+/// request target (visible ASCII, origin form, or `*` for OPTIONS): that request gets 400. HTTP/3 heads too
+/// (server/h3_conn.rs): their fields are the same.
+pub(super) fn ask<'a>(r: &RequestHead<'a>) -> Option<Ask<'a>> {
     let method = match r.method() {
         b"GET" => Method::Get,
         b"HEAD" => Method::Head,

@@ -76,6 +76,11 @@ pub fn listen_all(addr: SocketAddr, workers: usize) -> io::Result<(Vec<RawFd>, S
     Ok((fds, addr))
 }
 
+/// HTTP/3's UDP socket on the TLS listener's address (already resolved: `[::]` or its `0.0.0.0` fallback).
+pub fn udp(addr: SocketAddr) -> io::Result<RawFd> {
+    crate::sys::udp::socket(addr)
+}
+
 /// The admin listener: same address rules as the workers' (dual-stack `[::]`, `0.0.0.0` without IPv6), one socket.
 pub fn listen_admin(addr: SocketAddr) -> io::Result<TcpListener> {
     let make = |a: SocketAddr| {

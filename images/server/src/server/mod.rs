@@ -16,6 +16,8 @@ mod close;
 mod conn;
 mod h1;
 mod h2;
+mod h3;
+mod h3_conn;
 mod io;
 pub mod listen;
 mod slots;
@@ -45,6 +47,8 @@ const READ_BUF: usize = 64 * 1024;
 const MAX_EVENTS: usize = 512;
 const LISTENER: u64 = u64::MAX;
 const TLS_LISTENER: u64 = u64::MAX - 1;
+/// The HTTP/3 UDP socket (server/h3.rs).
+const UDP: u64 = u64::MAX - 2;
 /// A batch is written out once its buffer grows past this, even mid-pipeline.
 const FLUSH_AT: usize = 128 * 1024;
 /// How long a closing connection may keep sending before we drop it.
@@ -93,7 +97,8 @@ pub struct Worker {
     tls_config: Option<Local<ServerConfig>>,
     /// File-backed bodies pass through here on their way into TLS records (empty without TLS).
     scratch: Box<[u8]>,
-    /// The Date line followed by Strict-Transport-Security, for HTTPS responses when `--hsts` is set.
+    /// The Date line followed by Strict-Transport-Security (when `--hsts` is set) and Alt-Svc (with `--http3`),
+    /// for HTTPS responses; empty when neither.
     hsts_date: Vec<u8>,
     /// `--max-connections-per-worker`.
     max_conns: usize,
@@ -114,6 +119,10 @@ pub struct Worker {
     /// Where the next search for a connection to evict starts (a clock hand over the slots: the connection
     /// evicted is the next in slot order after the last one, so a refilled slot is the last to go again).
     evict_from: usize,
+    /// HTTP/3 (`--http3`, the worker that owns the UDP socket: server/h3.rs), and for every worker the
+    /// `Alt-Svc` line HTTPS responses advertise it with (empty when off).
+    h3: Option<Box<h3::Quic>>,
+    alt_svc: Vec<u8>,
 }
 
 impl Worker {
@@ -165,6 +174,8 @@ impl Worker {
             h2_date_of: Vec::new(),
             h2_pool: Vec::with_capacity(h2::H2_POOL),
             evict_from: 0,
+            h3: None,
+            alt_svc: Vec::new(),
             shared,
         }
     }
@@ -178,6 +189,9 @@ impl Worker {
         ep.add(self.listener, epoll::IN, LISTENER);
         if self.tls_listener >= 0 {
             ep.add(self.tls_listener, epoll::IN, TLS_LISTENER);
+        }
+        if let Some(fd) = self.h3_fd() {
+            ep.add(fd, epoll::IN, UDP);
         }
         self.ep = Some(ep);
         let mut events = Events::with_capacity(MAX_EVENTS);
@@ -193,6 +207,7 @@ impl Worker {
             } else {
                 tick as i32
             };
+            let timeout = if self.h3.is_some() { self.h3_wait(timeout) } else { timeout };
             let n = self.ep().wait(&mut events, timeout);
             self.now_ms = monotonic_ms();
             self.date.refresh();
@@ -207,6 +222,10 @@ impl Worker {
             self.refresh_tls();
             self.refresh_h2_date();
             for (data, flags) in events.ready(n) {
+                if data == UDP {
+                    self.h3_readable();
+                    continue;
+                }
                 if data == LISTENER || data == TLS_LISTENER {
                     if self.listener >= 0 && self.accept_paused_until == 0 {
                         self.accept(data == TLS_LISTENER);
@@ -228,6 +247,9 @@ impl Worker {
                     self.on_writable(idx);
                 }
             }
+            if self.h3.is_some() {
+                self.h3_turn();
+            }
             if self.now_ms >= next_sweep || self.closing {
                 next_sweep = self.now_ms + tick;
                 if !self.closing && self.shared.stop_accepting.load(Ordering::Acquire) {
@@ -237,7 +259,7 @@ impl Worker {
                 if self.trim.should_trim(self.open) {
                     sys::mem::trim_heap();
                 }
-                if self.closing && self.open == 0 {
+                if self.closing && self.open == 0 && self.h3_idle() {
                     break;
                 }
                 if self.accept_paused_until != 0 && self.now_ms >= self.accept_paused_until && !self.closing {
@@ -263,17 +285,22 @@ impl Worker {
         let (Some(p), Some(local)) = (&self.shared.tls, &mut self.tls_config) else { return };
         local.refresh(&p.config);
         // The site value's HSTS comes with the table (a reload may add, change or drop it: applied within a second).
-        let Some(h) = self.table.value.hsts.as_deref() else {
+        // With --http3, the Alt-Svc line rides along (server/h3.rs; empty otherwise).
+        let hsts = self.table.value.hsts.as_deref();
+        if hsts.is_none() && self.alt_svc.is_empty() {
             self.hsts_date.clear();
             return;
-        };
+        }
         let d = self.date.line();
         if !self.hsts_date.starts_with(d) {
             self.hsts_date.clear();
             self.hsts_date.extend_from_slice(d);
-            self.hsts_date.extend_from_slice(b"Strict-Transport-Security: ");
-            self.hsts_date.extend_from_slice(h.as_bytes());
-            self.hsts_date.extend_from_slice(b"\r\n");
+            if let Some(h) = hsts {
+                self.hsts_date.extend_from_slice(b"Strict-Transport-Security: ");
+                self.hsts_date.extend_from_slice(h.as_bytes());
+                self.hsts_date.extend_from_slice(b"\r\n");
+            }
+            self.hsts_date.extend_from_slice(&self.alt_svc);
         }
     }
 

@@ -5,7 +5,7 @@ use std::io;
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, SocketAddrV4, SocketAddrV6};
 use std::os::fd::RawFd;
 
-fn set_int(fd: RawFd, level: libc::c_int, name: libc::c_int, v: libc::c_int) -> io::Result<()> {
+pub(super) fn set_int(fd: RawFd, level: libc::c_int, name: libc::c_int, v: libc::c_int) -> io::Result<()> {
     let sz = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
     // SAFETY: setsockopt reads one c_int from a local that outlives the call.
     let rc = unsafe { libc::setsockopt(fd, level, name, &v as *const _ as *const libc::c_void, sz) };
@@ -42,8 +42,11 @@ pub fn tcp_segs_out(fd: RawFd) -> io::Result<u32> {
     Ok(info.tcpi_segs_out)
 }
 
-fn bind(fd: RawFd, addr: SocketAddr) -> libc::c_int {
-    match addr {
+/// `addr` as the sockaddr the system calls take, and its length.
+pub(super) fn raw_sockaddr(addr: SocketAddr) -> (libc::sockaddr_storage, libc::socklen_t) {
+    // SAFETY: sockaddr_storage is plain data for which all-zero is valid.
+    let mut ss: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
+    let len = match addr {
         SocketAddr::V4(a) => {
             let sa = libc::sockaddr_in {
                 sin_family: libc::AF_INET as libc::sa_family_t,
@@ -51,8 +54,9 @@ fn bind(fd: RawFd, addr: SocketAddr) -> libc::c_int {
                 sin_addr: libc::in_addr { s_addr: u32::from_ne_bytes(a.ip().octets()) },
                 sin_zero: [0; 8],
             };
-            // SAFETY: a correctly sized sockaddr_in that outlives the call.
-            unsafe { libc::bind(fd, &sa as *const _ as *const libc::sockaddr, std::mem::size_of_val(&sa) as _) }
+            // SAFETY: sockaddr_storage is larger than and aligned for sockaddr_in.
+            unsafe { std::ptr::write(&mut ss as *mut _ as *mut libc::sockaddr_in, sa) };
+            std::mem::size_of::<libc::sockaddr_in>()
         }
         SocketAddr::V6(a) => {
             let sa = libc::sockaddr_in6 {
@@ -62,10 +66,18 @@ fn bind(fd: RawFd, addr: SocketAddr) -> libc::c_int {
                 sin6_addr: libc::in6_addr { s6_addr: a.ip().octets() },
                 sin6_scope_id: a.scope_id(),
             };
-            // SAFETY: a correctly sized sockaddr_in6 that outlives the call.
-            unsafe { libc::bind(fd, &sa as *const _ as *const libc::sockaddr, std::mem::size_of_val(&sa) as _) }
+            // SAFETY: sockaddr_storage is larger than and aligned for sockaddr_in6.
+            unsafe { std::ptr::write(&mut ss as *mut _ as *mut libc::sockaddr_in6, sa) };
+            std::mem::size_of::<libc::sockaddr_in6>()
         }
-    }
+    };
+    (ss, len as libc::socklen_t)
+}
+
+pub(super) fn bind(fd: RawFd, addr: SocketAddr) -> libc::c_int {
+    let (ss, len) = raw_sockaddr(addr);
+    // SAFETY: a sockaddr of the length we pass, alive for the call.
+    unsafe { libc::bind(fd, &ss as *const _ as *const libc::sockaddr, len) }
 }
 
 /// A non-blocking TCP socket of `addr`'s family; on IPv6, dual-stack (IPV6_V6ONLY=0, set explicitly rather than
@@ -129,7 +141,7 @@ pub fn local_addr(fd: RawFd) -> Option<SocketAddr> {
 }
 
 /// The socket address a sockaddr_storage holds (None for families other than IPv4/IPv6).
-fn sockaddr(ss: &libc::sockaddr_storage) -> Option<SocketAddr> {
+pub(super) fn sockaddr(ss: &libc::sockaddr_storage) -> Option<SocketAddr> {
     // SAFETY: the family field says which sockaddr type the storage holds, and the storage is large enough and
     // aligned for either.
     unsafe {

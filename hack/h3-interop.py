@@ -1,0 +1,344 @@
+#!/usr/bin/env python3
+"""h3-interop.py: the server's HTTP/3 against an independent client (aioquic), and its answers against HTTP/2's.
+
+Usage: h3-interop.py SERVER_BINARY   (python with aioquic: `make h3-interop` makes a venv for it)
+
+It writes a small site (a 6-byte file, a 3 MB one served from memory, a 10 MB one served from disk (over --max-memory-file-size), an index),
+a self-signed P-256 certificate (openssl), starts the server with --http3 on loopback, and checks over aioquic:
+
+  small and large GETs byte-exact (memory and disk bodies), 404, HEAD (length, no body), conditional 304 on the
+  ETag, range 206 (Content-Range and the slice), 300 requests at once on one connection (3x our stream limit, so
+  the client waits for stream credit), a request with a body, then the same requests over HTTP/2 (curl --http2)
+  with status, body and the key headers compared, Alt-Svc on the HTTP/2 answers naming the UDP port, a malformed
+  head (stream reset) and a dynamic-table QPACK reference (connection closed), and a Retry
+  for a client arriving during a flood of half-open handshakes (and none without one).
+  Finally SIGTERM: the server must drain and exit 0.
+
+Exit status 0 when every check passed; each check prints one line.
+"""
+
+import asyncio
+import hashlib
+import json
+import os
+import signal
+import socket
+import ssl
+import subprocess
+import sys
+import tempfile
+import time
+
+from aioquic.asyncio.client import connect
+from aioquic.asyncio.protocol import QuicConnectionProtocol
+from aioquic.h3.connection import H3_ALPN, H3Connection, encode_frame
+from aioquic.h3.events import DataReceived, HeadersReceived
+from aioquic.quic.configuration import QuicConfiguration
+from aioquic.quic.connection import QuicConnection
+from aioquic.quic.events import StreamReset
+
+KEY_HEADERS = [
+    "content-type",
+    "content-length",
+    "etag",
+    "last-modified",
+    "content-range",
+    "content-encoding",
+    "vary",
+    "cache-control",
+    "location",
+    "allow",
+    "accept-ranges",
+]
+
+FAILURES = []
+REQUESTS = [0]  # requests sent over HTTP/3, to hold the server's counter to
+
+
+def check(name, ok, detail=""):
+    print(("PASS " if ok else "FAIL ") + name + (f": {detail}" if detail and not ok else ""))
+    if not ok:
+        FAILURES.append(name)
+
+
+class HeadAware(H3Connection):
+    """aioquic 1.7.2 checks every response's content-length against its DATA, HEAD responses too (which carry
+    the length a GET would get and no body, RFC 9110 §9.3.2) and closes the connection with H3_MESSAGE_ERROR:
+    the check is skipped for the streams that carry a HEAD."""
+
+    def __init__(self, quic):
+        super().__init__(quic)
+        self.head_streams = set()
+
+    def _check_content_length(self, stream):
+        if stream.stream_id not in self.head_streams:
+            super()._check_content_length(stream)
+
+
+class Client(QuicConnectionProtocol):
+    def __init__(self, *a, **kw):
+        super().__init__(*a, **kw)
+        self.http = HeadAware(self._quic)
+        self.pending = {}
+
+    def connection_made(self, transport):
+        # A Python client drains its socket slower than the server fills it: the kernel's default receive buffer
+        # (net.core.rmem_default) overflows on loopback and the transfer crawls through loss recovery.
+        sock = transport.get_extra_info("socket")
+        if sock is not None:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 8 << 20)
+        super().connection_made(transport)
+
+    def quic_event_received(self, event):
+        if isinstance(event, StreamReset) and event.stream_id in self.pending:
+            fut, r = self.pending.pop(event.stream_id)
+            if not fut.done():
+                fut.set_exception(RuntimeError(f"stream reset, code {event.error_code:#x}"))
+            return
+        for ev in self.http.handle_event(event):
+            entry = self.pending.get(getattr(ev, "stream_id", None))
+            if entry is None:
+                continue
+            fut, r = entry
+            if isinstance(ev, HeadersReceived):
+                r["headers"].extend(ev.headers)
+            elif isinstance(ev, DataReceived):
+                r["body"].append(ev.data)
+            if getattr(ev, "stream_ended", False):
+                self.pending.pop(ev.stream_id, None)
+                if not fut.done():
+                    fut.set_result(r)
+
+    async def raw(self, data):
+        """Sends `data` as a whole request stream, bypassing aioquic's encoder (hostile input)."""
+        sid = self._quic.get_next_available_stream_id()
+        fut = asyncio.get_running_loop().create_future()
+        self.pending[sid] = (fut, {"headers": [], "body": []})
+        self._quic.send_stream_data(sid, data, end_stream=True)
+        self.transmit()
+        return await asyncio.wait_for(fut, 30)
+
+    async def request(self, method, path, headers=(), body=b""):
+        sid = self._quic.get_next_available_stream_id()
+        REQUESTS[0] += 1
+        fields = [(b":method", method.encode()), (b":scheme", b"https"), (b":authority", b"localhost"),
+                  (b":path", path.encode())]
+        fields += [(k.encode(), v.encode()) for k, v in headers]
+        fut = asyncio.get_running_loop().create_future()
+        self.pending[sid] = (fut, {"headers": [], "body": []})
+        if method == "HEAD":
+            self.http.head_streams.add(sid)
+        self.http.send_headers(sid, fields, end_stream=not body)
+        if body:
+            self.http.send_data(sid, body, end_stream=True)
+        self.transmit()
+        r = await asyncio.wait_for(fut, 60)
+        h = {}
+        for k, v in r["headers"]:
+            h.setdefault(k.decode(), v.decode())
+        return int(h.pop(":status")), h, b"".join(r["body"])
+
+
+def curl_h2(port, method, path, headers=()):
+    """One request over HTTP/2 (TLS, ALPN h2) with curl: status, lowercase headers, body."""
+    with tempfile.TemporaryDirectory() as d:
+        hf, bf = os.path.join(d, "h"), os.path.join(d, "b")
+        cmd = ["curl", "-sk", "--http2", "-D", hf, "-o", bf, "--connect-to", f"localhost:{port}:127.0.0.1:{port}"]
+        cmd += ["--head"] if method == "HEAD" else ["-X", method]
+        for k, v in headers:
+            cmd += ["-H", f"{k}: {v}"]
+        subprocess.run(cmd + [f"https://localhost:{port}{path}"], check=True)
+        lines = open(hf, "rb").read().decode().split("\r\n")
+        status = int(lines[0].split()[1])
+        h = {}
+        for line in lines[1:]:
+            if ": " in line:
+                k, v = line.split(": ", 1)
+                h.setdefault(k.lower(), v)
+        # With --head, curl writes the head where the body would go: a HEAD answer's body is empty by definition.
+        body = open(bf, "rb").read() if os.path.exists(bf) and method != "HEAD" else b""
+        return status, h, body
+
+
+def make_site(root):
+    os.makedirs(os.path.join(root, "docs"))
+    files = {
+        "small.txt": b"hello\n",
+        "index.html": b"<!doctype html><title>h3</title><p>home</p>\n",
+        "docs/index.html": b"<p>docs</p>\n",
+        "style.css": b"body{color:#123}\n" * 200,
+        "large.bin": os.urandom(3_000_000),
+        "huge.bin": os.urandom(10_000_000),
+    }
+    for name, data in files.items():
+        with open(os.path.join(root, name), "wb") as f:
+            f.write(data)
+    return files
+
+
+def start(binary, work):
+    key, cert = os.path.join(work, "key.pem"), os.path.join(work, "cert.pem")
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+                    "-keyout", key, "-out", cert, "-days", "2", "-subj", "/CN=localhost",
+                    "-addext", "subjectAltName=DNS:localhost"], check=True, capture_output=True)
+    log = open(os.path.join(work, "server.log"), "wb")
+    p = subprocess.Popen([binary, "--root", os.path.join(work, "site"), "--listen", "127.0.0.1:0",
+                          "--admin-listen", "127.0.0.1:0", "--tls-listen", "127.0.0.1:0", "--tls-cert", cert,
+                          "--tls-key", key, "--http3", "--workers", "2", "--max-memory-file-size", "8MiB",
+                          "--access-log"],
+                         stdout=log, stderr=log)
+    deadline = time.time() + 20
+    while time.time() < deadline:
+        for line in open(os.path.join(work, "server.log"), "rb").read().decode().splitlines():
+            try:
+                rec = json.loads(line)
+            except ValueError:
+                continue
+            if rec.get("msg") == "listening":
+                return p, int(rec["https"].rsplit(":", 1)[1]), int(rec["admin"].rsplit(":", 1)[1]), cert
+        time.sleep(0.05)
+    p.kill()
+    sys.exit("the server did not start: " + open(os.path.join(work, "server.log")).read())
+
+
+async def run(port, cert, files):
+    cfg = QuicConfiguration(is_client=True, alpn_protocols=H3_ALPN, server_name="localhost")
+    cfg.load_verify_locations(cert)
+    async with connect("127.0.0.1", port, configuration=cfg, create_protocol=Client) as c:
+        s, h, b = await c.request("GET", "/small.txt")
+        check("no Retry when few handshakes are in progress", c._quic._retry_source_connection_id is None)
+        check("GET small 200 byte-exact", s == 200 and b == files["small.txt"] and h.get("content-length") == "6",
+              f"{s} {h} {b!r}")
+        check("no Alt-Svc over h3 itself", "alt-svc" not in h, str(h))
+        for name in ("large.bin", "huge.bin"):
+            t = time.time()
+            s, h, b = await c.request("GET", "/" + name)
+            print(f"  {name}: {time.time() - t:.2f} s")
+            check(f"GET {name} ({len(files[name])} B) byte-exact", s == 200 and b == files[name],
+                  f"{s} {len(b)} sha {hashlib.sha256(b).hexdigest()[:12]}")
+        s, h, b = await c.request("GET", "/missing")
+        check("GET missing 404", s == 404 and b.startswith(b"404"), f"{s} {b!r}")
+        s, h, b = await c.request("HEAD", "/large.bin")
+        check("HEAD: length, no body", s == 200 and h.get("content-length") == "3000000" and b == b"", f"{s} {h}")
+        etag = (await c.request("GET", "/style.css"))[1].get("etag")
+        s, h, b = await c.request("GET", "/style.css", [("if-none-match", etag)])
+        check("conditional 304 on the ETag", etag is not None and s == 304 and b == b"", f"{etag} {s}")
+        s, h, b = await c.request("GET", "/large.bin", [("range", "bytes=1000-1999")])
+        check("range 206", s == 206 and b == files["large.bin"][1000:2000]
+              and h.get("content-range") == "bytes 1000-1999/3000000", f"{s} {h}")
+        s, h, b = await c.request("GET", "/huge.bin", [("range", "bytes=9000000-")])
+        check("range 206 from a disk body", s == 206 and b == files["huge.bin"][9000000:], f"{s} {len(b)}")
+        s, h, b = await c.request("POST", "/small.txt", body=b"x" * 100_000)
+        check("POST with a 100 kB body: 405", s == 405, f"{s}")
+        t = time.time()
+        paths = ["/small.txt", "/style.css", "/missing", "/docs/", "/index.html"]
+        many = await asyncio.gather(*[c.request("GET", paths[i % len(paths)]) for i in range(300)])
+        want = {p: (200 if p != "/missing" else 404) for p in paths}
+        ok = all(r[0] == want[paths[i % len(paths)]] for i, r in enumerate(many))
+        ok = ok and all(r[2] == files["style.css"] for i, r in enumerate(many) if paths[i % len(paths)] == "/style.css")
+        check(f"300 concurrent requests on one connection ({time.time() - t:.2f} s)", ok)
+
+    # The same requests over HTTP/2 and HTTP/3: status, body and key headers equal.
+    cases = [
+        ("GET", "/small.txt", []), ("GET", "/", []), ("GET", "/docs", []), ("GET", "/docs/", []),
+        ("GET", "/missing", []), ("HEAD", "/style.css", []), ("GET", "/style.css", [("accept-encoding", "gzip")]),
+        ("GET", "/large.bin", [("range", "bytes=0-99")]), ("GET", "/large.bin", [("range", "bytes=99999999-")]),
+        ("GET", "/style.css", [("if-modified-since", "Wed, 01 Jan 2098 00:00:00 GMT")]), ("OPTIONS", "/", []),
+        ("DELETE", "/small.txt", []), ("GET", "/%2e%2e/etc/passwd", []), ("GET", "/huge.bin", [("range", "bytes=5-9")]),
+    ]
+    async with connect("127.0.0.1", port, configuration=cfg, create_protocol=Client) as c:
+        same = 0
+        for m, p, hd in cases:
+            s3, h3, b3 = await c.request(m, p, hd)
+            s2, h2, b2 = curl_h2(port, m, p, hd)
+            k3 = {k: h3.get(k) for k in KEY_HEADERS}
+            k2 = {k: h2.get(k) for k in KEY_HEADERS}
+            if (s3, k3, b3) == (s2, k2, b2):
+                same += 1
+            else:
+                print(f"  differs: {m} {p} {hd}: h3 {s3} {k3} {len(b3)} B / h2 {s2} {k2} {len(b2)} B")
+        check(f"same answers as HTTP/2 ({same}/{len(cases)} requests)", same == len(cases))
+    s, h, _ = curl_h2(port, "GET", "/small.txt")
+    check("Alt-Svc on HTTP/2 answers", h.get("alt-svc") == f'h3=":{port}"; ma=86400', str(h.get("alt-svc")))
+
+    # Hostile request heads: a malformed one (no :path) resets its stream with H3_MESSAGE_ERROR and the connection
+    # goes on; a QPACK reference to a dynamic table of capacity 0 closes the connection QPACK_DECOMPRESSION_FAILED.
+    async with connect("127.0.0.1", port, configuration=cfg, create_protocol=Client) as c:
+        try:
+            await c.raw(encode_frame(0x1, b"\x00\x00\xd1\xd7"))  # :method GET, :scheme https, nothing else
+            reset = "no reset"
+        except RuntimeError as e:
+            reset = str(e)
+        s, _, _ = await c.request("GET", "/small.txt")
+        check("a head without :path: its stream reset H3_MESSAGE_ERROR, the connection goes on",
+              reset == "stream reset, code 0x10e" and s == 200, f"{reset}, then {s}")
+        c._quic.send_stream_data(c._quic.get_next_available_stream_id(), encode_frame(0x1, b"\x02\x00\x80"), True)
+        c.transmit()
+        try:
+            await asyncio.wait_for(c.wait_closed(), 10)
+        except asyncio.TimeoutError:
+            pass
+        ev = getattr(c._quic, "_close_event", None)
+        check("a dynamic-table reference: connection closed QPACK_DECOMPRESSION_FAILED",
+              ev is not None and ev.error_code == 0x200, str(ev))
+
+    # A handshake flood: 80 clients send their Initial and never answer. Past 64 handshakes in progress the server
+    # asks new clients to prove their address first (a Retry); a real client still gets its answer.
+    socks = []
+    for _ in range(80):
+        q = QuicConnection(configuration=QuicConfiguration(is_client=True, alpn_protocols=H3_ALPN,
+                                                           server_name="localhost"))
+        q.connect(("127.0.0.1", port), now=time.time())
+        sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        for data, _addr in q.datagrams_to_send(now=time.time()):
+            sock.sendto(data, ("127.0.0.1", port))
+        socks.append(sock)
+    await asyncio.sleep(0.5)
+    async with connect("127.0.0.1", port, configuration=cfg, create_protocol=Client) as c:
+        s, h, b = await c.request("GET", "/small.txt")
+        check("under a handshake flood: a Retry, then the answer",
+              c._quic._retry_source_connection_id is not None and s == 200 and b == files["small.txt"], f"{s}")
+    for sock in socks:
+        sock.close()
+
+
+def main():
+    if len(sys.argv) != 2:
+        sys.exit(__doc__)
+    with tempfile.TemporaryDirectory() as work:
+        files = make_site(os.path.join(work, "site"))
+        p, port, admin, cert = start(os.path.abspath(sys.argv[1]), work)
+        try:
+            asyncio.run(run(port, cert, files))
+        except Exception as e:  # a hung or failed exchange is a failure, with the server's log to read
+            check("the exchanges completed", False, repr(e))
+        metrics = {}
+        for line in subprocess.run(["curl", "-s", f"http://127.0.0.1:{admin}/metrics"], capture_output=True,
+                                   text=True).stdout.splitlines():
+            if line.startswith("hyperstatic_http3_"):
+                k, v = line.split()
+                metrics[k] = float(v)
+        check("metrics: HTTP/3 connections, streams and Retry counted",
+              metrics.get("hyperstatic_http3_connections_total", 0) >= 3
+              and metrics.get("hyperstatic_http3_streams_total", 0) == REQUESTS[0]
+              and metrics.get("hyperstatic_http3_retries_total", 0) >= 1, f"{metrics}, {REQUESTS[0]} requests")
+        logged = [json.loads(line) for line in open(os.path.join(work, "server.log"), "rb").read().decode().splitlines()
+                  if '"msg":"request"' in line and '"HTTP/3.0"' in line]
+        check("access log lines for HTTP/3 requests", any(r["target"] == "/small.txt" and r["status"] == 200
+                                                           and r["client"].startswith("127.0.0.1:") for r in logged),
+              f"{len(logged)} lines")
+        p.send_signal(signal.SIGTERM)
+        try:
+            code = p.wait(15)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            code = None
+        check("SIGTERM drains and exits 0", code == 0, f"exit {code}")
+        if FAILURES:
+            print(open(os.path.join(work, "server.log")).read()[-3000:])
+    print(f"{'FAILED: ' + ', '.join(FAILURES) if FAILURES else 'all passed'}")
+    sys.exit(1 if FAILURES else 0)
+
+
+if __name__ == "__main__":
+    main()

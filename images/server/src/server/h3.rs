@@ -1,0 +1,442 @@
+//! HTTP/3 on the worker (`--http3`): one UDP socket on the TLS listener's port (sys/udp.rs), one quinn-proto
+//! `Endpoint` (QUIC as a state machine: datagrams in, datagrams and timers out) and its connections, driven by
+//! the same epoll loop as the TCP connections. This file is the transport glue: receive batches to the endpoint,
+//! new connections (accepted, sent a Retry under a handshake flood, or refused past the cap), connection events
+//! and timers, transmits gathered into one `sendmmsg` per turn, drain. What happens on a connection's streams
+//! (requests answered by the core, the control stream) is h3_conn.rs.
+//!
+//! One worker owns the socket (the first): every packet of every connection reaches it, so connection migration
+//! and NAT rebinding need nothing more. Spreading connections over the workers (a socket each with
+//! SO_REUSEPORT, the worker id in the connection IDs, a cBPF program steering short-header packets by it) is the
+//! next step in docs/design/http3.md; until then HTTP/3 uses one core.
+//!
+//! Memory is bounded per connection by quinn-proto's windows (`transport`: what a client can make us buffer,
+//! what we keep unacknowledged) and in count by the worker's connection memory budget divided by that bound
+//! (`max_conns`); handshakes in progress past `RETRY_AT` must prove their address with a Retry first.
+
+use std::net::SocketAddr;
+use std::os::fd::RawFd;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::BytesMut;
+use quinn_proto::crypto::rustls::QuicServerConfig;
+use quinn_proto::{ConnectionHandle, DatagramEvent, Endpoint, EndpointConfig, Incoming, Transmit, VarInt};
+
+use super::h3_conn::{H3Conn, Scratch, MAX_STREAMS};
+use super::Worker;
+use crate::counters::bump;
+use crate::log::{self, V};
+use crate::sys::udp::{self, Outgoing, Received, MAX_BATCH};
+
+/// A receive slot: more than the largest datagram we allow peers to send (quinn-proto's default
+/// max_udp_payload_size, 1,472 here: 1,500-byte Ethernet minus IP and UDP headers).
+const SLOT: usize = 2048;
+/// Receive batches per readable event before the loop serves the rest of the worker.
+const RX_ROUNDS: usize = 8;
+/// Datagrams quinn-proto may put in one transmit (one GSO message of up to 64 KiB).
+const GSO_SEGMENTS: usize = 10;
+/// Handshakes in progress beyond which a client must prove its address (a Retry round trip) before we spend a
+/// TLS handshake on it.
+const RETRY_AT: usize = 64;
+/// What one stream may have buffered unread (request heads are at most 16 KiB; bodies are dropped as read).
+const STREAM_WINDOW: u32 = 64 * 1024;
+/// What a connection may have buffered unread in all.
+const CONN_WINDOW: u32 = 256 * 1024;
+/// Bytes a connection keeps unacknowledged (memory bodies are references to the table, so most of it is).
+const SEND_WINDOW: u64 = 1 << 20;
+/// The memory one connection is charged against the worker's budget: its receive window, the disk-body and
+/// head buffers it may hold, quinn-proto's state (keys, stream maps, sent-packet records).
+const CONN_CHARGE: u64 = CONN_WINDOW as u64 + 192 * 1024;
+/// How long a draining worker waits for HTTP/3 requests in flight before closing their connections.
+const DRAIN_MS: u64 = 1000;
+
+/// The HTTP/3 state of the worker that owns the UDP socket.
+pub(super) struct Quic {
+    fd: RawFd,
+    pub(super) endpoint: Endpoint,
+    /// The TLS configuration the QUIC one was made from: a rotated certificate makes a new one.
+    tls_from: Arc<rustls::ServerConfig>,
+    transport: Arc<quinn_proto::TransportConfig>,
+    /// Connections by handle (quinn-proto's handles are slab indices: small and reused).
+    conns: Vec<Option<Box<H3Conn>>>,
+    live: usize,
+    pub(super) handshaking: usize,
+    max_conns: usize,
+    rx: BytesMut,
+    meta: [Received; MAX_BATCH],
+    /// Transmits of this turn, one buffer each, sent together by `flush`.
+    tx: Vec<Vec<u8>>,
+    tx_meta: Vec<(SocketAddr, Option<u16>)>,
+    ntx: usize,
+    /// An endpoint's own answers (stateless resets, Retry, version negotiation, refusals) are written here.
+    scratch: Vec<u8>,
+    gso: bool,
+    /// The buffers requests are answered with (h3_conn.rs), and the Date line their Date block was made from.
+    s: Scratch,
+    date_of: Vec<u8>,
+    /// The connections a receive batch touched (reused).
+    touched: Vec<usize>,
+    /// The earliest timer among the connections.
+    wake: Option<Instant>,
+    /// When draining began (GOAWAY sent everywhere).
+    drain_since: Option<Instant>,
+}
+
+/// The QUIC server configuration from the serving TLS one: the same certificate, ticketer and session cache,
+/// ALPN `h3` only, no 0-RTT (TLS 1.3 is QUIC's own: rustls negotiates nothing older on a QUIC connection).
+fn server_config(
+    tls: &Arc<rustls::ServerConfig>,
+    transport: &Arc<quinn_proto::TransportConfig>,
+) -> Option<Arc<quinn_proto::ServerConfig>> {
+    let mut c = (**tls).clone();
+    c.alpn_protocols = vec![b"h3".to_vec()];
+    c.max_early_data_size = 0;
+    let crypto = QuicServerConfig::try_from(c).ok()?;
+    let mut s = quinn_proto::ServerConfig::with_crypto(Arc::new(crypto));
+    s.transport_config(transport.clone());
+    // Initial packets waiting for accept/retry/refuse: we decide each at once, so little ever waits.
+    s.max_incoming(1024).incoming_buffer_size(16 * 1024).incoming_buffer_size_total(1 << 20);
+    Some(Arc::new(s))
+}
+
+fn transport(idle: Duration, gso: bool) -> quinn_proto::TransportConfig {
+    let mut t = quinn_proto::TransportConfig::default();
+    t.max_concurrent_bidi_streams(VarInt::from_u32(MAX_STREAMS))
+        // The client's control stream and QPACK streams, and room for a few it may open and we ignore.
+        .max_concurrent_uni_streams(VarInt::from_u32(8))
+        .stream_receive_window(VarInt::from_u32(STREAM_WINDOW))
+        .receive_window(VarInt::from_u32(CONN_WINDOW))
+        .send_window(SEND_WINDOW)
+        .max_idle_timeout(quinn_proto::IdleTimeout::try_from(idle).ok())
+        .datagram_receive_buffer_size(None)
+        .enable_segmentation_offload(gso);
+    t
+}
+
+impl Worker {
+    /// Makes this worker serve HTTP/3 on the UDP socket `fd` (bound to the TLS listener's address).
+    pub fn with_http3(mut self, fd: RawFd) -> Worker {
+        let Some(tls) = self.tls_config.as_ref().map(|l| l.value.clone()) else {
+            log::error("http3 needs the TLS listener", &[]);
+            return self;
+        };
+        let gso = udp::gso_supported(fd);
+        let transport = Arc::new(transport(self.shared.cfg.keepalive_timeout.max(Duration::from_secs(1)), gso));
+        let Some(config) = server_config(&tls, &transport) else {
+            log::error("http3: the TLS configuration has no QUIC initial cipher suite", &[]);
+            return self;
+        };
+        let endpoint = Endpoint::new(Arc::new(EndpointConfig::default()), Some(config), true, None);
+        let budget = self.shared.conn_budget_per_worker.unwrap_or(u64::MAX);
+        let max_conns = ((budget / CONN_CHARGE) as usize).clamp(16, self.max_conns.max(16));
+        let (rcv, snd) = udp::buffer_sizes(fd);
+        log::info(
+            "http3 on",
+            &[
+                ("worker", V::U(self.id as u64)),
+                ("gso", V::Bool(gso)),
+                ("udp_rcvbuf", V::U(rcv as u64)),
+                ("udp_sndbuf", V::U(snd as u64)),
+                ("max_connections", V::U(max_conns as u64)),
+            ],
+        );
+        self.h3 = Some(Box::new(Quic {
+            fd,
+            endpoint,
+            tls_from: tls,
+            transport,
+            conns: Vec::new(),
+            live: 0,
+            handshaking: 0,
+            max_conns,
+            rx: BytesMut::new(),
+            meta: [Received::default(); MAX_BATCH],
+            tx: (0..MAX_BATCH).map(|_| Vec::new()).collect(),
+            tx_meta: vec![(SocketAddr::from(([0, 0, 0, 0], 0)), None); MAX_BATCH],
+            ntx: 0,
+            scratch: Vec::new(),
+            gso,
+            s: Scratch::new(),
+            date_of: Vec::new(),
+            touched: Vec::new(),
+            wake: None,
+            drain_since: None,
+        }));
+        self
+    }
+
+    /// Makes this worker's HTTPS responses advertise HTTP/3 on `port` (`Alt-Svc`, a day).
+    pub fn advertise_http3(mut self, port: u16) -> Worker {
+        self.alt_svc = format!("Alt-Svc: h3=\":{port}\"; ma=86400\r\n").into_bytes();
+        self
+    }
+
+    /// The UDP socket to watch, if this worker serves HTTP/3.
+    pub(super) fn h3_fd(&self) -> Option<RawFd> {
+        self.h3.as_ref().map(|q| q.fd)
+    }
+
+    /// The epoll timeout: `ms`, or less when a QUIC timer is due sooner (rounded up to the next millisecond).
+    pub(super) fn h3_wait(&self, ms: i32) -> i32 {
+        let Some(w) = self.h3.as_ref().and_then(|q| q.wake) else { return ms };
+        let left = w.saturating_duration_since(Instant::now());
+        ms.min((left.as_micros().div_ceil(1000)) as i32)
+    }
+
+    /// Whether the worker may stop: no HTTP/3 connection left that is not closed.
+    pub(super) fn h3_idle(&self) -> bool {
+        self.h3.as_ref().is_none_or(|q| q.conns.iter().flatten().all(|c| c.conn.is_closed()))
+    }
+
+    /// Once per loop turn: a rotated certificate, the Date lines, expired timers; while draining, GOAWAY and
+    /// the closing of quiet connections.
+    pub(super) fn h3_turn(&mut self) {
+        let Some(mut q) = self.h3.take() else { return };
+        let now = Instant::now();
+        if let Some(local) = &self.tls_config {
+            if !Arc::ptr_eq(&q.tls_from, &local.value) {
+                if let Some(c) = server_config(&local.value, &q.transport) {
+                    q.endpoint.set_server_config(Some(c));
+                }
+                q.tls_from = local.value.clone();
+            }
+        }
+        let d = self.date.line();
+        if q.date_of != d {
+            q.date_of.clear();
+            q.date_of.extend_from_slice(d);
+            if let Some(h) = self.table.value.hsts.as_deref() {
+                q.date_of.extend_from_slice(b"Strict-Transport-Security: ");
+                q.date_of.extend_from_slice(h.as_bytes());
+                q.date_of.extend_from_slice(b"\r\n");
+            }
+            crate::http3::respond::date_block(&mut q.s.date, &q.date_of);
+            // Compared against the Date line alone next turn.
+            q.date_of.truncate(d.len());
+        }
+        if self.closing && q.drain_since.is_none() {
+            q.drain_since = Some(now);
+            for c in q.conns.iter_mut().flatten() {
+                c.goaway(now);
+            }
+        }
+        let hard = q.drain_since.is_some_and(|t| now.duration_since(t) >= Duration::from_millis(DRAIN_MS));
+        let handshake_limit = Duration::from_millis(self.header_timeout_ms);
+        let due = q.wake.is_some_and(|w| w <= now) || q.drain_since.is_some();
+        if due {
+            for h in 0..q.conns.len() {
+                let Some(c) = q.conns[h].as_mut() else { continue };
+                if q.drain_since.is_some() && (hard || c.quiet()) {
+                    c.close(now, crate::http3::Code::NoError, "shutting down");
+                }
+                if c.handshaking && now.duration_since(c.born) >= handshake_limit {
+                    c.close(now, crate::http3::Code::NoError, "handshake timeout");
+                }
+                if c.timeout.is_some_and(|t| t <= now) {
+                    c.conn.handle_timeout(now);
+                }
+                self.h3_drive(&mut q, h, now);
+            }
+            q.flush();
+            self.h3_complete(&mut q);
+            q.wake = q.conns.iter().flatten().filter_map(|c| c.timeout).min();
+        }
+        self.h3 = Some(q);
+    }
+
+    /// The socket is readable: batches of datagrams to the endpoint, then every connection they touched driven
+    /// and its transmits sent.
+    pub(super) fn h3_readable(&mut self) {
+        let Some(mut q) = self.h3.take() else { return };
+        let now = Instant::now();
+        let mut touched: u64 = 0;
+        let mut touched_list = std::mem::take(&mut q.touched);
+        touched_list.clear();
+        for _ in 0..RX_ROUNDS {
+            // One allocation per batch at most: reused when quinn-proto kept no slice of the last one.
+            q.rx.clear();
+            q.rx.reserve(SLOT * MAX_BATCH);
+            q.rx.resize(SLOT * MAX_BATCH, 0);
+            let n = match udp::recv_batch(q.fd, &mut q.rx, SLOT, &mut q.meta) {
+                Ok(n) => n,
+                Err(e) => {
+                    log::warn("http3: receive failed", &[("error", V::S(&e.to_string()))]);
+                    0
+                }
+            };
+            for i in 0..n {
+                let m = q.meta[i];
+                let mut d = q.rx.split_to(SLOT);
+                if m.truncated {
+                    continue;
+                }
+                d.truncate(m.len);
+                let mut scratch = std::mem::take(&mut q.scratch);
+                scratch.clear();
+                match q.endpoint.handle(now, m.from, None, None, d, &mut scratch) {
+                    Some(DatagramEvent::ConnectionEvent(h, ev)) => {
+                        if let Some(c) = q.conns.get_mut(h.0).and_then(|c| c.as_mut()) {
+                            c.conn.handle_event(ev);
+                            mark(&mut touched, &mut touched_list, h.0);
+                        }
+                    }
+                    Some(DatagramEvent::NewConnection(inc)) => {
+                        if let Some(h) = self.h3_incoming(&mut q, inc, now, &mut scratch) {
+                            mark(&mut touched, &mut touched_list, h);
+                        }
+                    }
+                    Some(DatagramEvent::Response(t)) => q.queue(&t, &scratch),
+                    None => {}
+                }
+                q.scratch = scratch;
+            }
+            if n < MAX_BATCH {
+                break;
+            }
+        }
+        for &h in &touched_list {
+            self.h3_drive(&mut q, h, now);
+        }
+        q.touched = touched_list;
+        q.flush();
+        self.h3_complete(&mut q);
+        q.wake = q.conns.iter().flatten().filter_map(|c| c.timeout).min();
+        self.h3 = Some(q);
+    }
+
+    /// The requests answered since the last call left with the batch just sent: their durations observed and
+    /// their access-log lines written, as for HTTP/1.1 and HTTP/2 batches (server/io.rs).
+    fn h3_complete(&mut self, q: &mut Quic) {
+        q.s.batch_start = None;
+        super::io::complete(&mut self.batch, &mut self.batch_log, &mut self.log_line, &self.shared.stats[self.id]);
+    }
+
+    /// A client's first packet: refused past the connection cap, sent a Retry when many handshakes are in
+    /// progress and its address is not yet proven, accepted otherwise. The handle when accepted.
+    fn h3_incoming(&mut self, q: &mut Quic, inc: Incoming, now: Instant, buf: &mut Vec<u8>) -> Option<usize> {
+        if q.live >= q.max_conns || self.closing {
+            bump(&self.stats().h3_refused, 1);
+            let t = q.endpoint.refuse(inc, buf);
+            q.queue(&t, buf);
+            return None;
+        }
+        let inc = if !inc.remote_address_validated() && q.handshaking >= RETRY_AT {
+            match q.endpoint.retry(inc, buf) {
+                Ok(t) => {
+                    bump(&self.stats().h3_retries, 1);
+                    q.queue(&t, buf);
+                    return None;
+                }
+                Err(e) => e.into_incoming(),
+            }
+        } else {
+            inc
+        };
+        buf.clear();
+        match q.endpoint.accept(inc, now, buf, None) {
+            Ok((h, conn)) => {
+                if q.conns.len() <= h.0 {
+                    q.conns.resize_with(h.0 + 1, || None);
+                }
+                q.conns[h.0] = Some(Box::new(H3Conn::new(conn, now)));
+                q.live += 1;
+                q.handshaking += 1;
+                bump(&self.stats().h3_connections, 1);
+                Some(h.0)
+            }
+            Err(e) => {
+                if let Some(t) = e.response {
+                    q.queue(&t, buf);
+                }
+                None
+            }
+        }
+    }
+
+    /// Everything connection `h` has to do after its input: stream events (h3_conn.rs), endpoint events both
+    /// ways, transmits into the batch; forgotten once drained.
+    fn h3_drive(&mut self, q: &mut Quic, h: usize, now: Instant) {
+        let Some(mut c) = q.conns.get_mut(h).and_then(Option::take) else { return };
+        self.h3_events(&mut q.s, &mut c, now);
+        let mut drained = false;
+        while let Some(ev) = c.conn.poll_endpoint_events() {
+            drained |= ev.is_drained();
+            if let Some(back) = q.endpoint.handle_event(ConnectionHandle(h), ev) {
+                c.conn.handle_event(back);
+            }
+        }
+        if !drained {
+            self.h3_events(&mut q.s, &mut c, now);
+        }
+        let segments = if q.gso { GSO_SEGMENTS } else { 1 };
+        loop {
+            if q.ntx == MAX_BATCH {
+                q.flush();
+            }
+            let buf = &mut q.tx[q.ntx];
+            buf.clear();
+            let Some(t) = c.conn.poll_transmit(now, segments, buf) else { break };
+            q.tx_meta[q.ntx] = (t.destination, t.segment_size.map(|s| s as u16));
+            q.ntx += 1;
+        }
+        c.timeout = c.conn.poll_timeout();
+        if c.handshaking && !c.conn.is_handshaking() {
+            c.handshaking = false;
+            q.handshaking -= 1;
+        }
+        if drained {
+            if c.handshaking {
+                q.handshaking -= 1;
+            }
+            q.live -= 1;
+            return;
+        }
+        q.conns[h] = Some(c);
+    }
+}
+
+impl Quic {
+    /// Sends the batch.
+    fn flush(&mut self) {
+        if self.ntx == 0 {
+            return;
+        }
+        let msgs: [Outgoing; MAX_BATCH] = std::array::from_fn(|i| {
+            let (to, segment) = self.tx_meta[i];
+            Outgoing { to, data: if i < self.ntx { &self.tx[i] } else { &[] }, segment }
+        });
+        let sent = udp::send_batch(self.fd, &msgs[..self.ntx]);
+        if sent.gso_failed && self.gso {
+            self.gso = false;
+            log::warn("http3: UDP GSO refused by the device, off from now on", &[]);
+        }
+        self.ntx = 0;
+    }
+
+    /// An endpoint's own datagram (written into `data`) into the batch.
+    fn queue(&mut self, t: &Transmit, data: &[u8]) {
+        if self.ntx == MAX_BATCH {
+            self.flush();
+        }
+        let b = &mut self.tx[self.ntx];
+        b.clear();
+        b.extend_from_slice(&data[..t.size]);
+        self.tx_meta[self.ntx] = (t.destination, t.segment_size.map(|s| s as u16));
+        self.ntx += 1;
+    }
+}
+
+/// Adds `h` to the connections touched by a receive batch, once (a bitmap for the first 64 handles, a scan of
+/// the list beyond).
+fn mark(bits: &mut u64, list: &mut Vec<usize>, h: usize) {
+    if h < 64 {
+        if *bits & (1 << h) != 0 {
+            return;
+        }
+        *bits |= 1 << h;
+    } else if list.contains(&h) {
+        return;
+    }
+    list.push(h);
+}
