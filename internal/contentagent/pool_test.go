@@ -216,9 +216,8 @@ func TestPoolFetcherAndPullers(t *testing.T) {
 				_, err := os.Stat(filepath.Join(pod.dir, blog.ID))
 				return os.IsNotExist(err)
 			})
-			if !pod.takeReady(blog.ID) {
-				t.Errorf("no .ready/%s after its removal", blog.ID)
-			}
+			// The signal follows the removal.
+			eventually(t, func() string { return "no .ready/" + blog.ID + " after its removal" }, func() bool { return pod.takeReady(blog.ID) })
 			if _, ok := siteOf(pod.p.Sites(), blog.ID); ok {
 				t.Errorf("the pod still lists %s", blog.ID)
 			}

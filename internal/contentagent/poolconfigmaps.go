@@ -46,6 +46,18 @@ func (p *PoolFetcher) watchMirrors(ctx context.Context) {
 		},
 	}
 	inf := cache.NewSharedIndexInformer(lw, &metav1.PartialObjectMetadata{}, 0, cache.Indexers{})
+	// Only the name and the resource version are read: the rest of the metadata (managed fields, annotations,
+	// labels) is dropped before it is cached.
+	err := inf.SetTransform(func(obj any) (any, error) {
+		if m, ok := obj.(*metav1.PartialObjectMetadata); ok {
+			m.ManagedFields, m.Annotations, m.Labels, m.OwnerReferences = nil, nil, nil, nil
+		}
+		return obj, nil
+	})
+	if err != nil {
+		p.Log.Error("watching the mirrors", "error", err)
+		return
+	}
 	changed := func(obj any) {
 		if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 			obj = tomb.Obj
@@ -54,7 +66,7 @@ func (p *PoolFetcher) watchMirrors(ctx context.Context) {
 			p.mirrorChanged(m.GetName())
 		}
 	}
-	_, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+	_, err = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: changed,
 		UpdateFunc: func(old, obj any) {
 			a, errA := meta.Accessor(old)

@@ -78,6 +78,9 @@ type poolState struct {
 	Commit string `json:"commit"`
 	Bundle string `json:"bundle"`
 	Size   int64  `json:"size"`
+	// Key is the site's siteKey when the bundle was made: a source changed while the fetcher was down is
+	// fetched at once, not at the end of a spread-out first interval.
+	Key string `json:"key"`
 }
 
 // Init prepares the fetcher; call it once before Run and Handler.
@@ -205,9 +208,9 @@ func (p *PoolFetcher) reconcile() {
 		s, ok := p.sites[id]
 		if !ok {
 			s = &fetchSite{def: def, key: siteKey(def), pub: PoolSite{ID: id}}
-			p.restoreLocked(id, s, dir)
+			sameSource := p.restoreLocked(id, s, dir)
 			p.sites[id] = s
-			if s.pub.Bundle != "" && def.Content.Git != nil {
+			if sameSource && def.Content.Git != nil {
 				// Served already (a restart): polls are spread over one interval rather than all at once.
 				s.due = now.Add(time.Duration(rand.Float64() * float64(p.interval(def))))
 			} else {
@@ -272,19 +275,25 @@ func (p *PoolFetcher) removeSites(ids []string) {
 	}
 }
 
-// restoreLocked serves the bundle a previous run published, when its file is still there.
-func (p *PoolFetcher) restoreLocked(id string, s *fetchSite, dir string) {
+// restoreLocked serves the bundle a previous run published, when its file is still there, and says whether it
+// was made from the site's present source and limits.
+func (p *PoolFetcher) restoreLocked(id string, s *fetchSite, dir string) bool {
 	data, err := os.ReadFile(filepath.Join(dir, "bundles", stateFile))
 	if err != nil {
-		return
+		return false
 	}
 	var st poolState
 	if json.Unmarshal(data, &st) != nil || !validDigest(st.Bundle) || !exists(bundleFile(filepath.Join(dir, "bundles"), st.Bundle)) {
-		return
+		return false
 	}
 	s.pub = PoolSite{ID: id, Commit: st.Commit, Bundle: st.Bundle, Size: st.Size}
 	s.bundles = []string{st.Bundle}
 	p.owners[st.Bundle] = append(p.owners[st.Bundle], id)
+	if st.Key != s.key {
+		s.reset = true
+		return false
+	}
+	return true
 }
 
 func (p *PoolFetcher) dropOwnersLocked(id string, digests ...string) {
@@ -463,7 +472,7 @@ func (p *PoolFetcher) publish(j job, tree, commit string) outcome {
 	if err != nil {
 		return outcome{err: fmt.Errorf("writing the bundle of %s: %w", commit, err)}
 	}
-	if err := writeJSON(filepath.Join(bundles, stateFile), poolState{Commit: commit, Bundle: digest, Size: size}); err != nil {
+	if err := writeJSON(filepath.Join(bundles, stateFile), poolState{Commit: commit, Bundle: digest, Size: size, Key: siteKey(j.def)}); err != nil {
 		return outcome{err: err}
 	}
 	pruneBundleFiles(bundles, p.Log, digest, j.cur.Bundle)

@@ -52,6 +52,8 @@ type pool struct {
 	index   string
 	fetcher *contentagent.PoolFetcher
 	url     string
+	// stop ends the fetcher as a killed process would (listener closed, loop ended).
+	stop func()
 }
 
 func startPoolFetcher(t testing.TB, index string, configure ...func(*contentagent.PoolFetcher)) *pool {
@@ -75,19 +77,28 @@ func startPoolFetcher(t testing.TB, index string, configure ...func(*contentagen
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { p.fetcher.Run(ctx); close(done) }()
-	t.Cleanup(func() { _ = srv.Close(); cancel(); <-done })
+	p.stop = sync.OnceFunc(func() { _ = srv.Close(); cancel(); <-done })
+	t.Cleanup(p.stop)
 	return p
 }
 
 type poolPod struct {
-	p   *contentagent.PoolPuller
-	dir string
-	url string
+	p    *contentagent.PoolPuller
+	dir  string
+	url  string
+	stop func()
 }
 
 func startPoolPuller(t testing.TB, index, fetcherURL string) *poolPod {
 	t.Helper()
-	pod := &poolPod{dir: t.TempDir()}
+	return startPoolPullerIn(t, index, fetcherURL, t.TempDir())
+}
+
+// startPoolPullerIn runs a pool puller over dir, which may hold what an earlier one installed (a restarted
+// container).
+func startPoolPullerIn(t testing.TB, index, fetcherURL, dir string) *poolPod {
+	t.Helper()
+	pod := &poolPod{dir: dir}
 	pod.p = &contentagent.PoolPuller{
 		Index:      &contentagent.IndexDir{Dir: index},
 		Dir:        pod.dir,
@@ -102,10 +113,10 @@ func startPoolPuller(t testing.TB, index, fetcherURL string) *poolPod {
 	srv, addr := serveOn(t, "127.0.0.1:0", pod.p.Handler())
 	pod.url = "http://" + addr
 	ctx, cancel := context.WithCancel(context.Background())
-	var done sync.WaitGroup
-	done.Add(1)
-	go func() { pod.p.Run(ctx); done.Done() }()
-	t.Cleanup(func() { _ = srv.Close(); cancel(); done.Wait() })
+	done := make(chan struct{})
+	go func() { pod.p.Run(ctx); close(done) }()
+	pod.stop = sync.OnceFunc(func() { _ = srv.Close(); cancel(); <-done })
+	t.Cleanup(pod.stop)
 	return pod
 }
 

@@ -44,6 +44,8 @@ type PoolPuller struct {
 	WaitTimeout time.Duration
 	// IndexEvery is how often the index directory is checked for a change (2 s when 0).
 	IndexEvery time.Duration
+	// PollGap is the least time from one GET /sites to the next (250 ms when 0).
+	PollGap time.Duration
 	// MinBackoff and MaxBackoff bound the wait after a failure (of the poll; of a site's install), doubled on
 	// each failure in a row.
 	MinBackoff, MaxBackoff time.Duration
@@ -86,6 +88,9 @@ func (p *PoolPuller) Init() error {
 	}
 	if p.IndexEvery <= 0 {
 		p.IndexEvery = 2 * time.Second
+	}
+	if p.PollGap <= 0 {
+		p.PollGap = 250 * time.Millisecond
 	}
 	if p.MinBackoff <= 0 {
 		p.MinBackoff = time.Second
@@ -179,8 +184,9 @@ func (p *PoolPuller) poll(ctx context.Context) {
 			etag = ""
 			continue
 		}
-		if tag == etag && tag != "" && time.Since(asked) < p.MinBackoff {
-			// The same answer at once: a fetcher that does not hold the poll. Not a loop as fast as it answers.
+		if tag == etag && time.Since(asked) < p.MinBackoff {
+			// The same answer at once (or no ETag at all): a fetcher that does not hold the poll. Not a loop as
+			// fast as it answers.
 			select {
 			case <-time.After(backoff):
 			case <-ctx.Done():
@@ -199,6 +205,13 @@ func (p *PoolPuller) poll(ctx context.Context) {
 		p.fetched, p.polled = byID, true
 		p.mu.Unlock()
 		p.wake()
+		// While the fetcher publishes site after site (a new pool, a restart), every pod's poll would come back
+		// at each one, and the whole list with it: at most one poll per PollGap takes them in batches.
+		select {
+		case <-time.After(p.PollGap - time.Since(asked)):
+		case <-ctx.Done():
+			return
+		}
 	}
 }
 
