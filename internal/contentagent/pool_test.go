@@ -256,6 +256,12 @@ func TestPoolLimits(t *testing.T) {
 		}
 	}
 	fetcher.fetched(t, fits.ID, func(e contentagent.PoolSite) bool { return e.Bundle != "" })
+	// The metrics count sites by state, per pool: no series names a site.
+	_, page := get(t, fetcher.url+"/metrics")
+	if metric(page, `hyperstatic_pool_sites{state="served"}`) != "1" || metric(page, `hyperstatic_pool_sites{state="failing"}`) != "2" ||
+		metric(page, `hyperstatic_pool_fetch_total{kind="git",result="TooLarge"}`) != "2" || strings.Contains(page, "a.fits") {
+		t.Errorf("metrics:\n%s", page)
+	}
 
 	// The pod's index says a.fits may hold 2 files: the bundle the fetcher made under 1000 is refused there.
 	podIndex := t.TempDir()
