@@ -7,10 +7,15 @@
 //	    [--webhook-timeout 10s] [--status-file FILE]
 //	content-agent pull --fetcher http://SITE-git:8080 --dir /srv/site [--listen :8082]
 //	    [--server-admin http://127.0.0.1:9090] [--reload-wait 5s]
+//	content-agent pool-fetch --index /pool/index --namespace NS [--check-server /hyperstatic-server]
+//	    [--dir /var/lib/content] [--listen :8080] [--fetch-concurrency 4]
+//	content-agent pool-pull --index /pool/index --dir /pool/content --fetcher http://POOL-fetcher.NS.svc:8080
+//	    [--listen :8082] [--pull-concurrency 4]
 //
 // fetch follows the repository (one per site), checks each new tree with the server's --check and publishes
 // it as a digest-addressed bundle; pull (a sidecar of each server pod) long-polls the fetcher and swaps each new
-// bundle in whole under --dir/current, the server's root.
+// bundle in whole under --dir/current, the server's root. pool-fetch and pool-pull are the same two jobs for a
+// shared pool's many sites (docs/design/pools.md): one fetcher per pool, one puller per pool server pod.
 package main
 
 import (
@@ -34,7 +39,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: content-agent fetch|pull [flags] (-h for the flags of each)")
+		fmt.Fprintln(os.Stderr, "usage: content-agent fetch|pull|pool-fetch|pool-pull [flags] (-h for the flags of each)")
 		os.Exit(2)
 	}
 	if err := run(os.Args[1], os.Args[2:]); err != nil {
@@ -52,8 +57,12 @@ func run(cmd string, args []string) error {
 		return fetch(ctx, args)
 	case "pull":
 		return pull(ctx, args)
+	case "pool-fetch":
+		return poolFetch(ctx, args)
+	case "pool-pull":
+		return poolPull(ctx, args)
 	}
-	return fmt.Errorf("unknown subcommand %q: fetch or pull", cmd)
+	return fmt.Errorf("unknown subcommand %q: fetch, pull, pool-fetch or pool-pull", cmd)
 }
 
 func fetch(ctx context.Context, args []string) error {
@@ -153,9 +162,14 @@ func pull(ctx context.Context, args []string) error {
 	if err := p.Init(); err != nil {
 		return err
 	}
+	return serveAndRun(ctx, *listen, p.Handler(*wait), p.Run)
+}
+
+// serveAndRun serves h on listen while run works, until ctx ends or the server fails.
+func serveAndRun(ctx context.Context, listen string, h http.Handler, run func(context.Context)) error {
 	errs := make(chan error, 1)
-	go func() { errs <- serve(ctx, *listen, server(p.Handler(*wait)), nil) }()
-	go p.Run(ctx)
+	go func() { errs <- serve(ctx, listen, server(h), nil) }()
+	go run(ctx)
 	select {
 	case err := <-errs:
 		return err

@@ -1,16 +1,12 @@
 package contentagent
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
-	"slices"
-	"sort"
-	"strings"
 	"time"
 
 	"hyperstatic.dev/hyperstatic/internal/gitsource"
@@ -226,61 +222,15 @@ func (f *Fetcher) syncOnce(ctx context.Context) (string, error) {
 	return "changed", nil
 }
 
-// writeBundle writes the tree's bundle under a temporary name and renames it to its digest: a bundle at its
-// final name is always complete.
 func (f *Fetcher) writeBundle(tree string) (string, int64, error) {
-	tmp, err := os.CreateTemp(f.BundleDir, ".bundle-")
-	if err != nil {
-		return "", 0, err
-	}
-	defer os.Remove(tmp.Name()) // a no-op once renamed
-	w := bufio.NewWriterSize(tmp, 256<<10)
-	digest, err := gitsource.WriteBundle(w, tree)
-	if err == nil {
-		err = w.Flush()
-	}
-	if err == nil {
-		err = tmp.Close()
-	} else {
-		_ = tmp.Close()
-	}
-	if err != nil {
-		return "", 0, err
-	}
-	info, err := os.Stat(tmp.Name())
-	if err != nil {
-		return "", 0, err
-	}
-	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
-		return "", 0, err
-	}
-	return digest, info.Size(), os.Rename(tmp.Name(), f.bundlePath(digest))
+	return writeBundleFile(f.BundleDir, tree)
 }
 
-func (f *Fetcher) bundlePath(digest string) string { return filepath.Join(f.BundleDir, digest+".tar") }
+func (f *Fetcher) bundlePath(digest string) string { return bundleFile(f.BundleDir, digest) }
 
 // pruneBundles keeps the current and the previous bundle: a puller that read the revision just before a change
 // can still download what it was told. Older ones go (an open download keeps its file until it ends).
-func (f *Fetcher) pruneBundles(keep ...string) {
-	entries, err := os.ReadDir(f.BundleDir)
-	if err != nil {
-		return
-	}
-	var names []string
-	for _, e := range entries {
-		names = append(names, e.Name())
-	}
-	sort.Strings(names)
-	for _, n := range names {
-		d, ok := strings.CutSuffix(n, ".tar")
-		if (!ok || !validDigest(d) || slices.Contains(keep, d)) && !strings.HasPrefix(n, ".bundle-") {
-			continue
-		}
-		if err := os.Remove(filepath.Join(f.BundleDir, n)); err != nil {
-			f.Log.Warn("removing an old bundle", "name", n, "error", err)
-		}
-	}
-}
+func (f *Fetcher) pruneBundles(keep ...string) { pruneBundleFiles(f.BundleDir, f.Log, keep...) }
 
 func (f *Fetcher) writeStatus(rev Revision) {
 	if f.StatusFile == "" {

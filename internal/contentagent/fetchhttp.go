@@ -1,10 +1,7 @@
 package contentagent
 
 import (
-	"errors"
 	"net/http"
-	"os"
-	"strconv"
 )
 
 // Handler serves the fetcher's port for the site's pods and the operator: GET /revision (long poll with
@@ -38,26 +35,7 @@ func (f *Fetcher) serveBundle(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "not a sha256 digest", http.StatusBadRequest)
 		return
 	}
-	file, err := os.Open(f.bundlePath(digest))
-	if errors.Is(err, os.ErrNotExist) {
-		http.Error(w, "no bundle with this digest", http.StatusNotFound)
-		return
+	if serveBundleFile(w, r, f.bundlePath(digest), digest) {
+		f.metrics.downloads.Inc()
 	}
-	if err != nil {
-		http.Error(w, "reading the bundle", http.StatusInternalServerError)
-		return
-	}
-	defer file.Close()
-	info, err := file.Stat()
-	if err != nil {
-		http.Error(w, "reading the bundle", http.StatusInternalServerError)
-		return
-	}
-	h := w.Header()
-	h.Set("Content-Type", "application/x-tar")
-	h.Set("Content-Length", strconv.FormatInt(info.Size(), 10))
-	h.Set("Cache-Control", "public, max-age=31536000, immutable")
-	h.Set("ETag", `"`+digest+`"`)
-	f.metrics.downloads.Inc()
-	http.ServeContent(w, r, "", info.ModTime(), file)
 }

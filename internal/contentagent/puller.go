@@ -211,40 +211,62 @@ func (p *Puller) poll(ctx context.Context, have Revision) (Revision, error) {
 	return rev, nil
 }
 
-// install downloads the bundle and installs it; ExtractBundle checks the digest over every byte and the
-// Store discards the tree unless all of it was good. With ServerAdmin, it returns the server's reload count
-// read once the tree is written, just before the Store flips current to it.
+// install downloads the bundle and installs it (installBundle). With ServerAdmin, it returns the server's reload
+// count read once the tree is written, just before the Store flips current to it.
 func (p *Puller) install(ctx context.Context, rev Revision) (reloadMark, error) {
-	limit := p.MaxBytes + tarOverhead + int64(p.MaxEntries)*entryTarOverhead
 	lim := gitsource.Limits{MaxBytes: p.MaxBytes, MaxEntries: p.MaxEntries, MaxDepth: p.MaxDepth}
-	body, err := p.get(ctx, p.FetcherURL+"/bundles/"+rev.Digest, limit)
-	if err != nil {
-		return reloadMark{}, err
-	}
-	defer body.Close()
 	var before reloadMark
-	err = p.Store.Install(rev.Commit, func(dir string) error {
-		if err := gitsource.ExtractBundle(io.LimitReader(body, limit), dir, rev.Digest, lim); err != nil {
-			return err
-		}
+	err := installBundle(ctx, p.Client, p.Store, rev.Commit, p.FetcherURL+"/bundles/"+rev.Digest, rev.Digest, lim, func() {
 		if p.ServerAdmin != "" {
 			n, err := p.reloads(ctx)
 			before = reloadMark{count: n, known: err == nil}
 		}
-		return nil
 	})
 	return before, err
+}
+
+// bundleLimit is the longest bundle of a tree within lim that a puller downloads.
+func bundleLimit(lim gitsource.Limits) int64 {
+	return lim.MaxBytes + tarOverhead + int64(lim.MaxEntries)*entryTarOverhead
+}
+
+// installBundle is a pod's verified install, the dedicated puller's and the pool puller's: it downloads the
+// bundle at url (its length bounded by bundleLimit) and installs it as the tree name of store; ExtractBundle
+// holds it to lim and checks the digest over every byte, and the Store discards the tree unless all of it was
+// good. written, when set, runs once the tree is complete, just before the Store flips current to it.
+func installBundle(ctx context.Context, client *http.Client, store *gitsource.Store, name, url, digest string,
+	lim gitsource.Limits, written func()) error {
+	limit := bundleLimit(lim)
+	body, err := httpGet(ctx, client, url, limit)
+	if err != nil {
+		return err
+	}
+	defer body.Close()
+	return store.Install(name, func(dir string) error {
+		if err := gitsource.ExtractBundle(io.LimitReader(body, limit), dir, digest, lim); err != nil {
+			return err
+		}
+		if written != nil {
+			written()
+		}
+		return nil
+	})
 }
 
 var errStatus = errors.New("unexpected status")
 
 // get returns the body of a 200 answer whose announced length is at most limit.
 func (p *Puller) get(ctx context.Context, u string, limit int64) (io.ReadCloser, error) {
+	return httpGet(ctx, p.Client, u, limit)
+}
+
+// httpGet returns the body of a 200 answer whose announced length is at most limit.
+func httpGet(ctx context.Context, client *http.Client, u string, limit int64) (io.ReadCloser, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
 		return nil, err
 	}
-	resp, err := p.Client.Do(req)
+	resp, err := client.Do(req)
 	if err != nil {
 		return nil, err
 	}

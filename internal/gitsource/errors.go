@@ -66,3 +66,9 @@ func ReasonOf(err error) Reason {
 	}
 	return ""
 }
+
+// ReasonError is a failure of reason r for callers outside this package that hold a tree to the same rules (the
+// pool fetcher's ConfigMap sites).
+func ReasonError(r Reason, format string, args ...any) error {
+	return newError(r, nil, format, args...)
+}

@@ -136,9 +136,11 @@ func (s *Store) Sync(ctx context.Context, src Source) (Revision, bool, error) {
 // Install publishes a tree for commit that write puts into an empty directory: the Check runs on it, then it
 // becomes Dir/<commit> and Dir/current flips to it. Sync installs what it fetched; a pod's puller installs what
 // it extracted from a bundle (ExtractBundle). On error nothing served changes and the directory is removed.
+// commit names the tree: a Git commit, or any lower-case hex name of 16 to 64 digits (TreeName), as the pool's
+// trees are named by a digest (docs/design/pools.md).
 func (s *Store) Install(commit string, write func(dir string) error) error {
-	if _, ok := commitHash(commit); !ok {
-		return newError(InvalidSource, nil, "%q is not a full commit hash", commit)
+	if !TreeName(commit) {
+		return newError(InvalidSource, nil, "%q is not a full commit hash nor a hex tree name", commit)
 	}
 	if err := os.MkdirAll(s.Dir, 0o755); err != nil {
 		return err
@@ -232,7 +234,7 @@ func (s *Store) prune(keep ...string) error {
 		if name == CurrentLink || slices.Contains(keep, name) {
 			continue
 		}
-		if _, isCommit := commitHash(name); !isCommit && !strings.HasPrefix(name, ".") {
+		if !TreeName(name) && !strings.HasPrefix(name, ".") {
 			continue // not ours
 		}
 		if err := os.RemoveAll(filepath.Join(s.Dir, name)); err != nil {
@@ -240,4 +242,19 @@ func (s *Store) prune(keep ...string) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// TreeName is true for the names a Store gives its trees: lower-case hex of 16 to 64 digits (a 40-digit Git
+// commit; the SHA-256 of a pool's ConfigMap site; the first 16 digits of a pool bundle's digest). Nothing else in
+// Dir is a tree, and no such name can be "current", start with a dot or hold a slash.
+func TreeName(name string) bool {
+	if len(name) < 16 || len(name) > 64 {
+		return false
+	}
+	for _, c := range name {
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
 }
