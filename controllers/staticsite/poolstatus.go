@@ -25,6 +25,10 @@ func derivePlacement(s *v1alpha1.StaticSiteStatus, site *v1alpha1.StaticSite, o 
 	case p.phase == phaseMovingIn:
 		placed = poolPlaced(p)
 		placed.Message += "; the site's own pods serve it until the pool does"
+	case p.phase == phasePooled && o.rejected != nil && !p.servicePooled:
+		// Its Service or slice was refused (Stalled): the site runs where it ran.
+		placed = poolPlaced(p)
+		now = site.Status.Placement.DeepCopy() // nil for a new site: it runs nowhere yet
 	case p.phase == phasePooled:
 		now = poolPlacement(p)
 		placed = poolPlaced(p)
@@ -37,9 +41,11 @@ func derivePlacement(s *v1alpha1.StaticSiteStatus, site *v1alpha1.StaticSite, o 
 	default: // moved out this pass
 		placed = metav1.Condition{Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonDedicated, Message: "the site runs on its own pods"}
 	}
-	if old := site.Status.Placement; old != nil && old.Mode == now.Mode && old.Pool == now.Pool && old.Since != nil {
+	switch old := site.Status.Placement; {
+	case now == nil:
+	case old != nil && old.Mode == now.Mode && old.Pool == now.Pool && old.Since != nil:
 		now.Since = old.Since.DeepCopy()
-	} else {
+	default:
 		now.Since = &metav1.Time{Time: o.now}
 	}
 	s.Placement = now
