@@ -68,8 +68,6 @@ type poolPass struct {
 	// sliceExists: the site's pool EndpointSlice exists (at the start of the pass); servicePooled: the live
 	// Service has no selector.
 	sliceExists, servicePooled bool
-	// endpoints: the pool pods the slice lists after this pass (pooled, or moving out before the switch).
-	endpoints int
 	// selectorBack: moving out, this pass gave the Service its selector back.
 	selectorBack bool
 	// gitContent: a pool Git site's ContentAvailable, from the Board (nil for ConfigMap sites).

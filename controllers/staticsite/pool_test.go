@@ -143,10 +143,13 @@ func serviceSelects(ns, site string, wantSelector bool) func() error {
 func gone(ns, name string, obj client.Object) func() error {
 	return func() error {
 		err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, obj)
-		if apierrors.IsNotFound(err) {
+		switch {
+		case apierrors.IsNotFound(err):
 			return nil
+		case err != nil:
+			return fmt.Errorf("read %T %s: %w", obj, name, err)
 		}
-		return fmt.Errorf("%T %s still exists (%v)", obj, name, err)
+		return fmt.Errorf("%T %s still exists", obj, name)
 	}
 }
 

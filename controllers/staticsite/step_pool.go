@@ -127,7 +127,6 @@ func (r *Reconciler) applyPoolSlice(ctx context.Context, st *observation) (bool,
 		return false, err
 	}
 	eps := desired.PoolEndpointsOf(pods)
-	p.endpoints = len(eps.Pods)
 	key := types.NamespacedName{Namespace: site.Namespace, Name: poolplacement.EndpointSliceName(site)}
 	live := &discoveryv1.EndpointSlice{}
 	if err := r.Get(ctx, key, live); err == nil && metav1.IsControlledBy(live, site) && live.AddressType != eps.AddressType && len(eps.Pods) > 0 {
