@@ -11,6 +11,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -308,8 +309,11 @@ func TestMoveToPoolAndBack(t *testing.T) {
 	ns := namespace(t)
 	pool := testPool(t, ns)
 	poolPod(t, pool, "server-a", "10.3.0.1", true)
-	createSite(t, ns, "mover", pagesSite(t, ns))
+	spec := pagesSite(t, ns)
+	spec.Replicas = ptr.To[int32](2) // and so a PodDisruptionBudget
+	createSite(t, ns, "mover", spec)
 	rollOutAndWaitReady(t, ns, "mover")
+	testenv.Must(t, k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "mover"}, &policyv1.PodDisruptionBudget{}))
 	site := &v1alpha1.StaticSite{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "mover"}}
 
 	updateSite(t, site, func(s *v1alpha1.StaticSite) { s.Spec.Placement = inPool(pool) })
@@ -333,6 +337,7 @@ func TestMoveToPoolAndBack(t *testing.T) {
 	testenv.Must(t, serviceSelects(ns, "mover", false)())
 	testenv.Must(t, wantAddresses(ns, "mover", "10.3.0.1")())
 	testenv.Must(t, gone(ns, sitevalue.ConfigMapName("mover"), &corev1.ConfigMap{})())
+	testenv.Must(t, gone(ns, "mover", &policyv1.PodDisruptionBudget{})())
 	waitSite(t, ns, "mover", "in the pool", all(
 		conditionWith(v1alpha1.ConditionPlaced, metav1.ConditionTrue, v1alpha1.ReasonServedByPool, ""),
 		placement(v1alpha1.PlacementPool, pool.Name, 1, 1),
@@ -377,6 +382,8 @@ func TestMoveToPoolAndBack(t *testing.T) {
 			return condition(s, v1alpha1.ConditionReconciling, "", "")
 		}))
 	waitEvent(t, ns, "mover", "MovedToDedicated")
+	testenv.Must(t, k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "mover"}, &policyv1.PodDisruptionBudget{}))
+	testenv.Must(t, k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: sitevalue.ConfigMapName("mover")}, &corev1.ConfigMap{}))
 }
 
 // Without the pool controller (no Board), a site asking for a pool is refused, not a nil dereference.
