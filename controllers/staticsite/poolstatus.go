@@ -135,9 +135,7 @@ func derivePooled(s *v1alpha1.StaticSiteStatus, site *v1alpha1.StaticSite, o *ob
 	}
 	switch {
 	case stalled != nil:
-		set.SetProblem(v1alpha1.ConditionStalled, metav1.ConditionTrue, stalled)
-		set.Remove(v1alpha1.ConditionReconciling)
-		set.SetProblem(v1alpha1.ConditionReady, metav1.ConditionFalse, stalled)
+		setStalled(set, stalled)
 	case servedBy > 0:
 		set.Remove(v1alpha1.ConditionStalled)
 		if placed.Status == metav1.ConditionUnknown {

@@ -161,9 +161,7 @@ func deriveProgress(s *v1alpha1.StaticSiteStatus, site *v1alpha1.StaticSite, o *
 
 	switch {
 	case stalled != nil:
-		set.SetProblem(v1alpha1.ConditionStalled, metav1.ConditionTrue, stalled)
-		set.Remove(v1alpha1.ConditionReconciling)
-		set.SetProblem(v1alpha1.ConditionReady, metav1.ConditionFalse, stalled)
+		setStalled(set, stalled)
 	case !ro.done && servedByPoolMeanwhile(site, o): // poolstatus.go
 		set.Remove(v1alpha1.ConditionStalled)
 		set.Set(v1alpha1.ConditionReconciling, metav1.ConditionTrue, v1alpha1.ReasonMovingToDedicated, ro.message)
@@ -218,4 +216,12 @@ func deriveProgress(s *v1alpha1.StaticSiteStatus, site *v1alpha1.StaticSite, o *
 			}
 		}
 	}
+}
+
+// setStalled: Stalled=True and Ready=False with the problem, Reconciling removed (kstatus: a stalled object is not
+// progressing).
+func setStalled(set reconcile.Conditions, p *problem) {
+	set.SetProblem(v1alpha1.ConditionStalled, metav1.ConditionTrue, p)
+	set.Remove(v1alpha1.ConditionReconciling)
+	set.SetProblem(v1alpha1.ConditionReady, metav1.ConditionFalse, p)
 }
