@@ -336,8 +336,9 @@ func TestMoveToPoolAndBack(t *testing.T) {
 	testenv.Eventually(t, "the Deployment deleted once the pool serves the site", gone(ns, "mover", &appsv1.Deployment{}))
 	testenv.Must(t, serviceSelects(ns, "mover", false)())
 	testenv.Must(t, wantAddresses(ns, "mover", "10.3.0.1")())
-	testenv.Must(t, gone(ns, sitevalue.ConfigMapName("mover"), &corev1.ConfigMap{})())
-	testenv.Must(t, gone(ns, "mover", &policyv1.PodDisruptionBudget{})())
+	// The same pass deletes the rest after the Deployment.
+	testenv.Eventually(t, "the site-value ConfigMap deleted", gone(ns, sitevalue.ConfigMapName("mover"), &corev1.ConfigMap{}))
+	testenv.Eventually(t, "the PodDisruptionBudget deleted", gone(ns, "mover", &policyv1.PodDisruptionBudget{}))
 	waitSite(t, ns, "mover", "in the pool", all(
 		conditionWith(v1alpha1.ConditionPlaced, metav1.ConditionTrue, v1alpha1.ReasonServedByPool, ""),
 		placement(v1alpha1.PlacementPool, pool.Name, 1, 1),
