@@ -32,6 +32,10 @@ const (
 	eventContentInMemory     = "ContentInMemory"
 	// eventGitRevisionServed (Normal): every ready pod of a Git site serves a commit they did not all serve before.
 	eventGitRevisionServed = "GitRevisionServed"
+	// eventMovedToPool, eventMovedToDedicated (Normal): status.placement changed: the site runs in a pool now (or
+	// another pool), or on its own pods again.
+	eventMovedToPool      = "MovedToPool"
+	eventMovedToDedicated = "MovedToDedicated"
 )
 
 // deploymentTimedOutReason is the reason the Deployment controller puts on Progressing=False when a rollout passes
@@ -81,6 +85,7 @@ func (r *Reconciler) recordTransitions(before, after *v1alpha1.StaticSite) {
 		// no Stalled event says it, this Warning does. Each new reason is news, as for TLSReady.
 		r.Recorder.Event(after, polarity.EventType(*tr.After), tr.After.Reason, "ContentAvailable False: "+tr.After.Message)
 	}
+	r.recordPlacement(before, after, stalled)
 	r.recordGitRevisionServed(before, after)
 	if tr := transition(v1alpha1.ConditionPinned); tr.Changed() && tr.After.Status != metav1.ConditionUnknown {
 		// Pinned=False is by design on fractional CPUs: news either way, never a Warning.
@@ -175,4 +180,25 @@ func (r *Reconciler) recordGitRevisionServed(before, after *v1alpha1.StaticSite)
 func newHostnameConflict(tr reconcile.Transition) bool {
 	return tr.After != nil && tr.After.Reason == v1alpha1.ReasonHostnameConflict && tr.Before != nil &&
 		tr.Before.Reason == v1alpha1.ReasonHostnameConflict && tr.Before.Message != tr.After.Message
+}
+
+// recordPlacement: a Normal event when the site starts to run somewhere else (status.placement's mode or pool), a
+// Warning when Placed turns False without the site being Stalled (a refusal says it in the Stalled event), and
+// news when it is True again.
+func (r *Reconciler) recordPlacement(before, after *v1alpha1.StaticSite, stalled reconcile.Transition) {
+	was, now := before.Status.Placement, after.Status.Placement
+	if now != nil && (was == nil || was.Mode != now.Mode || was.Pool != now.Pool) {
+		switch {
+		case now.Mode == v1alpha1.PlacementPool:
+			r.Recorder.Eventf(after, corev1.EventTypeNormal, eventMovedToPool, "the site runs in StaticSitePool %s: it has no pod of its own", now.Pool)
+		case was != nil:
+			r.Recorder.Event(after, corev1.EventTypeNormal, eventMovedToDedicated, "the site runs on its own pods again")
+		}
+	}
+	switch tr := reconcile.TransitionOf(before.Status.Conditions, after.Status.Conditions, v1alpha1.ConditionPlaced); {
+	case tr.Changed() && tr.After.Status == metav1.ConditionFalse && !stalled.Changed():
+		r.Recorder.Event(after, polarity.EventType(*tr.After), tr.After.Reason, "Placed False: "+tr.After.Message)
+	case tr.Changed() && tr.After.Status == metav1.ConditionTrue && tr.Was(metav1.ConditionFalse):
+		r.Recorder.Event(after, polarity.EventType(*tr.After), tr.After.Reason, "Placed again: "+tr.After.Message)
+	}
 }

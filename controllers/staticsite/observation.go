@@ -18,6 +18,7 @@ import (
 	"hyperstatic.dev/hyperstatic/controllers/staticsite/desired"
 	"hyperstatic.dev/hyperstatic/controllers/staticsite/gitcontent"
 	"hyperstatic.dev/hyperstatic/internal/podmetrics"
+	"hyperstatic.dev/hyperstatic/internal/poolplacement"
 	"hyperstatic.dev/hyperstatic/internal/reconcile"
 )
 
@@ -29,8 +30,12 @@ type observation struct {
 	now time.Time
 	// tun is the Reconciler's tunables with their defaults resolved, once per pass.
 	tun tunables
-	// refused: the tenancy policy refuses the spec (PolicyViolation); no step ran.
-	refused *problem
+	// refused: the tenancy policy refuses the spec (PolicyViolation), or its pool refuses the site
+	// (placeRefusal); no step ran.
+	refused      *problem
+	placeRefusal *poolplacement.Refusal
+	// pool: a site in a pool, or moving into or out of one (pool.go); nil for a site on its own pods only.
+	pool *poolPass
 	// err is the transient error that stopped the pass (retried with backoff); the steps after it did not run.
 	err error
 

@@ -45,8 +45,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrlreconcile.Request) (
 	o := r.newObservation(site)
 	if vs := r.policy().CheckSite(site); len(vs) > 0 {
 		o.refused = &problem{Reason: v1alpha1.ReasonPolicyViolation, Message: vs.Error()}
-	} else {
-		for _, s := range r.steps() {
+	} else if o.err = r.placeSite(ctx, o); o.err == nil && o.refused == nil { // pool.go
+		for _, s := range r.stepsFor(o) {
 			if o.err = s(ctx, o); o.err != nil {
 				break
 			}
@@ -88,6 +88,7 @@ func (r *Reconciler) steps() []step {
 		r.reconcileSiteValue,        // the site value's ConfigMap, before any pod that mounts it
 		r.reconcileDeployment,       // the server pods (the performance gate may hold the template: capacitygate)
 		r.reconcileService,          // the Service in front of them
+		r.reconcilePoolSlice,        // a site leaving a pool: the pool's EndpointSlice until its own pods serve (step_pool.go)
 		r.reconcileDisruptionBudget, // their PodDisruptionBudget
 		r.reconcileRoute,            // Ingress or HTTPRoute for the hostnames held
 		r.reconcilePodMonitor,       // spec.monitoring
@@ -98,6 +99,15 @@ func (r *Reconciler) steps() []step {
 		r.reconcileGitPullers,       // Git: which commit each ready pod serves
 		r.reconcileCapacity,         // capacity measurement, last: it needs the rollout's state (capacitygate)
 	}
+}
+
+// stepsFor is the pass's steps: a site a pool serves has steps of its own (step_pool.go); every other site, one
+// moving into or out of a pool included, the dedicated ones.
+func (r *Reconciler) stepsFor(o *observation) []step {
+	if o.pool != nil && o.pool.phase == phasePooled {
+		return r.poolSteps()
+	}
+	return r.steps()
 }
 
 // retryStalled: a Stalled site is tried again every StalledRetry, so a problem fixed outside the operator's watches

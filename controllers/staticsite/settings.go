@@ -16,6 +16,7 @@ import (
 
 	"hyperstatic.dev/hyperstatic/internal/gitrevision"
 	"hyperstatic.dev/hyperstatic/internal/podmetrics"
+	"hyperstatic.dev/hyperstatic/internal/poolstate"
 	"hyperstatic.dev/hyperstatic/internal/reconcile"
 	"hyperstatic.dev/hyperstatic/internal/tenancy"
 )
@@ -74,6 +75,11 @@ type Reconciler struct {
 	TLSRecheck time.Duration
 	// Policy is the tenancy policy (operator flag --tenancy-policy); nil: tenancy.Unrestricted. See tenancy.go.
 	Policy *tenancy.Policy
+	// Pools is what the pool controller (controllers/pool) learns of each pool site from the pool's pods and
+	// fetcher: the site controller reads a pool site's status.placement and Placed from it, and wakes a site when
+	// its entry changes (Events). Nil (the pool controller does not run, tests that are not about pools): a site
+	// asking for a pool is refused (reason PoolsNotRunning). See pool.go.
+	Pools *poolstate.Board
 
 	optional *optionalWatches // watches of HTTPRoutes and PodMonitors, started once their CRDs are seen
 

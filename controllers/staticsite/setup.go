@@ -5,6 +5,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -29,6 +30,9 @@ import (
 const (
 	indexConfigMap = "spec.content.configMaps.name"
 	indexClaim     = "spec.content.persistentVolumeClaim.claimName"
+	// indexPool: the pool a site asks for and the pool it runs in (status.placement), so a pool's or its pods'
+	// events find the sites moving into, running in and leaving it.
+	indexPool = "spec.placement.pool"
 )
 
 // SetupWithManager registers the controller: it watches StaticSites, the children it owns, the ConfigMaps and
@@ -61,6 +65,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if err := idx.IndexField(ctx, &v1alpha1.StaticSite{}, indexHostname, siteHostnames); err != nil {
 		return err
 	}
+	if err := idx.IndexField(ctx, &v1alpha1.StaticSite{}, indexPool, sitePools); err != nil {
+		return err
+	}
 	if r.Recorder == nil {
 		r.Recorder = mgr.GetEventRecorderFor(sitechild.FieldOwner)
 	}
@@ -84,6 +91,10 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		})
 		b = b.WatchesRawSource(source.Channel(woken, &handler.EnqueueRequestForObject{}))
 	}
+	if r.Pools != nil {
+		// A pool's pass announces the sites whose entry changed (internal/poolstate): exactly those wake.
+		b = b.WatchesRawSource(source.Channel(r.Pools.Events(), &handler.EnqueueRequestForObject{}))
+	}
 	c, err := b.
 		Named("staticsite").
 		// Status writes (ours and the autoscaler's) do not change the generation: no reconcile for them.
@@ -95,7 +106,11 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Owns(&policyv1.PodDisruptionBudget{}).
 		Owns(&networkingv1.Ingress{}).
 		Owns(&networkingv1.NetworkPolicy{}).
-		Owns(&v1alpha1.Benchmark{}). // capacity measurements (step_capacity.go)
+		Owns(&v1alpha1.Benchmark{}).        // capacity measurements (step_capacity.go)
+		Owns(&discoveryv1.EndpointSlice{}). // a pool site's (step_pool.go); the cache holds only the operator's
+		// A pool's spec (its namespaces admitted) and its server pods' readiness change its sites' placement and slices.
+		Watches(&v1alpha1.StaticSitePool{}, handler.EnqueueRequestsFromMapFunc(r.sitesOfPool)).
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(r.sitesOfPoolPod), builder.WithPredicates(poolPodEndpointChanged)).
 		WatchesRawSource(source.Kind(referenced, metadataOf("ConfigMap"), handler.EnqueueRequestsFromMapFunc(r.sitesUsing(indexConfigMap)))).
 		WatchesRawSource(source.Kind(referenced, metadataOf("PersistentVolumeClaim"), handler.EnqueueRequestsFromMapFunc(r.sitesUsing(indexClaim)))).
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(siteOfPod)).

@@ -36,6 +36,10 @@ func deriveStatus(site *v1alpha1.StaticSite, o *observation) v1alpha1.StaticSite
 		set.SetProblem(v1alpha1.ConditionStalled, metav1.ConditionTrue, o.refused)
 		set.SetProblem(v1alpha1.ConditionReady, metav1.ConditionFalse, o.refused)
 		set.Remove(v1alpha1.ConditionReconciling)
+		if r := o.placeRefusal; r != nil {
+			// Its pool refuses the site (pool.go): status.placement stays where it runs.
+			set.Set(v1alpha1.ConditionPlaced, metav1.ConditionFalse, r.Reason, r.Error())
+		}
 		return s
 	case o.err != nil:
 		// A transient failure: say so and keep the rest of the status as it was (but the hostnames, above); the
@@ -50,6 +54,11 @@ func deriveStatus(site *v1alpha1.StaticSite, o *observation) v1alpha1.StaticSite
 	s.HTTPSURL = desired.HTTPSURL(site)
 	s.Protocols = desired.Protocols(site)
 	s.PublicURLs = o.publicURLs
+	if o.pool != nil && o.pool.phase == phasePooled {
+		derivePooled(&s, site, o, set) // poolstatus.go
+		derivePlacement(&s, site, o, set)
+		return s
+	}
 	s.ContentSource = o.content.Source
 	s.ContentRevision = o.content.Revision
 	if o.git != nil && s.ContentRevision == "" {
@@ -98,6 +107,7 @@ func deriveStatus(site *v1alpha1.StaticSite, o *observation) v1alpha1.StaticSite
 
 	deriveCapacity(&s, site, o, set)
 	deriveProgress(&s, site, o, set, content, sv)
+	derivePlacement(&s, site, o, set) // poolstatus.go
 	return s
 }
 
@@ -151,9 +161,12 @@ func deriveProgress(s *v1alpha1.StaticSiteStatus, site *v1alpha1.StaticSite, o *
 
 	switch {
 	case stalled != nil:
-		set.SetProblem(v1alpha1.ConditionStalled, metav1.ConditionTrue, stalled)
-		set.Remove(v1alpha1.ConditionReconciling)
-		set.SetProblem(v1alpha1.ConditionReady, metav1.ConditionFalse, stalled)
+		setStalled(set, stalled)
+	case !ro.done && servedByPoolMeanwhile(site, o): // poolstatus.go
+		set.Remove(v1alpha1.ConditionStalled)
+		set.Set(v1alpha1.ConditionReconciling, metav1.ConditionTrue, v1alpha1.ReasonMovingToDedicated, ro.message)
+		set.Set(v1alpha1.ConditionReady, metav1.ConditionTrue, v1alpha1.ReasonAvailable,
+			fmt.Sprintf("StaticSitePool %s serves the site while its own pods start (%s)", o.pool.name, ro.message))
 	case content.wait != nil && !ro.done:
 		set.Remove(v1alpha1.ConditionStalled)
 		set.SetProblem(v1alpha1.ConditionReconciling, metav1.ConditionTrue, content.wait)
@@ -193,6 +206,9 @@ func deriveProgress(s *v1alpha1.StaticSiteStatus, site *v1alpha1.StaticSite, o *
 		if o.capacity.MeasuringCanary != "" {
 			set.Set(v1alpha1.ConditionReconciling, metav1.ConditionTrue, v1alpha1.ReasonMeasuringCanary, o.capacity.MeasuringCanary)
 		}
+		if reason, msg := moveInProgress(o); reason != "" { // poolstatus.go
+			set.Set(v1alpha1.ConditionReconciling, metav1.ConditionTrue, reason, msg)
+		}
 		if o.serverImageQueued != "" {
 			set.Set(v1alpha1.ConditionReconciling, metav1.ConditionTrue, v1alpha1.ReasonServerImageUpgradeQueued, o.serverImageQueued)
 			if queuedSince != nil {
@@ -200,4 +216,12 @@ func deriveProgress(s *v1alpha1.StaticSiteStatus, site *v1alpha1.StaticSite, o *
 			}
 		}
 	}
+}
+
+// setStalled: Stalled=True and Ready=False with the problem, Reconciling removed (kstatus: a stalled object is not
+// progressing).
+func setStalled(set reconcile.Conditions, p *problem) {
+	set.SetProblem(v1alpha1.ConditionStalled, metav1.ConditionTrue, p)
+	set.Remove(v1alpha1.ConditionReconciling)
+	set.SetProblem(v1alpha1.ConditionReady, metav1.ConditionFalse, p)
 }

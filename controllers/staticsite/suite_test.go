@@ -26,6 +26,7 @@ import (
 	"hyperstatic.dev/hyperstatic/controllers/staticsite/sitechild"
 	"hyperstatic.dev/hyperstatic/internal/managercache"
 	"hyperstatic.dev/hyperstatic/internal/podmetrics"
+	"hyperstatic.dev/hyperstatic/internal/poolstate"
 	"hyperstatic.dev/hyperstatic/internal/tenancy"
 	"hyperstatic.dev/hyperstatic/internal/testenv"
 )
@@ -43,6 +44,8 @@ var (
 	// suiteClock is the controller's clock: it stands at clockTime; a test that needs time to pass (a deadline)
 	// moves it and puts it back (advanceClock).
 	suiteClock = clocktesting.NewFakePassiveClock(clockTime)
+	// pools is the suite's Board: the tests play the pool controller by publishing into it (pool_test.go).
+	pools = poolstate.New(1024)
 )
 
 // fakeScraper stands in for the server pods' /metrics: envtest runs no kubelet, so no pod runs. A pod a test
@@ -145,6 +148,7 @@ func setupSuite(e *testenv.Env) (ctrl.Manager, error) {
 		// The NetworkPolicy's admin rule names it.
 		OperatorNamespace: testOperatorNamespace,
 		Policy:            &suitePolicy,
+		Pools:             pools,
 	}
 	return mgr, r.SetupWithManager(mgr)
 }

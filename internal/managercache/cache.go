@@ -6,6 +6,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -16,7 +17,8 @@ import (
 )
 
 // OwnedObjectsOnly limits the manager's cache of the kinds the operator creates (pods through Deployments, Jobs
-// and the Benchmarks' script and results ConfigMaps) to the objects it labelled as its own, so the operator's
+// and the Benchmarks' script and results ConfigMaps, pool sites' EndpointSlices; a pool's pods carry the label
+// too, see internal/poolplacement) to the objects it labelled as its own, so the operator's
 // memory does not grow with everything else in the cluster.
 //
 // ConfigMaps are filtered too, although StaticSites serve the user's own: a cluster's ConfigMaps can add up to
@@ -39,6 +41,8 @@ func OwnedObjectsOnly() map[client.Object]cache.ByObject {
 		&networkingv1.NetworkPolicy{}:   owned,
 		&batchv1.Job{}:                  owned,
 		&corev1.ConfigMap{}:             owned,
+		// A pool site's EndpointSlice (the cluster's own slices, one or more per Service, are not the operator's).
+		&discoveryv1.EndpointSlice{}: owned,
 	}
 }
 

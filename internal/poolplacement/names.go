@@ -5,6 +5,10 @@ import "hyperstatic.dev/hyperstatic/api/v1alpha1"
 // The pool's objects, as both controllers name and select them: the pool controller creates them in the pool's
 // spec.namespace; the site controller lists the pool's ready server pods (by PodSelector) to fill each pool site's
 // EndpointSlice, whose ports are the pool pods' v1alpha1.ServerPort (HTTP), as a dedicated site's pods'.
+//
+// Every object of a pool, its server pods included, also carries v1alpha1.LabelManagedBy=ManagedByValue: the
+// manager's cache holds only the operator's labelled pods (internal/managercache), so pool pods without it are
+// invisible to the site controller's list and watch.
 const (
 	// LabelPool on every object of a pool holds the pool's name.
 	LabelPool = "hyperstatic.dev/pool"

@@ -7,7 +7,8 @@
 // an image volume or a PersistentVolumeClaim (a pool pod cannot mount another namespace's volumes or run a
 // tenant's image), in-server TLS (every tenant's private key in shared pods: TLS ends at the gateway in front),
 // server extraArgs and podTemplate (process settings of shared pods), capacity measurement and its own autoscaling
-// (the pool scales as a whole), a Git repository with credentials (docs/design/pools.md, "Credentials").
+// (the pool scales as a whole), its own NetworkPolicy (the pool's pods are shared: a per-site servingFrom cannot be
+// enforced on them), a Git repository with credentials (docs/design/pools.md, "Credentials").
 package poolplacement
 
 import (
@@ -81,6 +82,8 @@ func Check(pool *v1alpha1.StaticSitePool, site *v1alpha1.StaticSite) *Refusal {
 		return not("spec.capacity", "capacity is measured per pool, not per site")
 	case s.Autoscaling != nil:
 		return not("spec.autoscaling", "the pool scales as a whole")
+	case s.NetworkPolicy != nil:
+		return not("spec.networkPolicy", "its traffic reaches the pool's pods, which every pool site shares: a per-site servingFrom cannot be enforced there (the platform's NetworkPolicies of the pool's namespace apply)")
 	case !podTemplateEmpty(s.PodTemplate):
 		return not("spec.podTemplate", "the pool's pods are the platform's")
 	}

@@ -41,10 +41,11 @@ func TestCheckRefusesNamingTheField(t *testing.T) {
 		"git with creds": {sharedPool("*"), func(s *v1alpha1.StaticSite) {
 			s.Spec.Content = v1alpha1.ContentSource{Git: &v1alpha1.GitContent{URL: "u", Ref: "main", SecretRef: &v1alpha1.LocalObjectReference{Name: "k"}}}
 		}, ReasonGitCredentials, "spec.content.git.secretRef"},
-		"tls":          {sharedPool("*"), func(s *v1alpha1.StaticSite) { s.Spec.TLS = &v1alpha1.TLSSpec{} }, ReasonFeatureNotPooled, "spec.tls"},
-		"extra args":   {sharedPool("*"), func(s *v1alpha1.StaticSite) { s.Spec.Server.ExtraArgs = []string{"--x"} }, ReasonFeatureNotPooled, "spec.server.extraArgs"},
-		"autoscaling":  {sharedPool("*"), func(s *v1alpha1.StaticSite) { s.Spec.Autoscaling = &v1alpha1.AutoscalingSpec{} }, ReasonFeatureNotPooled, "spec.autoscaling"},
-		"pod template": {sharedPool("*"), func(s *v1alpha1.StaticSite) { s.Spec.PodTemplate.NodeSelector = map[string]string{"a": "b"} }, ReasonFeatureNotPooled, "spec.podTemplate"},
+		"tls":            {sharedPool("*"), func(s *v1alpha1.StaticSite) { s.Spec.TLS = &v1alpha1.TLSSpec{} }, ReasonFeatureNotPooled, "spec.tls"},
+		"extra args":     {sharedPool("*"), func(s *v1alpha1.StaticSite) { s.Spec.Server.ExtraArgs = []string{"--x"} }, ReasonFeatureNotPooled, "spec.server.extraArgs"},
+		"autoscaling":    {sharedPool("*"), func(s *v1alpha1.StaticSite) { s.Spec.Autoscaling = &v1alpha1.AutoscalingSpec{} }, ReasonFeatureNotPooled, "spec.autoscaling"},
+		"network policy": {sharedPool("*"), func(s *v1alpha1.StaticSite) { s.Spec.NetworkPolicy = &v1alpha1.NetworkPolicySpec{} }, ReasonFeatureNotPooled, "spec.networkPolicy"},
+		"pod template":   {sharedPool("*"), func(s *v1alpha1.StaticSite) { s.Spec.PodTemplate.NodeSelector = map[string]string{"a": "b"} }, ReasonFeatureNotPooled, "spec.podTemplate"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			r := Check(tc.pool, poolSite(tc.mutate))

@@ -87,3 +87,13 @@ func findBenchmark(bs []v1alpha1.Benchmark, name string) *v1alpha1.Benchmark {
 	}
 	return nil
 }
+
+// Remove deletes every measurement child of the site, whatever its spec: a site placed in a pool has no pod of
+// its own to measure (the pool is measured as a whole).
+func (s Step) Remove(ctx context.Context, site *v1alpha1.StaticSite) error {
+	pods, benches, err := s.measurementChildren(ctx, site)
+	if err != nil {
+		return err
+	}
+	return s.deleteMeasurementChildren(ctx, pods, benches, nil)
+}

@@ -15,14 +15,28 @@ import (
 // Service would expose it to the public, where one slow client could starve the kubelet's probes. Everything that
 // reads the admin port (the kubelet, the operator's scrapes, Prometheus pod discovery) goes to pod IPs.
 func Service(site *v1alpha1.StaticSite) *corev1ac.ServiceApplyConfiguration {
+	return service(site, true)
+}
+
+// PoolService is the Service of a site a pool serves: the same Service without a selector, so that its endpoints
+// are the pool pods of its EndpointSlice (PoolEndpointSlice) and its ClusterIP, DNS name and routes stay as they
+// were. Applied by the same field manager, it removes the selector Service set, and Service puts it back.
+func PoolService(site *v1alpha1.StaticSite) *corev1ac.ServiceApplyConfiguration {
+	return service(site, false)
+}
+
+func service(site *v1alpha1.StaticSite, selectPods bool) *corev1ac.ServiceApplyConfiguration {
 	typ := site.Spec.Service.Type
 	if typ == "" {
 		typ = corev1.ServiceTypeClusterIP
 	}
 	spec := corev1ac.ServiceSpec().
 		WithType(typ).
-		WithSelector(sitechild.SelectorLabels(site)).
-		WithIPFamilyPolicy(ipFamilyPolicyOf(site)). // placement.go
+		WithIPFamilyPolicy(ipFamilyPolicyOf(site)) // placement.go
+	if selectPods {
+		spec.WithSelector(sitechild.SelectorLabels(site))
+	}
+	spec.
 		WithPorts(
 			corev1ac.ServicePort().WithName(v1alpha1.ServerPortName).WithProtocol(corev1.ProtocolTCP).
 				WithAppProtocol(plainAppProtocol(site)).WithPort(ServicePort(site)). // protocols.go

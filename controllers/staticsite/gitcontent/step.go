@@ -153,6 +153,15 @@ func (s Step) applyChildren(ctx context.Context, site *v1alpha1.StaticSite, gs *
 		DesiredFetcher(fetcherSite(site, gs), s.AgentImage, s.FetcherTolerations))
 }
 
+// Remove deletes the fetcher objects the site made and stops following its fetcher, whatever its spec: a Git site
+// placed in a pool has no fetcher of its own (the pool's fetches for it).
+func (s Step) Remove(ctx context.Context, site *v1alpha1.StaticSite, why string) error {
+	if s.Watch != nil {
+		s.Watch.Forget(client.ObjectKeyFromObject(site))
+	}
+	return s.deleteChildren(ctx, site, why)
+}
+
 // deleteChildren deletes the fetcher objects the site made (it is no longer a Git site). Objects of those names
 // that are not the site's are left alone.
 func (s Step) deleteChildren(ctx context.Context, site *v1alpha1.StaticSite, why string) error {
