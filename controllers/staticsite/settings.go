@@ -16,6 +16,7 @@ import (
 
 	"hyperstatic.dev/hyperstatic/internal/gitrevision"
 	"hyperstatic.dev/hyperstatic/internal/podmetrics"
+	"hyperstatic.dev/hyperstatic/internal/poolstate"
 	"hyperstatic.dev/hyperstatic/internal/reconcile"
 	"hyperstatic.dev/hyperstatic/internal/tenancy"
 )
@@ -74,6 +75,9 @@ type Reconciler struct {
 	TLSRecheck time.Duration
 	// Policy is the tenancy policy (operator flag --tenancy-policy); nil: tenancy.Unrestricted. See tenancy.go.
 	Policy *tenancy.Policy
+	// Pools is what the pool controller learned about each pool site (controllers/pool, internal/poolstate); nil:
+	// no pool controller runs.
+	Pools *poolstate.Board
 
 	optional *optionalWatches // watches of HTTPRoutes and PodMonitors, started once their CRDs are seen
 

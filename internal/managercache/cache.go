@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -39,6 +40,11 @@ func OwnedObjectsOnly() map[client.Object]cache.ByObject {
 		&networkingv1.NetworkPolicy{}:   owned,
 		&batchv1.Job{}:                  owned,
 		&corev1.ConfigMap{}:             owned,
+		// A pool fetcher's identity (controllers/pool): the only ServiceAccounts, Roles and RoleBindings the
+		// operator makes.
+		&corev1.ServiceAccount{}: owned,
+		&rbacv1.Role{}:           owned,
+		&rbacv1.RoleBinding{}:    owned,
 	}
 }
 
