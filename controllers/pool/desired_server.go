@@ -128,7 +128,7 @@ func serverPodTemplate(pool *v1alpha1.StaticSitePool, serverImage, agentImage st
 	spec := corev1ac.PodSpec().
 		WithEnableServiceLinks(false).
 		WithAutomountServiceAccountToken(false). // a pool pod serves the internet: no API token
-		WithTerminationGracePeriodSeconds(int64(terminationWait / time.Second)).
+		WithTerminationGracePeriodSeconds(int64(terminationWait/time.Second)).
 		WithSecurityContext(podSecurityContext()).
 		WithInitContainers(pullerContainer(pool, agentImage)).
 		WithContainers(serverContainer(pool, serverImage, memory)).

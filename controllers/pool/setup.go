@@ -135,4 +135,3 @@ func (r *Reconciler) poolsOfConfigMap(ctx context.Context, o client.Object) []re
 	}
 	return reqs
 }
-
