@@ -2,9 +2,11 @@ package pool
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -100,7 +102,7 @@ func TestDesiredObjects(t *testing.T) {
 	}
 
 	pdb := &policyv1.PodDisruptionBudget{}
-	testenv.Must(t, k8s.Get(ctx, client.ObjectKey{Namespace: poolNS, Name: poolplacement.ServerName(pool.Name)}, pdb))
+	getObject(t, client.ObjectKey{Namespace: poolNS, Name: poolplacement.ServerName(pool.Name)}, pdb)
 	if pdb.Spec.MaxUnavailable.IntValue() != 1 {
 		t.Errorf("budget %+v", pdb.Spec)
 	}
@@ -116,24 +118,24 @@ func TestDesiredObjects(t *testing.T) {
 		t.Errorf("fetcher account %q automount %v", fp.ServiceAccountName, fp.AutomountServiceAccountToken)
 	}
 	role := &rbacv1.Role{}
-	testenv.Must(t, k8s.Get(ctx, client.ObjectKey{Namespace: poolNS, Name: poolplacement.FetcherName(pool.Name)}, role))
+	getObject(t, client.ObjectKey{Namespace: poolNS, Name: poolplacement.FetcherName(pool.Name)}, role)
 	if len(role.Rules) != 1 || !slices.Equal(role.Rules[0].Resources, []string{"configmaps"}) ||
 		!slices.Equal(role.Rules[0].Verbs, []string{"get", "list", "watch"}) || !slices.Equal(role.Rules[0].APIGroups, []string{""}) {
 		t.Errorf("fetcher Role %+v, want configmaps get/list/watch only", role.Rules)
 	}
 	rb := &rbacv1.RoleBinding{}
-	testenv.Must(t, k8s.Get(ctx, client.ObjectKey{Namespace: poolNS, Name: poolplacement.FetcherName(pool.Name)}, rb))
+	getObject(t, client.ObjectKey{Namespace: poolNS, Name: poolplacement.FetcherName(pool.Name)}, rb)
 	if rb.RoleRef.Name != role.Name || len(rb.Subjects) != 1 || rb.Subjects[0].Name != fp.ServiceAccountName || rb.Subjects[0].Namespace != poolNS {
 		t.Errorf("RoleBinding %+v %+v", rb.RoleRef, rb.Subjects)
 	}
 	svc := &corev1.Service{}
-	testenv.Must(t, k8s.Get(ctx, client.ObjectKey{Namespace: poolNS, Name: poolplacement.FetcherName(pool.Name)}, svc))
+	getObject(t, client.ObjectKey{Namespace: poolNS, Name: poolplacement.FetcherName(pool.Name)}, svc)
 	if svc.Spec.Type != corev1.ServiceTypeClusterIP || len(svc.Spec.Ports) != 1 || svc.Spec.Ports[0].Port != 8080 ||
 		svc.Spec.Selector[poolplacement.LabelComponent] != poolplacement.ComponentFetcher {
 		t.Errorf("fetcher Service %+v", svc.Spec)
 	}
 	np := &networkingv1.NetworkPolicy{}
-	testenv.Must(t, k8s.Get(ctx, client.ObjectKey{Namespace: poolNS, Name: poolplacement.FetcherName(pool.Name)}, np))
+	getObject(t, client.ObjectKey{Namespace: poolNS, Name: poolplacement.FetcherName(pool.Name)}, np)
 	if len(np.Spec.Ingress) != 1 || len(np.Spec.Ingress[0].From) != 2 {
 		t.Fatalf("NetworkPolicy ingress %+v", np.Spec.Ingress)
 	}
@@ -151,6 +153,26 @@ func TestDesiredObjects(t *testing.T) {
 		if o.GetLabels()[v1alpha1.LabelManagedBy] != v1alpha1.ManagedByValue {
 			t.Errorf("%T %s has no managed-by label", o, o.GetName())
 		}
+	}
+
+	// Passes keep running (the served refresh, every second here) and write none of them.
+	versions := func() string {
+		var v []string
+		for _, o := range []client.Object{&appsv1.Deployment{}, &policyv1.PodDisruptionBudget{}} {
+			testenv.Must(t, k8s.Get(ctx, client.ObjectKey{Namespace: poolNS, Name: poolplacement.ServerName(pool.Name)}, o))
+			v = append(v, o.GetResourceVersion())
+		}
+		for _, o := range []client.Object{&appsv1.Deployment{}, &rbacv1.Role{}, &rbacv1.RoleBinding{}, &corev1.Service{},
+			&networkingv1.NetworkPolicy{}, &corev1.ServiceAccount{}} {
+			testenv.Must(t, k8s.Get(ctx, client.ObjectKey{Namespace: poolNS, Name: poolplacement.FetcherName(pool.Name)}, o))
+			v = append(v, o.GetResourceVersion())
+		}
+		return strings.Join(v, ",")
+	}
+	v0 := versions()
+	time.Sleep(2500 * time.Millisecond)
+	if v1 := versions(); v1 != v0 {
+		t.Errorf("objects rewritten without a change: resourceVersions %s, then %s", v0, v1)
 	}
 
 	// Pods of both templates pass the restricted Pod Security Standard (admission refuses them otherwise), and
@@ -172,4 +194,10 @@ func resourcesEqual(a, b corev1.ResourceList) bool {
 		}
 	}
 	return true
+}
+
+// getObject reads an object of the pool, waiting for the controller to create it.
+func getObject(t *testing.T, key client.ObjectKey, o client.Object) {
+	t.Helper()
+	testenv.Eventually(t, fmt.Sprintf("%T %s", o, key), func() error { return k8s.Get(context.Background(), key, o) })
 }

@@ -46,11 +46,16 @@ func (r *Reconciler) reconcileMirrors(ctx context.Context, o *observation) error
 				}
 				return err
 			}
-			if m := have[name]; m != nil && metav1.IsControlledBy(m, pool) &&
-				m.Annotations[annotationSourceVersion] == source.ResourceVersion {
+			m := have[name]
+			switch {
+			case m != nil && !metav1.IsControlledBy(m, pool):
+				o.reject(&reconcile.Problem{Reason: ReasonNotOwned, Message: (&notOwnedError{kind: "ConfigMap",
+					key: types.NamespacedName{Namespace: m.Namespace, Name: m.Name}}).Error()})
+				continue
+			case m != nil && m.Annotations[annotationSourceVersion] == source.ResourceVersion:
 				continue // the mirror copies this version of the source
 			}
-			if err := r.writeMirror(ctx, o, a, ref.Name, name, have[name] != nil); err != nil {
+			if err := r.writeMirror(ctx, o, a, ref.Name, name, m != nil); err != nil {
 				return err
 			}
 		}
@@ -69,8 +74,8 @@ func (r *Reconciler) reconcileMirrors(ctx context.Context, o *observation) error
 }
 
 // writeMirror reads the source in full (directly: tenants' ConfigMaps are not in the manager's cache) and applies
-// its mirror. A mirror name the pool does not control (known: a listed mirror; else read around the caches) is
-// never overwritten.
+// its mirror. A name the pool does not control is never overwritten: a listed mirror was checked by the caller,
+// another name is read around the caches first.
 func (r *Reconciler) writeMirror(ctx context.Context, o *observation, a admittedSite, source, name string, listed bool) error {
 	key := types.NamespacedName{Namespace: o.pool.Spec.Namespace, Name: name}
 	if !listed {
