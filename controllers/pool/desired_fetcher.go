@@ -99,15 +99,7 @@ func fetcherDeployment(pool *v1alpha1.StaticSitePool, agentImage string) *appsv1
 			corev1ac.Volume().WithName(fetcherWorkVolume).
 				WithEmptyDir(corev1ac.EmptyDirVolumeSource().WithSizeLimit(quantityOr(pool.Spec.Disk, defaultDisk))),
 			corev1ac.Volume().WithName(fetcherTmpVolume).WithEmptyDir(corev1ac.EmptyDirVolumeSource().WithSizeLimit(fetcherTmp)))
-	for _, s := range o.ImagePullSecrets {
-		spec.WithImagePullSecrets(corev1ac.LocalObjectReference().WithName(s.Name))
-	}
-	if len(o.NodeSelector) > 0 {
-		spec.WithNodeSelector(o.NodeSelector)
-	}
-	for i := range o.Tolerations {
-		spec.WithTolerations(toleration(o.Tolerations[i]))
-	}
+	withScheduling(spec, o)
 	return appsv1ac.Deployment(poolplacement.FetcherName(pool.Name), pool.Spec.Namespace).
 		WithLabels(fetcherLabels(pool.Name)).
 		WithOwnerReferences(ownerReference(pool)).

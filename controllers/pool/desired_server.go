@@ -137,15 +137,7 @@ func serverPodTemplate(pool *v1alpha1.StaticSitePool, serverImage, agentImage st
 				WithEmptyDir(corev1ac.EmptyDirVolumeSource().WithSizeLimit(quantityOr(pool.Spec.Disk, defaultDisk))),
 			corev1ac.Volume().WithName(desired.CompressCacheVolumeName).
 				WithEmptyDir(corev1ac.EmptyDirVolumeSource().WithSizeLimit(memory)))
-	for _, s := range o.ImagePullSecrets {
-		spec.WithImagePullSecrets(corev1ac.LocalObjectReference().WithName(s.Name))
-	}
-	if len(o.NodeSelector) > 0 {
-		spec.WithNodeSelector(o.NodeSelector)
-	}
-	for i := range o.Tolerations {
-		spec.WithTolerations(toleration(o.Tolerations[i]))
-	}
+	withScheduling(spec, o)
 	if o.PriorityClassName != "" {
 		spec.WithPriorityClassName(o.PriorityClassName)
 	}
@@ -235,6 +227,20 @@ func httpProbe(path, port string, period, timeout, failures int32) *corev1ac.Pro
 	return corev1ac.Probe().
 		WithHTTPGet(corev1ac.HTTPGetAction().WithPath(path).WithPort(intstr.FromString(port))).
 		WithPeriodSeconds(period).WithTimeoutSeconds(timeout).WithFailureThreshold(failures)
+}
+
+// withScheduling gives a pool pod what spec.podTemplate says of where it runs and how its images are pulled: the
+// image pull Secrets, the node selector and the tolerations.
+func withScheduling(spec *corev1ac.PodSpecApplyConfiguration, o v1alpha1.PodTemplateOverrides) {
+	for _, s := range o.ImagePullSecrets {
+		spec.WithImagePullSecrets(corev1ac.LocalObjectReference().WithName(s.Name))
+	}
+	if len(o.NodeSelector) > 0 {
+		spec.WithNodeSelector(o.NodeSelector)
+	}
+	for i := range o.Tolerations {
+		spec.WithTolerations(toleration(o.Tolerations[i]))
+	}
 }
 
 func toleration(t corev1.Toleration) *corev1ac.TolerationApplyConfiguration {

@@ -140,7 +140,7 @@ func parseServer(a serverAnswer, keep Keep) (map[string]ServerSite, error) {
 			continue
 		}
 		site := ServerSite{ID: s.ID, State: podtext.Clean(s.State, 16), Error: podtext.Clean(strings.TrimSpace(s.Error), maxError)}
-		if s.ValueRevision != "" && !(strings.HasPrefix(s.ValueRevision, "sha256:") && hex(s.ValueRevision[len("sha256:"):], 16)) {
+		if s.ValueRevision != "" && !validValueRevision(s.ValueRevision) {
 			return nil, fmt.Errorf("site %s: valueRevision %q is not sha256: and 16 hex digits", s.ID, podtext.Clean(s.ValueRevision, 80))
 		}
 		if s.ContentRevision != "" && !hex(s.ContentRevision, 16) {
@@ -211,6 +211,12 @@ func (h *HTTPReader) get(ctx context.Context, pod *corev1.Pod, port int, into an
 		return fmt.Errorf("read %s of pod %s: %s", Path, pod.Name, podtext.Clean(err.Error(), 200))
 	}
 	return nil
+}
+
+// validValueRevision: "sha256:" and 16 lower-case hex digits (sitevalue.Revision).
+func validValueRevision(s string) bool {
+	rest, ok := strings.CutPrefix(s, "sha256:")
+	return ok && hex(rest, 16)
 }
 
 // hex says s is n lower-case hex digits.
