@@ -15,6 +15,10 @@ const (
 	PoolConditionReady = "Ready"
 )
 
+// StaticSitePoolAbnormalTrueConditions are the pool conditions that are True when something needs attention
+// (internal/reconcile.Polarity); Ready is normal-true.
+var StaticSitePoolAbnormalTrueConditions = []string{ConditionReconciling, ConditionStalled}
+
 // Placement modes of spec.placement.mode.
 const (
 	// PlacementDedicated: the site runs on its own pods (the default, as before pools).

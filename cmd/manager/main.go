@@ -1,5 +1,5 @@
 // Command manager runs the Hyperstatic operator: the controller-runtime manager with the StaticSite,
-// autoscaler and Benchmark controllers.
+// StaticSitePool, autoscaler and Benchmark controllers.
 package main
 
 import (
@@ -27,11 +27,14 @@ import (
 	"hyperstatic.dev/hyperstatic/api/v1alpha1"
 	"hyperstatic.dev/hyperstatic/controllers/autoscaling"
 	"hyperstatic.dev/hyperstatic/controllers/benchmark"
+	"hyperstatic.dev/hyperstatic/controllers/pool"
 	"hyperstatic.dev/hyperstatic/controllers/staticsite"
 	"hyperstatic.dev/hyperstatic/controllers/staticsite/sitechild"
 	"hyperstatic.dev/hyperstatic/internal/gitrevision"
 	"hyperstatic.dev/hyperstatic/internal/managercache"
 	"hyperstatic.dev/hyperstatic/internal/podmetrics"
+	"hyperstatic.dev/hyperstatic/internal/poolread"
+	"hyperstatic.dev/hyperstatic/internal/poolstate"
 	"hyperstatic.dev/hyperstatic/internal/tenancy"
 )
 
@@ -60,6 +63,8 @@ type options struct {
 	tenancyPolicy string
 	// staticSiteConcurrency is how many StaticSites the StaticSite controller reconciles at once.
 	staticSiteConcurrency int
+	// clusterDomain is the cluster's DNS domain: pool sites answer to their Service's names under it.
+	clusterDomain string
 }
 
 // policy parses --tenancy-policy: the multi-tenant default when it is not given.
@@ -74,6 +79,10 @@ func (o *options) policy() (tenancy.Policy, error) {
 // with 1,000 sites take about 100 s (each reconcile waits on several API round trips, applies and a status
 // write, and pods' readiness re-queues every site a few times): make bench-operator, docs/bench/operator-*.md.
 const defaultStaticSiteConcurrency = 8
+
+// poolBoardBuffer is how many pool sites' changes the Board holds for the StaticSite controller before the pool
+// controller waits for it to take them.
+const poolBoardBuffer = 4096
 
 func bindFlags(fs *flag.FlagSet) *options {
 	o := &options{}
@@ -94,6 +103,8 @@ func bindFlags(fs *flag.FlagSet) *options {
 		"The tenancy policy as JSON (the chart's values.tenancy; docs/security.md): what StaticSites and Benchmarks may ask beyond their own site. Empty: the multi-tenant default.")
 	fs.IntVar(&o.staticSiteConcurrency, "staticsite-max-concurrent-reconciles", defaultStaticSiteConcurrency,
 		"How many StaticSites are reconciled at once (distinct sites only: one site is never reconciled twice at a time).")
+	fs.StringVar(&o.clusterDomain, "cluster-domain", pool.DefaultClusterDomain,
+		"The cluster's DNS domain: a pool site answers to <name>.<namespace>.svc.<cluster-domain> (docs/design/pools.md).")
 	fs.DurationVar(&o.autoscaleInterval, "autoscaler-scrape-interval", autoscaling.DefaultScrapeInterval, "How often autoscaled StaticSites' pods are scraped and the replica count re-decided.")
 	return o
 }
@@ -153,6 +164,8 @@ func run(ctx context.Context, cfg *rest.Config, o *options) error {
 	if err != nil {
 		return fmt.Errorf("create a discovery client: %w", err)
 	}
+	// What the pool controller learns of each pool site, read by the StaticSite controller (internal/poolstate).
+	pools := poolstate.New(poolBoardBuffer)
 	if err := (&staticsite.Reconciler{
 		Client:            mgr.GetClient(),
 		Recorder:          mgr.GetEventRecorderFor(sitechild.FieldOwner),
@@ -166,8 +179,22 @@ func run(ctx context.Context, cfg *rest.Config, o *options) error {
 		ServerImageRolloutConcurrency: o.serverImageRolloutConcurrency,
 		OperatorNamespace:             o.operatorNamespace,
 		Policy:                        &policy,
+		Pools:                         pools,
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up the StaticSite controller: %w", err)
+	}
+	if err := (&pool.Reconciler{
+		Client:            mgr.GetClient(),
+		Recorder:          mgr.GetEventRecorderFor(sitechild.FieldOwner),
+		Clock:             clock.RealClock{},
+		ServerImage:       o.serverImage,
+		ContentAgentImage: o.contentAgentImage,
+		OperatorNamespace: o.operatorNamespace,
+		ClusterDomain:     o.clusterDomain,
+		Reader:            poolread.NewHTTPReader(v1alpha1.AdminPort, v1alpha1.GitFetcherPort),
+		Board:             pools,
+	}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("set up the StaticSitePool controller: %w", err)
 	}
 	if err := autoscaling.New(mgr.GetClient(), mgr.GetEventRecorderFor(autoscaling.ControllerName),
 		podmetrics.NewHTTPScraper(), autoscaling.WithScrapeInterval(o.autoscaleInterval)).SetupWithManager(mgr); err != nil {
@@ -196,6 +223,6 @@ func run(ctx context.Context, cfg *rest.Config, o *options) error {
 	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
 		return err
 	}
-	log.Info("starting the manager", "version", version, "serverImage", o.serverImage, "serverImageRolloutConcurrency", o.serverImageRolloutConcurrency, "k6Image", o.k6Image, "contentAgentImage", o.contentAgentImage, "staticSiteConcurrency", o.staticSiteConcurrency, "operatorNamespace", o.operatorNamespace, "leaderElection", o.leaderElect)
+	log.Info("starting the manager", "version", version, "serverImage", o.serverImage, "serverImageRolloutConcurrency", o.serverImageRolloutConcurrency, "k6Image", o.k6Image, "contentAgentImage", o.contentAgentImage, "staticSiteConcurrency", o.staticSiteConcurrency, "clusterDomain", o.clusterDomain, "operatorNamespace", o.operatorNamespace, "leaderElection", o.leaderElect)
 	return mgr.Start(ctx)
 }

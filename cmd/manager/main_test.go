@@ -106,7 +106,8 @@ func TestManagerRuns(t *testing.T) {
 	done := make(chan error, 1)
 	go func() {
 		done <- run(ctx, cfg, &options{metricsAddr: metrics, probeAddr: probe, leaderElect: true,
-			leaderElectNS: operatorNamespace, serverImage: "hyperstatic/server:under-test", staticSiteConcurrency: 3})
+			leaderElectNS: operatorNamespace, serverImage: "hyperstatic/server:under-test", contentAgentImage: "hyperstatic/content-agent:under-test",
+			staticSiteConcurrency: 3})
 	}()
 	defer func() {
 		cancel()
@@ -196,6 +197,30 @@ func TestManagerRuns(t *testing.T) {
 		}
 		if fresh.UID == svc.UID {
 			return fmt.Errorf("still the deleted Service")
+		}
+		return nil
+	})
+
+	// A pool, with the operator's own permissions: the API server lets it create the fetcher's Role and RoleBinding
+	// only because it holds every permission they grant (it has no escalate or bind), and its server pods use the
+	// flag's image.
+	testenv.Must(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "pools"}}))
+	testenv.Must(t, c.Create(ctx, &v1alpha1.StaticSitePool{ObjectMeta: metav1.ObjectMeta{Name: "smoke"},
+		Spec: v1alpha1.StaticSitePoolSpec{Namespace: "pools", Namespaces: []string{"default"}}}))
+	within("the pool's fetcher identity and server pods", func() error {
+		for _, o := range []client.Object{&rbacv1.Role{}, &rbacv1.RoleBinding{}, &corev1.ServiceAccount{}} {
+			if err := c.Get(ctx, client.ObjectKey{Namespace: "pools", Name: "smoke-fetcher"}, o); err != nil {
+				return err
+			}
+		}
+		d := &appsv1.Deployment{}
+		if err := c.Get(ctx, client.ObjectKey{Namespace: "pools", Name: "smoke"}, d); err != nil {
+			p := &v1alpha1.StaticSitePool{}
+			_ = c.Get(ctx, client.ObjectKey{Name: "smoke"}, p)
+			return fmt.Errorf("%w (pool status %+v)", err, p.Status)
+		}
+		if img := d.Spec.Template.Spec.Containers[0].Image; img != "hyperstatic/server:under-test" {
+			return fmt.Errorf("pool image %s", img)
 		}
 		return nil
 	})

@@ -149,12 +149,7 @@ func (r *Reconciler) placeDedicated(ctx context.Context, o *observation, pool st
 }
 
 // placedPool is the pool the site ran in, as the last pass recorded it.
-func placedPool(site *v1alpha1.StaticSite) string {
-	if pl := site.Status.Placement; pl != nil && pl.Mode == v1alpha1.PlacementPool {
-		return pl.Pool
-	}
-	return ""
-}
+func placedPool(site *v1alpha1.StaticSite) string { return poolplacement.Placed(site) }
 
 // observePoolObjects reads, from the cache, whether the site's Service has no selector and whether its pool
 // EndpointSlice exists (and the pool it names, when p does not know it).

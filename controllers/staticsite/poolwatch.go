@@ -20,15 +20,7 @@ import (
 
 // sitePools is the indexPool value of a site: the pool it asks for and the pool its status says it runs in.
 func sitePools(o client.Object) []string {
-	site := o.(*v1alpha1.StaticSite)
-	var pools []string
-	if p := poolplacement.Wants(site); p != "" {
-		pools = append(pools, p)
-	}
-	if p := placedPool(site); p != "" && (len(pools) == 0 || pools[0] != p) {
-		pools = append(pools, p)
-	}
-	return pools
+	return poolplacement.Pools(o.(*v1alpha1.StaticSite))
 }
 
 // sitesOfPool maps a StaticSitePool to its sites.

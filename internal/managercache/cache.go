@@ -9,6 +9,7 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -43,6 +44,11 @@ func OwnedObjectsOnly() map[client.Object]cache.ByObject {
 		&corev1.ConfigMap{}:             owned,
 		// A pool site's EndpointSlice (the cluster's own slices, one or more per Service, are not the operator's).
 		&discoveryv1.EndpointSlice{}: owned,
+		// A pool fetcher's identity (controllers/pool): the only ServiceAccounts, Roles and RoleBindings the
+		// operator makes.
+		&corev1.ServiceAccount{}: owned,
+		&rbacv1.Role{}:           owned,
+		&rbacv1.RoleBinding{}:    owned,
 	}
 }
 

@@ -41,3 +41,9 @@ func IndexName(pool string, i int) string {
 // EndpointSliceName is the name of a pool site's EndpointSlice in the site's namespace (label
 // kubernetes.io/service-name is the site's Service name).
 func EndpointSliceName(site *v1alpha1.StaticSite) string { return site.Name + "-pool" }
+
+// IndexKey is the key of index shard i in its ConfigMap: the file name it has in the pool's index directory (a
+// projected volume of every shard's ConfigMap, so the keys differ between shards; the readers take every *.json).
+func IndexKey(i int) string {
+	return "index-" + string(rune('0'+i/100%10)) + string(rune('0'+i/10%10)) + string(rune('0'+i%10)) + ".json"
+}

@@ -151,3 +151,38 @@ func LimitsOf(pool *v1alpha1.StaticSitePool) poolindex.Limits {
 	}
 	return l
 }
+
+// Placed is the pool a site's status says it runs in, "" when it runs on its own pods.
+func Placed(site *v1alpha1.StaticSite) string {
+	if pl := site.Status.Placement; pl != nil && pl.Mode == v1alpha1.PlacementPool {
+		return pl.Pool
+	}
+	return ""
+}
+
+// Pools are the pools a site concerns: the one it asks for and the one its status says it still runs in (while it
+// moves out, the pool keeps serving it: docs/design/pools.md). Both controllers index StaticSites by it.
+func Pools(site *v1alpha1.StaticSite) []string {
+	var pools []string
+	if p := Wants(site); p != "" {
+		pools = append(pools, p)
+	}
+	if p := Placed(site); p != "" && (len(pools) == 0 || pools[0] != p) {
+		pools = append(pools, p)
+	}
+	return pools
+}
+
+// Keeps reports whether pool keeps serving site: the site asks for it and is admitted, or the site moves out of
+// it (its status still says it runs there) and would still be admitted there. The refusal is nil when it keeps it.
+func Keeps(pool *v1alpha1.StaticSitePool, site *v1alpha1.StaticSite) *Refusal {
+	if Wants(site) == pool.Name {
+		return Check(pool, site)
+	}
+	if Placed(site) != pool.Name {
+		return &Refusal{ReasonPoolNotFound, "spec.placement.pool", "the site neither asks for nor runs in this pool"}
+	}
+	leaving := site.DeepCopy()
+	leaving.Spec.Placement = &v1alpha1.PlacementSpec{Mode: v1alpha1.PlacementPool, Pool: pool.Name}
+	return Check(pool, leaving)
+}

@@ -1,0 +1,23 @@
+// Package pool reconciles StaticSitePools (docs/design/pools.md is the contract; docs/pools.md the user's guide).
+// For each pool, one pass (reconciler.go) runs its steps in order, each filling its part of the observation
+// (observation.go):
+//
+//   - the pool's namespace (spec.namespace) must exist: the platform creates it; without it the pool is Stalled
+//     (NamespaceMissing) and nothing else is done (step_namespace.go);
+//   - the StaticSites that ask for the pool (a field index on spec.placement.pool) are admitted or refused by
+//     poolplacement.Check, the admitted ones become index entries (poolplacement.Entry) (step_sites.go);
+//   - every index shard, empty ones included, is rendered (poolindex.Render, canonical) into its ConfigMap in the
+//     pool namespace; a shard whose bytes did not change is not written, so a site change costs one shard write
+//     (step_index.go);
+//   - each admitted ConfigMap site's ConfigMaps are mirrored into the pool namespace (poolindex.MirrorName), and
+//     the mirrors of sites that left are deleted (step_mirrors.go);
+//   - the fetcher (ServiceAccount, Role, RoleBinding, Deployment, Service, NetworkPolicy) and the server pods
+//     (Deployment, PodDisruptionBudget) are applied from pure builders (desired_*.go) (step_objects.go);
+//   - each ready pool pod's and the fetcher's GET /sites are read once (internal/poolread) and what each site is
+//     served with is published to the poolstate.Board the site controller reads (step_served.go).
+//
+// The status is derived from the observation in one pure function (status.go) and written only when it changed;
+// the events of the pass are recorded after that write (events.go). Every object is applied server-side only when
+// the fields the operator owns differ from the desired ones (apply.go): a pass that changes nothing writes
+// nothing.
+package pool

@@ -1,0 +1,64 @@
+package pool
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"hyperstatic.dev/hyperstatic/api/v1alpha1"
+	"hyperstatic.dev/hyperstatic/internal/reconcile"
+)
+
+// Event reasons besides the conditions' own.
+const (
+	// EventSitesAdmitted (Normal): the number of sites in the pool changed.
+	EventSitesAdmitted = "SitesAdmitted"
+	// EventSitesRefused (Warning): the number of refused sites changed and is not 0; the message names a few.
+	EventSitesRefused = "SitesRefused"
+	// EventIndexUpdated (Normal): the index changed; the message names the shards rewritten.
+	EventIndexUpdated = "IndexUpdated"
+	// maxNamed bounds the sites an event names.
+	maxNamed = 5
+)
+
+var polarity = reconcile.NewPolarity(v1alpha1.StaticSitePoolAbnormalTrueConditions)
+
+// recordEvents records the pass's events once its status write is in (reconcile.WriteStatus): a lost write
+// neither repeats nor invents one.
+func (r *Reconciler) recordEvents(before, after *v1alpha1.StaticSitePool, o *observation) {
+	for _, t := range []string{v1alpha1.PoolConditionReady, v1alpha1.ConditionStalled} {
+		if tr := reconcile.TransitionOf(before.Status.Conditions, after.Status.Conditions, t); tr.Changed() {
+			r.Recorder.Event(after, polarity.EventType(*tr.After), tr.After.Reason, tr.After.Message)
+		}
+	}
+	b, a := before.Status, after.Status
+	if a.Sites != b.Sites {
+		r.Recorder.Eventf(after, corev1.EventTypeNormal, EventSitesAdmitted, "%d sites in the pool (was %d)", a.Sites, b.Sites)
+	}
+	if a.RefusedSites != b.RefusedSites && a.RefusedSites > 0 {
+		r.Recorder.Eventf(after, corev1.EventTypeWarning, EventSitesRefused, "%d sites asked for the pool and were refused: %s",
+			a.RefusedSites, namedRefusals(o.refused))
+	}
+	if a.IndexRevision != b.IndexRevision && len(o.shardsWritten) > 0 {
+		shards := make([]string, 0, len(o.shardsWritten))
+		for _, i := range o.shardsWritten {
+			shards = append(shards, strconv.Itoa(i))
+		}
+		r.Recorder.Eventf(after, corev1.EventTypeNormal, EventIndexUpdated, "index %s: shard(s) %s rewritten", a.IndexRevision, strings.Join(shards, ", "))
+	}
+}
+
+// namedRefusals names the first few refused sites and why.
+func namedRefusals(refused []refusedSite) string {
+	parts := make([]string, 0, min(len(refused), maxNamed)+1)
+	for i, s := range refused {
+		if i == maxNamed {
+			parts = append(parts, fmt.Sprintf("and %d more", len(refused)-maxNamed))
+			break
+		}
+		parts = append(parts, fmt.Sprintf("%s/%s (%s)", s.namespace, s.name, s.refusal.Reason))
+	}
+	return strings.Join(parts, ", ")
+}

@@ -1,0 +1,192 @@
+// Fixtures the envtest tests share: pools, sites and ConfigMaps created as a platform team and tenants would, the
+// index read back, and the Deployment controller's and kubelet's parts played by hand.
+
+package pool
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"hyperstatic.dev/hyperstatic/api/v1alpha1"
+	"hyperstatic.dev/hyperstatic/internal/poolindex"
+	"hyperstatic.dev/hyperstatic/internal/poolplacement"
+	"hyperstatic.dev/hyperstatic/internal/testenv"
+)
+
+// createPool creates a pool whose objects live in ns, admitting namespaces, with shards index shards.
+func createPool(t *testing.T, ns string, namespaces []string, shards int32) *v1alpha1.StaticSitePool {
+	t.Helper()
+	p := &v1alpha1.StaticSitePool{ObjectMeta: metav1.ObjectMeta{Name: uniqueName("pool")},
+		Spec: v1alpha1.StaticSitePoolSpec{Namespace: ns, Namespaces: namespaces, IndexShards: ptr.To(shards)}}
+	testenv.Must(t, k8s.Create(context.Background(), p))
+	return p
+}
+
+// configMapSite creates a site in ns placed in pool, serving the named ConfigMaps.
+func configMapSite(t *testing.T, ns, name, pool string, configMaps ...string) *v1alpha1.StaticSite {
+	t.Helper()
+	spec := v1alpha1.StaticSiteSpec{Placement: &v1alpha1.PlacementSpec{Mode: v1alpha1.PlacementPool, Pool: pool}}
+	for _, cm := range configMaps {
+		spec.Content.ConfigMaps = append(spec.Content.ConfigMaps, v1alpha1.ConfigMapContent{Name: cm})
+	}
+	site := &v1alpha1.StaticSite{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: spec}
+	testenv.Must(t, k8s.Create(context.Background(), site))
+	return site
+}
+
+// gitSite creates a site in ns placed in pool, serving a public repository.
+func gitSite(t *testing.T, ns, name, pool string) *v1alpha1.StaticSite {
+	t.Helper()
+	site := &v1alpha1.StaticSite{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: v1alpha1.StaticSiteSpec{
+		Placement: &v1alpha1.PlacementSpec{Mode: v1alpha1.PlacementPool, Pool: pool},
+		Content:   v1alpha1.ContentSource{Git: &v1alpha1.GitContent{URL: "https://git.example/" + name + ".git", Ref: "main"}}}}
+	testenv.Must(t, k8s.Create(context.Background(), site))
+	return site
+}
+
+func createConfigMap(t *testing.T, ns, name string, data map[string]string, binary map[string][]byte) *corev1.ConfigMap {
+	t.Helper()
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Data: data, BinaryData: binary}
+	testenv.Must(t, k8s.Create(context.Background(), cm))
+	return cm
+}
+
+// updateSite changes a site's spec as a user would, retrying on conflicts.
+func updateSite(t *testing.T, site *v1alpha1.StaticSite, mutate func(*v1alpha1.StaticSite)) {
+	t.Helper()
+	testenv.Eventually(t, "update site", func() error {
+		if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(site), site); err != nil {
+			return err
+		}
+		mutate(site)
+		return k8s.Update(context.Background(), site)
+	})
+}
+
+// shard reads index shard i of pool as the pool's pods would (poolindex.Parse), with its ConfigMap.
+func shard(t *testing.T, pool *v1alpha1.StaticSitePool, i int) (poolindex.Shard, *corev1.ConfigMap, error) {
+	t.Helper()
+	cm := &corev1.ConfigMap{}
+	if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: pool.Spec.Namespace, Name: poolplacement.IndexName(pool.Name, i)}, cm); err != nil {
+		return poolindex.Shard{}, nil, err
+	}
+	data, ok := cm.Data[poolplacement.IndexKey(i)]
+	if !ok {
+		return poolindex.Shard{}, cm, fmt.Errorf("shard %d has no key %s", i, poolplacement.IndexKey(i))
+	}
+	s, err := poolindex.Parse([]byte(data))
+	return s, cm, err
+}
+
+// indexIDs reads every shard and returns the site ids of the index, checking each is in its own shard.
+func indexIDs(t *testing.T, pool *v1alpha1.StaticSitePool) (map[string]poolindex.Site, error) {
+	t.Helper()
+	n := int(*pool.Spec.IndexShards)
+	out := map[string]poolindex.Site{}
+	for i := range n {
+		s, _, err := shard(t, pool, i)
+		if err != nil {
+			return nil, err
+		}
+		if s.Shard != i {
+			return nil, fmt.Errorf("shard %d says it is shard %d", i, s.Shard)
+		}
+		for _, site := range s.Sites {
+			if want := poolindex.ShardOf(site.ID, n); want != i {
+				return nil, fmt.Errorf("site %s in shard %d, want %d", site.ID, i, want)
+			}
+			out[site.ID] = site
+		}
+	}
+	return out, nil
+}
+
+func getDeployment(t *testing.T, ns, name string) *appsv1.Deployment {
+	t.Helper()
+	d := &appsv1.Deployment{}
+	testenv.Eventually(t, "Deployment "+name, func() error { return k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, d) })
+	return d
+}
+
+// completeRollout plays the Deployment controller: every replica updated, ready and available.
+func completeRollout(t *testing.T, d *appsv1.Deployment) {
+	t.Helper()
+	ctx := context.Background()
+	testenv.Eventually(t, "Deployment status update", func() error {
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(d), d); err != nil {
+			return err
+		}
+		n := *d.Spec.Replicas
+		d.Status = appsv1.DeploymentStatus{ObservedGeneration: d.Generation, Replicas: n, UpdatedReplicas: n, ReadyReplicas: n, AvailableReplicas: n}
+		return k8s.Status().Update(ctx, d)
+	})
+}
+
+// runPod plays the ReplicaSet controller and the kubelet for one pod of d: created from its template (admission
+// checks it: the namespaces enforce the restricted Pod Security Standard), then running and ready.
+func runPod(t *testing.T, d *appsv1.Deployment, name string) *corev1.Pod {
+	t.Helper()
+	ctx := context.Background()
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: d.Namespace, Name: name, Labels: d.Spec.Template.Labels},
+		Spec: *d.Spec.Template.Spec.DeepCopy()}
+	p.Spec.NodeName = "node-1"
+	testenv.Must(t, k8s.Create(ctx, p))
+	testenv.Eventually(t, "pod "+name+" running and ready", func() error {
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(p), p); err != nil {
+			return err
+		}
+		p.Status.Phase = corev1.PodRunning
+		p.Status.PodIP = "127.0.0.1"
+		p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: metav1.Now()}}
+		return k8s.Status().Update(ctx, p)
+	})
+	return p
+}
+
+// sitesServer answers GET /sites with whatever JSON it is given, as a pool pod's admin port or the fetcher would.
+type sitesServer struct {
+	mu    sync.Mutex
+	body  any
+	srv   *httptest.Server
+	calls int
+}
+
+func newSitesServer(t *testing.T, ns, pod string) *sitesServer {
+	t.Helper()
+	s := &sitesServer{body: map[string]any{"sites": []any{}}}
+	s.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/sites" {
+			http.NotFound(w, r)
+			return
+		}
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		s.calls++
+		_ = json.NewEncoder(w).Encode(s.body)
+	}))
+	t.Cleanup(s.srv.Close)
+	host, port, _ := net.SplitHostPort(s.srv.Listener.Addr().String())
+	podAddrs.set(ns, pod, net.JoinHostPort(host, port))
+	return s
+}
+
+func (s *sitesServer) answer(sites ...map[string]any) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if sites == nil {
+		sites = []map[string]any{}
+	}
+	s.body = map[string]any{"sites": sites}
+}

@@ -1,0 +1,146 @@
+package pool
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlreconcile "sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"hyperstatic.dev/hyperstatic/api/v1alpha1"
+	"hyperstatic.dev/hyperstatic/internal/poolread"
+	"hyperstatic.dev/hyperstatic/internal/poolstate"
+	"hyperstatic.dev/hyperstatic/internal/reconcile"
+)
+
+// +kubebuilder:rbac:groups=hyperstatic.dev,resources=staticsitepools,verbs=get;list;watch
+// +kubebuilder:rbac:groups=hyperstatic.dev,resources=staticsitepools/status,verbs=get;update
+// +kubebuilder:rbac:groups=hyperstatic.dev,resources=staticsitepools/finalizers,verbs=update
+// +kubebuilder:rbac:groups=hyperstatic.dev,resources=staticsites,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
+
+// DefaultClusterDomain is the cluster's DNS domain a pool site's Service names end with (operator flag
+// --cluster-domain).
+const DefaultClusterDomain = "cluster.local"
+
+// Defaults of the tunables.
+const (
+	// DefaultServedRetry: how soon a pass runs again while a site is not yet served by every ready pool pod.
+	DefaultServedRetry = 5 * time.Second
+	// DefaultServedRefresh: how often a pool whose sites are all served reads its pods again (a new Git commit
+	// reaches the fetcher and the pods without any Kubernetes event).
+	DefaultServedRefresh = time.Minute
+	// DefaultStalledRetry: how often a Stalled pool is tried again (a namespace created, a foreign object removed).
+	DefaultStalledRetry = 30 * time.Second
+)
+
+// Reconciler reconciles StaticSitePools.
+type Reconciler struct {
+	client.Client
+	// APIReader reads around the manager's cache (which holds only the operator's labelled objects): a foreign
+	// object with a pool object's name, the tenants' ConfigMaps a mirror copies, the namespace.
+	APIReader client.Reader
+	Recorder  record.EventRecorder
+	// Clock is read once per pass (nil: the real clock).
+	Clock clock.PassiveClock
+	// ServerImage and ContentAgentImage are the operator's default images (flags --server-image and
+	// --content-agent-image).
+	ServerImage, ContentAgentImage string
+	// OperatorNamespace is where the operator runs: the fetcher's NetworkPolicy admits it ("" leaves it out).
+	OperatorNamespace string
+	// ClusterDomain ends the Service host names in the index (DefaultClusterDomain when empty).
+	ClusterDomain string
+	// Reader reads the pool pods' and the fetcher's /sites (poolread.HTTPReader).
+	Reader poolread.Reader
+	// Board receives what the pool serves, per site, for the site controller; nil: nothing is published.
+	Board *poolstate.Board
+	// ServedRetry, ServedRefresh, StalledRetry: see the defaults above (0: the default).
+	ServedRetry, ServedRefresh, StalledRetry time.Duration
+
+	// referenced is the metadata-only cache of every ConfigMap (tenants' sources and the pool's mirrors).
+	referenced cache.Cache
+}
+
+// tunables are the Reconciler's settings with their defaults resolved, once per pass.
+type tunables struct {
+	servedRetry, servedRefresh, stalledRetry time.Duration
+	clusterDomain                            string
+}
+
+func (r *Reconciler) tunables() tunables {
+	d := r.ClusterDomain
+	if d == "" {
+		d = DefaultClusterDomain
+	}
+	return tunables{
+		servedRetry:   reconcile.OrDefault(r.ServedRetry, DefaultServedRetry),
+		servedRefresh: reconcile.OrDefault(r.ServedRefresh, DefaultServedRefresh),
+		stalledRetry:  reconcile.OrDefault(r.StalledRetry, DefaultStalledRetry),
+		clusterDomain: d,
+	}
+}
+
+// Reconcile runs one pass: the clock read once, the steps in order, the status derived in one place and written
+// only when it changed, the events recorded once the write is in.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrlreconcile.Request) (ctrlreconcile.Result, error) {
+	pool := &v1alpha1.StaticSitePool{}
+	if err := r.Get(ctx, req.NamespacedName, pool); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.publish(req.Name, nil) // its sites are no longer served by it
+			return ctrlreconcile.Result{}, nil
+		}
+		return ctrlreconcile.Result{}, err
+	}
+	if !pool.DeletionTimestamp.IsZero() {
+		return ctrlreconcile.Result{}, nil // the garbage collector deletes its objects through their owner references
+	}
+	before := pool.DeepCopy()
+	o := &observation{pool: pool, now: reconcile.Now(r.Clock), tun: r.tunables()}
+	for _, s := range r.steps() {
+		if o.err = s(ctx, o); o.err != nil || o.namespaceMissing {
+			break
+		}
+	}
+	status := deriveStatus(pool, o)
+	changed := !equality.Semantic.DeepEqual(pool.Status, status)
+	pool.Status = status
+	if err := reconcile.WriteStatus(ctx, r, pool, changed, func() { r.recordEvents(before, pool, o) }); err != nil {
+		if apierrors.IsConflict(err) {
+			return ctrlreconcile.Result{RequeueAfter: 200 * time.Millisecond}, nil
+		}
+		return ctrlreconcile.Result{}, errors.Join(o.err, err)
+	}
+	if o.err != nil {
+		return ctrlreconcile.Result{}, o.err
+	}
+	if o.namespaceMissing || o.rejected != nil {
+		o.requeue(o.tun.stalledRetry)
+	}
+	return ctrlreconcile.Result{RequeueAfter: o.requeueAfter}, nil
+}
+
+// steps are a pass's steps in their order.
+func (r *Reconciler) steps() []step {
+	return []step{
+		r.reconcileNamespace, // spec.namespace exists (else Stalled, nothing else runs)
+		r.reconcileSites,     // the sites asking for the pool: admitted (entries) or refused
+		r.reconcileIndex,     // the index shards' ConfigMaps, only the changed ones written
+		r.reconcileMirrors,   // ConfigMap sites' content mirrored into the pool namespace
+		r.reconcileFetcher,   // the fetcher: its identity, Deployment, Service, NetworkPolicy
+		r.reconcileServer,    // the server pods: Deployment and PodDisruptionBudget
+		r.reconcileServed,    // what the pods and the fetcher serve, published to the Board
+	}
+}
+
+// publish gives the Board what pool serves (nil: nothing any more).
+func (r *Reconciler) publish(pool string, sites map[string]poolstate.Served) {
+	if r.Board != nil {
+		r.Board.Publish(pool, sites)
+	}
+}

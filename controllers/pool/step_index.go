@@ -1,0 +1,45 @@
+package pool
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"hyperstatic.dev/hyperstatic/internal/poolindex"
+	"hyperstatic.dev/hyperstatic/internal/poolplacement"
+)
+
+// reconcileIndex renders every shard of the index, empty ones too (the server pods' projected volume names every
+// shard's ConfigMap), and applies each one's ConfigMap. poolindex.Render is canonical and the apply compares the
+// owned fields first, so only the shards whose sites changed are written: one site's change costs one write.
+func (r *Reconciler) reconcileIndex(ctx context.Context, o *observation) error {
+	n := shardsOf(o.pool)
+	shards := make([][]poolindex.Site, n)
+	for _, a := range o.admitted {
+		i := poolindex.ShardOf(a.entry.ID, n)
+		shards[i] = append(shards[i], a.entry)
+	}
+	sum := sha256.New()
+	for i := range n {
+		rendered, err := poolindex.Render(i, shards[i])
+		if err != nil {
+			return fmt.Errorf("render index shard %d: %w", i, err)
+		}
+		sum.Write(rendered)
+		sum.Write([]byte{'\n'})
+		key := types.NamespacedName{Namespace: o.pool.Spec.Namespace, Name: poolplacement.IndexName(o.pool.Name, i)}
+		res, err := r.applyOrReject(ctx, o, "ConfigMap", &corev1.ConfigMap{}, indexConfigMap(o.pool, i, rendered), key, extractConfigMap)
+		if err != nil {
+			return err
+		}
+		if res != applyUnchanged {
+			o.shardsWritten = append(o.shardsWritten, i)
+		}
+	}
+	o.indexRevision = hex.EncodeToString(sum.Sum(nil)[:8])
+	return nil
+}

@@ -1,0 +1,115 @@
+package pool
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"hyperstatic.dev/hyperstatic/controllers/staticsite/sitechild"
+	"hyperstatic.dev/hyperstatic/internal/reconcile"
+)
+
+// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;patch;delete
+
+// reconcileMirrors copies each ConfigMap of each admitted ConfigMap site into the pool namespace (the fetcher may
+// read that namespace only) and deletes the mirrors of sites that left the pool or dropped a ConfigMap.
+//
+// The tenants' ConfigMaps and the mirrors are followed as metadata only (the referenced cache, setup.go): a mirror
+// records the resourceVersion of the source it copies, so a source that did not change is neither read nor written
+// again, and the operator's memory never holds the sites' files. A source that does not exist gets no mirror: the
+// fetcher reports the site's content missing.
+func (r *Reconciler) reconcileMirrors(ctx context.Context, o *observation) error {
+	pool := o.pool
+	existing := &metav1.PartialObjectMetadataList{}
+	existing.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("ConfigMapList"))
+	if err := r.referenced.List(ctx, existing, client.InNamespace(pool.Spec.Namespace), client.MatchingLabels(mirrorSelector(pool.Name))); err != nil {
+		return fmt.Errorf("list the mirrors: %w", err)
+	}
+	have := make(map[string]*metav1.PartialObjectMetadata, len(existing.Items))
+	for i := range existing.Items {
+		have[existing.Items[i].Name] = &existing.Items[i]
+	}
+	want := map[string]bool{}
+	for _, a := range o.admitted {
+		for _, ref := range a.site.Spec.Content.ConfigMaps {
+			name := mirrorName(pool, a.site, ref.Name)
+			want[name] = true
+			source := configMapMeta()
+			if err := r.referenced.Get(ctx, types.NamespacedName{Namespace: a.site.Namespace, Name: ref.Name}, source); err != nil {
+				if apierrors.IsNotFound(err) {
+					continue
+				}
+				return err
+			}
+			m := have[name]
+			switch {
+			case m != nil && !metav1.IsControlledBy(m, pool):
+				o.reject(&reconcile.Problem{Reason: ReasonNotOwned, Message: (&notOwnedError{kind: "ConfigMap",
+					key: types.NamespacedName{Namespace: m.Namespace, Name: m.Name}}).Error()})
+				continue
+			case m != nil && m.Annotations[annotationSourceVersion] == source.ResourceVersion:
+				continue // the mirror copies this version of the source
+			}
+			if err := r.writeMirror(ctx, o, a, ref.Name, name, m != nil); err != nil {
+				return err
+			}
+		}
+	}
+	for name, m := range have {
+		if want[name] || !metav1.IsControlledBy(m, pool) {
+			continue
+		}
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: m.Namespace, Name: m.Name}}
+		if err := r.Delete(ctx, cm, client.Preconditions{UID: &m.UID}); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("delete mirror %s: %w", name, err)
+		}
+		o.mirrorsDeleted++
+	}
+	return nil
+}
+
+// writeMirror reads the source in full (directly: tenants' ConfigMaps are not in the manager's cache) and applies
+// its mirror. A name the pool does not control is never overwritten: a listed mirror was checked by the caller,
+// another name is read around the caches first.
+func (r *Reconciler) writeMirror(ctx context.Context, o *observation, a admittedSite, source, name string, listed bool) error {
+	key := types.NamespacedName{Namespace: o.pool.Spec.Namespace, Name: name}
+	if !listed {
+		live := &corev1.ConfigMap{}
+		err := r.APIReader.Get(ctx, key, live)
+		switch {
+		case err == nil && !metav1.IsControlledBy(live, o.pool):
+			o.reject(&reconcile.Problem{Reason: ReasonNotOwned, Message: (&notOwnedError{kind: "ConfigMap", key: key}).Error()})
+			return nil
+		case err != nil && !apierrors.IsNotFound(err):
+			return err
+		}
+	}
+	src := &corev1.ConfigMap{}
+	if err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: a.site.Namespace, Name: source}, src); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil // deleted since the cache saw it: the next event brings the pass back
+		}
+		return err
+	}
+	if err := r.Apply(ctx, mirrorConfigMap(o.pool, a.site, src), client.FieldOwner(sitechild.FieldOwner), client.ForceOwnership); err != nil {
+		if apierrors.IsInvalid(err) || apierrors.IsForbidden(err) {
+			o.reject(reconcile.Problemf(ReasonRejected, "mirror %s of ConfigMap %s/%s: %v", name, a.site.Namespace, source, err))
+			return nil
+		}
+		return fmt.Errorf("apply mirror %s: %w", name, err)
+	}
+	o.mirrorsWritten++
+	return nil
+}
+
+// configMapMeta is an empty ConfigMap's metadata, for the metadata-only cache.
+func configMapMeta() *metav1.PartialObjectMetadata {
+	m := &metav1.PartialObjectMetadata{}
+	m.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("ConfigMap"))
+	return m
+}

@@ -1,0 +1,121 @@
+package pool
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"hyperstatic.dev/hyperstatic/internal/podstate"
+	"hyperstatic.dev/hyperstatic/internal/podtext"
+	"hyperstatic.dev/hyperstatic/internal/poolplacement"
+	"hyperstatic.dev/hyperstatic/internal/poolread"
+	"hyperstatic.dev/hyperstatic/internal/poolstate"
+	"hyperstatic.dev/hyperstatic/internal/sitevalue"
+)
+
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
+
+// reconcileServed reads, once each, every ready pool pod's /sites and the fetcher's /sites (internal/poolread:
+// bounded, unknown sites dropped) and publishes per site what the pool serves to the Board: a ready pod serves a
+// site when it reports the value revision the operator rendered into the index and the content revision of the
+// fetcher's current bundle. The pass runs again soon while a site is not served by every ready pod, and slowly
+// otherwise (a new commit reaches the fetcher and the pods without a Kubernetes event).
+func (r *Reconciler) reconcileServed(ctx context.Context, o *observation) error {
+	ns := o.pool.Spec.Namespace
+	pods := &corev1.PodList{}
+	if err := r.List(ctx, pods, client.InNamespace(ns), client.MatchingLabels(poolplacement.PodSelector(o.pool.Name))); err != nil {
+		return fmt.Errorf("list the pool's pods: %w", err)
+	}
+	fetchers := &corev1.PodList{}
+	if err := r.List(ctx, fetchers, client.InNamespace(ns), client.MatchingLabels(poolplacement.FetcherSelector(o.pool.Name))); err != nil {
+		return fmt.Errorf("list the pool's fetcher: %w", err)
+	}
+	ids := make(map[string]bool, len(o.admitted))
+	for _, a := range o.admitted {
+		ids[a.entry.ID] = true
+	}
+	keep := func(id string) bool { return ids[id] }
+
+	var fetched map[string]poolread.FetcherSite
+	if f := runningPod(fetchers.Items); f != nil && r.Reader != nil && len(ids) > 0 {
+		var err error
+		if fetched, err = r.Reader.FetcherSites(ctx, f, keep); err != nil {
+			o.unreadable = append(o.unreadable, podtext.Clean(err.Error(), 256))
+		}
+	}
+	type podSites struct {
+		name  string
+		sites map[string]poolread.ServerSite
+	}
+	var read []podSites
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		if !podstate.Serving(p) {
+			continue
+		}
+		o.readyPods++
+		if r.Reader == nil || len(ids) == 0 {
+			continue
+		}
+		sites, err := r.Reader.ServerSites(ctx, p, keep)
+		if err != nil {
+			o.unreadable = append(o.unreadable, podtext.Clean(err.Error(), 256))
+			continue
+		}
+		read = append(read, podSites{p.Name, sites})
+	}
+	slices.SortFunc(read, func(a, b podSites) int { return strings.Compare(a.name, b.name) })
+
+	o.served = make(map[string]poolstate.Served, len(o.admitted))
+	for _, a := range o.admitted {
+		f := fetched[a.entry.ID]
+		s := poolstate.Served{ReadyPods: o.readyPods, Bundle: f.Bundle, Commit: f.Commit, FetchError: f.Error}
+		value, content := sitevalue.Revision(a.entry.Value), poolread.ContentRevision(f.Bundle)
+		for _, p := range read {
+			got, ok := p.sites[a.entry.ID]
+			switch {
+			case ok && content != "" && got.ValueRevision == value && got.ContentRevision == content:
+				s.ServedBy++
+			case ok && got.Error != "" && s.PodError == "":
+				s.PodError = p.name + ": " + got.Error
+			}
+		}
+		o.served[a.entry.ID] = s
+	}
+	r.publish(o.pool.Name, o.served)
+	if pendingSites(o) > 0 || len(o.unreadable) > 0 {
+		o.requeue(o.tun.servedRetry)
+	} else {
+		o.requeue(o.tun.servedRefresh)
+	}
+	return nil
+}
+
+// pendingSites counts the sites not yet served by every ready pod whose fetcher has no failure to report (a site
+// whose fetch fails is the site's problem, said in its own status; it does not hold the pool back).
+func pendingSites(o *observation) int {
+	n := 0
+	for _, s := range o.served {
+		if s.FetchError != "" && s.Bundle == "" {
+			continue
+		}
+		if s.ReadyPods == 0 || s.ServedBy < s.ReadyPods {
+			n++
+		}
+	}
+	return n
+}
+
+// runningPod is the first pod that runs and is not terminating (the fetcher answers /sites before it is ready).
+func runningPod(pods []corev1.Pod) *corev1.Pod {
+	for i := range pods {
+		if p := &pods[i]; p.DeletionTimestamp == nil && p.Status.Phase == corev1.PodRunning {
+			return p
+		}
+	}
+	return nil
+}
