@@ -63,6 +63,10 @@ LAYERS = [
     # Protocols and the transport they write through. `access` (the access log line of one exchange) is
     # written by the protocols' callers from what the core answered, so it sits with them.
     ("protocols", ["http1", "http2", "http3", "tls", "access"]),
+    # Shared pools (`--sites`, docs/design/pools.md): the index, the host map, each site's table and counters,
+    # and the pool thread that loads them. Built from the content, the site value and the tables below; the
+    # shared state holds the pool and the workers route into it, so it sits under `shared`.
+    ("pool", ["pool"]),
     # What the process shares between workers, the admin listener and the control thread (`state`: the
     # published table, per-worker counters, encoder progress, the TLS state); the workers read it, so it sits
     # under them and over everything it holds.

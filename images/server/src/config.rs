@@ -69,6 +69,8 @@ pub struct Config {
     pub tls_listen: SocketAddr,
     /// `--h2c`: the plain listener also speaks HTTP/2 to a connection that opens with the client preface.
     pub h2c: bool,
+    /// `--sites DIR`: serve a shared pool (pool/) instead of `root` with `site`.
+    pub sites: Option<PathBuf>,
 }
 
 /// The PEM files of the serving certificate (a `kubernetes.io/tls` Secret's `tls.crt` and `tls.key`).
@@ -110,6 +112,7 @@ impl Default for Config {
             tls: None,
             tls_listen: "[::]:8443".parse().unwrap(),
             h2c: false,
+            sites: None,
         }
     }
 }
@@ -123,6 +126,7 @@ impl Config {
             max_memory_file_size: self.max_memory_file_size,
             budget: crate::site::memory::Budget::of(self.memory_limit, self.memory_budget),
             compress: self.compress,
+            etag_from_metadata: false,
         }
     }
 
@@ -190,6 +194,9 @@ const SITE_RULE_FLAGS: [&str; 13] = [
 /// The rules are parsed here rather than by clap value parsers because, in the environment, one variable holds
 /// several of them; the error messages name the flag all the same.
 fn from_flags(f: Flags, matches: &ArgMatches) -> Result<Config, String> {
+    if f.sites.is_some() {
+        pool_exclusive(matches)?;
+    }
     let tls = tls_files(f.tls_cert, f.tls_key, f.https_redirect, f.http2, matches)?;
     let site = match f.site {
         Some(path) => {
@@ -251,8 +258,27 @@ fn from_flags(f: Flags, matches: &ArgMatches) -> Result<Config, String> {
         access_log_sample: f.access_log_sample.max(1),
         tls_listen: f.tls_listen,
         h2c: f.h2c,
+        sites: f.sites,
         tls,
     })
+}
+
+/// `--sites` serves every site of a pool, each with its own value: a root, a site value file or a site-rule flag
+/// given with it would be ignored, so it is a usage error.
+fn pool_exclusive(matches: &ArgMatches) -> Result<(), String> {
+    let given: Vec<String> = ["root", "site"]
+        .iter()
+        .chain(SITE_RULE_FLAGS.iter())
+        .filter(|id| matches!(matches.value_source(id), Some(ValueSource::CommandLine | ValueSource::EnvVariable)))
+        .map(|id| format!("--{}", id.replace('_', "-")))
+        .collect();
+    if given.is_empty() {
+        return Ok(());
+    }
+    Err(format!(
+        "--sites and {}: a pool's sites take their trees and values from its index, not from flags",
+        given.join(", ")
+    ))
 }
 
 /// Both files or neither; the redirect and HSTS only make sense with HTTPS served here (a redirect in front of

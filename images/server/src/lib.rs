@@ -23,6 +23,7 @@ pub mod http1;
 pub mod http2;
 pub mod http3;
 pub mod log;
+pub mod pool;
 pub mod publish;
 pub mod rules;
 pub mod server;
@@ -63,8 +64,32 @@ fn check_tls(cfg: &Config) -> bool {
     }
 }
 
+/// `--check --sites DIR`: the pool's index as the server would read it (every shard, every site value), and
+/// which sites have a tree; fails when a shard or a site is refused. Trees are loaded when served, not here.
+fn check_pool(dir: &std::path::Path, tls: bool) -> i32 {
+    let merged = pool::index::Index::default().read(&dir.join("index"), tls);
+    for s in &merged.sites {
+        let tree = dir.join("content").join(&s.id).join("current");
+        let has = if tree.exists() { "tree present" } else { "no tree yet" };
+        println!("site {}: {} hosts, value {}, {has}", s.id, s.hosts.len(), s.value.revision);
+    }
+    for p in &merged.problems {
+        println!("error: {p}");
+    }
+    if merged.problems.is_empty() {
+        println!("ok");
+        0
+    } else {
+        println!("{} problem(s) found", merged.problems.len());
+        1
+    }
+}
+
 /// `--check`: load the site and the TLS material, print a report, fail on any problem.
 pub fn check(cfg: &Config) -> i32 {
+    if let Some(dir) = &cfg.sites {
+        return check_pool(dir, cfg.tls.is_some());
+    }
     // The load keeps open every file served from disk, as serving does: the same descriptor limit, or a site that
     // serves fine fails its check under a low soft limit.
     raise_fd_limit();
@@ -202,7 +227,11 @@ pub fn serve(cfg: Config) -> i32 {
         }
     };
     let admin_addr = admin.local_addr().map(|a| a.to_string()).unwrap_or_default();
+    let pooled = cfg.sites.is_some();
     let mut shared = Shared::new(cfg, workers, worker_cpus.clone(), pinned);
+    if pooled {
+        shared.pool = Some(Arc::new(pool::Pool::default()));
+    }
     let cert_watch = tls_state.map(|(published, watch)| {
         shared.tls = Some(published);
         watch
@@ -219,16 +248,23 @@ pub fn serve(cfg: Config) -> i32 {
         "starting",
         &[
             ("version", V::S(env!("CARGO_PKG_VERSION"))),
-            ("root", V::S(&shared.cfg.root.display().to_string())),
+            ("root", V::S(&shared.cfg.sites.as_ref().unwrap_or(&shared.cfg.root).display().to_string())),
             ("workers", V::U(workers as u64)),
             ("cpus", V::S(&worker_cpus)),
             ("pinned", V::Bool(pinned)),
             ("cgroup_quota_cores", quota.map_or(V::S("none"), V::F)),
         ],
     );
-    // Initial load: readiness stays false until it is done. A broken root at start is fatal.
-    let watcher = control::reload(&shared, "start");
-    if shared.reloads_ok.load(Ordering::Relaxed) == 0 {
+    // Initial load: readiness stays false until it is done. A broken root at start is fatal. A pool reads its
+    // index now and loads each site when it is first asked for (pool/).
+    let watcher = match (&shared.pool, &shared.cfg.sites) {
+        (Some(p), Some(dir)) => {
+            pool::watch::start(p.clone(), dir, shared.cfg.load_settings(), workers, shared.tls.is_some());
+            None
+        }
+        _ => control::reload(&shared, "start"),
+    };
+    if !pooled && shared.reloads_ok.load(Ordering::Relaxed) == 0 {
         log::error("initial content load failed", &[]);
         if let (Some(path), Some(msg)) = (&shared.cfg.termination_log, shared.load_error.get()) {
             if let Err(e) = site::load_error::write_termination_log(path, &msg) {
@@ -258,7 +294,8 @@ pub fn serve(cfg: Config) -> i32 {
             .expect("spawn worker thread");
         handles.push(h);
     }
-    if shared.cfg.compress {
+    // The background encoder works on the single site's table; pool sites serve the siblings their trees hold.
+    if shared.cfg.compress && !pooled {
         compress::encoder::spawn(shared.clone());
     }
     shared.loaded.store(true, Ordering::Release);

@@ -12,9 +12,10 @@ use crate::site::content::Table;
 
 /// Status codes counted in hyperstatic_requests_total.
 /// 204 (OPTIONS, cors.rs), 308 (--https-redirect, redirect rules), 302 and 307 (redirect rules, rules/) came
-/// later and sit at the end, so the older slots keep their indexes.
-pub const CODES: [u16; 20] =
-    [200, 206, 301, 304, 400, 404, 405, 408, 412, 414, 416, 431, 500, 501, 503, 505, 204, 308, 302, 307];
+/// later and sit at the end, so the older slots keep their indexes; so did 429 (a pool site past its requests per
+/// second, pool/limits.rs).
+pub const CODES: [u16; 21] =
+    [200, 206, 301, 304, 400, 404, 405, 408, 412, 414, 416, 431, 500, 501, 503, 505, 204, 308, 302, 307, 429];
 
 #[inline]
 pub fn code_index(status: u16) -> usize {
@@ -38,6 +39,7 @@ pub fn code_index(status: u16) -> usize {
         308 => 17,
         302 => 18,
         307 => 19,
+        429 => 20,
         _ => 12,
     }
 }
@@ -120,6 +122,8 @@ pub struct Shared {
     /// Bytes one worker's connections may hold together (`conn_budget::per_worker` of the memory limit; None
     /// without a limit): past it idle connections are closed, oldest idle first, or new ones refused.
     pub conn_budget_per_worker: Option<u64>,
+    /// `--sites`: the pool the workers route requests into by host (pool/); None for a single site.
+    pub pool: Option<Arc<crate::pool::Pool>>,
 }
 
 impl Shared {
@@ -149,6 +153,7 @@ impl Shared {
             retire_below: AtomicU64::new(0),
             pre_head_per_worker,
             conn_budget_per_worker,
+            pool: None,
         }
     }
 

@@ -7,44 +7,9 @@
 mod common;
 
 use std::future::poll_fn;
-use std::io::{Read, Write};
-use std::net::{Shutdown, TcpStream};
 
+use common::h2::bridged;
 use common::{tempdir, Server};
-use tokio::io::{AsyncReadExt, AsyncWriteExt, DuplexStream};
-
-/// Connects to `port` and returns the client's end of an in-memory pipe whose other end two threads copy to and
-/// from the socket.
-fn bridged(port: u16, rt: &tokio::runtime::Runtime) -> DuplexStream {
-    let (client_io, bridge_io) = tokio::io::duplex(64 * 1024);
-    let (mut from_pipe, mut to_pipe) = tokio::io::split(bridge_io);
-    let tcp = TcpStream::connect(("127.0.0.1", port)).unwrap();
-    tcp.set_nodelay(true).unwrap();
-    let (mut rd, mut wr) = (tcp.try_clone().unwrap(), tcp);
-    let h = rt.handle().clone();
-    std::thread::spawn(move || {
-        let mut buf = vec![0u8; 64 * 1024];
-        loop {
-            let n = rd.read(&mut buf).unwrap_or(0);
-            if n == 0 || h.block_on(to_pipe.write_all(&buf[..n])).is_err() {
-                let _ = h.block_on(to_pipe.shutdown());
-                return;
-            }
-        }
-    });
-    let h = rt.handle().clone();
-    std::thread::spawn(move || {
-        let mut buf = vec![0u8; 64 * 1024];
-        loop {
-            let n = h.block_on(from_pipe.read(&mut buf)).unwrap_or(0);
-            if n == 0 || wr.write_all(&buf[..n]).is_err() {
-                let _ = wr.shutdown(Shutdown::Write);
-                return;
-            }
-        }
-    });
-    client_io
-}
 
 async fn read(resp: h2::client::ResponseFuture) -> (u16, Vec<u8>) {
     let resp = resp.await.unwrap();

@@ -161,6 +161,10 @@ fn connection_families(out: &mut String, s: &Shared) {
 
 pub fn render(s: &Shared) -> String {
     let mut out = String::with_capacity(4096);
+    if let Some(p) = &s.pool {
+        let report = p.report.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        report.metrics(&mut out);
+    }
     let sum = |f: &dyn Fn(&crate::state::WorkerStats) -> u64| s.stats.iter().map(f).sum::<u64>();
     family(&mut out, "hyperstatic_requests_total", "counter", "HTTP responses sent, by status code.");
     for (i, code) in CODES.iter().enumerate() {

@@ -185,6 +185,13 @@ impl Answers {
         Some(match parser::parse(buf) {
             Ok(Parsed::Complete(req, _)) => match req.method {
                 Method::Get if req.path == b"/content" => self.content_list(),
+                // A pool's sites (pool/report.rs); `?top=N` the N busiest. Not found without `--sites`.
+                Method::Get | Method::Head if req.path == b"/sites" && self.shared.pool.is_some() => {
+                    let report =
+                        self.shared.pool.as_ref().map(|p| p.report.lock().unwrap_or_else(|e| e.into_inner()).clone());
+                    let body = report.map_or(String::new(), |r| r.sites_json(crate::pool::report::top_of(req.query)));
+                    response(200, "application/json", &body, req.method == Method::Head).into()
+                }
                 Method::Get | Method::Head => {
                     let (status, ctype, body) = route(&self.shared, &self.dropped, req.path);
                     response(status, ctype, &body, req.method == Method::Head).into()

@@ -32,6 +32,9 @@ pub enum Head<'a> {
     Page { e: &'a FileEntry, allow: bool },
     /// The plain-text status body (`text(status)`), and `Allow` for a 405.
     Plain { allow: bool },
+    /// The plain-text status body and `Retry-After: 1`: a pool site that has no tree yet or is refused (503), or
+    /// past its requests per second (429) (pool/).
+    Later,
     /// 204 to OPTIONS: `Allow`, the granted preflight's `Access-Control-Allow-Origin` line and
     /// `Access-Control-Allow-*` lines, `Vary: Origin` under a rule with a list of origins.
     Options { granted: Option<(&'a [u8], &'a [u8])>, vary_origin: bool },
@@ -217,6 +220,7 @@ statuses! {
     412 "Precondition Failed",
     414 "URI Too Long",
     416 "Range Not Satisfiable",
+    429 "Too Many Requests",
     431 "Request Header Fields Too Large",
     501 "Not Implemented",
     503 "Service Unavailable",
@@ -228,6 +232,12 @@ impl<'a> Reply<'a> {
     pub fn plain(status: u16, allow: bool, head: bool) -> Reply<'a> {
         let body = if head { Body::None } else { Body::Static(text(status)) };
         Reply { status, head: Head::Plain { allow }, body }
+    }
+
+    /// `status` (503 or 429) with `Retry-After: 1` and the plain-text body; no body for HEAD.
+    pub fn later(status: u16, head: bool) -> Reply<'a> {
+        let body = if head { Body::None } else { Body::Static(text(status)) };
+        Reply { status, head: Head::Later, body }
     }
 
     /// A redirect with `status` to `to`.

@@ -121,6 +121,11 @@ pub(super) struct Flags {
     #[arg(long, allow_hyphen_values = true, env = "HYPERSTATIC_SITE", value_name = "FILE")]
     pub site: Option<PathBuf>,
 
+    /// Serve a shared pool: every site of DIR/index/*.json, chosen by Host, each from DIR/content/<id>/current
+    /// (docs/design/pools.md); not with --root, --site or the site-rule flags
+    #[arg(long, allow_hyphen_values = true, env = "HYPERSTATIC_SITES", value_name = "DIR")]
+    pub sites: Option<PathBuf>,
+
     /// Cache-Control for matching files; repeatable, first match wins (e.g. '/assets/**=public, max-age=31536000, immutable')
     #[arg(long, allow_hyphen_values = true, env = "HYPERSTATIC_CACHE_CONTROL", value_name = "GLOB=VALUE")]
     pub cache_control: Vec<String>,

@@ -121,6 +121,12 @@ pub fn frame(out: &mut Out, r: &Reply, c: Conn) -> Resp {
                 out.bytes(ALLOW);
             }
         }
+        Head::Later => {
+            status_line(out, r.status);
+            out.bytes(b"Content-Type: text/plain; charset=utf-8\r\n");
+            length(out, reply::text(r.status).len() as u64);
+            out.bytes(b"Retry-After: 1\r\n");
+        }
         Head::Options { granted, vary_origin } => {
             status_line(out, r.status);
             out.bytes(ALLOW);

@@ -7,7 +7,6 @@ use std::io::IoSlice;
 use std::os::fd::RawFd;
 use std::sync::Arc;
 
-use crate::site::content::Table;
 use crate::sys::io;
 use crate::sys::mem::Borrowed;
 
@@ -107,10 +106,15 @@ impl Out {
 
 /// Output that the socket did not accept yet. Holds the table so referenced bodies and files stay alive
 /// even if a reload swapped it out.
+/// An owner of table memory, type-erased so that a pool's snapshot (pool/, a layer above) can be held too.
+pub type Hold = Arc<dyn std::any::Any + Send + Sync>;
+
 pub struct Pending {
     pub bytes: Vec<u8>,
     pub segs: VecDeque<Seg>,
-    pub _hold: Arc<Table>,
+    /// What keeps the bodies the segments point into alive: the single site's table, or a pool's snapshot
+    /// (whose slots hold the tables of every site the batch answered from).
+    pub _hold: Hold,
 }
 
 pub enum WriteResult {
@@ -198,7 +202,7 @@ pub fn write_segs(fd: RawFd, base: &[u8], segs: &mut [Seg], cur: &mut usize, wri
 
 impl Pending {
     /// Moves the unwritten rest of a batch into an owned Pending.
-    pub fn from_rest(base: &[u8], segs: &[Seg], hold: Arc<Table>) -> Box<Pending> {
+    pub fn from_rest(base: &[u8], segs: &[Seg], hold: Hold) -> Box<Pending> {
         let mut bytes = Vec::new();
         let mut out = VecDeque::with_capacity(segs.len());
         for s in segs {
@@ -226,6 +230,7 @@ impl Pending {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::site::content::Table;
 
     #[test]
     fn small_bodies_merge_into_one_segment() {

@@ -105,6 +105,11 @@ pub fn https_redirect(out: &mut Out, ctx: &Ctx, req: &Request, port: u16) -> Res
     frame::frame(out, &request::https_redirect(&ask, req.host, port), conn(ctx, req, false))
 }
 
+/// A reply decided before the site's rules (a pool's 404 for an unknown host, 503 or 429), framed for `req`.
+pub fn reply(out: &mut Out, ctx: &Ctx, req: &Request, reply: &Reply) -> Resp {
+    frame::frame(out, reply, conn(ctx, req, req.method == Method::Unknown))
+}
+
 /// Appends the response to `req` to `out`. `pathbuf` is scratch space for the normalised path.
 #[inline]
 pub fn respond(out: &mut Out, ctx: &Ctx, req: &Request, pathbuf: &mut [u8]) -> Resp {

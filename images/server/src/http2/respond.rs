@@ -144,6 +144,12 @@ pub fn frame(head: &mut Vec<u8>, loc: &mut Vec<u8>, r: &Reply) -> Framed {
                 encode::field(head, b"allow", ALLOW);
             }
         }
+        Head::Later => {
+            encode::status(head, r.status);
+            encode::field(head, b"content-type", b"text/plain; charset=utf-8");
+            length(head, reply::text(r.status).len() as u64);
+            encode::field(head, b"retry-after", b"1");
+        }
         Head::Options { granted, vary_origin } => {
             encode::status(head, r.status);
             encode::field(head, b"allow", ALLOW);

@@ -5,9 +5,13 @@
 use super::conn::{Done, Then};
 use super::{Flow, Worker, FLUSH_AT};
 use crate::access;
+use crate::answer::reply::Reply;
 use crate::counters::bump;
+use crate::http1::out::Out;
 use crate::http1::parser::{self, Parsed};
+use crate::http1::parser::{Method, Request};
 use crate::http1::respond::{self, Ctx, Resp};
+use crate::pool::Route;
 use crate::state::code_index;
 use crate::sys;
 use crate::timing;
@@ -23,6 +27,11 @@ impl Worker {
         // The table outlives the batch: the worker only swaps it between loop iterations.
         let table = sys::mem::detach(&self.table.value);
         let force_close_base = self.closing;
+        // A pool: its snapshot outlives the batch as the table does (swapped between loop iterations only).
+        let pool = match (&self.pool, &self.shared.pool) {
+            (Some(l), Some(p)) => Some((sys::mem::detach(p), sys::mem::detach(&l.value))),
+            _ => None,
+        };
         // Every request in this read arrived together, so their durations start together: one clock read per
         // batch (pipelined ×16 reads the clock twice per batch, not twice per request), taken at the first
         // complete head.
@@ -48,9 +57,16 @@ impl Worker {
                 Ok(Parsed::Complete(req, used)) => {
                     // The head is complete: the request's duration starts here (or with its batch's first).
                     let start_ns = *batch_start.get_or_insert_with(timing::now_ns);
-                    let r = match table.https_redirect {
-                        Some(port) if c.tls.is_none() => respond::https_redirect(&mut self.out, &ctx, &req, port),
-                        _ => respond::respond(&mut self.out, &ctx, &req, &mut self.pathbuf),
+                    let r = match pool {
+                        // The single site: no host looked at, as before pools.
+                        None => match table.https_redirect {
+                            Some(port) if c.tls.is_none() => respond::https_redirect(&mut self.out, &ctx, &req, port),
+                            _ => respond::respond(&mut self.out, &ctx, &req, &mut self.pathbuf),
+                        },
+                        Some((p, snap)) => {
+                            let route = snap.route(p, req.host, self.id, (self.now_ms / 1000) as u32);
+                            pooled(&mut self.out, &ctx, &req, &mut self.pathbuf, route, c.tls.is_none(), self.id)
+                        }
                     };
                     bodiless = !req.has_body();
                     let log_from = self.batch_log.len() as u32;
@@ -129,6 +145,38 @@ impl Worker {
                 Flow::Continue
             }
             Flow::Stop => Flow::Stop,
+        }
+    }
+}
+
+/// A pool's request, routed by its host: the site's table answers it exactly as a single site's would (its rules,
+/// its HTTPS redirect), counted on the site; an unknown host gets the same plain 404 whatever it was, and a site
+/// without a tree, refused or past its requests per second gets 503 or 429 with `Retry-After: 1`.
+fn pooled(
+    out: &mut Out,
+    ctx: &Ctx,
+    req: &Request,
+    pathbuf: &mut [u8],
+    route: Route,
+    plain: bool,
+    worker: usize,
+) -> Resp {
+    let head = req.method == Method::Head;
+    match route {
+        Route::Site(cell, table) => {
+            let ctx = Ctx { table, spa_fallback: table.spa_fallback, ..*ctx };
+            let r = match table.https_redirect {
+                Some(port) if plain => respond::https_redirect(out, &ctx, req, port),
+                _ => respond::respond(out, &ctx, req, pathbuf),
+            };
+            cell.counters.count(worker, r.status, r.bytes);
+            r
+        }
+        Route::Status(None, status) => respond::reply(out, ctx, req, &Reply::plain(status, false, head)),
+        Route::Status(Some(cell), status) => {
+            let r = respond::reply(out, ctx, req, &Reply::later(status, head));
+            cell.counters.count(worker, r.status, r.bytes);
+            r
         }
     }
 }

@@ -24,6 +24,7 @@ use crate::http1::out::Out as Batch;
 use crate::http2::frame::PREFACE;
 use crate::http2::respond::{self, BodyRef};
 use crate::http2::{self, Event, Limits, RequestHead};
+use crate::pool::Route;
 use crate::state::code_index;
 use crate::sys;
 use crate::timing;
@@ -161,7 +162,12 @@ impl Worker {
     /// Feeds rbuf[..len] to the engine and answers every request it yields, then writes.
     pub(super) fn answer_h2(&mut self, idx: usize, len: usize) -> Flow {
         let table = sys::mem::detach(&self.table.value);
-        let site = Site { table, spa_fallback: table.spa_fallback };
+        // A pool: its snapshot outlives the batch as the table does (swapped between loop iterations only).
+        let pool = match (&self.pool, &self.shared.pool) {
+            (Some(l), Some(p)) => Some((sys::mem::detach(p), sys::mem::detach(&l.value))),
+            _ => None,
+        };
+        let now_s = (self.now_ms / 1000) as u32;
         let stats = &self.shared.stats[self.id];
         let cfg = &self.shared.cfg;
         let mut pos = 0;
@@ -182,12 +188,28 @@ impl Worker {
             };
             let start_ns = *batch_start.get_or_insert_with(timing::now_ns);
             let stream = r.stream;
-            let reply = match (ask(&r), table.https_redirect) {
-                (None, _) => Reply::plain(400, false, r.method() == b"HEAD"),
-                (Some(a), Some(port)) if !tls => {
-                    request::https_redirect(&a, Some(r.authority()).filter(|h| !h.is_empty()), port)
+            let head = r.method() == b"HEAD";
+            // A pool routes by `:authority` (else `host`): the same answers as HTTP/1.1's (h1.rs `pooled`).
+            let routed =
+                pool.map(|(p, snap)| snap.route(p, Some(r.authority()).filter(|h| !h.is_empty()), self.id, now_s));
+            let (reply, cell) = match routed {
+                Some(Route::Status(None, status)) => (Reply::plain(status, false, head), None),
+                Some(Route::Status(Some(cell), status)) => (Reply::later(status, head), Some(cell)),
+                routed => {
+                    let (table, cell) = match routed {
+                        Some(Route::Site(cell, t)) => (t, Some(cell)),
+                        _ => (table, None),
+                    };
+                    let site = Site { table, spa_fallback: table.spa_fallback };
+                    let reply = match (ask(&r), table.https_redirect) {
+                        (None, _) => Reply::plain(400, false, head),
+                        (Some(a), Some(port)) if !tls => {
+                            request::https_redirect(&a, Some(r.authority()).filter(|h| !h.is_empty()), port)
+                        }
+                        (Some(a), _) => request::answer(site, &a, &mut self.pathbuf),
+                    };
+                    (reply, cell)
                 }
-                (Some(a), _) => request::answer(site, &a, &mut self.pathbuf),
             };
             let f = respond::frame(&mut self.h2_head, &mut self.h2_loc, &reply);
             let log_from = self.batch_log.len() as u32;
@@ -213,7 +235,11 @@ impl Worker {
             let _ = h.conn.respond(stream, &[&self.h2_head, date], f.body);
             c.requests += 1;
             bump(&stats.requests[code_index(f.status)], 1);
-            bump(&stats.response_bytes, (self.h2_head.len() + date.len()) as u64 + f.body_len);
+            let bytes = (self.h2_head.len() + date.len()) as u64 + f.body_len;
+            bump(&stats.response_bytes, bytes);
+            if let Some(cell) = cell {
+                cell.counters.count(self.id, f.status, bytes);
+            }
             bump(&stats.h2_streams[h.transport], 1);
             if c.requests >= self.max_requests {
                 h.conn.drain();

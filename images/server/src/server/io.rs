@@ -228,7 +228,11 @@ impl Worker {
                 Flow::Continue
             }
             WriteResult::Blocked => {
-                let p = Pending::from_rest(&self.out.buf, &self.out.segs[cur..], self.table.value.clone());
+                let hold: crate::http1::out::Hold = match &self.pool {
+                    Some(p) => p.value.clone(),
+                    None => self.table.value.clone(),
+                };
+                let p = Pending::from_rest(&self.out.buf, &self.out.segs[cur..], hold);
                 self.out.clear();
                 let c = &mut self.conns[idx];
                 c.pending = Some(p);

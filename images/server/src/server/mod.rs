@@ -67,6 +67,9 @@ pub struct Worker {
     pathbuf: Box<[u8]>,
     /// The content table this worker serves, refreshed between batches.
     table: Local<Table>,
+    /// `--sites`: the pool's snapshot (pool/), refreshed between batches like `table`; None for a single site,
+    /// whose requests then take the branch that never looks at a host.
+    pool: Option<Local<crate::pool::Snapshot>>,
     date: DateCache,
     now_ms: u64,
     closing: bool,
@@ -113,6 +116,7 @@ impl Worker {
     /// `tls_listener` is -1 when HTTPS is off.
     pub fn new(id: usize, shared: Arc<Shared>, listener: RawFd, tls_listener: RawFd) -> Worker {
         let table = Local::new(&shared.table);
+        let pool = shared.pool.as_ref().map(|p| Local::new(&p.snapshot));
         let tls_config = shared.tls.as_ref().map(|t| Local::new(&t.config));
         let cfg = &shared.cfg;
         let ms = |d: std::time::Duration| (d.as_millis() as u64).max(1);
@@ -128,6 +132,7 @@ impl Worker {
             out: Out::default(),
             pathbuf: vec![0u8; parser::MAX_REQUEST_LINE].into_boxed_slice(),
             table,
+            pool,
             date: DateCache::new(),
             now_ms: monotonic_ms(),
             closing: false,
@@ -178,6 +183,9 @@ impl Worker {
             self.now_ms = monotonic_ms();
             self.date.refresh();
             self.table.refresh(&self.shared.table);
+            if let (Some(local), Some(p)) = (&mut self.pool, &self.shared.pool) {
+                local.refresh(&p.snapshot);
+            }
             self.refresh_tls();
             self.refresh_h2_date();
             for (data, flags) in events.ready(n) {

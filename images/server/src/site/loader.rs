@@ -40,6 +40,10 @@ pub struct Settings {
     pub budget: memory::Budget,
     /// `--compress`: attach the encoder's variants.
     pub compress: bool,
+    /// A disk-served file's ETag digest from its metadata (path, size, modification time, inode) instead of its
+    /// bytes: a load that opens and stats each file but reads none (a pool site's first, fast load, pool/;
+    /// the full load that follows gives content ETags).
+    pub etag_from_metadata: bool,
 }
 
 impl Settings {
@@ -51,6 +55,7 @@ impl Settings {
             max_memory_file_size: 8 << 20,
             budget: memory::Budget::of(None, None),
             compress: true,
+            etag_from_metadata: false,
         }
     }
 }
@@ -74,15 +79,32 @@ fn digest_file(f: &mut File) -> std::io::Result<Digest> {
 
 /// `in_memory`: the memory plan's decision (memory.rs). `siblings`: every walked file by URL (a file's `.br`,
 /// `.gz`, `.zst` siblings are looked up there and opened as the walk checked them, like the file itself).
-fn load_one(f: &Found, siblings: &HashMap<&str, &Found>, in_memory: bool) -> Result<Loaded, String> {
+/// The digest of a file's metadata (`Settings::etag_from_metadata`): a new tree's files are new inodes, so a
+/// flipped tree never shares an ETag with the one before even where size and time agree.
+fn metadata_digest(url: &str, m: &std::fs::Metadata) -> Digest {
+    use std::os::unix::fs::MetadataExt;
+    let mut h = Sha256::new();
+    for n in [m.len(), m.mtime() as u64, m.mtime_nsec() as u64, m.ino(), m.dev()] {
+        h.update(n.to_le_bytes());
+    }
+    h.update(url.as_bytes());
+    h.finalize().into()
+}
+
+fn load_one(f: &Found, siblings: &HashMap<&str, &Found>, in_memory: bool, meta_etag: bool) -> Result<Loaded, String> {
     let content_type = mime::for_name(&f.url);
     let sibling = |enc: Encoding| siblings.get(format!("{}.{}", f.url, enc.ext()).as_str()).copied();
     let mut encoded: [Option<(Body, u64)>; encoding::COUNT] = Default::default();
     let identity: (Digest, (Body, u64)) = if !in_memory {
         // memory: served from disk, hashed streaming; its siblings are served from disk too.
         let mut file = f.open()?;
-        let len = file.metadata().map_err(|e| format!("{}: {e}", f.fs_path.display()))?.len();
-        let digest = digest_file(&mut file).map_err(|e| format!("{}: {e}", f.fs_path.display()))?;
+        let meta = file.metadata().map_err(|e| format!("{}: {e}", f.fs_path.display()))?;
+        let len = meta.len();
+        let digest = if meta_etag {
+            metadata_digest(&f.url, &meta)
+        } else {
+            digest_file(&mut file).map_err(|e| format!("{}: {e}", f.fs_path.display()))?
+        };
         for enc in COMPRESSED {
             if let Some(s) = sibling(enc) {
                 let sfile = s.open()?;
@@ -145,6 +167,7 @@ pub fn load(
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get()).min(8);
     let threads = memory::load_threads(cpus, budget.limit);
     let chunk = found.len().div_ceil(threads).max(1);
+    let meta_etag = cfg.etag_from_metadata;
     // A sibling held in memory is not read on its own: it is given its file's variant (the same bytes) below.
     let via_file: Vec<bool> =
         found.iter().zip(&plan.in_memory).map(|(f, &m)| m && base_of(&f.url, &urls).is_some()).collect();
@@ -162,7 +185,8 @@ pub fn load(
                         .zip(via)
                         .map(|((f, &m), &v)| {
                             (!v).then(|| {
-                                load_one(f, by_url, m).map(|l| Arc::new(build_entry(hdrs[&*f.url].clone(), l)))
+                                load_one(f, by_url, m, meta_etag)
+                                    .map(|l| Arc::new(build_entry(hdrs[&*f.url].clone(), l)))
                             })
                         })
                         .collect::<Vec<_>>()
@@ -195,7 +219,7 @@ pub fn load(
                     shared.insert(entries.len() + siblings.len());
                     Ok(l)
                 }
-                None => load_one(f, &by_url, true),
+                None => load_one(f, &by_url, true, false),
             };
             match r {
                 Ok(l) => siblings.push(Arc::new(build_entry(hdrs[&*l.url].clone(), l))),

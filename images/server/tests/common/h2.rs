@@ -2,7 +2,9 @@
 //! of interest or the server's close.
 
 use std::io::{Read, Write};
-use std::net::TcpStream;
+use std::net::{Shutdown, TcpStream};
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt, DuplexStream};
 
 use super::Server;
 use hyperstatic_server::http2::hpack::encode;
@@ -88,4 +90,39 @@ pub fn goaway_code(c: &mut TcpStream) -> u32 {
     let (_, code) = goaway(c);
     assert!(read_until(c, |_, _, _, _| false).is_none(), "the connection closes after the GOAWAY");
     code
+}
+
+/// For the `h2` crate's client (tokio IO) against the real binary: the dev-dependency has tokio's runtime, not
+/// its network driver.
+/// Connects to `port` and returns the client's end of an in-memory pipe whose other end two threads copy to and
+/// from the socket.
+pub fn bridged(port: u16, rt: &tokio::runtime::Runtime) -> DuplexStream {
+    let (client_io, bridge_io) = tokio::io::duplex(64 * 1024);
+    let (mut from_pipe, mut to_pipe) = tokio::io::split(bridge_io);
+    let tcp = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    tcp.set_nodelay(true).unwrap();
+    let (mut rd, mut wr) = (tcp.try_clone().unwrap(), tcp);
+    let h = rt.handle().clone();
+    std::thread::spawn(move || {
+        let mut buf = vec![0u8; 64 * 1024];
+        loop {
+            let n = rd.read(&mut buf).unwrap_or(0);
+            if n == 0 || h.block_on(to_pipe.write_all(&buf[..n])).is_err() {
+                let _ = h.block_on(to_pipe.shutdown());
+                return;
+            }
+        }
+    });
+    let h = rt.handle().clone();
+    std::thread::spawn(move || {
+        let mut buf = vec![0u8; 64 * 1024];
+        loop {
+            let n = h.block_on(from_pipe.read(&mut buf)).unwrap_or(0);
+            if n == 0 || wr.write_all(&buf[..n]).is_err() {
+                let _ = wr.shutdown(Shutdown::Write);
+                return;
+            }
+        }
+    });
+    client_io
 }

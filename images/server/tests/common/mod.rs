@@ -48,8 +48,24 @@ impl Server {
             "200ms".into(),
         ];
         args.extend(extra.iter().map(|s| s.to_string()));
+        Server::launch(bin, &args, prepare)
+    }
+
+    /// A pool server (`--sites DIR`, no `--root`): the same listeners and workers as `start`.
+    pub fn start_pool(dir: &Path, extra: &[&str]) -> Server {
+        let mut args: Vec<String> = vec!["--sites".into(), dir.display().to_string()];
+        args.extend(
+            ["--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0", "--workers", "2", "--drain-delay", "200ms"]
+                .iter()
+                .map(|s| s.to_string()),
+        );
+        args.extend(extra.iter().map(|s| s.to_string()));
+        Server::launch(Path::new(env!("CARGO_BIN_EXE_hyperstatic-server")), &args, &mut |_| {})
+    }
+
+    fn launch(bin: &Path, args: &[String], prepare: &mut dyn FnMut(&mut Command)) -> Server {
         let mut cmd = Command::new(bin);
-        cmd.args(&args).stdout(Stdio::null()).stderr(Stdio::piped());
+        cmd.args(args).stdout(Stdio::null()).stderr(Stdio::piped());
         prepare(&mut cmd);
         let mut child = cmd.spawn().expect("start hyperstatic-server");
         let stderr = child.stderr.take().unwrap();

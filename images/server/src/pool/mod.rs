@@ -1,0 +1,150 @@
+//! Shared pools, the server side (issue 40; the contract is docs/design/pools.md): with `--sites DIR` one process
+//! serves every site of an index, chosen by the request's host.
+//!
+//! - **What the workers read** is one immutable `Snapshot`, published as the single site's table is
+//!   (`publish::Published`, one atomic load per loop iteration): the index's hosts → a slot (hosts.rs), and per
+//!   slot what it serves now (`Slot`: a table, "load me", or "unavailable"). A request costs one hash of its
+//!   normalised host over a stack buffer, whatever the number of sites; nothing is locked or allocated.
+//! - **What the pool thread owns** (watch.rs) is the registry (registry.rs): the index as read (index.rs, strict,
+//!   a refused shard keeping its last good form), each site's state and table. It rebuilds and republishes the
+//!   snapshot on a change; a site's change replaces that site's slot only, the other slots (and their tables) are
+//!   the same `Arc`s, and the host map is rebuilt only when the index changes.
+//! - **Lazy load**: a site in the index with a tree starts unloaded (its slot says `Load`; its memory is its
+//!   `Cell`, the index entry and the counters). The first request sets the site's `want` flag and the pool's
+//!   `wake` flag (two stores, done once per load, by the first request only) and is answered 503 with
+//!   `Retry-After: 1`; the pool thread loads the tree within one poll period and publishes it. Loads take the
+//!   memory budget that the loaded sites leave (site/memory.rs: files past it are served from disk); past the
+//!   budget the coldest loaded site (fewest requests since the last look) is unloaded first.
+//! - **Per-site limits**: `maxFiles`/`maxBytes` refuse a larger tree at load (the site answers 503; `/sites` says
+//!   why); `requestsPerSecond` is a per-worker share (limits.rs) → 429.
+//! - **Counters** per site per worker (counters.rs) feed `/sites` and the two Prometheus families (report.rs).
+
+pub mod counters;
+pub mod hosts;
+pub mod index;
+pub mod limits;
+pub mod registry;
+pub mod report;
+pub mod watch;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+use crate::publish::Published;
+use crate::site::content::Table;
+
+/// What lives as long as the site is in the index, whatever its loads: its id, counters, and the flag its first
+/// request sets.
+pub struct Cell {
+    pub id: Box<str>,
+    pub counters: counters::SiteCounters,
+    /// Set by the first request to an unloaded site; the pool thread clears it when it loads the site.
+    pub want: AtomicBool,
+}
+
+/// A site's state, as `/sites` names it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum State {
+    /// In the index with a tree, not in memory: its first request loads it.
+    Unloaded,
+    /// Loaded, every body served from disk (the budget left none for it).
+    Disk,
+    /// Loaded, bodies in memory (those past the budget from disk).
+    Memory,
+    /// Its tree (or its value with this tree) was refused: `error` says why; it answers 503.
+    Refused,
+    /// In the index, no tree yet (`DIR/content/<id>/current` absent): 503.
+    Missing,
+}
+
+impl State {
+    pub fn name(self) -> &'static str {
+        match self {
+            State::Unloaded => "unloaded",
+            State::Disk => "disk",
+            State::Memory => "memory",
+            State::Refused => "refused",
+            State::Missing => "missing",
+        }
+    }
+
+    pub const ALL: [State; 5] = [State::Unloaded, State::Disk, State::Memory, State::Refused, State::Missing];
+}
+
+/// What a slot serves now.
+pub enum Serve {
+    Table(Arc<Table>),
+    /// In the index with a tree, not loaded: the first request asks for a load.
+    Load,
+    /// No tree yet, a refused tree, or a load under way: 503.
+    Unavailable,
+}
+
+/// One site as the workers see it.
+pub struct Slot {
+    pub cell: Arc<Cell>,
+    pub serve: Serve,
+    /// This worker's share of `requestsPerSecond` (limits.rs).
+    pub rps_share: u32,
+}
+
+/// What the workers read: every host → slot, and the slots.
+#[derive(Default)]
+pub struct Snapshot {
+    pub hosts: Arc<hosts::Hosts>,
+    pub slots: Vec<Arc<Slot>>,
+}
+
+/// Where a request goes.
+pub enum Route<'s> {
+    /// Answer it from this table, counting it on this cell.
+    Site(&'s Cell, &'s Table),
+    /// Answer it with this status (404 for an unknown host, no cell; 503 or 429 with `Retry-After: 1`).
+    Status(Option<&'s Cell>, u16),
+}
+
+/// The pool as the process shares it: the snapshot, the wake flag, and the registry's report for the admin port.
+pub struct Pool {
+    pub snapshot: Published<Snapshot>,
+    /// Some site's `want` was set: the pool thread looks at its next poll.
+    pub wake: AtomicBool,
+    /// What `/sites` and the metrics show, rebuilt by the pool thread on every change (report.rs).
+    pub report: Mutex<Arc<report::Report>>,
+}
+
+impl Default for Pool {
+    fn default() -> Self {
+        Pool {
+            snapshot: Published::new(Arc::new(Snapshot::default())),
+            wake: AtomicBool::new(false),
+            report: Mutex::new(Arc::new(report::Report::default())),
+        }
+    }
+}
+
+impl Snapshot {
+    /// The route of a request for `host` on `worker` at second `now_s`. The rate limit is checked first, so a
+    /// site past its share costs no more than a lookup; an unloaded site's first request asks for its load.
+    #[inline]
+    pub fn route(&self, pool: &Pool, host: Option<&[u8]>, worker: usize, now_s: u32) -> Route<'_> {
+        let Some(i) = self.hosts.find(host) else { return Route::Status(None, 404) };
+        let slot = &*self.slots[i as usize];
+        let cell = &*slot.cell;
+        let w = cell.counters.of(worker);
+        if !w.window.admit(now_s, slot.rps_share) {
+            crate::counters::bump(&w.rate_limited, 1);
+            return Route::Status(Some(cell), 429);
+        }
+        match &slot.serve {
+            Serve::Table(t) => Route::Site(cell, t),
+            Serve::Load => {
+                if !cell.want.load(Ordering::Relaxed) {
+                    cell.want.store(true, Ordering::Release);
+                    pool.wake.store(true, Ordering::Release);
+                }
+                Route::Status(Some(cell), 503)
+            }
+            Serve::Unavailable => Route::Status(Some(cell), 503),
+        }
+    }
+}

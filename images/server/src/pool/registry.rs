@@ -1,0 +1,502 @@
+//! The pool thread's record of every site (pool/mod.rs has the design): the index read into entries, each site's
+//! state (`unloaded`, `disk`, `memory`, `refused`, `missing`), its table while loaded, and what `/sites` reports.
+//! Only the pool thread holds a `Registry`; the workers see what `publish` makes of it.
+//!
+//! A site's entry keeps its `Cell` (counters) and its published `Slot` across reloads; an index change that
+//! leaves a site's value and limits alone leaves its table alone, and a reload of one site replaces one slot.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use super::counters::SiteCounters;
+use super::hosts::Hosts;
+use super::index::{self, Index};
+use super::report::{Report, SiteReport};
+pub use super::State;
+
+/// How a load reads a tree.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Phase {
+    /// Walk, open and stat every file, read none: every body served from disk, ETags from metadata
+    /// (loader.rs `etag_from_metadata`). What a site serves first, so that a big tree is not read whole first.
+    Quick,
+    /// The full load: bodies read and hashed, held in memory within the budget the other sites leave.
+    Full,
+}
+use super::{limits, Cell, Pool, Serve, Slot, Snapshot};
+use crate::log::{self, V};
+use crate::site::content::Table;
+use crate::site::loader::{self, Settings};
+use crate::site::memory::Budget;
+
+struct Entry {
+    site: index::Site,
+    cell: Arc<Cell>,
+    slot: Arc<Slot>,
+    state: State,
+    table: Option<Arc<Table>>,
+    files: usize,
+    /// Content in memory plus the table's own cost: what the site is charged against the budget.
+    memory_bytes: u64,
+    /// The tree's identity bytes (what a full load would like to hold).
+    bytes: u64,
+    content_revision: Option<String>,
+    /// The value revision the loaded table was built with.
+    loaded_value: Option<String>,
+    /// The table is a quick load's (every body on disk, ETags from metadata): a full load may follow.
+    quick: bool,
+    error: Option<String>,
+    /// Requests seen at the last look, and the look at which it last had any (eviction: coldest first).
+    seen_requests: u64,
+    last_used: u64,
+}
+
+pub struct Registry {
+    index_dir: PathBuf,
+    content_dir: PathBuf,
+    /// The process's load settings; each load sets the root and the budget left.
+    settings: Settings,
+    workers: usize,
+    tls: bool,
+    index: Index,
+    entries: BTreeMap<String, Entry>,
+    hosts: Arc<Hosts>,
+    problems: Vec<String>,
+    /// Looks taken (`tick`): the clock of `last_used`.
+    looks: u64,
+    /// Sites served from a quick load, waiting for their full one (one per pool-thread turn, `upgrade_one`).
+    upgrades: VecDeque<String>,
+}
+
+impl Registry {
+    /// `dir` holds `index/` and `content/`.
+    pub fn new(dir: &Path, settings: Settings, workers: usize, tls: bool) -> Registry {
+        Registry {
+            index_dir: dir.join("index"),
+            content_dir: dir.join("content"),
+            settings,
+            workers,
+            tls,
+            index: Index::default(),
+            entries: BTreeMap::new(),
+            hosts: Arc::new(Hosts::default()),
+            problems: Vec::new(),
+            looks: 0,
+            upgrades: VecDeque::new(),
+        }
+    }
+
+    pub fn index_dir(&self) -> &Path {
+        &self.index_dir
+    }
+
+    /// `DIR/content/.ready`, where the puller says which site it flipped.
+    pub fn ready_dir(&self) -> PathBuf {
+        self.content_dir.join(".ready")
+    }
+
+    fn tree(&self, id: &str) -> PathBuf {
+        self.content_dir.join(id).join("current")
+    }
+
+    fn content_revision(&self, id: &str) -> Option<String> {
+        std::fs::read_link(self.tree(id)).ok().and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+    }
+
+    /// Reads the index again: new sites enter unloaded (or missing), sites gone are dropped with their tables,
+    /// a site whose value or limits changed is reloaded if it was loaded; the others keep everything.
+    pub fn read_index(&mut self) {
+        let merged = self.index.read(&self.index_dir, self.tls);
+        for p in &merged.problems {
+            if !self.problems.contains(p) {
+                log::error("pool index problem", &[("problem", V::S(p))]);
+            }
+        }
+        self.problems = merged.problems;
+        let mut old = std::mem::take(&mut self.entries);
+        let mut reload = Vec::new();
+        for site in merged.sites {
+            let id = site.id.clone();
+            match old.remove(&id) {
+                Some(mut e) => {
+                    let changed = e.site.value.revision != site.value.revision || e.site.limits != site.limits;
+                    let rps = e.site.limits.requests_per_second != site.limits.requests_per_second;
+                    e.site = site;
+                    if changed && matches!(e.state, State::Disk | State::Memory | State::Refused) {
+                        reload.push(id.clone());
+                    }
+                    if rps {
+                        e.slot = self.slot(&e.cell, e.site.limits, serve_of(e.state, &e.table));
+                    }
+                    self.entries.insert(id, e);
+                }
+                None => {
+                    let cell = Arc::new(Cell {
+                        id: id.as_str().into(),
+                        counters: SiteCounters::new(self.workers),
+                        want: Default::default(),
+                    });
+                    let state = if self.tree(&id).exists() { State::Unloaded } else { State::Missing };
+                    let slot = self.slot(&cell, site.limits, serve_of(state, &None));
+                    let content_revision = self.content_revision(&id);
+                    log::info("pool site added", &[("site", V::S(&id)), ("state", V::S(state.name()))]);
+                    self.entries.insert(
+                        id,
+                        Entry {
+                            site,
+                            cell,
+                            slot,
+                            state,
+                            table: None,
+                            files: 0,
+                            memory_bytes: 0,
+                            bytes: 0,
+                            content_revision,
+                            loaded_value: None,
+                            quick: false,
+                            error: None,
+                            seen_requests: 0,
+                            last_used: self.looks,
+                        },
+                    );
+                }
+            }
+        }
+        for id in old.keys() {
+            log::info("pool site removed", &[("site", V::S(id))]);
+        }
+        let pairs = self
+            .entries
+            .values()
+            .enumerate()
+            .flat_map(|(i, e)| e.site.hosts.iter().map(move |h| (h.as_str(), i as u32)));
+        self.hosts = Arc::new(Hosts::build(pairs));
+        for id in reload {
+            self.load(&id, "index", Phase::Quick);
+        }
+    }
+
+    fn slot(&self, cell: &Arc<Cell>, l: index::Limits, serve: Serve) -> Arc<Slot> {
+        Arc::new(Slot { cell: cell.clone(), serve, rps_share: limits::share(l.requests_per_second, self.workers) })
+    }
+
+    fn set(&mut self, id: &str, state: State, table: Option<Arc<Table>>) {
+        let Some(e) = self.entries.get(id) else { return };
+        let slot = self.slot(&e.cell, e.site.limits, serve_of(state, &table));
+        let e = self.entries.get_mut(id).expect("looked up above");
+        (e.state, e.table, e.slot) = (state, table, slot);
+        if state == State::Unloaded {
+            // A request that came while it was loaded asks anew.
+            e.cell.want.store(false, Ordering::Release);
+        }
+        if e.table.is_none() {
+            (e.files, e.memory_bytes) = (0, 0);
+        }
+    }
+
+    /// The puller flipped (or removed) `id`'s tree: a loaded or refused site loads again now; an unloaded one
+    /// stays unloaded (its next request loads the new tree); a missing one becomes unloaded.
+    pub fn ready(&mut self, id: &str) {
+        let Some(e) = self.entries.get(id) else { return };
+        let exists = self.tree(id).exists();
+        match (e.state, exists) {
+            (_, false) => self.set(id, State::Missing, None),
+            (State::Disk | State::Memory | State::Refused, true) => self.load(id, ".ready", Phase::Quick),
+            (State::Missing, true) => self.set(id, State::Unloaded, None),
+            (State::Unloaded, true) => {}
+        }
+        let rev = self.content_revision(id);
+        if let Some(e) = self.entries.get_mut(id) {
+            e.content_revision = rev;
+        }
+    }
+
+    /// Loads every site a request asked for.
+    pub fn load_wanted(&mut self) {
+        let wanted: Vec<String> = self
+            .entries
+            .iter()
+            .filter(|(_, e)| e.cell.want.load(Ordering::Acquire) && e.state == State::Unloaded)
+            .map(|(id, _)| id.clone())
+            .collect();
+        for id in wanted {
+            if let Some(e) = self.entries.get(&id) {
+                e.cell.want.store(false, Ordering::Release);
+            }
+            self.load(&id, "request", Phase::Quick);
+        }
+    }
+
+    /// Bytes the loaded sites other than `but` are charged.
+    fn used(&self, but: &str) -> u64 {
+        self.entries.iter().filter(|(id, _)| id.as_str() != but).map(|(_, e)| e.memory_bytes).sum()
+    }
+
+    /// Makes room for `room` more bytes (for `keep`): the coldest loaded site other than `keep` leaves memory
+    /// first — a site with bodies in memory goes back to a quick load (served from disk, its table kept), a site
+    /// already on disk is unloaded (its next request loads it again) — until the loaded sites fit the budget.
+    fn evict_for(&mut self, keep: &str, room: u64) {
+        let Some(budget) = self.settings.budget.budget else { return };
+        while self.used(keep).saturating_add(room) > budget {
+            let coldest = self
+                .entries
+                .iter()
+                .filter(|(id, e)| id.as_str() != keep && e.table.is_some())
+                .min_by_key(|(_, e)| (e.last_used, e.state == State::Memory))
+                .map(|(id, e)| (id.clone(), e.state, e.memory_bytes));
+            let Some((id, state, before)) = coldest else { return };
+            if state == State::Memory {
+                log::info("pool site leaves memory: the budget needs its room", &[("site", V::S(&id))]);
+                let last_used = self.entries[&id].last_used;
+                self.read(&id, "evicted", Phase::Quick, Some(0));
+                if let Some(e) = self.entries.get_mut(&id) {
+                    // Still the coldest: a reload for room is no use.
+                    e.last_used = last_used;
+                }
+                if self.entries.get(&id).is_some_and(|e| e.table.is_some() && e.memory_bytes < before) {
+                    continue;
+                }
+            }
+            log::info("pool site unloaded: the budget needs its room", &[("site", V::S(&id))]);
+            self.set(&id, State::Unloaded, None);
+        }
+    }
+
+    /// The next site waiting for its full load, if any (the pool thread calls it when it has nothing else to do,
+    /// so a full load of one big tree delays other sites' first loads by one load at most).
+    pub fn upgrade_one(&mut self) -> bool {
+        while let Some(id) = self.upgrades.pop_front() {
+            if self.entries.get(&id).is_some_and(|e| e.quick && e.table.is_some()) {
+                self.load(&id, "full load", Phase::Full);
+                return true;
+            }
+        }
+        false
+    }
+
+    /// Loads `id`'s tree with its value, checked against its limits. A quick load queues the full one; a full
+    /// load first makes room for what the site held (coldest sites leave memory first), then takes the budget the
+    /// other loaded sites leave (files past it are served from disk).
+    pub fn load(&mut self, id: &str, why: &str, phase: Phase) {
+        let Some(e) = self.entries.get(id) else { return };
+        let budget = match phase {
+            Phase::Quick => Some(0),
+            Phase::Full => {
+                // Its whole tree and what its table costs now: the newest asked for is the hottest.
+                let room = e.bytes.saturating_add(e.memory_bytes).max(1);
+                self.evict_for(id, room);
+                self.settings.budget.budget.map(|b| b.saturating_sub(self.used(id)))
+            }
+        };
+        self.read(id, why, phase, budget);
+        if phase == Phase::Quick && self.entries.get(id).is_some_and(|e| e.quick && e.table.is_some()) {
+            self.upgrades.retain(|x| x != id);
+            self.upgrades.push_back(id.to_string());
+        }
+    }
+
+    /// One load of `id`'s tree with a content budget of `budget` (None: unlimited); the result installed (or the
+    /// site refused, or missing).
+    fn read(&mut self, id: &str, why: &str, phase: Phase, budget: Option<u64>) {
+        let Some(e) = self.entries.get(id) else { return };
+        let root = self.tree(id);
+        if !root.exists() {
+            self.set(id, State::Missing, None);
+            return;
+        }
+        let value = e.site.value.clone();
+        let lim = e.site.limits;
+        let settings = Settings {
+            root,
+            budget: Budget { limit: self.settings.budget.limit, budget },
+            etag_from_metadata: phase == Phase::Quick,
+            ..self.settings.clone()
+        };
+        let started = std::time::Instant::now();
+        let result = loader::load(&settings, &value.value, None, &mut |_| {});
+        let refused = match &result {
+            Err(e) => Some(e.clone()),
+            Ok((_, r)) if !r.missing_pages.is_empty() => Some(format!("site value: {}", r.missing_pages.join("; "))),
+            Ok((_, r)) if r.files as u64 > lim.max_files => {
+                Some(format!("{} files, more than maxFiles {}", r.files, lim.max_files))
+            }
+            Ok((_, r)) if r.bytes > lim.max_bytes => {
+                Some(format!("{} bytes, more than maxBytes {}", r.bytes, lim.max_bytes))
+            }
+            Ok(_) => None,
+        };
+        let rev = self.content_revision(id);
+        match (refused, result) {
+            (Some(why_refused), _) => {
+                log::error(
+                    "pool site refused",
+                    &[("site", V::S(id)), ("reason", V::S(why)), ("error", V::S(&why_refused))],
+                );
+                self.set(id, State::Refused, None);
+                let e = self.entries.get_mut(id).expect("looked up above");
+                e.error = Some(why_refused);
+                e.content_revision = rev;
+            }
+            (None, Ok((table, r))) => {
+                let state = if r.memory_bytes > 0 { State::Memory } else { State::Disk };
+                let cost = r.memory_bytes.saturating_add(table.table_bytes);
+                log::info(
+                    "pool site loaded",
+                    &[
+                        ("site", V::S(id)),
+                        ("reason", V::S(why)),
+                        ("phase", V::S(if phase == Phase::Quick { "quick" } else { "full" })),
+                        ("files", V::U(r.files as u64)),
+                        ("memory_bytes", V::U(r.memory_bytes)),
+                        ("disk_files", V::U(r.disk_files as u64)),
+                        ("ms", V::U(started.elapsed().as_millis() as u64)),
+                    ],
+                );
+                self.set(id, state, Some(Arc::new(table)));
+                let e = self.entries.get_mut(id).expect("looked up above");
+                (e.files, e.memory_bytes, e.bytes, e.error, e.content_revision) = (r.files, cost, r.bytes, None, rev);
+                e.loaded_value = Some(value.revision);
+                e.quick = phase == Phase::Quick;
+                e.last_used = self.looks;
+            }
+            (None, Err(_)) => unreachable!("a failed load is refused above"),
+        }
+    }
+
+    /// Once a second: which sites were asked for since the last look (the eviction order).
+    /// A site served from disk that was asked for since the last look goes back to memory when the budget has
+    /// room for it without making anyone leave (so two hot sites over the budget do not trade places each second).
+    pub fn tick(&mut self) {
+        self.looks += 1;
+        let mut hot = Vec::new();
+        for (id, e) in self.entries.iter_mut() {
+            let n = e.cell.counters.totals().requests();
+            if n != e.seen_requests {
+                (e.seen_requests, e.last_used) = (n, self.looks);
+                if e.quick && e.table.is_some() {
+                    hot.push(id.clone());
+                }
+            }
+        }
+        let budget = self.settings.budget.budget.unwrap_or(u64::MAX);
+        for id in hot {
+            let fits = self.used("").saturating_add(self.entries[&id].bytes) < budget;
+            if fits && !self.upgrades.contains(&id) {
+                self.upgrades.push_back(id);
+            }
+        }
+    }
+
+    /// Publishes the snapshot the workers read and the report the admin port shows.
+    pub fn publish(&self, pool: &Pool) {
+        let snap =
+            Snapshot { hosts: self.hosts.clone(), slots: self.entries.values().map(|e| e.slot.clone()).collect() };
+        pool.snapshot.set(Arc::new(snap));
+        let sites = self
+            .entries
+            .values()
+            .map(|e| SiteReport {
+                cell: e.cell.clone(),
+                state: e.state,
+                value_revision: e.loaded_value.clone().unwrap_or_else(|| e.site.value.revision.clone()),
+                content_revision: e.content_revision.clone(),
+                files: e.files,
+                memory_bytes: e.memory_bytes,
+                error: e.error.clone(),
+            })
+            .collect();
+        *pool.report.lock().unwrap_or_else(|e| e.into_inner()) =
+            Arc::new(Report { sites, problems: self.problems.clone() });
+    }
+
+    /// The state of `id` (tests).
+    pub fn state(&self, id: &str) -> Option<State> {
+        self.entries.get(id).map(|e| e.state)
+    }
+}
+
+fn serve_of(state: State, table: &Option<Arc<Table>>) -> Serve {
+    match (state, table) {
+        (State::Disk | State::Memory, Some(t)) => Serve::Table(t.clone()),
+        (State::Unloaded, _) => Serve::Load,
+        _ => Serve::Unavailable,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::site::content::{Body, Target};
+    use std::os::unix::fs::symlink;
+
+    fn pool_dir(name: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("hs-pool-registry-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(d.join("index")).unwrap();
+        std::fs::create_dir_all(d.join("content/a.one/r1")).unwrap();
+        std::fs::write(d.join("content/a.one/r1/index.html"), "one").unwrap();
+        symlink("r1", d.join("content/a.one/current")).unwrap();
+        let site = |id: &str, host: &str| {
+            format!(
+                r#"{{"id":"{id}","hosts":["{host}"],"value":{{"version":1}},"limits":{{"maxFiles":10,"maxBytes":1000,"requestsPerSecond":10}}}}"#
+            )
+        };
+        let shard =
+            format!(r#"{{"version":1,"sites":[{},{}]}}"#, site("a.one", "one.example"), site("b.two", "two.example"));
+        std::fs::write(d.join("index/index-00.json"), shard).unwrap();
+        d
+    }
+
+    fn body_of(r: &Registry, id: &str) -> (bool, Box<[u8]>) {
+        let t = r.entries[id].table.as_ref().unwrap();
+        let Some(Target::File(i)) = t.lookup(b"/") else { panic!("/ in the table") };
+        let v = t.entry(i).identity();
+        (matches!(v.body, Body::Disk(_)), v.etag.clone())
+    }
+
+    #[test]
+    fn a_site_serves_its_quick_load_from_disk_then_its_full_load_from_memory() {
+        let d = pool_dir("phases");
+        let mut r = Registry::new(&d, Settings::for_root(&d), 2, false);
+        r.read_index();
+        assert_eq!((r.state("a.one"), r.state("b.two")), (Some(State::Unloaded), Some(State::Missing)));
+        r.load("a.one", "test", Phase::Quick);
+        assert_eq!(r.state("a.one"), Some(State::Disk));
+        let (disk, quick_etag) = body_of(&r, "a.one");
+        assert!(disk, "a quick load reads no body");
+        assert!(r.upgrade_one(), "the full load was queued");
+        assert_eq!(r.state("a.one"), Some(State::Memory));
+        let (disk, full_etag) = body_of(&r, "a.one");
+        assert!(!disk);
+        assert_ne!(quick_etag, full_etag, "ETags from metadata, then from content");
+        assert!(!r.upgrade_one(), "nothing else waits");
+
+        // The snapshot: hosts to slots, each slot what its site serves.
+        let pool = Pool::default();
+        r.publish(&pool);
+        let (snap, _) = pool.snapshot.get();
+        assert!(matches!(snap.route(&pool, Some(b"one.example"), 0, 1), crate::pool::Route::Site(..)));
+        assert!(matches!(snap.route(&pool, Some(b"two.example"), 0, 1), crate::pool::Route::Status(Some(_), 503)));
+        assert!(matches!(snap.route(&pool, Some(b"three.example"), 0, 1), crate::pool::Route::Status(None, 404)));
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    #[test]
+    fn the_first_request_of_an_unloaded_site_asks_for_its_load_once() {
+        let d = pool_dir("want");
+        let mut r = Registry::new(&d, Settings::for_root(&d), 1, false);
+        r.read_index();
+        let pool = Pool::default();
+        r.publish(&pool);
+        let (snap, _) = pool.snapshot.get();
+        assert!(matches!(snap.route(&pool, Some(b"one.example"), 0, 1), crate::pool::Route::Status(Some(_), 503)));
+        assert!(pool.wake.swap(false, Ordering::AcqRel), "the pool thread is woken");
+        let _ = snap.route(&pool, Some(b"one.example"), 0, 1);
+        assert!(!pool.wake.load(Ordering::Acquire), "only the first request wakes it");
+        r.load_wanted();
+        assert_eq!(r.state("a.one"), Some(State::Disk));
+        let _ = std::fs::remove_dir_all(&d);
+    }
+}
