@@ -58,6 +58,7 @@ bench-rules: ## Our server on the benchmark site with 1,000 redirect rules (_red
 POOL_SITES ?= 10000
 POOL_DOCS_SITES ?= 100
 POOL_CASES ?= small,docs
+POOL_MEMORY_LIMIT ?= 1GiB
 
 .PHONY: bench-pool
 bench-pool: ## One server, many sites (issue 40): --sites on 10,000 small sites and on 100 Python docs copies vs --root on one, interleaved: RSS, start to first 200, a cold site's first request, req/CPU-s on a mix hot on 10 % (goal ≥ 0.9×); writes _out/bench/pool/ (≈4 min, +3 min to write the trees on the first run; POOL_SITES=1000 REPS=1 BENCH_SECONDS=3 for less).
@@ -66,7 +67,7 @@ bench-pool: ## One server, many sites (issue 40): --sites on 10,000 small sites 
 	  if [ ! -x "$$bin" ]; then echo "make server-build did not print an executable path (got '$$bin')" >&2; exit 1; fi; \
 	  $(call progress,pool benchmark: $$bin with --sites ($(POOL_CASES)) against --root); \
 	  $(BENCH_ENV) POOL_SITES=$(POOL_SITES) POOL_DOCS_SITES=$(POOL_DOCS_SITES) POOL_CASES="$(POOL_CASES)" \
-	    STARTUP_REPS=$(STARTUP_REPS) images/server/bench/pool.sh "$$bin"; \
+	    POOL_MEMORY_LIMIT="$(POOL_MEMORY_LIMIT)" STARTUP_REPS=$(STARTUP_REPS) images/server/bench/pool.sh "$$bin"; \
 	  rc=$$?; $(call progress,pool benchmark finished (exit $$rc); results in $(BENCH_OUT)/pool/); exit $$rc
 
 .PHONY: bench-ab

@@ -40,6 +40,13 @@ GOAL = 0.9  # pool ÷ single-site, requests per server CPU-second (issue 40)
 # single-site server would otherwise spend CPU encoding during the first runs), and the flags every benchmark here
 # gives ours (servers.Hyperstatic.argv).
 COMMON_ARGS = ["--compress=false"]
+# A pool pod has a memory limit, and the pool keeps its sites' trees within the budget derived from it: the coldest
+# evicted from memory first, files past it served from disk (site/memory.rs). The benchmark's cgroup caps CPU only,
+# so the limit is given as the flag (POOL_MEMORY_LIMIT; empty or 0: none, the server then finds no limit). 1 GiB
+# gives a 440 MiB content budget: the small pool's hot tenth fits, the docs pool's does not (10 × 67 MB).
+MEMORY_LIMIT = "1GiB"
+# What servers.Hyperstatic gives every server of ours that is a site rule: with --sites the index's value says it.
+POOL_REFUSES = ("--security-headers=false",)
 
 
 @dataclass
@@ -62,6 +69,7 @@ class Settings:
     extra_args: list[str]
     docs: str
     trees: str
+    memory_limit: str = ""
 
     @classmethod
     def from_env(cls, ours: str, out: str) -> "Settings":
@@ -78,7 +86,13 @@ class Settings:
                    docs_sites=_env_int("POOL_DOCS_SITES", 100), prime_seconds=_env_int("POOL_PRIME_SECONDS", 5),
                    cases=cases, extra_args=shlex.split(os.environ.get("BENCH_SERVER_ARGS", "")),
                    docs=os.environ.get("SITE_DOCS") or DOCS,
-                   trees=os.environ.get("POOL_TREES") or os.path.join(out, "trees"))
+                   trees=os.environ.get("POOL_TREES") or os.path.join(out, "trees"),
+                   memory_limit=os.environ.get("POOL_MEMORY_LIMIT", MEMORY_LIMIT).strip())
+
+    def server_args(self) -> list[str]:
+        """The flags both servers get beside servers.Hyperstatic's."""
+        limit = [f"--memory-limit={self.memory_limit}"] if self.memory_limit not in ("", "0") else []
+        return COMMON_ARGS + limit + self.extra_args
 
     def estimate_seconds(self) -> float:
         per_case = (self.reps * 2 * (self.seconds + self.warmup + 1.5) + self.startup_reps * 2 * 3
@@ -91,7 +105,9 @@ class PoolServer(Hyperstatic):
     name = "pool"
 
     def argv(self) -> list[str]:
-        argv = super().argv()
+        """The single-site argv with `--sites` for `--root`, less the site-rule flags a pool refuses (its sites'
+        values say the same: pooltree.VALUE)."""
+        argv = [a for a in super().argv() if a not in POOL_REFUSES]
         i = argv.index("--root")
         return argv[:i] + ["--sites", self.root] + argv[i + 2:]
 
@@ -118,7 +134,7 @@ def servers_for(cfg: Settings, pool: pooltree.Pool, work: str, tag: str) -> tupl
     binary = os.path.join(work, "hyperstatic-server")
     if not os.path.exists(binary):
         shutil.copy2(cfg.ours, binary)  # a private copy: a rebuild during the run cannot swap it underneath
-    args = COMMON_ARGS + cfg.extra_args
+    args = cfg.server_args()
     kind = pool.meta["kind"]
     p = PoolServer(binary=binary, admin_port=free_port(), extra_args=args, root=pool.dir, port=free_port(),
                    cpu=cfg.server_cpu, quota=CpuQuota(f"{tag}-{kind}-pool", cfg.quota_pct),
@@ -216,8 +232,21 @@ def paths_of(cfg: Settings, pool: pooltree.Pool, out: str) -> tuple[list[str], d
     return ul.urls, {"paths": len(ul.urls), "unique": len(ul.unique()), "pages": ul.pages}
 
 
-def case(cfg: Settings, kind: str, client: Client, work: str, cleanup: list) -> dict:
-    """One pool and its single-site server, measured from start to the end of the load rounds."""
+@dataclass
+class Prepared:
+    """A case's pool on disk and its request list."""
+    kind: str
+    pool: pooltree.Pool
+    hosts: list[str]      # each site's first host, in the order of pool.ids
+    hot: list[str]
+    entries: list[tuple[str, str]]
+    list_file: str
+    mix: dict
+
+
+def prepare(cfg: Settings, kind: str) -> Prepared:
+    """Writes (or keeps) the case's pool and its request list; at the harness's normal priority, before it raises
+    itself to the benchmark's."""
     trees = cfg.trees
     t0 = time.monotonic()
     if kind == "small":
@@ -240,7 +269,13 @@ def case(cfg: Settings, kind: str, client: Client, work: str, cleanup: list) -> 
     mix = {**poolmix.shares(entries, hot), **paths_meta}
     step(f"{kind} mix: {mix['requests']:,} requests per pass, {mix['hot_share']:.0%} on {mix['hot_sites']:,} hot "
          f"sites, the rest on {mix['cold_sites']:,} cold ones; {list_file}")
+    return Prepared(kind, pool, hosts, hot, entries, list_file, mix)
 
+
+def case(cfg: Settings, prep: Prepared, client: Client, work: str, cleanup: list) -> dict:
+    """One pool and its single-site server, measured from start to the end of the load rounds."""
+    kind, pool, hosts, hot, entries, list_file, mix = (prep.kind, prep.pool, prep.hosts, prep.hot, prep.entries,
+                                                       prep.list_file, prep.mix)
     tag = f"hs-pool-{os.getpid()}"
     pool_server, single = servers_for(cfg, pool, work, tag)
     servers = [pool_server, single]
@@ -290,6 +325,7 @@ def bench(cfg: Settings, work: str, cleanup: list) -> int:
     tag = f"hs-pool-{os.getpid()}"
     client = Client(cfg.client_cpu, CpuQuota(f"{tag}-client", 0))
     cleanup.append(client.group.destroy)
+    prepared = [prepare(cfg, kind) for kind in cfg.cases]
     client.group.create()
     # The harness times the startups and the cold requests itself: it runs like wrk (client CPU, high-weight
     # cgroup, nice -20), or on a busy machine its polling is late.
@@ -300,12 +336,12 @@ def bench(cfg: Settings, work: str, cleanup: list) -> int:
             "reps": cfg.reps, "warmup_seconds": cfg.warmup, "prime_seconds": cfg.prime_seconds,
             "cpu_quota_percent": cfg.quota_pct, "server_cpu": cfg.server_cpu, "client_cpu": cfg.client_cpu,
             "connections": cfg.connections, "startup_reps": cfg.startup_reps, "cold_probes": cfg.cold_probes,
-            "server_args": COMMON_ARGS + cfg.extra_args, "kernel": os.uname().release, "goal": GOAL,
+            "server_args": cfg.server_args(), "memory_limit": cfg.memory_limit, "kernel": os.uname().release, "goal": GOAL,
             "version": version_of(cfg.ours),
             "loadavg_start": os.getloadavg()[0]}
     cases = {}
-    for kind in cfg.cases:
-        cases[kind] = case(cfg, kind, client, work, cleanup)
+    for prep in prepared:
+        cases[prep.kind] = case(cfg, prep, client, work, cleanup)
     meta["loadavg_end"] = os.getloadavg()[0]
     data = {"meta": meta, "cases": cases}
     with open(os.path.join(cfg.out, "results.json"), "w") as f:

@@ -184,7 +184,7 @@ def markdown(data: dict) -> str:
             f"{meta['cpu_quota_percent'] or 100}% of a core, wrk and the probes on CPU {meta['client_cpu']}; flags "
             f"beside the benchmark's usual ones: `{' '.join(meta.get('server_args', []))}`; load average "
             f"{meta.get('loadavg_start', 0):.1f} → {meta.get('loadavg_end', 0):.1f}.",
-            ""]
+            "", ""]
     return "\n".join(head) + "\n".join(case_markdown(k, c, meta) + "\n" for k, c in data["cases"].items())
 
 

@@ -72,7 +72,7 @@ class SmallPool(unittest.TestCase):
                 self.assertEqual(s["hosts"], [f"{s['id']}.bench.test", f"{name_}.{ns}.svc.cluster.local",
                                               f"{name_}.{ns}.svc", f"{name_}.{ns}"])
                 self.assertEqual(set(s["limits"]), {"maxFiles", "maxBytes", "requestsPerSecond"})
-                self.assertEqual(s["value"], {"version": 1})
+                self.assertEqual(s["value"], {"version": 1, "securityHeaders": False})
                 seen.append(s["id"])
         self.assertEqual(sorted(seen), p.ids)
         self.assertEqual(len(p.ids), 40)
@@ -374,6 +374,7 @@ class Settings(unittest.TestCase):
                                 cpu=0, quota=q, workdir=d)
             argv = s.argv()
         self.assertNotIn("--root", argv)
+        self.assertNotIn("--security-headers=false", argv)  # a site rule: the index's value says it
         self.assertEqual(argv[argv.index("--sites") + 1], "/p")
         self.assertIn("--compress=false", argv)
 
@@ -392,6 +393,9 @@ class Settings(unittest.TestCase):
         self.assertEqual((cfg.small_sites, cfg.cases, cfg.reps, cfg.startup_reps, cfg.cold_probes),
                          (100, ["small"], 1, 1, 5))
         self.assertEqual(cfg.trees, "/tmp/out/trees")
+        self.assertEqual(cfg.server_args(), ["--compress=false", "--memory-limit=1GiB"])
+        cfg.memory_limit = "0"
+        self.assertEqual(cfg.server_args(), ["--compress=false"])
 
 
 if __name__ == "__main__":
