@@ -58,7 +58,7 @@ bench-rules: ## Our server on the benchmark site with 1,000 redirect rules (_red
 POOL_SITES ?= 10000
 POOL_DOCS_SITES ?= 100
 POOL_CASES ?= small,docs
-POOL_MEMORY_LIMIT ?= 1GiB
+POOL_MEMORY_LIMIT ?= 2GiB
 
 .PHONY: bench-pool
 bench-pool: ## One server, many sites (issue 40): --sites on 10,000 small sites and on 100 Python docs copies vs --root on one, interleaved: RSS, start to first 200, a cold site's first request, req/CPU-s on a mix hot on 10 % (goal ≥ 0.9×); writes _out/bench/pool/ (≈4 min, +3 min to write the trees on the first run; POOL_SITES=1000 REPS=1 BENCH_SECONDS=3 for less).

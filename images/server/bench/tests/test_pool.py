@@ -321,7 +321,8 @@ def _data(pool_rps=(9000, 9500, 9400), single_rps=(10000, 10000, 10000), cap_use
             "rss_start": {"pool": 30e6, "single": 5e6}, "cold": cold, "checked": 60, "runs": runs,
             "rss_end": {"pool": 90e6, "single": 6e6},
             "sites_after": {"sites": 10000, "states": {"memory": 1200, "unloaded": 8800}, "requests": 1,
-                            "rate_limited": 0, "memory_bytes": 1, "errors": []}}
+                            "rate_limited": 0, "memory_bytes": 1, "errors": []},
+            "open_files_end": {"pool": {"open": 19_990, "limit": 20_000}, "single": {"open": 40, "limit": 20_000}}}
     meta = {"date": "2026-12-02 09:00 UTC", "git": "abc", "version": "hyperstatic-server x", "server_cpu": 0,
             "client_cpu": 1, "cpu_quota_percent": 40, "server_args": ["--compress=false"], "loadavg_start": 1.0,
             "loadavg_end": 1.0, "connections": 100, "reps": 3, "seconds": 7, "startup_reps": 1, "goal": 0.9}
@@ -344,6 +345,36 @@ class Report(unittest.TestCase):
         self.assertIn("**met** (p90)", md)
         self.assertIn("Retry-After: 1", md)
         self.assertIn("memory 1,200, unloaded 8,800", md)
+        self.assertIn("| 19,990 of 20,000 | 40 of 20,000 |", md)
+
+    def test_sites_summary_reads_last_error(self):
+        r = {"sites": [{"id": "a.b", "state": "memory", "requests": 5, "rateLimited": 1, "memoryBytes": 10,
+                        "lastError": None},
+                       {"id": "a.c", "state": "refused", "requests": 2, "rateLimited": 0, "memoryBytes": 0,
+                        "lastError": "Too many open files (os error 24)"}]}
+        s = pool.sites_summary(r)
+        self.assertEqual(s["states"], {"memory": 1, "refused": 1})
+        self.assertEqual((s["requests"], s["rate_limited"], s["memory_bytes"]), (7, 1, 10))
+        self.assertEqual((s["errors"], s["sites_with_errors"]), (["Too many open files (os error 24)"], 1))
+        d = _data()
+        d["cases"]["small"]["sites_after"] = s
+        self.assertIn("1 sites with an error, e.g. Too many open files", poolreport.markdown(d))
+
+    def test_open_files_of_this_process(self):
+        x = pool.open_files(os.getpid())
+        self.assertGreater(x["open"], 2)
+        self.assertGreater(x["limit"], 0)
+
+    def test_goal_counts_only_answered_requests(self):
+        d = _data(pool_rps=(10000, 10000, 10000))
+        for r in d["cases"]["small"]["runs"]:
+            if r["server"] == "pool":
+                r["non2xx"] = r["requests"] // 2  # half of them 503 while sites load
+        v = poolreport.verdicts({**d["cases"]["small"], "goal": 0.9}, 40)
+        self.assertAlmostEqual(v["cpu_ratio"], 1.0, places=2)
+        self.assertAlmostEqual(v["ok_ratio"], 0.5, places=2)
+        self.assertFalse(v["met"])
+        self.assertIn("**0.50×**", poolreport.markdown(d))
 
     def test_goal_not_met_and_client_limit(self):
         d = _data(pool_rps=(7000, 7000, 7000), cap_use=0.6, client=6.8)
@@ -393,7 +424,7 @@ class Settings(unittest.TestCase):
         self.assertEqual((cfg.small_sites, cfg.cases, cfg.reps, cfg.startup_reps, cfg.cold_probes),
                          (100, ["small"], 1, 1, 5))
         self.assertEqual(cfg.trees, "/tmp/out/trees")
-        self.assertEqual(cfg.server_args(), ["--compress=false", "--memory-limit=1GiB"])
+        self.assertEqual(cfg.server_args(), ["--compress=false", "--memory-limit=2GiB"])
         cfg.memory_limit = "0"
         self.assertEqual(cfg.server_args(), ["--compress=false"])
 
