@@ -41,7 +41,13 @@ pub struct Site {
 pub struct Index {
     /// By shard file name: the bytes last read, and the last good sites.
     shards: BTreeMap<String, Shard>,
+    /// Checked values by revision: sites with the same value (most of a pool's: `{"version": 1}`) share one, parsed
+    /// once; pruned of values no site holds after each read.
+    values: Values,
 }
+
+/// Site values by revision, shared between the sites that have the same one.
+pub type Values = HashMap<String, Arc<SiteValue>>;
 
 struct Shard {
     bytes: Vec<u8>,
@@ -85,6 +91,7 @@ impl Index {
             seen.extend(self.shards.keys().cloned());
         }
         self.shards.retain(|k, _| seen.contains(k));
+        self.values.retain(|_, v| Arc::strong_count(v) > 1);
         let mut m = self.merge();
         problems.append(&mut m.problems);
         m.problems = problems;
@@ -96,7 +103,7 @@ impl Index {
         if self.shards.get(name).is_some_and(|s| s.bytes == bytes) {
             return;
         }
-        let parsed = parse_shard(&bytes, tls);
+        let parsed = parse_shard_with(&bytes, tls, &mut self.values);
         let prev = self.shards.remove(name).and_then(|s| s.good);
         let shard = match parsed {
             Ok(sites) => Shard { bytes, good: Some(Arc::new(sites)), refused: None },
@@ -170,6 +177,11 @@ fn join(path: &str, key: &str) -> String {
 
 /// Parses one shard's bytes; errors name the JSON path (`sites[1].limits.maxFiles: required`).
 pub fn parse_shard(bytes: &[u8], tls: bool) -> Result<Vec<Site>, String> {
+    parse_shard_with(bytes, tls, &mut Values::new())
+}
+
+/// `parse_shard`, taking values already checked from `values` (and adding the new ones).
+fn parse_shard_with(bytes: &[u8], tls: bool, values: &mut Values) -> Result<Vec<Site>, String> {
     let root: Value = serde_json::from_slice(bytes).map_err(|e| format!("invalid JSON: {e}"))?;
     let top = object(&root, "", &["version", "shard", "sites"])?;
     match top.get("version") {
@@ -185,10 +197,10 @@ pub fn parse_shard(bytes: &[u8], tls: bool) -> Result<Vec<Site>, String> {
         Some(Value::Array(a)) => a,
         Some(_) => return Err("sites: expected an array".into()),
     };
-    list.iter().enumerate().map(|(i, v)| site(v, &format!("sites[{i}]"), tls)).collect()
+    list.iter().enumerate().map(|(i, v)| site(v, &format!("sites[{i}]"), tls, values)).collect()
 }
 
-fn site(v: &Value, path: &str, tls: bool) -> Result<Site, String> {
+fn site(v: &Value, path: &str, tls: bool, values: &mut Values) -> Result<Site, String> {
     let m = object(v, path, &["id", "hosts", "value", "limits", "content"])?;
     let id = required(m, path, "id")?.as_str().ok_or_else(|| format!("{path}.id: expected a string"))?;
     if !is_site_id(id) {
@@ -210,8 +222,17 @@ fn site(v: &Value, path: &str, tls: bool) -> Result<Site, String> {
     let value = required(m, path, "value")?;
     // The value is re-serialised and read by the site value's own parser (one set of rules and messages).
     let bytes = serde_json::to_vec(value).map_err(|e| format!("{value_path}: {e}"))?;
-    let parsed = SiteValue::parse(&bytes).map_err(|e| format!("{value_path}.{e}"))?;
-    parsed.check_process(tls).map_err(|e| format!("{value_path}.{e}"))?;
+    let revision = revision_of(&bytes);
+    let parsed = match values.get(&revision) {
+        Some(v) => v.clone(),
+        None => {
+            let v = SiteValue::parse(&bytes).map_err(|e| format!("{value_path}.{e}"))?;
+            v.check_process(tls).map_err(|e| format!("{value_path}.{e}"))?;
+            let v = Arc::new(v);
+            values.insert(revision.clone(), v.clone());
+            v
+        }
+    };
     let lp = join(path, "limits");
     let lm = object(required(m, path, "limits")?, &lp, &["maxFiles", "maxBytes", "requestsPerSecond"])?;
     let num = |k: &str| -> Result<u64, String> {
@@ -222,12 +243,7 @@ fn site(v: &Value, path: &str, tls: bool) -> Result<Site, String> {
         max_bytes: num("maxBytes")?,
         requests_per_second: num("requestsPerSecond")?,
     };
-    Ok(Site {
-        id: id.to_string(),
-        hosts: hs,
-        value: Revised { value: Arc::new(parsed), revision: revision_of(&bytes) },
-        limits,
-    })
+    Ok(Site { id: id.to_string(), hosts: hs, value: Revised { value: parsed, revision }, limits })
 }
 
 /// `<namespace>.<name>`: two DNS labels (lowercase alphanumerics and `-`, not at either end) joined by one dot.
@@ -321,6 +337,7 @@ mod tests {
         let m = ix.merge();
         assert_eq!(m.sites.iter().map(|s| s.id.as_str()).collect::<Vec<_>>(), ["a.one", "b.two"]);
         assert!(m.problems.iter().any(|p| p.contains("index-00.json refused") && p.contains("oops: unknown field")));
+        assert!(Arc::ptr_eq(&m.sites[0].value.value, &m.sites[1].value.value), "one value for equal values");
         ix.update("index-00.json", shard(&[]), false);
         assert_eq!(ix.merge().sites.iter().map(|s| s.id.as_str()).collect::<Vec<_>>(), ["b.two", "c.three"]);
     }

@@ -10,11 +10,14 @@
 //!   snapshot on a change; a site's change replaces that site's slot only, the other slots (and their tables) are
 //!   the same `Arc`s, and the host map is rebuilt only when the index changes.
 //! - **Lazy load**: a site in the index with a tree starts unloaded (its slot says `Load`; its memory is its
-//!   `Cell`, the index entry and the counters). The first request sets the site's `want` flag and the pool's
-//!   `wake` flag (two stores, done once per load, by the first request only) and is answered 503 with
-//!   `Retry-After: 1`; the pool thread loads the tree within one poll period and publishes it. Loads take the
-//!   memory budget that the loaded sites leave (site/memory.rs: files past it are served from disk); past the
-//!   budget the coldest loaded site (fewest requests since the last look) is unloaded first.
+//!   `Cell`, the index entry and the counters). The first request sets the site's `want` flag and wakes the pool
+//!   thread (two stores and one eventfd write, by the first request only); the request gets `Route::Load`,
+//!   which HTTP/1.1 holds for up to a second (server/h1.rs parks the connection; the worker goes on serving)
+//!   and HTTP/2 answers 503 with `Retry-After: 1`: a worker never blocks on a load. The pool thread makes a quick
+//!   load first (every body served from disk, nothing read: registry.rs `Phase`), publishes it — the held request
+//!   is answered from it — then the full load. Full loads take the
+//!   memory budget that the loaded sites leave (site/memory.rs: files past it are served from disk); to make
+//!   room the coldest loaded site (no requests for the longest) leaves memory first.
 //! - **Per-site limits**: `maxFiles`/`maxBytes` refuse a larger tree at load (the site answers 503; `/sites` says
 //!   why); `requestsPerSecond` is a per-worker share (limits.rs) → 429.
 //! - **Counters** per site per worker (counters.rs) feed `/sites` and the two Prometheus families (report.rs).
@@ -101,13 +104,19 @@ pub enum Route<'s> {
     Site(&'s Cell, &'s Table),
     /// Answer it with this status (404 for an unknown host, no cell; 503 or 429 with `Retry-After: 1`).
     Status(Option<&'s Cell>, u16),
+    /// The site is being loaded (its quick load is a walk away): a worker may hold the request a moment for it,
+    /// else it is a 503 with `Retry-After: 1`.
+    Load(&'s Cell),
 }
 
 /// The pool as the process shares it: the snapshot, the wake flag, and the registry's report for the admin port.
 pub struct Pool {
     pub snapshot: Published<Snapshot>,
-    /// Some site's `want` was set: the pool thread looks at its next poll.
+    /// Some site's `want` was set: the pool thread looks for loads to make.
     pub wake: AtomicBool,
+    /// Written with the wake flag, so that the pool thread, polling it, starts the load at once (and sleeps
+    /// otherwise); -1 if the kernel gave none (the thread then polls the flag every `watch::POLL_MS`).
+    pub wake_fd: std::os::fd::RawFd,
     /// What `/sites` and the metrics show, rebuilt by the pool thread on every change (report.rs).
     pub report: Mutex<Arc<report::Report>>,
 }
@@ -117,7 +126,27 @@ impl Default for Pool {
         Pool {
             snapshot: Published::new(Arc::new(Snapshot::default())),
             wake: AtomicBool::new(false),
+            wake_fd: crate::sys::io::eventfd(),
             report: Mutex::new(Arc::new(report::Report::default())),
+        }
+    }
+}
+
+impl Drop for Pool {
+    fn drop(&mut self) {
+        if self.wake_fd >= 0 {
+            crate::sys::close(self.wake_fd);
+        }
+    }
+}
+
+impl Pool {
+    /// Asks the pool thread to look for sites to load (a worker, once per cold site).
+    fn wake(&self) {
+        self.wake.store(true, Ordering::Release);
+        if self.wake_fd >= 0 {
+            // A full counter (never, at one write per load) only means the thread is already due to wake.
+            let _ = crate::sys::io::write(self.wake_fd, &1u64.to_ne_bytes());
         }
     }
 }
@@ -140,9 +169,9 @@ impl Snapshot {
             Serve::Load => {
                 if !cell.want.load(Ordering::Relaxed) {
                     cell.want.store(true, Ordering::Release);
-                    pool.wake.store(true, Ordering::Release);
+                    pool.wake();
                 }
-                Route::Status(Some(cell), 503)
+                Route::Load(cell)
             }
             Serve::Unavailable => Route::Status(Some(cell), 503),
         }

@@ -264,6 +264,11 @@ impl Registry {
         }
     }
 
+    /// Whether sites wait for their full load.
+    pub fn upgrades_pending(&self) -> bool {
+        !self.upgrades.is_empty()
+    }
+
     /// The next site waiting for its full load, if any (the pool thread calls it when it has nothing else to do,
     /// so a full load of one big tree delays other sites' first loads by one load at most).
     pub fn upgrade_one(&mut self) -> bool {
@@ -291,6 +296,11 @@ impl Registry {
             }
         };
         self.read(id, why, phase, budget);
+        if phase == Phase::Quick {
+            // A quick load's table costs memory too (entries, header blocks, open files): the others make room.
+            let cost = self.entries.get(id).map_or(0, |e| e.memory_bytes);
+            self.evict_for(id, cost);
+        }
         if phase == Phase::Quick && self.entries.get(id).is_some_and(|e| e.quick && e.table.is_some()) {
             self.upgrades.retain(|x| x != id);
             self.upgrades.push_back(id.to_string());
@@ -491,7 +501,7 @@ mod tests {
         let pool = Pool::default();
         r.publish(&pool);
         let (snap, _) = pool.snapshot.get();
-        assert!(matches!(snap.route(&pool, Some(b"one.example"), 0, 1), crate::pool::Route::Status(Some(_), 503)));
+        assert!(matches!(snap.route(&pool, Some(b"one.example"), 0, 1), crate::pool::Route::Load(_)));
         assert!(pool.wake.swap(false, Ordering::AcqRel), "the pool thread is woken");
         let _ = snap.route(&pool, Some(b"one.example"), 0, 1);
         assert!(!pool.wake.load(Ordering::Acquire), "only the first request wakes it");

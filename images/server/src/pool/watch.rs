@@ -18,9 +18,11 @@ use crate::sys::inotify::Inotify;
 use crate::sys::signal::{poll, PollFd};
 
 const DEBOUNCE: Duration = Duration::from_millis(150);
-/// How often the thread looks for requests that asked for a load (the wake flag): a cold site's first request
-/// is answered 503 `Retry-After: 1` at once, and its load starts within this.
-const POLL_MS: i32 = 20;
+/// How long the thread sleeps with nothing to do: a request that asks for a load wakes it through the pool's
+/// eventfd, inotify through its own; this is the once-a-second look (and, without an eventfd, the wake flag's
+/// poll period).
+pub const POLL_MS: i32 = 1000;
+const POLL_MS_NO_EVENTFD: i32 = 20;
 const LOOK: Duration = Duration::from_secs(1);
 
 /// The watches of the pool thread.
@@ -79,8 +81,24 @@ pub fn run(pool: Arc<Pool>, mut reg: Registry, w: Watches) {
     let mut last_look = Instant::now();
     let mut ready = BTreeSet::new();
     loop {
-        let mut fds = [PollFd { fd: w.ino.fd(), events: libc::POLLIN, revents: 0 }];
-        poll(&mut fds, POLL_MS);
+        let mut fds = [
+            PollFd { fd: w.ino.fd(), events: libc::POLLIN, revents: 0 },
+            PollFd { fd: pool.wake_fd, events: libc::POLLIN, revents: 0 },
+        ];
+        let mut timeout = if pool.wake_fd < 0 { POLL_MS_NO_EVENTFD } else { POLL_MS };
+        timeout = timeout.min(LOOK.saturating_sub(last_look.elapsed()).as_millis() as i32);
+        if let Some(t) = dirty_since {
+            timeout = timeout.min(DEBOUNCE.saturating_sub(t.elapsed()).as_millis() as i32);
+        }
+        if reg.upgrades_pending() {
+            // Full loads wait: look for other work (a first request, a flip) without sleeping, then do one.
+            timeout = 0;
+        }
+        poll(&mut fds, timeout.max(0));
+        if fds[1].revents & libc::POLLIN != 0 {
+            let mut n = [0u8; 8];
+            let _ = crate::sys::io::read(pool.wake_fd, &mut n);
+        }
         let mut changed = false;
         if fds[0].revents & libc::POLLIN != 0 && w.drain(&mut ready) {
             dirty_since.get_or_insert_with(Instant::now);

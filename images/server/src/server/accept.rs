@@ -81,6 +81,8 @@ impl Worker {
             c.head_since_ms = self.now_ms;
             c.requests = 0;
             c.paused = false;
+            // A slot's last connection may have closed while parked: its `parked` entry is stale (gen), not this.
+            (c.parked_until, c.parked) = (0, false);
             c.then = Then::KeepOpen;
             c.peer_closed = false;
             c.stash = Vec::new();

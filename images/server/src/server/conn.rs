@@ -74,6 +74,10 @@ pub(super) struct Conn {
     pub(super) pending_gen: u64,
     /// Input is waiting for pending output to drain.
     pub(super) paused: bool,
+    /// Its request waits for a pool site's first load (h1.rs): until when (0: not waiting), and whether it is
+    /// on the worker's `parked` list.
+    pub(super) parked_until: u64,
+    pub(super) parked: bool,
     /// The client shut down its sending side (EPOLLRDHUP): answer what was received, then close.
     pub(super) peer_closed: bool,
     /// The client's address, for the access log (read at accept: no syscall per request).
@@ -120,6 +124,8 @@ impl Conn {
             pending: None,
             pending_gen: 0,
             paused: false,
+            parked_until: 0,
+            parked: false,
             peer_closed: false,
             peer: None,
             inflight: Vec::new(),

@@ -36,6 +36,7 @@ impl Worker {
         // batch (pipelined ×16 reads the clock twice per batch, not twice per request), taken at the first
         // complete head.
         let mut batch_start: Option<u64> = None;
+        let mut parked = false;
         loop {
             let parsed = parser::parse(&self.rbuf[pos..len]);
             let c = &self.conns[idx];
@@ -65,6 +66,15 @@ impl Worker {
                         },
                         Some((p, snap)) => {
                             let route = snap.route(p, req.host, self.id, (self.now_ms / 1000) as u32);
+                            if let Route::Load(_) = route {
+                                // Not for a client that already closed its side: it would be closed unanswered.
+                                if !c.peer_closed && (c.parked_until == 0 || self.now_ms < c.parked_until) {
+                                    // Held for the site's quick load: this request and what follows it wait in
+                                    // the stash (below); what was answered before it is written now.
+                                    parked = true;
+                                    break;
+                                }
+                            }
                             pooled(&mut self.out, &ctx, &req, &mut self.pathbuf, route, c.tls.is_none(), self.id)
                         }
                     };
@@ -102,6 +112,7 @@ impl Worker {
             let c = &mut self.conns[idx];
             c.requests += 1;
             c.head_since_ms = 0;
+            c.parked_until = 0;
             let s = &self.shared.stats[self.id];
             bump(&s.requests[code_index(resp.status)], 1);
             bump(&s.response_bytes, resp.bytes);
@@ -134,6 +145,15 @@ impl Worker {
             if c.head_since_ms == 0 {
                 c.head_since_ms = self.now_ms;
             }
+            if parked {
+                if c.parked_until == 0 {
+                    c.parked_until = self.now_ms + PARK_MS;
+                }
+                if !c.parked {
+                    c.parked = true;
+                    self.parked.push((idx as u32, c.gen));
+                }
+            }
         }
         self.conns[idx].then = if close { Then::Close { clean: bodiless && pos >= len } } else { Then::KeepOpen };
         match self.flush(idx) {
@@ -146,6 +166,43 @@ impl Worker {
             }
             Flow::Stop => Flow::Stop,
         }
+    }
+}
+
+/// How long an HTTP/1.1 request to a pool site that is being loaded waits for its quick load (a walk and a stat
+/// per file, no reads) before it gets 503 with `Retry-After: 1`: the first request of a cold site is then
+/// answered, from disk, without waiting for the full in-memory load. Matches `Retry-After: 1`.
+const PARK_MS: u64 = 1000;
+/// How often a worker holding parked requests looks at the pool's snapshot (its loop's epoll timeout then).
+pub(super) const PARK_LOOK_MS: i32 = 5;
+
+impl Worker {
+    /// Answers the parked requests again when the pool's snapshot changed or one's wait is over. A connection
+    /// with output pending is left to resume when its output drains (it is `paused`).
+    pub(super) fn retry_parked(&mut self, changed: bool) {
+        let due = |w: &Worker, &(i, g): &(u32, u32)| {
+            let c = &w.conns[i as usize];
+            !c.is_active() || c.gen != g || w.now_ms >= c.parked_until
+        };
+        if !changed && !self.parked.iter().any(|p| due(self, p)) {
+            return;
+        }
+        std::mem::swap(&mut self.parked, &mut self.parked_retry);
+        let mut list = std::mem::take(&mut self.parked_retry);
+        for (i, g) in list.drain(..) {
+            let idx = i as usize;
+            let c = &mut self.conns[idx];
+            if !c.is_active() || c.gen != g || !c.parked {
+                continue;
+            }
+            c.parked = false;
+            if c.pending.is_some() {
+                c.paused = true;
+                continue;
+            }
+            self.process(idx, false);
+        }
+        self.parked_retry = list;
     }
 }
 
@@ -173,6 +230,11 @@ fn pooled(
             r
         }
         Route::Status(None, status) => respond::reply(out, ctx, req, &Reply::plain(status, false, head)),
+        Route::Load(cell) => {
+            let r = respond::reply(out, ctx, req, &Reply::later(503, head));
+            cell.counters.count(worker, r.status, r.bytes);
+            r
+        }
         Route::Status(Some(cell), status) => {
             let r = respond::reply(out, ctx, req, &Reply::later(status, head));
             cell.counters.count(worker, r.status, r.bytes);

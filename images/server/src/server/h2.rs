@@ -195,6 +195,8 @@ impl Worker {
             let (reply, cell) = match routed {
                 Some(Route::Status(None, status)) => (Reply::plain(status, false, head), None),
                 Some(Route::Status(Some(cell), status)) => (Reply::later(status, head), Some(cell)),
+                // A stream is not held for a loading site (HTTP/1.1 holds its connection, h1.rs): 503 at once.
+                Some(Route::Load(cell)) => (Reply::later(503, head), Some(cell)),
                 routed => {
                     let (table, cell) = match routed {
                         Some(Route::Site(cell, t)) => (t, Some(cell)),

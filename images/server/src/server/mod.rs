@@ -70,6 +70,10 @@ pub struct Worker {
     /// `--sites`: the pool's snapshot (pool/), refreshed between batches like `table`; None for a single site,
     /// whose requests then take the branch that never looks at a host.
     pool: Option<Local<crate::pool::Snapshot>>,
+    /// HTTP/1.1 connections whose request waits for a pool site's first load (slot, gen; h1.rs `park`), and the
+    /// list they are moved to while retried.
+    parked: Vec<(u32, u32)>,
+    parked_retry: Vec<(u32, u32)>,
     date: DateCache,
     now_ms: u64,
     closing: bool,
@@ -133,6 +137,8 @@ impl Worker {
             pathbuf: vec![0u8; parser::MAX_REQUEST_LINE].into_boxed_slice(),
             table,
             pool,
+            parked: Vec::new(),
+            parked_retry: Vec::new(),
             date: DateCache::new(),
             now_ms: monotonic_ms(),
             closing: false,
@@ -178,13 +184,25 @@ impl Worker {
         let tick = (self.header_timeout_ms.min(self.keepalive_ms) / 4).clamp(5, 1000);
         let mut next_sweep = monotonic_ms() + tick;
         loop {
-            let timeout = if self.closing { 50 } else { tick as i32 };
+            // A request held for a pool site's load looks again soon (the site is published by another thread,
+            // which does not wake this loop).
+            let timeout = if self.closing {
+                50
+            } else if !self.parked.is_empty() {
+                h1::PARK_LOOK_MS
+            } else {
+                tick as i32
+            };
             let n = self.ep().wait(&mut events, timeout);
             self.now_ms = monotonic_ms();
             self.date.refresh();
             self.table.refresh(&self.shared.table);
-            if let (Some(local), Some(p)) = (&mut self.pool, &self.shared.pool) {
-                local.refresh(&p.snapshot);
+            let pool_changed = match (&mut self.pool, &self.shared.pool) {
+                (Some(local), Some(p)) => local.refresh(&p.snapshot),
+                _ => false,
+            };
+            if !self.parked.is_empty() {
+                self.retry_parked(pool_changed);
             }
             self.refresh_tls();
             self.refresh_h2_date();

@@ -93,6 +93,13 @@ impl Write for SockIo {
     }
 }
 
+/// A non-blocking eventfd (a counter another thread can poll): a worker wakes the pool thread with one write when a
+/// cold site is first asked for (pool/). -1 when the kernel refuses one.
+pub fn eventfd() -> RawFd {
+    // SAFETY: eventfd(2) takes an initial value and flags; it returns a new descriptor or -1.
+    unsafe { libc::eventfd(0, libc::EFD_NONBLOCK | libc::EFD_CLOEXEC) }
+}
+
 /// A non-blocking pipe (read end, write end), for tests of the writers.
 #[cfg(test)]
 pub fn pipe() -> (RawFd, RawFd) {
