@@ -17,6 +17,7 @@ pool.sh and README.md ("One server, many sites").
 import argparse
 import json
 import os
+import resource
 import shlex
 import shutil
 import statistics
@@ -102,9 +103,41 @@ class Settings:
         return len(self.cases) * per_case
 
 
+# RLIMIT_NOFILE a pod's container gets from containerd (and Docker) by default: a pool serving files from disk holds
+# one descriptor per such file, so the benchmark gives both servers what a pod would have, where the kernel lets it
+# (raising the hard limit needs root with CAP_SYS_RESOURCE; without it they keep servers.raise_nofile's, the hard
+# limit up to 65,536). The report shows the limit each server had and its open descriptors after the runs.
+POD_NOFILE = 1 << 20
+
+
+def raise_nofile_as_a_pod() -> None:
+    """Between fork and exec, after Server._preexec: RLIMIT_NOFILE to POD_NOFILE (at most fs.nr_open), if allowed."""
+    want = POD_NOFILE
+    try:
+        with open("/proc/sys/fs/nr_open") as f:
+            want = min(want, int(f.read()))
+        resource.setrlimit(resource.RLIMIT_NOFILE, (want, want))
+    except (OSError, ValueError):
+        pass
+
+
+class SingleServer(Hyperstatic):
+    """Ours with `--root` on one site of the pool, with the pool's descriptor limit."""
+    name = "single"
+    ready_path = PAGE
+
+    def _preexec(self) -> None:
+        super()._preexec()
+        raise_nofile_as_a_pod()
+
+
 class PoolServer(Hyperstatic):
     """Ours with `--sites DIR`: ready when its admin port says so (it answers no request without a known Host)."""
     name = "pool"
+
+    def _preexec(self) -> None:
+        super()._preexec()
+        raise_nofile_as_a_pod()
 
     def argv(self) -> list[str]:
         """The single-site argv with `--sites` for `--root`, less the site-rule flags a pool refuses (its sites'
@@ -132,7 +165,7 @@ def version_of(binary: str) -> str:
         return "unknown"
 
 
-def servers_for(cfg: Settings, pool: pooltree.Pool, work: str, tag: str) -> tuple[PoolServer, Hyperstatic]:
+def servers_for(cfg: Settings, pool: pooltree.Pool, work: str, tag: str) -> tuple[PoolServer, SingleServer]:
     binary = os.path.join(work, "hyperstatic-server")
     if not os.path.exists(binary):
         shutil.copy2(cfg.ours, binary)  # a private copy: a rebuild during the run cannot swap it underneath
@@ -141,10 +174,9 @@ def servers_for(cfg: Settings, pool: pooltree.Pool, work: str, tag: str) -> tupl
     p = PoolServer(binary=binary, admin_port=free_port(), extra_args=args, root=pool.dir, port=free_port(),
                    cpu=cfg.server_cpu, quota=CpuQuota(f"{tag}-{kind}-pool", cfg.quota_pct),
                    workdir=os.path.join(work, kind, "pool"))
-    s = Hyperstatic(binary=binary, admin_port=free_port(), extra_args=args, root=pooltree.tree_of(pool.dir, pool.ids[0]),
-                    port=free_port(), cpu=cfg.server_cpu, quota=CpuQuota(f"{tag}-{kind}-single", cfg.quota_pct),
-                    workdir=os.path.join(work, kind, "single"))
-    s.name, s.ready_path = "single", PAGE
+    s = SingleServer(binary=binary, admin_port=free_port(), extra_args=args,
+                     root=pooltree.tree_of(pool.dir, pool.ids[0]), port=free_port(), cpu=cfg.server_cpu,
+                     quota=CpuQuota(f"{tag}-{kind}-single", cfg.quota_pct), workdir=os.path.join(work, kind, "single"))
     return p, s
 
 

@@ -30,6 +30,8 @@ def _pct(xs, q: float):
 def run_note(run: dict, quota_pct: int) -> str:
     """The progress line's warning for one run (the same tests as bench-server's)."""
     note = ""
+    if not run["requests"]:
+        note += "  ⚠ no response at all in the run"
     if run["errors"] or run["non2xx"]:
         note += f"  ⚠ {run['errors']} socket errors, {run['non2xx']} non-2xx"
     if quota_pct and run["cap_use"] < SATURATED:

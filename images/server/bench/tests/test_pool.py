@@ -384,6 +384,15 @@ class Report(unittest.TestCase):
         self.assertIn("wrk CPU-bound in 3 runs", v["client"])
         self.assertIn("≥ 0.9×: **not met**", poolreport.markdown(d))
 
+    def test_run_note(self):
+        self.assertEqual(poolreport.run_note(_run("pool", 0, 10000, 2.8), 40), "")
+        silent = {**_run("pool", 0, 0, 2.8), "requests": 0}
+        self.assertIn("no response at all", poolreport.run_note(silent, 40))
+        starved = _run("pool", 0, 10000, 1.0, cap_use=0.5, client=6.9, non2xx=5)
+        note = poolreport.run_note(starved, 40)
+        self.assertIn("5 non-2xx", note)
+        self.assertIn("not saturated (wrk was CPU-bound)", note)
+
     def test_render_writes_summary(self):
         with tempfile.TemporaryDirectory() as d:
             with open(os.path.join(d, "results.json"), "w") as f:
