@@ -340,7 +340,7 @@ class Report(unittest.TestCase):
         self.assertIn("**0.94×**", md)
         self.assertIn("≥ 0.9×: **met**", md)
         self.assertIn("first answer (503 × 10)", md)
-        self.assertIn("a 200 from disk, not a wait for a load (pools.md): **not met**", md)  # 503 first
+        self.assertIn("a 200, from disk without waiting for a full load (pools.md): **not met**", md)  # 503 first
         self.assertIn("(p90) |", md)  # p90 21 ms ≤ 50 ms
         self.assertIn("**met** (p90)", md)
         self.assertIn("Retry-After: 1", md)
