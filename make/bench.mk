@@ -21,7 +21,7 @@ CADDY_IF_PEER = $(if $(filter caddy,$(subst $(comma), ,$(PEERS))),$(CADDY))
 # `bench` runs every benchmark, one after the other. A benchmark in a make file of its own joins it with a line
 # `bench: bench-<name>` there; `make help` lists what bench runs, from every such line.
 .PHONY: bench
-bench: bench-server bench-site bench-rules ## Run every benchmark there is, one after the other (each writes under _out/bench/).
+bench: bench-server bench-site bench-rules bench-pool ## Run every benchmark there is, one after the other (each writes under _out/bench/).
 
 .PHONY: bench-server
 bench-server: $(CADDY_IF_PEER) ## Our server vs nginx, lighttpd, h2o, Caddy and a canned-response floor on loopback, pinned + CPU-capped: plain HTTP, HTTPS and HTTP/2 (h2load) rows; writes _out/bench/ (≈40 min; PEERS=nginx REPS=1 BENCH_SECONDS=3 or BENCH_WORKLOADS=h2-100b-m10,... for less).
@@ -51,6 +51,24 @@ bench-rules: ## Our server on the benchmark site with 1,000 redirect rules (_red
 	  if [ ! -x "$$bin" ]; then echo "make server-build did not print an executable path (got '$$bin')" >&2; exit 1; fi; \
 	  $(call progress,site rules overhead: $$bin with and without 1000 redirect + 100 header rules); \
 	  $(BENCH_ENV) BENCH_RULES=1 PEERS=nginx BENCH_FLOOR=0 images/server/bench/run.sh "$$bin"
+
+# One server, many sites (issue 40): ours with --sites on a pool of small sites and on copies of the Python docs, each
+# against the same binary with --root on one of its sites, interleaved; RSS, start to first 200, a cold site's first
+# request, req/CPU-s on a mix hot on a tenth of the sites. The trees are written once into _out/bench/pool/trees.
+POOL_SITES ?= 10000
+POOL_DOCS_SITES ?= 100
+POOL_CASES ?= small,docs
+POOL_MEMORY_LIMIT ?= 2GiB
+
+.PHONY: bench-pool
+bench-pool: ## One server, many sites (issue 40): --sites on 10,000 small sites and on 100 Python docs copies vs --root on one, interleaved: RSS, start to first 200, a cold site's first request, req/CPU-s on a mix hot on 10 % (goal ≥ 0.9×); writes _out/bench/pool/ (≈4 min, +3 min to write the trees on the first run; POOL_SITES=1000 REPS=1 BENCH_SECONDS=3 for less).
+	@$(call progress,building the server for the pool benchmark)
+	@bin="$$($(MAKE) -s server-build | tail -n 1)"; \
+	  if [ ! -x "$$bin" ]; then echo "make server-build did not print an executable path (got '$$bin')" >&2; exit 1; fi; \
+	  $(call progress,pool benchmark: $$bin with --sites ($(POOL_CASES)) against --root); \
+	  $(BENCH_ENV) POOL_SITES=$(POOL_SITES) POOL_DOCS_SITES=$(POOL_DOCS_SITES) POOL_CASES="$(POOL_CASES)" \
+	    POOL_MEMORY_LIMIT="$(POOL_MEMORY_LIMIT)" STARTUP_REPS=$(STARTUP_REPS) images/server/bench/pool.sh "$$bin"; \
+	  rc=$$?; $(call progress,pool benchmark finished (exit $$rc); results in $(BENCH_OUT)/pool/); exit $$rc
 
 .PHONY: bench-ab
 bench-ab: ## Interleaved A/B of server flags, builds or floor variants: make bench-ab AB='plain=ours; disk=ours:--max-memory-file-size=4KiB' BENCH_WORKLOADS=8k-set; writes _out/bench/ab/.
