@@ -128,3 +128,19 @@ func TestMirrorNameIsStableAndDistinct(t *testing.T) {
 		t.Fatal("two ConfigMaps share a mirror")
 	}
 }
+
+// The server's contract test reads its own copy of the example: the two must stay the same bytes, so the Go and
+// the Rust side of the index are held to one example.
+func TestServerReadsTheSameExample(t *testing.T) {
+	ours, err := os.ReadFile("testdata/example.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	theirs, err := os.ReadFile("../../images/server/tests/data/pool-index-example.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(ours) != string(theirs) {
+		t.Fatal("images/server/tests/data/pool-index-example.json differs from internal/poolindex/testdata/example.json")
+	}
+}
