@@ -342,7 +342,7 @@ func poolFetchByHostname(t *testing.T, pods []corev1.Pod, sites []poolSite) {
 		close(work)
 		wg.Wait()
 		if len(bad) > 0 {
-			t.Errorf("%d of %d files not served byte for byte by hostname from %s; first: %s", len(bad), poolFileCount(sites), p.Name, bad[0])
+			t.Fatalf("%d of %d files not served byte for byte by hostname from %s; first: %s", len(bad), poolFileCount(sites), p.Name, bad[0])
 		}
 		s1, b1, err1 := getWithHost(client, base+"/index.html", "nobody.pool.e2e.test")
 		s2, b2, err2 := getWithHost(client, base+"/index.html", "other.unknown.example")

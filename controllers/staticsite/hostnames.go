@@ -13,6 +13,7 @@ import (
 
 	"hyperstatic.dev/hyperstatic/api/v1alpha1"
 	"hyperstatic.dev/hyperstatic/internal/hostclaim"
+	"hyperstatic.dev/hyperstatic/internal/poolplacement"
 )
 
 // Who holds a hostname (internal/hostclaim has the rules). The manager's cache indexes every StaticSite, cluster
@@ -44,7 +45,9 @@ func (r *Reconciler) claimantOf(s *v1alpha1.StaticSite) hostclaim.Claimant {
 		return c
 	}
 	c.Holds = s.Status.Hostnames
-	if s.Spec.Route != nil && len(r.policy().CheckSite(s)) == 0 {
+	// A site claims its hostnames when something answers for them: its route, or its pool (which chooses the site
+	// by Host, so a name the site does not hold must never reach it there).
+	if (s.Spec.Route != nil || poolplacement.Wants(s) != "") && len(r.policy().CheckSite(s)) == 0 {
 		for _, h := range s.Spec.Hostnames {
 			c.Claims = append(c.Claims, hostclaim.Normalize(string(h)))
 		}
