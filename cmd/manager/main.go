@@ -65,6 +65,9 @@ type options struct {
 	staticSiteConcurrency int
 	// clusterDomain is the cluster's DNS domain: pool sites answer to their Service's names under it.
 	clusterDomain string
+	// kubeAPIQPS and kubeAPIBurst bound the manager's requests to the API server (client-go's token bucket).
+	kubeAPIQPS   float64
+	kubeAPIBurst int
 }
 
 // policy parses --tenancy-policy: the multi-tenant default when it is not given.
@@ -79,6 +82,14 @@ func (o *options) policy() (tenancy.Policy, error) {
 // with 1,000 sites take about 100 s (each reconcile waits on several API round trips, applies and a status
 // write, and pods' readiness re-queues every site a few times): make bench-operator, docs/bench/operator-*.md.
 const defaultStaticSiteConcurrency = 8
+
+// defaultKubeAPIQPS and defaultKubeAPIBurst replace client-go's 20 and 30 (controller-runtime's defaults): 200
+// pool sites created at once (each a Service, an EndpointSlice, status writes, and a mirror in the pool) took 3 min
+// to be served in kind, the operator's reconciles waiting on that bucket; 50 and 300 are Flux's controllers' defaults.
+const (
+	defaultKubeAPIQPS   = 50
+	defaultKubeAPIBurst = 300
+)
 
 // poolBoardBuffer is how many pool sites' changes the Board holds for the StaticSite controller before the pool
 // controller waits for it to take them.
@@ -105,6 +116,9 @@ func bindFlags(fs *flag.FlagSet) *options {
 		"How many StaticSites are reconciled at once (distinct sites only: one site is never reconciled twice at a time).")
 	fs.StringVar(&o.clusterDomain, "cluster-domain", pool.DefaultClusterDomain,
 		"The cluster's DNS domain: a pool site answers to <name>.<namespace>.svc.<cluster-domain> (docs/design/pools.md).")
+	fs.Float64Var(&o.kubeAPIQPS, "kube-api-qps", defaultKubeAPIQPS,
+		"Requests per second the manager may make to the Kubernetes API server, on average (client-go's token bucket).")
+	fs.IntVar(&o.kubeAPIBurst, "kube-api-burst", defaultKubeAPIBurst, "Requests the manager may make to the API server in a burst above --kube-api-qps.")
 	fs.DurationVar(&o.autoscaleInterval, "autoscaler-scrape-interval", autoscaling.DefaultScrapeInterval, "How often autoscaled StaticSites' pods are scraped and the replica count re-decided.")
 	return o
 }
@@ -119,7 +133,9 @@ func main() {
 		return
 	}
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zo)))
-	if err := run(ctrl.SetupSignalHandler(), ctrl.GetConfigOrDie(), o); err != nil {
+	cfg := ctrl.GetConfigOrDie()
+	cfg.QPS, cfg.Burst = float32(o.kubeAPIQPS), o.kubeAPIBurst
+	if err := run(ctrl.SetupSignalHandler(), cfg, o); err != nil {
 		ctrl.Log.WithName("setup").Error(err, "the manager stopped with an error")
 		os.Exit(1)
 	}
