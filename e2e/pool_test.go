@@ -391,6 +391,6 @@ func getWithHost(c *http.Client, u, host string) (int, []byte, error) {
 		return 0, nil, err
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20)) // the docs' largest page is over 1 MiB
 	return resp.StatusCode, body, err
 }
