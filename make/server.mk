@@ -24,7 +24,7 @@ server-build: ## Build the static hyperstatic-server release binary and print it
 	@echo "$(SERVER_BIN)"
 
 .PHONY: server-test
-server-test: h2spec ## The server's Rust tests: unit tests per module and integration tests against the real binary; h2spec.
+server-test: h2spec h3-interop ## The server's Rust tests: unit tests per module and integration tests against the real binary; h2spec; HTTP/3 against aioquic.
 	@$(call progress,server tests)
 	@cd $(SERVER_DIR) && CARGO_TARGET_DIR=$(SERVER_CARGO_TARGET) $(CARGO) test --locked
 
