@@ -587,13 +587,19 @@ fn a_site_evicted_to_disk_answers_without_a_reload() {
     let v = sites(&s, "");
     assert_eq!(site_of(&v, "a.one")["state"], "disk", "{v}");
     assert_eq!(site_of(&v, "b.two")["state"], "disk", "{v}");
-    let loads = (loads_of(&s, "a.one"), loads_of(&s, "b.two"));
+    let loads_in = |v: &serde_json::Value| (site_of(v, "a.one")["loads"].clone(), site_of(v, "b.two")["loads"].clone());
+    let loads = loads_in(&v);
+    // A quick and a full load each, and one quick reload leaving memory.
+    assert_eq!(loads, (3.into(), 3.into()), "{v}");
     for (host, c) in [("one.example", b'a'), ("two.example", b'b')] {
         let (r, _) = get(&s, Some(host), "/big.bin");
         assert_eq!((r.status, r.body.len()), (200, 300_000), "{host}");
         assert!(r.body.iter().all(|&b| b == c), "{host}");
     }
-    assert_eq!((loads_of(&s, "a.one"), loads_of(&s, "b.two")), loads, "no reload for a site served from disk");
-    let used: u64 = sites(&s, "")["sites"].as_array().unwrap().iter().map(|x| x["memoryBytes"].as_u64().unwrap()).sum();
+    let after = sites(&s, "");
+    assert_eq!(loads_in(&after), loads, "no reload for a site served from disk: {after}");
+    let state = |id: &str| site_of(&after, id)["state"].as_str().map(str::to_owned);
+    assert_eq!((state("a.one"), state("b.two")), (Some("disk".into()), Some("disk".into())), "{after}");
+    let used: u64 = after["sites"].as_array().unwrap().iter().map(|x| x["memoryBytes"].as_u64().unwrap()).sum();
     assert!(used <= 500_000, "the loaded sites fit the budget: {used}");
 }

@@ -47,6 +47,8 @@ struct Entry {
     loaded_value: Option<String>,
     /// The table is a quick load's (every body on disk, ETags from metadata): a full load may follow.
     quick: bool,
+    /// Loads made (`/sites` `loads`).
+    loads: u64,
     error: Option<String>,
     /// Requests seen at the last look, and the look at which it last had any (eviction: coldest first).
     seen_requests: u64,
@@ -156,6 +158,7 @@ impl Registry {
                             content_revision,
                             loaded_value: None,
                             quick: false,
+                            loads: 0,
                             error: None,
                             seen_requests: 0,
                             last_used: self.looks,
@@ -385,6 +388,7 @@ impl Registry {
                 e.loaded_value = Some(value.revision);
                 e.quick = phase == Phase::Quick;
                 e.last_used = self.looks;
+                e.loads += 1;
             }
             (None, Err(_)) => unreachable!("a failed load is refused above"),
         }
@@ -429,6 +433,7 @@ impl Registry {
                 content_revision: e.content_revision.clone(),
                 files: e.files,
                 memory_bytes: e.memory_bytes,
+                loads: e.loads,
                 error: e.error.clone(),
             })
             .collect();
