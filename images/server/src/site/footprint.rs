@@ -55,7 +55,12 @@ pub const DISK_BODY: u64 = chunk(2 * size_of::<usize>() + size_of::<std::fs::Fil
 /// A pool's disk body (`Body::Path`): its `Arc<DiskPath>` allocation and its relative path (the root is shared);
 /// no descriptor is held.
 pub fn path_body(p: &crate::site::content::DiskPath) -> u64 {
-    chunk(2 * size_of::<usize>() + size_of::<crate::site::content::DiskPath>()) + chunk(p.rel.as_os_str().len())
+    path_body_of(p.rel.as_os_str().len())
+}
+
+/// `path_body` for a relative path of `rel_len` bytes (the load's plan, before the body exists).
+pub const fn path_body_of(rel_len: usize) -> u64 {
+    chunk(2 * size_of::<usize>() + size_of::<crate::site::content::DiskPath>()) + chunk(rel_len)
 }
 
 /// The handle of a body (`MEM_BODY`, `DISK_BODY` or `path_body`).

@@ -170,7 +170,7 @@ pub fn load(
     // memory: which files are held in memory (the rest, with their siblings, are served from disk). The table's
     // own cost (every entry, whatever its body) is charged first.
     let budget = cfg.budget;
-    let mut items = plan_items(site.clean_urls, &found, &hdrs);
+    let mut items = plan_items(site.clean_urls, cfg.disk_by_path, &found, &hdrs);
     items.push(memory::Item { table: hdrs_bytes + dirs_cost(&dirs), ..memory::Item::default() });
     let mut plan = memory::plan(&items, cfg.max_memory_file_size, budget.budget);
     plan.in_memory.pop();
@@ -414,11 +414,21 @@ fn dirs_cost(dirs: &[String]) -> u64 {
 /// memory: the planner's view of the walked files: each with the sizes of the sibling variants it will serve and
 /// what its table entry costs. A sibling's bytes are in its file's cost; its entry is its own, and so is the second
 /// open of its file when it is served from disk (its file's variant and its own URL each hold one).
-fn plan_items(clean_urls: bool, found: &[Found], hdrs: &HashMap<&str, Arc<Resolved>>) -> Vec<memory::Item> {
+/// `by_path`: disk bodies are paths (`Settings::disk_by_path`), which cost their path, not an open file.
+fn plan_items(
+    clean_urls: bool,
+    by_path: bool,
+    found: &[Found],
+    hdrs: &HashMap<&str, Arc<Resolved>>,
+) -> Vec<memory::Item> {
     let lens: HashMap<&str, u64> = found.iter().map(|f| (f.url.as_str(), f.len)).collect();
     let urls: HashSet<&str> = lens.keys().copied().collect();
-    // The probe entry holds memory bodies; on disk each body is an open file instead.
-    let open = footprint::DISK_BODY - footprint::MEM_BODY;
+    // The probe entry holds memory bodies; on disk each body is an open file (or a path) instead. A sibling's
+    // path is its file's and an extension (`.br`: 3 bytes; `.zst`: 4).
+    let open = |f: &Found| match by_path {
+        true => footprint::path_body_of(f.rel.as_os_str().len() + 4).saturating_sub(footprint::MEM_BODY),
+        false => footprint::DISK_BODY - footprint::MEM_BODY,
+    };
     found
         .iter()
         .map(|f| {
@@ -436,7 +446,7 @@ fn plan_items(clean_urls: bool, found: &[Found], hdrs: &HashMap<&str, Arc<Resolv
                 identity: f.len,
                 variants: siblings.iter().flatten().sum(),
                 table: table_cost(clean_urls, f, &hdrs[f.url.as_str()], siblings),
-                disk: (1 + 2 * n) * open,
+                disk: (1 + 2 * n) * open(f),
                 load,
             }
         })
