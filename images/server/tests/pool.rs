@@ -482,3 +482,125 @@ fn check_reads_the_index_and_names_its_problems() {
     assert_eq!(code, Some(1), "{out}");
     assert!(out.contains("sites[0].id"), "{out}");
 }
+
+/// Lowers the child's descriptor limit, soft and hard (the server raises its soft limit to the hard one).
+fn nofile(limit: u64) -> impl FnMut(&mut std::process::Command) {
+    move |cmd| {
+        use std::os::unix::process::CommandExt;
+        // SAFETY: only setrlimit, async-signal-safe, between fork and exec.
+        unsafe {
+            cmd.pre_exec(move || {
+                let low = libc::rlimit { rlim_cur: limit, rlim_max: limit };
+                if libc::setrlimit(libc::RLIMIT_NOFILE, &low) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+    }
+}
+
+fn open_fds(s: &Server) -> usize {
+    std::fs::read_dir(format!("/proc/{}/fd", s.child.id())).unwrap().count()
+}
+
+/// 40 sites of 12 files each (480 files, plus their directories) under a limit of 128 descriptors, a budget that
+/// holds every table but the content of a few sites at most: the sites stay loaded, served from disk, each file
+/// opened for its response and closed after, so every file of every site is served, byte for byte, and the
+/// process's descriptors stay far below the number of files.
+#[test]
+fn a_pool_with_more_files_than_descriptors_serves_every_file() {
+    let p = Pool::new("fds");
+    let body = |site: usize, f: usize| format!("site {site} file {f} ").repeat(1 + f * 300).into_bytes();
+    let mut shard = Vec::new();
+    for site in 0..40 {
+        let files: Vec<(String, Vec<u8>)> = (0..12).map(|f| (format!("d{}/f{f}.txt", f % 3), body(site, f))).collect();
+        let refs: Vec<(&str, &[u8])> = files.iter().map(|(n, b)| (n.as_str(), b.as_slice())).collect();
+        p.tree(&format!("s{site}.pool"), "r1", &refs);
+        shard.push(site_json(&format!("s{site}.pool"), &[&format!("s{site}.example")], r#"{"version": 1}"#, LIMITS));
+    }
+    p.index(&[("index-00.json", p.shard(&shard))]);
+    // ~320 kB of content a site: 40 tables (~24 kB each) fit, and the content of a few sites.
+    let s = Server::start_pool_with(&p.dir, &["--memory-limit", "0", "--memory-budget", "2000000"], &mut nofile(128));
+    for round in 0..2 {
+        for site in 0..40 {
+            let host = format!("s{site}.example");
+            for f in 0..12 {
+                let r = served(&s, &host, &format!("/d{}/f{f}.txt", f % 3));
+                assert_eq!((r.status, &r.body), (200, &body(site, f)), "round {round} site {site} file {f}");
+            }
+        }
+    }
+    let v = sites(&s, "");
+    let disk = (0..40).filter(|site| site_of(&v, &format!("s{site}.pool"))["state"] == "disk").count();
+    let memory = (0..40).filter(|site| site_of(&v, &format!("s{site}.pool"))["state"] == "memory").count();
+    // The budget holds the content of a few sites beside the 40 tables: the rest stay loaded, on disk.
+    assert!(disk >= 30 && disk + memory == 40, "every site loaded, nearly all from disk: {v}");
+    let fds = open_fds(&s);
+    assert!(fds < 64, "descriptors stay bounded whatever the files: {fds} open");
+}
+
+/// A disk-served file changed since its load (another length, or the same length written again) is answered
+/// 503 with `Retry-After`, never with the length the load saw and other bytes.
+#[test]
+fn a_file_changed_on_disk_since_its_load_is_not_served_with_a_wrong_length() {
+    let p = Pool::new("changed");
+    p.tree("a.site", "r1", &[("index.html", b"home"), ("page.txt", b"the original bytes")]);
+    p.index(&[("index-00.json", p.shard(&[site_json("a.site", &["a.example"], r#"{"version": 1}"#, LIMITS)]))]);
+    // No content budget: the full load keeps every body on disk.
+    let s = Server::start_pool(&p.dir, &["--memory-limit", "0", "--memory-budget", "0"]);
+    assert_eq!(served(&s, "a.example", "/page.txt").body, b"the original bytes");
+    wait_for("a.site on disk after its full load", || site_of(&sites(&s, ""), "a.site")["state"] == "disk");
+    assert_eq!(get(&s, Some("a.example"), "/page.txt").0.body, b"the original bytes");
+    let file = p.dir.join("content/a.site/r1/page.txt");
+    // Shorter, in place (the same inode): its load's length would be a lie.
+    std::fs::write(&file, b"short").unwrap();
+    let (r, _) = get(&s, Some("a.example"), "/page.txt");
+    assert_eq!((r.status, r.header("retry-after")), (503, Some("1")), "{}", r.text());
+    // The same length again, written later: the modification time says it changed.
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    std::fs::write(&file, b"the replaced bytes").unwrap();
+    let (r, _) = get(&s, Some("a.example"), "/page.txt");
+    assert_eq!(r.status, 503, "{}", r.text());
+    // The site's other files are still served.
+    assert_eq!(get(&s, Some("a.example"), "/").0.body, b"home");
+}
+
+/// A site that left memory for another stays loaded, served from disk (its table costs the budget little and
+/// holds no descriptor): its next request is answered from disk without loading it again, and the site that
+/// left memory longest ago is not unloaded before the warmer one leaves memory.
+#[test]
+fn a_site_evicted_to_disk_answers_without_a_reload() {
+    let p = Pool::new("evicted");
+    let big = |c: u8| vec![c; 300_000];
+    let lim = r#"{"maxFiles": 10, "maxBytes": 1000000, "requestsPerSecond": 100000}"#;
+    let mut shard = Vec::new();
+    for (id, c) in [("a.one", b'a'), ("b.two", b'b'), ("c.three", b'c')] {
+        p.tree(id, "r1", &[("index.html", id.as_bytes()), ("big.bin", &big(c))]);
+        shard.push(site_json(id, &[&format!("{}.example", &id[2..])], r#"{"version": 1}"#, lim));
+    }
+    p.index(&[("index-00.json", p.shard(&shard))]);
+    // Room for one site's content and every table.
+    let s = Server::start_pool(&p.dir, &["--memory-limit", "0", "--memory-budget", "500000"]);
+    warm(&s, "one.example", "a.one");
+    warm(&s, "two.example", "b.two");
+    warm(&s, "three.example", "c.three");
+    let v = sites(&s, "");
+    assert_eq!(site_of(&v, "a.one")["state"], "disk", "{v}");
+    assert_eq!(site_of(&v, "b.two")["state"], "disk", "{v}");
+    let loads_in = |v: &serde_json::Value| (site_of(v, "a.one")["loads"].clone(), site_of(v, "b.two")["loads"].clone());
+    let loads = loads_in(&v);
+    // A quick and a full load each, and one quick reload leaving memory.
+    assert_eq!(loads, (3.into(), 3.into()), "{v}");
+    for (host, c) in [("one.example", b'a'), ("two.example", b'b')] {
+        let (r, _) = get(&s, Some(host), "/big.bin");
+        assert_eq!((r.status, r.body.len()), (200, 300_000), "{host}");
+        assert!(r.body.iter().all(|&b| b == c), "{host}");
+    }
+    let after = sites(&s, "");
+    assert_eq!(loads_in(&after), loads, "no reload for a site served from disk: {after}");
+    let state = |id: &str| site_of(&after, id)["state"].as_str().map(str::to_owned);
+    assert_eq!((state("a.one"), state("b.two")), (Some("disk".into()), Some("disk".into())), "{after}");
+    let used: u64 = after["sites"].as_array().unwrap().iter().map(|x| x["memoryBytes"].as_u64().unwrap()).sum();
+    assert!(used <= 500_000, "the loaded sites fit the budget: {used}");
+}

@@ -139,11 +139,7 @@ pub fn route(shared: &Shared, dropped: &Dropped, path: &[u8]) -> (u16, &'static 
 /// from) and its encodings (`identity,br,gzip,zstd`).
 fn content_line(out: &mut String, e: &crate::site::content::FileEntry) {
     out.push_str(&e.path);
-    out.push_str(if matches!(e.identity().body, crate::site::content::Body::Disk(_)) {
-        "\tdisk\t"
-    } else {
-        "\tmemory\t"
-    });
+    out.push_str(if e.identity().body.on_disk() { "\tdisk\t" } else { "\tmemory\t" });
     let mut first = true;
     for enc in crate::compress::encoding::ALL {
         if e.has(enc) {

@@ -66,6 +66,17 @@ fn length(out: &mut Out, n: u64) {
 /// Appends `r` to `out` as HTTP/1.1.
 #[inline]
 pub fn frame(out: &mut Out, r: &Reply, c: Conn) -> Resp {
+    // A pool's disk body is opened now, before any of the head is written: a file that is gone or changed since
+    // its load gets 503 instead of a head whose length would lie. The batch keeps the file until it is sent.
+    let mut opened = None;
+    if let Body::Variant { v, .. } = r.body {
+        if let content::Body::Path(p) = &v.body {
+            match p.open() {
+                Some(f) => opened = Some(f),
+                None => return frame(out, &Reply::later(503, false), c),
+            }
+        }
+    }
     let start = out.buf.len();
     let mut cors = None;
     match r.head {
@@ -157,6 +168,11 @@ pub fn frame(out: &mut Out, r: &Reply, c: Conn) -> Resp {
         Body::Variant { v, start, len } => match &v.body {
             content::Body::Mem(b) => out.body(&b[start as usize..(start + len) as usize]),
             content::Body::Disk(f) => out.file(f.as_raw_fd(), start, len),
+            content::Body::Path(_) => {
+                if let Some(f) = opened {
+                    out.own_file(f, start, len);
+                }
+            }
         },
     }
     let body = r.body.bytes();

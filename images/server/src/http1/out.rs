@@ -30,11 +30,14 @@ pub struct Out {
     pub segs: Vec<Seg>,
     /// Start of the buffer run not yet covered by a segment.
     run_start: usize,
+    /// Files opened for this batch (a pool's disk bodies, `own_file`): closed when the batch is sent, or moved
+    /// into the `Pending` that sends the rest.
+    pub files: Vec<std::fs::File>,
 }
 
 impl Default for Out {
     fn default() -> Self {
-        Out { buf: Vec::with_capacity(256 * 1024), segs: Vec::with_capacity(256), run_start: 0 }
+        Out { buf: Vec::with_capacity(256 * 1024), segs: Vec::with_capacity(256), run_start: 0, files: Vec::new() }
     }
 }
 
@@ -43,6 +46,7 @@ impl Out {
         self.buf.clear();
         self.segs.clear();
         self.run_start = 0;
+        self.files.clear();
     }
 
     pub fn is_empty(&self) -> bool {
@@ -93,6 +97,13 @@ impl Out {
         }
     }
 
+    /// A file range from a file opened for this response, which the batch keeps open until it is sent.
+    pub fn own_file(&mut self, f: std::fs::File, off: u64, len: u64) {
+        use std::os::fd::AsRawFd;
+        self.file(f.as_raw_fd(), off, len);
+        self.files.push(f);
+    }
+
     fn seal_and_push(&mut self, s: Seg) {
         self.seal();
         self.segs.push(s);
@@ -115,6 +126,8 @@ pub struct Pending {
     /// What keeps the bodies the segments point into alive: the single site's table, or a pool's snapshot
     /// (whose slots hold the tables of every site the batch answered from).
     pub _hold: Hold,
+    /// Files opened for the batch (`Out::files`) its segments send from.
+    pub _files: Vec<std::fs::File>,
 }
 
 pub enum WriteResult {
@@ -202,7 +215,7 @@ pub fn write_segs(fd: RawFd, base: &[u8], segs: &mut [Seg], cur: &mut usize, wri
 
 impl Pending {
     /// Moves the unwritten rest of a batch into an owned Pending.
-    pub fn from_rest(base: &[u8], segs: &[Seg], hold: Hold) -> Box<Pending> {
+    pub fn from_rest(base: &[u8], segs: &[Seg], hold: Hold, files: Vec<std::fs::File>) -> Box<Pending> {
         let mut bytes = Vec::new();
         let mut out = VecDeque::with_capacity(segs.len());
         for s in segs {
@@ -215,7 +228,7 @@ impl Pending {
                 other => out.push_back(other),
             }
         }
-        Box::new(Pending { bytes, segs: out, _hold: hold })
+        Box::new(Pending { bytes, segs: out, _hold: hold, _files: files })
     }
 
     pub fn write(&mut self, fd: RawFd, written: &mut u64) -> WriteResult {
@@ -310,7 +323,7 @@ mod tests {
         let mut written = 0;
         let r = write_segs(fds[1], &o.buf, &mut o.segs, &mut cur, &mut written);
         assert!(matches!(r, WriteResult::Blocked), "a pipe buffer is smaller than 200 KB");
-        let mut p = Pending::from_rest(&o.buf, &o.segs[cur..], Arc::new(Table::default()));
+        let mut p = Pending::from_rest(&o.buf, &o.segs[cur..], Arc::new(Table::default()), Vec::new());
         let mut got = Vec::new();
         let mut buf = vec![0u8; 65536];
         loop {

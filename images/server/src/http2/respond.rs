@@ -128,6 +128,17 @@ pub fn frame(head: &mut Vec<u8>, loc: &mut Vec<u8>, r: &Reply) -> Framed {
 
 /// `frame` with the field encoding `C`, appending to `head`.
 pub fn frame_with<C: Coder>(head: &mut Vec<u8>, loc: &mut Vec<u8>, r: &Reply) -> Framed {
+    // A pool's disk body is opened before the head is framed (as http1/frame.rs does): gone or changed since its
+    // load, the reply is a 503 rather than a head whose length would lie. The stream's handle keeps it open.
+    let mut opened = None;
+    if let Body::Variant { v, .. } = r.body {
+        if let content::Body::Path(p) = &v.body {
+            match p.open() {
+                Some(f) => opened = Some(Arc::new(f)),
+                None => return frame_with::<C>(head, loc, &Reply::later(503, false)),
+            }
+        }
+    }
     let mut cors = None;
     let mut tmp = [0u8; 20];
     match r.head {
@@ -219,6 +230,10 @@ pub fn frame_with<C: Coder>(head: &mut Vec<u8>, loc: &mut Vec<u8>, r: &Reply) ->
             let h = match &v.body {
                 content::Body::Mem(b) => BodyRef::Mem(b.clone()),
                 content::Body::Disk(f) => BodyRef::Disk(f.clone()),
+                content::Body::Path(_) => match opened {
+                    Some(f) => BodyRef::Disk(f),
+                    None => unreachable!("a path body is opened above"),
+                },
             };
             Some((h, start, start + len))
         }

@@ -17,7 +17,14 @@
 //!   load first (every body served from disk, nothing read: registry.rs `Phase`), publishes it — the held request
 //!   is answered from it — then the full load. Full loads take the
 //!   memory budget that the loaded sites leave (site/memory.rs: files past it are served from disk); to make
-//!   room the coldest loaded site (no requests for the longest) leaves memory first.
+//!   room the coldest site with bodies in memory (no requests for the longest) leaves memory first, back to a
+//!   quick load. A site served from disk costs only its table and stays loaded (its next request is answered
+//!   without a reload); the coldest loaded sites are unloaded only when the tables alone are past the budget.
+//! - **Descriptors are bounded**: a pool site's disk-served file is a path and the metadata its load saw
+//!   (`Body::Path`, loader.rs `disk_by_path`), not an open descriptor. Each response opens it beneath the root
+//!   (site/beneath.rs, no symlink followed), serves it only if its size, time and inode are still the load's
+//!   (else 503 with `Retry-After: 1`: its precomputed length and ETag would lie), and closes it once sent. The
+//!   process's descriptors are its connections' and those of responses in flight, whatever the sites and files.
 //! - **Per-site limits**: `maxFiles`/`maxBytes` refuse a larger tree at load (the site answers 503; `/sites` says
 //!   why); `requestsPerSecond` is a per-worker share (limits.rs) → 429.
 //! - **Counters** per site per worker (counters.rs) feed `/sites` and the two Prometheus families (report.rs).

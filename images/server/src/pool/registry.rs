@@ -47,6 +47,8 @@ struct Entry {
     loaded_value: Option<String>,
     /// The table is a quick load's (every body on disk, ETags from metadata): a full load may follow.
     quick: bool,
+    /// Loads made (`/sites` `loads`).
+    loads: u64,
     error: Option<String>,
     /// Requests seen at the last look, and the look at which it last had any (eviction: coldest first).
     seen_requests: u64,
@@ -156,6 +158,7 @@ impl Registry {
                             content_revision,
                             loaded_value: None,
                             quick: false,
+                            loads: 0,
                             error: None,
                             seen_requests: 0,
                             last_used: self.looks,
@@ -231,32 +234,48 @@ impl Registry {
         self.entries.iter().filter(|(id, _)| id.as_str() != but).map(|(_, e)| e.memory_bytes).sum()
     }
 
-    /// Makes room for `room` more bytes (for `keep`): the coldest loaded site other than `keep` leaves memory
-    /// first — a site with bodies in memory goes back to a quick load (served from disk, its table kept), a site
-    /// already on disk is unloaded (its next request loads it again) — until the loaded sites fit the budget.
-    fn evict_for(&mut self, keep: &str, room: u64) {
+    /// Makes room for `room` more bytes (for `keep`), of which `table` are its table's own cost. Content leaves
+    /// first: the coldest site with bodies in memory goes back to a quick load (served from disk, its table kept),
+    /// until the loaded sites fit or none holds content. A site served from disk costs only its table (no open
+    /// file: its bodies are paths), so it stays loaded and its next request is answered without a reload; only
+    /// when the tables alone are past the budget does the coldest disk site's table go (`unload_for`).
+    fn evict_for(&mut self, keep: &str, room: u64, table: u64) {
         let Some(budget) = self.settings.budget.budget else { return };
         while self.used(keep).saturating_add(room) > budget {
             let coldest = self
                 .entries
                 .iter()
+                .filter(|(id, e)| id.as_str() != keep && e.table.is_some() && e.state == State::Memory)
+                .min_by_key(|(_, e)| e.last_used)
+                .map(|(id, e)| (id.clone(), e.memory_bytes));
+            let Some((id, before)) = coldest else { break };
+            log::info("pool site leaves memory: the budget needs its room", &[("site", V::S(&id))]);
+            let last_used = self.entries[&id].last_used;
+            self.read(&id, "evicted", Phase::Quick, Some(0));
+            if let Some(e) = self.entries.get_mut(&id) {
+                // Still the coldest: a reload for room is no use.
+                e.last_used = last_used;
+            }
+            if !self.entries.get(&id).is_some_and(|e| e.table.is_some() && e.memory_bytes < before) {
+                log::info("pool site unloaded: the budget needs its room", &[("site", V::S(&id))]);
+                self.set(&id, State::Unloaded, None);
+            }
+        }
+        self.unload_for(keep, budget, table);
+    }
+
+    /// Unloads the coldest loaded sites other than `keep` while the loaded sites and `table` more bytes are past
+    /// `budget` (what is left after content has left memory: tables the budget cannot hold).
+    fn unload_for(&mut self, keep: &str, budget: u64, table: u64) {
+        while self.used(keep).saturating_add(table) > budget {
+            let coldest = self
+                .entries
+                .iter()
                 .filter(|(id, e)| id.as_str() != keep && e.table.is_some())
                 .min_by_key(|(_, e)| (e.last_used, e.state == State::Memory))
-                .map(|(id, e)| (id.clone(), e.state, e.memory_bytes));
-            let Some((id, state, before)) = coldest else { return };
-            if state == State::Memory {
-                log::info("pool site leaves memory: the budget needs its room", &[("site", V::S(&id))]);
-                let last_used = self.entries[&id].last_used;
-                self.read(&id, "evicted", Phase::Quick, Some(0));
-                if let Some(e) = self.entries.get_mut(&id) {
-                    // Still the coldest: a reload for room is no use.
-                    e.last_used = last_used;
-                }
-                if self.entries.get(&id).is_some_and(|e| e.table.is_some() && e.memory_bytes < before) {
-                    continue;
-                }
-            }
-            log::info("pool site unloaded: the budget needs its room", &[("site", V::S(&id))]);
+                .map(|(id, _)| id.clone());
+            let Some(id) = coldest else { return };
+            log::info("pool site unloaded: the budget cannot hold its table", &[("site", V::S(&id))]);
             self.set(&id, State::Unloaded, None);
         }
     }
@@ -288,7 +307,7 @@ impl Registry {
             Phase::Full => {
                 // Its whole tree and what its table costs now: the newest asked for is the hottest.
                 let room = e.bytes.saturating_add(e.memory_bytes).max(1);
-                self.evict_for(id, room);
+                self.evict_for(id, room, e.memory_bytes);
                 self.settings.budget.budget.map(|b| b.saturating_sub(self.used(id)))
             }
         };
@@ -296,7 +315,7 @@ impl Registry {
         if phase == Phase::Quick {
             // A quick load's table costs memory too (entries, header blocks, open files): the others make room.
             let cost = self.entries.get(id).map_or(0, |e| e.memory_bytes);
-            self.evict_for(id, cost);
+            self.evict_for(id, cost, cost);
         }
         if phase == Phase::Quick && self.entries.get(id).is_some_and(|e| e.quick && e.table.is_some()) {
             self.upgrades.retain(|x| x != id);
@@ -319,6 +338,8 @@ impl Registry {
             root,
             budget: Budget { limit: self.settings.budget.limit, budget },
             etag_from_metadata: phase == Phase::Quick,
+            // Descriptors must not grow with the pool's sites and files: disk bodies are paths, opened per response.
+            disk_by_path: true,
             ..self.settings.clone()
         };
         let started = std::time::Instant::now();
@@ -367,6 +388,7 @@ impl Registry {
                 e.loaded_value = Some(value.revision);
                 e.quick = phase == Phase::Quick;
                 e.last_used = self.looks;
+                e.loads += 1;
             }
             (None, Err(_)) => unreachable!("a failed load is refused above"),
         }
@@ -411,6 +433,7 @@ impl Registry {
                 content_revision: e.content_revision.clone(),
                 files: e.files,
                 memory_bytes: e.memory_bytes,
+                loads: e.loads,
                 error: e.error.clone(),
             })
             .collect();
@@ -435,7 +458,7 @@ fn serve_of(state: State, table: &Option<Arc<Table>>) -> Serve {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::site::content::{Body, Target};
+    use crate::site::content::Target;
     use std::os::unix::fs::symlink;
 
     fn pool_dir(name: &str) -> PathBuf {
@@ -460,7 +483,7 @@ mod tests {
         let t = r.entries[id].table.as_ref().unwrap();
         let Some(Target::File(i)) = t.lookup(b"/") else { panic!("/ in the table") };
         let v = t.entry(i).identity();
-        (matches!(v.body, Body::Disk(_)), v.etag.clone())
+        (v.body.on_disk(), v.etag.clone())
     }
 
     #[test]

@@ -19,6 +19,9 @@ pub struct SiteReport {
     pub content_revision: Option<String>,
     pub files: usize,
     pub memory_bytes: u64,
+    /// Loads made since the site entered the index (quick, full, and a quick reload leaving memory): a site
+    /// answered from disk without a reload leaves it unchanged.
+    pub loads: u64,
     pub error: Option<String>,
 }
 
@@ -66,9 +69,10 @@ impl Report {
             }
             let _ = write!(
                 out,
-                ",\"files\":{},\"memoryBytes\":{},\"requests\":{},\"requestsByClass\":{{\"1xx\":{},\"2xx\":{},\"3xx\":{},\"4xx\":{},\"5xx\":{}}},\"bytesSent\":{},\"rateLimited\":{},\"lastError\":",
+                ",\"files\":{},\"memoryBytes\":{},\"loads\":{},\"requests\":{},\"requestsByClass\":{{\"1xx\":{},\"2xx\":{},\"3xx\":{},\"4xx\":{},\"5xx\":{}}},\"bytesSent\":{},\"rateLimited\":{},\"lastError\":",
                 s.files,
                 s.memory_bytes,
+                s.loads,
                 t.requests(),
                 t.classes[0],
                 t.classes[1],
@@ -139,6 +143,7 @@ mod tests {
             content_revision: None,
             files: 1,
             memory_bytes: 2,
+            loads: 1,
             error: None,
         }
     }

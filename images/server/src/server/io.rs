@@ -232,7 +232,8 @@ impl Worker {
                     Some(p) => p.value.clone(),
                     None => self.table.value.clone(),
                 };
-                let p = Pending::from_rest(&self.out.buf, &self.out.segs[cur..], hold);
+                let files = std::mem::take(&mut self.out.files);
+                let p = Pending::from_rest(&self.out.buf, &self.out.segs[cur..], hold, files);
                 self.out.clear();
                 let c = &mut self.conns[idx];
                 c.pending = Some(p);

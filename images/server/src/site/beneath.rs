@@ -19,6 +19,11 @@ use crate::sys::fs::openat;
 /// a symlink at the time of the open; the result must be a regular file. `root` itself is opened as given (it is
 /// the operator's choice, not the site's).
 pub fn open_file(root: &Path, rel: &Path) -> io::Result<File> {
+    open_with_metadata(root, rel).map(|(f, _)| f)
+}
+
+/// `open_file` with the metadata of the file opened (one fstat, which the regular-file check needs anyway).
+pub fn open_with_metadata(root: &Path, rel: &Path) -> io::Result<(File, std::fs::Metadata)> {
     let not_beneath = || io::Error::new(io::ErrorKind::InvalidInput, "not a plain path beneath the site root");
     let parts: Vec<&OsStr> = rel
         .components()
@@ -35,10 +40,11 @@ pub fn open_file(root: &Path, rel: &Path) -> io::Result<File> {
     // O_NONBLOCK: a name swapped for a FIFO must not block the loader in open(2); a regular file ignores it.
     let fd = openat(dir.as_raw_fd(), last, libc::O_RDONLY | libc::O_NOFOLLOW | libc::O_NONBLOCK)?;
     let f = File::from(fd);
-    if !f.metadata()?.is_file() {
+    let m = f.metadata()?;
+    if !m.is_file() {
         return Err(io::Error::new(io::ErrorKind::InvalidInput, "not a regular file"));
     }
-    Ok(f)
+    Ok((f, m))
 }
 
 #[cfg(test)]

@@ -15,6 +15,44 @@ pub enum Body {
     Mem(Arc<[u8]>),
     /// Over the memory budget or the in-memory size cap: served with sendfile from this open file.
     Disk(Arc<File>),
+    /// A pool site's disk-served file (pool/): its path and the metadata its load saw, opened per response and
+    /// closed once sent, so that descriptors do not grow with the sites and files a pool serves.
+    Path(Arc<DiskPath>),
+}
+
+/// Where a disk-served file of a pool site is, and what it was at load: a response opens it beneath the root
+/// (beneath.rs, no symlink followed) and serves it only if it is still that file (`open`).
+pub struct DiskPath {
+    pub root: Arc<std::path::PathBuf>,
+    pub rel: Box<std::path::Path>,
+    pub len: u64,
+    pub mtime: (i64, i64),
+    pub ino: u64,
+}
+
+impl DiskPath {
+    /// From a file the loader opened (and then closes).
+    pub fn of(root: Arc<std::path::PathBuf>, rel: &std::path::Path, m: &std::fs::Metadata) -> DiskPath {
+        use std::os::unix::fs::MetadataExt;
+        DiskPath { root, rel: rel.into(), len: m.len(), mtime: (m.mtime(), m.mtime_nsec()), ino: m.ino() }
+    }
+
+    /// Opens the file for one response. None when it cannot be opened or is no longer the file the load saw
+    /// (another inode, size or modification time): its precomputed length and ETag would lie, so the caller
+    /// answers 503 (`Retry-After: 1`) instead of serving it with a wrong length.
+    pub fn open(&self) -> Option<File> {
+        use std::os::unix::fs::MetadataExt;
+        let (f, m) = crate::site::beneath::open_with_metadata(&self.root, &self.rel).ok()?;
+        let same = m.len() == self.len && (m.mtime(), m.mtime_nsec()) == self.mtime && m.ino() == self.ino;
+        same.then_some(f)
+    }
+}
+
+impl Body {
+    /// Served from disk (an open file or a path).
+    pub fn on_disk(&self) -> bool {
+        !matches!(self, Body::Mem(_))
+    }
 }
 
 #[derive(Clone)]

@@ -52,11 +52,23 @@ pub const MEM_BODY: u64 = 40;
 /// A disk body's handle: its `Arc<File>` allocation and the open file's kernel memory.
 pub const DISK_BODY: u64 = chunk(2 * size_of::<usize>() + size_of::<std::fs::File>()) + OPEN_FILE;
 
-/// The handle of a body (`MEM_BODY` or `DISK_BODY`).
+/// A pool's disk body (`Body::Path`): its `Arc<DiskPath>` allocation and its relative path (the root is shared);
+/// no descriptor is held.
+pub fn path_body(p: &crate::site::content::DiskPath) -> u64 {
+    path_body_of(p.rel.as_os_str().len())
+}
+
+/// `path_body` for a relative path of `rel_len` bytes (the load's plan, before the body exists).
+pub const fn path_body_of(rel_len: usize) -> u64 {
+    chunk(2 * size_of::<usize>() + size_of::<crate::site::content::DiskPath>()) + chunk(rel_len)
+}
+
+/// The handle of a body (`MEM_BODY`, `DISK_BODY` or `path_body`).
 pub fn body_handle(b: &Body) -> u64 {
     match b {
         Body::Mem(_) => MEM_BODY,
         Body::Disk(_) => DISK_BODY,
+        Body::Path(p) => path_body(p),
     }
 }
 

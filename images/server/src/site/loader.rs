@@ -22,7 +22,7 @@ pub(crate) use crate::compress::encodings::with_encodings;
 use crate::compress::encodings::{self, Digest, Store};
 use crate::headers::per_file;
 use crate::headers::resolved::Resolved;
-use crate::site::content::{Body, FileEntry, FxMap, Table, Target};
+use crate::site::content::{Body, DiskPath, FileEntry, FxMap, Table, Target};
 use crate::site::entry::{build_entry, Loaded};
 use crate::site::footprint;
 use crate::site::memory;
@@ -44,6 +44,9 @@ pub struct Settings {
     /// bytes: a load that opens and stats each file but reads none (a pool site's first, fast load, pool/;
     /// the full load that follows gives content ETags).
     pub etag_from_metadata: bool,
+    /// Disk-served files kept as a path and their metadata (`Body::Path`), opened per response, instead of an
+    /// open descriptor each: a pool's sites (pool/), whose files would otherwise need a descriptor apiece.
+    pub disk_by_path: bool,
 }
 
 impl Settings {
@@ -56,6 +59,7 @@ impl Settings {
             budget: memory::Budget::of(None, None),
             compress: true,
             etag_from_metadata: false,
+            disk_by_path: false,
         }
     }
 }
@@ -91,7 +95,16 @@ fn metadata_digest(url: &str, m: &std::fs::Metadata) -> Digest {
     h.finalize().into()
 }
 
-fn load_one(f: &Found, siblings: &HashMap<&str, &Found>, in_memory: bool, meta_etag: bool) -> Result<Loaded, String> {
+fn load_one(f: &Found, siblings: &HashMap<&str, &Found>, in_memory: bool, cfg: &Settings) -> Result<Loaded, String> {
+    let meta_etag = cfg.etag_from_metadata;
+    // A disk body: the file kept open, or (`disk_by_path`) its path and metadata, the file closed on return.
+    let disk = |found: &Found, file: File, m: &std::fs::Metadata| {
+        if cfg.disk_by_path {
+            Body::Path(Arc::new(DiskPath::of(found.root.clone(), &found.rel, m)))
+        } else {
+            Body::Disk(Arc::new(file))
+        }
+    };
     let content_type = mime::for_name(&f.url);
     let sibling = |enc: Encoding| siblings.get(format!("{}.{}", f.url, enc.ext()).as_str()).copied();
     let mut encoded: [Option<(Body, u64)>; encoding::COUNT] = Default::default();
@@ -108,11 +121,11 @@ fn load_one(f: &Found, siblings: &HashMap<&str, &Found>, in_memory: bool, meta_e
         for enc in COMPRESSED {
             if let Some(s) = sibling(enc) {
                 let sfile = s.open()?;
-                let n = sfile.metadata().map_err(|e| format!("{}: {e}", s.fs_path.display()))?.len();
-                encoded[enc as usize] = Some((Body::Disk(Arc::new(sfile)), n));
+                let sm = sfile.metadata().map_err(|e| format!("{}: {e}", s.fs_path.display()))?;
+                encoded[enc as usize] = Some((disk(s, sfile, &sm), sm.len()));
             }
         }
-        (digest, (Body::Disk(Arc::new(file)), len))
+        (digest, (disk(f, file, &meta), len))
     } else {
         let data = f.read()?;
         let digest: Digest = Sha256::digest(&data).into();
@@ -157,7 +170,7 @@ pub fn load(
     // memory: which files are held in memory (the rest, with their siblings, are served from disk). The table's
     // own cost (every entry, whatever its body) is charged first.
     let budget = cfg.budget;
-    let mut items = plan_items(site.clean_urls, &found, &hdrs);
+    let mut items = plan_items(site.clean_urls, cfg.disk_by_path, &found, &hdrs);
     items.push(memory::Item { table: hdrs_bytes + dirs_cost(&dirs), ..memory::Item::default() });
     let mut plan = memory::plan(&items, cfg.max_memory_file_size, budget.budget);
     plan.in_memory.pop();
@@ -167,7 +180,6 @@ pub fn load(
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get()).min(8);
     let threads = memory::load_threads(cpus, budget.limit);
     let chunk = found.len().div_ceil(threads).max(1);
-    let meta_etag = cfg.etag_from_metadata;
     // A sibling held in memory is not read on its own: it is given its file's variant (the same bytes) below.
     let via_file: Vec<bool> =
         found.iter().zip(&plan.in_memory).map(|(f, &m)| m && base_of(&f.url, &urls).is_some()).collect();
@@ -185,8 +197,7 @@ pub fn load(
                         .zip(via)
                         .map(|((f, &m), &v)| {
                             (!v).then(|| {
-                                load_one(f, by_url, m, meta_etag)
-                                    .map(|l| Arc::new(build_entry(hdrs[&*f.url].clone(), l)))
+                                load_one(f, by_url, m, cfg).map(|l| Arc::new(build_entry(hdrs[&*f.url].clone(), l)))
                             })
                         })
                         .collect::<Vec<_>>()
@@ -219,7 +230,7 @@ pub fn load(
                     shared.insert(entries.len() + siblings.len());
                     Ok(l)
                 }
-                None => load_one(f, &by_url, true, false),
+                None => load_one(f, &by_url, true, cfg),
             };
             match r {
                 Ok(l) => siblings.push(Arc::new(build_entry(hdrs[&*l.url].clone(), l))),
@@ -242,7 +253,7 @@ pub fn load(
     for (i, e) in entries.iter().enumerate() {
         report.files += 1;
         report.bytes += e.identity().len;
-        if matches!(e.identity().body, Body::Disk(_)) {
+        if e.identity().body.on_disk() {
             report.memory.disk_bytes += e.identity().len;
         }
         for (k, v) in e.variants.iter().enumerate() {
@@ -251,7 +262,7 @@ pub fn load(
                 // A sibling's bytes are its file's variant, counted there.
                 Body::Mem(_) if k == 0 && shared.contains(&i) => {}
                 Body::Mem(_) => report.memory_bytes += v.len,
-                Body::Disk(_) => report.disk_files += 1,
+                Body::Disk(_) | Body::Path(_) => report.disk_files += 1,
             }
         }
         report.compressed_variants += e.variants[1..].iter().flatten().count();
@@ -403,11 +414,21 @@ fn dirs_cost(dirs: &[String]) -> u64 {
 /// memory: the planner's view of the walked files: each with the sizes of the sibling variants it will serve and
 /// what its table entry costs. A sibling's bytes are in its file's cost; its entry is its own, and so is the second
 /// open of its file when it is served from disk (its file's variant and its own URL each hold one).
-fn plan_items(clean_urls: bool, found: &[Found], hdrs: &HashMap<&str, Arc<Resolved>>) -> Vec<memory::Item> {
+/// `by_path`: disk bodies are paths (`Settings::disk_by_path`), which cost their path, not an open file.
+fn plan_items(
+    clean_urls: bool,
+    by_path: bool,
+    found: &[Found],
+    hdrs: &HashMap<&str, Arc<Resolved>>,
+) -> Vec<memory::Item> {
     let lens: HashMap<&str, u64> = found.iter().map(|f| (f.url.as_str(), f.len)).collect();
     let urls: HashSet<&str> = lens.keys().copied().collect();
-    // The probe entry holds memory bodies; on disk each body is an open file instead.
-    let open = footprint::DISK_BODY - footprint::MEM_BODY;
+    // The probe entry holds memory bodies; on disk each body is an open file (or a path) instead. A sibling's
+    // path is its file's and an extension (`.br`: 3 bytes; `.zst`: 4).
+    let open = |f: &Found| match by_path {
+        true => footprint::path_body_of(f.rel.as_os_str().len() + 4).saturating_sub(footprint::MEM_BODY),
+        false => footprint::DISK_BODY - footprint::MEM_BODY,
+    };
     found
         .iter()
         .map(|f| {
@@ -425,7 +446,7 @@ fn plan_items(clean_urls: bool, found: &[Found], hdrs: &HashMap<&str, Arc<Resolv
                 identity: f.len,
                 variants: siblings.iter().flatten().sum(),
                 table: table_cost(clean_urls, f, &hdrs[f.url.as_str()], siblings),
-                disk: (1 + 2 * n) * open,
+                disk: (1 + 2 * n) * open(f),
                 load,
             }
         })

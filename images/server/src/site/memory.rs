@@ -186,7 +186,8 @@ pub struct Item {
     /// What its place in the table costs wherever its body is (entry, header blocks, names, map slot:
     /// footprint.rs). A directory is an item with only this (and `load`).
     pub table: u64,
-    /// What serving it from disk adds: the open files of it and its siblings (footprint.rs `OPEN_FILE`).
+    /// What serving it from disk adds: the open files of it and its siblings (footprint.rs `OPEN_FILE`), or for a
+    /// pool site (loader.rs `disk_by_path`) their paths.
     pub disk: u64,
     /// What the load holds for it while it runs and frees at its end (the walk's record, the load's lists).
     pub load: u64,

@@ -53,6 +53,11 @@ impl Server {
 
     /// A pool server (`--sites DIR`, no `--root`): the same listeners and workers as `start`.
     pub fn start_pool(dir: &Path, extra: &[&str]) -> Server {
+        Server::start_pool_with(dir, extra, &mut |_| {})
+    }
+
+    /// `start_pool` with a chance to adjust the command first (e.g. a pre_exec hook).
+    pub fn start_pool_with(dir: &Path, extra: &[&str], prepare: &mut dyn FnMut(&mut Command)) -> Server {
         let mut args: Vec<String> = vec!["--sites".into(), dir.display().to_string()];
         args.extend(
             ["--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0", "--workers", "2", "--drain-delay", "200ms"]
@@ -60,7 +65,7 @@ impl Server {
                 .map(|s| s.to_string()),
         );
         args.extend(extra.iter().map(|s| s.to_string()));
-        Server::launch(Path::new(env!("CARGO_BIN_EXE_hyperstatic-server")), &args, &mut |_| {})
+        Server::launch(Path::new(env!("CARGO_BIN_EXE_hyperstatic-server")), &args, prepare)
     }
 
     fn launch(bin: &Path, args: &[String], prepare: &mut dyn FnMut(&mut Command)) -> Server {
