@@ -107,6 +107,7 @@ func (s poolSite) key() string { return s.ns + "/" + s.name }
 // poolSiteSet is the scenario's sites, half in each tenant namespace, each with files of its own bytes (a site
 // served another's tree fails the byte check): the Python docs, poolGitSites small Git sites, ConfigMap sites.
 func poolSiteSet(t *testing.T, tenants []string) []poolSite {
+	t.Helper()
 	rng := rand.New(rand.NewPCG(40, 1))
 	out := make([]poolSite, 0, poolSites)
 	docs := poolSite{ns: tenants[0], name: "pydocs", gitRepo: poolDocsRepo, branch: "main", files: filesOf(t, cfg.pydocsDir)}
@@ -280,6 +281,7 @@ func poolServerPods(ctx context.Context, t *testing.T, pool *v1alpha1.StaticSite
 
 // poolFetchByService fetches every file of every site from one client pod, by the site's Service DNS name.
 func poolFetchByService(t *testing.T, ns string, sites []poolSite) {
+	t.Helper()
 	var args []string
 	want := map[string]siteFile{}
 	for _, s := range sites {
@@ -312,6 +314,7 @@ func poolFetchByService(t *testing.T, ns string, sites []poolSite) {
 // poolFetchByHostname fetches every file of every site from each pool pod with the site's hostname as Host, and
 // two unknown hosts, whose answers must be the same 404.
 func poolFetchByHostname(t *testing.T, pods []corev1.Pod, sites []poolSite) {
+	t.Helper()
 	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DisableCompression: true, MaxIdleConnsPerHost: 16}}
 	for _, p := range pods {
 		pf := startPortForward(t, p.Namespace, "pod/"+p.Name, v1alpha1.ServerPort)
