@@ -179,7 +179,9 @@ func TestPoolSiteHasNoPodOfItsOwn(t *testing.T) {
 	spec.Placement = inPool(pool)
 	// No route: the pool answers for the hostname by Host, so the site must hold it all the same (the pool's index
 	// carries only the names a site holds).
-	spec.Hostnames = []v1alpha1.Hostname{"pooled.example.com"}
+	// One name per test namespace: a site of an earlier run (-count) holds its own.
+	hostname := ns + ".example.com"
+	spec.Hostnames = []v1alpha1.Hostname{v1alpha1.Hostname(hostname)}
 	createSite(t, ns, "pooled", spec)
 	testenv.Eventually(t, "the Service without a selector", serviceSelects(ns, "pooled", false))
 	testenv.Eventually(t, "the EndpointSlice of the ready pool pods", wantAddresses(ns, "pooled", "10.1.0.1", "10.1.0.2"))
@@ -205,7 +207,7 @@ func TestPoolSiteHasNoPodOfItsOwn(t *testing.T) {
 			return condition(s, v1alpha1.ConditionReady, metav1.ConditionTrue, v1alpha1.ReasonAvailable)
 		},
 		placement(v1alpha1.PlacementPool, pool.Name, 2, 2)))
-	if !slices.Equal(site.Status.Hostnames, []string{"pooled.example.com"}) {
+	if !slices.Equal(site.Status.Hostnames, []string{hostname}) {
 		t.Errorf("status.hostnames = %v, want the hostname held without a route", site.Status.Hostnames)
 	}
 	if site.Status.ReadyReplicas != 0 || site.Status.Replicas != 0 || site.Status.ContentRevision != "sha256:"+commit[:16] ||
