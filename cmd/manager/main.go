@@ -209,6 +209,7 @@ func run(ctx context.Context, cfg *rest.Config, o *options) error {
 		ClusterDomain:     o.clusterDomain,
 		Reader:            poolread.NewHTTPReader(v1alpha1.AdminPort, v1alpha1.GitFetcherPort),
 		Board:             pools,
+		Policy:            &policy,
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up the StaticSitePool controller: %w", err)
 	}

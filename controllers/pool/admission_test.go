@@ -56,6 +56,28 @@ func TestAdmission(t *testing.T) {
 	waitPoolEvent(t, pool.Name, "SitesAdmitted 2 sites in the pool (was 1)")
 }
 
+// The tenancy policy keeps a site out of the index as it keeps it from pods of its own: a pool must not fetch a
+// repository the platform forbids.
+func TestPolicyKeepsASiteOut(t *testing.T) {
+	poolNS, tenant := namespace(t, uniqueName("pool")), namespace(t, uniqueName("tenant"))
+	pool := createPool(t, poolNS, []string{tenant}, 2)
+	gitSite(t, tenant, "allowed", pool.Name)
+	forbidden := gitSite(t, tenant, "forbidden", pool.Name)
+	updateSite(t, forbidden, func(s *v1alpha1.StaticSite) { s.Spec.Content.Git.URL = "https://internal.example/x.git" })
+	waitPool(t, pool.Name, "one placed, one refused", func(p *v1alpha1.StaticSitePool) error {
+		if p.Status.Sites != 1 || p.Status.RefusedSites != 1 {
+			return fmt.Errorf("sites %d, refused %d; want 1 and 1", p.Status.Sites, p.Status.RefusedSites)
+		}
+		return nil
+	})
+	index, err := indexIDs(t, pool)
+	testenv.Must(t, err)
+	if _, ok := index[poolindex.ID(tenant, "forbidden")]; ok || len(index) != 1 {
+		t.Errorf("index holds %v, want only %s", keys(index), poolindex.ID(tenant, "allowed"))
+	}
+	waitPoolEvent(t, pool.Name, tenant+"/forbidden ("+v1alpha1.ReasonPolicyViolation+")")
+}
+
 func keys[V any](m map[string]V) []string {
 	out := make([]string, 0, len(m))
 	for k := range m {

@@ -17,6 +17,7 @@ import (
 	"hyperstatic.dev/hyperstatic/internal/poolread"
 	"hyperstatic.dev/hyperstatic/internal/poolstate"
 	"hyperstatic.dev/hyperstatic/internal/reconcile"
+	"hyperstatic.dev/hyperstatic/internal/tenancy"
 )
 
 // +kubebuilder:rbac:groups=hyperstatic.dev,resources=staticsitepools,verbs=get;list;watch
@@ -60,6 +61,9 @@ type Reconciler struct {
 	Reader poolread.Reader
 	// Board receives what the pool serves, per site, for the site controller; nil: nothing is published.
 	Board *poolstate.Board
+	// Policy is the tenancy policy (operator flag --tenancy-policy), the StaticSite controller's: a site that breaks
+	// it is kept out of the index, as it gets no child of its own (nil: tenancy.Unrestricted).
+	Policy *tenancy.Policy
 	// ServedRetry, ServedRefresh, StalledRetry: see the defaults above (0: the default).
 	ServedRetry, ServedRefresh, StalledRetry time.Duration
 
@@ -143,4 +147,12 @@ func (r *Reconciler) publish(pool string, sites map[string]poolstate.Served) {
 	if r.Board != nil {
 		r.Board.Publish(pool, sites)
 	}
+}
+
+// policy is the Reconciler's tenancy policy; nil means the single-tenant one.
+func (r *Reconciler) policy() tenancy.Policy {
+	if r.Policy == nil {
+		return tenancy.Unrestricted()
+	}
+	return *r.Policy
 }

@@ -34,6 +34,16 @@ func (r *Reconciler) reconcileSites(ctx context.Context, o *observation) error {
 		if !site.DeletionTimestamp.IsZero() {
 			continue
 		}
+		// The tenancy policy first, as the site controller checks it before anything: a pool must not serve what
+		// the platform forbids a tenant (a Git URL outside its allowed prefixes, a hostname it may not claim).
+		// A site moving out that breaks it leaves the pool at once.
+		if vs := r.policy().CheckSite(site); len(vs) > 0 {
+			if poolplacement.Wants(site) == o.pool.Name {
+				o.refused = append(o.refused, refusedSite{namespace: site.Namespace, name: site.Name,
+					refusal: &poolplacement.Refusal{Reason: v1alpha1.ReasonPolicyViolation, Field: "spec", Message: vs.Error()}})
+			}
+			continue
+		}
 		// A site that asks for the pool, or that moves out of it and still runs here until its own pods serve
 		// (its status says so): the site controller switches its Service only then.
 		if refusal := poolplacement.Keeps(o.pool, site); refusal != nil {

@@ -26,6 +26,7 @@ import (
 	"hyperstatic.dev/hyperstatic/internal/managercache"
 	"hyperstatic.dev/hyperstatic/internal/poolread"
 	"hyperstatic.dev/hyperstatic/internal/poolstate"
+	"hyperstatic.dev/hyperstatic/internal/tenancy"
 	"hyperstatic.dev/hyperstatic/internal/testenv"
 )
 
@@ -94,6 +95,7 @@ func setupSuite(e *testenv.Env) (ctrl.Manager, error) {
 		Reader: &poolread.HTTPReader{Client: &http.Client{Timeout: 2 * time.Second},
 			AdminPort: v1alpha1.AdminPort, FetcherPort: v1alpha1.GitFetcherPort, Addr: podAddrs.addr},
 		Board:         board,
+		Policy:        &suitePolicy,
 		ServedRetry:   200 * time.Millisecond,
 		ServedRefresh: time.Second,
 		StalledRetry:  500 * time.Millisecond,
@@ -183,3 +185,11 @@ func waitPoolEvent(t *testing.T, name, substr string) {
 		return fmt.Errorf("no event containing %q in %q", substr, ev)
 	})
 }
+
+// suitePolicy allows everything but Git repositories outside https://git.example/ (the fixtures' gitSite), so
+// TestPolicyKeepsASiteOut sees a refusal.
+var suitePolicy = func() tenancy.Policy {
+	p := tenancy.Unrestricted()
+	p.Git.URLs = []string{"https://git.example/"}
+	return p
+}()
