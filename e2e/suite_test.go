@@ -151,7 +151,7 @@ func TestE2E(t *testing.T) {
 		{name: "2-baked-site-pinned", run: testBakedSite, requests: 1000},
 		{name: "3-configmap-live-reload", run: testConfigMapSite, requests: 250},
 		{name: "19-site-rules-live", run: testSiteRulesLive, requests: 700, load: 15},
-		{name: "20-pool", run: testPool, requests: 900, load: 15},
+		{name: "20-pool", run: testPool, alone: true}, // 200 sites at once keep the operator busy for minutes: beside it, other scenarios waited over 1 min for a reconcile (the note of 2026-12-02)
 		{name: "12-routes-through-traefik", run: testRoutesThroughTraefik, requests: 150},
 		{name: "15-site-on-every-family", run: testSiteOnEveryFamilyOfCluster, requests: 200},
 		{name: "16-spread-over-workers", run: testSpreadOverWorkers, requests: 450},
