@@ -10,9 +10,11 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -93,10 +95,12 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	if r.Pools != nil {
 		// A pool's pass announces the sites whose entry changed (internal/poolstate): exactly those wake.
-		b = b.WatchesRawSource(source.Channel(r.Pools.Events(), &handler.EnqueueRequestForObject{}))
+		b = b.WatchesRawSource(source.Channel(r.Pools.Events(), atLowPriority(&handler.EnqueueRequestForObject{})))
 	}
 	c, err := b.
 		Named("staticsite").
+		// A person's change goes before the pool's fan-out (lowpriority.go).
+		WithOptions(controller.Options{UsePriorityQueue: ptr.To(true)}).
 		// Status writes (ours and the autoscaler's) do not change the generation: no reconcile for them.
 		For(&v1alpha1.StaticSite{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{},
 			capacityAnnotationsChanged))).
@@ -109,8 +113,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Owns(&v1alpha1.Benchmark{}).        // capacity measurements (step_capacity.go)
 		Owns(&discoveryv1.EndpointSlice{}). // a pool site's (step_pool.go); the cache holds only the operator's
 		// A pool's spec (its namespaces admitted) and its server pods' readiness change its sites' placement and slices.
-		Watches(&v1alpha1.StaticSitePool{}, handler.EnqueueRequestsFromMapFunc(r.sitesOfPool)).
-		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(r.sitesOfPoolPod), builder.WithPredicates(poolPodEndpointChanged)).
+		// Both fan out to every site of the pool: at low priority (lowpriority.go).
+		Watches(&v1alpha1.StaticSitePool{}, atLowPriority(handler.EnqueueRequestsFromMapFunc(r.sitesOfPool))).
+		Watches(&corev1.Pod{}, atLowPriority(handler.EnqueueRequestsFromMapFunc(r.sitesOfPoolPod)), builder.WithPredicates(poolPodEndpointChanged)).
 		WatchesRawSource(source.Kind(referenced, metadataOf("ConfigMap"), handler.EnqueueRequestsFromMapFunc(r.sitesUsing(indexConfigMap)))).
 		WatchesRawSource(source.Kind(referenced, metadataOf("PersistentVolumeClaim"), handler.EnqueueRequestsFromMapFunc(r.sitesUsing(indexClaim)))).
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(siteOfPod)).
