@@ -22,7 +22,10 @@ e2e: ## End-to-end tests: the whole suite (TestE2E, scenarios side by side) on t
 	    $(ROOT)/hack/together.sh \
 	    "TestE2E" "$(MAKE) e2e-test" \
 	    "ipv6" "$(MAKE) e2e-ipv6-test" $(if $(E2E_BESIDE),"beside" "$(E2E_BESIDE)"); \
-	  e2e_rc=$$?; if [ "$(E2E_KEEP_CLUSTERS)" != 1 ]; then \
+	  e2e_rc=$$?; if [ $$e2e_rc != 0 ]; then \
+	    $(ROOT)/hack/cluster-postmortem.sh $(KIND) $(CLUSTER_NAME) $(ROOT)/_out/logs/postmortem-$(CLUSTER_NAME); \
+	    $(ROOT)/hack/cluster-postmortem.sh $(KIND) $(IPV6_CLUSTER_NAME) $(ROOT)/_out/logs/postmortem-$(IPV6_CLUSTER_NAME); fi; \
+	  if [ "$(E2E_KEEP_CLUSTERS)" != 1 ]; then \
 	    phase "e2e: delete both clusters (the node-loss scenario leaves a worker dead)" $(MAKE) kind-down kind-down-ipv6; fi; \
 	  if [ $$e2e_rc = 0 ]; then $(call progress,e2e passed in $$(( $$(date +%s) - start )) s); \
 	  else $(call progress,e2e FAILED after $$(( $$(date +%s) - start )) s); fi; exit $$e2e_rc
