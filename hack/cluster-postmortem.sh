@@ -32,5 +32,6 @@ if [ -e "$dir/$cp/kubelet.log" ]; then
   grep -E 'kube-apiserver|etcd|Liveness|Readiness|evict|OOM|Killing' "$dir/$cp/kubelet.log" | tail -n 40 | cut -c1-300
 fi
 echo "----- docker stats of $cluster's nodes"
-timeout 20 docker stats --no-stream --format '{{.Name}} cpu {{.CPUPerc}} mem {{.MemUsage}}' $(docker ps --format '{{.Names}}' | grep "^$cluster-") 2>&1
+mapfile -t nodes < <(docker ps --format '{{.Names}}' | grep "^$cluster-")
+[ ${#nodes[@]} = 0 ] || timeout 20 docker stats --no-stream --format '{{.Name}} cpu {{.CPUPerc}} mem {{.MemUsage}}' "${nodes[@]}" 2>&1
 exit 0
