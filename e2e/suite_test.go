@@ -151,9 +151,6 @@ func TestE2E(t *testing.T) {
 		{name: "2-baked-site-pinned", run: testBakedSite, requests: 1000},
 		{name: "3-configmap-live-reload", run: testConfigMapSite, requests: 250},
 		{name: "19-site-rules-live", run: testSiteRulesLive, requests: 700, load: 15},
-		// 200 pool sites at once: the site controller's priority queue keeps the others' passes ahead of them
-		// (controllers/staticsite/lowpriority.go); before it, scenarios 12 and 14 beside this one waited over 1 min.
-		{name: "20-pool", run: testPool, requests: 900, load: 15},
 		{name: "12-routes-through-traefik", run: testRoutesThroughTraefik, requests: 150},
 		{name: "15-site-on-every-family", run: testSiteOnEveryFamilyOfCluster, requests: 200},
 		{name: "16-spread-over-workers", run: testSpreadOverWorkers, requests: 450},
@@ -172,6 +169,11 @@ func TestE2E(t *testing.T) {
 		// They change what every other scenario relies on: the operator's default server image (every site rolls),
 		// a worker's pods (drained), the operator itself (killed, then uninstalled), a worker (killed: it stays
 		// down until the cluster is deleted, so it goes last and installs the operator again for itself).
+		// 200 pool sites created at once. Beside the others, their passes delayed other sites' by over a minute
+		// (scenarios 12 and 14, 2026-12-02); with the site controller's priority queue (lowpriority.go) the passes
+		// kept up (12 passed), but the Warning event 14 waits for came more than 30 s after its status, likely
+		// behind the pool sites' own events in the operator's one event pipeline (docs/design/pools.md).
+		{name: "20-pool", run: testPool, alone: true},
 		{name: "9b-operator-upgrade-under-load", run: testOperatorUpgradeUnderLoad, alone: true},
 		{name: "17-drain-worker-under-load", run: testDrainWorkerUnderLoad, alone: true},
 		{name: "8-operator-restart-and-uninstall", run: testOperatorRestartAndUninstall, alone: true},
