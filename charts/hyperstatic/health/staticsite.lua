@@ -1,5 +1,5 @@
 -- Argo CD health check of a StaticSite (hyperstatic.dev/v1alpha1): the argocd-cm key
--- resource.customizations.health.hyperstatic.dev_StaticSite (charts/hyperstatic/README.md, "Health in Argo CD").
+-- resource.customizations.health.hyperstatic.dev_StaticSite (charts/hyperstatic/README.md, "Health in Argo CD and Flux").
 -- Argo runs it without Lua's standard libraries: only the base and table functions exist here (no string, math,
 -- io or os.*). internal/gitopshealth runs it on StaticSites the operator drove in a real API server, one per state.
 --
