@@ -28,9 +28,13 @@ const (
 	BenchmarkTargetChanged = "TargetChanged"
 )
 
+// A Benchmark also carries ConditionReconciling (True while it has no outcome: Pending or Running) and
+// ConditionStalled (True once Failed), with the reason and message of the condition they repeat: kstatus, and the
+// GitOps tools that read health through it (Flux), know those two and none of the above.
+
 // BenchmarkAbnormalTrueConditions are the Benchmark conditions that are True when something needs attention (see
 // StaticSiteAbnormalTrueConditions); the others are normal-true.
-var BenchmarkAbnormalTrueConditions = []string{BenchmarkFailed, BenchmarkClientBound, BenchmarkTargetChanged}
+var BenchmarkAbnormalTrueConditions = []string{BenchmarkFailed, BenchmarkClientBound, BenchmarkTargetChanged, ConditionReconciling, ConditionStalled}
 
 // Reasons of TargetResolved.
 const (

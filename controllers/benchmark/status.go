@@ -24,7 +24,43 @@ func deriveStatus(b *v1alpha1.Benchmark, o *observation) v1alpha1.BenchmarkStatu
 		deriveRun(&s, b, o)
 	}
 	s.Phase = phaseOf(s.Conditions)
+	deriveKstatus(&s, b, o.now)
 	return s
+}
+
+// deriveKstatus sets the two conditions kstatus reads, for the GitOps tools that judge health through it (Flux):
+// Reconciling=True while the run has no outcome (Pending, Running), Stalled=True once it failed (terminal: only a
+// new Benchmark runs again), neither once it is complete. They repeat the phase's condition (reason and message).
+// Without them kstatus finds nothing it knows and computes Current for every phase, a failed run included
+// (internal/gitopshealth).
+func deriveKstatus(s *v1alpha1.BenchmarkStatus, b *v1alpha1.Benchmark, now time.Time) {
+	var reconciling, stalled *metav1.Condition
+	switch s.Phase {
+	case v1alpha1.BenchmarkPhaseFailed:
+		stalled = meta.FindStatusCondition(s.Conditions, v1alpha1.BenchmarkFailed)
+	case v1alpha1.BenchmarkPhaseRunning:
+		reconciling = meta.FindStatusCondition(s.Conditions, v1alpha1.BenchmarkRunning)
+	case v1alpha1.BenchmarkPhasePending:
+		// Why it waits: the target's reason and message, when the controller knows them.
+		if reconciling = meta.FindStatusCondition(s.Conditions, v1alpha1.BenchmarkTargetResolved); reconciling == nil || reconciling.Status == metav1.ConditionTrue {
+			reconciling = meta.FindStatusCondition(s.Conditions, v1alpha1.BenchmarkRunning)
+		}
+	}
+	// Copies: setting a condition may move the list the pointers above point into.
+	repeat := map[string]*metav1.Condition{v1alpha1.ConditionReconciling: reconciling, v1alpha1.ConditionStalled: stalled}
+	for typ, c := range repeat {
+		if c != nil {
+			repeat[typ] = c.DeepCopy()
+		}
+	}
+	set := reconcile.NewConditions(&s.Conditions, b.Generation, now)
+	for _, typ := range []string{v1alpha1.ConditionReconciling, v1alpha1.ConditionStalled} {
+		if c := repeat[typ]; c == nil {
+			set.Remove(typ)
+		} else {
+			set.Set(typ, metav1.ConditionTrue, c.Reason, c.Message)
+		}
+	}
 }
 
 // deriveRun rebuilds the status of a run whose outcome is not recorded yet.

@@ -50,10 +50,11 @@ func TestDeriveStatus(t *testing.T) {
 	pending := func(reason string) conds {
 		return conds{v1alpha1.BenchmarkTargetResolved: {"False", reason}, v1alpha1.BenchmarkRunning: {"False", v1alpha1.BenchmarkReasonWaitingForTarget},
 			v1alpha1.BenchmarkComplete: {"False", v1alpha1.BenchmarkReasonWaitingForTarget}, v1alpha1.BenchmarkFailed: {"False", v1alpha1.BenchmarkReasonWaitingForTarget},
-			v1alpha1.BenchmarkClientBound: {}}
+			v1alpha1.BenchmarkClientBound: {}, v1alpha1.ConditionReconciling: {"True", reason}, v1alpha1.ConditionStalled: {}}
 	}
 	failed := func(reason string) conds {
-		return conds{v1alpha1.BenchmarkFailed: {"True", reason}, v1alpha1.BenchmarkRunning: {"False", reason}, v1alpha1.BenchmarkComplete: {"False", reason}}
+		return conds{v1alpha1.BenchmarkFailed: {"True", reason}, v1alpha1.BenchmarkRunning: {"False", reason}, v1alpha1.BenchmarkComplete: {"False", reason},
+			v1alpha1.ConditionStalled: {"True", reason}, v1alpha1.ConditionReconciling: {}}
 	}
 	serviceMissing := &problem{Reason: v1alpha1.BenchmarkReasonServiceNotFound, Message: "StaticSite site has no Service site yet"}
 	recordedComplete := withCondition(v1alpha1.BenchmarkComplete, metav1.ConditionTrue, v1alpha1.BenchmarkReasonResultsPublished, derivedAt.Add(-time.Hour))
@@ -93,13 +94,14 @@ func TestDeriveStatus(t *testing.T) {
 		o:    observation{plan: testPlan, job: runningJob(), startAt: derivedAt.Add(time.Second)},
 		conds: conds{v1alpha1.BenchmarkTargetResolved: {"True", v1alpha1.BenchmarkReasonResolved}, v1alpha1.BenchmarkRunning: {"True", v1alpha1.BenchmarkReasonJobRunning},
 			v1alpha1.BenchmarkComplete: {"False", v1alpha1.BenchmarkReasonInProgress}, v1alpha1.BenchmarkFailed: {"False", v1alpha1.BenchmarkReasonInProgress},
-			v1alpha1.BenchmarkClientBound: {}},
+			v1alpha1.BenchmarkClientBound: {}, v1alpha1.ConditionReconciling: {"True", v1alpha1.BenchmarkReasonJobRunning}, v1alpha1.ConditionStalled: {}},
 		phase: v1alpha1.BenchmarkPhaseRunning,
 	}, {
 		name: "job completed",
 		o:    observation{plan: testPlan, job: runningJob(), collected: results(3000, 0)},
 		conds: conds{v1alpha1.BenchmarkComplete: {"True", v1alpha1.BenchmarkReasonResultsPublished}, v1alpha1.BenchmarkFailed: {"False", v1alpha1.BenchmarkReasonSucceeded},
-			v1alpha1.BenchmarkRunning: {"False", v1alpha1.BenchmarkReasonFinished}, v1alpha1.BenchmarkClientBound: {"False", v1alpha1.BenchmarkReasonClientHadHeadroom}},
+			v1alpha1.BenchmarkRunning: {"False", v1alpha1.BenchmarkReasonFinished}, v1alpha1.BenchmarkClientBound: {"False", v1alpha1.BenchmarkReasonClientHadHeadroom},
+			v1alpha1.ConditionReconciling: {}, v1alpha1.ConditionStalled: {}},
 		phase: v1alpha1.BenchmarkPhaseComplete, completed: true, message: "3000 requests in 3 step(s); peak 300 req/s",
 	}, {
 		name:  "job completed, client-bound",
@@ -125,11 +127,18 @@ func TestDeriveStatus(t *testing.T) {
 		conds: conds{v1alpha1.BenchmarkFailed: {"True", v1alpha1.BenchmarkReasonJobDeleted}, v1alpha1.BenchmarkClientBound: {}},
 		phase: v1alpha1.BenchmarkPhaseFailed, completed: true,
 	}, {
-		name:  "recorded outcome is never derived again",
-		prev:  recordedComplete,
-		o:     observation{failure: &problem{Reason: v1alpha1.BenchmarkReasonJobDeleted, Message: "the Job is gone, deleted by cleanup"}},
-		conds: conds{v1alpha1.BenchmarkComplete: {"True", v1alpha1.BenchmarkReasonResultsPublished}, v1alpha1.BenchmarkFailed: {}},
+		name: "recorded outcome is never derived again",
+		prev: recordedComplete,
+		o:    observation{failure: &problem{Reason: v1alpha1.BenchmarkReasonJobDeleted, Message: "the Job is gone, deleted by cleanup"}},
+		conds: conds{v1alpha1.BenchmarkComplete: {"True", v1alpha1.BenchmarkReasonResultsPublished}, v1alpha1.BenchmarkFailed: {},
+			v1alpha1.ConditionReconciling: {}, v1alpha1.ConditionStalled: {}},
 		phase: v1alpha1.BenchmarkPhaseComplete,
+	}, {
+		// A failure recorded before the operator set Stalled (an upgrade) gets it: kstatus then sees the record.
+		name:  "recorded failure without Stalled",
+		prev:  withCondition(v1alpha1.BenchmarkFailed, metav1.ConditionTrue, v1alpha1.BenchmarkReasonJobFailed, derivedAt.Add(-time.Hour)),
+		conds: conds{v1alpha1.ConditionStalled: {"True", v1alpha1.BenchmarkReasonJobFailed}, v1alpha1.ConditionReconciling: {}},
+		phase: v1alpha1.BenchmarkPhaseFailed,
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			b := testBenchmark()
