@@ -90,7 +90,8 @@ func amplificationLimit(ctx context.Context, e *env) result {
 // rebinding moves the client's path at 1 MB into a 10 MB transfer (the relay's upstream socket replaced: a new
 // port, or a new address too) and checks the transfer and one request after it.
 func (e *env) rebinding(ctx context.Context, newIP net.IP, what string) result {
-	r, c, err := e.viaRelay(ctx, clean(), clean(), nil)
+	// A stall after the rebinding (README: seen once) ends at the idle timeout: 10 s rather than quic-go's 30.
+	r, c, err := e.viaRelay(ctx, clean(), clean(), &quic.Config{MaxIdleTimeout: 10 * time.Second})
 	if err != nil {
 		return failedErr("dial through the relay", err)
 	}
@@ -98,7 +99,10 @@ func (e *env) rebinding(ctx context.Context, newIP net.IP, what string) result {
 	defer c.close()
 	var rebindErr error
 	if d := e.fetchExact(ctx, c, "/huge.bin", 1<<20, func() { rebindErr = r.rebind(newIP) }); d != "" {
-		return failed("%s", d)
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		return failed("%s (the relay forwarded %d datagrams to the server; to the client: %v bytes)", d,
+			r.c2sDatagrams.Load(), r.s2cTo)
 	}
 	if rebindErr != nil {
 		return failedErr("rebind", rebindErr)
