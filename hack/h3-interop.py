@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """h3-interop.py: the server's HTTP/3 against an independent client (aioquic), and its answers against HTTP/2's.
 
-Usage: h3-interop.py SERVER_BINARY [--quic-go CLIENT]   (python with aioquic: `make h3-interop` makes a venv for it;
-CLIENT: images/server/h3interop/quicgo built, which `make h3-interop` does too)
+Usage: h3-interop.py SERVER_BINARY [--quic-go CLIENT] [--trixie DIR]   (python with aioquic: `make h3-interop` makes a
+venv for it; CLIENT: images/server/h3interop/quicgo built, which `make h3-interop` does too; DIR: Debian 13 with curl
+and ngtcp2-client, `make h3-trixie-clients`, then `make h3-interop-trixie` runs them too)
 
 It writes a small site (a 6-byte file, a 3 MB one served from memory, a 10 MB one served from disk (over --max-memory-file-size), an index),
 a self-signed P-256 certificate (openssl), starts the server with --http3 on loopback, and checks over aioquic:
@@ -26,6 +27,7 @@ import asyncio
 import hashlib
 import json
 import os
+import shutil
 import signal
 import socket
 import ssl
@@ -228,6 +230,38 @@ def stop(p, name):
     check(f"SIGTERM drains and exits 0 ({name})", code == 0, f"exit {code}")
 
 
+def run_trixie(binary, chroot_dir, work):
+    """Debian 13's curl (HTTP/3 over OpenSSL's QUIC and nghttp3) and ngtcp2's gtlsclient (GnuTLS), run in the
+    debootstrapped tree `chroot_dir` (make h3-trixie-clients), against a server of their own: bodies byte-exact."""
+    site = os.path.join(work, "site-trixie")
+    files = make_site(site)
+    p, port, admin, cert, log_path = start(binary, work, site, "127.0.0.1:0", "server-trixie",
+                                           extra=("--drain-delay", "0s"))
+    inside = tempfile.mkdtemp(dir=os.path.join(chroot_dir, "tmp"))
+    rel = "/" + os.path.relpath(inside, chroot_dir)
+    shutil.copy(cert, os.path.join(inside, "cert.pem"))
+    url = f"https://localhost:{port}"
+    try:
+        for name in ("small.txt", "large.bin", "huge.bin"):
+            out = subprocess.run(["chroot", chroot_dir, "curl", "-s", "--http3-only", "--cacert", rel + "/cert.pem",
+                                  "--resolve", f"localhost:{port}:127.0.0.1", "-o", f"{rel}/curl-{name}",
+                                  "-w", "%{http_version} %{http_code}", f"{url}/{name}"],
+                                 capture_output=True, text=True, timeout=60)
+            got = open(os.path.join(inside, f"curl-{name}"), "rb").read() if out.returncode == 0 else b""
+            check(f"trixie curl --http3-only GET {name} byte-exact", out.stdout == "3 200" and got == files[name],
+                  f"rc {out.returncode} {out.stdout!r} {out.stderr[-300:]} {len(got)} bytes")
+        out = subprocess.run(["chroot", chroot_dir, "gtlsclient", "--exit-on-all-streams-close", "--quiet",
+                              "--download", rel, "127.0.0.1", str(port), f"{url}/large.bin", f"{url}/small.txt"],
+                             capture_output=True, text=True, timeout=60)
+        ok = all(os.path.exists(os.path.join(inside, n)) and open(os.path.join(inside, n), "rb").read() == files[n]
+                 for n in ("large.bin", "small.txt"))
+        check("trixie ngtcp2 gtlsclient: two streams byte-exact", out.returncode == 0 and ok,
+              f"rc {out.returncode} {out.stderr[-300:]}")
+    finally:
+        shutil.rmtree(inside, ignore_errors=True)
+        stop(p, "the trixie clients' server")
+
+
 README = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "images", "server", "README.md")
 
 
@@ -395,10 +429,13 @@ async def run(port, cert, files):
 
 def main():
     args = sys.argv[1:]
-    client = None
-    if len(args) == 3 and args[1] == "--quic-go":
-        client = os.path.abspath(args[2])
-        args = args[:1]
+    client = trixie = None
+    while len(args) >= 3 and args[-2] in ("--quic-go", "--trixie"):
+        if args[-2] == "--quic-go":
+            client = os.path.abspath(args[-1])
+        else:
+            trixie = os.path.abspath(args[-1])
+        args = args[:-2]
     if len(args) != 1:
         sys.exit(__doc__)
     binary = os.path.abspath(args[0])
@@ -430,6 +467,8 @@ def main():
             print(open(log_path).read()[-3000:])
         if client is not None:
             run_quic_go(binary, client, work)
+        if trixie is not None:
+            run_trixie(binary, trixie, work)
     print(f"{'FAILED: ' + ', '.join(FAILURES) if FAILURES else 'all passed'}")
     sys.exit(1 if FAILURES else 0)
 
