@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """h3-interop.py: the server's HTTP/3 against an independent client (aioquic), and its answers against HTTP/2's.
 
-Usage: h3-interop.py SERVER_BINARY   (python with aioquic: `make h3-interop` makes a venv for it)
+Usage: h3-interop.py SERVER_BINARY [--quic-go CLIENT] [--trixie DIR]   (python with aioquic: `make h3-interop` makes a
+venv for it; CLIENT: images/server/h3interop/quicgo built, which `make h3-interop` does too; DIR: Debian 13 with curl
+and ngtcp2-client, `make h3-trixie-clients`, then `make h3-interop-trixie` runs them too)
 
 It writes a small site (a 6-byte file, a 3 MB one served from memory, a 10 MB one served from disk (over --max-memory-file-size), an index),
 a self-signed P-256 certificate (openssl), starts the server with --http3 on loopback, and checks over aioquic:
@@ -14,6 +16,10 @@ a self-signed P-256 certificate (openssl), starts the server with --http3 on loo
   for a client arriving during a flood of half-open handshakes (and none without one).
   Finally SIGTERM: the server must drain and exit 0.
 
+With --quic-go, a second server (on [::], dual-stack, a certificate larger than three Initials, the site plus 200
+files under many/) is run against quic-go over the interop runner's cases (the client's own doc says which and
+how); each case is one line here, its N/I ("not implemented") lines kept apart from the failures.
+
 Exit status 0 when every check passed; each check prints one line.
 """
 
@@ -21,6 +27,7 @@ import asyncio
 import hashlib
 import json
 import os
+import shutil
 import signal
 import socket
 import ssl
@@ -176,29 +183,147 @@ def make_site(root):
     return files
 
 
-def start(binary, work):
-    key, cert = os.path.join(work, "key.pem"), os.path.join(work, "cert.pem")
+def make_cert(work, name, padding_names=0):
+    """A self-signed P-256 certificate for localhost (openssl); `padding_names` extra DNS names make it larger
+    (the amplification case needs a first flight over 3x the client's Initial)."""
+    key, cert = os.path.join(work, name + "-key.pem"), os.path.join(work, name + "-cert.pem")
+    san = ",".join(["DNS:localhost"] + [f"DNS:padding-{i:03d}.h3-interop.invalid" for i in range(padding_names)])
     subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
                     "-keyout", key, "-out", cert, "-days", "2", "-subj", "/CN=localhost",
-                    "-addext", "subjectAltName=DNS:localhost"], check=True, capture_output=True)
-    log = open(os.path.join(work, "server.log"), "wb")
-    p = subprocess.Popen([binary, "--root", os.path.join(work, "site"), "--listen", "127.0.0.1:0",
-                          "--admin-listen", "127.0.0.1:0", "--tls-listen", "127.0.0.1:0", "--tls-cert", cert,
+                    "-addext", "subjectAltName=" + san], check=True, capture_output=True)
+    return key, cert
+
+
+def start(binary, work, site, tls_listen, name="server", padding_names=0, extra=()):
+    """Starts the server on `site` with HTTP/3 on `tls_listen`; its process, HTTPS (= UDP) port, admin port,
+    certificate and log path once it says it listens."""
+    key, cert = make_cert(work, name, padding_names)
+    log_path = os.path.join(work, name + ".log")
+    log = open(log_path, "wb")
+    p = subprocess.Popen([binary, "--root", site, "--listen", "127.0.0.1:0",
+                          "--admin-listen", "127.0.0.1:0", "--tls-listen", tls_listen, "--tls-cert", cert,
                           "--tls-key", key, "--http3", "--workers", "2", "--max-memory-file-size", "8MiB",
-                          "--access-log"],
+                          "--access-log", *extra],
                          stdout=log, stderr=log)
     deadline = time.time() + 20
     while time.time() < deadline:
-        for line in open(os.path.join(work, "server.log"), "rb").read().decode().splitlines():
+        for line in open(log_path, "rb").read().decode().splitlines():
             try:
                 rec = json.loads(line)
             except ValueError:
                 continue
             if rec.get("msg") == "listening":
-                return p, int(rec["https"].rsplit(":", 1)[1]), int(rec["admin"].rsplit(":", 1)[1]), cert
+                return p, int(rec["https"].rsplit(":", 1)[1]), int(rec["admin"].rsplit(":", 1)[1]), cert, log_path
         time.sleep(0.05)
     p.kill()
-    sys.exit("the server did not start: " + open(os.path.join(work, "server.log")).read())
+    sys.exit("the server did not start: " + open(log_path).read())
+
+
+def stop(p, name):
+    """SIGTERM: the server must drain and exit 0."""
+    p.send_signal(signal.SIGTERM)
+    try:
+        code = p.wait(15)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        code = None
+    check(f"SIGTERM drains and exits 0 ({name})", code == 0, f"exit {code}")
+
+
+def run_trixie(binary, chroot_dir, work):
+    """Debian 13's curl (HTTP/3 over OpenSSL's QUIC and nghttp3) and ngtcp2's gtlsclient (GnuTLS), run in the
+    debootstrapped tree `chroot_dir` (make h3-trixie-clients), against a server of their own: bodies byte-exact."""
+    site = os.path.join(work, "site-trixie")
+    files = make_site(site)
+    p, port, admin, cert, log_path = start(binary, work, site, "127.0.0.1:0", "server-trixie",
+                                           extra=("--drain-delay", "0s"))
+    inside = tempfile.mkdtemp(dir=os.path.join(chroot_dir, "tmp"))
+    rel = "/" + os.path.relpath(inside, chroot_dir)
+    shutil.copy(cert, os.path.join(inside, "cert.pem"))
+    url = f"https://localhost:{port}"
+    try:
+        for name in ("small.txt", "large.bin", "huge.bin"):
+            out = subprocess.run(["chroot", chroot_dir, "curl", "-s", "--http3-only", "--cacert", rel + "/cert.pem",
+                                  "--resolve", f"localhost:{port}:127.0.0.1", "-o", f"{rel}/curl-{name}",
+                                  "-w", "%{http_version} %{http_code}", f"{url}/{name}"],
+                                 capture_output=True, text=True, timeout=60)
+            got = open(os.path.join(inside, f"curl-{name}"), "rb").read() if out.returncode == 0 else b""
+            check(f"trixie curl --http3-only GET {name} byte-exact", out.stdout == "3 200" and got == files[name],
+                  f"rc {out.returncode} {out.stdout!r} {out.stderr[-300:]} {len(got)} bytes")
+        out = subprocess.run(["chroot", chroot_dir, "gtlsclient", "--exit-on-all-streams-close", "--quiet",
+                              "--download", rel, "127.0.0.1", str(port), f"{url}/large.bin", f"{url}/small.txt"],
+                             capture_output=True, text=True, timeout=60)
+        ok = all(os.path.exists(os.path.join(inside, n)) and open(os.path.join(inside, n), "rb").read() == files[n]
+                 for n in ("large.bin", "small.txt"))
+        check("trixie ngtcp2 gtlsclient: two streams byte-exact", out.returncode == 0 and ok,
+              f"rc {out.returncode} {out.stderr[-300:]}")
+    finally:
+        shutil.rmtree(inside, ignore_errors=True)
+        stop(p, "the trixie clients' server")
+
+
+README = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "images", "server", "README.md")
+
+
+def readme_table():
+    """The quic-go column of the server README's interop table: case -> pass, fail or n/i (the first word)."""
+    rows, inside = {}, False
+    for line in open(README).read().splitlines():
+        if line.startswith("<!-- h3-interop cases"):
+            inside = True
+        elif inside and line.startswith("|"):
+            cells = [c.strip().strip("*`") for c in line.strip("|").split("|")]
+            if len(cells) >= 3 and cells[2]:
+                rows[cells[0]] = cells[2].split()[0].lower()
+        elif inside and rows:
+            break
+    return rows
+
+
+def run_quic_go(binary, client, work):
+    """quic-go over the interop cases against a server of its own: one line per case, N/I lines apart."""
+    site = os.path.join(work, "site-quic-go")
+    make_site(site)
+    os.makedirs(os.path.join(site, "many"))
+    for i in range(200):
+        with open(os.path.join(site, "many", f"f{i:03d}.bin"), "wb") as f:
+            f.write(os.urandom(1000 + 97 * i))
+    p, port, admin, cert, log_path = start(binary, work, site, "[::]:0", "server-quic-go", padding_names=200,
+                                           extra=("--drain-delay", "0s"))  # the drain is aioquic's part
+    t = time.time()
+    try:
+        out = subprocess.run([client, "-addr", f"127.0.0.1:{port}", "-addr6", f"[::1]:{port}",
+                              "-admin", f"127.0.0.1:{admin}", "-cert", cert, "-root", site],
+                             capture_output=True, text=True, timeout=600)
+        lines, err = out.stdout.splitlines(), out.stderr
+    except subprocess.TimeoutExpired as e:
+        lines, err = (e.stdout or b"").decode().splitlines(), "timed out after 600 s"
+    table = readme_table()
+    cases = 0
+    for line in lines:
+        status, _, rest = line.partition(" ")
+        if status not in ("PASS", "FAIL", "N/I"):
+            print("  " + line)
+            continue
+        cases += 1
+        name, _, detail = rest.partition(": ")
+        listed = table.get(name, "")
+        if status == "FAIL" and listed == "fail":
+            # A failure the README's table lists, with its reason: shown, not hidden, and not a regression.
+            print(f"KNOWN FAIL quic-go {name} (README's interop table): {detail}")
+        elif status == "N/I":
+            print(f"N/I  quic-go {name}: {detail}")
+            check(f"quic-go {name}: not implemented, as the README's table says", listed == "n/i", f"table: {listed!r}")
+        else:
+            check(f"quic-go {name}", status == "PASS", detail)
+            if status == "PASS":
+                print(f"     {detail}")
+            if listed not in ("pass", "fail"):
+                check(f"quic-go {name} is in the README's interop table", False, f"table: {listed!r}")
+    check(f"quic-go ran its cases ({time.time() - t:.1f} s)", cases > 0 and "timed out" not in err, err[-2000:])
+    stop(p, "quic-go's server")
+    if FAILURES:
+        print(open(log_path).read()[-3000:])
 
 
 async def run(port, cert, files):
@@ -303,11 +428,21 @@ async def run(port, cert, files):
 
 
 def main():
-    if len(sys.argv) != 2:
+    args = sys.argv[1:]
+    client = trixie = None
+    while len(args) >= 3 and args[-2] in ("--quic-go", "--trixie"):
+        if args[-2] == "--quic-go":
+            client = os.path.abspath(args[-1])
+        else:
+            trixie = os.path.abspath(args[-1])
+        args = args[:-2]
+    if len(args) != 1:
         sys.exit(__doc__)
+    binary = os.path.abspath(args[0])
     with tempfile.TemporaryDirectory() as work:
-        files = make_site(os.path.join(work, "site"))
-        p, port, admin, cert = start(os.path.abspath(sys.argv[1]), work)
+        site = os.path.join(work, "site")
+        files = make_site(site)
+        p, port, admin, cert, log_path = start(binary, work, site, "127.0.0.1:0")
         try:
             asyncio.run(run(port, cert, files))
         except Exception as e:  # a hung or failed exchange is a failure, with the server's log to read
@@ -322,20 +457,18 @@ def main():
               metrics.get("hyperstatic_http3_connections_total", 0) >= 3
               and metrics.get("hyperstatic_http3_streams_total", 0) == REQUESTS[0]
               and metrics.get("hyperstatic_http3_retries_total", 0) >= 1, f"{metrics}, {REQUESTS[0]} requests")
-        logged = [json.loads(line) for line in open(os.path.join(work, "server.log"), "rb").read().decode().splitlines()
+        logged = [json.loads(line) for line in open(log_path, "rb").read().decode().splitlines()
                   if '"msg":"request"' in line and '"HTTP/3.0"' in line]
         check("access log lines for HTTP/3 requests", any(r["target"] == "/small.txt" and r["status"] == 200
                                                            and r["client"].startswith("127.0.0.1:") for r in logged),
               f"{len(logged)} lines")
-        p.send_signal(signal.SIGTERM)
-        try:
-            code = p.wait(15)
-        except subprocess.TimeoutExpired:
-            p.kill()
-            code = None
-        check("SIGTERM drains and exits 0", code == 0, f"exit {code}")
+        stop(p, "aioquic's server")
         if FAILURES:
-            print(open(os.path.join(work, "server.log")).read()[-3000:])
+            print(open(log_path).read()[-3000:])
+        if client is not None:
+            run_quic_go(binary, client, work)
+        if trixie is not None:
+            run_trixie(binary, trixie, work)
     print(f"{'FAILED: ' + ', '.join(FAILURES) if FAILURES else 'all passed'}")
     sys.exit(1 if FAILURES else 0)
 
