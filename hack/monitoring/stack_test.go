@@ -59,15 +59,16 @@ func startSiteServer(t *testing.T, bin, dir string) *serverbin.Process {
 func startPoolServer(t *testing.T, bin, dir string) *serverbin.Process {
 	t.Helper()
 	pool := filepath.Join(dir, "pool")
-	for _, d := range []string{"index", "content/.ready", "content/pooled/r1"} {
+	// A pool site's id is <namespace>.<name>.
+	for _, d := range []string{"index", "content/.ready", "content/team.pooled/r1"} {
 		must(t, os.MkdirAll(filepath.Join(pool, d), 0o755))
 	}
 	must(t, os.WriteFile(filepath.Join(pool, "index", "shard-0.json"), []byte(`{"version": 1, "shard": 0, "sites": [`+
-		`{"id": "pooled", "hosts": ["`+poolSiteHost+`"], "value": {"version": 1},`+
+		`{"id": "team.pooled", "hosts": ["`+poolSiteHost+`"], "value": {"version": 1},`+
 		` "limits": {"maxFiles": 100, "maxBytes": 1000000, "requestsPerSecond": 100000}}]}`), 0o644))
-	must(t, os.WriteFile(filepath.Join(pool, "content/pooled/r1/index.html"), []byte("pooled\n"), 0o644))
-	must(t, os.Symlink("r1", filepath.Join(pool, "content/pooled/current")))
-	must(t, os.WriteFile(filepath.Join(pool, "content/.ready/pooled"), nil, 0o644))
+	must(t, os.WriteFile(filepath.Join(pool, "content/team.pooled/r1/index.html"), []byte("pooled\n"), 0o644))
+	must(t, os.Symlink("r1", filepath.Join(pool, "content/team.pooled/current")))
+	must(t, os.WriteFile(filepath.Join(pool, "content/.ready/team.pooled"), nil, 0o644))
 	return serverbin.Start(t, bin, []string{"--sites", pool, "--listen", "", "--admin-listen", ""})
 }
 
