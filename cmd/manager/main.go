@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
@@ -35,6 +36,7 @@ import (
 	"hyperstatic.dev/hyperstatic/internal/podmetrics"
 	"hyperstatic.dev/hyperstatic/internal/poolread"
 	"hyperstatic.dev/hyperstatic/internal/poolstate"
+	"hyperstatic.dev/hyperstatic/internal/statemetrics"
 	"hyperstatic.dev/hyperstatic/internal/tenancy"
 )
 
@@ -233,6 +235,11 @@ func run(ctx context.Context, cfg *rest.Config, o *options) error {
 		Policy:    &policy,
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up the Benchmark controller: %w", err)
+	}
+	// The objects' state (objectives, capacity, conditions) for the chart's alerts and dashboard, read from the
+	// cache at each scrape of --metrics-bind-address.
+	if err := crmetrics.Registry.Register(statemetrics.New(mgr.GetCache())); err != nil {
+		return fmt.Errorf("register the state metrics: %w", err)
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		return err

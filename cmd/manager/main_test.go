@@ -141,7 +141,7 @@ func TestManagerRuns(t *testing.T) {
 	within("metrics", func() error { return get("http://" + metrics + "/metrics") })
 	// The StaticSite controller runs the flag's worker count; the autoscaler (also For StaticSites) keeps its own,
 	// the Benchmark controller one.
-	within("worker counts", func() error {
+	metricsHave := func(wants ...string) error {
 		resp, err := http.Get("http://" + metrics + "/metrics")
 		if err != nil {
 			return err
@@ -151,16 +151,18 @@ func TestManagerRuns(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		for _, want := range []string{
-			`controller_runtime_max_concurrent_reconciles{controller="staticsite"} 3`,
-			fmt.Sprintf(`controller_runtime_max_concurrent_reconciles{controller="autoscaler"} %d`, autoscaling.DefaultMaxConcurrentReconciles),
-			`controller_runtime_max_concurrent_reconciles{controller="benchmark"} 1`,
-		} {
+		for _, want := range wants {
 			if !strings.Contains(string(body), want) {
 				return fmt.Errorf("no %s in the metrics", want)
 			}
 		}
 		return nil
+	}
+	within("worker counts", func() error {
+		return metricsHave(
+			`controller_runtime_max_concurrent_reconciles{controller="staticsite"} 3`,
+			fmt.Sprintf(`controller_runtime_max_concurrent_reconciles{controller="autoscaler"} %d`, autoscaling.DefaultMaxConcurrentReconciles),
+			`controller_runtime_max_concurrent_reconciles{controller="benchmark"} 1`)
 	})
 	c := env.Client
 	within("leader lease", func() error {
@@ -181,6 +183,12 @@ func TestManagerRuns(t *testing.T) {
 			return fmt.Errorf("image %s", img)
 		}
 		return nil
+	})
+
+	// The state metrics (internal/statemetrics) are registered on the manager's /metrics and read its cache.
+	within("the site's state metrics", func() error {
+		return metricsHave(`hyperstatic_staticsite_latency_objective_seconds{namespace="default",staticsite="smoke"} 0.1`,
+			`hyperstatic_staticsite_status_condition{condition="Ready",namespace="default",reason=`)
 	})
 
 	// The manager caches only objects labelled as the operator's own (managercache.OwnedObjectsOnly): what it creates must

@@ -33,3 +33,9 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 {{- $root := index . 1 -}}
 {{- printf "%s:%s" $img.repository (default $root.Chart.AppVersion $img.tag) -}}
 {{- end -}}
+
+{{/* operatorJob is the job label of the operator's series in the rules and the dashboard: the chart's PodMonitor's
+(Prometheus Operator names a PodMonitor's job <namespace>/<name>) unless monitoring.rules.operatorJob says otherwise. */}}
+{{- define "hyperstatic.operatorJob" -}}
+{{- default (printf "%s/%s-operator" .Release.Namespace (include "hyperstatic.fullname" .)) .Values.monitoring.rules.operatorJob -}}
+{{- end -}}
