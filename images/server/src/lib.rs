@@ -17,6 +17,7 @@ pub mod counters;
 pub mod cpus;
 pub mod datecache;
 pub mod dates;
+pub mod fairshare;
 pub mod fxhash;
 pub mod headers;
 pub mod http1;
