@@ -25,6 +25,7 @@ pub mod http2;
 pub mod http3;
 pub mod log;
 pub mod pool;
+pub mod proxy_v2;
 pub mod publish;
 pub mod rules;
 pub mod server;
