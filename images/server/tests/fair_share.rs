@@ -36,29 +36,27 @@ fn start(name: &str, json: &str) -> (Server, std::path::PathBuf, Site, Site) {
     (s, file, site, conf)
 }
 
-/// What curl saw for each of `n` requests of `/` sent from `source` on one connection (curl reuses it):
+/// What curl saw for each of `n` requests of `/` sent from `source`, one curl (one connection) each: curl 7.88
+/// fails its second request on a reused h2c prior-knowledge connection to this server even without any limit
+/// ("Error in the HTTP2 framing layer", seen with `{"version": 1}` on 2026-12-02), so connections are not reused.
 /// (HTTP version, status, Retry-After).
 fn curl(s: &Server, proto: &str, source: &str, n: usize) -> Vec<(String, u16, String)> {
     let url = format!("http://127.0.0.1:{}/", s.port);
-    let mut c = Command::new("curl");
-    c.args(["-sS", proto, "--interface", source, "-w", "%{http_version} %{http_code} %header{retry-after}\\n"]);
-    for _ in 0..n {
-        c.args(["-o", "/dev/null", &url]);
-    }
-    let out = c.output().expect("run curl");
-    assert!(out.status.success(), "curl {proto} from {source}: {}", String::from_utf8_lossy(&out.stderr));
-    let text = String::from_utf8(out.stdout).unwrap();
-    let seen: Vec<(String, u16, String)> = text
-        .lines()
-        .map(|l| {
-            let mut p = l.splitn(3, ' ');
+    (0..n)
+        .map(|_| {
+            let out = Command::new("curl")
+                .args(["-sS", proto, "--interface", source, "-o", "/dev/null"])
+                .args(["-w", "%{http_version} %{http_code} %header{retry-after}\\n", &url])
+                .output()
+                .expect("run curl");
+            assert!(out.status.success(), "curl {proto} from {source}: {}", String::from_utf8_lossy(&out.stderr));
+            let text = String::from_utf8(out.stdout).unwrap();
+            let mut p = text.trim_end_matches('\n').splitn(3, ' ');
             let v = p.next().unwrap().to_string();
-            let code = p.next().unwrap().parse().unwrap();
+            let code = p.next().unwrap().parse().unwrap_or_else(|_| panic!("{text}"));
             (v, code, p.next().unwrap_or("").trim().to_string())
         })
-        .collect();
-    assert_eq!(seen.len(), n, "{text}");
-    seen
+        .collect()
 }
 
 /// h2load's status-code tally (2xx, 4xx) for `n` requests on one connection (from 127.0.0.1: it cannot bind).
