@@ -43,8 +43,10 @@ LAYERS = [
     # structured log lines), `dates` (HTTP dates), `datecache` (the worker's cached Date header), `timing` (the
     # request-duration clock and histogram), `counters` (the single-writer counter bump), `publish` (the
     # generation-counted swap of a shared value), `cpus` (CPU affinity and cgroup quota, read at start and by
-    # the encoder). They import only `sys` and each other.
-    ("util", ["log", "dates", "datecache", "timing", "counters", "publish", "cpus", "fxhash"]),
+    # the encoder). They import only `sys` and each other. `fairshare` (per-client token buckets: arithmetic over
+    # addresses and a fixed table, knowing a site only as a number) is one too: the site value's parser names its
+    # rate, the core checks it.
+    ("util", ["log", "dates", "datecache", "timing", "counters", "publish", "cpus", "fxhash", "fairshare"]),
     # The content as files: the tree walk, opening beneath the root, MIME types, globs, the memory budget, the
     # last load's failure (everything in site/ but the table and its loader, which are named below); and the
     # request path's normal form (answer/path: percent-decoding and normalising, pure), which the rules'
@@ -62,7 +64,8 @@ LAYERS = [
     ("core", ["answer"]),
     # Protocols and the transport they write through. `access` (the access log line of one exchange) is
     # written by the protocols' callers from what the core answered, so it sits with them.
-    ("protocols", ["http1", "http2", "http3", "tls", "access"]),
+    # `proxy_v2` (the PROXY protocol's header, before a connection's first byte) is transport framing beside them.
+    ("protocols", ["http1", "http2", "http3", "tls", "access", "proxy_v2"]),
     # Shared pools (`--sites`, docs/design/pools.md): the index, the host map, each site's table and counters,
     # and the pool thread that loads them. Built from the content, the site value and the tables below; the
     # shared state holds the pool and the workers route into it, so it sits under `shared`.

@@ -222,7 +222,7 @@ type PersistentVolumeClaimContent struct {
 }
 
 // ServerSpec tunes the hyperstatic server. The site rules (cacheControl, headers, securityHeaders, cors, spaFallback,
-// notFoundPage, redirects, cleanURLs, errorPages) become the site value, which running servers reload; the other
+// notFoundPage, redirects, cleanURLs, errorPages, limits) become the site value, which running servers reload; the other
 // fields are server flags, and changing them rolls the pods.
 type ServerSpec struct {
 	// image overrides the server image (default: the operator's --server-image). Ignored for content.image,
@@ -299,6 +299,11 @@ type ServerSpec struct {
 	// +listType=atomic
 	// +optional
 	ErrorPages []ErrorPage `json:"errorPages,omitempty"`
+
+	// limits bound what one client address may ask of the site: per-client token buckets answered with 429 and
+	// Retry-After (limits_types.go, docs/security.md). Part of the site value: a change rolls no pod. Default: none.
+	// +optional
+	Limits *ClientLimits `json:"limits,omitempty"`
 
 	// maxRequestsPerConnection closes a keep-alive connection after this many requests, so load spreads to new
 	// replicas. Default: the server's (10000).

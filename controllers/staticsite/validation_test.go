@@ -82,6 +82,9 @@ func TestInvalidSitesAreRefused(t *testing.T) {
 		{"error page status", v1alpha1.StaticSiteSpec{Content: img, Server: v1alpha1.ServerSpec{ErrorPages: []v1alpha1.ErrorPage{{Status: 500, Path: "/500.html"}}}}, "spec.server.errorPages[0].status: Unsupported value: 500"},
 		{"relative error page", v1alpha1.StaticSiteSpec{Content: img, Server: v1alpha1.ServerSpec{ErrorPages: []v1alpha1.ErrorPage{{Status: 404, Path: "404.html"}}}}, "spec.server.errorPages[0].path"},
 		{"error page prefix", v1alpha1.StaticSiteSpec{Content: img, Server: v1alpha1.ServerSpec{ErrorPages: []v1alpha1.ErrorPage{{Status: 404, Path: "/404.html", PathPrefix: "docs/"}}}}, "spec.server.errorPages[0].pathPrefix"},
+		{"per-client limit without requests", v1alpha1.StaticSiteSpec{Content: img, Server: v1alpha1.ServerSpec{Limits: &v1alpha1.ClientLimits{PerClient: &v1alpha1.PerClientLimit{Burst: 5}}}}, "spec.server.limits.perClient.requests: Invalid value: 0"},
+		{"per-client period past a day", v1alpha1.StaticSiteSpec{Content: img, Server: v1alpha1.ServerSpec{Limits: &v1alpha1.ClientLimits{PerClient: &v1alpha1.PerClientLimit{Requests: 1, PeriodSeconds: v1alpha1.MaxPerClientPeriodSeconds + 1}}}}, "spec.server.limits.perClient.periodSeconds"},
+		{"per-client burst too large", v1alpha1.StaticSiteSpec{Content: img, Server: v1alpha1.ServerSpec{Limits: &v1alpha1.ClientLimits{PerClient: &v1alpha1.PerClientLimit{Requests: 1, Burst: v1alpha1.MaxPerClientRequests + 1}}}}, "spec.server.limits.perClient.burst"},
 		{"budget of 0 blocks drains", v1alpha1.StaticSiteSpec{Content: img, Disruption: &v1alpha1.DisruptionSpec{MaxUnavailable: intstr.FromInt32(0)}}, "spec.disruption.maxUnavailable must be a positive integer"},
 		{"budget of 0% blocks drains", v1alpha1.StaticSiteSpec{Content: img, Disruption: &v1alpha1.DisruptionSpec{MaxUnavailable: intstr.FromString("00%")}}, "spec.disruption.maxUnavailable must be a positive integer"},
 		{"endless drain delay", v1alpha1.StaticSiteSpec{Content: img, Server: v1alpha1.ServerSpec{DrainDelay: &metav1.Duration{Duration: 6 * time.Minute}}}, "spec.server.drainDelay must be between 0s and 5m"},
@@ -124,6 +127,8 @@ func TestSiteRulesAreAccepted(t *testing.T) {
 		),
 		CleanURLs:  true,
 		ErrorPages: []v1alpha1.ErrorPage{{Status: 404, Path: "/docs/404.html", PathPrefix: "/docs/"}, {Status: 405, Path: "/405.html"}},
+		Limits: &v1alpha1.ClientLimits{PerClient: &v1alpha1.PerClientLimit{Requests: v1alpha1.MaxPerClientRequests,
+			PeriodSeconds: v1alpha1.MaxPerClientPeriodSeconds, Burst: v1alpha1.MaxPerClientRequests}},
 	}})
 	got := &v1alpha1.StaticSite{}
 	testenv.Must(t, k8s.Get(context.Background(), client.ObjectKeyFromObject(site), got))

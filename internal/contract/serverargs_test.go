@@ -139,6 +139,12 @@ func tableCases() []argsCase {
 			{Status: 400, Path: "/about/index.html", PathPrefix: "/a"},
 			{Status: 414, Path: "/404.html", PathPrefix: "/"},
 		}}},
+		{name: "per-client limit, defaults", spec: v1alpha1.ServerSpec{Limits: &v1alpha1.ClientLimits{
+			PerClient: &v1alpha1.PerClientLimit{Requests: 20}}}},
+		{name: "per-client limit, extremes", spec: v1alpha1.ServerSpec{Limits: &v1alpha1.ClientLimits{
+			PerClient: &v1alpha1.PerClientLimit{Requests: v1alpha1.MaxPerClientRequests, PeriodSeconds: v1alpha1.MaxPerClientPeriodSeconds,
+				Burst: 1}}}},
+		{name: "limits without a per-client limit", spec: v1alpha1.ServerSpec{Limits: &v1alpha1.ClientLimits{}}},
 		{name: "image fields do not become flags", spec: v1alpha1.ServerSpec{Image: "example.com/site:1", ImagePullPolicy: "Always"}},
 		{name: "everything", spec: v1alpha1.ServerSpec{
 			Image:                    "example.com/site:1",
@@ -422,6 +428,17 @@ func genCases(seed uint64, n int) []argsCase {
 			if half() {
 				s.ExtraArgs = append(s.ExtraArgs, "--access-log")
 			}
+		}
+		if half() {
+			// Anything in the CRD's ranges (limits_types.go), the optional fields left out half of the time.
+			p := &v1alpha1.PerClientLimit{Requests: int32(1 + r.IntN(v1alpha1.MaxPerClientRequests))}
+			if half() {
+				p.PeriodSeconds = int32(1 + r.IntN(v1alpha1.MaxPerClientPeriodSeconds))
+			}
+			if half() {
+				p.Burst = int32(1 + r.IntN(v1alpha1.MaxPerClientRequests))
+			}
+			s.Limits = &v1alpha1.ClientLimits{PerClient: p}
 		}
 		s.H2C = half()
 		cases[i] = argsCase{name: fmt.Sprintf("generated seed %d #%03d", seed, i), spec: s}

@@ -1,7 +1,7 @@
 // Package sitevalue renders a StaticSite's site value: the one JSON document that holds everything deciding what a
 // request gets (cache-control, headers, security headers, CORS, SPA fallback, the 404 page, redirects, clean URLs,
-// error pages, the https redirect and HSTS), apart from the process settings the server's command line keeps.
-// The contract is docs/design/site-value.md; in short:
+// error pages, the https redirect, HSTS and the per-client limits), apart from the process settings the server's
+// command line keeps. The contract is docs/design/site-value.md; in short:
 //
 //   - The file is one JSON object, version 1, with the fields in the order of Value below. Only fields that differ
 //     from their defaults are written, inside list items too (a redirect's status 301, force false, an error
@@ -96,6 +96,7 @@ type Value struct {
 	ErrorPages          []ErrorPage    `json:"errorPages,omitempty"`
 	HTTPSRedirect       *HTTPSRedirect `json:"httpsRedirect,omitempty"`
 	HSTS                string         `json:"hsts,omitempty"`
+	Limits              *Limits        `json:"limits,omitempty"`
 }
 
 // CacheControl is one cacheControl rule.
@@ -138,6 +139,18 @@ type ErrorPage struct {
 // HTTPSRedirect turns the plain listener into a 308 to https; port 443 is the default.
 type HTTPSRedirect struct {
 	Port int32 `json:"port,omitempty"`
+}
+
+// Limits bound what one client may ask of the site.
+type Limits struct {
+	PerClient *PerClient `json:"perClient,omitempty"`
+}
+
+// PerClient is a per-client-address token bucket; periodSeconds 1 and a burst of requests are the defaults.
+type PerClient struct {
+	Requests      int32 `json:"requests"`
+	PeriodSeconds int32 `json:"periodSeconds,omitempty"`
+	Burst         int32 `json:"burst,omitempty"`
 }
 
 // Rendered is a site value as the operator delivers it.
@@ -203,6 +216,7 @@ func Of(site *v1alpha1.StaticSite) Value {
 		}
 		v.ErrorPages = append(v.ErrorPages, out)
 	}
+	v.Limits = limits(s.Limits)
 	if t := site.Spec.TLS; t != nil {
 		if t.HTTPRedirect {
 			// The redirect names the port clients reach the Service's https port on, not the pod's 8443.
@@ -217,6 +231,22 @@ func Of(site *v1alpha1.StaticSite) Value {
 		}
 	}
 	return v
+}
+
+// limits is spec.server.limits as the value writes it: nil when it limits nothing, the defaults left out
+// (periodSeconds 1, a burst of requests), as the server's canonical rendering leaves them out.
+func limits(l *v1alpha1.ClientLimits) *Limits {
+	if l == nil || l.PerClient == nil {
+		return nil
+	}
+	p := PerClient(*l.PerClient)
+	if p.PeriodSeconds == 1 {
+		p.PeriodSeconds = 0
+	}
+	if p.Burst == p.Requests {
+		p.Burst = 0
+	}
+	return &Limits{PerClient: &p}
 }
 
 // HSTS is the Strict-Transport-Security header value of an HSTS policy.

@@ -68,6 +68,13 @@ func TestRenderEachField(t *testing.T) {
 		{name: "hsts", tls: tls(v1alpha1.TLSSpec{HSTS: &v1alpha1.HSTSSpec{MaxAgeSeconds: 31536000, IncludeSubDomains: true, Preload: true}}),
 			want: `{"version":1,"hsts":"max-age=31536000; includeSubDomains; preload"}`},
 		{name: "hsts max-age 0", tls: tls(v1alpha1.TLSSpec{HSTS: &v1alpha1.HSTSSpec{}}), want: `{"version":1,"hsts":"max-age=0"}`},
+		{name: "limits without perClient limit nothing", server: v1alpha1.ServerSpec{Limits: &v1alpha1.ClientLimits{}}, want: `{"version":1}`},
+		{name: "limits.perClient", server: v1alpha1.ServerSpec{Limits: &v1alpha1.ClientLimits{PerClient: &v1alpha1.PerClientLimit{
+			Requests: 1, PeriodSeconds: 600, Burst: 3}}},
+			want: `{"version":1,"limits":{"perClient":{"requests":1,"periodSeconds":600,"burst":3}}}`},
+		{name: "limits.perClient: period 1 and a burst of requests are defaults", server: v1alpha1.ServerSpec{Limits: &v1alpha1.ClientLimits{
+			PerClient: &v1alpha1.PerClientLimit{Requests: 50, PeriodSeconds: 1, Burst: 50}}},
+			want: `{"version":1,"limits":{"perClient":{"requests":50}}}`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			r := Render(siteOf(c.server, c.tls, c.httpsPort))
@@ -96,10 +103,11 @@ func TestRenderEverythingInTheDocumentedOrder(t *testing.T) {
 		Headers:             []v1alpha1.Header{{Name: "X-A", Value: "1"}},
 		CacheControl:        []v1alpha1.CacheControlRule{{Glob: "/assets/**", Value: "immutable"}},
 		DefaultCacheControl: "no-store",
+		Limits:              &v1alpha1.ClientLimits{PerClient: &v1alpha1.PerClientLimit{Requests: 10, Burst: 20}},
 	}, &v1alpha1.TLSSpec{SecretName: "s", HTTPRedirect: true, HSTS: &v1alpha1.HSTSSpec{MaxAgeSeconds: 60}}, 0)
 	first := Render(s)
 	order := []string{"version", "cacheControl", "defaultCacheControl", "headers", "securityHeaders", "cors", "spaFallback", "notFoundPage", "redirects",
-		"cleanURLs", "errorPages", "httpsRedirect", "hsts"}
+		"cleanURLs", "errorPages", "httpsRedirect", "hsts", "limits"}
 	at := -1
 	for _, k := range order {
 		i := strings.Index(string(first.Bytes), `"`+k+`":`)

@@ -47,6 +47,14 @@ pub fn begin(out: &mut Vec<u8>, f: &Fields) {
     let _ = write!(out, ",\"worker\":{}", f.worker);
 }
 
+/// Marks a line started by `begin` as a request refused by a limit (`"limited":"per_client"`): a 429 from a
+/// site's per-client limit told apart from a pool site's requests-per-second one (fairshare/).
+pub fn limited(out: &mut Vec<u8>, reason: &'static str) {
+    out.extend_from_slice(b",\"limited\":\"");
+    out.extend_from_slice(reason.as_bytes());
+    out.push(b'"');
+}
+
 /// Completes a line started by `begin`.
 pub fn finish(out: &mut Vec<u8>, duration_ns: u64) {
     out.extend_from_slice(b",\"duration\":");
@@ -97,9 +105,10 @@ mod tests {
             worker: 0,
         };
         begin(&mut out, &f);
+        limited(&mut out, "per_client");
         finish(&mut out, 0);
         let line = String::from_utf8(out).unwrap();
         assert!(line.contains("\"client\":\"[::1]:8080\""), "{line}");
-        assert!(line.contains("\"duration\":0.000000000}"), "{line}");
+        assert!(line.contains(",\"worker\":0,\"limited\":\"per_client\",\"duration\":0.000000000}"), "{line}");
     }
 }

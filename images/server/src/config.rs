@@ -52,6 +52,8 @@ pub struct Config {
     /// `--max-entries`, `--max-depth`: the size of tree a load takes (site/walk.rs, `Caps`).
     pub max_entries: usize,
     pub max_depth: usize,
+    /// `--client-table-size`: bytes of per-client buckets, all workers together (fairshare/).
+    pub client_table_size: u64,
     /// `--memory-limit`: overrides the cgroup's; Some(0) = no limit (see memory.rs).
     pub memory_limit: Option<u64>,
     /// `--memory-budget`: overrides the automatic content budget.
@@ -104,6 +106,7 @@ impl Default for Config {
             max_memory_file_size: 8 << 20,
             max_entries: crate::site::walk::DEFAULT_CAPS.max_entries,
             max_depth: crate::site::walk::DEFAULT_CAPS.max_depth,
+            client_table_size: 1 << 20,
             memory_limit: None,
             memory_budget: None,
             compress: true,
@@ -250,6 +253,7 @@ fn from_flags(f: Flags, matches: &ArgMatches) -> Result<Config, String> {
         max_memory_file_size: f.max_memory_file_size,
         max_entries: f.max_entries as usize,
         max_depth: f.max_depth as usize,
+        client_table_size: f.client_table_size,
         memory_limit: f.memory_limit,
         memory_budget: f.memory_budget,
         compress: f.compress,
@@ -492,6 +496,7 @@ mod tests {
         let c = flags(&["--memory-limit", "256Mi", "--memory-budget=1000"]).unwrap();
         assert_eq!((c.memory_limit, c.memory_budget), (Some(256 << 20), Some(1000)));
         assert_eq!(flags(&["--memory-limit", "1Gi"]).unwrap().memory_limit, Some(1 << 30));
+        assert_eq!(flags(&["--client-table-size", "64KiB"]).unwrap().client_table_size, 64 << 10);
         assert_eq!(flags(&["--memory-limit", "none"]).unwrap().memory_limit, Some(0));
         assert_eq!(flags(&["--memory-limit", "max"]).unwrap().memory_limit, Some(0));
         assert_eq!(flags(&["--memory-budget", "0"]).unwrap().memory_budget, Some(0));

@@ -87,6 +87,8 @@ pub struct WorkerStats {
     pub h3_streams: AtomicU64,
     pub h3_retries: AtomicU64,
     pub h3_refused: AtomicU64,
+    /// hyperstatic_requests_limited_total and hyperstatic_client_table_evictions_total (fairshare/).
+    pub fair: crate::fairshare::table::Counters,
 }
 
 /// The counters' bump lives in counters.rs (timing.rs and tls/ count without importing this file); kept here

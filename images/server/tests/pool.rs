@@ -604,3 +604,30 @@ fn a_site_evicted_to_disk_answers_without_a_reload() {
     let used: u64 = after["sites"].as_array().unwrap().iter().map(|x| x["memoryBytes"].as_u64().unwrap()).sum();
     assert!(used <= 500_000, "the loaded sites fit the budget: {used}");
 }
+
+/// A pool site's `limits.perClient` (src/fairshare/) is its own: a client past its burst on one site gets 429 with
+/// Retry-After there, counted on that site, and is still served by another site with the same limit. One worker,
+/// and a rate of one request per 10 minutes, so that every count is exact.
+#[test]
+fn per_client_limits_are_per_site() {
+    let p = Pool::new("per-client");
+    p.tree("a.one", "r1", &[("index.html", b"one")]);
+    p.tree("b.two", "r1", &[("index.html", b"two")]);
+    let value = r#"{"version": 1, "limits": {"perClient": {"requests": 1, "periodSeconds": 600, "burst": 2}}}"#;
+    let a = site_json("a.one", &["one.example"], value, LIMITS);
+    let b = site_json("b.two", &["two.example"], value, LIMITS);
+    p.index(&[("index-00.json", p.shard(&[a, b]))]);
+    let s = Server::start_pool(&p.dir, &["--workers", "1"]);
+    // A 503 while a site loads takes no token; its first answer from the table does.
+    assert_eq!(served(&s, "one.example", "/").status, 200);
+    assert_eq!(get(&s, Some("one.example"), "/").0.status, 200);
+    let (r, _) = get(&s, Some("one.example"), "/");
+    assert_eq!(r.status, 429);
+    let after: u32 = r.header("retry-after").unwrap().parse().unwrap();
+    assert!((590..=600).contains(&after), "Retry-After {after}");
+    // The other site: its own bucket for the same client.
+    assert_eq!(served(&s, "two.example", "/").text(), "two");
+    assert_eq!(get(&s, Some("two.example"), "/").0.status, 200);
+    assert_eq!(get(&s, Some("two.example"), "/").0.status, 429);
+    assert_eq!(s.metric("hyperstatic_requests_limited_total{reason=\"per_client\"}"), 2.0);
+}

@@ -240,6 +240,24 @@ pub fn render(s: &Shared) -> String {
         family(&mut out, name, "counter", help);
         let _ = writeln!(out, "{name} {n}");
     }
+    // Fair share (fairshare/): requests refused by a site's limits.perClient, by reason (only per_client so far;
+    // TLS handshakes would be another), and buckets forgotten before they were full again.
+    family(
+        &mut out,
+        "hyperstatic_requests_limited_total",
+        "counter",
+        "Requests answered 429 because their client address was past its share of the site (limits.perClient), by reason.",
+    );
+    let limited = sum(&|w| w.fair.limited.load(Ordering::Relaxed));
+    let _ = writeln!(out, "hyperstatic_requests_limited_total{{reason=\"per_client\"}} {limited}");
+    family(
+        &mut out,
+        "hyperstatic_client_table_evictions_total",
+        "counter",
+        "Per-client buckets forgotten before they were full again: the table (--client-table-size) holds fewer clients than come, or an address flood pushed them out.",
+    );
+    let _ =
+        writeln!(out, "hyperstatic_client_table_evictions_total {}", sum(&|w| w.fair.evicted.load(Ordering::Relaxed)));
     family(
         &mut out,
         "hyperstatic_pre_head_connections_max_per_worker",

@@ -32,9 +32,10 @@ pub enum Head<'a> {
     Page { e: &'a FileEntry, allow: bool },
     /// The plain-text status body (`text(status)`), and `Allow` for a 405.
     Plain { allow: bool },
-    /// The plain-text status body and `Retry-After: 1`: a pool site that has no tree yet or is refused (503), or
-    /// past its requests per second (429) (pool/).
-    Later,
+    /// The plain-text status body and `Retry-After: after` (seconds): a pool site that has no tree yet or is
+    /// refused (503), or past its requests per second (429) (pool/), with 1; a client past its share of the site
+    /// (429, answer/limit.rs) with the seconds until its next token.
+    Later { after: u32 },
     /// 204 to OPTIONS: `Allow`, the granted preflight's `Access-Control-Allow-Origin` line and
     /// `Access-Control-Allow-*` lines, `Vary: Origin` under a rule with a list of origins.
     Options { granted: Option<(&'a [u8], &'a [u8])>, vary_origin: bool },
@@ -236,8 +237,13 @@ impl<'a> Reply<'a> {
 
     /// `status` (503 or 429) with `Retry-After: 1` and the plain-text body; no body for HEAD.
     pub fn later(status: u16, head: bool) -> Reply<'a> {
+        Reply::retry_after(status, 1, head)
+    }
+
+    /// `status` with `Retry-After: after` (seconds) and the plain-text body; no body for HEAD.
+    pub fn retry_after(status: u16, after: u32, head: bool) -> Reply<'a> {
         let body = if head { Body::None } else { Body::Static(text(status)) };
-        Reply { status, head: Head::Later, body }
+        Reply { status, head: Head::Later { after }, body }
     }
 
     /// A redirect with `status` to `to`.
@@ -274,7 +280,7 @@ mod tests {
 
     #[test]
     fn every_status_has_its_text() {
-        for s in [200, 204, 206, 301, 302, 304, 307, 308, 400, 404, 405, 408, 412, 414, 416, 431, 501, 503, 505] {
+        for s in [200, 204, 206, 301, 302, 304, 307, 308, 400, 404, 405, 408, 412, 414, 416, 429, 431, 501, 503, 505] {
             assert_eq!(text(s), format!("{s} {}\n", reason(s)).as_bytes());
         }
     }

@@ -168,6 +168,12 @@ pub(super) struct Flags {
     #[arg(long, allow_hyphen_values = true, env = "HYPERSTATIC_MAX_DEPTH", value_name = "N", default_value = "64", value_parser = number::<u64>)]
     pub max_depth: u64,
 
+    /// Bytes for the per-client buckets of sites with limits.perClient in their site value, shared out equally
+    /// among the workers and allocated at start (64 bytes hold 4 clients; past that, the fullest buckets are
+    /// forgotten first)
+    #[arg(long, allow_hyphen_values = true, env = "HYPERSTATIC_CLIENT_TABLE_SIZE", value_name = "SIZE", default_value = "1MiB", value_parser = parse_size)]
+    pub client_table_size: u64,
+
     /// Memory limit to keep within, overriding the cgroup's (bytes or Ki/Mi/Gi; none = no limit)
     #[arg(long, allow_hyphen_values = true, env = "HYPERSTATIC_MEMORY_LIMIT", value_name = "SIZE", value_parser = parse_limit_size)]
     pub memory_limit: Option<u64>,

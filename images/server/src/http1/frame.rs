@@ -132,11 +132,13 @@ pub fn frame(out: &mut Out, r: &Reply, c: Conn) -> Resp {
                 out.bytes(ALLOW);
             }
         }
-        Head::Later => {
+        Head::Later { after } => {
             status_line(out, r.status);
             out.bytes(b"Content-Type: text/plain; charset=utf-8\r\n");
             length(out, reply::text(r.status).len() as u64);
-            out.bytes(b"Retry-After: 1\r\n");
+            out.bytes(b"Retry-After: ");
+            out.num(after as u64);
+            out.bytes(b"\r\n");
         }
         Head::Options { granted, vary_origin } => {
             status_line(out, r.status);

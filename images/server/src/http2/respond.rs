@@ -194,11 +194,11 @@ pub fn frame_with<C: Coder>(head: &mut Vec<u8>, loc: &mut Vec<u8>, r: &Reply) ->
                 C::field(head, b"allow", ALLOW);
             }
         }
-        Head::Later => {
+        Head::Later { after } => {
             C::status(head, r.status);
             C::field(head, b"content-type", b"text/plain; charset=utf-8");
             length::<C>(head, reply::text(r.status).len() as u64);
-            C::field(head, b"retry-after", b"1");
+            C::field(head, b"retry-after", decimal(after as u64, &mut tmp));
         }
         Head::Options { granted, vary_origin } => {
             C::status(head, r.status);

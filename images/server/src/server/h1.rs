@@ -5,6 +5,7 @@
 use super::conn::{Done, Then};
 use super::{Flow, Worker, FLUSH_AT};
 use crate::access;
+use crate::answer::limit::{self, Limiter};
 use crate::answer::reply::Reply;
 use crate::counters::bump;
 use crate::http1::out::Out;
@@ -58,11 +59,26 @@ impl Worker {
                 Ok(Parsed::Complete(req, used)) => {
                     // The head is complete: the request's duration starts here (or with its batch's first).
                     let start_ns = *batch_start.get_or_insert_with(timing::now_ns);
+                    let mut l = Limiter {
+                        clients: &mut self.clients,
+                        counters: &self.shared.stats[self.id].fair,
+                        now_ms: self.now_ms,
+                    };
+                    let head = req.method == Method::Head;
+                    let mut limited = false;
                     let r = match pool {
                         // The single site: no host looked at, as before pools.
-                        None => match table.https_redirect {
-                            Some(port) if c.tls.is_none() => respond::https_redirect(&mut self.out, &ctx, &req, port),
-                            _ => respond::respond(&mut self.out, &ctx, &req, &mut self.pathbuf),
+                        None => match limit::check(&mut l, table.per_client.as_ref(), 0, c.peer, head) {
+                            Some(refused) => {
+                                limited = true;
+                                respond::reply(&mut self.out, &ctx, &req, &refused)
+                            }
+                            None => match table.https_redirect {
+                                Some(port) if c.tls.is_none() => {
+                                    respond::https_redirect(&mut self.out, &ctx, &req, port)
+                                }
+                                _ => respond::respond(&mut self.out, &ctx, &req, &mut self.pathbuf),
+                            },
                         },
                         Some((p, snap)) => {
                             let route = snap.route(p, req.host, self.id, (self.now_ms / 1000) as u32);
@@ -75,7 +91,17 @@ impl Worker {
                                     break;
                                 }
                             }
-                            pooled(&mut self.out, &ctx, &req, &mut self.pathbuf, route, c.tls.is_none(), self.id)
+                            let (r, l) = pooled(
+                                &mut self.out,
+                                &ctx,
+                                &req,
+                                &mut self.pathbuf,
+                                route,
+                                (c.tls.is_none(), c.peer, &mut l),
+                                self.id,
+                            );
+                            limited = l;
+                            r
                         }
                     };
                     bodiless = !req.has_body();
@@ -94,6 +120,9 @@ impl Worker {
                                 worker: self.id,
                             };
                             access::begin(&mut self.batch_log, &f);
+                            if limited {
+                                access::limited(&mut self.batch_log, "per_client");
+                            }
                         }
                     }
                     let log_to = self.batch_log.len() as u32;
@@ -206,22 +235,33 @@ impl Worker {
     }
 }
 
-/// A pool's request, routed by its host: the site's table answers it exactly as a single site's would (its rules,
-/// its HTTPS redirect), counted on the site; an unknown host gets the same plain 404 whatever it was, and a site
-/// without a tree, refused or past its requests per second gets 503 or 429 with `Retry-After: 1`.
+/// A pool's request, routed by its host: the site's table answers it exactly as a single site's would (its
+/// per-client limit, its rules, its HTTPS redirect), counted on the site; an unknown host gets the same plain 404
+/// whatever it was, and a site without a tree, refused or past its requests per second gets 503 or 429 with
+/// `Retry-After: 1`. `conn` is whether the connection is plain, its client and the worker's limiter; the bool
+/// returned says the client was past its share.
 fn pooled(
     out: &mut Out,
     ctx: &Ctx,
     req: &Request,
     pathbuf: &mut [u8],
     route: Route,
-    plain: bool,
+    conn: (bool, Option<std::net::SocketAddr>, &mut Limiter<'_>),
     worker: usize,
-) -> Resp {
+) -> (Resp, bool) {
+    let (plain, peer, limiter) = conn;
     let head = req.method == Method::Head;
-    match route {
+    let r = match route {
         Route::Site(cell, table) => {
             let ctx = Ctx { table, spa_fallback: table.spa_fallback, ..*ctx };
+            // The cell names the site in the worker's buckets: it stays the site's while the site is in the pool,
+            // across reloads of its table, and its address needs no hashing of the site's id.
+            let site = cell as *const crate::pool::Cell as u64;
+            if let Some(refused) = limit::check(limiter, table.per_client.as_ref(), site, peer, head) {
+                let r = respond::reply(out, &ctx, req, &refused);
+                cell.counters.count(worker, r.status, r.bytes);
+                return (r, true);
+            }
             let r = match table.https_redirect {
                 Some(port) if plain => respond::https_redirect(out, &ctx, req, port),
                 _ => respond::respond(out, &ctx, req, pathbuf),
@@ -240,5 +280,6 @@ fn pooled(
             cell.counters.count(worker, r.status, r.bytes);
             r
         }
-    }
+    };
+    (r, false)
 }

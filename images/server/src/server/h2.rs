@@ -17,6 +17,7 @@ use super::{Flow, Worker, DRAIN_IDLE_MS};
 use crate::access;
 use crate::answer::conditional::Conditions;
 use crate::answer::file::FileAsk;
+use crate::answer::limit::{self, Limiter};
 use crate::answer::reply::Reply;
 use crate::answer::request::{self, Ask, Method, Site};
 use crate::counters::bump;
@@ -190,6 +191,7 @@ impl Worker {
             let start_ns = *batch_start.get_or_insert_with(timing::now_ns);
             let stream = r.stream;
             let head = r.method() == b"HEAD";
+            let mut limited = false;
             // A pool routes by `:authority` (else `host`): the same answers as HTTP/1.1's (h1.rs `pooled`).
             let routed =
                 pool.map(|(p, snap)| snap.route(p, Some(r.authority()).filter(|h| !h.is_empty()), self.id, now_s));
@@ -203,13 +205,22 @@ impl Worker {
                         Some(Route::Site(cell, t)) => (t, Some(cell)),
                         _ => (table, None),
                     };
+                    // A pool site is named in the buckets by its cell, as HTTP/1.1 names it (h1.rs `pooled`).
+                    let key = cell.map_or(0, |c| c as *const crate::pool::Cell as u64);
+                    let mut l = Limiter { clients: &mut self.clients, counters: &stats.fair, now_ms: self.now_ms };
                     let site = Site { table, spa_fallback: table.spa_fallback };
-                    let reply = match (ask(&r), table.https_redirect) {
-                        (None, _) => Reply::plain(400, false, head),
-                        (Some(a), Some(port)) if !tls => {
-                            request::https_redirect(&a, Some(r.authority()).filter(|h| !h.is_empty()), port)
+                    let reply = match limit::check(&mut l, table.per_client.as_ref(), key, c.peer, head) {
+                        Some(refused) => {
+                            limited = true;
+                            refused
                         }
-                        (Some(a), _) => request::answer(site, &a, &mut self.pathbuf),
+                        None => match (ask(&r), table.https_redirect) {
+                            (None, _) => Reply::plain(400, false, head),
+                            (Some(a), Some(port)) if !tls => {
+                                request::https_redirect(&a, Some(r.authority()).filter(|h| !h.is_empty()), port)
+                            }
+                            (Some(a), _) => request::answer(site, &a, &mut self.pathbuf),
+                        },
                     };
                     (reply, cell)
                 }
@@ -230,6 +241,9 @@ impl Worker {
                         worker: self.id,
                     };
                     access::begin(&mut self.batch_log, &fields);
+                    if limited {
+                        access::limited(&mut self.batch_log, "per_client");
+                    }
                 }
             }
             let log_to = self.batch_log.len() as u32;

@@ -123,6 +123,9 @@ pub struct Worker {
     /// `Alt-Svc` line HTTPS responses advertise it with (empty when off).
     h3: Option<Box<h3::Quic>>,
     alt_svc: Vec<u8>,
+    /// The per-client buckets of sites with `limits.perClient` (fairshare/): this worker's share of
+    /// `--client-table-size`, allocated here once (answer/limit.rs checks it before a request is answered).
+    clients: crate::fairshare::Clients,
 }
 
 impl Worker {
@@ -176,6 +179,10 @@ impl Worker {
             evict_from: 0,
             h3: None,
             alt_svc: Vec::new(),
+            clients: crate::fairshare::Clients::with_bytes(
+                cfg.client_table_size / shared.workers.max(1) as u64,
+                crate::fairshare::table::random_seed(),
+            ),
             shared,
         }
     }

@@ -142,6 +142,8 @@ pub struct Table {
     pub spa_fallback: bool,
     pub https_redirect: Option<u16>,
     pub hsts: Option<Box<str>>,
+    /// The site value's `limits.perClient` (fairshare/): checked before a request is answered (answer/limit.rs).
+    pub per_client: Option<crate::fairshare::Rate>,
     /// `--cors` rules, indexed by `Resolved::cors`.
     pub cors: Arc<[crate::headers::cors::CorsRule]>,
     /// Redirects, rewrites, clean-URL redirects and error pages (rules/).

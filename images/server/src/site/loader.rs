@@ -247,6 +247,7 @@ pub fn load(
         spa_fallback: site.spa_fallback,
         https_redirect: site.https_redirect,
         hsts: site.hsts.as_deref().map(Into::into),
+        per_client: site.per_client,
         ..Table::default()
     };
     let mut map = FxMap::with_capacity_and_hasher(entries.len() + 2 * dirs.len(), Default::default());

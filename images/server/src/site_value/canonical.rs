@@ -105,6 +105,17 @@ pub(super) fn render(v: &SiteValue) -> String {
     if let Some(h) = &v.hsts {
         f.push(("hsts", s(h)));
     }
+    if let Some(r) = &v.per_client {
+        // periodSeconds 1 and a burst of `requests` are the defaults: left out, as the operator leaves them out.
+        let mut o = vec![("requests", r.requests.to_string())];
+        if r.period_s != 1 {
+            o.push(("periodSeconds", r.period_s.to_string()));
+        }
+        if r.burst != r.requests {
+            o.push(("burst", r.burst.to_string()));
+        }
+        f.push(("limits", obj(&[("perClient", obj(&o))])));
+    }
     let lines: Vec<String> = f.iter().map(|(k, v)| format!("  {}: {v}", s(k))).collect();
     format!("{{\n{}\n}}\n", lines.join(",\n"))
 }

@@ -50,5 +50,7 @@ pub(super) fn from_texts(t: RuleTexts) -> Result<SiteValue, String> {
         error_pages: t.error_pages.iter().map(|r| crate::rules::parse_error_page(r)).collect::<Result<_, _>>()?,
         https_redirect: t.https_redirect,
         hsts: t.hsts.as_deref().map(parse_hsts).transpose()?,
+        // No flag sets a per-client limit: the site value file does (mod.rs).
+        per_client: None,
     })
 }

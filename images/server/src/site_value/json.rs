@@ -9,7 +9,7 @@ use serde_json::{Map, Value};
 use super::rules::{parse_cache_rule, parse_header_rule, parse_hsts, site_path};
 use super::SiteValue;
 
-const FIELDS: [&str; 13] = [
+const FIELDS: [&str; 14] = [
     "version",
     "cacheControl",
     "defaultCacheControl",
@@ -23,6 +23,7 @@ const FIELDS: [&str; 13] = [
     "errorPages",
     "httpsRedirect",
     "hsts",
+    "limits",
 ];
 
 /// The only version this server reads.
@@ -158,7 +159,29 @@ pub(super) fn parse(bytes: &[u8]) -> Result<SiteValue, String> {
             }
         },
         hsts: o.string("hsts")?.map(|v| parse_hsts(v).map_err(|e| format!("hsts: {e}"))).transpose()?,
+        per_client: match o.get("limits") {
+            None => None,
+            Some(v) => Obj::new(v, o.at("limits"), &["perClient"])?.get("perClient").map(per_client).transpose()?,
+        },
     })
+}
+
+/// `limits.perClient {requests, periodSeconds?, burst?}`: `requests` per `periodSeconds` (default 1), `burst`
+/// saved up at most (default `requests`); each within its range (fairshare/bucket.rs).
+fn per_client(v: &Value) -> Result<crate::fairshare::Rate, String> {
+    use crate::fairshare::bucket::{MAX_PERIOD_S, MAX_REQUESTS};
+    let o = Obj::new(v, "limits.perClient".into(), &["requests", "periodSeconds", "burst"])?;
+    let within = |key: &str, n: u64, max: u32| -> Result<u32, String> {
+        if n == 0 || n > max as u64 {
+            return Err(format!("{}: {n} is not between 1 and {max}", o.at(key)));
+        }
+        Ok(n as u32)
+    };
+    let requests = o.number("requests")?.ok_or_else(|| format!("{}: required", o.at("requests")))?;
+    let requests = within("requests", requests, MAX_REQUESTS)?;
+    let period_s = within("periodSeconds", o.number("periodSeconds")?.unwrap_or(1), MAX_PERIOD_S)?;
+    let burst = within("burst", o.number("burst")?.unwrap_or(requests as u64), MAX_REQUESTS)?;
+    Ok(crate::fairshare::Rate { requests, period_s, burst })
 }
 
 fn cache_rule(path: &str, v: &Value) -> Result<super::CacheRule, String> {

@@ -11,6 +11,8 @@
 //!   rules/, headers/cors.rs), so a rule is refused with the same message whichever way it came.
 //! - **The revision** names the value served: `sha256:` and the first 16 hex digits of the SHA-256 of the file's
 //!   bytes, or of the canonical rendering (canonical.rs) when the flags built it.
+//! - **Limits** (`limits.perClient`, fairshare/): only in the file; each number is checked against its range and
+//!   a bad one named by its path, like every other field.
 //! - **Against the process and the content**: `httpsRedirect` and `hsts` need a TLS listener (`check_process`);
 //!   a `notFoundPage` or `errorPages[].path` the content lacks refuses the value at load (site/loader.rs), and the
 //!   last good (content, value) keeps serving (control.rs).
@@ -63,6 +65,9 @@ pub struct SiteValue {
     pub https_redirect: Option<u16>,
     /// `hsts`: the Strict-Transport-Security value for HTTPS responses.
     pub hsts: Option<String>,
+    /// `limits.perClient`: each client address's token bucket on this site's requests (fairshare/); None: off.
+    /// Only the file sets it (no flag): a server run alone has no one else to share with.
+    pub per_client: Option<crate::fairshare::Rate>,
 }
 
 impl Default for SiteValue {
@@ -80,6 +85,7 @@ impl Default for SiteValue {
             error_pages: Vec::new(),
             https_redirect: None,
             hsts: None,
+            per_client: None,
         }
     }
 }

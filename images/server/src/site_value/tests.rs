@@ -21,7 +21,8 @@ const EXAMPLE: &str = r#"{
   "cleanURLs": false,
   "errorPages": [{"status": 404, "path": "/404.html", "pathPrefix": "/"}],
   "httpsRedirect": {"port": 443},
-  "hsts": "max-age=31536000; includeSubDomains"
+  "hsts": "max-age=31536000; includeSubDomains",
+  "limits": {"perClient": {"requests": 10, "periodSeconds": 1, "burst": 20}}
 }"#;
 
 #[test]
@@ -37,6 +38,7 @@ fn the_contracts_example_parses() {
     assert_eq!((v.error_pages[0].status, v.error_pages[0].prefix.as_str()), (404, "/"));
     assert_eq!(v.https_redirect, Some(443));
     assert_eq!(v.hsts.as_deref(), Some("max-age=31536000; includeSubDomains"));
+    assert_eq!(v.per_client, Some(crate::fairshare::Rate { requests: 10, period_s: 1, burst: 20 }));
     assert!(v.check_process(true).is_ok());
     assert_eq!(v.check_process(false).unwrap_err(), "httpsRedirect: needs a TLS listener (--tls-cert and --tls-key)");
 }
@@ -125,6 +127,21 @@ fn each_rule_error_names_its_path() {
         (r#""httpsRedirect": {"port": 70000}"#, "httpsRedirect.port: 70000 is not a port"),
         (r#""httpsRedirect": true"#, "httpsRedirect: expected an object"),
         (r#""hsts": "a\u0001b""#, "hsts: --hsts: invalid header value"),
+        (r#""limits": []"#, "limits: expected an object"),
+        (r#""limits": {"perClient": {"requests": 1, "burts": 2}}"#, "limits.perClient.burts: unknown field"),
+        (r#""limits": {"perIP": {}}"#, "limits.perIP: unknown field"),
+        (r#""limits": {"perClient": {"burst": 2}}"#, "limits.perClient.requests: required"),
+        (r#""limits": {"perClient": {"requests": 0}}"#, "limits.perClient.requests: 0 is not between 1 and 1000000"),
+        (r#""limits": {"perClient": {"requests": -1}}"#, "limits.perClient.requests: expected a non-negative integer"),
+        (r#""limits": {"perClient": {"requests": 1.5}}"#, "limits.perClient.requests: expected a non-negative integer"),
+        (
+            r#""limits": {"perClient": {"requests": 1, "periodSeconds": 86401}}"#,
+            "limits.perClient.periodSeconds: 86401 is not between 1 and 86400",
+        ),
+        (
+            r#""limits": {"perClient": {"requests": 1, "burst": 1000001}}"#,
+            "limits.perClient.burst: 1000001 is not between 1 and 1000000",
+        ),
     ] {
         let e = err(&format!("{{\"version\": 1, {json}}}"));
         assert!(e.starts_with(starts), "{json}\n  got: {e}\n want: {starts}");
@@ -148,7 +165,8 @@ fn the_canonical_rendering_is_stable_and_round_trips() {
   "redirects": [{"from": "/old/*", "to": "/new/:splat"}],
   "errorPages": [{"status": 404, "path": "/404.html"}],
   "httpsRedirect": {},
-  "hsts": "max-age=31536000; includeSubDomains"
+  "hsts": "max-age=31536000; includeSubDomains",
+  "limits": {"perClient": {"requests": 10, "burst": 20}}
 }
 "#
     );
@@ -253,4 +271,20 @@ fn a_fragment_in_a_redirect_target_is_kept() {
         err(r##"{"version": 1, "redirects": [{"from": "/a", "to": "#b"}]}"##),
         "redirects[0].to: a path cannot start with '#'"
     );
+}
+
+/// `limits.perClient`: off by default, `periodSeconds` 1 and a burst of `requests` when absent, and those defaults
+/// left out of the canonical rendering.
+#[test]
+fn per_client_limits_take_their_defaults() {
+    use crate::fairshare::Rate;
+    let parse = |json: &str| SiteValue::parse(format!("{{\"version\": 1, {json}}}").as_bytes()).unwrap();
+    assert_eq!(SiteValue::default().per_client, None);
+    assert_eq!(parse(r#""limits": {}"#).per_client, None, "an empty limits object limits nothing");
+    let v = parse(r#""limits": {"perClient": {"requests": 5}}"#);
+    assert_eq!(v.per_client, Some(Rate { requests: 5, period_s: 1, burst: 5 }));
+    assert!(v.canonical().contains(r#""limits": {"perClient": {"requests": 5}}"#), "{}", v.canonical());
+    let v = parse(r#""limits": {"perClient": {"requests": 1, "periodSeconds": 600, "burst": 3}}"#);
+    assert_eq!(v.per_client, Some(Rate { requests: 1, period_s: 600, burst: 3 }));
+    assert_eq!(SiteValue::parse(v.canonical().as_bytes()).unwrap(), v, "the rendering parses back");
 }
