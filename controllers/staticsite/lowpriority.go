@@ -9,11 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
-
-	"hyperstatic.dev/hyperstatic/api/v1alpha1"
-	"hyperstatic.dev/hyperstatic/internal/poolplacement"
 )
 
 // Why the site controller's queue has priorities.
@@ -21,29 +17,22 @@ import (
 // One controller serves every site of the cluster, with a few workers (--staticsite-max-concurrent-reconciles) and
 // one client-side budget of API requests (--kube-api-qps) shared by every controller. A pool fans out: its spec, a
 // server pod's readiness or a pass of the pool controller wakes every site placed in it, hundreds at once, none of
-// them changed by anyone; and a platform that moves its long tail into a pool creates hundreds of pool sites at
-// once, each first pass a handful of writes. In a FIFO queue a person's change to another site waits behind all of
-// them: with 200 pool sites being created, a dedicated site's new generation waited more than a minute for its
-// pass (e2e scenarios 12 and 14 beside 20-pool, 2026-12-02).
+// them changed by anyone. In a FIFO queue a person's change to another site waits behind all of them: with 200
+// pool sites being created, a dedicated site's new generation waited more than a minute for its pass (e2e
+// scenarios 12 and 14 beside 20-pool, 2026-12-02).
 //
-// So the queue is controller-runtime's priority queue, and the fan-out events and the creation of a pool site are
-// queued at handler.LowPriority: whatever a person changes on any site, and what a site's own children report
+// So the queue is controller-runtime's priority queue, and the fan-out events are queued at handler.LowPriority:
+// whatever a person changes on any site (a pool site's creation included), and what a site's own children report
 // (priority 0), is reconciled first, and the pool's sites still converge, in order, whenever a worker is free of
-// more urgent work. A pass requeued by its own result keeps the priority it was taken with (controller-runtime's
+// more urgent work.
+//
+// A pool site's creation stays at priority 0. Lowering it too (tried on 2026-12-02) put a new pool site's first
+// pass, which writes the hostnames it holds, behind the fan-out: the pool then served its content by Service name
+// before its hostnames reached every pod's index, and e2e 20-pool's requests by hostname got 404 from one pod.
+// (What that showed: a pod's servedBy counts the site value and the content, not the hostnames; see
+// docs/design/pools.md.) A pass requeued by its own result keeps the priority it was taken with (controller-runtime's
 // reconcileHandler), and the cache's initial list is low priority too, so after an operator restart with thousands
 // of sites a changed site still goes first.
-
-// poolSiteCreated passes the creation of a site placed in a pool (and nothing else): its first pass, queued at low
-// priority, waits for the passes a person is waiting on.
-var poolSiteCreated = predicate.Funcs{
-	CreateFunc: func(e event.CreateEvent) bool {
-		s, ok := e.Object.(*v1alpha1.StaticSite)
-		return ok && poolplacement.Wants(s) != ""
-	},
-	UpdateFunc:  func(event.UpdateEvent) bool { return false },
-	DeleteFunc:  func(event.DeleteEvent) bool { return false },
-	GenericFunc: func(event.GenericEvent) bool { return false },
-}
 
 // atLowPriority wraps h so that every request it queues is queued at handler.LowPriority. On a queue without
 // priorities it is h.

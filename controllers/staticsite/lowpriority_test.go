@@ -82,20 +82,3 @@ func TestAChangeRaisesAPoolSiteQueuedLow(t *testing.T) {
 	}
 	q.Done(r)
 }
-
-// Only a pool site's creation is lowered: a dedicated site's creation and every later change of any site keep the
-// For watch's priority.
-func TestOnlyAPoolSitesCreationIsLowered(t *testing.T) {
-	pooled := queuedSite("tenant", "a")
-	pooled.Spec.Placement = &v1alpha1.PlacementSpec{Mode: v1alpha1.PlacementPool, Pool: "shared"}
-	dedicated := queuedSite("tenant", "b")
-	if !poolSiteCreated.Create(event.CreateEvent{Object: pooled}) {
-		t.Fatal("a pool site's creation is not lowered")
-	}
-	if poolSiteCreated.Create(event.CreateEvent{Object: dedicated}) {
-		t.Fatal("a dedicated site's creation is lowered")
-	}
-	if poolSiteCreated.Update(event.UpdateEvent{ObjectOld: pooled, ObjectNew: pooled}) {
-		t.Fatal("a pool site's update is lowered")
-	}
-}

@@ -102,10 +102,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		// A person's change goes before the pool's fan-out (lowpriority.go).
 		WithOptions(controller.Options{UsePriorityQueue: ptr.To(true)}).
 		// Status writes (ours and the autoscaler's) do not change the generation: no reconcile for them.
-		// A pool site's creation is queued at low priority instead (lowpriority.go).
-		For(&v1alpha1.StaticSite{}, builder.WithPredicates(predicate.And(predicate.Not(poolSiteCreated), predicate.Or(
-			predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}, capacityAnnotationsChanged)))).
-		Watches(&v1alpha1.StaticSite{}, atLowPriority(&handler.EnqueueRequestForObject{}), builder.WithPredicates(poolSiteCreated)).
+		For(&v1alpha1.StaticSite{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{},
+			capacityAnnotationsChanged))).
 		Owns(&appsv1.Deployment{}).
 		Owns(&corev1.Service{}).
 		Owns(&corev1.ConfigMap{}). // the site value (step_sitevalue.go); the cache holds only the operator's ConfigMaps
