@@ -23,8 +23,9 @@ type interopCase struct {
 	run  func(context.Context, *env) result
 }
 
-// cases, in the order they run: retry last, as its flood of half-open handshakes stays on the server until its
-// handshake timeout and would send every later connection a Retry.
+// cases, in the order they run. No retry case: its flood of deaf clients did not reliably reach the server's
+// threshold of handshakes in progress (63 of 64 in one CI run of 2026-12-02), and a check that can fail on timing
+// blocks CI; aioquic's flood check in hack/h3-interop.py covers the Retry.
 var cases = []interopCase{
 	{"handshake", handshake},
 	{"transfer", transfer},
@@ -44,7 +45,6 @@ var cases = []interopCase{
 	{"keyupdate", keyUpdate},
 	{"v2", v2},
 	{"ecn", ecn},
-	{"retry", retry},
 }
 
 func handshake(ctx context.Context, e *env) result {

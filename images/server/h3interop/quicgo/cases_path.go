@@ -1,14 +1,10 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"net"
-	"net/http"
-	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/quic-go/quic-go"
@@ -202,103 +198,4 @@ func transferCorruption(ctx context.Context, e *env) result {
 
 func handshakeCorruption(ctx context.Context, e *env) result {
 	return e.lossy(ctx, 41, 0, 30, 5, []string{"/small.txt"})
-}
-
-// deaf is a socket that sends and never hears: a client of a handshake flood, whose Initials arrive and whose
-// answers are lost. It is a plain net.PacketConn on purpose: embedding the *net.UDPConn would hand quic-go its
-// ReadMsgUDP, which it prefers to ReadFrom, and the client would hear after all.
-type deaf struct{ udp *net.UDPConn }
-
-func (d deaf) ReadFrom(b []byte) (int, net.Addr, error) {
-	for {
-		if _, _, err := d.udp.ReadFrom(b); err != nil {
-			return 0, nil, err
-		}
-	}
-}
-
-func (d deaf) WriteTo(b []byte, a net.Addr) (int, error) { return d.udp.WriteTo(b, a) }
-func (d deaf) Close() error                              { return d.udp.Close() }
-func (d deaf) LocalAddr() net.Addr                       { return d.udp.LocalAddr() }
-func (d deaf) SetDeadline(t time.Time) error             { return d.udp.SetDeadline(t) }
-func (d deaf) SetReadDeadline(t time.Time) error         { return d.udp.SetReadDeadline(t) }
-func (d deaf) SetWriteDeadline(t time.Time) error        { return d.udp.SetWriteDeadline(t) }
-
-// retryAt is the server's threshold (server/h3.rs RETRY_AT): handshakes in progress past which a client must
-// answer a Retry first. The server has no flag to send a Retry to every client (the runner's retry case).
-const retryAt = 64
-
-// retry floods the server with clients that never answer, waits until it has that many handshakes in progress
-// (its connection counter), then checks that a real client is sent a Retry and answered.
-func retry(ctx context.Context, e *env) result {
-	before, err := e.metric(ctx, "hyperstatic_http3_connections_total")
-	if err != nil {
-		return failedErr("metrics", err)
-	}
-	fctx, stop := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	defer func() { stop(); wg.Wait() }()
-	for range retryAt + 6 {
-		udp, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
-		if err != nil {
-			return failedErr("a flood socket", err)
-		}
-		tr := &quic.Transport{Conn: deaf{udp}}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			defer tr.Close()
-			if c, err := tr.Dial(fctx, e.addr4, e.tlsConfig(nil), &quic.Config{}); err == nil {
-				_ = c.CloseWithError(0, "")
-			}
-		}()
-	}
-	for {
-		n, err := e.metric(ctx, "hyperstatic_http3_connections_total")
-		if err != nil {
-			return failedErr("metrics", err)
-		}
-		if n >= before+retryAt {
-			break
-		}
-		select {
-		case <-ctx.Done():
-			return failed("the flood reached %v new connections, not %d", n-before, retryAt)
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
-	ev := &events{}
-	c, err := e.dial(ctx, dialOpts{to: e.addr4, quic: &quic.Config{Tracer: ev.tracer()}})
-	if err != nil {
-		return failedErr("dial during the flood", err)
-	}
-	defer c.close()
-	if d := e.fetchExact(ctx, c, "/small.txt", 0, nil); d != "" {
-		return failed("%s", d)
-	}
-	if n := ev.snapshot().retries; n != 1 {
-		return failed("%d Retry packets during a flood of %d half-open handshakes, want 1", n, retryAt+6)
-	}
-	return passed("with %d handshakes in progress, a Retry, then the answer (the server has no flag to send a "+
-		"Retry to every client: no Retry without a flood, see handshake)", retryAt)
-}
-
-// metric reads one sample of the server's metrics.
-func (e *env) metric(ctx context.Context, name string) (float64, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+e.admin+"/metrics", nil)
-	if err != nil {
-		return 0, err
-	}
-	rsp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return 0, err
-	}
-	defer rsp.Body.Close()
-	s := bufio.NewScanner(rsp.Body)
-	for s.Scan() {
-		if v, ok := strings.CutPrefix(s.Text(), name+" "); ok {
-			return strconv.ParseFloat(v, 64)
-		}
-	}
-	return 0, fmt.Errorf("no %s in the metrics", name)
 }
