@@ -24,15 +24,14 @@ import (
 // So the queue is controller-runtime's priority queue, and the fan-out events are queued at handler.LowPriority:
 // whatever a person changes on any site (a pool site's creation included), and what a site's own children report
 // (priority 0), is reconciled first, and the pool's sites still converge, in order, whenever a worker is free of
-// more urgent work.
-//
-// A pool site's creation stays at priority 0. Lowering it too (tried on 2026-12-02) put a new pool site's first
-// pass, which writes the hostnames it holds, behind the fan-out: the pool then served its content by Service name
-// before its hostnames reached every pod's index, and e2e 20-pool's requests by hostname got 404 from one pod.
-// (What that showed: a pod's servedBy counts the site value and the content, not the hostnames; see
-// docs/design/pools.md.) A pass requeued by its own result keeps the priority it was taken with (controller-runtime's
+// more urgent work. A pass requeued by its own result keeps the priority it was taken with (controller-runtime's
 // reconcileHandler), and the cache's initial list is low priority too, so after an operator restart with thousands
 // of sites a changed site still goes first.
+//
+// A pool site's creation stays at priority 0. Lowering it too (tried on 2026-12-02) most likely put a new pool
+// site's first pass, which writes the hostnames it holds, behind the fan-out: the pool served its content by
+// Service name while one pod's index still lacked its hostnames, and e2e 20-pool's requests by hostname got 404
+// from that pod. A pod's servedBy counts the site value and the content, not the hostnames (docs/design/pools.md).
 
 // atLowPriority wraps h so that every request it queues is queued at handler.LowPriority. On a queue without
 // priorities it is h.
