@@ -19,6 +19,14 @@ BIN := $(ROOT)/bin
 # so a fresh clone on a machine that built it before starts warm.
 CACHE_DIR ?= $(HOME)/.cache/hyperstatic
 export PATH := $(BIN):/usr/local/go/bin:$(HOME)/.cargo/bin:$(PATH)
+# One set of Go build settings for every build, test, vet and lint run: the release binaries' (static, no cgo, paths
+# trimmed, no VCS stamp). Go's build cache keys each compiled package on these, so with them the same everywhere
+# the Kubernetes libraries are compiled once (for the manager) and reused by the e2e suite, `go vet`, the linter and
+# the test binaries, in this tree and in CI's checks tree. Measured on a cold cache (2026-12-02): compiling the e2e
+# suite after the manager took 45 CPU-seconds with the same settings, 189 with Go's defaults (cgo on, paths kept).
+# A developer's own `go test -race` (which needs cgo) runs outside make and is unaffected.
+export CGO_ENABLED := 0
+export GOFLAGS := -trimpath -buildvcs=false
 
 # Image names: no registry exists here, images are built locally and loaded into kind.
 SERVER_IMAGE ?= hyperstatic/server:$(VERSION)

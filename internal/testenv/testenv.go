@@ -5,10 +5,10 @@
 package testenv
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"path/filepath"
-	goruntime "runtime"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -76,11 +76,29 @@ func Start() (*Env, error) {
 // Stop stops the API server and etcd.
 func (e *Env) Stop() error { return e.env.Stop() }
 
-// RepoRoot is the repository's top directory, found from this source file's location.
+// RepoRoot is the repository's top directory: the nearest directory above the test's working directory (go test
+// runs a test in its package's directory) whose go.mod declares this module. It is not found from this source
+// file's recorded path, since the Makefile builds with -trimpath (one set of build flags for every build, so Go's
+// cache compiles the dependencies once), which records module paths, not directories.
 func RepoRoot() string {
-	_, file, _, _ := goruntime.Caller(0)
-	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
+	dir, err := os.Getwd()
+	if err != nil {
+		panic(fmt.Sprintf("testenv: no working directory: %v", err))
+	}
+	for {
+		if mod, err := os.ReadFile(filepath.Join(dir, "go.mod")); err == nil && bytes.HasPrefix(mod, []byte("module "+modulePath+"\n")) {
+			return dir
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			panic("testenv: no go.mod of module " + modulePath + " above the working directory")
+		}
+		dir = parent
+	}
 }
+
+// modulePath is the repository's module, as its go.mod declares it.
+const modulePath = "hyperstatic.dev/hyperstatic"
 
 // NewManager returns a controller-runtime manager on this API server for a controller suite: nothing listens
 // (metrics and probes off), and controller name validation is off so a package may set up a controller twice.
