@@ -23,10 +23,13 @@ server-build: ## Build the static hyperstatic-server release binary and print it
 	  $(CARGO) build --locked --release --target $(SERVER_TARGET)
 	@echo "$(SERVER_BIN)"
 
+# How many of the server's test binaries run at a time (hack/server-tests.sh says why: they mostly wait).
+SERVER_TEST_JOBS ?= 3
+
 .PHONY: server-test
-server-test: h2spec h3-interop ## The server's Rust tests: unit tests per module and integration tests against the real binary; h2spec; HTTP/3 against aioquic and quic-go.
+server-test: h2spec h3-interop ## The server's Rust tests: unit tests per module and integration tests against the real binary, SERVER_TEST_JOBS binaries at a time; h2spec; HTTP/3 against aioquic and quic-go.
 	@$(call progress,server tests)
-	@cd $(SERVER_DIR) && CARGO_TARGET_DIR=$(SERVER_CARGO_TARGET) $(CARGO) test --locked
+	@CARGO_TARGET_DIR=$(SERVER_CARGO_TARGET) $(ROOT)/hack/server-tests.sh $(SERVER_DIR) $(SERVER_TEST_JOBS)
 
 .PHONY: h2spec
 h2spec: server-build $(H2SPEC) ## h2spec (145 cases) against the release server over TLS (ALPN h2) and h2c; fails on a failure the server README does not list.
