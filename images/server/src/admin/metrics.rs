@@ -235,6 +235,11 @@ pub fn render(s: &Shared) -> String {
             "Connections closed because their unsent output still held content a newer load replaced.",
             sum(&|w| w.slow_readers_closed.load(Ordering::Relaxed)),
         ),
+        (
+            "hyperstatic_proxy_protocol_refused_total",
+            "Connections closed because, with --proxy-protocol, they did not open with a valid PROXY protocol v2 header.",
+            sum(&|w| w.proxy_refused.load(Ordering::Relaxed)),
+        ),
     ];
     for (name, help, n) in hostile {
         family(&mut out, name, "counter", help);

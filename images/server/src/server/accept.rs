@@ -43,7 +43,9 @@ impl Worker {
             };
             // A client past its share of TLS handshakes (fairshare/handshake.rs) is turned away first: before its
             // connection can make another client's be evicted, and before anything is allocated or read for it.
-            if tls && !self.handshake_allowed(peer) {
+            // With --proxy-protocol the address here is the load balancer's: the check waits for the client's
+            // (server/proxy.rs), still before the handshake.
+            if tls && !self.shared.cfg.proxy_protocol && !self.handshake_allowed(peer) {
                 sys::close(fd);
                 continue;
             }
@@ -102,6 +104,7 @@ impl Worker {
             c.proto = if !tls && self.shared.cfg.h2c { Proto::Sniff } else { Proto::Http1 };
             c.tls = conn;
             c.handshake_counted = false;
+            c.proxy_wait = self.shared.cfg.proxy_protocol;
             let gen = c.gen;
             self.open += 1;
             self.trim.opened(self.open);
