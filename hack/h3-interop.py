@@ -14,7 +14,8 @@ a self-signed P-256 certificate (openssl), starts the server with --http3 on loo
   with status, body and the key headers compared, Alt-Svc on the HTTP/2 answers naming the UDP port, a malformed
   head (stream reset) and a dynamic-table QPACK reference (connection closed), and a Retry
   for a client arriving during a flood of half-open handshakes (and none without one).
-  Finally SIGTERM: the server must drain and exit 0.
+  Finally SIGTERM: the server must drain and exit 0. Then a second server whose site value limits each client to 2
+  requests per 600 s: the third request gets 429 with Retry-After over HTTP/3 too, counted and access-logged.
 
 With --quic-go, a second server (on [::], dual-stack, a certificate larger than three Initials, the site plus 200
 files under many/) is run against quic-go over the interop runner's cases (the client's own doc says which and
@@ -427,6 +428,48 @@ async def run(port, cert, files):
         sock.close()
 
 
+async def limited(port, cert):
+    """Three GETs and a HEAD on one connection to a site allowing each client 2 requests per 600 s."""
+    cfg = QuicConfiguration(is_client=True, alpn_protocols=H3_ALPN, server_name="localhost")
+    cfg.load_verify_locations(cert)
+    async with connect("127.0.0.1", port, configuration=cfg, create_protocol=Client) as c:
+        return [await c.request(m, "/small.txt") for m in ("GET", "GET", "GET", "HEAD")]
+
+
+def run_limits(binary, work, site):
+    """Fair share over HTTP/3 (limits.perClient in the site value): past its burst a client gets 429 with
+    Retry-After, the same reply HTTP/1.1 and HTTP/2 give (answer/limit.rs), counted and access-logged as limited."""
+    value = os.path.join(work, "limits.json")
+    with open(value, "w") as f:
+        json.dump({"version": 1, "limits": {"perClient": {"requests": 2, "periodSeconds": 600}}}, f)
+    p, port, admin, cert, log_path = start(binary, work, site, "127.0.0.1:0", name="limits", extra=("--site", value))
+    try:
+        answers = asyncio.run(limited(port, cert))
+    except Exception as e:
+        answers = []
+        check("fair share: the exchanges completed", False, repr(e))
+    if answers:
+        (s1, _, b1), (s2, _, _), (s3, h3, b3), (s4, h4, b4) = answers
+        check("fair share: the burst of 2 is answered", (s1, s2, b1) == (200, 200, b"hello\n"), f"{s1} {s2} {b1!r}")
+        # 600 s per 2 requests: the next token is 300 s away (in whole seconds, rounded up; the clock may have
+        # moved a little since the burst was taken).
+        ra = int(h3.get("retry-after", "0"))
+        check("fair share: the third GET gets 429 with Retry-After", s3 == 429 and 290 <= ra <= 300
+              and b3 == b"429 Too Many Requests\n", f"{s3} retry-after {h3.get('retry-after')} {b3!r}")
+        check("fair share: HEAD gets 429 with Retry-After and no body", s4 == 429 and "retry-after" in h4 and b4 == b"",
+              f"{s4} {h4} {b4!r}")
+    metrics = subprocess.run(["curl", "-s", f"http://127.0.0.1:{admin}/metrics"], capture_output=True, text=True).stdout
+    check("fair share: counted in hyperstatic_requests_limited_total{reason=\"per_client\"}",
+          'hyperstatic_requests_limited_total{reason="per_client"} 2\n' in metrics,
+          [m for m in metrics.splitlines() if "limited" in m])
+    logged = [json.loads(line) for line in open(log_path, "rb").read().decode().splitlines()
+              if '"msg":"request"' in line and '"HTTP/3.0"' in line]
+    check("fair share: the 429s are access-logged as limited",
+          [(r["status"], r.get("limited")) for r in logged] == [(200, None), (200, None), (429, "per_client"),
+                                                               (429, "per_client")], logged)
+    stop(p, "the fair-share server")
+
+
 def main():
     args = sys.argv[1:]
     client = trixie = None
@@ -465,6 +508,7 @@ def main():
         stop(p, "aioquic's server")
         if FAILURES:
             print(open(log_path).read()[-3000:])
+        run_limits(binary, work, site)
         if client is not None:
             run_quic_go(binary, client, work)
         if trixie is not None:

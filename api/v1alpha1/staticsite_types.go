@@ -53,6 +53,7 @@ const (
 
 // StaticSiteSpec is what a user asks for: a site's content and how to serve it.
 // +kubebuilder:validation:XValidation:rule="!has(self.route) || (has(self.hostnames) && size(self.hostnames) > 0)",message="spec.route needs spec.hostnames: the route answers for those names"
+// +kubebuilder:validation:XValidation:rule="!has(self.server) || !has(self.server.limits) || !has(self.server.limits.perClientHandshakes) || has(self.tls)",message="spec.server.limits.perClientHandshakes needs spec.tls: the site's server ends no TLS without it"
 // +kubebuilder:validation:XValidation:rule="!has(self.route) || !has(self.tls) || !has(self.tls.httpRedirect) || !self.tls.httpRedirect",message="spec.tls.httpRedirect cannot be used with spec.route: the route sends plain HTTP to the site, which would redirect in a loop; let the Ingress controller or Gateway redirect"
 type StaticSiteSpec struct {
 	// content is where the site's files come from. Exactly one source must be set.

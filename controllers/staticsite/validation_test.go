@@ -85,6 +85,10 @@ func TestInvalidSitesAreRefused(t *testing.T) {
 		{"per-client limit without requests", v1alpha1.StaticSiteSpec{Content: img, Server: v1alpha1.ServerSpec{Limits: &v1alpha1.ClientLimits{PerClient: &v1alpha1.PerClientLimit{Burst: 5}}}}, "spec.server.limits.perClient.requests: Invalid value: 0"},
 		{"per-client period past a day", v1alpha1.StaticSiteSpec{Content: img, Server: v1alpha1.ServerSpec{Limits: &v1alpha1.ClientLimits{PerClient: &v1alpha1.PerClientLimit{Requests: 1, PeriodSeconds: v1alpha1.MaxPerClientPeriodSeconds + 1}}}}, "spec.server.limits.perClient.periodSeconds"},
 		{"per-client burst too large", v1alpha1.StaticSiteSpec{Content: img, Server: v1alpha1.ServerSpec{Limits: &v1alpha1.ClientLimits{PerClient: &v1alpha1.PerClientLimit{Requests: 1, Burst: v1alpha1.MaxPerClientRequests + 1}}}}, "spec.server.limits.perClient.burst"},
+		{"handshake limit without TLS", v1alpha1.StaticSiteSpec{Content: img, Server: v1alpha1.ServerSpec{Limits: &v1alpha1.ClientLimits{PerClientHandshakes: &v1alpha1.PerClientHandshakeLimit{Handshakes: 5}}}}, "spec.server.limits.perClientHandshakes needs spec.tls"},
+		{"handshake limit without handshakes", v1alpha1.StaticSiteSpec{Content: img, TLS: &v1alpha1.TLSSpec{SecretName: "t"}, Server: v1alpha1.ServerSpec{Limits: &v1alpha1.ClientLimits{PerClientHandshakes: &v1alpha1.PerClientHandshakeLimit{Burst: 5}}}}, "spec.server.limits.perClientHandshakes.handshakes: Invalid value: 0"},
+		{"handshake period past a day", v1alpha1.StaticSiteSpec{Content: img, TLS: &v1alpha1.TLSSpec{SecretName: "t"}, Server: v1alpha1.ServerSpec{Limits: &v1alpha1.ClientLimits{PerClientHandshakes: &v1alpha1.PerClientHandshakeLimit{Handshakes: 1, PeriodSeconds: v1alpha1.MaxPerClientPeriodSeconds + 1}}}}, "spec.server.limits.perClientHandshakes.periodSeconds"},
+		{"handshake burst too large", v1alpha1.StaticSiteSpec{Content: img, TLS: &v1alpha1.TLSSpec{SecretName: "t"}, Server: v1alpha1.ServerSpec{Limits: &v1alpha1.ClientLimits{PerClientHandshakes: &v1alpha1.PerClientHandshakeLimit{Handshakes: 1, Burst: v1alpha1.MaxPerClientRequests + 1}}}}, "spec.server.limits.perClientHandshakes.burst"},
 		{"budget of 0 blocks drains", v1alpha1.StaticSiteSpec{Content: img, Disruption: &v1alpha1.DisruptionSpec{MaxUnavailable: intstr.FromInt32(0)}}, "spec.disruption.maxUnavailable must be a positive integer"},
 		{"budget of 0% blocks drains", v1alpha1.StaticSiteSpec{Content: img, Disruption: &v1alpha1.DisruptionSpec{MaxUnavailable: intstr.FromString("00%")}}, "spec.disruption.maxUnavailable must be a positive integer"},
 		{"endless drain delay", v1alpha1.StaticSiteSpec{Content: img, Server: v1alpha1.ServerSpec{DrainDelay: &metav1.Duration{Duration: 6 * time.Minute}}}, "spec.server.drainDelay must be between 0s and 5m"},
@@ -112,6 +116,20 @@ func manyRedirects(n int) []v1alpha1.Redirect {
 		rs[i] = v1alpha1.Redirect{From: fmt.Sprintf("/old/%d", i), To: fmt.Sprintf("/new/%d", i)}
 	}
 	return rs
+}
+
+// A handshake limit at the ends of its ranges is accepted on a site with spec.tls (the CEL rule needs it).
+func TestHandshakeLimitIsAcceptedWithTLS(t *testing.T) {
+	ns := namespace(t)
+	site := createSite(t, ns, "handshakes", v1alpha1.StaticSiteSpec{Content: v1alpha1.ContentSource{Image: "example/site:1"},
+		TLS: &v1alpha1.TLSSpec{SecretName: "handshakes-tls"},
+		Server: v1alpha1.ServerSpec{Limits: &v1alpha1.ClientLimits{PerClientHandshakes: &v1alpha1.PerClientHandshakeLimit{
+			Handshakes: v1alpha1.MaxPerClientRequests, PeriodSeconds: v1alpha1.MaxPerClientPeriodSeconds, Burst: 1}}}})
+	got := &v1alpha1.StaticSite{}
+	testenv.Must(t, k8s.Get(context.Background(), client.ObjectKeyFromObject(site), got))
+	if h := got.Spec.Server.Limits.PerClientHandshakes; h == nil || h.Handshakes != v1alpha1.MaxPerClientRequests || h.Burst != 1 {
+		t.Errorf("perClientHandshakes stored as %+v", h)
+	}
 }
 
 // Site rules the server accepts are accepted by the API server too, with status defaulted to 301.

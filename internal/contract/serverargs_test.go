@@ -536,6 +536,10 @@ func TestContractServerRejectsUnknownFlags(t *testing.T) {
 		{"site value with an unknown field", func(a []string) []string {
 			return serverbin.WithSiteValue(t, a, []byte(`{"version":1,"redirects":[{"from":"/a","to":"/b","form":1}]}`))
 		}},
+		// What the CRD refuses without spec.tls (staticsite_types.go): the server has no handshakes to limit.
+		{"handshake limit without a TLS listener", func(a []string) []string {
+			return serverbin.WithSiteValue(t, a, []byte(`{"version":1,"limits":{"perClientHandshakes":{"handshakes":1}}}`))
+		}},
 		{"redirect status the server does not know", func(a []string) []string {
 			return serverbin.WithSiteValue(t, a, []byte(`{"version":1,"redirects":[{"from":"/a","to":"/b","status":303}]}`))
 		}},

@@ -17,8 +17,8 @@ import (
 )
 
 // The TLS contract: what spec.tls (and spec.service.httpsPort) make the operator pass the server (serverargs.go:
-// --tls-listen, --tls-cert, --tls-key, --http2; the site value: httpsRedirect with the port, hsts) is accepted by
-// the real server. --check
+// --tls-listen, --tls-cert, --tls-key, --http2; the site value: httpsRedirect with the port, hsts, and
+// spec.server.limits.perClientHandshakes, which needs spec.tls) is accepted by the real server. --check
 // loads the certificate, so the Secret's mount path is swapped for a real pair, as --root is for a real site; the
 // check must then report the certificate it loaded.
 func TestContractTLSArgsAcceptedByServer(t *testing.T) {
@@ -29,6 +29,7 @@ func TestContractTLSArgsAcceptedByServer(t *testing.T) {
 		name    string
 		tls     v1alpha1.TLSSpec
 		service v1alpha1.ServiceSpec
+		limits  *v1alpha1.ClientLimits
 	}{
 		{name: "secret only", tls: v1alpha1.TLSSpec{SecretName: "site-tls"}},
 		{name: "redirect on port 443", tls: v1alpha1.TLSSpec{SecretName: "site-tls", HTTPRedirect: true}},
@@ -40,12 +41,20 @@ func TestContractTLSArgsAcceptedByServer(t *testing.T) {
 		{name: "hsts forget", tls: v1alpha1.TLSSpec{SecretName: "site-tls", HSTS: &v1alpha1.HSTSSpec{MaxAgeSeconds: 0}}},
 		{name: "hsts preload with redirect", tls: v1alpha1.TLSSpec{SecretName: "site-tls", HTTPRedirect: true,
 			HSTS: &v1alpha1.HSTSSpec{MaxAgeSeconds: 63072000, IncludeSubDomains: true, Preload: true}}},
+		{name: "per-client handshakes, defaults", tls: v1alpha1.TLSSpec{SecretName: "site-tls"},
+			limits: &v1alpha1.ClientLimits{PerClientHandshakes: &v1alpha1.PerClientHandshakeLimit{Handshakes: 10}}},
+		{name: "per-client handshakes and requests, extremes", tls: v1alpha1.TLSSpec{SecretName: "site-tls"},
+			limits: &v1alpha1.ClientLimits{
+				PerClient: &v1alpha1.PerClientLimit{Requests: 1, PeriodSeconds: 1, Burst: v1alpha1.MaxPerClientRequests},
+				PerClientHandshakes: &v1alpha1.PerClientHandshakeLimit{Handshakes: v1alpha1.MaxPerClientRequests,
+					PeriodSeconds: v1alpha1.MaxPerClientPeriodSeconds, Burst: 1}}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			s := site(servedSpec)
 			s.Spec.TLS = &c.tls
 			s.Spec.Service = c.service
+			s.Spec.Server.Limits = c.limits
 			args := operatorArgs(t, bin, s, root)
 			args = serverbin.SetFlag(t, args, "--tls-cert", certFile)
 			args = serverbin.SetFlag(t, args, "--tls-key", keyFile)

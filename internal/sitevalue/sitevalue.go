@@ -1,7 +1,7 @@
 // Package sitevalue renders a StaticSite's site value: the one JSON document that holds everything deciding what a
 // request gets (cache-control, headers, security headers, CORS, SPA fallback, the 404 page, redirects, clean URLs,
-// error pages, the https redirect, HSTS and the per-client limits), apart from the process settings the server's
-// command line keeps. The contract is docs/design/site-value.md; in short:
+// error pages, the https redirect, HSTS and the per-client limits on requests and TLS handshakes), apart from the
+// process settings the server's command line keeps. The contract is docs/design/site-value.md; in short:
 //
 //   - The file is one JSON object, version 1, with the fields in the order of Value below. Only fields that differ
 //     from their defaults are written, inside list items too (a redirect's status 301, force false, an error
@@ -143,12 +143,20 @@ type HTTPSRedirect struct {
 
 // Limits bound what one client may ask of the site.
 type Limits struct {
-	PerClient *PerClient `json:"perClient,omitempty"`
+	PerClient           *PerClient           `json:"perClient,omitempty"`
+	PerClientHandshakes *PerClientHandshakes `json:"perClientHandshakes,omitempty"`
 }
 
 // PerClient is a per-client-address token bucket; periodSeconds 1 and a burst of requests are the defaults.
 type PerClient struct {
 	Requests      int32 `json:"requests"`
+	PeriodSeconds int32 `json:"periodSeconds,omitempty"`
+	Burst         int32 `json:"burst,omitempty"`
+}
+
+// PerClientHandshakes is a per-client-address token bucket on TLS handshakes, with PerClient's defaults.
+type PerClientHandshakes struct {
+	Handshakes    int32 `json:"handshakes"`
 	PeriodSeconds int32 `json:"periodSeconds,omitempty"`
 	Burst         int32 `json:"burst,omitempty"`
 }
@@ -234,19 +242,33 @@ func Of(site *v1alpha1.StaticSite) Value {
 }
 
 // limits is spec.server.limits as the value writes it: nil when it limits nothing, the defaults left out
-// (periodSeconds 1, a burst of requests), as the server's canonical rendering leaves them out.
+// (periodSeconds 1, a burst of the count), as the server's canonical rendering leaves them out.
 func limits(l *v1alpha1.ClientLimits) *Limits {
-	if l == nil || l.PerClient == nil {
+	if l == nil || (l.PerClient == nil && l.PerClientHandshakes == nil) {
 		return nil
 	}
-	p := PerClient(*l.PerClient)
-	if p.PeriodSeconds == 1 {
-		p.PeriodSeconds = 0
+	out := &Limits{}
+	if p := l.PerClient; p != nil {
+		period, burst := bucketDefaults(p.Requests, p.PeriodSeconds, p.Burst)
+		out.PerClient = &PerClient{Requests: p.Requests, PeriodSeconds: period, Burst: burst}
 	}
-	if p.Burst == p.Requests {
-		p.Burst = 0
+	if h := l.PerClientHandshakes; h != nil {
+		period, burst := bucketDefaults(h.Handshakes, h.PeriodSeconds, h.Burst)
+		out.PerClientHandshakes = &PerClientHandshakes{Handshakes: h.Handshakes, PeriodSeconds: period, Burst: burst}
 	}
-	return &Limits{PerClient: &p}
+	return out
+}
+
+// bucketDefaults are a token bucket's periodSeconds and burst as the value writes them: 0 (left out) when they are
+// the defaults, 1 and the count.
+func bucketDefaults(count, period, burst int32) (int32, int32) {
+	if period == 1 {
+		period = 0
+	}
+	if burst == count {
+		burst = 0
+	}
+	return period, burst
 }
 
 // HSTS is the Strict-Transport-Security header value of an HSTS policy.

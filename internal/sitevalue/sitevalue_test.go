@@ -75,6 +75,15 @@ func TestRenderEachField(t *testing.T) {
 		{name: "limits.perClient: period 1 and a burst of requests are defaults", server: v1alpha1.ServerSpec{Limits: &v1alpha1.ClientLimits{
 			PerClient: &v1alpha1.PerClientLimit{Requests: 50, PeriodSeconds: 1, Burst: 50}}},
 			want: `{"version":1,"limits":{"perClient":{"requests":50}}}`},
+		{name: "limits.perClientHandshakes", server: v1alpha1.ServerSpec{Limits: &v1alpha1.ClientLimits{
+			PerClientHandshakes: &v1alpha1.PerClientHandshakeLimit{Handshakes: 2, PeriodSeconds: 60, Burst: 5}}},
+			tls:  tls(v1alpha1.TLSSpec{}),
+			want: `{"version":1,"limits":{"perClientHandshakes":{"handshakes":2,"periodSeconds":60,"burst":5}}}`},
+		{name: "limits: both buckets, defaults left out", server: v1alpha1.ServerSpec{Limits: &v1alpha1.ClientLimits{
+			PerClient:           &v1alpha1.PerClientLimit{Requests: 50, PeriodSeconds: 1, Burst: 50},
+			PerClientHandshakes: &v1alpha1.PerClientHandshakeLimit{Handshakes: 5, PeriodSeconds: 1, Burst: 5}}},
+			tls:  tls(v1alpha1.TLSSpec{}),
+			want: `{"version":1,"limits":{"perClient":{"requests":50},"perClientHandshakes":{"handshakes":5}}}`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			r := Render(siteOf(c.server, c.tls, c.httpsPort))
@@ -103,7 +112,8 @@ func TestRenderEverythingInTheDocumentedOrder(t *testing.T) {
 		Headers:             []v1alpha1.Header{{Name: "X-A", Value: "1"}},
 		CacheControl:        []v1alpha1.CacheControlRule{{Glob: "/assets/**", Value: "immutable"}},
 		DefaultCacheControl: "no-store",
-		Limits:              &v1alpha1.ClientLimits{PerClient: &v1alpha1.PerClientLimit{Requests: 10, Burst: 20}},
+		Limits: &v1alpha1.ClientLimits{PerClient: &v1alpha1.PerClientLimit{Requests: 10, Burst: 20},
+			PerClientHandshakes: &v1alpha1.PerClientHandshakeLimit{Handshakes: 3}},
 	}, &v1alpha1.TLSSpec{SecretName: "s", HTTPRedirect: true, HSTS: &v1alpha1.HSTSSpec{MaxAgeSeconds: 60}}, 0)
 	first := Render(s)
 	order := []string{"version", "cacheControl", "defaultCacheControl", "headers", "securityHeaders", "cors", "spaFallback", "notFoundPage", "redirects",

@@ -71,6 +71,8 @@ pub struct Config {
     pub tls_listen: SocketAddr,
     /// `--h2c`: the plain listener also speaks HTTP/2 to a connection that opens with the client preface.
     pub h2c: bool,
+    /// `--proxy-protocol`: every TCP connection opens with a PROXY v2 header naming the client (server/proxy.rs).
+    pub proxy_protocol: bool,
     /// `--sites DIR`: serve a shared pool (pool/) instead of `root` with `site`.
     pub sites: Option<PathBuf>,
 }
@@ -117,6 +119,7 @@ impl Default for Config {
             tls: None,
             tls_listen: "[::]:8443".parse().unwrap(),
             h2c: false,
+            proxy_protocol: false,
             sites: None,
         }
     }
@@ -265,6 +268,7 @@ fn from_flags(f: Flags, matches: &ArgMatches) -> Result<Config, String> {
         access_log_sample: f.access_log_sample.max(1),
         tls_listen: f.tls_listen,
         h2c: f.h2c,
+        proxy_protocol: f.proxy_protocol,
         sites: f.sites,
         tls,
     })

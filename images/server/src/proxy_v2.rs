@@ -2,10 +2,9 @@
 //! puts before a connection's first byte to say whose connection it relays. Issue 44, item 2: the real client
 //! address, for the per-client limits (fairshare/) and the access log.
 //!
-//! This is the parser alone, sans-IO: bytes in, the header's length and the source address out, for the
-//! transport to call on the first bytes of a connection accepted from a sender the listener trusts. It is not
-//! wired into the transport yet (docs/security.md says what that means: a site behind a proxy sees the proxy).
-//! The contract it keeps:
+//! This is the parser alone, sans-IO: bytes in, the header's length and the source address out. The transport
+//! calls it on the first bytes of every connection when `--proxy-protocol` is on (server/proxy.rs). The contract
+//! it keeps:
 //!
 //! - The 12-byte signature first; a connection whose first bytes differ from it is not PROXY (`NotProxy`): from a
 //!   trusted sender that is an error, never a request to parse as HTTP (a client could otherwise claim any

@@ -78,6 +78,9 @@ pub struct WorkerStats {
     /// hyperstatic_slow_readers_closed_total: connections cut because their unsent output still held content a
     /// reload had already replaced (see `Shared::retire_below`).
     pub slow_readers_closed: AtomicU64,
+    /// hyperstatic_proxy_protocol_refused_total: with `--proxy-protocol`, connections closed because they did not
+    /// open with a valid PROXY v2 header (server/proxy.rs).
+    pub proxy_refused: AtomicU64,
     /// hyperstatic_http2_connections_total and hyperstatic_http2_streams_total, by transport: [tls, cleartext].
     pub h2_connections: [AtomicU64; 2],
     pub h2_streams: [AtomicU64; 2],

@@ -3,10 +3,12 @@
 //! are other clients: `curl --interface`). The rate is one request per 10 minutes, so no token comes back while a
 //! test runs and every count is exact whatever the machine's load; one worker, so that every connection meets the
 //! same table (each worker limits on its own: src/fairshare/mod.rs). Waits are on conditions (a metric), never on
-//! guessed sleeps.
+//! guessed sleeps. The TLS handshake limit (limits.perClientHandshakes) the same way, with curl over HTTPS and a
+//! rustls client holding a connection open.
 
 mod common;
 
+use common::tls::*;
 use common::*;
 use std::path::Path;
 use std::process::Command;
@@ -174,4 +176,77 @@ fn the_limit_changes_live_with_the_site_value() {
     publish(&s, &file, &value(1));
     assert_eq!(codes(&s, 1), [429]);
     assert_eq!(curl(&s, "--http1.1", "127.0.0.2", 2).iter().map(|a| a.1).collect::<Vec<_>>(), [200, 429]);
+}
+
+/// What curl saw for each of `n` HTTPS requests of `/` from `source`, one connection (one TLS handshake) each: the
+/// status, or 0 when the connection failed before an answer (curl's error must then be a TLS/connection one).
+fn curl_tls(s: &Server, ca: &Path, source: &str, n: usize) -> Vec<u16> {
+    let url = format!("https://localhost:{}/", s.https);
+    let resolve = format!("localhost:{}:127.0.0.1", s.https);
+    (0..n)
+        .map(|_| {
+            let out = Command::new("curl")
+                .args(["-sS", "--http1.1", "--cacert", ca.to_str().unwrap(), "--resolve", &resolve])
+                .args(["--interface", source, "-o", "/dev/null", "-w", "%{http_code}", &url])
+                .output()
+                .expect("run curl");
+            let code: u16 = String::from_utf8_lossy(&out.stdout).trim().parse().unwrap();
+            // 35: the TLS handshake failed; 56: the connection was reset while receiving. Either is a closed
+            // connection; anything else (a certificate problem, 7: no connection at all) is not what is tested.
+            let why = out.status.code();
+            assert_eq!(
+                code == 0,
+                !out.status.success(),
+                "curl from {source}: {why:?} {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            assert!(
+                code != 0 || matches!(why, Some(35) | Some(56)),
+                "curl from {source}: exit {why:?}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            code
+        })
+        .collect()
+}
+
+#[test]
+fn past_its_burst_of_tls_handshakes_a_client_is_closed_before_its_handshake() {
+    let tmp = tempdir("fair-tls-certs");
+    let ca = make_ca(&tmp);
+    let (crt, key) = make_leaf(&tmp, "leaf", 30);
+    let (crt, key) = (crt.display().to_string(), key.display().to_string());
+    let site = tempdir("fair-tls");
+    std::fs::write(site.join("index.html"), "home").unwrap();
+    let conf = tempdir("fair-tls-conf");
+    let file = conf.join("site.json");
+    std::fs::write(
+        &file,
+        r#"{"version": 1, "limits": {"perClientHandshakes": {"handshakes": 1, "periodSeconds": 600, "burst": 3}}}"#,
+    )
+    .unwrap();
+    let mut args = vec!["--site", file.to_str().unwrap(), "--workers", "1", "--access-log"];
+    args.extend_from_slice(&tls_args(&crt, &key));
+    let s = Server::start(&site, &args);
+
+    // A connection kept open takes the first of 127.0.0.1's three handshakes; its requests take none.
+    let mut kept = connect(&full_handshakes(&ca), s.https);
+    assert_eq!(get(&mut kept, "/").status, 200);
+    // Two more handshakes, then the connection is closed before its handshake, and stays refused.
+    assert_eq!(curl_tls(&s, &ca, "127.0.0.1", 4), [200, 200, 0, 0]);
+    for _ in 0..5 {
+        assert_eq!(get(&mut kept, "/").status, 200, "the kept connection is still answered");
+    }
+    // Another address has its own bucket; the plain port has no handshakes to limit.
+    assert_eq!(curl_tls(&s, &ca, "127.0.0.2", 1), [200]);
+    assert_eq!(codes(&s, 2), [200, 200]);
+
+    assert_eq!(s.metric("hyperstatic_requests_limited_total{reason=\"tls_handshake\"}"), 2.0);
+    assert_eq!(s.metric("hyperstatic_requests_limited_total{reason=\"per_client\"}"), 0.0);
+    // The refused connections never began a handshake: four completed (the kept one, two curls from 127.0.0.1,
+    // one from 127.0.0.2), none failed.
+    let done = s.metric("hyperstatic_tls_handshakes_total{result=\"success\",resumed=\"false\"}")
+        + s.metric("hyperstatic_tls_handshakes_total{result=\"success\",resumed=\"true\"}");
+    assert_eq!(done, 4.0);
+    assert_eq!(s.metric("hyperstatic_tls_handshakes_total{result=\"error\",resumed=\"false\"}"), 0.0);
 }

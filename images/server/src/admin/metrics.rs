@@ -235,21 +235,28 @@ pub fn render(s: &Shared) -> String {
             "Connections closed because their unsent output still held content a newer load replaced.",
             sum(&|w| w.slow_readers_closed.load(Ordering::Relaxed)),
         ),
+        (
+            "hyperstatic_proxy_protocol_refused_total",
+            "Connections closed because, with --proxy-protocol, they did not open with a valid PROXY protocol v2 header.",
+            sum(&|w| w.proxy_refused.load(Ordering::Relaxed)),
+        ),
     ];
     for (name, help, n) in hostile {
         family(&mut out, name, "counter", help);
         let _ = writeln!(out, "{name} {n}");
     }
-    // Fair share (fairshare/): requests refused by a site's limits.perClient, by reason (only per_client so far;
-    // TLS handshakes would be another), and buckets forgotten before they were full again.
+    // Fair share (fairshare/): requests refused by a site's limits.perClient and TLS connections closed at accept by
+    // its limits.perClientHandshakes, by reason, and buckets forgotten before they were full again.
     family(
         &mut out,
         "hyperstatic_requests_limited_total",
         "counter",
-        "Requests answered 429 because their client address was past its share of the site (limits.perClient), by reason.",
+        "Requests refused because their client address was past its share of the site, by reason: per_client (answered 429, limits.perClient), tls_handshake (connection closed before its TLS handshake, limits.perClientHandshakes).",
     );
     let limited = sum(&|w| w.fair.limited.load(Ordering::Relaxed));
     let _ = writeln!(out, "hyperstatic_requests_limited_total{{reason=\"per_client\"}} {limited}");
+    let handshakes = sum(&|w| w.fair.handshakes_limited.load(Ordering::Relaxed));
+    let _ = writeln!(out, "hyperstatic_requests_limited_total{{reason=\"tls_handshake\"}} {handshakes}");
     family(
         &mut out,
         "hyperstatic_client_table_evictions_total",

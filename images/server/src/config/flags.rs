@@ -261,6 +261,13 @@ pub(super) struct Flags {
           default_value = "false", default_missing_value = "true", value_parser = parse_bool, action = ArgAction::Set)]
     pub h2c: bool,
 
+    /// Every connection to --listen and --tls-listen starts with a PROXY protocol v2 header (from a load balancer
+    /// that sends one): its source address is the client's, for the per-client limits and the access log; a
+    /// connection without a valid header is closed. Only for listeners nothing but that load balancer can reach
+    #[arg(long, env = "HYPERSTATIC_PROXY_PROTOCOL", value_name = "BOOL", num_args = 0..=1, require_equals = true,
+          default_value = "false", default_missing_value = "true", value_parser = parse_bool, action = ArgAction::Set)]
+    pub proxy_protocol: bool,
+
     /// Strict-Transport-Security value sent on HTTPS responses (e.g. 'max-age=31536000; includeSubDomains')
     #[arg(long, allow_hyphen_values = true, env = "HYPERSTATIC_HSTS", value_name = "VALUE")]
     pub hsts: Option<String>,

@@ -6,6 +6,10 @@
 //!   Requests` with `Retry-After`: the whole seconds until its token (answer/limit.rs, the same reply over
 //!   HTTP/1.1, HTTP/2 and HTTP/3), counted in `hyperstatic_requests_limited_total{reason="per_client"}` and
 //!   marked `"limited":"per_client"` in the access log.
+//! - **TLS handshakes** (handshake.rs): `limits.perClientHandshakes {handshakes, periodSeconds?, burst?}`, the
+//!   same bucket on the connections accepted on the TLS listener, checked at accept: a client past it has its
+//!   connection closed before the handshake begins, counted in
+//!   `hyperstatic_requests_limited_total{reason="tls_handshake"}`.
 //! - **The bucket** (bucket.rs) is GCRA, the token bucket kept as one number per client: the time its bucket will
 //!   be full again. Admitting is an add and a compare; nothing ticks, nothing is refilled in the background.
 //! - **The address** (client.rs): an IPv4 address is one client; an IPv6 address is bucketed by its /64, because
@@ -29,6 +33,7 @@
 
 pub mod bucket;
 pub mod client;
+pub mod handshake;
 pub mod table;
 
 pub use bucket::Rate;

@@ -23,6 +23,8 @@ pub const SET_BYTES: u64 = std::mem::size_of::<Set>() as u64;
 pub struct Counters {
     /// hyperstatic_requests_limited_total{reason="per_client"}.
     pub limited: AtomicU64,
+    /// hyperstatic_requests_limited_total{reason="tls_handshake"}: connections closed at accept (handshake.rs).
+    pub handshakes_limited: AtomicU64,
     /// hyperstatic_client_table_evictions_total: buckets forgotten before they were full again (the table is too
     /// small for the clients it sees, or an address flood pushed them out).
     pub evicted: AtomicU64,

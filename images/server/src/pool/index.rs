@@ -234,6 +234,13 @@ fn site(v: &Value, path: &str, tls: bool, values: &mut Values) -> Result<Site, S
         None => {
             let v = SiteValue::parse(&bytes).map_err(|e| format!("{value_path}.{e}"))?;
             v.check_process(tls).map_err(|e| format!("{value_path}.{e}"))?;
+            if v.per_client_handshakes.is_some() {
+                // The pool's TLS listener is shared: its handshakes come before the site is known
+                // (fairshare/handshake.rs).
+                return Err(format!(
+                    "{value_path}.limits.perClientHandshakes: a pool site has no TLS listener of its own to limit"
+                ));
+            }
             let v = Arc::new(v);
             values.insert(revision.clone(), v.clone());
             v
@@ -307,6 +314,18 @@ mod tests {
         assert!(err(&s).starts_with("sites[0].hosts[0]:"));
         let s = format!(r#"{{"version":1,"sites":[{{"id":"../x","hosts":[],"value":{{"version":1}},{LIM}}}]}}"#);
         assert!(err(&s).starts_with("sites[0].id:"));
+    }
+
+    #[test]
+    fn a_pool_site_may_not_limit_tls_handshakes() {
+        // Even on a TLS pool: its listener is shared, and a handshake comes before its site is known.
+        let v = r#"{"version":1,"limits":{"perClientHandshakes":{"handshakes":1}}}"#;
+        let s = format!(r#"{{"version":1,"sites":[{{"id":"a.b","hosts":[],"value":{v},{LIM}}}]}}"#);
+        assert_eq!(
+            parse_shard(s.as_bytes(), true).unwrap_err(),
+            "sites[0].value.limits.perClientHandshakes: a pool site has no TLS listener of its own to limit"
+        );
+        assert!(err(&s).contains("needs a TLS listener"), "without TLS, the site value's own check says why");
     }
 
     #[test]

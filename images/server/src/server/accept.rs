@@ -1,6 +1,7 @@
-//! Accepting: up to 256 connections per wake-up from the plain or HTTPS listener, the per-worker cap with its
-//! eviction of a connection that has nothing in flight, the connection memory budget's admission (budget.rs),
-//! and the first request answered before the connection ever enters the epoll set.
+//! Accepting: up to 256 connections per wake-up from the plain or HTTPS listener, the per-client limit on TLS
+//! handshakes (fairshare/handshake.rs), the per-worker cap with its eviction of a connection that has nothing in
+//! flight, the connection memory budget's admission (budget.rs), and the first request answered before the
+//! connection ever enters the epoll set.
 
 use rustls::ServerConnection;
 
@@ -40,6 +41,14 @@ impl Worker {
                     return;
                 }
             };
+            // A client past its share of TLS handshakes (fairshare/handshake.rs) is turned away first: before its
+            // connection can make another client's be evicted, and before anything is allocated or read for it.
+            // With --proxy-protocol the address here is the load balancer's: the check waits for the client's
+            // (server/proxy.rs), still before the handshake.
+            if tls && !self.shared.cfg.proxy_protocol && !self.handshake_allowed(peer) {
+                sys::close(fd);
+                continue;
+            }
             if self.open >= self.max_conns && !self.evict_one() {
                 // Every connection has a response in flight: the newcomer is the one that waits (its client
                 // sees the connection close at once and may retry).
@@ -95,6 +104,7 @@ impl Worker {
             c.proto = if !tls && self.shared.cfg.h2c { Proto::Sniff } else { Proto::Http1 };
             c.tls = conn;
             c.handshake_counted = false;
+            c.proxy_wait = self.shared.cfg.proxy_protocol;
             let gen = c.gen;
             self.open += 1;
             self.trim.opened(self.open);
@@ -113,6 +123,14 @@ impl Worker {
             let data = (gen as u64) << 32 | idx as u64;
             self.ep().add(fd, epoll::IN | epoll::OUT | epoll::RDHUP | epoll::ET, data);
         }
+    }
+
+    /// Whether a TLS connection from `peer` may begin its handshake under the site's `limits.perClientHandshakes`
+    /// (fairshare/handshake.rs; counted when not).
+    pub(super) fn handshake_allowed(&mut self, peer: Option<std::net::SocketAddr>) -> bool {
+        let rate = self.table.value.per_client_handshakes.as_ref();
+        let fair = &self.shared.stats[self.id].fair;
+        crate::fairshare::handshake::admit(&mut self.clients, fair, rate, peer, self.now_ms)
     }
 
     /// At `--max-connections-per-worker`: closes one connection that has no response in flight (waiting for a

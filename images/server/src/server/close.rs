@@ -126,8 +126,10 @@ impl Worker {
     }
 
     pub(super) fn request_timeout(&mut self, idx: usize) {
-        if self.conns[idx].tls.as_ref().is_some_and(|t| t.is_handshaking()) {
-            // No TLS session to say 408 over: a handshake that takes too long just ends.
+        let c = &self.conns[idx];
+        if c.proxy_wait || c.tls.as_ref().is_some_and(|t| t.is_handshaking()) {
+            // No TLS session to say 408 over, or no PROXY header yet (the load balancer, not a client, would
+            // read it): a handshake or header that takes too long just ends.
             self.close(idx);
             return;
         }

@@ -90,6 +90,9 @@ pub(super) struct Conn {
     pub(super) tls: Option<Box<ServerConnection>>,
     /// The handshake's outcome was counted (hyperstatic_tls_handshakes_total).
     pub(super) handshake_counted: bool,
+    /// `--proxy-protocol`: its PROXY v2 header has not been read yet (server/proxy.rs); nothing else is read
+    /// from it until it has.
+    pub(super) proxy_wait: bool,
     /// Its place in the worker's pre-head list (`PreHead`).
     pub(super) pre: Links,
     /// Its place in the worker's list of idle connections (budget.rs), and its request count when it joined (a
@@ -132,6 +135,7 @@ impl Conn {
             inflight_log: Vec::new(),
             tls: None,
             handshake_counted: false,
+            proxy_wait: false,
             pre: Links::NONE,
             idle: Links::NONE,
             idle_mark: 0,

@@ -25,6 +25,7 @@ use quinn_proto::{Connection, Dir, Event, ReadError, StreamEvent, StreamId, VarI
 use super::conn::Done;
 use super::Worker;
 use crate::access;
+use crate::answer::limit::{self, Limiter};
 use crate::answer::reply::Reply;
 use crate::answer::request::{self, Site};
 use crate::counters::bump;
@@ -518,15 +519,30 @@ impl Worker {
             Some(s) => decode(s, &mut q.fields, MAX_FIELDS),
         };
         let mut head = None;
+        let mut limited = false;
         let reply = match decoded {
             Err(DecodeError::Failed(why)) => return Err(ConnError { code: Code::QpackDecompressionFailed, why }),
             Err(DecodeError::TooLarge) => Reply::plain(431, false, false),
             Ok(()) => {
                 let Ok(p) = check_request(&q.fields) else { return Ok(Answer::Malformed) };
                 let r = head.insert(RequestHead::new(0, true, &q.fields, p));
-                match super::h2::ask(r) {
-                    None => Reply::plain(400, false, r.method() == b"HEAD"),
-                    Some(a) => request::answer(site, &a, &mut self.pathbuf),
+                let is_head = r.method() == b"HEAD";
+                // Fair share: the same check, at the same point, as HTTP/2's (h2.rs), keyed by the connection's
+                // current address (a migrated connection is charged to where it is now).
+                let mut l = Limiter {
+                    clients: &mut self.clients,
+                    counters: &self.shared.stats[self.id].fair,
+                    now_ms: self.now_ms,
+                };
+                match limit::check(&mut l, table.per_client.as_ref(), 0, Some(peer), is_head) {
+                    Some(refused) => {
+                        limited = true;
+                        refused
+                    }
+                    None => match super::h2::ask(r) {
+                        None => Reply::plain(400, false, is_head),
+                        Some(a) => request::answer(site, &a, &mut self.pathbuf),
+                    },
                 }
             }
         };
@@ -547,6 +563,9 @@ impl Worker {
                     worker: self.id,
                 };
                 access::begin(&mut self.batch_log, &fields);
+                if limited {
+                    access::limited(&mut self.batch_log, "per_client");
+                }
             }
         }
         let log_to = self.batch_log.len() as u32;

@@ -70,6 +70,10 @@ impl Worker {
     }
 
     pub(super) fn process_input(&mut self, idx: usize, mut read: bool) {
+        // `--proxy-protocol`: nothing is read before the connection's PROXY header (proxy.rs).
+        if self.conns[idx].proxy_wait && !matches!(self.read_proxy_header(idx), super::proxy::Header::Read) {
+            return;
+        }
         loop {
             let mut len = 0;
             if !self.conns[idx].stash.is_empty() {

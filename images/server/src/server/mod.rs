@@ -8,7 +8,8 @@
 //! The files: conn.rs (a slot and its state), slots.rs (lists threaded through the slots), budget.rs (each
 //! connection's charge against the worker's connection memory budget; idle ones evicted past it), accept.rs,
 //! io.rs (reads, writes, the batch), h1.rs (HTTP/1.1 on a connection), h2.rs (HTTP/2 on a connection: ALPN `h2`
-//! on TLS, the preface with `--h2c`), close.rs (endings and the timeout sweep), listen.rs (the listeners).
+//! on TLS, the preface with `--h2c`), close.rs (endings and the timeout sweep), listen.rs (the listeners),
+//! proxy.rs (the PROXY v2 header that opens every connection with `--proxy-protocol`).
 
 mod accept;
 mod budget;
@@ -20,6 +21,7 @@ mod h3;
 mod h3_conn;
 mod io;
 pub mod listen;
+mod proxy;
 mod slots;
 mod trim;
 

@@ -144,6 +144,9 @@ pub struct Table {
     pub hsts: Option<Box<str>>,
     /// The site value's `limits.perClient` (fairshare/): checked before a request is answered (answer/limit.rs).
     pub per_client: Option<crate::fairshare::Rate>,
+    /// The site value's `limits.perClientHandshakes` (fairshare/handshake.rs): checked when a TLS connection is
+    /// accepted, before its handshake begins (server/accept.rs).
+    pub per_client_handshakes: Option<crate::fairshare::Rate>,
     /// `--cors` rules, indexed by `Resolved::cors`.
     pub cors: Arc<[crate::headers::cors::CorsRule]>,
     /// Redirects, rewrites, clean-URL redirects and error pages (rules/).

@@ -105,16 +105,26 @@ pub(super) fn render(v: &SiteValue) -> String {
     if let Some(h) = &v.hsts {
         f.push(("hsts", s(h)));
     }
-    if let Some(r) = &v.per_client {
-        // periodSeconds 1 and a burst of `requests` are the defaults: left out, as the operator leaves them out.
-        let mut o = vec![("requests", r.requests.to_string())];
+    // periodSeconds 1 and a burst of the count are the defaults: left out, as the operator leaves them out.
+    let bucket = |count: &'static str, r: &crate::fairshare::Rate| {
+        let mut o = vec![(count, r.requests.to_string())];
         if r.period_s != 1 {
             o.push(("periodSeconds", r.period_s.to_string()));
         }
         if r.burst != r.requests {
             o.push(("burst", r.burst.to_string()));
         }
-        f.push(("limits", obj(&[("perClient", obj(&o))])));
+        obj(&o)
+    };
+    let mut limits = Vec::new();
+    if let Some(r) = &v.per_client {
+        limits.push(("perClient", bucket("requests", r)));
+    }
+    if let Some(r) = &v.per_client_handshakes {
+        limits.push(("perClientHandshakes", bucket("handshakes", r)));
+    }
+    if !limits.is_empty() {
+        f.push(("limits", obj(&limits)));
     }
     let lines: Vec<String> = f.iter().map(|(k, v)| format!("  {}: {v}", s(k))).collect();
     format!("{{\n{}\n}}\n", lines.join(",\n"))

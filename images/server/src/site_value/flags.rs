@@ -52,5 +52,6 @@ pub(super) fn from_texts(t: RuleTexts) -> Result<SiteValue, String> {
         hsts: t.hsts.as_deref().map(parse_hsts).transpose()?,
         // No flag sets a per-client limit: the site value file does (mod.rs).
         per_client: None,
+        per_client_handshakes: None,
     })
 }

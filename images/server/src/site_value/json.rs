@@ -137,6 +137,8 @@ pub(super) fn parse(bytes: &[u8]) -> Result<SiteValue, String> {
         Some(v) => return Err(format!("version: {v} is not a version this server reads (1)")),
     }
     let d = SiteValue::default();
+    let limits =
+        o.get("limits").map(|v| Obj::new(v, o.at("limits"), &["perClient", "perClientHandshakes"])).transpose()?;
     Ok(SiteValue {
         cache_control: o.array("cacheControl")?.iter().map(|(p, v)| cache_rule(p, v)).collect::<Result<_, _>>()?,
         default_cache_control: o
@@ -159,26 +161,33 @@ pub(super) fn parse(bytes: &[u8]) -> Result<SiteValue, String> {
             }
         },
         hsts: o.string("hsts")?.map(|v| parse_hsts(v).map_err(|e| format!("hsts: {e}"))).transpose()?,
-        per_client: match o.get("limits") {
-            None => None,
-            Some(v) => Obj::new(v, o.at("limits"), &["perClient"])?.get("perClient").map(per_client).transpose()?,
-        },
+        per_client: limits
+            .as_ref()
+            .and_then(|l| l.get("perClient"))
+            .map(|v| bucket(v, "perClient", "requests"))
+            .transpose()?,
+        per_client_handshakes: limits
+            .as_ref()
+            .and_then(|l| l.get("perClientHandshakes"))
+            .map(|v| bucket(v, "perClientHandshakes", "handshakes"))
+            .transpose()?,
     })
 }
 
-/// `limits.perClient {requests, periodSeconds?, burst?}`: `requests` per `periodSeconds` (default 1), `burst`
-/// saved up at most (default `requests`); each within its range (fairshare/bucket.rs).
-fn per_client(v: &Value) -> Result<crate::fairshare::Rate, String> {
+/// `limits.perClient {requests, periodSeconds?, burst?}` and `limits.perClientHandshakes {handshakes, ...}`:
+/// `count` per `periodSeconds` (default 1), `burst` saved up at most (default `count`); each within its range
+/// (fairshare/bucket.rs).
+fn bucket(v: &Value, name: &str, count: &str) -> Result<crate::fairshare::Rate, String> {
     use crate::fairshare::bucket::{MAX_PERIOD_S, MAX_REQUESTS};
-    let o = Obj::new(v, "limits.perClient".into(), &["requests", "periodSeconds", "burst"])?;
+    let o = Obj::new(v, format!("limits.{name}"), &[count, "periodSeconds", "burst"])?;
     let within = |key: &str, n: u64, max: u32| -> Result<u32, String> {
         if n == 0 || n > max as u64 {
             return Err(format!("{}: {n} is not between 1 and {max}", o.at(key)));
         }
         Ok(n as u32)
     };
-    let requests = o.number("requests")?.ok_or_else(|| format!("{}: required", o.at("requests")))?;
-    let requests = within("requests", requests, MAX_REQUESTS)?;
+    let requests = o.number(count)?.ok_or_else(|| format!("{}: required", o.at(count)))?;
+    let requests = within(count, requests, MAX_REQUESTS)?;
     let period_s = within("periodSeconds", o.number("periodSeconds")?.unwrap_or(1), MAX_PERIOD_S)?;
     let burst = within("burst", o.number("burst")?.unwrap_or(requests as u64), MAX_REQUESTS)?;
     Ok(crate::fairshare::Rate { requests, period_s, burst })

@@ -11,11 +11,11 @@
 //!   rules/, headers/cors.rs), so a rule is refused with the same message whichever way it came.
 //! - **The revision** names the value served: `sha256:` and the first 16 hex digits of the SHA-256 of the file's
 //!   bytes, or of the canonical rendering (canonical.rs) when the flags built it.
-//! - **Limits** (`limits.perClient`, fairshare/): only in the file; each number is checked against its range and
-//!   a bad one named by its path, like every other field.
-//! - **Against the process and the content**: `httpsRedirect` and `hsts` need a TLS listener (`check_process`);
-//!   a `notFoundPage` or `errorPages[].path` the content lacks refuses the value at load (site/loader.rs), and the
-//!   last good (content, value) keeps serving (control.rs).
+//! - **Limits** (`limits.perClient`, `limits.perClientHandshakes`, fairshare/): only in the file; each number is
+//!   checked against its range and a bad one named by its path, like every other field.
+//! - **Against the process and the content**: `httpsRedirect`, `hsts` and `limits.perClientHandshakes` need a TLS
+//!   listener (`check_process`); a `notFoundPage` or `errorPages[].path` the content lacks refuses the value at
+//!   load (site/loader.rs), and the last good (content, value) keeps serving (control.rs).
 //!
 //! What this module holds is the checked value; the content table compiles it (rules/, headers/) when it loads.
 
@@ -68,6 +68,9 @@ pub struct SiteValue {
     /// `limits.perClient`: each client address's token bucket on this site's requests (fairshare/); None: off.
     /// Only the file sets it (no flag): a server run alone has no one else to share with.
     pub per_client: Option<crate::fairshare::Rate>,
+    /// `limits.perClientHandshakes`: each client address's token bucket on this site's TLS handshakes
+    /// (fairshare/handshake.rs), taken when the connection is accepted; None: off. Needs a TLS listener.
+    pub per_client_handshakes: Option<crate::fairshare::Rate>,
 }
 
 impl Default for SiteValue {
@@ -86,6 +89,7 @@ impl Default for SiteValue {
             https_redirect: None,
             hsts: None,
             per_client: None,
+            per_client_handshakes: None,
         }
     }
 }
@@ -137,6 +141,9 @@ impl SiteValue {
         }
         if self.hsts.is_some() {
             return Err("hsts: needs a TLS listener (--tls-cert and --tls-key)".into());
+        }
+        if self.per_client_handshakes.is_some() {
+            return Err("limits.perClientHandshakes: needs a TLS listener (--tls-cert and --tls-key)".into());
         }
         Ok(())
     }

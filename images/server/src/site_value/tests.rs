@@ -22,7 +22,8 @@ const EXAMPLE: &str = r#"{
   "errorPages": [{"status": 404, "path": "/404.html", "pathPrefix": "/"}],
   "httpsRedirect": {"port": 443},
   "hsts": "max-age=31536000; includeSubDomains",
-  "limits": {"perClient": {"requests": 10, "periodSeconds": 1, "burst": 20}}
+  "limits": {"perClient": {"requests": 10, "periodSeconds": 1, "burst": 20},
+             "perClientHandshakes": {"handshakes": 5, "periodSeconds": 1, "burst": 10}}
 }"#;
 
 #[test]
@@ -39,6 +40,7 @@ fn the_contracts_example_parses() {
     assert_eq!(v.https_redirect, Some(443));
     assert_eq!(v.hsts.as_deref(), Some("max-age=31536000; includeSubDomains"));
     assert_eq!(v.per_client, Some(crate::fairshare::Rate { requests: 10, period_s: 1, burst: 20 }));
+    assert_eq!(v.per_client_handshakes, Some(crate::fairshare::Rate { requests: 5, period_s: 1, burst: 10 }));
     assert!(v.check_process(true).is_ok());
     assert_eq!(v.check_process(false).unwrap_err(), "httpsRedirect: needs a TLS listener (--tls-cert and --tls-key)");
 }
@@ -142,6 +144,20 @@ fn each_rule_error_names_its_path() {
             r#""limits": {"perClient": {"requests": 1, "burst": 1000001}}"#,
             "limits.perClient.burst: 1000001 is not between 1 and 1000000",
         ),
+        (r#""limits": {"perClientHandshakes": {"requests": 1}}"#, "limits.perClientHandshakes.requests: unknown field"),
+        (r#""limits": {"perClientHandshakes": {"burst": 2}}"#, "limits.perClientHandshakes.handshakes: required"),
+        (
+            r#""limits": {"perClientHandshakes": {"handshakes": 0}}"#,
+            "limits.perClientHandshakes.handshakes: 0 is not between 1 and 1000000",
+        ),
+        (
+            r#""limits": {"perClientHandshakes": {"handshakes": 1, "periodSeconds": 0}}"#,
+            "limits.perClientHandshakes.periodSeconds: 0 is not between 1 and 86400",
+        ),
+        (
+            r#""limits": {"perClientHandshakes": {"handshakes": 1, "burst": 1000001}}"#,
+            "limits.perClientHandshakes.burst: 1000001 is not between 1 and 1000000",
+        ),
     ] {
         let e = err(&format!("{{\"version\": 1, {json}}}"));
         assert!(e.starts_with(starts), "{json}\n  got: {e}\n want: {starts}");
@@ -166,7 +182,7 @@ fn the_canonical_rendering_is_stable_and_round_trips() {
   "errorPages": [{"status": 404, "path": "/404.html"}],
   "httpsRedirect": {},
   "hsts": "max-age=31536000; includeSubDomains",
-  "limits": {"perClient": {"requests": 10, "burst": 20}}
+  "limits": {"perClient": {"requests": 10, "burst": 20}, "perClientHandshakes": {"handshakes": 5, "burst": 10}}
 }
 "#
     );
@@ -286,5 +302,31 @@ fn per_client_limits_take_their_defaults() {
     assert!(v.canonical().contains(r#""limits": {"perClient": {"requests": 5}}"#), "{}", v.canonical());
     let v = parse(r#""limits": {"perClient": {"requests": 1, "periodSeconds": 600, "burst": 3}}"#);
     assert_eq!(v.per_client, Some(Rate { requests: 1, period_s: 600, burst: 3 }));
+    assert_eq!(SiteValue::parse(v.canonical().as_bytes()).unwrap(), v, "the rendering parses back");
+}
+
+/// `limits.perClientHandshakes`: the same bucket with `handshakes` for its count, rendered beside perClient, and
+/// refused without a TLS listener (there are no handshakes to limit).
+#[test]
+fn per_client_handshake_limits_take_their_defaults_and_need_tls() {
+    use crate::fairshare::Rate;
+    let parse = |json: &str| SiteValue::parse(format!("{{\"version\": 1, {json}}}").as_bytes()).unwrap();
+    assert_eq!(SiteValue::default().per_client_handshakes, None);
+    let v = parse(r#""limits": {"perClientHandshakes": {"handshakes": 5}}"#);
+    assert_eq!((v.per_client, v.per_client_handshakes), (None, Some(Rate { requests: 5, period_s: 1, burst: 5 })));
+    assert!(v.canonical().contains(r#""limits": {"perClientHandshakes": {"handshakes": 5}}"#), "{}", v.canonical());
+    assert!(v.check_process(true).is_ok());
+    assert_eq!(
+        v.check_process(false).unwrap_err(),
+        "limits.perClientHandshakes: needs a TLS listener (--tls-cert and --tls-key)"
+    );
+    let both = concat!(
+        r#""limits": {"perClient": {"requests": 2}, "#,
+        r#""perClientHandshakes": {"handshakes": 1, "periodSeconds": 60, "burst": 4}}"#
+    );
+    let v = parse(both);
+    assert_eq!(v.per_client, Some(Rate { requests: 2, period_s: 1, burst: 2 }));
+    assert_eq!(v.per_client_handshakes, Some(Rate { requests: 1, period_s: 60, burst: 4 }));
+    assert!(v.canonical().contains(both), "{}", v.canonical());
     assert_eq!(SiteValue::parse(v.canonical().as_bytes()).unwrap(), v, "the rendering parses back");
 }

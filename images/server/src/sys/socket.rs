@@ -196,6 +196,18 @@ pub fn accept(listener: RawFd) -> Result<(RawFd, Option<SocketAddr>), AcceptErro
     Ok((fd, sockaddr(&ss)))
 }
 
+/// recv(2) with MSG_PEEK: what the socket holds, copied into `buf` and left there for the next read.
+#[inline]
+pub fn peek(fd: RawFd, buf: &mut [u8]) -> io::Result<usize> {
+    // SAFETY: receiving at most buf.len() bytes into a valid buffer.
+    let n = unsafe { libc::recv(fd, buf.as_mut_ptr() as *mut libc::c_void, buf.len(), libc::MSG_PEEK) };
+    if n < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(n as usize)
+    }
+}
+
 /// shutdown(SHUT_WR): the peer sees EOF after what was queued.
 #[inline]
 pub fn shutdown_write(fd: RawFd) {
