@@ -27,6 +27,7 @@ pub mod log;
 pub mod pool;
 pub mod proxy_v2;
 pub mod publish;
+pub mod quic;
 pub mod rules;
 pub mod server;
 pub mod site;

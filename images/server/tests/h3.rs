@@ -1,15 +1,19 @@
 //! HTTP/3 (`--http3`) against the real binary without a QUIC client (an independent one, aioquic, is `make
 //! h3-interop`): Alt-Svc on HTTPS answers with the port and only there, QUIC answering on the TLS port's UDP twin
-//! (a Version Negotiation to an unknown version, RFC 9000 §6), hostile datagrams that change nothing, and a drain
-//! with HTTP/3 on.
+//! (a Version Negotiation to an unknown version, RFC 9000 §6), hostile datagrams that change nothing, a drain
+//! with HTTP/3 on, and the anti-amplification limit (RFC 9000 §8.1) counted on the wire.
 
 mod common;
 
 use common::tls::*;
 use common::*;
-use std::net::UdpSocket;
-use std::time::Duration;
+use std::net::{SocketAddr, UdpSocket};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
+use quinn_proto::ConnectionHandle;
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::CertificateDer;
 use rustls::version::TLS13;
 
 fn start(name: &str, extra: &[&str]) -> (Server, std::path::PathBuf, Site, Site) {
@@ -106,4 +110,154 @@ fn without_http3_nothing_is_advertised() {
     let r = get(&mut t, "/100.html");
     assert_eq!(r.header("Alt-Svc"), None);
     assert_eq!(r.header("Strict-Transport-Security"), Some("max-age=60"));
+}
+
+/// A QUIC client (quinn-proto, trusting `ca`, ALPN h3) about to connect to the server's UDP `port`; its Initials are
+/// padded to 1,280 bytes (quic-go's size), so that three times one is not a whole number of the server's 1,200-byte
+/// datagrams.
+fn client(ca: &std::path::Path, port: u16) -> (quinn_proto::Endpoint, ConnectionHandle, quinn_proto::Connection) {
+    let mut tls = (*client_config(ca, &[&TLS13])).clone();
+    tls.alpn_protocols = vec![b"h3".to_vec()];
+    let crypto = quinn_proto::crypto::rustls::QuicClientConfig::try_from(tls).unwrap();
+    let mut transport = quinn_proto::TransportConfig::default();
+    transport.initial_mtu(1280).min_mtu(1280);
+    let mut cfg = quinn_proto::ClientConfig::new(Arc::new(crypto));
+    cfg.transport_config(Arc::new(transport));
+    let ep_cfg = Arc::new(quinn_proto::EndpointConfig::default());
+    let mut ep = quinn_proto::Endpoint::new(ep_cfg, None, false, None);
+    let to = SocketAddr::from(([127, 0, 0, 1], port));
+    let (h, conn) = ep.connect(Instant::now(), cfg, to, "localhost").unwrap();
+    (ep, h, conn)
+}
+
+/// The client's first datagram (a real ClientHello in an Initial), the only one it will send.
+fn first_initial(ca: &std::path::Path, port: u16) -> Vec<u8> {
+    let (_ep, _, mut conn) = client(ca, port);
+    let mut buf = Vec::new();
+    let t = conn.poll_transmit(Instant::now(), 1, &mut buf).expect("the client's Initial");
+    buf.truncate(t.size);
+    buf
+}
+
+/// Runs a client's handshake with the server over `sock` (connected to it), sending `forged(first datagram)` right
+/// after the client's first datagram, while the server's connection is still handshaking. Ok once the handshake
+/// completes, Err(why) when the connection is lost. Waits follow the client's own QUIC timers.
+fn handshake_with(
+    ca: &std::path::Path,
+    sock: &UdpSocket,
+    port: u16,
+    forged: &dyn Fn(&[u8]) -> Vec<u8>,
+) -> Result<(), String> {
+    let (mut ep, h, mut conn) = client(ca, port);
+    let server = SocketAddr::from(([127, 0, 0, 1], port));
+    let (mut first, mut buf, mut rbuf, mut resp) = (true, Vec::new(), vec![0u8; 65536], Vec::new());
+    loop {
+        let now = Instant::now();
+        buf.clear();
+        while let Some(t) = conn.poll_transmit(now, 1, &mut buf) {
+            sock.send(&buf[..t.size]).unwrap();
+            if first {
+                sock.send(&forged(&buf[..t.size])).unwrap();
+                first = false;
+            }
+            buf.clear();
+        }
+        while let Some(ev) = conn.poll() {
+            match ev {
+                quinn_proto::Event::Connected => return Ok(()),
+                quinn_proto::Event::ConnectionLost { reason } => return Err(reason.to_string()),
+                _ => {}
+            }
+        }
+        let wait = conn.poll_timeout().map_or(Duration::from_secs(1), |t| t.saturating_duration_since(now));
+        sock.set_read_timeout(Some(wait.max(Duration::from_millis(1)))).unwrap();
+        match sock.recv(&mut rbuf) {
+            Ok(n) => {
+                let d = bytes::BytesMut::from(&rbuf[..n]);
+                if let Some(quinn_proto::DatagramEvent::ConnectionEvent(_, ev)) =
+                    ep.handle(Instant::now(), server, None, None, d, &mut resp)
+                {
+                    conn.handle_event(ev);
+                }
+            }
+            Err(_) => conn.handle_timeout(Instant::now()),
+        }
+        while let Some(ev) = conn.poll_endpoint_events() {
+            if let Some(back) = ep.handle_event(h, ev) {
+                conn.handle_event(back);
+            }
+        }
+    }
+}
+
+/// A packet only servers send (a Retry, a Version Negotiation) in a client's datagram, after a whole Initial (as a
+/// client's Handshake packet reads once one byte of its type or version is damaged), reaching a connection still
+/// handshaking: the packet is dropped and the handshake completes. quinn-proto alone closed the connection on the
+/// Retry (PROTOCOL_VIOLATION "client sent Retry").
+#[test]
+fn a_damaged_packet_that_reads_as_retry_or_version_negotiation_is_dropped() {
+    let (srv, ca, _site, _tmp) = start("forged", &["--http3"]);
+    let sock = UdpSocket::bind("127.0.0.1:0").unwrap();
+    sock.connect(("127.0.0.1", srv.https)).unwrap();
+    // The client's first datagram again (its whole Initial: the datagram is routed to the connection it opened),
+    // then a long header of type Retry (0b11) and version 1, its IDs, 40 bytes of token and tag.
+    let with_retry =
+        |d: &[u8]| -> Vec<u8> { [d, &[0xf0, 0, 0, 0, 1, 8], &[1; 8], &[8], &[2; 8], &[0x5a; 40]].concat() };
+    assert_eq!(handshake_with(&ca, &sock, srv.https, &with_retry), Ok(()));
+    // The same with version 0 (a Version Negotiation) offering only a version we do not speak.
+    let with_vn = |d: &[u8]| -> Vec<u8> {
+        [d, &[0xc0, 0, 0, 0, 0, 8], &[1; 8], &[8], &[2; 8], &[0x1a, 0x2a, 0x3a, 0x4a]].concat()
+    };
+    assert_eq!(handshake_with(&ca, &sock, srv.https, &with_vn), Ok(()));
+    assert_eq!(srv.metric("hyperstatic_http3_connections_total"), 2.0);
+}
+
+/// A client that sends its first Initial and nothing more never proves its address: the server may send it at
+/// most three times that datagram (RFC 9000 §8.1), however large its first flight. The certificate chain is made
+/// larger than that so the limit is what stops the flight. The server gives up on the handshake after
+/// `--header-timeout`, and once it has forgotten the connection (its open-connections gauge back at 0) nothing
+/// more can come: every byte it sent is in the socket by then, and is counted.
+#[test]
+fn the_first_flight_stops_at_three_times_what_an_unproven_client_sent() {
+    let site = make_site("h3-amplification");
+    let tmp = tempdir("h3-amplification-certs");
+    let ca = make_ca(&tmp);
+    let (crt, key) = make_leaf(&tmp, "leaf", 30);
+    // The leaf, then the CA twelve times: a chain of about 5 KB.
+    let mut chain = std::fs::read(&crt).unwrap();
+    for _ in 0..12 {
+        chain.extend_from_slice(&std::fs::read(&ca).unwrap());
+    }
+    let big = tmp.join("big-chain.pem");
+    std::fs::write(&big, &chain).unwrap();
+    let chain_der: usize = CertificateDer::pem_file_iter(&big).unwrap().map(|c| c.unwrap().len()).sum();
+    let (big, key) = (big.display().to_string(), key.display().to_string());
+    let args =
+        ["--tls-cert", &big, "--tls-key", &key, "--tls-listen", "127.0.0.1:0", "--http3", "--header-timeout", "1s"];
+    let srv = Server::start(&site, &args);
+    let metrics = srv.admin_get("/metrics").text();
+    assert!(metrics.contains("\nhyperstatic_http3_connections_open 0\n"), "the gauge waited on below: {metrics}");
+
+    let sock = UdpSocket::bind("127.0.0.1:0").unwrap();
+    sock.connect(("127.0.0.1", srv.https)).unwrap();
+    let initial = first_initial(&ca, srv.https);
+    let sent = initial.len();
+    assert_eq!(sent, 1280);
+    assert!(
+        chain_der > 3 * sent,
+        "the chain ({chain_der} bytes) must not fit in 3x the Initial: the case would test nothing"
+    );
+    sock.send(&initial).unwrap();
+
+    wait_for("the connection accepted", || srv.metric("hyperstatic_http3_connections_total") == 1.0);
+    wait_for("the abandoned handshake forgotten", || srv.metric("hyperstatic_http3_connections_open") == 0.0);
+    sock.set_nonblocking(true).unwrap();
+    let (mut got, mut sizes) = (0, Vec::new());
+    let mut buf = [0u8; 65536];
+    while let Ok(n) = sock.recv(&mut buf) {
+        got += n;
+        sizes.push(n);
+    }
+    assert!(got <= 3 * sent, "{got} bytes (datagrams {sizes:?}) for a {sent}-byte Initial: over 3x");
+    assert!(got > sent, "only {got} bytes (datagrams {sizes:?}) for a {sent}-byte Initial: the budget went unused");
 }

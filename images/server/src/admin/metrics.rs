@@ -223,6 +223,13 @@ pub fn render(s: &Shared) -> String {
             sum(&|w| [&w.h3_connections, &w.h3_streams, &w.h3_retries, &w.h3_refused][field].load(Ordering::Relaxed));
         let _ = writeln!(out, "{name} {n}");
     }
+    family(
+        &mut out,
+        "hyperstatic_http3_connections_open",
+        "gauge",
+        "HTTP/3 connections held: handshaking, open, or closing until drained.",
+    );
+    let _ = writeln!(out, "hyperstatic_http3_connections_open {}", sum(&|w| w.h3_open.load(Ordering::Relaxed)));
     connection_families(&mut out, s);
     let hostile = [
         (

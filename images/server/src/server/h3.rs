@@ -13,9 +13,15 @@
 //! Memory is bounded per connection by quinn-proto's windows (`transport`: what a client can make us buffer,
 //! what we keep unacknowledged) and in count by the worker's connection memory budget divided by that bound
 //! (`max_conns`); handshakes in progress past `RETRY_AT` must prove their address with a Retry first.
+//!
+//! Two checks of our own sit between the socket and quinn-proto (quic/): a client's datagram is cut before a
+//! packet only servers send, which quinn-proto 0.11 would close a handshaking connection on; and until the
+//! client's address is validated, a connection is asked for a datagram only when a whole one fits in three
+//! times what the address sent (quinn-proto's own limit lets up to a datagram more through).
 
 use std::net::SocketAddr;
 use std::os::fd::RawFd;
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -27,6 +33,8 @@ use super::h3_conn::{H3Conn, Scratch, MAX_STREAMS};
 use super::Worker;
 use crate::counters::bump;
 use crate::log::{self, V};
+use crate::quic::amplification::Budget;
+use crate::quic::{cid, datagram};
 use crate::sys::udp::{self, Outgoing, Received, MAX_BATCH};
 
 /// A receive slot: more than the largest datagram we allow peers to send (quinn-proto's default
@@ -50,6 +58,9 @@ const SEND_WINDOW: u64 = 1 << 20;
 const CONN_CHARGE: u64 = CONN_WINDOW as u64 + 192 * 1024;
 /// How long a draining worker waits for HTTP/3 requests in flight before closing their connections.
 const DRAIN_MS: u64 = 1000;
+/// The length of our connection IDs (quic/cid.rs): 64 random bits, so a client using one has proven its address
+/// (RFC 9000 §8.1; quic/amplification.rs).
+const CID_LEN: usize = cid::LEN;
 
 /// The HTTP/3 state of the worker that owns the UDP socket.
 pub(super) struct Quic {
@@ -127,7 +138,9 @@ impl Worker {
             log::error("http3: the TLS configuration has no QUIC initial cipher suite", &[]);
             return self;
         };
-        let endpoint = Endpoint::new(Arc::new(EndpointConfig::default()), Some(config), true, None);
+        let mut endpoint_config = EndpointConfig::default();
+        endpoint_config.cid_generator(|| Box::new(cid::Ids::new()));
+        let endpoint = Endpoint::new(Arc::new(endpoint_config), Some(config), true, None);
         let budget = self.shared.conn_budget_per_worker.unwrap_or(u64::MAX);
         let max_conns = ((budget / CONN_CHARGE) as usize).clamp(16, self.max_conns.max(16));
         let (rcv, snd) = udp::buffer_sizes(fd);
@@ -241,6 +254,7 @@ impl Worker {
             q.flush();
             self.h3_complete(&mut q);
             q.wake = q.conns.iter().flatten().filter_map(|c| c.timeout).min();
+            self.stats().h3_open.store(q.live as u64, Ordering::Relaxed);
         }
         self.h3 = Some(q);
     }
@@ -272,17 +286,30 @@ impl Worker {
                     continue;
                 }
                 d.truncate(m.len);
+                // Packets only servers send are damage or forgery here: quinn-proto must not see them.
+                let keep = datagram::readable_prefix(&d);
+                if keep == 0 {
+                    continue;
+                }
+                // The ID the datagram is routed by, for the anti-amplification budget (before `d` is handed over).
+                let mut dcid = [0u8; 20];
+                let dcid_len = datagram::first_dcid(&d, CID_LEN).map(|id| {
+                    dcid[..id.len()].copy_from_slice(id);
+                    id.len()
+                });
+                d.truncate(keep);
                 let mut scratch = std::mem::take(&mut q.scratch);
                 scratch.clear();
                 match q.endpoint.handle(now, m.from, None, None, d, &mut scratch) {
                     Some(DatagramEvent::ConnectionEvent(h, ev)) => {
                         if let Some(c) = q.conns.get_mut(h.0).and_then(|c| c.as_mut()) {
+                            c.received(m.len, m.from, dcid_len.map(|n| &dcid[..n]));
                             c.conn.handle_event(ev);
                             mark(&mut touched, &mut touched_list, h.0);
                         }
                     }
                     Some(DatagramEvent::NewConnection(inc)) => {
-                        if let Some(h) = self.h3_incoming(&mut q, inc, now, &mut scratch) {
+                        if let Some(h) = self.h3_incoming(&mut q, inc, m.len, now, &mut scratch) {
                             mark(&mut touched, &mut touched_list, h);
                         }
                     }
@@ -302,6 +329,7 @@ impl Worker {
         q.flush();
         self.h3_complete(&mut q);
         q.wake = q.conns.iter().flatten().filter_map(|c| c.timeout).min();
+        self.stats().h3_open.store(q.live as u64, Ordering::Relaxed);
         self.h3 = Some(q);
     }
 
@@ -312,9 +340,16 @@ impl Worker {
         super::io::complete(&mut self.batch, &mut self.batch_log, &mut self.log_line, &self.shared.stats[self.id]);
     }
 
-    /// A client's first packet: refused past the connection cap, sent a Retry when many handshakes are in
-    /// progress and its address is not yet proven, accepted otherwise. The handle when accepted.
-    fn h3_incoming(&mut self, q: &mut Quic, inc: Incoming, now: Instant, buf: &mut Vec<u8>) -> Option<usize> {
+    /// A client's first datagram (`len` bytes): refused past the connection cap, sent a Retry when many handshakes
+    /// are in progress and its address is not yet proven, accepted otherwise. The handle when accepted.
+    fn h3_incoming(
+        &mut self,
+        q: &mut Quic,
+        inc: Incoming,
+        len: usize,
+        now: Instant,
+        buf: &mut Vec<u8>,
+    ) -> Option<usize> {
         if q.live >= q.max_conns || self.closing {
             bump(&self.stats().h3_refused, 1);
             let t = q.endpoint.refuse(inc, buf);
@@ -333,15 +368,19 @@ impl Worker {
         } else {
             inc
         };
+        // A token (from our Retry) proved the address; otherwise what we may send is counted from this datagram.
+        let budget = (!inc.remote_address_validated()).then(|| Budget::new(inc.orig_dst_cid(), len));
         buf.clear();
         match q.endpoint.accept(inc, now, buf, None) {
             Ok((h, conn)) => {
                 if q.conns.len() <= h.0 {
                     q.conns.resize_with(h.0 + 1, || None);
                 }
-                q.conns[h.0] = Some(Box::new(H3Conn::new(conn, now)));
+                q.conns[h.0] = Some(Box::new(H3Conn::new(conn, now, budget)));
                 q.live += 1;
                 q.handshaking += 1;
+                // The gauge before the total: a reader that sees this connection counted sees it held.
+                self.stats().h3_open.store(q.live as u64, Ordering::Relaxed);
                 bump(&self.stats().h3_connections, 1);
                 Some(h.0)
             }
@@ -369,14 +408,27 @@ impl Worker {
         if !drained {
             self.h3_events(&mut q.s, &mut c, now);
         }
+        // A completed handshake proves the address (the client had our Handshake keys' secret).
+        if c.budget.is_some() && !c.conn.is_handshaking() && !c.conn.is_closed() {
+            c.budget = None;
+        }
         let segments = if q.gso { GSO_SEGMENTS } else { 1 };
         loop {
             if q.ntx == MAX_BATCH {
                 q.flush();
             }
+            // Before the address is validated: one datagram at a time, and only when the largest it can be fits.
+            let most = match &c.budget {
+                Some(b) if !b.fits(c.conn.current_mtu() as usize) => break,
+                Some(_) => 1,
+                None => segments,
+            };
             let buf = &mut q.tx[q.ntx];
             buf.clear();
-            let Some(t) = c.conn.poll_transmit(now, segments, buf) else { break };
+            let Some(t) = c.conn.poll_transmit(now, most, buf) else { break };
+            if let Some(b) = &mut c.budget {
+                b.sent(t.size);
+            }
             q.tx_meta[q.ntx] = (t.destination, t.segment_size.map(|s| s as u16));
             q.ntx += 1;
         }

@@ -39,6 +39,7 @@ use crate::http3::qpack::streams::{DecoderStream, EncoderStream};
 use crate::http3::request::{End, Event as ReqEvent, RequestStream};
 use crate::http3::uni::{self, Critical, Kind, TypeReader};
 use crate::http3::{settings, Code, ConnError};
+use crate::quic::amplification::{Budget, Seen};
 use crate::state::code_index;
 use crate::sys;
 use crate::timing;
@@ -126,6 +127,8 @@ pub(super) struct H3Conn {
     pub(super) born: Instant,
     pub(super) handshaking: bool,
     pub(super) timeout: Option<Instant>,
+    /// What may still be sent before the client's address is validated (None once it is; quic/amplification.rs).
+    pub(super) budget: Option<Budget>,
     reqs: HashMap<StreamId, Req>,
     uni: HashMap<StreamId, Uni>,
     critical: Critical,
@@ -138,12 +141,13 @@ pub(super) struct H3Conn {
 }
 
 impl H3Conn {
-    pub(super) fn new(conn: Connection, now: Instant) -> H3Conn {
+    pub(super) fn new(conn: Connection, now: Instant, budget: Option<Budget>) -> H3Conn {
         H3Conn {
             conn,
             born: now,
             handshaking: true,
             timeout: None,
+            budget,
             reqs: HashMap::new(),
             uni: HashMap::new(),
             critical: Critical::default(),
@@ -151,6 +155,19 @@ impl H3Conn {
             control_out: Vec::new(),
             next_bidi: 0,
             goaway: None,
+        }
+    }
+
+    /// A datagram of `len` bytes from `from`, its first packet naming `dcid`, was routed here: counted against the
+    /// anti-amplification limit while the address is unproven, or proof of it.
+    pub(super) fn received(&mut self, len: usize, from: SocketAddr, dcid: Option<&[u8]>) {
+        let Some(b) = &mut self.budget else { return };
+        // The limit is per address; quinn-proto drops a handshaking connection's packets from any other.
+        if from != self.conn.remote_address() {
+            return;
+        }
+        if b.received(len, dcid) == Seen::Validated {
+            self.budget = None;
         }
     }
 

@@ -1,0 +1,30 @@
+//! What the server checks of QUIC itself, beside quinn-proto (which does the rest: server/h3.rs drives it), sans-IO:
+//! datagram bytes and counts in, decisions out. Nothing here owns a socket, a clock or a connection.
+//!
+//! # Contract
+//!
+//! * `datagram::readable_prefix(d)`: how much of a datagram received by the server quinn-proto may see. Packets
+//!   only a server sends (Retry, Version Negotiation: RFC 9000 §17.2.1, §17.2.5) never come from a client, so
+//!   one of them in a client's datagram is damage or forgery; quinn-proto 0.11 closes a connection still
+//!   handshaking on either ("client sent Retry", or a Version Negotiation not listing v1), so the datagram is cut
+//!   just before that packet (the packets before it are whole and kept; a Retry and a Version Negotiation run to
+//!   the datagram's end, so nothing follows them). The walk splits coalesced packets exactly as quinn-proto does
+//!   (RFC 9000 §12.2: each long header's Length), and stops without cutting at what quinn-proto drops or answers
+//!   itself (a short header, an unsupported version, a header that does not parse).
+//! * `datagram::first_dcid(d, short_len)`: the Destination Connection ID of a datagram's first packet (the one
+//!   quinn-proto routes it by).
+//! * `amplification::Budget`: the anti-amplification limit (RFC 9000 §8.1), exactly: before the client's address
+//!   is validated the server sends at most three times the bytes it received from it. quinn-proto 0.11 lets a
+//!   whole datagram go while any of its own 3x budget is left (quinn-rs/quinn#1082, measured at 3.75x), so the
+//!   caller asks it for a datagram only when `Budget::room` holds a whole one (`Connection::current_mtu`). The
+//!   address counts as validated when the handshake completes, or as soon as the client uses a connection ID the
+//!   server chose: RFC 9000 §8.1 allows that when the ID has at least 64 bits of entropy, as ours do (`cid`), and
+//!   the client can only know it from the server's first flight.
+//! * `cid::Ids`: our connection IDs, for quinn-proto's endpoint: 8 random bytes and a 4-byte keyed hash of them
+//!   (`validate` tells ours from noise, which then gets no stateless reset).
+//!
+//! Both run once per received datagram: a short header (every datagram after the handshake) costs one byte test.
+
+pub mod amplification;
+pub mod cid;
+pub mod datagram;
