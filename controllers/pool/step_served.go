@@ -23,7 +23,8 @@ import (
 // bounded, unknown sites dropped) and publishes per site what the pool serves to the Board: a ready pod serves a
 // site when it reports the value revision the operator rendered into the index and the content revision of the
 // fetcher's current bundle. The pass runs again soon while a site is not served by every ready pod, and slowly
-// otherwise (a new commit reaches the fetcher and the pods without a Kubernetes event).
+// otherwise (a new commit reaches the fetcher and the pods without a Kubernetes event), and at least every
+// TrafficInterval while the pool has sites placed automatically (their traffic is measured from the same answers).
 func (r *Reconciler) reconcileServed(ctx context.Context, o *observation) error {
 	ns := o.pool.Spec.Namespace
 	pods := &corev1.PodList{}
@@ -52,6 +53,7 @@ func (r *Reconciler) reconcileServed(ctx context.Context, o *observation) error 
 		sites map[string]poolread.ServerSite
 	}
 	var read []podSites
+	var counts []poolPodCounts // for the traffic: every ready pod, nil sites when unreadable
 	for i := range pods.Items {
 		p := &pods.Items[i]
 		if !podstate.Serving(p) {
@@ -59,9 +61,11 @@ func (r *Reconciler) reconcileServed(ctx context.Context, o *observation) error 
 		}
 		o.readyPods++
 		if r.Reader == nil || len(ids) == 0 {
+			counts = append(counts, poolPodCounts{uid: string(p.UID)})
 			continue
 		}
 		sites, err := r.Reader.ServerSites(ctx, p, keep)
+		counts = append(counts, poolPodCounts{uid: string(p.UID), sites: sites})
 		if err != nil {
 			o.unreadable = append(o.unreadable, podtext.Clean(err.Error(), 256))
 			continue
@@ -86,6 +90,7 @@ func (r *Reconciler) reconcileServed(ctx context.Context, o *observation) error 
 		}
 		o.served[a.entry.ID] = s
 	}
+	r.measureTraffic(ctx, o, counts) // step_traffic.go
 	r.publish(o.pool.Name, o.served)
 	if pendingSites(o) > 0 || len(o.unreadable) > 0 {
 		o.requeue(o.tun.servedRetry)

@@ -48,6 +48,11 @@ type ServerSite struct {
 	ContentRevision string
 	// Error is the pod's last error for the site, escaped and bounded.
 	Error string
+	// Requests is the pod's count of the site's responses since the site entered the pod's index (or the pod
+	// started); Counted says the pod reported one that is a whole number in [0, 2^64). A counter that is not is
+	// left out (Counted false: this pod's share of the site's traffic is unknown), the rest of the answer is kept.
+	Requests uint64
+	Counted  bool
 }
 
 // FetcherSite is one site as the pool fetcher reports it.
@@ -94,11 +99,12 @@ func NewHTTPReader(adminPort, fetcherPort int) *HTTPReader {
 
 type serverAnswer struct {
 	Sites []struct {
-		ID              string `json:"id"`
-		State           string `json:"state"`
-		ValueRevision   string `json:"valueRevision"`
-		ContentRevision string `json:"contentRevision"`
-		Error           string `json:"error"`
+		ID              string      `json:"id"`
+		State           string      `json:"state"`
+		ValueRevision   string      `json:"valueRevision"`
+		ContentRevision string      `json:"contentRevision"`
+		Error           string      `json:"error"`
+		Requests        json.Number `json:"requests"`
 	} `json:"sites"`
 }
 
@@ -147,6 +153,9 @@ func parseServer(a serverAnswer, keep Keep) (map[string]ServerSite, error) {
 			return nil, fmt.Errorf("site %s: contentRevision %q is not 16 hex digits", s.ID, podtext.Clean(s.ContentRevision, 80))
 		}
 		site.ValueRevision, site.ContentRevision = s.ValueRevision, s.ContentRevision
+		if n, err := strconv.ParseUint(string(s.Requests), 10, 64); err == nil {
+			site.Requests, site.Counted = n, true
+		}
 		out[s.ID] = site
 	}
 	return out, nil

@@ -106,3 +106,34 @@ func TestFetcherSites(t *testing.T) {
 		t.Error("a bundle that is not 64 hex digits was accepted")
 	}
 }
+
+// The per-site request counter feeds automatic placement: a whole number in [0, 2^64) is kept; anything else leaves
+// that pod's count of that site unknown (Counted false) and the rest of the answer, other sites' counters
+// included, as it was.
+func TestServerSitesRequestCounters(t *testing.T) {
+	srv := serve(`{"sites":[
+		{"id":"a.ok","requests":18446744073709551615},
+		{"id":"a.zero","requests":0},
+		{"id":"a.negative","requests":-5},
+		{"id":"a.fraction","requests":1.5},
+		{"id":"a.huge","requests":1e30},
+		{"id":"a.over","requests":18446744073709551616},
+		{"id":"a.absent"}]}`, 200)
+	defer srv.Close()
+	r, pod := reader(srv)
+	got, err := r.ServerSites(context.Background(), pod, func(string) bool { return true })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := got["a.ok"]; !s.Counted || s.Requests != 18446744073709551615 {
+		t.Errorf("a.ok %+v", s)
+	}
+	if s := got["a.zero"]; !s.Counted || s.Requests != 0 {
+		t.Errorf("a.zero %+v", s)
+	}
+	for _, id := range []string{"a.negative", "a.fraction", "a.huge", "a.over", "a.absent"} {
+		if s, ok := got[id]; !ok || s.Counted || s.Requests != 0 {
+			t.Errorf("%s: %+v (kept %v), want kept without a count", id, s, ok)
+		}
+	}
+}
