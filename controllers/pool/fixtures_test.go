@@ -31,6 +31,9 @@ func createPool(t *testing.T, ns string, namespaces []string, shards int32) *v1a
 	p := &v1alpha1.StaticSitePool{ObjectMeta: metav1.ObjectMeta{Name: uniqueName("pool")},
 		Spec: v1alpha1.StaticSitePoolSpec{Namespace: ns, Namespaces: namespaces, IndexShards: ptr.To(shards)}}
 	testenv.Must(t, k8s.Create(context.Background(), p))
+	// Gone at the end of the test, so its passes (every 200 ms while a site is not served) do not slow the
+	// passes of the tests after it. envtest has no garbage collector: its objects stay, and wake nothing.
+	t.Cleanup(func() { _ = k8s.Delete(context.Background(), p) })
 	return p
 }
 

@@ -22,28 +22,32 @@ import (
 	"hyperstatic.dev/hyperstatic/internal/testenv"
 )
 
-// stepClock moves the controller's clock forward by d, then waits until a pass that started after the move has read
-// the pool pod s: that pass measured what the pods say now. A test changes what the pods say first and moves the
-// clock after, so no pass pairs new counters with a time they were not read at (a pass at the old time measures
-// nothing: pooltraffic's MinInterval). Passes of one pool are serial: the second read after the move is a pass
-// that started after it.
+// stepClock moves the controller's clock forward by d, then waits until a pass that started after the move has
+// read the pool pod s: that pass measured what the pods say now. A test changes what the pods say first and moves
+// the clock after, so no pass pairs new counters with a time they were not read at (a pass at the old time
+// measures nothing: pooltraffic's MinInterval). Passes of one pool are serial: the second read after the move is
+// a pass that started after it. The wait is bounded by stepTimeout, not EventuallyTimeout: it waits for two
+// passes of this pool, which on a loaded machine queue behind the passes of every pool the suite created.
 func stepClock(t *testing.T, s *sitesServer, d time.Duration) time.Time {
 	t.Helper()
 	poolClock.SetTime(poolClock.Now().Add(d))
 	at := poolClock.Now()
-	s.mu.Lock()
-	from := s.calls
-	s.mu.Unlock()
-	testenv.Eventually(t, "a pass after the clock moved", func() error {
+	reads := func() int {
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		if s.calls < from+2 {
-			return fmt.Errorf("%d reads since the clock moved", s.calls-from)
+		return s.calls
+	}
+	from := reads()
+	for deadline := time.Now().Add(stepTimeout); reads() < from+2; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d reads of the pool pod in %v since the clock moved, want 2", reads()-from, stepTimeout)
 		}
-		return nil
-	})
+	}
 	return at
 }
+
+// stepTimeout bounds stepClock's wait.
+const stepTimeout = 3 * testenv.EventuallyTimeout
 
 // metricsServer answers a site pod's /metrics with a hyperstatic_requests_total it is given, as the server's admin
 // port does (images/server/src/admin/metrics.rs), at ip's admin port.
