@@ -337,7 +337,7 @@ fn limits_refuse_big_trees_and_rate_limit_requests() {
         let (r, _) = get(&s, Some(host), "/");
         assert_eq!((r.status, r.header("retry-after")), (503, Some("1")));
         let v = sites(&s, "");
-        assert!(site_of(&v, id)["lastError"].as_str().unwrap().contains(why), "{v}");
+        assert!(site_of(&v, id)["error"].as_str().unwrap().contains(why), "{v}");
     }
     assert_eq!(served(&s, "fine.example", "/").text(), "fine", "other sites are untouched");
     // 2 requests per second over 2 workers: 1 per worker per second. Twenty requests on one connection within a
@@ -383,7 +383,7 @@ fn sites_json_and_metrics() {
         "requests",
         "bytesSent",
         "rateLimited",
-        "lastError",
+        "error",
     ] {
         assert!(a.get(field).is_some(), "{field} in {a}");
     }

@@ -69,7 +69,7 @@ impl Report {
             }
             let _ = write!(
                 out,
-                ",\"files\":{},\"memoryBytes\":{},\"loads\":{},\"requests\":{},\"requestsByClass\":{{\"1xx\":{},\"2xx\":{},\"3xx\":{},\"4xx\":{},\"5xx\":{}}},\"bytesSent\":{},\"rateLimited\":{},\"lastError\":",
+                ",\"files\":{},\"memoryBytes\":{},\"loads\":{},\"requests\":{},\"requestsByClass\":{{\"1xx\":{},\"2xx\":{},\"3xx\":{},\"4xx\":{},\"5xx\":{}}},\"bytesSent\":{},\"rateLimited\":{},\"error\":",
                 s.files,
                 s.memory_bytes,
                 s.loads,
