@@ -11,18 +11,20 @@ import (
 
 	"hyperstatic.dev/hyperstatic/internal/podstate"
 	"hyperstatic.dev/hyperstatic/internal/podtext"
+	"hyperstatic.dev/hyperstatic/internal/poolindex"
 	"hyperstatic.dev/hyperstatic/internal/poolplacement"
 	"hyperstatic.dev/hyperstatic/internal/poolread"
 	"hyperstatic.dev/hyperstatic/internal/poolstate"
-	"hyperstatic.dev/hyperstatic/internal/sitevalue"
 )
 
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
 
 // reconcileServed reads, once each, every ready pool pod's /sites and the fetcher's /sites (internal/poolread:
 // bounded, unknown sites dropped) and publishes per site what the pool serves to the Board: a ready pod serves a
-// site when it reports the value revision the operator rendered into the index and the content revision of the
-// fetcher's current bundle. The pass runs again soon while a site is not served by every ready pod, and slowly
+// site when it reports the revision of the whole entry the operator rendered into the index
+// (poolindex.EntryRevision: hostnames, value, limits and content source, so a pod whose host map lacks a new
+// hostname does not count) and the content revision of the fetcher's current bundle, and has not refused the
+// site's tree. The pass runs again soon while a site is not served by every ready pod, and slowly
 // otherwise (a new commit reaches the fetcher and the pods without a Kubernetes event), and at least every
 // TrafficInterval while the pool has sites placed automatically (their traffic is measured from the same answers).
 func (r *Reconciler) reconcileServed(ctx context.Context, o *observation) error {
@@ -78,11 +80,14 @@ func (r *Reconciler) reconcileServed(ctx context.Context, o *observation) error 
 	for _, a := range o.admitted {
 		f := fetched[a.entry.ID]
 		s := poolstate.Served{ReadyPods: o.readyPods, Bundle: f.Bundle, Commit: f.Commit, FetchError: f.Error}
-		value, content := sitevalue.Revision(a.entry.Value), poolread.ContentRevision(f.Bundle)
+		// An entry Render could not encode was never written: "" matches no pod.
+		entry, _ := poolindex.EntryRevision(a.entry)
+		content := poolread.ContentRevision(f.Bundle)
 		for _, p := range read {
 			got, ok := p.sites[a.entry.ID]
 			switch {
-			case ok && content != "" && got.ValueRevision == value && got.ContentRevision == content:
+			case ok && entry != "" && content != "" && got.EntryRevision == entry && got.ContentRevision == content &&
+				got.State != stateRefused:
 				s.ServedBy++
 			case ok && got.Error != "" && s.PodError == "":
 				s.PodError = p.name + ": " + got.Error
@@ -99,6 +104,9 @@ func (r *Reconciler) reconcileServed(ctx context.Context, o *observation) error 
 	}
 	return nil
 }
+
+// stateRefused is a pool pod's /sites state of a site whose tree (or value with it) it refused: it answers 503.
+const stateRefused = "refused"
 
 // pendingSites counts the sites not yet served by every ready pod whose fetcher has no failure to report (a site
 // whose fetch fails is the site's problem, said in its own status; it does not hold the pool back).

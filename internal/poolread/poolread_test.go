@@ -42,7 +42,7 @@ func keepOnly(ids ...string) Keep {
 }
 
 func TestServerSitesKeepsKnownSitesAndChecksFields(t *testing.T) {
-	srv := serve(`{"sites":[{"id":"a.one","state":"memory","valueRevision":"sha256:0123456789abcdef","contentRevision":"0123456789abcdef","error":"bad\nline"},
+	srv := serve(`{"sites":[{"id":"a.one","state":"memory","entryRevision":"sha256:fedcba9876543210","valueRevision":"sha256:0123456789abcdef","contentRevision":"0123456789abcdef","error":"bad\nline"},
 		{"id":"evil.other","state":"memory","valueRevision":"sha256:0123456789abcdef"}]}`, 200)
 	defer srv.Close()
 	r, pod := reader(srv)
@@ -54,7 +54,7 @@ func TestServerSitesKeepsKnownSitesAndChecksFields(t *testing.T) {
 		t.Fatalf("kept %v, want only a.one (an id not in the index is dropped)", got)
 	}
 	s := got["a.one"]
-	if s.ValueRevision != "sha256:0123456789abcdef" || s.ContentRevision != "0123456789abcdef" || s.Error != "bad line" {
+	if s.EntryRevision != "sha256:fedcba9876543210" || s.ValueRevision != "sha256:0123456789abcdef" || s.ContentRevision != "0123456789abcdef" || s.Error != "bad line" {
 		t.Errorf("site %+v", s)
 	}
 }
@@ -64,6 +64,7 @@ func TestHostileAnswersAreRefused(t *testing.T) {
 		body   string
 		status int
 	}{
+		"bad entry revision":   {`{"sites":[{"id":"a.one","entryRevision":"sha256:0123456789ABCDEF"}]}`, 200},
 		"bad value revision":   {`{"sites":[{"id":"a.one","valueRevision":"sha256:xyz"}]}`, 200},
 		"bad content revision": {`{"sites":[{"id":"a.one","contentRevision":"../../etc"}]}`, 200},
 		"not JSON":             {`<html>`, 200},

@@ -376,6 +376,7 @@ fn sites_json_and_metrics() {
     let v = sites(&s, "");
     let a = site_of(&v, "team-a.docs");
     for field in [
+        "entryRevision",
         "valueRevision",
         "contentRevision",
         "files",
@@ -391,6 +392,8 @@ fn sites_json_and_metrics() {
     assert_eq!(a["contentRevision"], "r1");
     assert_eq!(a["files"], 3);
     assert!(a["valueRevision"].as_str().unwrap().starts_with("sha256:"));
+    assert!(a["entryRevision"].as_str().unwrap().starts_with("sha256:"));
+    assert_ne!(a["entryRevision"], site_of(&v, "team-b.shop")["entryRevision"], "each entry its own");
     assert!(a["requestsByClass"]["2xx"].as_u64().unwrap() >= 3);
     assert!(a["bytesSent"].as_u64().unwrap() > 0);
     let top = sites(&s, "?top=1");
