@@ -90,7 +90,7 @@ export function handleSummary(data) {
 func testPoolAutoPlacement(t *testing.T, pool *v1alpha1.StaticSitePool, ns string) {
 	ctx := ctxFor(t, 6*time.Minute)
 	const name = "auto"
-	page := "auto placement page " + ns + "\n"
+	page := "auto placement page " + ns // no newline: it travels in an environment variable too
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Data: map[string]string{"index.html": page}}
 	if err := k8s.Create(ctx, cm); err != nil {
 		t.Fatal(err)
