@@ -8,6 +8,15 @@ package v1alpha1
 const (
 	// PlacementReasonRequested: spec.placement asks for it.
 	PlacementReasonRequested = "Requested"
+	// PlacementReasonPromoted (mode Auto): its traffic passed promoteAbove; it runs on its own pods. Also the
+	// reason of the event recorded when the decision is made.
+	PlacementReasonPromoted = "Promoted"
+	// PlacementReasonDemoted (mode Auto): its traffic stayed below demoteBelow for demoteAfter; it runs in the
+	// pool. Also the reason of the event recorded when the decision is made.
+	PlacementReasonDemoted = "Demoted"
+	// PlacementReasonAutomatic (mode Auto): no move yet; the site runs where it ran when it became Auto (the pool
+	// for a new site).
+	PlacementReasonAutomatic = "Automatic"
 )
 
 // Placed=True reasons.

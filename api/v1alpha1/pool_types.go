@@ -19,55 +19,6 @@ const (
 // (internal/reconcile.Polarity); Ready is normal-true.
 var StaticSitePoolAbnormalTrueConditions = []string{ConditionReconciling, ConditionStalled}
 
-// Placement modes of spec.placement.mode.
-const (
-	// PlacementDedicated: the site runs on its own pods (the default, as before pools).
-	PlacementDedicated = "Dedicated"
-	// PlacementPool: the site runs in spec.placement.pool and has no pod of its own.
-	PlacementPool = "Pool"
-)
-
-// StaticSite condition type for placement: True when the site runs where spec.placement says (for a pool site:
-// it is in the pool's index and every ready pool pod serves its current value and content).
-const ConditionPlaced = "Placed"
-
-// PlacementSpec is where a StaticSite runs.
-// +kubebuilder:validation:XValidation:rule="self.mode != 'Pool' || (has(self.pool) && size(self.pool) > 0)",message="spec.placement.pool is required when spec.placement.mode is Pool"
-type PlacementSpec struct {
-	// mode: Dedicated (the default: the site's own pods) or Pool (a shared StaticSitePool serves it; the site has
-	// no pod of its own). Automatic placement between the two is specified and not built yet.
-	// +kubebuilder:validation:Enum=Dedicated;Pool
-	// +kubebuilder:default=Dedicated
-	// +optional
-	Mode string `json:"mode,omitempty"`
-	// pool is the name of a cluster-scoped StaticSitePool whose spec.namespaces admits the site's namespace.
-	// +kubebuilder:validation:MaxLength=63
-	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
-	// +optional
-	Pool string `json:"pool,omitempty"`
-}
-
-// PlacementStatus says where a site runs and why.
-type PlacementStatus struct {
-	// mode the site runs in now: Dedicated or Pool.
-	Mode string `json:"mode"`
-	// pool serving the site, when mode is Pool.
-	// +optional
-	Pool string `json:"pool,omitempty"`
-	// since when the site runs there.
-	// +optional
-	Since *metav1.Time `json:"since,omitempty"`
-	// reason it runs there (e.g. Requested; later: Promoted, Demoted).
-	// +optional
-	Reason string `json:"reason,omitempty"`
-	// servedBy is how many ready pool pods serve the site's current value and content; readyPods how many pool
-	// pods are ready.
-	// +optional
-	ServedBy int32 `json:"servedBy,omitempty"`
-	// +optional
-	ReadyPods int32 `json:"readyPods,omitempty"`
-}
-
 // SiteLimits bound what one site may take from a pool, so that one tenant cannot take it from the others.
 type SiteLimits struct {
 	// maxFiles a site's tree may hold; a larger tree is refused (the site answers 503, its status says why).

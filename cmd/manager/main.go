@@ -210,6 +210,7 @@ func run(ctx context.Context, cfg *rest.Config, o *options) error {
 		OperatorNamespace: o.operatorNamespace,
 		ClusterDomain:     o.clusterDomain,
 		Reader:            poolread.NewHTTPReader(v1alpha1.AdminPort, v1alpha1.GitFetcherPort),
+		Scraper:           podmetrics.NewHTTPScraper(), // the own pods of sites placed automatically, for their traffic
 		Board:             pools,
 		Policy:            &policy,
 	}).SetupWithManager(mgr); err != nil {

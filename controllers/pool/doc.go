@@ -14,7 +14,9 @@
 //   - the fetcher (ServiceAccount, Role, RoleBinding, Deployment, Service, NetworkPolicy) and the server pods
 //     (Deployment, PodDisruptionBudget) are applied from pure builders (desired_*.go) (step_objects.go);
 //   - each ready pool pod's and the fetcher's GET /sites are read once (internal/poolread) and what each site is
-//     served with is published to the poolstate.Board the site controller reads (step_served.go).
+//     served with is published to the poolstate.Board the site controller reads (step_served.go), with the
+//     traffic of each site placed automatically, measured on the pool's pods and its own (step_traffic.go,
+//     internal/pooltraffic).
 //
 // The status is derived from the observation in one pure function (status.go) and written only when it changed;
 // the events of the pass are recorded after that write (events.go). Every object is applied server-side only when

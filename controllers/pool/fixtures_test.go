@@ -31,6 +31,9 @@ func createPool(t *testing.T, ns string, namespaces []string, shards int32) *v1a
 	p := &v1alpha1.StaticSitePool{ObjectMeta: metav1.ObjectMeta{Name: uniqueName("pool")},
 		Spec: v1alpha1.StaticSitePoolSpec{Namespace: ns, Namespaces: namespaces, IndexShards: ptr.To(shards)}}
 	testenv.Must(t, k8s.Create(context.Background(), p))
+	// Gone at the end of the test, so its passes (every 200 ms while a site is not served) do not slow the
+	// passes of the tests after it. envtest has no garbage collector: its objects stay, and wake nothing.
+	t.Cleanup(func() { _ = k8s.Delete(context.Background(), p) })
 	return p
 }
 
@@ -143,16 +146,23 @@ func runPod(t *testing.T, d *appsv1.Deployment, name string) *corev1.Pod {
 		Spec: *d.Spec.Template.Spec.DeepCopy()}
 	p.Spec.NodeName = "node-1"
 	testenv.Must(t, k8s.Create(ctx, p))
-	testenv.Eventually(t, "pod "+name+" running and ready", func() error {
+	markRunning(t, p, "127.0.0.1")
+	return p
+}
+
+// markRunning plays the kubelet: the pod runs at ip and is ready.
+func markRunning(t *testing.T, p *corev1.Pod, ip string) {
+	t.Helper()
+	ctx := context.Background()
+	testenv.Eventually(t, "pod "+p.Name+" running and ready", func() error {
 		if err := k8s.Get(ctx, client.ObjectKeyFromObject(p), p); err != nil {
 			return err
 		}
 		p.Status.Phase = corev1.PodRunning
-		p.Status.PodIP = "127.0.0.1"
+		p.Status.PodIP = ip
 		p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: metav1.Now()}}
 		return k8s.Status().Update(ctx, p)
 	})
-	return p
 }
 
 // sitesServer answers GET /sites with whatever JSON it is given, as a pool pod's admin port or the fetcher would.

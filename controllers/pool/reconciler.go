@@ -3,6 +3,7 @@ package pool
 import (
 	"context"
 	"errors"
+	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -14,8 +15,10 @@ import (
 	ctrlreconcile "sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"hyperstatic.dev/hyperstatic/api/v1alpha1"
+	"hyperstatic.dev/hyperstatic/internal/podmetrics"
 	"hyperstatic.dev/hyperstatic/internal/poolread"
 	"hyperstatic.dev/hyperstatic/internal/poolstate"
+	"hyperstatic.dev/hyperstatic/internal/pooltraffic"
 	"hyperstatic.dev/hyperstatic/internal/reconcile"
 	"hyperstatic.dev/hyperstatic/internal/tenancy"
 )
@@ -66,15 +69,25 @@ type Reconciler struct {
 	Policy *tenancy.Policy
 	// ServedRetry, ServedRefresh, StalledRetry: see the defaults above (0: the default).
 	ServedRetry, ServedRefresh, StalledRetry time.Duration
+	// Scraper reads the admin port of the own pods of a site placed automatically, for its traffic
+	// (step_traffic.go); nil: their traffic is unknown, so such a site is never demoted.
+	Scraper podmetrics.Scraper
+	// TrafficInterval is how often a pool with sites placed automatically is read at least (0:
+	// DefaultTrafficInterval); TrafficMinInterval the shortest time between two readings that give a rate (0:
+	// pooltraffic.DefaultMinInterval).
+	TrafficInterval, TrafficMinInterval time.Duration
 
 	// referenced is the metadata-only cache of every ConfigMap (tenants' sources and the pool's mirrors).
 	referenced cache.Cache
+
+	metersMu sync.Mutex
+	meters   map[string]*pooltraffic.Meter // per pool: the last counters of its Auto sites
 }
 
 // tunables are the Reconciler's settings with their defaults resolved, once per pass.
 type tunables struct {
-	servedRetry, servedRefresh, stalledRetry time.Duration
-	clusterDomain                            string
+	servedRetry, servedRefresh, stalledRetry, trafficInterval time.Duration
+	clusterDomain                                             string
 }
 
 func (r *Reconciler) tunables() tunables {
@@ -83,10 +96,11 @@ func (r *Reconciler) tunables() tunables {
 		d = DefaultClusterDomain
 	}
 	return tunables{
-		servedRetry:   reconcile.OrDefault(r.ServedRetry, DefaultServedRetry),
-		servedRefresh: reconcile.OrDefault(r.ServedRefresh, DefaultServedRefresh),
-		stalledRetry:  reconcile.OrDefault(r.StalledRetry, DefaultStalledRetry),
-		clusterDomain: d,
+		servedRetry:     reconcile.OrDefault(r.ServedRetry, DefaultServedRetry),
+		servedRefresh:   reconcile.OrDefault(r.ServedRefresh, DefaultServedRefresh),
+		stalledRetry:    reconcile.OrDefault(r.StalledRetry, DefaultStalledRetry),
+		trafficInterval: reconcile.OrDefault(r.TrafficInterval, DefaultTrafficInterval),
+		clusterDomain:   d,
 	}
 }
 
@@ -97,6 +111,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrlreconcile.Request) (
 	if err := r.Get(ctx, req.NamespacedName, pool); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.publish(req.Name, nil) // its sites are no longer served by it
+			r.forgetMeter(req.Name)
 			return ctrlreconcile.Result{}, nil
 		}
 		return ctrlreconcile.Result{}, err

@@ -26,8 +26,9 @@ const (
 
 // The pool's status through its life: Stalled while its namespace is missing, then rolling out, then waiting for
 // its pods to serve every site, then Ready. What each ready pod and the fetcher say on /sites (httptest servers
-// here) reaches the Board per site: a pod serves a site when it reports the value revision of the index entry and
-// the content revision of the fetcher's bundle; a site no pool pod should know about never reaches the Board.
+// here) reaches the Board per site: a pod serves a site when it reports the revision of the whole index entry
+// (hostnames included) and the content revision of the fetcher's bundle, and has not refused the site; a site no
+// pool pod should know about never reaches the Board.
 func TestStatusAndBoard(t *testing.T) {
 	ctx := context.Background()
 	poolNS, tenant := uniqueName("pool"), namespace(t, uniqueName("tenant"))
@@ -69,16 +70,23 @@ func TestStatusAndBoard(t *testing.T) {
 		return nil
 	})
 	a, b := poolindex.ID(tenant, "a"), poolindex.ID(tenant, "b")
-	valueA, valueB := sitevalue.Revision(index[a].Value), sitevalue.Revision(index[b].Value)
-	served := func(id, value, bundle string) map[string]any {
-		return map[string]any{"id": id, "state": "memory", "valueRevision": value, "contentRevision": bundle[:16]}
+	entryA, entryB := entryRevision(t, index[a]), entryRevision(t, index[b])
+	// b's entry without one of its hostnames: the same site value, so a pod with this entry serves b's value and
+	// content by its other names but answers 404 by the missing one.
+	older := index[b]
+	older.Hosts = older.Hosts[1:]
+	olderB := entryRevision(t, older)
+	served := func(id, entry, bundle string) map[string]any {
+		value := sitevalue.Revision(index[id].Value) // the right value: only the entry revision tells pod 2 apart
+		return map[string]any{"id": id, "state": "memory", "entryRevision": entry, "valueRevision": value, "contentRevision": bundle[:16]}
 	}
 	f.answer(map[string]any{"id": a, "commit": commit, "bundle": bundleA},
 		map[string]any{"id": b, "commit": commit, "bundle": bundleB},
 		map[string]any{"id": "evil.x", "commit": commit, "bundle": bundleB})
-	s1.answer(served(a, valueA, bundleA), served(b, valueB, bundleB))
-	// Pod 2 serves b's old value, and says it serves a site that is not in the index.
-	s2.answer(served(a, valueA, bundleA), served(b, "sha256:0000000000000000", bundleB), served("evil.x", valueA, bundleA))
+	s1.answer(served(a, entryA, bundleA), served(b, entryB, bundleB))
+	// Pod 2 has b's entry without one hostname (its value and content are b's), and says it serves a site that is
+	// not in the index.
+	s2.answer(served(a, entryA, bundleA), served(b, olderB, bundleB), served("evil.x", entryA, bundleA))
 
 	waitBoard(t, b, func(s poolstate.Served) error {
 		if s.ServedBy != 1 || s.ReadyPods != 2 || s.Bundle != bundleB || s.Commit != commit || s.Pool != pool.Name {
@@ -106,7 +114,7 @@ func TestStatusAndBoard(t *testing.T) {
 	})
 
 	// Pod 2 catches up: every site served by every ready pod, the pool is Ready.
-	s2.answer(served(a, valueA, bundleA), served(b, valueB, bundleB))
+	s2.answer(served(a, entryA, bundleA), served(b, entryB, bundleB))
 	waitBoard(t, b, func(s poolstate.Served) error {
 		if s.ServedBy != 2 {
 			return fmt.Errorf("b: %+v, want served by 2", s)
@@ -147,6 +155,27 @@ func TestStatusAndBoard(t *testing.T) {
 		}
 		return nil
 	})
+
+	// A pod that refused a's tree (with the entry and content the operator expects) does not serve it, and says why.
+	refused := served(a, entryA, bundleA)
+	refused["state"], refused["error"] = "refused", "3 files, more than maxFiles 1"
+	s1.answer(refused, served(b, entryB, bundleB))
+	waitBoard(t, a, func(s poolstate.Served) error {
+		if s.ServedBy != 0 || s.PodError != pod1.Name+": 3 files, more than maxFiles 1" {
+			return fmt.Errorf("a: %+v, want served by none, the pod's refusal said", s)
+		}
+		return nil
+	})
+}
+
+// entryRevision is the revision a pool pod reports for entry (poolindex.EntryRevision).
+func entryRevision(t *testing.T, entry poolindex.Site) string {
+	t.Helper()
+	r, err := poolindex.EntryRevision(entry)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
 }
 
 // waitBoard polls the Board's entry of site id until check passes.

@@ -11,19 +11,22 @@ import (
 
 	"hyperstatic.dev/hyperstatic/internal/podstate"
 	"hyperstatic.dev/hyperstatic/internal/podtext"
+	"hyperstatic.dev/hyperstatic/internal/poolindex"
 	"hyperstatic.dev/hyperstatic/internal/poolplacement"
 	"hyperstatic.dev/hyperstatic/internal/poolread"
 	"hyperstatic.dev/hyperstatic/internal/poolstate"
-	"hyperstatic.dev/hyperstatic/internal/sitevalue"
 )
 
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
 
 // reconcileServed reads, once each, every ready pool pod's /sites and the fetcher's /sites (internal/poolread:
 // bounded, unknown sites dropped) and publishes per site what the pool serves to the Board: a ready pod serves a
-// site when it reports the value revision the operator rendered into the index and the content revision of the
-// fetcher's current bundle. The pass runs again soon while a site is not served by every ready pod, and slowly
-// otherwise (a new commit reaches the fetcher and the pods without a Kubernetes event).
+// site when it reports the revision of the whole entry the operator rendered into the index
+// (poolindex.EntryRevision: hostnames, value, limits and content source, so a pod whose host map lacks a new
+// hostname does not count) and the content revision of the fetcher's current bundle, and has not refused the
+// site's tree. The pass runs again soon while a site is not served by every ready pod, and slowly
+// otherwise (a new commit reaches the fetcher and the pods without a Kubernetes event), and at least every
+// TrafficInterval while the pool has sites placed automatically (their traffic is measured from the same answers).
 func (r *Reconciler) reconcileServed(ctx context.Context, o *observation) error {
 	ns := o.pool.Spec.Namespace
 	pods := &corev1.PodList{}
@@ -52,6 +55,7 @@ func (r *Reconciler) reconcileServed(ctx context.Context, o *observation) error 
 		sites map[string]poolread.ServerSite
 	}
 	var read []podSites
+	var counts []poolPodCounts // for the traffic: every ready pod, nil sites when unreadable
 	for i := range pods.Items {
 		p := &pods.Items[i]
 		if !podstate.Serving(p) {
@@ -59,9 +63,11 @@ func (r *Reconciler) reconcileServed(ctx context.Context, o *observation) error 
 		}
 		o.readyPods++
 		if r.Reader == nil || len(ids) == 0 {
+			counts = append(counts, poolPodCounts{uid: string(p.UID)})
 			continue
 		}
 		sites, err := r.Reader.ServerSites(ctx, p, keep)
+		counts = append(counts, poolPodCounts{uid: string(p.UID), sites: sites})
 		if err != nil {
 			o.unreadable = append(o.unreadable, podtext.Clean(err.Error(), 256))
 			continue
@@ -74,11 +80,14 @@ func (r *Reconciler) reconcileServed(ctx context.Context, o *observation) error 
 	for _, a := range o.admitted {
 		f := fetched[a.entry.ID]
 		s := poolstate.Served{ReadyPods: o.readyPods, Bundle: f.Bundle, Commit: f.Commit, FetchError: f.Error}
-		value, content := sitevalue.Revision(a.entry.Value), poolread.ContentRevision(f.Bundle)
+		// An entry Render could not encode was never written: "" matches no pod.
+		entry, _ := poolindex.EntryRevision(a.entry)
+		content := poolread.ContentRevision(f.Bundle)
 		for _, p := range read {
 			got, ok := p.sites[a.entry.ID]
 			switch {
-			case ok && content != "" && got.ValueRevision == value && got.ContentRevision == content:
+			case ok && entry != "" && content != "" && got.EntryRevision == entry && got.ContentRevision == content &&
+				got.State != stateRefused:
 				s.ServedBy++
 			case ok && got.Error != "" && s.PodError == "":
 				s.PodError = p.name + ": " + got.Error
@@ -86,6 +95,7 @@ func (r *Reconciler) reconcileServed(ctx context.Context, o *observation) error 
 		}
 		o.served[a.entry.ID] = s
 	}
+	r.measureTraffic(ctx, o, counts) // step_traffic.go
 	r.publish(o.pool.Name, o.served)
 	if pendingSites(o) > 0 || len(o.unreadable) > 0 {
 		o.requeue(o.tun.servedRetry)
@@ -94,6 +104,9 @@ func (r *Reconciler) reconcileServed(ctx context.Context, o *observation) error 
 	}
 	return nil
 }
+
+// stateRefused is a pool pod's /sites state of a site whose tree (or value with it) it refused: it answers 503.
+const stateRefused = "refused"
 
 // pendingSites counts the sites not yet served by every ready pod whose fetcher has no failure to report (a site
 // whose fetch fails is the site's problem, said in its own status; it does not hold the pool back).

@@ -3,6 +3,7 @@ package pool
 import (
 	"context"
 	"fmt"
+	"net"
 	"net/http"
 	"strings"
 	"sync"
@@ -24,6 +25,7 @@ import (
 	"hyperstatic.dev/hyperstatic/api/v1alpha1"
 	"hyperstatic.dev/hyperstatic/controllers/staticsite/sitechild"
 	"hyperstatic.dev/hyperstatic/internal/managercache"
+	"hyperstatic.dev/hyperstatic/internal/podmetrics"
 	"hyperstatic.dev/hyperstatic/internal/poolread"
 	"hyperstatic.dev/hyperstatic/internal/poolstate"
 	"hyperstatic.dev/hyperstatic/internal/tenancy"
@@ -40,6 +42,12 @@ var (
 	board     = poolstate.New(1 << 14)
 	podAddrs  = &addrs{m: map[string]string{}}
 	nsCounter atomic.Int32
+	// poolClock is the controller's clock. A test that measures traffic moves it forward, never back: the other
+	// tests' pools keep running their passes.
+	poolClock = clocktesting.NewFakePassiveClock(time.Date(2026, 12, 2, 1, 2, 3, 0, time.UTC))
+	// metricsAddrs maps a site's own pod's IP to the loopback address of the httptest server that answers its
+	// admin port's /metrics (the Scraper dials it there).
+	metricsAddrs = &addrs{m: map[string]string{}}
 )
 
 const (
@@ -69,6 +77,22 @@ func (a *addrs) addr(p *corev1.Pod, _ int) string {
 	return "127.0.0.1:1" // nothing listens: connection refused
 }
 
+// dialPodIP dials the test server that answers for a site pod's IP (metricsAddrs), or addr itself.
+func dialPodIP(ctx context.Context, network, addr string) (net.Conn, error) {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, err
+	}
+	metricsAddrs.mu.Lock()
+	to, ok := metricsAddrs.m[host]
+	metricsAddrs.mu.Unlock()
+	if ok {
+		addr = to
+	}
+	var d net.Dialer
+	return d.DialContext(ctx, network, addr)
+}
+
 func TestMain(m *testing.M) {
 	logf.SetLogger(logr.Discard())
 	// Nothing in this suite plays the site controller: the board's announcements are drained here.
@@ -88,17 +112,20 @@ func setupSuite(e *testenv.Env) (ctrl.Manager, error) {
 	r := &Reconciler{
 		Client:            mgr.GetClient(),
 		Recorder:          mgr.GetEventRecorderFor(sitechild.FieldOwner),
-		Clock:             clocktesting.NewFakePassiveClock(time.Date(2026, 12, 2, 1, 2, 3, 0, time.UTC)),
+		Clock:             poolClock,
 		ServerImage:       testServerImage,
 		ContentAgentImage: testAgentImage,
 		OperatorNamespace: testOperatorNamespace,
 		Reader: &poolread.HTTPReader{Client: &http.Client{Timeout: 2 * time.Second},
 			AdminPort: v1alpha1.AdminPort, FetcherPort: v1alpha1.GitFetcherPort, Addr: podAddrs.addr},
-		Board:         board,
-		Policy:        &suitePolicy,
-		ServedRetry:   200 * time.Millisecond,
-		ServedRefresh: time.Second,
-		StalledRetry:  500 * time.Millisecond,
+		Scraper: &podmetrics.HTTPScraper{Client: &http.Client{Timeout: 2 * time.Second,
+			Transport: &http.Transport{DialContext: dialPodIP}}},
+		Board:           board,
+		TrafficInterval: time.Second,
+		Policy:          &suitePolicy,
+		ServedRetry:     200 * time.Millisecond,
+		ServedRefresh:   time.Second,
+		StalledRetry:    500 * time.Millisecond,
 	}
 	return mgr, r.SetupWithManager(mgr)
 }

@@ -86,6 +86,7 @@ func (r *Reconciler) recordTransitions(before, after *v1alpha1.StaticSite) {
 		r.Recorder.Event(after, polarity.EventType(*tr.After), tr.After.Reason, "ContentAvailable False: "+tr.After.Message)
 	}
 	r.recordPlacement(before, after, stalled)
+	r.recordAutoPlacement(before, after) // poolauto.go
 	r.recordGitRevisionServed(before, after)
 	if tr := transition(v1alpha1.ConditionPinned); tr.Changed() && tr.After.Status != metav1.ConditionUnknown {
 		// Pinned=False is by design on fractional CPUs: news either way, never a Warning.

@@ -31,7 +31,9 @@ import (
 // A pool site's creation stays at priority 0. Lowering it too (tried on 2026-12-02) most likely put a new pool
 // site's first pass, which writes the hostnames it holds, behind the fan-out: the pool served its content by
 // Service name while one pod's index still lacked its hostnames, and e2e 20-pool's requests by hostname got 404
-// from that pod. A pod's servedBy counts the site value and the content, not the hostnames (docs/design/pools.md).
+// from that pod. A pod's servedBy then counted the site value and the content, not the hostnames; it now compares
+// the whole index entry (docs/design/pools.md), and the creation stays at priority 0 until a run shows that lowered
+// it passes.
 
 // atLowPriority wraps h so that every request it queues is queued at handler.LowPriority. On a queue without
 // priorities it is h.

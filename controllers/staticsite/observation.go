@@ -36,6 +36,8 @@ type observation struct {
 	placeRefusal *poolplacement.Refusal
 	// pool: a site in a pool, or moving into or out of one (pool.go); nil for a site on its own pods only.
 	pool *poolPass
+	// auto: the decision of automatic placement (poolauto.go); nil unless spec.placement.mode is Auto.
+	auto *autoPass
 	// err is the transient error that stopped the pass (retried with backoff); the steps after it did not run.
 	err error
 

@@ -2,7 +2,8 @@ package staticsite
 
 // A site in a pool (docs/design/pools.md; issue 40). spec.placement {mode: Pool, pool} asks for a StaticSitePool;
 // poolplacement.Check admits or refuses it, the same check the pool controller makes before putting the site in
-// its index, so the two never disagree.
+// its index, so the two never disagree. With mode Auto, poolauto.go decides each pass whether the site runs in the
+// pool or on its own pods, and the pass then runs as below for that placement.
 //
 //   - Refused (no such pool, namespace not admitted, a feature a pool site cannot have, no pool controller): Placed
 //     False with the refusal's reason and a message naming the field, Stalled True (a Warning event), and no step
@@ -102,6 +103,16 @@ func (r *Reconciler) placeSite(ctx context.Context, o *observation) error {
 		o.placeRefusal = ref
 		o.refused = &problem{Reason: ref.Reason, Message: ref.Error()}
 		return nil
+	}
+	if poolplacement.Auto(site) {
+		// Automatic placement decides where the site runs (poolauto.go); on its own pods, the pass is a dedicated
+		// site's (moving out of the pool while the pool still serves it).
+		if err := r.decideAuto(ctx, o, pool); err != nil {
+			return err
+		}
+		if o.auto.Target == v1alpha1.PlacementDedicated {
+			return r.placeDedicated(ctx, o, placedPool(site))
+		}
 	}
 	p := &poolPass{name: name, pool: pool}
 	p.served, p.known = r.Pools.Get(poolindex.ID(site.Namespace, site.Name))

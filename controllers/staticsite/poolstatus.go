@@ -41,6 +41,7 @@ func derivePlacement(s *v1alpha1.StaticSiteStatus, site *v1alpha1.StaticSite, o 
 	default: // moved out this pass
 		placed = metav1.Condition{Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonDedicated, Message: "the site runs on its own pods"}
 	}
+	autoPlacement(now, o.auto) // poolauto.go
 	switch old := site.Status.Placement; {
 	case now == nil:
 	case old != nil && old.Mode == now.Mode && old.Pool == now.Pool && old.Since != nil:

@@ -11,6 +11,10 @@
 //     refuses them too, except inside content.
 //   - Render is pure and canonical: the same sites give the same bytes, sites sorted by id, so the operator's
 //     server-side apply of an unchanged shard is a no-op.
+//   - EntryRevision names one site's whole entry (id, hosts, value, limits, content) by the bytes Render writes
+//     for it. A pool server pod computes the same name from the shard it reads and reports the one in effect on
+//     its /sites (entryRevision), so the operator counts a pod as serving a site only when everything it placed,
+//     hostnames included, is what the pod serves (internal/contract holds the two sides to one another).
 //
 // testdata/example.json is the example of docs/design/pools.md; this package's tests and the server's contract
 // test (images/server/tests/data/pool-index-example.json, the same bytes) both accept it.
@@ -126,10 +130,27 @@ func Render(shard int, sites []Site) ([]byte, error) {
 		s.Sites = []Site{}
 	}
 	slices.SortFunc(s.Sites, func(a, b Site) int { return strings.Compare(a.ID, b.ID) })
+	return encode(s)
+}
+
+// EntryRevision is the name of site's entry: "sha256:" and the first 16 hex digits of the SHA-256 of the bytes
+// Render writes for it in its shard (encoding/json writes a nested value as it writes it alone, so encoding the
+// site by itself gives those bytes). The server names the entry it reads the same way.
+func EntryRevision(site Site) (string, error) {
+	b, err := encode(site)
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(b)
+	return "sha256:" + hex.EncodeToString(sum[:8]), nil
+}
+
+// encode is v as the index writes it: compact, no HTML escaping, no trailing newline.
+func encode(v any) ([]byte, error) {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
-	if err := enc.Encode(s); err != nil {
+	if err := enc.Encode(v); err != nil {
 		return nil, err
 	}
 	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil

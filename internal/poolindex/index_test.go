@@ -1,6 +1,8 @@
 package poolindex
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"os"
 	"strings"
@@ -142,5 +144,31 @@ func TestServerReadsTheSameExample(t *testing.T) {
 	}
 	if string(ours) != string(theirs) {
 		t.Fatal("images/server/tests/data/pool-index-example.json differs from internal/poolindex/testdata/example.json")
+	}
+}
+
+// An entry's revision is the hash of its bytes in the rendered shard (what the server hashes), and it changes when
+// only the hosts change: a pod reporting the old one has not got the new hostname yet.
+func TestEntryRevisionNamesTheEntrysBytesInItsShard(t *testing.T) {
+	a, b := site("a.x", "x.a.svc"), site("b.y", "y.b.svc")
+	b.Value = json.RawMessage(`{ "version": 1, "cleanURLs": true }`) // compacted by the render, as by the revision
+	shard, err := Render(3, []Site{b, a})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []Site{a, b} {
+		entry, _ := encode(s)
+		if !strings.Contains(string(shard), string(entry)+",") && !strings.Contains(string(shard), string(entry)+"]") {
+			t.Fatalf("entry %s is not in the shard as encoded alone:\n%s\n%s", s.ID, entry, shard)
+		}
+		sum := sha256.Sum256(entry)
+		if got, _ := EntryRevision(s); got != "sha256:"+hex.EncodeToString(sum[:8]) {
+			t.Fatalf("EntryRevision(%s) = %s", s.ID, got)
+		}
+	}
+	before, _ := EntryRevision(a)
+	a.Hosts = append(a.Hosts, "docs.example.com")
+	if after, _ := EntryRevision(a); after == before {
+		t.Fatal("a new host left the entry's revision unchanged")
 	}
 }

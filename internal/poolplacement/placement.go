@@ -38,12 +38,21 @@ type Refusal struct {
 
 func (r *Refusal) Error() string { return r.Field + ": " + r.Message }
 
-// Wants is the pool a site asks for, "" for a dedicated site.
+// Wants is the pool whose index a site asks to be in, "" for a dedicated site: spec.placement.pool for mode Pool,
+// and for mode Auto whether the site runs in the pool or on its own pods — a promoted site stays in its pool's
+// index, so the pool keeps its tree and the site's demotion has no cold start (and it must be a site the pool
+// admits, Check, to be placed automatically at all).
 func Wants(site *v1alpha1.StaticSite) string {
-	if p := site.Spec.Placement; p != nil && p.Mode == v1alpha1.PlacementPool {
+	if p := site.Spec.Placement; p != nil && (p.Mode == v1alpha1.PlacementPool || p.Mode == v1alpha1.PlacementAuto) {
 		return p.Pool
 	}
 	return ""
+}
+
+// Auto reports whether site's placement is automatic (spec.placement.mode Auto; internal/autoplacement decides).
+func Auto(site *v1alpha1.StaticSite) bool {
+	p := site.Spec.Placement
+	return p != nil && p.Mode == v1alpha1.PlacementAuto && p.Pool != ""
 }
 
 // Admits reports whether pool admits sites of namespace ns.

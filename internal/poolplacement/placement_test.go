@@ -84,3 +84,42 @@ func TestEntryIsAValidIndexSite(t *testing.T) {
 		t.Fatalf("the index refuses Entry's site: %v\n%s", err, doc)
 	}
 }
+
+// An Auto site is in its pool's index wherever it runs (the pool keeps its tree while it runs on its own pods), and
+// must be one the pool admits.
+func TestAutoSiteStaysInThePoolsIndex(t *testing.T) {
+	auto := func(mutate func(*v1alpha1.StaticSite)) *v1alpha1.StaticSite {
+		return poolSite(func(s *v1alpha1.StaticSite) {
+			s.Spec.Placement = &v1alpha1.PlacementSpec{Mode: v1alpha1.PlacementAuto, Pool: "shared"}
+			if mutate != nil {
+				mutate(s)
+			}
+		})
+	}
+	running := []struct {
+		name   string
+		status *v1alpha1.PlacementStatus
+	}{
+		{"new", nil},
+		{"in the pool", &v1alpha1.PlacementStatus{Mode: v1alpha1.PlacementPool, Pool: "shared"}},
+		{"promoted", &v1alpha1.PlacementStatus{Mode: v1alpha1.PlacementDedicated, Reason: v1alpha1.PlacementReasonPromoted}},
+	}
+	for _, r := range running {
+		site := auto(func(s *v1alpha1.StaticSite) { s.Status.Placement = r.status })
+		if Wants(site) != "shared" || !Auto(site) {
+			t.Errorf("%s: Wants %q Auto %v", r.name, Wants(site), Auto(site))
+		}
+		if ref := Keeps(sharedPool("team-a"), site); ref != nil {
+			t.Errorf("%s: the pool does not keep it: %v", r.name, ref)
+		}
+		if p := Pools(site); len(p) != 1 || p[0] != "shared" {
+			t.Errorf("%s: Pools %v", r.name, p)
+		}
+	}
+	if ref := Keeps(sharedPool("team-a"), auto(func(s *v1alpha1.StaticSite) { s.Spec.TLS = &v1alpha1.TLSSpec{} })); ref == nil || ref.Field != "spec.tls" {
+		t.Errorf("an Auto site with in-server TLS: %v, want refused on spec.tls", ref)
+	}
+	if Auto(poolSite(nil)) {
+		t.Error("a Pool site is Auto")
+	}
+}

@@ -1,5 +1,5 @@
 // Package poolread reads what a pool's processes say about its sites on GET /sites (docs/design/pools.md): each
-// pool server pod's admin port (which site value and content revision it serves, per site) and the pool fetcher
+// pool server pod's admin port (which index entry, site value and content revision it serves, per site) and the pool fetcher
 // (the bundle it serves, per site). The pool controller reads each once per pass, whatever the number of sites.
 //
 // A pool pod serves the internet and the fetcher follows tenants' repositories: nothing they answer is trusted
@@ -42,12 +42,20 @@ type ServerSite struct {
 	ID string
 	// State: unloaded, disk, memory, refused or missing.
 	State string
+	// EntryRevision names the whole index entry the pod has in effect, hostnames included ("sha256:" + 16 hex
+	// digits, poolindex.EntryRevision), "" for none.
+	EntryRevision string
 	// ValueRevision is the site value it serves ("sha256:" + 16 hex digits), "" for none.
 	ValueRevision string
 	// ContentRevision is the tree it serves (16 hex digits of the bundle), "" for none.
 	ContentRevision string
 	// Error is the pod's last error for the site, escaped and bounded.
 	Error string
+	// Requests is the pod's count of the site's responses since the site entered the pod's index (or the pod
+	// started); Counted says the pod reported one that is a whole number in [0, 2^64). A counter that is not is
+	// left out (Counted false: this pod's share of the site's traffic is unknown), the rest of the answer is kept.
+	Requests uint64
+	Counted  bool
 }
 
 // FetcherSite is one site as the pool fetcher reports it.
@@ -94,11 +102,13 @@ func NewHTTPReader(adminPort, fetcherPort int) *HTTPReader {
 
 type serverAnswer struct {
 	Sites []struct {
-		ID              string `json:"id"`
-		State           string `json:"state"`
-		ValueRevision   string `json:"valueRevision"`
-		ContentRevision string `json:"contentRevision"`
-		Error           string `json:"error"`
+		ID              string      `json:"id"`
+		State           string      `json:"state"`
+		EntryRevision   string      `json:"entryRevision"`
+		ValueRevision   string      `json:"valueRevision"`
+		ContentRevision string      `json:"contentRevision"`
+		Error           string      `json:"error"`
+		Requests        json.Number `json:"requests"`
 	} `json:"sites"`
 }
 
@@ -140,13 +150,19 @@ func parseServer(a serverAnswer, keep Keep) (map[string]ServerSite, error) {
 			continue
 		}
 		site := ServerSite{ID: s.ID, State: podtext.Clean(s.State, 16), Error: podtext.Clean(strings.TrimSpace(s.Error), maxError)}
-		if s.ValueRevision != "" && !validValueRevision(s.ValueRevision) {
+		if s.EntryRevision != "" && !validRevision(s.EntryRevision) {
+			return nil, fmt.Errorf("site %s: entryRevision %q is not sha256: and 16 hex digits", s.ID, podtext.Clean(s.EntryRevision, 80))
+		}
+		if s.ValueRevision != "" && !validRevision(s.ValueRevision) {
 			return nil, fmt.Errorf("site %s: valueRevision %q is not sha256: and 16 hex digits", s.ID, podtext.Clean(s.ValueRevision, 80))
 		}
 		if s.ContentRevision != "" && !hex(s.ContentRevision, 16) {
 			return nil, fmt.Errorf("site %s: contentRevision %q is not 16 hex digits", s.ID, podtext.Clean(s.ContentRevision, 80))
 		}
-		site.ValueRevision, site.ContentRevision = s.ValueRevision, s.ContentRevision
+		site.EntryRevision, site.ValueRevision, site.ContentRevision = s.EntryRevision, s.ValueRevision, s.ContentRevision
+		if n, err := strconv.ParseUint(string(s.Requests), 10, 64); err == nil {
+			site.Requests, site.Counted = n, true
+		}
 		out[s.ID] = site
 	}
 	return out, nil
@@ -213,8 +229,8 @@ func (h *HTTPReader) get(ctx context.Context, pod *corev1.Pod, port int, into an
 	return nil
 }
 
-// validValueRevision: "sha256:" and 16 lower-case hex digits (sitevalue.Revision).
-func validValueRevision(s string) bool {
+// validRevision: "sha256:" and 16 lower-case hex digits (sitevalue.Revision, poolindex.EntryRevision).
+func validRevision(s string) bool {
 	rest, ok := strings.CutPrefix(s, "sha256:")
 	return ok && hex(rest, 16)
 }

@@ -42,7 +42,7 @@ func keepOnly(ids ...string) Keep {
 }
 
 func TestServerSitesKeepsKnownSitesAndChecksFields(t *testing.T) {
-	srv := serve(`{"sites":[{"id":"a.one","state":"memory","valueRevision":"sha256:0123456789abcdef","contentRevision":"0123456789abcdef","error":"bad\nline"},
+	srv := serve(`{"sites":[{"id":"a.one","state":"memory","entryRevision":"sha256:fedcba9876543210","valueRevision":"sha256:0123456789abcdef","contentRevision":"0123456789abcdef","error":"bad\nline"},
 		{"id":"evil.other","state":"memory","valueRevision":"sha256:0123456789abcdef"}]}`, 200)
 	defer srv.Close()
 	r, pod := reader(srv)
@@ -54,7 +54,7 @@ func TestServerSitesKeepsKnownSitesAndChecksFields(t *testing.T) {
 		t.Fatalf("kept %v, want only a.one (an id not in the index is dropped)", got)
 	}
 	s := got["a.one"]
-	if s.ValueRevision != "sha256:0123456789abcdef" || s.ContentRevision != "0123456789abcdef" || s.Error != "bad line" {
+	if s.EntryRevision != "sha256:fedcba9876543210" || s.ValueRevision != "sha256:0123456789abcdef" || s.ContentRevision != "0123456789abcdef" || s.Error != "bad line" {
 		t.Errorf("site %+v", s)
 	}
 }
@@ -64,6 +64,7 @@ func TestHostileAnswersAreRefused(t *testing.T) {
 		body   string
 		status int
 	}{
+		"bad entry revision":   {`{"sites":[{"id":"a.one","entryRevision":"sha256:0123456789ABCDEF"}]}`, 200},
 		"bad value revision":   {`{"sites":[{"id":"a.one","valueRevision":"sha256:xyz"}]}`, 200},
 		"bad content revision": {`{"sites":[{"id":"a.one","contentRevision":"../../etc"}]}`, 200},
 		"not JSON":             {`<html>`, 200},
@@ -104,5 +105,36 @@ func TestFetcherSites(t *testing.T) {
 	r, pod = reader(bad)
 	if _, err := r.FetcherSites(context.Background(), pod, keepOnly("a.one")); err == nil {
 		t.Error("a bundle that is not 64 hex digits was accepted")
+	}
+}
+
+// The per-site request counter feeds automatic placement: a whole number in [0, 2^64) is kept; anything else leaves
+// that pod's count of that site unknown (Counted false) and the rest of the answer, other sites' counters
+// included, as it was.
+func TestServerSitesRequestCounters(t *testing.T) {
+	srv := serve(`{"sites":[
+		{"id":"a.ok","requests":18446744073709551615},
+		{"id":"a.zero","requests":0},
+		{"id":"a.negative","requests":-5},
+		{"id":"a.fraction","requests":1.5},
+		{"id":"a.huge","requests":1e30},
+		{"id":"a.over","requests":18446744073709551616},
+		{"id":"a.absent"}]}`, 200)
+	defer srv.Close()
+	r, pod := reader(srv)
+	got, err := r.ServerSites(context.Background(), pod, func(string) bool { return true })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := got["a.ok"]; !s.Counted || s.Requests != 18446744073709551615 {
+		t.Errorf("a.ok %+v", s)
+	}
+	if s := got["a.zero"]; !s.Counted || s.Requests != 0 {
+		t.Errorf("a.zero %+v", s)
+	}
+	for _, id := range []string{"a.negative", "a.fraction", "a.huge", "a.over", "a.absent"} {
+		if s, ok := got[id]; !ok || s.Counted || s.Requests != 0 {
+			t.Errorf("%s: %+v (kept %v), want kept without a count", id, s, ok)
+		}
 	}
 }

@@ -5,18 +5,23 @@
 // calls a pool pod itself, so a site's reconcile costs nothing that grows with the pool.
 //
 // Publish announces only the sites whose state changed, as controller-runtime generic events on Events(), which
-// the site controller watches (source.Channel): a pass that changes nothing wakes no site. After an operator
+// the site controller watches (source.Channel): a pass that changes nothing wakes no site. A site's traffic
+// (automatic placement, internal/autoplacement) changes on almost every pass: its rate is kept without an
+// announcement, and only a change of its band (or since when it is in it) is announced, so a site wakes when its
+// traffic crosses a threshold, not whenever it moves. After an operator
 // restart the board starts empty: a site then reads "not known yet" (Placed Unknown) until the pool's first pass.
 package poolstate
 
 import (
 	"strings"
 	"sync"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	"hyperstatic.dev/hyperstatic/api/v1alpha1"
+	"hyperstatic.dev/hyperstatic/internal/autoplacement"
 )
 
 // Served is one pool site as its pool last saw it.
@@ -30,6 +35,20 @@ type Served struct {
 	// FetchError is the fetcher's last failure for the site, PodError a pool pod's (e.g. the tree refused by the
 	// site's limits); empty when none.
 	FetchError, PodError string
+	// Traffic is a site's measured traffic and its band (only for sites with automatic placement; zero for the
+	// others).
+	Traffic autoplacement.Traffic
+}
+
+// announces reports whether s differs from old in what announces a change: everything but the traffic's rate
+// (the band's start compared as an instant).
+func (s Served) announces(old Served) bool {
+	if !s.Traffic.Since.Equal(old.Traffic.Since) {
+		return true
+	}
+	s.Traffic.RPS, old.Traffic.RPS = 0, 0
+	s.Traffic.Since, old.Traffic.Since = time.Time{}, time.Time{}
+	return s != old
 }
 
 // Board holds the latest Served of every pool site, by site id (poolindex.ID).
@@ -71,8 +90,9 @@ func (b *Board) Publish(pool string, sites map[string]Served) {
 	}
 	for id, s := range sites {
 		s.Pool = pool
-		if old, ok := b.sites[id]; !ok || old != s {
-			b.sites[id] = s
+		old, ok := b.sites[id]
+		b.sites[id] = s
+		if !ok || s.announces(old) {
 			changed = append(changed, id)
 		}
 	}

@@ -337,7 +337,7 @@ fn limits_refuse_big_trees_and_rate_limit_requests() {
         let (r, _) = get(&s, Some(host), "/");
         assert_eq!((r.status, r.header("retry-after")), (503, Some("1")));
         let v = sites(&s, "");
-        assert!(site_of(&v, id)["lastError"].as_str().unwrap().contains(why), "{v}");
+        assert!(site_of(&v, id)["error"].as_str().unwrap().contains(why), "{v}");
     }
     assert_eq!(served(&s, "fine.example", "/").text(), "fine", "other sites are untouched");
     // 2 requests per second over 2 workers: 1 per worker per second. Twenty requests on one connection within a
@@ -376,6 +376,7 @@ fn sites_json_and_metrics() {
     let v = sites(&s, "");
     let a = site_of(&v, "team-a.docs");
     for field in [
+        "entryRevision",
         "valueRevision",
         "contentRevision",
         "files",
@@ -383,7 +384,7 @@ fn sites_json_and_metrics() {
         "requests",
         "bytesSent",
         "rateLimited",
-        "lastError",
+        "error",
     ] {
         assert!(a.get(field).is_some(), "{field} in {a}");
     }
@@ -391,6 +392,8 @@ fn sites_json_and_metrics() {
     assert_eq!(a["contentRevision"], "r1");
     assert_eq!(a["files"], 3);
     assert!(a["valueRevision"].as_str().unwrap().starts_with("sha256:"));
+    assert!(a["entryRevision"].as_str().unwrap().starts_with("sha256:"));
+    assert_ne!(a["entryRevision"], site_of(&v, "team-b.shop")["entryRevision"], "each entry its own");
     assert!(a["requestsByClass"]["2xx"].as_u64().unwrap() >= 3);
     assert!(a["bytesSent"].as_u64().unwrap() > 0);
     let top = sites(&s, "?top=1");

@@ -260,7 +260,7 @@ def open_files(pid: int) -> dict:
 
 
 def sites_summary(report: dict) -> dict:
-    """/sites (docs/design/pools.md: one entry per site, `lastError` the last failure), boiled down: sites by
+    """/sites (docs/design/pools.md: one entry per site, `error` the last failure), boiled down: sites by
     state, the totals the report quotes, and the first few distinct errors."""
     sites = report.get("sites", [])
     states: dict[str, int] = {}
@@ -270,8 +270,8 @@ def sites_summary(report: dict) -> dict:
             "requests": sum(s.get("requests", 0) for s in sites),
             "rate_limited": sum(s.get("rateLimited", 0) for s in sites),
             "memory_bytes": sum(s.get("memoryBytes", 0) for s in sites),
-            "errors": sorted({s["lastError"] for s in sites if s.get("lastError")})[:5],
-            "sites_with_errors": sum(1 for s in sites if s.get("lastError"))}
+            "errors": sorted({s["error"] for s in sites if s.get("error")})[:5],
+            "sites_with_errors": sum(1 for s in sites if s.get("error"))}
 
 
 def paths_of(cfg: Settings, pool: pooltree.Pool, out: str) -> tuple[list[str], dict]:

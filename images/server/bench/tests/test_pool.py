@@ -347,11 +347,11 @@ class Report(unittest.TestCase):
         self.assertIn("memory 1,200, unloaded 8,800", md)
         self.assertIn("| 19,990 of 20,000 | 40 of 20,000 |", md)
 
-    def test_sites_summary_reads_last_error(self):
+    def test_sites_summary_reads_the_error(self):
         r = {"sites": [{"id": "a.b", "state": "memory", "requests": 5, "rateLimited": 1, "memoryBytes": 10,
-                        "lastError": None},
+                        "error": None},
                        {"id": "a.c", "state": "refused", "requests": 2, "rateLimited": 0, "memoryBytes": 0,
-                        "lastError": "Too many open files (os error 24)"}]}
+                        "error": "Too many open files (os error 24)"}]}
         s = pool.sites_summary(r)
         self.assertEqual(s["states"], {"memory": 1, "refused": 1})
         self.assertEqual((s["requests"], s["rate_limited"], s["memory_bytes"]), (7, 1, 10))

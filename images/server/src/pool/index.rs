@@ -6,11 +6,18 @@
 //! shard keeps its previous good form: `Index::read` remembers each shard's last good sites. Across shards, a
 //! site id or a host already taken by an earlier site (shards in file-name order, sites in order) refuses the
 //! later site, which is reported and left out.
+//!
+//! Each site's `entry_revision` names its whole entry (id, hosts, value, limits, content): `sha256:` and the first
+//! 16 hex digits of the SHA-256 of the entry's bytes exactly as the shard holds them. The operator renders shards
+//! canonically and names each entry the same way (Go `poolindex.EntryRevision`); `/sites` reports it, so a pod
+//! counts as serving a site only once everything the operator placed, hostnames included, is in effect
+//! (internal/contract's pool test holds the two sides together).
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 use std::sync::Arc;
 
+use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 use sha2::{Digest as _, Sha256};
 
@@ -36,6 +43,8 @@ pub struct Site {
     /// The checked site value and its revision (of the value's JSON as the index holds it, re-serialised).
     pub value: Revised,
     pub limits: Limits,
+    /// The revision of the whole entry's bytes (module doc): what `/sites` reports as `entryRevision`.
+    pub entry_revision: String,
 }
 
 /// The index as read: the sites of every shard's last good form, and what was refused.
@@ -203,10 +212,25 @@ fn parse_shard_with(bytes: &[u8], tls: bool, values: &mut Values) -> Result<Vec<
         Some(Value::Array(a)) => a,
         Some(_) => return Err("sites: expected an array".into()),
     };
-    list.iter().enumerate().map(|(i, v)| site(v, &format!("sites[{i}]"), tls, values)).collect()
+    let raw = raw_entries(bytes)?;
+    if raw.len() != list.len() {
+        return Err("sites: read twice with different lengths".into());
+    }
+    list.iter()
+        .zip(raw)
+        .enumerate()
+        .map(|(i, (v, r))| site(v, &format!("sites[{i}]"), tls, values, revision_of(r.get().as_bytes())))
+        .collect()
 }
 
-fn site(v: &Value, path: &str, tls: bool, values: &mut Values) -> Result<Site, String> {
+/// The bytes of each entry of `sites`, as the shard holds them (the top level was checked from the parsed value).
+fn raw_entries(bytes: &[u8]) -> Result<Vec<&RawValue>, String> {
+    let top: HashMap<String, &RawValue> = serde_json::from_slice(bytes).map_err(|e| format!("invalid JSON: {e}"))?;
+    let sites = top.get("sites").ok_or("sites: required")?;
+    serde_json::from_str(sites.get()).map_err(|e| format!("sites: {e}"))
+}
+
+fn site(v: &Value, path: &str, tls: bool, values: &mut Values, entry_revision: String) -> Result<Site, String> {
     let m = object(v, path, &["id", "hosts", "value", "limits", "content"])?;
     let id = required(m, path, "id")?.as_str().ok_or_else(|| format!("{path}.id: expected a string"))?;
     if !is_site_id(id) {
@@ -256,7 +280,13 @@ fn site(v: &Value, path: &str, tls: bool, values: &mut Values) -> Result<Site, S
         max_bytes: num("maxBytes")?,
         requests_per_second: num("requestsPerSecond")?,
     };
-    Ok(Site { id: id.to_string(), hosts: hs.into_boxed_slice(), value: Revised { value: parsed, revision }, limits })
+    Ok(Site {
+        id: id.to_string(),
+        hosts: hs.into_boxed_slice(),
+        value: Revised { value: parsed, revision },
+        limits,
+        entry_revision,
+    })
 }
 
 /// `<namespace>.<name>`: two DNS labels (lowercase alphanumerics and `-`, not at either end) joined by one dot.
@@ -345,6 +375,19 @@ mod tests {
             })
             .collect();
         format!(r#"{{"version":1,"sites":[{}]}}"#, list.join(",")).into_bytes()
+    }
+
+    #[test]
+    fn an_entry_revision_names_the_entry_bytes_so_a_new_host_changes_it() {
+        let before = parse_shard(&shard(&[("a.one", &["one.example"]), ("b.two", &["two.example"])]), false).unwrap();
+        let after =
+            parse_shard(&shard(&[("a.one", &["one.example", "www.one.example"]), ("b.two", &["two.example"])]), false)
+                .unwrap();
+        assert_ne!(before[0].entry_revision, after[0].entry_revision, "a host added: a new entry");
+        assert_eq!(before[0].value.revision, after[0].value.revision, "its value alone did not change");
+        assert_eq!(before[1].entry_revision, after[1].entry_revision, "the other entry keeps its revision");
+        let b = format!(r#"{{"id":"b.two","hosts":["two.example"],"value":{{"version":1}},{LIM}}}"#);
+        assert_eq!(before[1].entry_revision, revision_of(b.as_bytes()), "the entry's bytes as the shard holds them");
     }
 
     #[test]

@@ -429,6 +429,8 @@ impl Registry {
             .map(|e| SiteReport {
                 cell: e.cell.clone(),
                 state: e.state,
+                // Published with the snapshot above: the host map it names is the one the workers read.
+                entry_revision: e.site.entry_revision.clone(),
                 value_revision: e.loaded_value.clone().unwrap_or_else(|| e.site.value.revision.clone()),
                 content_revision: e.content_revision.clone(),
                 files: e.files,

@@ -15,6 +15,8 @@ pub const TOP_SERIES: usize = 10;
 pub struct SiteReport {
     pub cell: Arc<Cell>,
     pub state: State,
+    /// The revision of the index entry in effect (index.rs): its hosts are in the published host map.
+    pub entry_revision: String,
     pub value_revision: String,
     pub content_revision: Option<String>,
     pub files: usize,
@@ -60,7 +62,9 @@ impl Report {
             }
             out.push_str("\n{\"id\":");
             json_str(&mut out, &s.cell.id);
-            let _ = write!(out, ",\"state\":\"{}\",\"valueRevision\":", s.state.name());
+            let _ = write!(out, ",\"state\":\"{}\",\"entryRevision\":", s.state.name());
+            json_str(&mut out, &s.entry_revision);
+            out.push_str(",\"valueRevision\":");
             json_str(&mut out, &s.value_revision);
             out.push_str(",\"contentRevision\":");
             match &s.content_revision {
@@ -69,7 +73,7 @@ impl Report {
             }
             let _ = write!(
                 out,
-                ",\"files\":{},\"memoryBytes\":{},\"loads\":{},\"requests\":{},\"requestsByClass\":{{\"1xx\":{},\"2xx\":{},\"3xx\":{},\"4xx\":{},\"5xx\":{}}},\"bytesSent\":{},\"rateLimited\":{},\"lastError\":",
+                ",\"files\":{},\"memoryBytes\":{},\"loads\":{},\"requests\":{},\"requestsByClass\":{{\"1xx\":{},\"2xx\":{},\"3xx\":{},\"4xx\":{},\"5xx\":{}}},\"bytesSent\":{},\"rateLimited\":{},\"error\":",
                 s.files,
                 s.memory_bytes,
                 s.loads,
@@ -139,6 +143,7 @@ mod tests {
         SiteReport {
             cell,
             state: State::Memory,
+            entry_revision: "sha256:1".into(),
             value_revision: "sha256:0".into(),
             content_revision: None,
             files: 1,
