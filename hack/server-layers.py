@@ -64,8 +64,9 @@ LAYERS = [
     ("core", ["answer"]),
     # Protocols and the transport they write through. `access` (the access log line of one exchange) is
     # written by the protocols' callers from what the core answered, so it sits with them.
-    # `proxy_v2` (the PROXY protocol's header, before a connection's first byte) is transport framing beside them.
-    ("protocols", ["http1", "http2", "http3", "tls", "access", "proxy_v2"]),
+    # `proxy_v2` (the PROXY protocol's header, before a connection's first byte) is transport framing beside them,
+    # and so is `quic` (what the server checks of QUIC datagrams beside quinn-proto: pure, it imports nothing ours).
+    ("protocols", ["http1", "http2", "http3", "tls", "access", "proxy_v2", "quic"]),
     # Shared pools (`--sites`, docs/design/pools.md): the index, the host map, each site's table and counters,
     # and the pool thread that loads them. Built from the content, the site value and the tables below; the
     # shared state holds the pool and the workers route into it, so it sits under `shared`.
