@@ -52,14 +52,15 @@ impl Worker {
             if self.open >= self.max_conns && !self.evict_one() {
                 // Every connection has a response in flight: the newcomer is the one that waits (its client
                 // sees the connection close at once and may retry).
-                sys::close(fd);
+                // Counted before the close: a client that sees the close may read the metric at once.
                 bump(&self.stats().connections_refused, 1);
+                sys::close(fd);
                 continue;
             }
             if !self.admit(budget::admission(tls)) {
                 // The worker's connections hold its whole connection memory budget and none of them is idle.
-                sys::close(fd);
                 bump(&self.stats().connections_refused_memory, 1);
+                sys::close(fd);
                 continue;
             }
             let conn = match (tls, self.tls_config.as_ref().map(|l| &l.value)) {
@@ -144,8 +145,9 @@ impl Worker {
             let c = &self.conns[i];
             if c.is_active() && c.pending.is_none() {
                 self.evict_from = (i + 1) % n;
-                self.close(i);
+                // Counted before the close: a client that sees the close may read the metric at once.
                 bump(&self.stats().connections_evicted, 1);
+                self.close(i);
                 return true;
             }
         }

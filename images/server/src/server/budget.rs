@@ -173,8 +173,9 @@ impl Worker {
     fn evict_idle(&mut self, keep: Option<usize>) -> bool {
         match self.mem.idle.oldest() {
             Some(i) if Some(i) != keep => {
-                self.close(i);
+                // Counted before the close: a client that sees the close may read the metric at once.
                 bump(&self.stats().connections_evicted_memory, 1);
+                self.close(i);
                 true
             }
             _ => false,

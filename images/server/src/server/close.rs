@@ -107,8 +107,9 @@ impl Worker {
                 }
             } else if c.pending.is_some() {
                 if c.pending_gen < retire_below {
-                    self.close(idx);
+                    // Counted before the close: a client that sees the close may read the metric at once.
                     bump(&self.stats().slow_readers_closed, 1);
+                    self.close(idx);
                 } else if idle >= self.keepalive_ms.max(10_000) {
                     self.close(idx);
                 }

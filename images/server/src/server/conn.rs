@@ -189,8 +189,9 @@ impl Worker {
         if self.pre.list.count >= self.pre.max {
             // Never `idx` itself: it is not in the list yet.
             if let Some(oldest) = self.pre.list.oldest() {
-                self.close(oldest);
+                // Counted before the close: a client that sees the close may read the metric at once.
                 bump(&self.stats().pre_head_evicted, 1);
+                self.close(oldest);
             }
         }
         self.pre.list.push_newest(&mut self.conns, idx, pre_links);
