@@ -41,6 +41,7 @@ func (r *Reconciler) poolSteps() []step {
 		r.reconcileHostnames,   // which of spec.hostnames the site holds: the pool's index carries them
 		r.reconcilePoolContent, // the ConfigMaps exist; a Git site's revision from the Board
 		r.reconcilePoolService, // the EndpointSlice of the pool's ready pods, then the Service without a selector
+		r.removeClusterSlices,  // the cluster's slices of the site's former pods, which Kubernetes leaves behind
 		r.reconcileRoute,       // Ingress or HTTPRoute to the Service, as for any site
 		r.removeOwnPods,        // the site's own children, once the Service no longer reaches them
 	}
