@@ -88,6 +88,7 @@ export function handleSummary(data) {
 `
 
 func testPoolAutoPlacement(t *testing.T, pool *v1alpha1.StaticSitePool, ns string) {
+	t.Helper()
 	ctx := ctxFor(t, 6*time.Minute)
 	const name = "auto"
 	page := "auto placement page " + ns // no newline: it travels in an environment variable too
