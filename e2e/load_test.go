@@ -25,7 +25,18 @@ import (
 // response never hides behind a waiting VU) that also counts which version of the site each 200 carried: a body
 // with V1_MARKER is v1, one with V2_MARKER v2 (see loadSite). handleSummary prints one line, K6RESULT {...}, that
 // the test parses.
-const loadScript = `import http from 'k6/http';
+var loadScript = countingK6Script(`{
+    load: {
+      executor: 'constant-arrival-rate',
+      rate: Number(__ENV.RATE), timeUnit: '1s', duration: __ENV.DURATION,
+      preAllocatedVUs: Number(__ENV.VUS), maxVUs: Number(__ENV.VUS),
+    },
+  }`)
+
+// countingK6Script is loadScript with scenarios (a JavaScript object literal: k6's options.scenarios) in place of
+// its constant arrival rate: the same requests to TARGET, the same counts and the same K6RESULT line.
+func countingK6Script(scenarios string) string {
+	return `import http from 'k6/http';
 import { Counter } from 'k6/metrics';
 
 const v1 = new Counter('body_v1');
@@ -33,13 +44,7 @@ const v2 = new Counter('body_v2');
 
 export const options = {
   summaryTrendStats: ['avg', 'p(99)', 'max'],
-  scenarios: {
-    load: {
-      executor: 'constant-arrival-rate',
-      rate: Number(__ENV.RATE), timeUnit: '1s', duration: __ENV.DURATION,
-      preAllocatedVUs: Number(__ENV.VUS), maxVUs: Number(__ENV.VUS),
-    },
-  },
+  scenarios: ` + scenarios + `,
 };
 
 export default function () {
@@ -63,6 +68,7 @@ export function handleSummary(data) {
   return { stdout: 'K6RESULT ' + JSON.stringify(out) + '\n' };
 }
 `
+}
 
 type k6Result struct {
 	Requests int64   `json:"requests"`
@@ -140,6 +146,24 @@ func runK6With(t *testing.T, ns, name string, files map[string]string, env []cor
 // runK6Placed is runK6With with place (when not nil) adjusting the k6 pod's spec: e.g. onControlPlane.
 func runK6Placed(t *testing.T, ns, name string, files map[string]string, env []corev1.EnvVar, duration time.Duration, place func(*corev1.PodSpec)) {
 	t.Helper()
+	startK6(t, ns, name, files, env, duration, place)
+	eventually(t, 2*time.Minute, "k6 pod "+name+" running", func(ctx context.Context) (bool, string, error) {
+		pods, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "job-name=" + name})
+		if err != nil || len(pods.Items) == 0 {
+			return false, fmt.Sprint(err), nil
+		}
+		p := pods.Items[0]
+		if p.Status.Phase == corev1.PodFailed || p.Status.Phase == corev1.PodSucceeded {
+			return false, "", fmt.Errorf("k6 pod ended early: %s", p.Status.Phase)
+		}
+		return p.Status.Phase == corev1.PodRunning, string(p.Status.Phase), nil
+	})
+}
+
+// startK6 creates the k6 Job of runK6Placed and returns without waiting for it (a script of one request may be
+// done before its pod is seen running).
+func startK6(t *testing.T, ns, name string, files map[string]string, env []corev1.EnvVar, duration time.Duration, place func(*corev1.PodSpec)) {
+	t.Helper()
 	ctx := ctxFor(t, 30*time.Second)
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name + "-script"}, Data: files}
 	if err := k8s.Create(ctx, cm); err != nil {
@@ -164,37 +188,33 @@ func runK6Placed(t *testing.T, ns, name string, files map[string]string, env []c
 		place(&spec)
 	}
 	runJob(t, ns, name, spec, duration+3*time.Minute)
-	eventually(t, 2*time.Minute, "k6 pod "+name+" running", func(ctx context.Context) (bool, string, error) {
-		pods, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "job-name=" + name})
-		if err != nil || len(pods.Items) == 0 {
-			return false, fmt.Sprint(err), nil
-		}
-		p := pods.Items[0]
-		if p.Status.Phase == corev1.PodFailed || p.Status.Phase == corev1.PodSucceeded {
-			return false, "", fmt.Errorf("k6 pod ended early: %s", p.Status.Phase)
-		}
-		return p.Status.Phase == corev1.PodRunning, string(p.Status.Phase), nil
-	})
 }
 
 // loadResult waits for the k6 Job and parses its K6RESULT line.
 func loadResult(t *testing.T, ns, name string, timeout time.Duration) k6Result {
 	t.Helper()
+	var r k6Result
+	k6Summary(t, ns, name, "K6RESULT ", timeout, &r)
+	return r
+}
+
+// k6Summary waits for the k6 Job and decodes the JSON after prefix on the line its handleSummary printed into
+// into; a Job that failed is an error, one that printed no such line fails the test.
+func k6Summary(t *testing.T, ns, name, prefix string, timeout time.Duration, into any) {
+	t.Helper()
 	ok, log := waitJob(t, ns, name, timeout)
 	for _, line := range strings.Split(log, "\n") {
-		if rest, found := strings.CutPrefix(strings.TrimSpace(line), "K6RESULT "); found {
-			var r k6Result
-			if err := json.Unmarshal([]byte(rest), &r); err != nil {
+		if rest, found := strings.CutPrefix(strings.TrimSpace(line), prefix); found {
+			if err := json.Unmarshal([]byte(rest), into); err != nil {
 				t.Fatalf("k6 result %q: %v", rest, err)
 			}
 			if !ok {
-				t.Errorf("k6 job %s failed (result %+v)", name, r)
+				t.Errorf("k6 job %s failed (result %s)", name, rest)
 			}
-			return r
+			return
 		}
 	}
-	t.Fatalf("k6 job %s (succeeded=%v) printed no result; log:\n%s", name, ok, shorten(log, 4000))
-	return k6Result{}
+	t.Fatalf("k6 job %s (succeeded=%v) printed no %sline; log:\n%s", name, ok, prefix, shorten(log, 4000))
 }
 
 // testRolloutUnderLoad: while k6 loads the site, its content image changes; the rolling update (surge one, never

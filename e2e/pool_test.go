@@ -33,7 +33,7 @@ import (
 // hostname from each pool pod (a port-forward per pod, the Host header set); an unknown host gets one 404 that
 // names no site; and the pods of the namespaces involved are counted before and after adding the sites: a pool
 // site costs no pod. MEASURED: the time from the first site's creation to every site served by both pool pods,
-// the pod counts, the pool pods' resident memory.
+// the pod counts, the pool pods' resident memory. Then, on the same pool, automatic placement (poolauto_test.go).
 const (
 	poolSites        = 200
 	poolGitSites     = 10
@@ -92,6 +92,8 @@ func testPool(t *testing.T) {
 			t.Errorf("scrape pool pod %s: %v", p.Name, err)
 		}
 	}
+	// On the same pool, already serving: automatic placement costs the step alone (poolauto_test.go).
+	t.Run("auto-placement", func(t *testing.T) { testPoolAutoPlacement(t, pool, tenants[0]) })
 }
 
 // poolSite is one site of the scenario and the files it must serve.

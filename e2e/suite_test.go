@@ -172,7 +172,8 @@ func TestE2E(t *testing.T) {
 		// 200 pool sites created at once. Beside the others, their passes delayed other sites' by over a minute
 		// (scenarios 12 and 14, 2026-12-02); with the site controller's priority queue (lowpriority.go) the passes
 		// kept up (12 passed), but the Warning event 14 waits for came more than 30 s after its status, likely
-		// behind the pool sites' own events in the operator's one event pipeline (docs/design/pools.md).
+		// behind the pool sites' own events in the operator's one event pipeline (docs/design/pools.md). Its last
+		// step, auto-placement, reuses its pool (e2e/README.md, "Shared pools").
 		{name: "20-pool", run: testPool, alone: true},
 		{name: "9b-operator-upgrade-under-load", run: testOperatorUpgradeUnderLoad, alone: true},
 		{name: "17-drain-worker-under-load", run: testDrainWorkerUnderLoad, alone: true},

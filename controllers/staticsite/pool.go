@@ -11,7 +11,9 @@ package staticsite
 //   - Admitted, and the pool serves it (the Board: every ready pool pod serves its current value and content), or
 //     it has no pods of its own to lose: the site has no pod of its own. Its Service loses its selector and gets an
 //     EndpointSlice of the pool's ready server pods (applied before the Service changes, so the Service never has
-//     no endpoints), then its own children go: Deployment, Git fetcher, PodDisruptionBudget, PodMonitor,
+//     no endpoints); the EndpointSlices the cluster made for its own pods are deleted (Kubernetes leaves them
+//     behind once a Service has no selector, and kube-proxy would keep sending connections to the pods' dead
+//     addresses: step_poolslices.go), then its own children go: Deployment, Git fetcher, PodDisruptionBudget, PodMonitor,
 //     NetworkPolicy, site-value ConfigMap, capacity measurements. Hostnames, route and the site value (through the
 //     pool's index) work as before.
 //   - Admitted while its own pods serve it and the pool does not yet (moving in): nothing changes but the status

@@ -323,6 +323,16 @@ func TestMoveToPoolAndBack(t *testing.T) {
 	rollOutAndWaitReady(t, ns, "mover")
 	testenv.Must(t, k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "mover"}, &policyv1.PodDisruptionBudget{}))
 	site := &v1alpha1.StaticSite{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "mover"}}
+	// What the cluster's EndpointSlice controller (not in envtest) made for the site's own pods, and what it leaves
+	// behind once the Service has no selector (kubernetes/kubernetes#118376); and a slice of someone else's that
+	// names the Service but is not the cluster controller's, which the operator must leave alone.
+	svc := &corev1.Service{}
+	testenv.Must(t, k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "mover"}, svc))
+	stale := clusterSlice(ns, "mover-stale", "10.0.0.9", clusterSliceManagedBy)
+	stale.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(svc, corev1.SchemeGroupVersion.WithKind("Service"))}
+	testenv.Must(t, k8s.Create(ctx, stale))
+	foreign := clusterSlice(ns, "mover-foreign", "10.0.0.10", "someone-else")
+	testenv.Must(t, k8s.Create(ctx, foreign))
 
 	updateSite(t, site, func(s *v1alpha1.StaticSite) { s.Spec.Placement = inPool(pool) })
 	waitSite(t, ns, "mover", "moving to the pool, still served by its own pods", all(
@@ -338,11 +348,16 @@ func TestMoveToPoolAndBack(t *testing.T) {
 	testenv.Must(t, k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "mover"}, &appsv1.Deployment{}))
 	testenv.Must(t, serviceSelects(ns, "mover", true)())
 	testenv.Must(t, gone(ns, "mover-pool", &discoveryv1.EndpointSlice{})())
+	testenv.Must(t, k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "mover-stale"}, &discoveryv1.EndpointSlice{}))
 
 	// Served: the Service goes to the pool, the site's own children go.
 	publish(pool, map[string]poolstate.Served{poolindex.ID(ns, "mover"): {ServedBy: 1, ReadyPods: 1}})
 	testenv.Eventually(t, "the Deployment deleted once the pool serves the site", gone(ns, "mover", &appsv1.Deployment{}))
 	testenv.Must(t, serviceSelects(ns, "mover", false)())
+	// The cluster's slice of the former pods went before them (the same pass, an earlier step); the other stays.
+	testenv.Must(t, gone(ns, "mover-stale", &discoveryv1.EndpointSlice{})())
+	testenv.Must(t, k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "mover-foreign"}, &discoveryv1.EndpointSlice{}))
+	waitEvent(t, ns, "mover", "Deleted EndpointSlice mover-stale: the cluster's slice of the site's former pods")
 	testenv.Must(t, wantAddresses(ns, "mover", "10.3.0.1")())
 	// The same pass deletes the rest after the Deployment.
 	testenv.Eventually(t, "the site-value ConfigMap deleted", gone(ns, sitevalue.ConfigMapName("mover"), &corev1.ConfigMap{}))
@@ -377,12 +392,7 @@ func TestMoveToPoolAndBack(t *testing.T) {
 	completeRollout(t, d)
 	testenv.Eventually(t, "the Service selects the site's pods again", serviceSelects(ns, "mover", true))
 	testenv.Must(t, wantAddresses(ns, "mover", "10.3.0.1")())
-	own := &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "mover-abcde", Labels: map[string]string{
-		discoveryv1.LabelServiceName: "mover", discoveryv1.LabelManagedBy: "endpointslice-controller.k8s.io"}},
-		AddressType: discoveryv1.AddressTypeIPv4,
-		Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{"10.0.0.5"}, Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)}}},
-		Ports:       []discoveryv1.EndpointPort{{Name: ptr.To("http"), Port: ptr.To[int32](8080)}}}
-	testenv.Must(t, k8s.Create(ctx, own))
+	testenv.Must(t, k8s.Create(ctx, clusterSlice(ns, "mover-abcde", "10.0.0.5", clusterSliceManagedBy)))
 	testenv.Eventually(t, "the pool's slice dropped", gone(ns, "mover-pool", &discoveryv1.EndpointSlice{}))
 	waitSite(t, ns, "mover", "on its own pods", all(
 		conditionWith(v1alpha1.ConditionPlaced, metav1.ConditionTrue, v1alpha1.ReasonDedicated, ""),
@@ -393,6 +403,15 @@ func TestMoveToPoolAndBack(t *testing.T) {
 	waitEvent(t, ns, "mover", "MovedToDedicated")
 	testenv.Must(t, k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "mover"}, &policyv1.PodDisruptionBudget{}))
 	testenv.Must(t, k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: sitevalue.ConfigMapName("mover")}, &corev1.ConfigMap{}))
+}
+
+// clusterSlice is an EndpointSlice of the Service "mover" with one ready address, managed by managedBy.
+func clusterSlice(ns, name, addr, managedBy string) *discoveryv1.EndpointSlice {
+	return &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{
+		discoveryv1.LabelServiceName: "mover", discoveryv1.LabelManagedBy: managedBy}},
+		AddressType: discoveryv1.AddressTypeIPv4,
+		Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{addr}, Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)}}},
+		Ports:       []discoveryv1.EndpointPort{{Name: ptr.To("http"), Port: ptr.To[int32](8080)}}}
 }
 
 // Without the pool controller (no Board), a site asking for a pool is refused, not a nil dereference.

@@ -41,6 +41,7 @@ func (r *Reconciler) poolSteps() []step {
 		r.reconcileHostnames,   // which of spec.hostnames the site holds: the pool's index carries them
 		r.reconcilePoolContent, // the ConfigMaps exist; a Git site's revision from the Board
 		r.reconcilePoolService, // the EndpointSlice of the pool's ready pods, then the Service without a selector
+		r.removeClusterSlices,  // the cluster's slices of the site's former pods, which Kubernetes leaves behind
 		r.reconcileRoute,       // Ingress or HTTPRoute to the Service, as for any site
 		r.removeOwnPods,        // the site's own children, once the Service no longer reaches them
 	}
@@ -226,18 +227,17 @@ func (r *Reconciler) reconcilePoolSlice(ctx context.Context, st *observation) er
 }
 
 // ownEndpointsReady: a slice of the site's Service made by the cluster's EndpointSlice controller lists a ready
-// endpoint. Those slices are not the operator's (not in the manager's cache): read directly, only while a site
-// leaves a pool.
+// endpoint. Only that controller's slices count: another's (a mirror of a stale Endpoints object, a tool's) says
+// nothing about the site's own pods. They are not the operator's (not in the manager's cache): read directly,
+// only while a site leaves a pool.
 func (r *Reconciler) ownEndpointsReady(ctx context.Context, site *v1alpha1.StaticSite) (bool, error) {
 	list := &discoveryv1.EndpointSliceList{}
-	if err := r.directReader().List(ctx, list, client.InNamespace(site.Namespace),
-		client.MatchingLabels{discoveryv1.LabelServiceName: site.Name}); err != nil {
+	if err := r.directReader().List(ctx, list, client.InNamespace(site.Namespace), client.MatchingLabels{
+		discoveryv1.LabelServiceName: site.Name, discoveryv1.LabelManagedBy: clusterSliceManagedBy,
+	}); err != nil {
 		return false, fmt.Errorf("list the Service's EndpointSlices: %w", err)
 	}
 	for _, s := range list.Items {
-		if s.Labels[discoveryv1.LabelManagedBy] == desired.EndpointSliceManagedBy {
-			continue
-		}
 		for _, e := range s.Endpoints {
 			if e.Conditions.Ready == nil || *e.Conditions.Ready {
 				return true, nil

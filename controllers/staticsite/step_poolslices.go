@@ -1,0 +1,72 @@
+package staticsite
+
+import (
+	"context"
+	"fmt"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// clusterSliceManagedBy is the endpointslice.kubernetes.io/managed-by value of the EndpointSlices the cluster's
+// EndpointSlice controller makes for a Service with a selector.
+const clusterSliceManagedBy = "endpointslice-controller.k8s.io"
+
+// removeClusterSlices, a pool step right after the Service lost its selector, deletes the EndpointSlices the
+// cluster's EndpointSlice controller made for the site's own pods while the Service selected them.
+//
+// Why the operator must: that controller ignores a Service without a selector, so it neither updates nor removes the
+// slices it made before (kubernetes/kubernetes#118376, open). They keep listing the site's former pods as ready
+// after those pods are gone, and kube-proxy keeps sending a share of the Service's new connections to their dead
+// addresses, where a client waits out its connect timeout: a site demoted by automatic placement (or moved into a
+// pool by hand) answered its first request after the move with nothing after 30 s in the e2e step. The pool's own
+// slice (applied before the Service changed) then holds every endpoint.
+//
+// Those slices are not in the manager's cache (it holds the operator's objects only), so this reads them from the
+// API server, and only in the passes that can find one: the pass that took the selector away, and any pass while
+// the site's own Deployment still exists (the pass after an interrupted one; removeOwnPods deletes it next).
+func (r *Reconciler) removeClusterSlices(ctx context.Context, st *observation) error {
+	site, p := st.site, st.pool
+	if st.rejected != nil {
+		return nil // the Service or the pool's slice was refused: the Service still selects the site's pods
+	}
+	if p.servicePooled {
+		own := &appsv1.Deployment{}
+		err := r.Get(ctx, types.NamespacedName{Namespace: site.Namespace, Name: site.Name}, own)
+		if client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("read the Deployment: %w", err)
+		}
+		if err != nil || !metav1.IsControlledBy(own, site) {
+			return nil // no pods of its own since an earlier pass: nothing left to find
+		}
+	}
+	list := &discoveryv1.EndpointSliceList{}
+	if err := r.directReader().List(ctx, list, client.InNamespace(site.Namespace), client.MatchingLabels{
+		discoveryv1.LabelServiceName: site.Name, discoveryv1.LabelManagedBy: clusterSliceManagedBy,
+	}); err != nil {
+		return fmt.Errorf("list the Service's EndpointSlices: %w", err)
+	}
+	for i := range list.Items {
+		s := &list.Items[i]
+		if !ownedByService(s, site.Name) {
+			continue
+		}
+		uid := s.UID
+		if err := r.Delete(ctx, s, client.Preconditions{UID: &uid}); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("delete EndpointSlice %s: %w", s.Name, err)
+		}
+		r.Recorder.Eventf(site, corev1.EventTypeNormal, eventDeleted,
+			"Deleted EndpointSlice %s: the cluster's slice of the site's former pods (the Service no longer selects them, and Kubernetes leaves it behind)", s.Name)
+	}
+	return nil
+}
+
+// ownedByService: the slice's controller is the Service named (the cluster's EndpointSlice controller sets it).
+func ownedByService(s *discoveryv1.EndpointSlice, service string) bool {
+	ref := metav1.GetControllerOf(s)
+	return ref != nil && ref.Kind == "Service" && ref.APIVersion == "v1" && ref.Name == service
+}
