@@ -39,7 +39,7 @@ const (
 
 // SetupWithManager registers the controller: it watches StaticSites, the children it owns, the ConfigMaps and
 // claims sites reference (to refresh ContentAvailable and the revision), and the sites' pods (readiness, pinning).
-// TLS Secrets are not watched (see reconcileTLS); HTTPRoutes and PodMonitors once their CRDs are seen.
+// TLS Secrets are not watched (see reconcileTLS); HTTPRoutes, PodMonitors and Certificates once their CRDs are seen.
 //
 // The referenced ConfigMaps and claims are the user's, unlabelled, anywhere in the cluster: they are watched as
 // metadata only, from a cache of their own (managercache.NewReferencedMetadata), so that the operator's memory
@@ -125,7 +125,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if err != nil {
 		return err
 	}
-	// HTTPRoutes and PodMonitors are watched from the first pass that finds their CRD installed (children.go).
+	// HTTPRoutes, PodMonitors and Certificates are watched from the first pass that finds their CRD installed
+	// (children.go).
 	r.optional = &optionalWatches{controller: c, cache: owned,
 		handler: handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &v1alpha1.StaticSite{}, handler.OnlyControllerOwner())}
 	return nil

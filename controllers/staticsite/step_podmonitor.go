@@ -30,7 +30,7 @@ func (r *Reconciler) reconcilePodMonitor(ctx context.Context, st *observation) e
 		live.SetGroupVersionKind(desired.PodMonitorGVK)
 		return r.deleteOwned(ctx, r.directReader(), site, "PodMonitor", live, "spec.monitoring is unset")
 	}
-	res, err := r.applyUnstructured(ctx, site, want)
+	res, _, err := r.applyUnstructured(ctx, site, want)
 	cond := metav1.Condition{Type: v1alpha1.ConditionPodMonitorApplied}
 	var notOwned *notOwnedError
 	switch {

@@ -104,10 +104,15 @@ var suitePolicy = func() tenancy.Policy {
 	// Hostnames under example.com, or the site's namespace under sites.test; no wildcard, as in the default policy
 	// (TestHostnamePolicy sees the refusals).
 	p.Hostnames = tenancy.HostnameLimits{Patterns: []string{"example.com", "*.example.com", tenancy.NamespaceVariable + ".sites.test"}}
+	// One ClusterIssuer (TestCertificatePolicy sees another refused).
+	p.Certificates = tenancy.CertificateLimits{ClusterIssuers: []string{suiteClusterIssuer}}
 	return p
 }()
 
-const allowedPriorityClass = "tenant-low"
+const (
+	allowedPriorityClass = "tenant-low"
+	suiteClusterIssuer   = "suite-ca"
+)
 
 // testOperatorNamespace stands for the namespace the operator runs in.
 const testOperatorNamespace = "hyperstatic-system"
