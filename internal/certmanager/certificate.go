@@ -16,13 +16,18 @@
 //
 // Mapped onto CertificateReady (normal-true), first match wins:
 //
-//	Ready=True,  Issuing=True       → True  CertificateRenewing (the current certificate still serves)
+//	Ready=True,  Issuing=True,
+//	revision set                    → True  CertificateRenewing (the current certificate still serves)
 //	Issuing=False, reason Failed    → False CertificateIssuanceFailed (also while the current certificate is
 //	                                        valid: a renewal that keeps failing ends in an expired one)
 //	Ready=True                      → True  CertificateIssued
 //	Issuing=True                    → False CertificateIssuing
 //	Ready=False/Unknown             → False CertificateNotReady
 //	no Ready condition              → False CertificatePending
+//
+// A first issuance ends with Ready=True while Issuing=True is still set and no revision is recorded yet (seen with
+// the real controllers: its readiness check sees the new Secret before the issuing controller records it): that is
+// Issued, not a renewal.
 //
 // Each message carries cert-manager's own condition (type, status, reason, message), so the site's status says why
 // without a look at the Certificate.
@@ -108,7 +113,7 @@ func (o Observed) Verdict(name string) (metav1.ConditionStatus, string, string) 
 	ready := o.Ready != nil && o.Ready.Status == metav1.ConditionTrue
 	issuing := o.Issuing != nil && o.Issuing.Status == metav1.ConditionTrue
 	switch {
-	case ready && issuing:
+	case ready && issuing && o.Revision != nil:
 		return metav1.ConditionTrue, v1alpha1.ReasonCertificateRenewing,
 			fmt.Sprintf("%s; cert-manager is issuing its successor: %s", o.valid(name), said(o.Issuing))
 	case o.Issuing != nil && o.Issuing.Status == metav1.ConditionFalse && o.Issuing.Reason == reasonFailed:
