@@ -72,7 +72,8 @@ func (c readThrough) Get(ctx context.Context, key client.ObjectKey, obj client.O
 // are watched as metadata only, from a cache that holds the operator's labelled objects only
 // (managercache.NewOwnedMetadata): enough to map an event to the owning site. When a pass finds the kind no
 // longer served (its CRD was removed), the watch is dropped (forget) and started afresh once it is back: an
-// informer left running would sit in its list backoff and miss events for a while after the CRD returns.
+// informer left running would sit in its list backoff and miss events for a while after the CRD returns. What
+// brings that pass when the CRD comes or goes is the CRD's own watch (optionalcrds.go).
 type optionalWatches struct {
 	mu         sync.Mutex
 	started    map[schema.GroupVersionKind]bool

@@ -34,10 +34,10 @@ func (c *certificateState) conditionOf() *metav1.Condition {
 // (the hostname step ran first: a certificate is a claim on a name, so one another site holds is left out), or
 // deletes the one the site made when the field goes. cert-manager's view of it becomes CertificateReady and
 // status.certificate (internal/certmanager). Like the PodMonitor's CRD, cert-manager's may be missing: then
-// CertificateReady says so, nothing else of the site is affected (its pods wait for the Secret), and the pass
-// retries periodically, so installing cert-manager later is picked up without an edit. The Certificate is
-// watched from the first pass that applies one, so cert-manager's status changes (issued, renewing, failing) wake
-// the site.
+// CertificateReady says so and nothing else of the site is affected (its pods wait for the Secret). Installing
+// cert-manager later is picked up without an edit: the Certificate CRD's watch wakes the site when it appears
+// (optionalcrds.go), and the pass also retries after StalledRetry. The Certificate is watched from the first
+// pass that applies one, so cert-manager's status changes (issued, renewing, failing) wake the site.
 func (r *Reconciler) reconcileCertificate(ctx context.Context, st *observation) error {
 	site := st.site
 	if !desired.WantsCertificate(site) {

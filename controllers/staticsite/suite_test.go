@@ -46,6 +46,8 @@ var (
 	suiteClock = clocktesting.NewFakePassiveClock(clockTime)
 	// pools is the suite's Board: the tests play the pool controller by publishing into it (pool_test.go).
 	pools = poolstate.New(1024)
+	// suiteReconciler is the controller the suite runs, for the tests of its watches (optionalcrds_test.go).
+	suiteReconciler *Reconciler
 )
 
 // fakeScraper stands in for the server pods' /metrics: envtest runs no kubelet, so no pod runs. A pod a test
@@ -155,6 +157,7 @@ func setupSuite(e *testenv.Env) (ctrl.Manager, error) {
 		Policy:            &suitePolicy,
 		Pools:             pools,
 	}
+	suiteReconciler = r
 	return mgr, r.SetupWithManager(mgr)
 }
 
