@@ -43,6 +43,7 @@ include make/operator.mk
 include make/cluster.mk
 include make/k6.mk
 include make/traefik.mk
+include make/certmanager.mk
 include make/images.mk
 include make/chart.mk
 include make/e2e.mk

@@ -32,8 +32,9 @@ tools: $(GOLANGCI_LINT) $(GOIMPORTS)
 # The module's own import path: goimports puts these imports in a group of their own, last.
 GO_MODULE := hyperstatic.dev/hyperstatic
 # Nested Go modules (each has its own go.mod, so ./... in the root skips them) that are vetted and linted too.
-# e2e/kind/etcd and e2e/kind/coredns are not: each is a few lines around etcd's or CoreDNS's main package, and
-# type-checking those trees would cost minutes for no code of ours; gofmt and goimports still cover them.
+# e2e/kind/etcd, e2e/kind/coredns and e2e/kind/certmanager are not: each is a few lines around etcd's, CoreDNS's or
+# cert-manager's controllers, and type-checking those trees would cost minutes; gofmt and goimports still cover
+# them (e2e/kind/certmanager is compiled by make cert-manager-build).
 VERIFY_GO_MODULES := e2e/kind/capfix e2e/kind/smoke e2e/kind/pause images/server/h3interop/quicgo
 
 VERIFY_CHECKS := verify-go-format verify-go-vet verify-go-lint verify-rust verify-server-layers verify-chart verify-generated \

@@ -21,16 +21,26 @@ const (
 	DefaultHTTPSServicePort = 443
 )
 
-// TLSSpec makes the server terminate TLS itself, with the certificate of a kubernetes.io/tls Secret.
+// TLSSpec makes the server terminate TLS itself, with the certificate of a kubernetes.io/tls Secret: one the user
+// fills (secretName), or one cert-manager issues for the site's hostnames (issuerRef, certificate_types.go).
+// +kubebuilder:validation:XValidation:rule="has(self.secretName) != has(self.issuerRef)",message="spec.tls must set exactly one of secretName (a kubernetes.io/tls Secret you fill) and issuerRef (the operator asks cert-manager for a certificate, in the Secret <site>-tls)"
 type TLSSpec struct {
-	// secretName of a kubernetes.io/tls Secret in the site's namespace (tls.crt, tls.key), e.g. one cert-manager
-	// fills. It is mounted into the pods; a rotation of its content is picked up by the running servers without a
-	// restart. Changing the name rolls the pods.
+	// secretName of a kubernetes.io/tls Secret in the site's namespace (tls.crt, tls.key) that you fill, by hand or
+	// with a cert-manager Certificate of your own. It is mounted into the pods; a rotation of its content is picked
+	// up by the running servers without a restart. Changing the name rolls the pods. Not with issuerRef.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
-	// +required
-	SecretName string `json:"secretName"`
+	// +optional
+	SecretName string `json:"secretName,omitempty"`
+
+	// issuerRef makes the operator own a cert-manager Certificate (named like the site) for the hostnames the site
+	// holds, issued by this Issuer or ClusterIssuer into the Secret <site>-tls, which the pods mount. Needs
+	// spec.hostnames; the tenancy policy says which ClusterIssuers a namespace may use. The CertificateReady
+	// condition and status.certificate say whether it is issued, renewing or failing, and until when it is valid.
+	// Not with secretName.
+	// +optional
+	IssuerRef *IssuerReference `json:"issuerRef,omitempty"`
 
 	// httpRedirect makes the plain HTTP port answer every request with a 308 redirect to the same URL over https
 	// (to spec.service.httpsPort). Not with spec.route: the route's backend is the plain port, so the redirect

@@ -8,9 +8,10 @@ import (
 )
 
 // StaticSite condition types. Polarity is documented in docs/staticsite.md: Ready, ContentAvailable, Pinned,
-// ContentInMemory, SiteValueApplied (sitevalue_types.go), TLSReady, RouteApplied and PodMonitorApplied are "normal-true"; Reconciling and Stalled are
-// "abnormal-true" (kstatus), present only while they hold. TLSReady, RouteApplied and PodMonitorApplied are
-// present only while spec.tls, spec.route and spec.monitoring are set.
+// ContentInMemory, SiteValueApplied (sitevalue_types.go), TLSReady, CertificateReady, RouteApplied and PodMonitorApplied are "normal-true";
+// Reconciling and Stalled are "abnormal-true" (kstatus), present only while they hold. TLSReady, CertificateReady,
+// RouteApplied and PodMonitorApplied are present only while spec.tls, spec.tls.issuerRef, spec.route and
+// spec.monitoring are set.
 const (
 	// ConditionReady is True when every replica serves the current spec.
 	ConditionReady = "Ready"
@@ -34,6 +35,10 @@ const (
 	ConditionRouteApplied = "RouteApplied"
 	// ConditionPodMonitorApplied is True when the PodMonitor of spec.monitoring exists as specified.
 	ConditionPodMonitorApplied = "PodMonitorApplied"
+	// ConditionCertificateReady is True when cert-manager has issued the certificate spec.tls.issuerRef asks for
+	// (certificate_types.go); present only while spec.tls.issuerRef is set. Like TLSReady, False never makes Ready
+	// False.
+	ConditionCertificateReady = "CertificateReady"
 )
 
 // StaticSiteAbnormalTrueConditions are the StaticSite conditions that are True when something needs attention
@@ -54,6 +59,7 @@ const (
 // StaticSiteSpec is what a user asks for: a site's content and how to serve it.
 // +kubebuilder:validation:XValidation:rule="!has(self.route) || (has(self.hostnames) && size(self.hostnames) > 0)",message="spec.route needs spec.hostnames: the route answers for those names"
 // +kubebuilder:validation:XValidation:rule="!has(self.server) || !has(self.server.limits) || !has(self.server.limits.perClientHandshakes) || has(self.tls)",message="spec.server.limits.perClientHandshakes needs spec.tls: the site's server ends no TLS without it"
+// +kubebuilder:validation:XValidation:rule="!has(self.tls) || !has(self.tls.issuerRef) || (has(self.hostnames) && size(self.hostnames) > 0)",message="spec.tls.issuerRef needs spec.hostnames: the certificate is issued for those names"
 // +kubebuilder:validation:XValidation:rule="!has(self.route) || !has(self.tls) || !has(self.tls.httpRedirect) || !self.tls.httpRedirect",message="spec.tls.httpRedirect cannot be used with spec.route: the route sends plain HTTP to the site, which would redirect in a loop; let the Ingress controller or Gateway redirect"
 type StaticSiteSpec struct {
 	// content is where the site's files come from. Exactly one source must be set.
@@ -476,7 +482,7 @@ type StaticSiteStatus struct {
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
 	// conditions: Ready, Reconciling, Stalled, ContentAvailable, Pinned, ContentInMemory, SiteValueApplied, TLSReady,
-	// RouteApplied, PodMonitorApplied (and the autoscaler's own).
+	// CertificateReady, RouteApplied, PodMonitorApplied (and the autoscaler's own).
 	// +listType=map
 	// +listMapKey=type
 	// +optional
@@ -511,6 +517,11 @@ type StaticSiteStatus struct {
 	// +listType=atomic
 	// +optional
 	PublicURLs []string `json:"publicURLs,omitempty"`
+	// certificate is the cert-manager Certificate the operator owns for spec.tls.issuerRef: its Secret, the names
+	// it is for, and, from cert-manager's own status, until when it is valid and when it renews. The
+	// CertificateReady condition says whether it is issued.
+	// +optional
+	Certificate *CertificateStatus `json:"certificate,omitempty"`
 	// hostnames are the spec.hostnames this site holds (lower case, without a trailing dot): the operator's record
 	// of who claimed a hostname first. Its route carries only these; a hostname another site holds is left out
 	// (RouteApplied=False, reason HostnameConflict). Written by the operator only.
@@ -616,6 +627,7 @@ type ServedContent struct {
 // +kubebuilder:printcolumn:name="Capacity",type=integer,JSONPath=`.status.capacity.rpsPerPod`,priority=1,description="measured requests/s per pod"
 // +kubebuilder:printcolumn:name="Gate",type=string,JSONPath=`.status.performanceGate.phase`,priority=1,description="performance gate: Measuring, Passed, Blocked or Overridden"
 // +kubebuilder:printcolumn:name="Protocols",type=string,JSONPath=`.status.protocols`,priority=1,description="ALPN IDs of the protocols offered: http/1.1, h2 (TLS), h2c (plain)"
+// +kubebuilder:printcolumn:name="Cert-Expires",type=string,JSONPath=`.status.certificate.notAfter`,priority=1,description="spec.tls.issuerRef: when the issued certificate expires (cert-manager renews it before)"
 // +kubebuilder:printcolumn:name="URL",type=string,JSONPath=`.status.url`
 // +kubebuilder:printcolumn:name="Public",type=string,JSONPath=`.status.publicURLs[0]`,description="first public URL (spec.hostnames through spec.route)"
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`

@@ -17,20 +17,21 @@ import (
 	"hyperstatic.dev/hyperstatic/controllers/staticsite/sitechild"
 )
 
-// Applying an unstructured child (the PodMonitor of spec.monitoring, desired.PodMonitor): the Prometheus
-// Operator's types are not compiled in, so the comparison with what the operator owns works without a schema.
+// Applying an unstructured child (the PodMonitor of spec.monitoring, the Certificate of spec.tls.issuerRef): their
+// projects' types are not compiled in, so the comparison with what the operator owns works without a schema.
 
 // applyUnstructured is applyChild for an unstructured child: read it directly (the manager's client does not
 // cache unstructured objects), refuse one the site does not control, compare the fields the operator's field
-// manager owns with desired, and apply only when they differ.
-func (r *Reconciler) applyUnstructured(ctx context.Context, site *v1alpha1.StaticSite, desired *unstructured.Unstructured) (applyResult, error) {
+// manager owns with desired, and apply only when they differ. It returns the object as read before the apply
+// (empty when there was none), whose status the apply does not change (the Certificate's, step_certificate.go).
+func (r *Reconciler) applyUnstructured(ctx context.Context, site *v1alpha1.StaticSite, desired *unstructured.Unstructured) (applyResult, *unstructured.Unstructured, error) {
 	key := types.NamespacedName{Namespace: desired.GetNamespace(), Name: desired.GetName()}
 	live := &unstructured.Unstructured{}
 	live.SetGroupVersionKind(desired.GroupVersionKind())
 	existed := true
 	if err := r.directReader().Get(ctx, key, live); err != nil {
 		if !apierrors.IsNotFound(err) {
-			return "", err
+			return "", nil, err
 		}
 		existed = false
 	}
@@ -40,23 +41,23 @@ func (r *Reconciler) applyUnstructured(ctx context.Context, site *v1alpha1.Stati
 			if ref := metav1.GetControllerOf(live); ref != nil {
 				owner = ref.Kind + " " + ref.Name
 			}
-			return "", &notOwnedError{kind: desired.GetKind(), key: key, owner: owner}
+			return "", nil, &notOwnedError{kind: desired.GetKind(), key: key, owner: owner}
 		}
 		owned, err := extractUnstructured(live)
 		if err != nil {
-			return "", fmt.Errorf("extract fields of %s owned by %s: %w", key, sitechild.FieldOwner, err)
+			return "", nil, fmt.Errorf("extract fields of %s owned by %s: %w", key, sitechild.FieldOwner, err)
 		}
 		if equality.Semantic.DeepEqual(owned, desired.Object) {
-			return applyUnchanged, nil
+			return applyUnchanged, live, nil
 		}
 	}
 	if err := r.Apply(ctx, client.ApplyConfigurationFromUnstructured(desired), client.FieldOwner(sitechild.FieldOwner), client.ForceOwnership); err != nil {
-		return "", err
+		return "", nil, err
 	}
 	if existed {
-		return applyUpdated, nil
+		return applyUpdated, live, nil
 	}
-	return applyCreated, nil
+	return applyCreated, live, nil
 }
 
 // extractUnstructured is the part of an object the operator's field manager owns, with its identity (apiVersion,

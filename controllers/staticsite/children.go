@@ -20,7 +20,7 @@ import (
 	"hyperstatic.dev/hyperstatic/api/v1alpha1"
 )
 
-// Helpers for the children a site has only when a spec field asks for them (Ingress, HTTPRoute, PodMonitor,
+// Helpers for the children a site has only when a spec field asks for them (Ingress, HTTPRoute, PodMonitor, Certificate,
 // NetworkPolicy): delete the one the site made when the field goes, and follow kinds whose CRDs may be missing.
 
 // deleteOwned deletes the site's child key of this kind, read through reader, when the site controls it. A
@@ -66,13 +66,14 @@ func (c readThrough) Get(ctx context.Context, key client.ObjectKey, obj client.O
 	return c.reader.Get(ctx, key, obj, opts...)
 }
 
-// optionalWatches starts, once per kind, the watch of a child kind whose CRD may be missing (HTTPRoute,
+// optionalWatches starts, once per kind, the watch of a child kind whose CRD may be missing (HTTPRoute, Certificate,
 // PodMonitor). A controller cannot watch a kind the API server does not serve (its source would never sync), so
 // these watches are added while the controller runs, the first time a pass finds the kind served. The objects
 // are watched as metadata only, from a cache that holds the operator's labelled objects only
 // (managercache.NewOwnedMetadata): enough to map an event to the owning site. When a pass finds the kind no
 // longer served (its CRD was removed), the watch is dropped (forget) and started afresh once it is back: an
-// informer left running would sit in its list backoff and miss events for a while after the CRD returns.
+// informer left running would sit in its list backoff and miss events for a while after the CRD returns. What
+// brings that pass when the CRD comes or goes is the CRD's own watch (optionalcrds.go).
 type optionalWatches struct {
 	mu         sync.Mutex
 	started    map[schema.GroupVersionKind]bool

@@ -93,6 +93,7 @@ func (r *Reconciler) recordTransitions(before, after *v1alpha1.StaticSite) {
 		r.Recorder.Event(after, corev1.EventTypeNormal, eventPinnedPrefix+string(tr.After.Status), tr.After.Message)
 	}
 	r.recordContentInMemory(before, after)
+	r.recordCertificate(before, after) // eventscertificate.go
 	// A certificate, route or PodMonitor that goes bad is a Warning (the site still serves); its recovery is news.
 	// Each new set of hostname conflicts is news too (the message names each hostname and the site holding it).
 	// A refused site value is a Warning too (the pods keep serving the previous one); its recovery is news.

@@ -55,7 +55,7 @@ func TestExposureApplyIsSkippedWhenUnchanged(t *testing.T) {
 	r := &Reconciler{Client: k8s, Recorder: record.NewFakeRecorder(10)}
 	var results []applyResult
 	for range 2 {
-		res, err := r.applyUnstructured(ctx, site, desired.PodMonitor(site))
+		res, _, err := r.applyUnstructured(ctx, site, desired.PodMonitor(site))
 		testenv.Must(t, err)
 		results = append(results, res)
 	}

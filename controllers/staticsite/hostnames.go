@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"hyperstatic.dev/hyperstatic/api/v1alpha1"
+	"hyperstatic.dev/hyperstatic/controllers/staticsite/desired"
 	"hyperstatic.dev/hyperstatic/internal/hostclaim"
 	"hyperstatic.dev/hyperstatic/internal/poolplacement"
 )
@@ -45,14 +46,20 @@ func (r *Reconciler) claimantOf(s *v1alpha1.StaticSite) hostclaim.Claimant {
 		return c
 	}
 	c.Holds = s.Status.Hostnames
-	// A site claims its hostnames when something answers for them: its route, or its pool (which chooses the site
-	// by Host, so a name the site does not hold must never reach it there).
-	if (s.Spec.Route != nil || poolplacement.Wants(s) != "") && len(r.policy().CheckSite(s)) == 0 {
+	// A site claims its hostnames when something answers for them or a certificate is issued for them
+	// (spec.tls.issuerRef: a certificate for a name another site holds would let the later site serve it).
+	if (answersForHostnames(s) || desired.WantsCertificate(s)) && len(r.policy().CheckSite(s)) == 0 {
 		for _, h := range s.Spec.Hostnames {
 			c.Claims = append(c.Claims, hostclaim.Normalize(string(h)))
 		}
 	}
 	return c
+}
+
+// answersForHostnames says something answers for the site's hostnames: its route, or its pool (which chooses the site by
+// Host, so a name the site does not hold must never reach it there).
+func answersForHostnames(s *v1alpha1.StaticSite) bool {
+	return s.Spec.Route != nil || poolplacement.Wants(s) != ""
 }
 
 // sitesSharing lists the sites other than self that claim or hold any of hostnames.

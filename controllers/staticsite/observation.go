@@ -78,12 +78,14 @@ type observation struct {
 	// hostnames: which of spec.hostnames the site holds (step_hostnames.go); nil until that step ran.
 	hostnames *hostnameClaims
 
-	// Exposure (nil: the spec field is unset, the condition goes): TLSReady, RouteApplied and PodMonitorApplied,
-	// and the public URLs of the route once it exists.
-	tls        *metav1.Condition
-	route      *metav1.Condition
-	podMonitor *metav1.Condition
-	publicURLs []string
+	// Exposure (nil: the spec field is unset, the condition goes): TLSReady, CertificateReady with
+	// status.certificate (step_certificate.go), RouteApplied and PodMonitorApplied, and the public URLs of the route
+	// once it exists.
+	tls         *metav1.Condition
+	certificate *certificateState
+	route       *metav1.Condition
+	podMonitor  *metav1.Condition
+	publicURLs  []string
 }
 
 // problem is a condition's reason and message, recorded by a step instead of an error no retry can fix.

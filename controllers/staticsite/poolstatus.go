@@ -113,7 +113,8 @@ func derivePooled(s *v1alpha1.StaticSiteStatus, site *v1alpha1.StaticSite, o *ob
 	for _, e := range []struct {
 		typ string
 		c   *metav1.Condition
-	}{{v1alpha1.ConditionTLSReady, nil}, {v1alpha1.ConditionRouteApplied, o.route}, {v1alpha1.ConditionPodMonitorApplied, nil}} {
+	}{{v1alpha1.ConditionTLSReady, nil}, {v1alpha1.ConditionCertificateReady, nil}, {v1alpha1.ConditionRouteApplied, o.route},
+		{v1alpha1.ConditionPodMonitorApplied, nil}} {
 		if e.c == nil {
 			set.Remove(e.typ)
 		} else {

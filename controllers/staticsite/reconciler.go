@@ -84,6 +84,7 @@ func (r *Reconciler) steps() []step {
 		r.reconcileHostnames,        // which of spec.hostnames the site holds
 		r.reconcileContent,          // the content source: revision, size, the pods' memory
 		r.reconcileGitFetcher,       // Git: the fetcher's objects, the commit it published (gitcontent)
+		r.reconcileCertificate,      // spec.tls.issuerRef: the cert-manager Certificate, CertificateReady
 		r.reconcileTLS,              // the TLS Secret: TLSReady
 		r.reconcileSiteValue,        // the site value's ConfigMap, before any pod that mounts it
 		r.reconcileDeployment,       // the server pods (the performance gate may hold the template: capacitygate)

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/version"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
 
 	"hyperstatic.dev/hyperstatic/internal/gitrevision"
@@ -81,7 +82,9 @@ type Reconciler struct {
 	// asking for a pool is refused (reason PoolsNotRunning). See pool.go.
 	Pools *poolstate.Board
 
-	optional *optionalWatches // watches of HTTPRoutes and PodMonitors, started once their CRDs are seen
+	optional *optionalWatches // watches of HTTPRoutes, PodMonitors and Certificates, started once their CRDs are seen
+	// crdCaches hold the optional children's CRDs, by name (optionalcrds.go): set up by SetupWithManager.
+	crdCaches map[string]cache.Cache
 
 	serverImageMu sync.Mutex // serializes the admissions of sites to a new ServerImage (chooseServerImage)
 

@@ -39,7 +39,8 @@ const (
 
 // SetupWithManager registers the controller: it watches StaticSites, the children it owns, the ConfigMaps and
 // claims sites reference (to refresh ContentAvailable and the revision), and the sites' pods (readiness, pinning).
-// TLS Secrets are not watched (see reconcileTLS); HTTPRoutes and PodMonitors once their CRDs are seen.
+// TLS Secrets are not watched (see reconcileTLS); HTTPRoutes, PodMonitors and Certificates once their CRDs are seen,
+// and those CRDs themselves by name (optionalcrds.go).
 //
 // The referenced ConfigMaps and claims are the user's, unlabelled, anywhere in the cluster: they are watched as
 // metadata only, from a cache of their own (managercache.NewReferencedMetadata), so that the operator's memory
@@ -70,6 +71,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if err := idx.IndexField(ctx, &v1alpha1.StaticSite{}, indexPool, sitePools); err != nil {
 		return err
 	}
+	if err := idx.IndexField(ctx, &v1alpha1.StaticSite{}, indexOptionalCRD, siteOptionalCRDs); err != nil {
+		return err
+	}
 	if r.Recorder == nil {
 		r.Recorder = mgr.GetEventRecorderFor(sitechild.FieldOwner)
 	}
@@ -96,6 +100,14 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Pools != nil {
 		// A pool's pass announces the sites whose entry changed (internal/poolstate): exactly those wake.
 		b = b.WatchesRawSource(source.Channel(r.Pools.Events(), atLowPriority(&handler.EnqueueRequestForObject{})))
+	}
+	// An optional child's CRD installed or removed wakes the sites that need it (optionalcrds.go).
+	crdWatches, err := r.optionalCRDWatches(mgr)
+	if err != nil {
+		return err
+	}
+	for _, w := range crdWatches {
+		b = b.WatchesRawSource(w)
 	}
 	c, err := b.
 		Named("staticsite").
@@ -125,7 +137,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if err != nil {
 		return err
 	}
-	// HTTPRoutes and PodMonitors are watched from the first pass that finds their CRD installed (children.go).
+	// HTTPRoutes, PodMonitors and Certificates are watched from the first pass that finds their CRD installed
+	// (children.go).
 	r.optional = &optionalWatches{controller: c, cache: owned,
 		handler: handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &v1alpha1.StaticSite{}, handler.OnlyControllerOwner())}
 	return nil
@@ -150,7 +163,8 @@ func metadataOf(kind string) client.Object {
 	return &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: corev1.SchemeGroupVersion.String(), Kind: kind}}
 }
 
-// sitesUsing maps an object to the sites in its namespace whose index field names it.
+// sitesUsing maps an object to the sites in its namespace whose index field names it (the sites of every namespace
+// for a cluster-scoped object, a CRD).
 func (r *Reconciler) sitesUsing(index string) handler.MapFunc {
 	return func(ctx context.Context, o client.Object) []reconcile.Request {
 		sites := &v1alpha1.StaticSiteList{}

@@ -54,6 +54,10 @@ func deriveStatus(site *v1alpha1.StaticSite, o *observation) v1alpha1.StaticSite
 	s.HTTPSURL = desired.HTTPSURL(site)
 	s.Protocols = desired.Protocols(site)
 	s.PublicURLs = o.publicURLs
+	s.Certificate = nil
+	if o.certificate != nil {
+		s.Certificate = o.certificate.status
+	}
 	if o.pool != nil && o.pool.phase == phasePooled {
 		derivePooled(&s, site, o, set) // poolstatus.go
 		derivePlacement(&s, site, o, set)
@@ -97,7 +101,8 @@ func deriveStatus(site *v1alpha1.StaticSite, o *observation) v1alpha1.StaticSite
 	for _, e := range []struct {
 		typ string
 		c   *metav1.Condition
-	}{{v1alpha1.ConditionTLSReady, o.tls}, {v1alpha1.ConditionRouteApplied, o.route}, {v1alpha1.ConditionPodMonitorApplied, o.podMonitor}} {
+	}{{v1alpha1.ConditionTLSReady, o.tls}, {v1alpha1.ConditionCertificateReady, o.certificate.conditionOf()},
+		{v1alpha1.ConditionRouteApplied, o.route}, {v1alpha1.ConditionPodMonitorApplied, o.podMonitor}} {
 		if e.c == nil {
 			set.Remove(e.typ)
 		} else {

@@ -16,8 +16,9 @@ import (
 // +kubebuilder:rbac:groups=monitoring.coreos.com,resources=podmonitors,verbs=get;list;watch;create;patch;delete
 
 // reconcilePodMonitor applies the PodMonitor of spec.monitoring, or deletes the one the site made. When the
-// cluster has no PodMonitor CRD, PodMonitorApplied says so and nothing else is affected; the pass retries
-// periodically, so installing the Prometheus Operator later is picked up without an edit.
+// cluster has no PodMonitor CRD, PodMonitorApplied says so and nothing else is affected; installing the Prometheus
+// Operator later is picked up without an edit (the CRD's watch wakes the site, optionalcrds.go; the pass also
+// retries periodically).
 func (r *Reconciler) reconcilePodMonitor(ctx context.Context, st *observation) error {
 	site := st.site
 	want := desired.PodMonitor(site)
@@ -30,7 +31,7 @@ func (r *Reconciler) reconcilePodMonitor(ctx context.Context, st *observation) e
 		live.SetGroupVersionKind(desired.PodMonitorGVK)
 		return r.deleteOwned(ctx, r.directReader(), site, "PodMonitor", live, "spec.monitoring is unset")
 	}
-	res, err := r.applyUnstructured(ctx, site, want)
+	res, _, err := r.applyUnstructured(ctx, site, want)
 	cond := metav1.Condition{Type: v1alpha1.ConditionPodMonitorApplied}
 	var notOwned *notOwnedError
 	switch {

@@ -34,7 +34,9 @@ func (r *Reconciler) reconcileRoute(ctx context.Context, st *observation) error 
 	var conflicts string
 	if h := st.hostnames; h != nil {
 		routed = h.routed
-		if len(h.conflicts) > 0 {
+		// A site that claims its hostnames for its certificate only has no route to report them on
+		// (CertificateReady does).
+		if len(h.conflicts) > 0 && answersForHostnames(site) {
 			conflicts = conflictMessage(h.conflicts)
 		}
 	}

@@ -46,6 +46,8 @@ var (
 	suiteClock = clocktesting.NewFakePassiveClock(clockTime)
 	// pools is the suite's Board: the tests play the pool controller by publishing into it (pool_test.go).
 	pools = poolstate.New(1024)
+	// suiteReconciler is the controller the suite runs, for the tests of its watches (optionalcrds_test.go).
+	suiteReconciler *Reconciler
 )
 
 // fakeScraper stands in for the server pods' /metrics: envtest runs no kubelet, so no pod runs. A pod a test
@@ -104,10 +106,15 @@ var suitePolicy = func() tenancy.Policy {
 	// Hostnames under example.com, or the site's namespace under sites.test; no wildcard, as in the default policy
 	// (TestHostnamePolicy sees the refusals).
 	p.Hostnames = tenancy.HostnameLimits{Patterns: []string{"example.com", "*.example.com", tenancy.NamespaceVariable + ".sites.test"}}
+	// One ClusterIssuer (TestCertificatePolicy sees another refused).
+	p.Certificates = tenancy.CertificateLimits{ClusterIssuers: []string{suiteClusterIssuer}}
 	return p
 }()
 
-const allowedPriorityClass = "tenant-low"
+const (
+	allowedPriorityClass = "tenant-low"
+	suiteClusterIssuer   = "suite-ca"
+)
 
 // testOperatorNamespace stands for the namespace the operator runs in.
 const testOperatorNamespace = "hyperstatic-system"
@@ -150,6 +157,7 @@ func setupSuite(e *testenv.Env) (ctrl.Manager, error) {
 		Policy:            &suitePolicy,
 		Pools:             pools,
 	}
+	suiteReconciler = r
 	return mgr, r.SetupWithManager(mgr)
 }
 

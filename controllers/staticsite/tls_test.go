@@ -222,7 +222,15 @@ func TestInvalidExposureIsRefused(t *testing.T) {
 		spec v1alpha1.StaticSiteSpec
 		want string
 	}{
-		{"no secret name", v1alpha1.StaticSiteSpec{Content: img, TLS: &v1alpha1.TLSSpec{}}, "spec.tls.secretName"},
+		{"no secret name", v1alpha1.StaticSiteSpec{Content: img, TLS: &v1alpha1.TLSSpec{}}, "spec.tls must set exactly one of secretName"},
+		{"secret name and issuer", v1alpha1.StaticSiteSpec{Content: img, Hostnames: hosts, TLS: &v1alpha1.TLSSpec{SecretName: "s",
+			IssuerRef: &v1alpha1.IssuerReference{Name: "ca"}}}, "spec.tls must set exactly one of secretName"},
+		{"issuer without hostnames", v1alpha1.StaticSiteSpec{Content: img, TLS: &v1alpha1.TLSSpec{IssuerRef: &v1alpha1.IssuerReference{Name: "ca"}}},
+			"spec.tls.issuerRef needs spec.hostnames"},
+		{"issuer without name", v1alpha1.StaticSiteSpec{Content: img, Hostnames: hosts, TLS: &v1alpha1.TLSSpec{IssuerRef: &v1alpha1.IssuerReference{}}},
+			"spec.tls.issuerRef.name"},
+		{"bad issuer kind", v1alpha1.StaticSiteSpec{Content: img, Hostnames: hosts, TLS: &v1alpha1.TLSSpec{IssuerRef: &v1alpha1.IssuerReference{Name: "ca",
+			Kind: "cluster issuer"}}}, "spec.tls.issuerRef.kind"},
 		{"bad secret name", v1alpha1.StaticSiteSpec{Content: img, TLS: &v1alpha1.TLSSpec{SecretName: "Bad_Name"}}, "spec.tls.secretName"},
 		{"preload without subdomains", v1alpha1.StaticSiteSpec{Content: img, TLS: &v1alpha1.TLSSpec{SecretName: "s", HSTS: &v1alpha1.HSTSSpec{MaxAgeSeconds: 31536000, Preload: true}}},
 			"spec.tls.hsts.preload needs includeSubDomains"},

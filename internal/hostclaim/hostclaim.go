@@ -2,9 +2,10 @@
 //
 // The contract:
 //
-//   - A site claims the hostnames of its spec.hostnames while it has a spec.route (without one the operator routes
-//     nothing to it, so it takes nothing from anyone) and the tenancy policy admits it. Hostnames are compared
-//     normalised (Normalize): lower case, without a trailing dot.
+//   - A site claims the hostnames of its spec.hostnames while it has a spec.route or a pool, or asks cert-manager
+//     for a certificate for them (spec.tls.issuerRef), and the tenancy policy admits it; without any of these the
+//     operator neither routes a name to it nor has a certificate issued for one, so it takes nothing from anyone.
+//     Hostnames are compared normalised (Normalize): lower case, without a trailing dot.
 //   - A site holds the hostnames its status.hostnames lists: the operator's own record of what it accepted for the
 //     site (tenants cannot write the status subresource). A held hostname stays held until the holder's next
 //     complete pass drops it (the site gave it up, lost its route, or is deleted).

@@ -145,3 +145,25 @@ func TestOwnedMetadataHoldsOnlyTheOperatorsObjects(t *testing.T) {
 		t.Errorf("Get of a full ConfigMap: %v, want refused", err)
 	}
 }
+
+// A CRD's cache holds the metadata of the CRD of that name and of no other (here the StaticSite CRD, beside the
+// suite's other Hyperstatic CRDs): its field selector on metadata.name is what lets RBAC grant list and watch on
+// the named CRDs alone (cmd/manager's TestManagerRuns runs the manager with exactly that grant).
+func TestCRDMetadataHoldsTheNamedCRDOnly(t *testing.T) {
+	const name = "staticsites.hyperstatic.dev"
+	_, crds := startManagerWith(t, func(mgr ctrl.Manager) (cache.Cache, error) { return NewCRDMetadata(mgr, name) })
+	list := &metav1.PartialObjectMetadataList{TypeMeta: metav1.TypeMeta{APIVersion: "apiextensions.k8s.io/v1", Kind: "CustomResourceDefinitionList"}}
+	testenv.Eventually(t, "the CRD's metadata", func() error {
+		if err := crds.List(context.Background(), list); err != nil {
+			return err // the manager may not have started the cache yet
+		}
+		if len(list.Items) != 1 || list.Items[0].Name != name {
+			var names []string
+			for _, m := range list.Items {
+				names = append(names, m.Name)
+			}
+			return fmt.Errorf("holds CRDs %v, want only %s", names, name)
+		}
+		return nil
+	})
+}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -24,25 +23,27 @@ import (
 //
 // The manager starts it with its own caches, before the controllers, and waits for it to sync.
 func NewReferencedMetadata(mgr manager.Manager) (cache.Cache, error) {
-	return newMetadataCache(mgr, nil, "the referenced objects' metadata cache")
+	return newMetadataCache(mgr, cache.Options{}, "the referenced objects' metadata cache")
 }
 
 // NewOwnedMetadata adds to the manager, and returns, a cache of object metadata only for the children whose CRDs
-// may be missing (HTTPRoutes, PodMonitors), restricted to the objects the operator labelled as its own. They cannot
-// be in OwnedObjectsOnly: the manager's cache resolves every kind named there when it is created, and fails when
-// a CRD is not installed. Here an informer starts only when a controller first watches the kind (after it has
-// found the CRD), with the same label filter.
+// may be missing (HTTPRoutes, PodMonitors, Certificates), restricted to the objects the operator labelled as its
+// own. They cannot be in OwnedObjectsOnly: the manager's cache resolves every kind named there when it is
+// created, and fails when a CRD is not installed. Here an informer starts only when a controller first watches the
+// kind (after it has found the CRD), with the same label filter.
 func NewOwnedMetadata(mgr manager.Manager) (cache.Cache, error) {
-	return newMetadataCache(mgr, ownedSelector(), "the owned optional children's metadata cache")
+	return newMetadataCache(mgr, cache.Options{DefaultLabelSelector: ownedSelector()}, "the owned optional children's metadata cache")
 }
 
-func newMetadataCache(mgr manager.Manager, selector labels.Selector, what string) (cache.Cache, error) {
+// newMetadataCache adds to the manager, and returns, a metadata-only cache narrowed by the selectors of narrow.
+func newMetadataCache(mgr manager.Manager, narrow cache.Options, what string) (cache.Cache, error) {
 	c, err := cache.New(mgr.GetConfig(), cache.Options{
 		HTTPClient:           mgr.GetHTTPClient(),
 		Scheme:               mgr.GetScheme(),
 		Mapper:               mgr.GetRESTMapper(),
 		DefaultTransform:     cache.TransformStripManagedFields(),
-		DefaultLabelSelector: selector,
+		DefaultLabelSelector: narrow.DefaultLabelSelector,
+		DefaultFieldSelector: narrow.DefaultFieldSelector,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("create %s: %w", what, err)

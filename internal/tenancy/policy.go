@@ -57,6 +57,8 @@ type Policy struct {
 	// Hostnames bounds the hostnames a site may claim (spec.hostnames). Who holds a hostname that several sites
 	// claim is not the policy's business but the operator's (internal/hostclaim: the first to claim keeps it).
 	Hostnames HostnameLimits `json:"hostnames"`
+	// Certificates bound the cert-manager issuers spec.tls.issuerRef may name (certificates.go).
+	Certificates CertificateLimits `json:"certificates"`
 }
 
 // HostnameLimits say which hostnames a namespace's sites may claim. spec.hostnames go into an Ingress or HTTPRoute
@@ -117,7 +119,8 @@ func Unrestricted() Policy {
 	all := []string{Any}
 	return Policy{ExtraArgs: all, Images: all, ServiceTypes: all, ServiceAccountName: true, ServiceAccountToken: true,
 		PriorityClasses: all, TolerationKeys: all, AnnotationKeys: all, Benchmark: BenchmarkLimits{URLTargets: true},
-		Git: GitLimits{URLs: all, RequireCredentialsLabel: ptr.To(false)}, Hostnames: HostnameLimits{Patterns: all, Wildcards: true}}
+		Git: GitLimits{URLs: all, RequireCredentialsLabel: ptr.To(false)}, Hostnames: HostnameLimits{Patterns: all, Wildcards: true},
+		Certificates: CertificateLimits{ClusterIssuers: all, ExternalIssuers: all}}
 }
 
 // DefaultGitURLs are the public forges over HTTPS and SSH (both SSH spellings): a platform adds its own forge.
@@ -137,7 +140,8 @@ const DefaultGitMaxSize = "1Gi"
 // ServiceAccount, no priority class, no tolerations, only Prometheus scrape annotations, Benchmarks of the
 // namespace's own sites within bounds that a shared cluster survives, Git content from the public forges
 // (DefaultGitURLs) of at most 1Gi with credentials only from Secrets labelled for it, any exact hostname but no
-// wildcard (a hostname another site already holds is refused anyway: internal/hostclaim).
+// wildcard (a hostname another site already holds is refused anyway: internal/hostclaim), certificates from the
+// namespace's own cert-manager Issuers only (the platform lists the ClusterIssuers it offers).
 func Default() Policy {
 	return Policy{
 		ExtraArgs: []string{"access-log", "access-log-sample", "workers", "header-timeout", "keepalive-timeout",
@@ -150,6 +154,7 @@ func Default() Policy {
 		Benchmark:       BenchmarkLimits{MaxParallelism: 4, MaxVUs: 1000, MaxRate: 10000, MaxDuration: "30m"},
 		Git:             GitLimits{URLs: slices.Clone(DefaultGitURLs), MaxSize: DefaultGitMaxSize, RequireCredentialsLabel: ptr.To(true)},
 		Hostnames:       HostnameLimits{Patterns: []string{Any}},
+		Certificates:    CertificateLimits{ClusterIssuers: []string{}, ExternalIssuers: []string{}},
 	}
 }
 

@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -23,6 +25,23 @@ import (
 // The Gateway API is a dependency of the operator (its Go types), so its version is go.mod's. The Prometheus
 // Operator's module is only a source of CRD files here (the operator writes PodMonitors unstructured), pinned:
 const PrometheusOperatorVersion = "v0.85.0"
+
+// cert-manager's module is a source of CRD files (the operator writes Certificates unstructured) and of the
+// controllers e2e/kind/certmanager runs; its go.mod is the one pin of the release, read here.
+var certManagerRequire = regexp.MustCompile(`(?m)^\s*(?:require\s+)?github\.com/cert-manager/cert-manager (v\S+)`)
+
+// CertManagerVersion is the cert-manager release e2e/kind/certmanager/go.mod requires.
+func CertManagerVersion() (string, error) {
+	raw, err := os.ReadFile(filepath.Join(RepoRoot(), "e2e", "kind", "certmanager", "go.mod"))
+	if err != nil {
+		return "", err
+	}
+	m := certManagerRequire.FindSubmatch(raw)
+	if m == nil {
+		return "", fmt.Errorf("e2e/kind/certmanager/go.mod requires no github.com/cert-manager/cert-manager")
+	}
+	return string(m[1]), nil
+}
 
 // GatewayAPIStandardCRDs is the directory of the Gateway API's standard-channel CRDs (GatewayClass, Gateway,
 // HTTPRoute, ...) of go.mod's version: what a cluster installs for an implementation of that version.
@@ -50,6 +69,30 @@ func PodMonitorCRD() (string, error) {
 		return "", err
 	}
 	return filepath.Join(dir, "example", "prometheus-operator-crd", "monitoring.coreos.com_podmonitors.yaml"), nil
+}
+
+// CertManagerCRDs is the directory of cert-manager's CRDs of CertManagerVersion (deploy/crds holds the CRDs its
+// chart is rendered from, without the chart's templating): Certificate, CertificateRequest, Issuer,
+// ClusterIssuer, and ACME's Order and Challenge.
+func CertManagerCRDs() (string, error) {
+	version, err := CertManagerVersion()
+	if err != nil {
+		return "", err
+	}
+	dir, err := moduleDir("github.com/cert-manager/cert-manager", version)
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(dir, "deploy", "crds"), nil
+}
+
+// CertificateCRD is the path of cert-manager's Certificate CRD of CertManagerVersion.
+func CertificateCRD() (string, error) {
+	dir, err := CertManagerCRDs()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(dir, "cert-manager.io_certificates.yaml"), nil
 }
 
 // moduleDir downloads a module into the module cache (a no-op when it is there) and returns its directory. An

@@ -1,7 +1,6 @@
 package desired
 
 import (
-	"encoding/json"
 	"maps"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -35,35 +34,8 @@ func PodMonitor(site *v1alpha1.StaticSite) *unstructured.Unstructured {
 	if m.Interval != "" {
 		endpoint["interval"] = m.Interval
 	}
-	controller, block := true, true
-	pm := map[string]any{
-		"apiVersion": PodMonitorGVK.GroupVersion().String(),
-		"kind":       PodMonitorGVK.Kind,
-		"metadata": map[string]any{
-			"name":      site.Name,
-			"namespace": site.Namespace,
-			"labels":    labels,
-			"ownerReferences": []metav1.OwnerReference{{APIVersion: v1alpha1.GroupVersion.String(), Kind: "StaticSite",
-				Name: site.Name, UID: site.UID, Controller: &controller, BlockOwnerDeletion: &block}},
-		},
-		"spec": map[string]any{
-			"selector":            metav1.LabelSelector{MatchLabels: sitechild.SelectorLabels(site)},
-			"podMetricsEndpoints": []any{endpoint},
-		},
-	}
-	return normalized(pm)
-}
-
-// normalized round-trips an object through JSON, so it compares equal to one read back from the API server
-// (typed values become maps, integers int64, empty fields go).
-func normalized(obj map[string]any) *unstructured.Unstructured {
-	b, err := json.Marshal(obj)
-	if err != nil {
-		panic(err) // built from plain maps and API types above: cannot fail
-	}
-	u := &unstructured.Unstructured{}
-	if err := u.UnmarshalJSON(b); err != nil {
-		panic(err)
-	}
-	return u
+	return unstructuredChild(site, PodMonitorGVK, labels, map[string]any{
+		"selector":            metav1.LabelSelector{MatchLabels: sitechild.SelectorLabels(site)},
+		"podMetricsEndpoints": []any{endpoint},
+	})
 }

@@ -21,9 +21,9 @@ import (
 var HTTPRouteGVK = gatewayv1.SchemeGroupVersion.WithKind("HTTPRoute")
 
 // Ingress is the site's Ingress: every hostname of hostnames (the spec.hostnames the site holds, see
-// step_hostnames.go) "/" (prefix) to the Service's http port, with a TLS section for all of them naming
-// spec.tls.secretName when spec.tls is set (the ingress controller terminates TLS with the same certificate the
-// server holds). Nil unless spec.route.ingressClassName is set and the site holds a hostname.
+// step_hostnames.go) "/" (prefix) to the Service's http port, with a TLS section for all of them naming the
+// site's TLS Secret (TLSSecretName) when spec.tls is set (the ingress controller terminates TLS with the same
+// certificate the server holds). Nil unless spec.route.ingressClassName is set and the site holds a hostname.
 func Ingress(site *v1alpha1.StaticSite, hostnames []v1alpha1.Hostname) *networkingv1ac.IngressApplyConfiguration {
 	route := site.Spec.Route
 	if route == nil || route.IngressClassName == nil || len(hostnames) == 0 {
@@ -39,7 +39,7 @@ func Ingress(site *v1alpha1.StaticSite, hostnames []v1alpha1.Hostname) *networki
 					WithPort(networkingv1ac.ServiceBackendPort().WithName(v1alpha1.ServerPortName)))))))
 	}
 	if site.Spec.TLS != nil {
-		spec.WithTLS(networkingv1ac.IngressTLS().WithHosts(hosts...).WithSecretName(site.Spec.TLS.SecretName))
+		spec.WithTLS(networkingv1ac.IngressTLS().WithHosts(hosts...).WithSecretName(TLSSecretName(site)))
 	}
 	ing := networkingv1ac.Ingress(site.Name, site.Namespace).
 		WithLabels(sitechild.ObjectLabels(site)).

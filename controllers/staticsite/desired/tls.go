@@ -7,8 +7,9 @@ import (
 	"hyperstatic.dev/hyperstatic/api/v1alpha1"
 )
 
-// TLS in the server: the site's kubernetes.io/tls Secret is mounted read-only at v1alpha1.TLSMountPath and the
-// server terminates TLS on its https port. The pod template names the Secret only, never a hash of its content:
+// TLS in the server: the site's kubernetes.io/tls Secret (TLSSecretName: spec.tls.secretName, or the one the
+// site's Certificate fills with spec.tls.issuerRef, certificate.go) is mounted read-only at v1alpha1.TLSMountPath
+// and the server terminates TLS on its https port. The pod template names the Secret only, never a hash of its content:
 // when cert-manager rotates the certificate the kubelet updates the mounted files and the running servers reload
 // them, with no new pods. The operator reads the Secret only to say in TLSReady whether it is usable.
 
@@ -40,7 +41,7 @@ func tlsVolume(site *v1alpha1.StaticSite) *corev1ac.VolumeApplyConfiguration {
 		return nil
 	}
 	// Only the certificate and the key, never the whole Secret: a Secret may hold more than the server needs.
-	return corev1ac.Volume().WithName(tlsVolumeName).WithSecret(corev1ac.SecretVolumeSource().WithSecretName(site.Spec.TLS.SecretName).
+	return corev1ac.Volume().WithName(tlsVolumeName).WithSecret(corev1ac.SecretVolumeSource().WithSecretName(TLSSecretName(site)).
 		WithItems(corev1ac.KeyToPath().WithKey(corev1.TLSCertKey).WithPath(corev1.TLSCertKey),
 			corev1ac.KeyToPath().WithKey(corev1.TLSPrivateKeyKey).WithPath(corev1.TLSPrivateKeyKey)))
 }
