@@ -57,6 +57,7 @@ func cmCondition(typ, status, reason, msg string) map[string]any {
 
 // withCertManager installs the Certificate CRD for the test; removed after it, so every test starts without.
 func withCertManager(t *testing.T) string {
+	t.Helper()
 	crd, err := testenv.CertificateCRD()
 	testenv.Must(t, err)
 	env.InstallCRD(t, crd)
