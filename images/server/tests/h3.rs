@@ -1,7 +1,8 @@
 //! HTTP/3 (`--http3`) against the real binary without a QUIC client (an independent one, aioquic, is `make
 //! h3-interop`): Alt-Svc on HTTPS answers with the port and only there, QUIC answering on the TLS port's UDP twin
 //! (a Version Negotiation to an unknown version, RFC 9000 §6), hostile datagrams that change nothing, a drain
-//! with HTTP/3 on, and the anti-amplification limit (RFC 9000 §8.1) counted on the wire.
+//! with HTTP/3 on, the anti-amplification limit (RFC 9000 §8.1) counted on the wire, and a client whose NAT
+//! rebinds its port mid-transfer (quinn-proto as the client, driven here datagram by datagram).
 
 mod common;
 
@@ -116,11 +117,20 @@ fn without_http3_nothing_is_advertised() {
 /// padded to 1,280 bytes (quic-go's size), so that three times one is not a whole number of the server's 1,200-byte
 /// datagrams.
 fn client(ca: &std::path::Path, port: u16) -> (quinn_proto::Endpoint, ConnectionHandle, quinn_proto::Connection) {
+    let mut transport = quinn_proto::TransportConfig::default();
+    transport.initial_mtu(1280).min_mtu(1280);
+    client_with(ca, port, transport)
+}
+
+/// `client` with the given transport settings.
+fn client_with(
+    ca: &std::path::Path,
+    port: u16,
+    transport: quinn_proto::TransportConfig,
+) -> (quinn_proto::Endpoint, ConnectionHandle, quinn_proto::Connection) {
     let mut tls = (*client_config(ca, &[&TLS13])).clone();
     tls.alpn_protocols = vec![b"h3".to_vec()];
     let crypto = quinn_proto::crypto::rustls::QuicClientConfig::try_from(tls).unwrap();
-    let mut transport = quinn_proto::TransportConfig::default();
-    transport.initial_mtu(1280).min_mtu(1280);
     let mut cfg = quinn_proto::ClientConfig::new(Arc::new(crypto));
     cfg.transport_config(Arc::new(transport));
     let ep_cfg = Arc::new(quinn_proto::EndpointConfig::default());
@@ -171,21 +181,34 @@ fn handshake_with(
         }
         let wait = conn.poll_timeout().map_or(Duration::from_secs(1), |t| t.saturating_duration_since(now));
         sock.set_read_timeout(Some(wait.max(Duration::from_millis(1)))).unwrap();
-        match sock.recv(&mut rbuf) {
-            Ok(n) => {
-                let d = bytes::BytesMut::from(&rbuf[..n]);
-                if let Some(quinn_proto::DatagramEvent::ConnectionEvent(_, ev)) =
-                    ep.handle(Instant::now(), server, None, None, d, &mut resp)
-                {
-                    conn.handle_event(ev);
-                }
+        let got = sock.recv(&mut rbuf).ok();
+        client_input(&mut ep, h, &mut conn, server, got.map(|n| &rbuf[..n]), &mut resp);
+    }
+}
+
+/// Hands a client what one wait on its socket gave (`Some(datagram)` from `server`, or `None`: the wait ran out, so
+/// its timers may be due), then passes the endpoint events both ways.
+fn client_input(
+    ep: &mut quinn_proto::Endpoint,
+    h: ConnectionHandle,
+    conn: &mut quinn_proto::Connection,
+    server: SocketAddr,
+    datagram: Option<&[u8]>,
+    resp: &mut Vec<u8>,
+) {
+    match datagram {
+        Some(d) => {
+            if let Some(quinn_proto::DatagramEvent::ConnectionEvent(_, ev)) =
+                ep.handle(Instant::now(), server, None, None, bytes::BytesMut::from(d), resp)
+            {
+                conn.handle_event(ev);
             }
-            Err(_) => conn.handle_timeout(Instant::now()),
         }
-        while let Some(ev) = conn.poll_endpoint_events() {
-            if let Some(back) = ep.handle_event(h, ev) {
-                conn.handle_event(back);
-            }
+        None => conn.handle_timeout(Instant::now()),
+    }
+    while let Some(ev) = conn.poll_endpoint_events() {
+        if let Some(back) = ep.handle_event(h, ev) {
+            conn.handle_event(back);
         }
     }
 }
@@ -260,4 +283,145 @@ fn the_first_flight_stops_at_three_times_what_an_unproven_client_sent() {
     }
     assert!(got <= 3 * sent, "{got} bytes (datagrams {sizes:?}) for a {sent}-byte Initial: over 3x");
     assert!(got > sent, "only {got} bytes (datagrams {sizes:?}) for a {sent}-byte Initial: the budget went unused");
+}
+
+/// A GET of `path` as an HTTP/3 HEADERS frame, its field section QPACK-encoded by hand with the static table only
+/// (RFC 9204 §4.5): `:method GET` (index 17) and `:scheme https` (23) indexed, `:authority` (0) and `:path` (1)
+/// as literals naming a static entry.
+fn get_request(path: &str) -> Vec<u8> {
+    let mut section = vec![0x00, 0x00, 0xc0 | 17, 0xc0 | 23, 0x50, 9];
+    section.extend_from_slice(b"localhost");
+    section.extend_from_slice(&[0x51, path.len() as u8]);
+    section.extend_from_slice(path.as_bytes());
+    assert!(section.len() < 64 && path.len() < 128, "one-byte lengths only");
+    [&[0x01, section.len() as u8][..], &section].concat()
+}
+
+/// The DATA frames' payloads of a response stream (RFC 9114 §7.2), its HEADERS frame skipped.
+fn response_body(stream: &[u8]) -> Vec<u8> {
+    fn varint(b: &[u8], at: &mut usize) -> u64 {
+        let len = 1usize << (b[*at] >> 6);
+        let mut v = u64::from(b[*at] & 0x3f);
+        for &x in &b[*at + 1..*at + len] {
+            v = (v << 8) | u64::from(x);
+        }
+        *at += len;
+        v
+    }
+    let (mut at, mut body) = (0, Vec::new());
+    while at < stream.len() {
+        let ty = varint(stream, &mut at);
+        let len = varint(stream, &mut at) as usize;
+        if ty == 0 {
+            body.extend_from_slice(&stream[at..at + len]);
+        }
+        at += len;
+    }
+    body
+}
+
+/// A client on the dual-stack socket (`[::]`, so the server sees `::ffff:127.0.0.1`) downloads 10 MB; once 1 MB
+/// is in and the server's datagrams have reached the path MTU its MTU discovery stops at (1,452 bytes), the
+/// client's NAT rebinds: the client's packets leave from a new port, the server's datagrams to the old one are lost
+/// (the old socket is closed). The client's next packet is a PING, as quinn's own client sends after a rebind (a
+/// client that is only receiving and has nothing left to acknowledge sends nothing, and no server can find it).
+/// The server must follow the client to the new port and finish the transfer byte-exact, and treat the new port
+/// as the NAT rebinding it is (quinn-proto keeps the path's RTT, window and MTU only for a plain IPv4 address with
+/// the same IP: quic/addr.rs): its first full datagrams to the new port are as large as those to the old one,
+/// where a path reset would restart at 1,200 bytes and probe up again. Waits follow the client's QUIC timers; a
+/// stall ends at its 10 s idle timeout and fails the test.
+#[test]
+fn a_nat_rebinding_mid_transfer_keeps_the_path_and_the_transfer_completes() {
+    let site = make_site("h3-rebind");
+    let body: Vec<u8> = (0..10_000_000u32).map(|i| (i.wrapping_mul(2_654_435_761) >> 24) as u8).collect();
+    std::fs::write(site.join("ten.bin"), &body).unwrap();
+    let tmp = tempdir("h3-rebind-certs");
+    let ca = make_ca(&tmp);
+    let (crt, key) = make_leaf(&tmp, "leaf", 30);
+    let (crt, key) = (crt.display().to_string(), key.display().to_string());
+    let args = ["--tls-cert", &crt, "--tls-key", &key, "--tls-listen", "[::]:0", "--http3", "--access-log"];
+    let srv = Server::start(&site, &args);
+
+    let mut transport = quinn_proto::TransportConfig::default();
+    transport.max_idle_timeout(Some(quinn_proto::VarInt::from_u32(10_000).into()));
+    let (mut ep, h, mut conn) = client_with(&ca, srv.https, transport);
+    let server = SocketAddr::from(([127, 0, 0, 1], srv.https));
+    let mut sock = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let (mut stream, mut got, mut done) = (None, Vec::new(), false);
+    let (mut largest_before, mut after): (usize, Vec<usize>) = (0, Vec::new());
+    let mut rebound = false;
+    let (mut buf, mut rbuf, mut resp) = (Vec::new(), vec![0u8; 65536], Vec::new());
+    while !done {
+        let now = Instant::now();
+        while let Some(t) = conn.poll_transmit(now, 1, &mut buf) {
+            sock.send_to(&buf[..t.size], server).unwrap();
+            buf.clear();
+        }
+        while let Some(ev) = conn.poll() {
+            match ev {
+                quinn_proto::Event::Connected => {
+                    let id = conn.streams().open(quinn_proto::Dir::Bi).unwrap();
+                    let req = get_request("/ten.bin");
+                    assert_eq!(conn.send_stream(id).write(&req), Ok(req.len()));
+                    conn.send_stream(id).finish().unwrap();
+                    stream = Some(id);
+                }
+                quinn_proto::Event::Stream(quinn_proto::StreamEvent::Opened { dir }) => {
+                    // The server's control and QPACK streams: read and dropped below, as any client may.
+                    while conn.streams().accept(dir).is_some() {}
+                }
+                quinn_proto::Event::Stream(quinn_proto::StreamEvent::Readable { id }) => {
+                    let mut rs = conn.recv_stream(id);
+                    let mut chunks = rs.read(true).unwrap();
+                    loop {
+                        match chunks.next(usize::MAX) {
+                            Ok(Some(c)) if Some(id) == stream => got.extend_from_slice(&c.bytes),
+                            Ok(Some(_)) => {}
+                            Ok(None) => {
+                                done |= Some(id) == stream;
+                                break;
+                            }
+                            Err(_) => break,
+                        }
+                    }
+                    let _ = chunks.finalize();
+                }
+                quinn_proto::Event::ConnectionLost { reason } => panic!(
+                    "connection lost with {} bytes in (rebound: {rebound}, {} datagrams to the new port): {reason}",
+                    got.len(),
+                    after.len()
+                ),
+                _ => {}
+            }
+        }
+        if !rebound && got.len() >= 1 << 20 && largest_before >= 1452 {
+            // The NAT's new mapping: a new port; the old one is closed, so what the server sends there is lost.
+            sock = UdpSocket::bind("127.0.0.1:0").unwrap();
+            rebound = true;
+            conn.ping();
+            continue;
+        }
+        let wait = conn.poll_timeout().map_or(Duration::from_secs(1), |t| t.saturating_duration_since(now));
+        sock.set_read_timeout(Some(wait.max(Duration::from_millis(1)))).unwrap();
+        let n = sock.recv(&mut rbuf).ok();
+        match n {
+            Some(n) if rebound => after.push(n),
+            Some(n) => largest_before = largest_before.max(n),
+            None => {}
+        }
+        client_input(&mut ep, h, &mut conn, server, n.map(|n| &rbuf[..n]), &mut resp);
+    }
+    assert!(rebound, "the server's datagrams never reached 1,452 bytes before the end (largest {largest_before})");
+    let got = response_body(&got);
+    assert!(got == body, "{} bytes, want the 10 MB file byte-exact", got.len());
+    let first_full: Vec<usize> = after.iter().copied().filter(|&n| n >= 1200).take(20).collect();
+    assert_eq!(
+        first_full.iter().max(),
+        Some(&largest_before),
+        "the path MTU was kept across the rebinding: the first full datagrams to the new port {first_full:?}"
+    );
+    // The access log names the client as the IPv4 address it is (not `[::ffff:127.0.0.1]`), as fair share's key does.
+    wait_for("the request's access log line, with a plain IPv4 client", || {
+        srv.log_contains(r#""target":"/ten.bin""#) && srv.log_contains(r#""client":"127.0.0.1:"#)
+    });
 }

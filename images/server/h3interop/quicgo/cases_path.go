@@ -83,10 +83,11 @@ func amplificationLimit(ctx context.Context, e *env) result {
 		in, out, float64(out)/float64(in), len(e.certDER))
 }
 
-// rebinding moves the client's path at 1 MB into a 10 MB transfer (the relay's upstream socket replaced: a new
-// port, or a new address too) and checks the transfer and one request after it.
+// rebinding moves the client's path at 1 MB into a 10 MB transfer (the relay's upstream socket replaced with the
+// client's next datagram: a new port, or a new address too; relay.go) and checks the transfer and one request
+// after it, and that most of the body went to the new port (the server followed the client there).
 func (e *env) rebinding(ctx context.Context, newIP net.IP, what string) result {
-	// A stall after the rebinding (README: seen once) ends at the idle timeout: 10 s rather than quic-go's 30.
+	// A stall after the rebinding ends at the idle timeout: 10 s rather than quic-go's 30.
 	r, c, err := e.viaRelay(ctx, clean(), clean(), &quic.Config{MaxIdleTimeout: 10 * time.Second})
 	if err != nil {
 		return failedErr("dial through the relay", err)
@@ -95,10 +96,11 @@ func (e *env) rebinding(ctx context.Context, newIP net.IP, what string) result {
 	defer c.close()
 	var rebindErr error
 	if d := e.fetchExact(ctx, c, "/huge.bin", 1<<20, func() { rebindErr = r.rebind(newIP) }); d != "" {
+		legs := r.describeLegs()
 		r.mu.Lock()
 		defer r.mu.Unlock()
-		return failed("%s (the relay forwarded %d datagrams to the server; to the client: %v bytes)", d,
-			r.c2sDatagrams.Load(), r.s2cTo)
+		return failed("%s (the relay forwarded %d datagrams to the server; to the client: %v bytes; %s)", d,
+			r.c2sDatagrams.Load(), r.s2cTo, legs)
 	}
 	if rebindErr != nil {
 		return failedErr("rebind", rebindErr)
@@ -106,7 +108,14 @@ func (e *env) rebinding(ctx context.Context, newIP net.IP, what string) result {
 	if d := e.fetchExact(ctx, c, "/small.txt", 0, nil); d != "" {
 		return failed("after the rebinding: %s", d)
 	}
-	return passed("%s at 1 MB into 10 MB: the transfer and a request after it byte-exact", what)
+	l := r.lastLeg()
+	if l.moved.IsZero() || l.s2cBytes < 5_000_000 {
+		return failed("the transfer completed but only %d bytes reached the client through its new port: the "+
+			"rebinding tested nothing (%s)", l.s2cBytes, r.describeLegs())
+	}
+	after := float64(l.moved.Sub(l.asked).Microseconds()) / 1000
+	return passed("%s at 1 MB into 10 MB, taken by the client's next datagram %.1f ms later; %.1f MB then reached "+
+		"it there: the transfer and a request after it byte-exact", what, after, float64(l.s2cBytes)/1e6)
 }
 
 func rebindPort(ctx context.Context, e *env) result {

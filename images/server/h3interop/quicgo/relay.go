@@ -1,10 +1,13 @@
 package main
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"net"
+	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // impairment decides the fate of each datagram in one direction of a relay: forwarded, dropped or forwarded with
@@ -47,15 +50,23 @@ func (im *impairment) apply(b []byte) bool {
 // relay is the path between one client socket and the server, under the test's control: it forwards datagrams
 // both ways through an impairment each, counts what it forwarded, and can rebind (a new upstream socket, so the
 // server sees the client at a new port or address, as after a NAT's mapping changed).
+//
+// A rebinding takes effect with the client's next datagram, as a NAT's new mapping does: that datagram leaves from
+// the new socket and the old one is closed, so what the server sends to the old port from then on is lost. (Closing
+// the old socket at once instead, whenever the test asks, stalled the transfer now and then: a client that is only
+// receiving and has already acknowledged everything that reached it sends nothing more, so the server never learns
+// the new port and no server could reach it; see images/server/README.md, rebind-port.)
 type relay struct {
 	front  *net.UDPConn // the client sends here
 	server *net.UDPAddr
 	c2s    *impairment
 	s2c    *impairment
 
-	mu     sync.Mutex // guards client, up and the impairments (the upstream readers overlap after a rebind)
+	mu     sync.Mutex // guards client, up, next, legs and the impairments (the upstream readers overlap)
 	client *net.UDPAddr
 	up     *net.UDPConn
+	next   *net.UDPConn // the upstream socket the client's next datagram moves to (a rebinding asked for)
+	legs   []*leg       // one per upstream socket, the current one last (then the next one, if any)
 
 	c2sBytes, s2cBytes atomic.Int64
 	c2sDatagrams       atomic.Int64
@@ -68,11 +79,15 @@ func newRelay(server *net.UDPAddr, c2s, s2c *impairment) (*relay, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &relay{front: front, server: server, c2s: c2s, s2c: s2c, s2cTo: map[string]int64{}}
-	if err := r.rebind(loopbackOf(server)); err != nil {
+	up, err := net.ListenUDP("udp", &net.UDPAddr{IP: loopbackOf(server)})
+	if err != nil {
 		front.Close()
 		return nil, err
 	}
+	l := &leg{addr: up.LocalAddr().String()}
+	r := &relay{front: front, server: server, c2s: c2s, s2c: s2c, s2cTo: map[string]int64{}, up: up,
+		legs: []*leg{l}}
+	go r.fromServer(up, l)
 	go r.fromClient()
 	return r, nil
 }
@@ -86,22 +101,62 @@ func loopbackOf(a *net.UDPAddr) net.IP {
 
 func (r *relay) addr() *net.UDPAddr { return r.front.LocalAddr().(*net.UDPAddr) }
 
-// rebind replaces the upstream socket with a new one on `ip` (port chosen by the kernel) and closes the old one:
-// the server's datagrams to the old port are lost, as they are behind a NAT that forgot the mapping.
+// leg is what went through one upstream socket (one client address as the server sees it), for a case's report:
+// when the client's first datagram took it, who stopped talking, and when.
+type leg struct {
+	addr             string
+	c2s, s2c         int       // datagrams forwarded each way
+	s2cBytes         int64     // bytes forwarded to the client
+	lastC2S, lastS2C time.Time // when the last one each way was forwarded
+	asked, moved     time.Time // when the rebinding to it was asked for, and when the client's datagram took it
+}
+
+// rebind opens a new upstream socket on `ip` (port chosen by the kernel), which the client's next datagram moves
+// to; the old socket is closed then, and the server's datagrams to the old port are lost, as they are behind a NAT
+// whose mapping changed.
 func (r *relay) rebind(ip net.IP) error {
 	up, err := net.ListenUDP("udp", &net.UDPAddr{IP: ip})
 	if err != nil {
 		return err
 	}
+	l := &leg{addr: up.LocalAddr().String(), asked: time.Now()}
 	r.mu.Lock()
-	old := r.up
-	r.up = up
-	r.mu.Unlock()
-	if old != nil {
-		old.Close()
+	if r.next != nil {
+		r.mu.Unlock()
+		up.Close()
+		return fmt.Errorf("a rebinding is already waiting for the client's next datagram")
 	}
-	go r.fromServer(up)
+	r.next = up
+	r.legs = append(r.legs, l)
+	r.mu.Unlock()
+	go r.fromServer(up, l)
 	return nil
+}
+
+// legs says, for each upstream socket, what it forwarded each way and how long ago the last datagram was.
+func (r *relay) describeLegs() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	now := time.Now()
+	ago := func(t time.Time) string {
+		if t.IsZero() {
+			return "never"
+		}
+		return fmt.Sprintf("%.3f s ago", now.Sub(t).Seconds())
+	}
+	var b strings.Builder
+	for i, l := range r.legs {
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		fmt.Fprintf(&b, "upstream %s", l.addr)
+		if !l.asked.IsZero() {
+			fmt.Fprintf(&b, " (asked for %s, taken by the client %s)", ago(l.asked), ago(l.moved))
+		}
+		fmt.Fprintf(&b, ": to the server %d datagrams (last %s), to the client %d (last %s)", l.c2s, ago(l.lastC2S),
+			l.s2c, ago(l.lastS2C))
+	}
+	return b.String()
 }
 
 func (r *relay) fromClient() {
@@ -111,21 +166,28 @@ func (r *relay) fromClient() {
 		if err != nil {
 			return
 		}
+		// Under the lock throughout: a datagram always leaves from the socket that is current when it is sent.
 		r.mu.Lock()
 		r.client = from
-		up := r.up
-		ok := r.c2s.apply(buf[:n])
-		r.mu.Unlock()
-		if ok {
-			if _, err := up.WriteToUDP(buf[:n], r.server); err == nil {
+		if r.next != nil {
+			r.up.Close()
+			r.up, r.next = r.next, nil
+			r.legs[len(r.legs)-1].moved = time.Now()
+		}
+		l := r.legs[len(r.legs)-1]
+		if r.c2s.apply(buf[:n]) {
+			if _, err := r.up.WriteToUDP(buf[:n], r.server); err == nil {
+				l.c2s++
+				l.lastC2S = time.Now()
 				r.c2sBytes.Add(int64(n))
 				r.c2sDatagrams.Add(1)
 			}
 		}
+		r.mu.Unlock()
 	}
 }
 
-func (r *relay) fromServer(up *net.UDPConn) {
+func (r *relay) fromServer(up *net.UDPConn, l *leg) {
 	buf := make([]byte, 1<<16)
 	for {
 		n, _, err := up.ReadFromUDP(buf)
@@ -140,6 +202,9 @@ func (r *relay) fromServer(up *net.UDPConn) {
 			if _, err := r.front.WriteToUDP(buf[:n], to); err == nil {
 				r.s2cBytes.Add(int64(n))
 				r.mu.Lock()
+				l.s2c++
+				l.s2cBytes += int64(n)
+				l.lastS2C = time.Now()
 				if len(r.s2cSizes) < 16 {
 					r.s2cSizes = append(r.s2cSizes, n)
 				}
@@ -148,6 +213,13 @@ func (r *relay) fromServer(up *net.UDPConn) {
 			}
 		}
 	}
+}
+
+// lastLeg is a copy of the newest upstream socket's record (after a rebinding: the one it asked for).
+func (r *relay) lastLeg() leg {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return *r.legs[len(r.legs)-1]
 }
 
 // sentTo is what was forwarded to the client at `addr` so far.
@@ -161,5 +233,8 @@ func (r *relay) close() {
 	r.front.Close()
 	r.mu.Lock()
 	r.up.Close()
+	if r.next != nil {
+		r.next.Close()
+	}
 	r.mu.Unlock()
 }

@@ -20,11 +20,16 @@
 //!   address counts as validated when the handshake completes, or as soon as the client uses a connection ID the
 //!   server chose: RFC 9000 §8.1 allows that when the ID has at least 64 bits of entropy, as ours do (`cid`), and
 //!   the client can only know it from the server's first flight.
+//! * `addr::canonical(a)` / `addr::for_socket(a, v6)`: the client address quinn-proto is given (an IPv4-mapped IPv6
+//!   address from the dual-stack socket as plain IPv4, so that quinn-proto can tell a NAT rebinding from a move to
+//!   another host) and the form the socket takes back.
 //! * `cid::Ids`: our connection IDs, for quinn-proto's endpoint: 8 random bytes and a 4-byte keyed hash of them
 //!   (`validate` tells ours from noise, which then gets no stateless reset).
 //!
-//! Both run once per received datagram: a short header (every datagram after the handshake) costs one byte test.
+//! They run once per received datagram: a short header (every datagram after the handshake) costs one byte test,
+//! a client address one comparison.
 
+pub mod addr;
 pub mod amplification;
 pub mod cid;
 pub mod datagram;

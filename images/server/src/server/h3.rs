@@ -17,7 +17,9 @@
 //! Two checks of our own sit between the socket and quinn-proto (quic/): a client's datagram is cut before a
 //! packet only servers send, which quinn-proto 0.11 would close a handshaking connection on; and until the
 //! client's address is validated, a connection is asked for a datagram only when a whole one fits in three
-//! times what the address sent (quinn-proto's own limit lets up to a datagram more through).
+//! times what the address sent (quinn-proto's own limit lets up to a datagram more through). Client addresses are
+//! handed to quinn-proto in their plain form (an IPv4 client of the dual-stack socket as IPv4, not `::ffff:`-mapped:
+//! quic/addr.rs), so that a new port on the same address is the NAT rebinding it is, not a move to another host.
 
 use std::net::SocketAddr;
 use std::os::fd::RawFd;
@@ -34,7 +36,7 @@ use super::Worker;
 use crate::counters::bump;
 use crate::log::{self, V};
 use crate::quic::amplification::Budget;
-use crate::quic::{cid, datagram};
+use crate::quic::{addr, cid, datagram};
 use crate::sys::udp::{self, Outgoing, Received, MAX_BATCH};
 
 /// A receive slot: more than the largest datagram we allow peers to send (quinn-proto's default
@@ -83,6 +85,8 @@ pub(super) struct Quic {
     /// An endpoint's own answers (stateless resets, Retry, version negotiation, refusals) are written here.
     scratch: Vec<u8>,
     gso: bool,
+    /// The socket is IPv6 (dual-stack): IPv4 clients are sent to as IPv4-mapped addresses (quic/addr.rs).
+    v6: bool,
     /// The buffers requests are answered with (h3_conn.rs), and the Date line their Date block was made from.
     s: Scratch,
     date_of: Vec<u8>,
@@ -170,6 +174,7 @@ impl Worker {
             ntx: 0,
             scratch: Vec::new(),
             gso,
+            v6: crate::sys::socket::local_addr(fd).is_some_and(|a| a.is_ipv6()),
             s: Scratch::new(),
             date_of: Vec::new(),
             touched: Vec::new(),
@@ -298,12 +303,13 @@ impl Worker {
                     id.len()
                 });
                 d.truncate(keep);
+                let from = addr::canonical(m.from);
                 let mut scratch = std::mem::take(&mut q.scratch);
                 scratch.clear();
-                match q.endpoint.handle(now, m.from, None, None, d, &mut scratch) {
+                match q.endpoint.handle(now, from, None, None, d, &mut scratch) {
                     Some(DatagramEvent::ConnectionEvent(h, ev)) => {
                         if let Some(c) = q.conns.get_mut(h.0).and_then(|c| c.as_mut()) {
-                            c.received(m.len, m.from, dcid_len.map(|n| &dcid[..n]));
+                            c.received(m.len, from, dcid_len.map(|n| &dcid[..n]));
                             c.conn.handle_event(ev);
                             mark(&mut touched, &mut touched_list, h.0);
                         }
@@ -456,7 +462,7 @@ impl Quic {
         }
         let msgs: [Outgoing; MAX_BATCH] = std::array::from_fn(|i| {
             let (to, segment) = self.tx_meta[i];
-            Outgoing { to, data: if i < self.ntx { &self.tx[i] } else { &[] }, segment }
+            Outgoing { to: addr::for_socket(to, self.v6), data: if i < self.ntx { &self.tx[i] } else { &[] }, segment }
         });
         let sent = udp::send_batch(self.fd, &msgs[..self.ntx]);
         if sent.gso_failed && self.gso {
