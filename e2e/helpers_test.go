@@ -203,6 +203,9 @@ func helmInstallArgs() []string {
 		"--set", "tenancy.git.urls={" + strings.Join(gitURLPrefixes, ",") + "}",
 		// The suite's site images, by repository: the default policy allows only the chart's own server and k6.
 		"--set", "tenancy.images={" + strings.Join(siteImageRepositories(), ",") + "}",
+		// The certificate scenario's CA ClusterIssuer (certmanager_test.go): by default sites may name only
+		// Issuers of their own namespace.
+		"--set", "tenancy.certificates.clusterIssuers={" + e2eClusterIssuer + "}",
 		"--set", "operator.resources.cpu=50m",
 		// Scrape often so the autoscaling scenario reacts within the test's time.
 		"--set", "operator.autoscalerScrapeInterval=" + scrapeInterval,

@@ -39,6 +39,7 @@ type env struct {
 	pydocsDir, pydocsV2Dir                 string // their trees: the whole v1, only v2's changed files
 	serverImage, k6Image                   string
 	traefikImage                           string // the ingress controller of the route scenario
+	certManagerImage                       string // cert-manager's controllers, for the certificate scenario
 	releaseName, releaseNamespace, kubeCfg string
 }
 
@@ -83,7 +84,8 @@ func setup() error {
 		pydocsV2Dir:         get("E2E_PYDOCS_V2_DIR", filepath.Join(root, "_out", "pydocs-v2")),
 		serverImage:         get("E2E_SERVER_IMAGE", "hyperstatic/server:"+version),
 		k6Image:             get("E2E_K6_IMAGE", "hyperstatic/k6:"+version),
-		traefikImage:        os.Getenv("E2E_TRAEFIK_IMAGE"), // set by `make e2e` (E2E_ROUTES=1, the default)
+		traefikImage:        os.Getenv("E2E_TRAEFIK_IMAGE"),      // set by `make e2e` (E2E_ROUTES=1, the default)
+		certManagerImage:    os.Getenv("E2E_CERT_MANAGER_IMAGE"), // set by `make e2e` (E2E_CERT_MANAGER=1, the default)
 		releaseName:         "hyperstatic",
 		releaseNamespace:    "hyperstatic-system",
 		kubeCfg:             os.Getenv("KUBECONFIG"),
@@ -162,6 +164,7 @@ func TestE2E(t *testing.T) {
 		{name: "13a-capacity-autoscaling", run: testCapacityAutoscaling, requests: 1050, load: 50},
 		{name: "5-rollout-under-load", run: testRolloutUnderLoad, requests: 800, load: 20},
 		{name: "11-https-rotation-under-load", run: testHTTPSRotationUnderLoad, requests: 800, load: 20},
+		{name: "21-cert-manager-renewal-under-load", run: testCertManagerRenewalUnderLoad, requests: 750, load: 20},
 		{name: "6-autoscaling", run: testAutoscaling, requests: 700, load: 20},
 		{name: "7-benchmark-sweep", run: testBenchmarkSweep, requests: 550, load: 30},
 		{name: "9a-admin-slowloris", run: testAdminSlowloris, requests: 300, load: 5},

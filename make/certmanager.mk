@@ -6,7 +6,13 @@
 # cert-manager's official binary cannot be built from the proxy (its module path does not match its directory), so
 # e2e/kind/certmanager is a small main of ours that runs the controllers of the main module (see its comment). Not
 # part of `make test`: the cold build is minutes (docs/staticsite.md gives the figure), and the operator's own
-# certificate tests run against cert-manager's real CRD without it (go-test).
+# certificate tests run against cert-manager's real CRD without it (go-test). The e2e suite runs it in kind
+# (scenario 21: issued, served, renewed under load), built with the other e2e images like Traefik.
+
+# The certificate scenario (21) runs by default: `make e2e-images` builds cert-manager's image and `make e2e-test`
+# hands it to the suite. E2E_CERT_MANAGER=0 leaves it out on a developer's machine: the scenario then skips, saying
+# so, and under CI=true it fails instead.
+E2E_CERT_MANAGER ?= 1
 
 CERT_MANAGER_DIR := $(ROOT)/e2e/kind/certmanager
 CERT_MANAGER_VERSION := $(shell sed -n 's|^[[:space:]]*\(require[[:space:]]*\)\{0,1\}github.com/cert-manager/cert-manager \(v[^ ]*\).*|\2|p' $(CERT_MANAGER_DIR)/go.mod | head -1)

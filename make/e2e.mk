@@ -68,4 +68,5 @@ e2e-test: $(HELM) kubectl ## Only the Go e2e tests (cluster up, images loaded); 
 	  E2E_SLOWLORIS_IMAGE=$(SLOWLORIS_IMAGE) E2E_SERVER_NEXT_IMAGE=$(SERVER_NEXT_IMAGE) \
 	  E2E_GITSERVER_IMAGE=$(GITSERVER_IMAGE) \
 	  E2E_TRAEFIK_IMAGE=$(if $(filter 1,$(E2E_ROUTES)),$(TRAEFIK_IMAGE)) \
+	  E2E_CERT_MANAGER_IMAGE=$(if $(filter 1,$(E2E_CERT_MANAGER)),$(CERT_MANAGER_IMAGE)) \
 	  go test -tags e2e ./e2e/ -count=1 -v -timeout 40m -run '$(or $(E2E_RUN),^TestE2E$$)'

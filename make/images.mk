@@ -24,6 +24,9 @@ SLOWLORIS_IMAGE_CONTEXT := $(BIN)/slowloris-image-context
 GITSERVER_IMAGE ?= hyperstatic/e2e-gitserver:$(VERSION)
 GITSERVER_BIN := $(BIN)/gitserver
 SERVER_NEXT_IMAGE ?= $(SERVER_IMAGE)-next
+# cert-manager's controllers (make/certmanager.mk) for the certificate scenario (21).
+CERT_MANAGER_IMAGE ?= hyperstatic/e2e-cert-manager:$(VERSION)
+CERT_MANAGER_IMAGE_CONTEXT := $(BIN)/cert-manager-image-context
 EXAMPLE_SITE_IMAGE ?= hyperstatic/example-site:$(VERSION)
 ROLLOUT_V1_IMAGE ?= hyperstatic/e2e-site-rollout:v1-$(VERSION)
 ROLLOUT_V2_IMAGE ?= hyperstatic/e2e-site-rollout:v2-$(VERSION)
@@ -42,7 +45,7 @@ PYDOCS_PAGE ?= index.html
 PYDOCS_IMAGE ?= hyperstatic/pydocs-site:$(VERSION)
 PYDOCS_V2_IMAGE ?= hyperstatic/pydocs-site:v2-$(VERSION)
 E2E_IMAGES := $(FETCH_IMAGE) $(EXAMPLE_SITE_IMAGE) $(ROLLOUT_V1_IMAGE) $(ROLLOUT_V2_IMAGE) $(SLOWLORIS_IMAGE) $(SERVER_NEXT_IMAGE) \
-  $(CAPACITY_IMAGES) $(PYDOCS_IMAGE) $(PYDOCS_V2_IMAGE) $(TRAEFIK_IMAGE) $(GITSERVER_IMAGE)
+  $(CAPACITY_IMAGES) $(PYDOCS_IMAGE) $(PYDOCS_V2_IMAGE) $(TRAEFIK_IMAGE) $(GITSERVER_IMAGE) $(CERT_MANAGER_IMAGE)
 
 .PHONY: images
 images: server-image operator-image k6-image content-agent-image ## Build the server, operator, k6 and content-agent images ($(VERSION)), FROM scratch, nothing pulled.
@@ -83,7 +86,7 @@ k6-image: k6-build k6-runner docker-engine ## Build $(K6_IMAGE): FROM scratch, s
 	@$(call progress,built $(K6_IMAGE))
 
 .PHONY: e2e-images
-e2e-images: e2e-fetch-image e2e-slowloris-image e2e-gitserver-image $(if $(filter 1,$(E2E_ROUTES)),e2e-traefik-image) server-image ## Build the e2e suite's images: the in-cluster fetch and slowloris clients, the Git server, Traefik with E2E_ROUTES=1 (make/traefik.mk), baked test sites (the real one too: the Python docs), the server retagged -next.
+e2e-images: e2e-fetch-image e2e-slowloris-image e2e-gitserver-image $(if $(filter 1,$(E2E_ROUTES)),e2e-traefik-image) $(if $(filter 1,$(E2E_CERT_MANAGER)),e2e-cert-manager-image) server-image ## Build the e2e suite's images: the in-cluster fetch and slowloris clients, the Git server, Traefik with E2E_ROUTES=1 (make/traefik.mk), cert-manager with E2E_CERT_MANAGER=1 (make/certmanager.mk), baked test sites (the real one too: the Python docs), the server retagged -next.
 	docker tag $(SERVER_IMAGE) $(SERVER_NEXT_IMAGE)
 	@$(MAKE) site-image SITE_DIR=$(ROOT)/images/server/example/site SITE_IMAGE=$(EXAMPLE_SITE_IMAGE)
 	@$(MAKE) site-image SITE_DIR=$(ROOT)/e2e/testdata/rollout-v1 SITE_IMAGE=$(ROLLOUT_V1_IMAGE)
@@ -149,6 +152,13 @@ e2e-traefik-image: traefik-build docker-engine ## Build $(TRAEFIK_IMAGE): the st
 	@cp $(TRAEFIK_CACHE) $(TRAEFIK_IMAGE_CONTEXT)/traefik
 	@cp $(ROOT)/e2e/traefik/Dockerfile $(TRAEFIK_IMAGE_CONTEXT)/Dockerfile
 	docker build --pull=false -q -t $(TRAEFIK_IMAGE) $(TRAEFIK_IMAGE_CONTEXT)
+
+.PHONY: e2e-cert-manager-image
+e2e-cert-manager-image: cert-manager-build docker-engine ## Build $(CERT_MANAGER_IMAGE): cert-manager's controllers (e2e/kind/certmanager) FROM scratch, user 65532.
+	@rm -rf $(CERT_MANAGER_IMAGE_CONTEXT) && mkdir -p $(CERT_MANAGER_IMAGE_CONTEXT)
+	@cp $(CERT_MANAGER_BIN) $(CERT_MANAGER_IMAGE_CONTEXT)/cert-manager-controller
+	@cp $(ROOT)/e2e/kind/certmanager/Dockerfile $(CERT_MANAGER_IMAGE_CONTEXT)/Dockerfile
+	docker build --pull=false -q -t $(CERT_MANAGER_IMAGE) $(CERT_MANAGER_IMAGE_CONTEXT)
 
 .PHONY: kind-load
 kind-load: $(KIND) ## Load the images (and the e2e images when built) into the kind cluster "$(KIND_CLUSTER_NAME)".

@@ -25,6 +25,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"crypto/tls"
 	"crypto/x509"
@@ -33,6 +34,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"strings"
@@ -77,6 +79,7 @@ func main() {
 	caPEM := flag.String("ca-pem", "", "trust only this CA (PEM) for https URLs")
 	http2Only := flag.Bool("http2", false, "speak HTTP/2 only: h2 over TLS, h2c with prior knowledge to http URLs")
 	wantSerial := flag.String("want-serial", "", "poll the (single) URL, one new connection each time, until the server's certificate has this serial (hex)")
+	connect := flag.String("connect", "", "dial this host:port for every URL (TLS still verifies the URL's host), like curl's --connect-to: a site's hostname without DNS for it")
 	flag.Parse()
 
 	out := json.NewEncoder(os.Stdout)
@@ -84,6 +87,12 @@ func main() {
 
 	// No Accept-Encoding (DisableCompression): the server must send the identity bytes we compare with the files.
 	transport := &http.Transport{DisableCompression: true, MaxIdleConnsPerHost: 4}
+	if *connect != "" {
+		dialer := &net.Dialer{Timeout: 10 * time.Second}
+		transport.DialContext = func(ctx context.Context, network, _ string) (net.Conn, error) {
+			return dialer.DialContext(ctx, network, *connect)
+		}
+	}
 	if *caPEM != "" {
 		pool := x509.NewCertPool()
 		if !pool.AppendCertsFromPEM([]byte(*caPEM)) {
