@@ -38,6 +38,7 @@ type SiteLimits struct {
 }
 
 // StaticSitePoolSpec is what a platform team declares.
+// +kubebuilder:validation:XValidation:rule="!has(self.autoscaling) || !has(self.replicas) || self.autoscaling.maxReplicas >= self.replicas",message="spec.autoscaling.maxReplicas must be at least spec.replicas"
 type StaticSitePoolSpec struct {
 	// namespace the pool's pods, fetcher, index and mirrored content live in (platform-owned; not a tenant's).
 	// +kubebuilder:validation:MaxLength=63
@@ -51,11 +52,14 @@ type StaticSitePoolSpec struct {
 	// +kubebuilder:validation:MaxItems=1024
 	// +optional
 	Namespaces []string `json:"namespaces,omitempty"`
-	// replicas of the pool's server pods.
+	// replicas of the pool's server pods; with autoscaling, the fewest it runs.
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:default=2
 	// +optional
 	Replicas *int32 `json:"replicas,omitempty"`
+	// autoscaling adds pool pods up to maxReplicas as the pool's sites' requests per second need them.
+	// +optional
+	Autoscaling *PoolAutoscalingSpec `json:"autoscaling,omitempty"`
 	// cpu of each pool pod: whole CPUs are exclusive and pinned, as a site's.
 	// +kubebuilder:default="1"
 	// +optional
@@ -110,6 +114,9 @@ type StaticSitePoolStatus struct {
 	// indexRevision identifies the index the pool's pods are given (sha256 of its shards, 16 hex digits).
 	// +optional
 	IndexRevision string `json:"indexRevision,omitempty"`
+	// autoscaling is the autoscaler's last reading and decision (spec.autoscaling).
+	// +optional
+	Autoscaling *PoolAutoscalingStatus `json:"autoscaling,omitempty"`
 }
 
 // +kubebuilder:object:root=true
@@ -118,6 +125,8 @@ type StaticSitePoolStatus struct {
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Replicas",type=integer,JSONPath=`.status.readyReplicas`,description="ready pool pods"
 // +kubebuilder:printcolumn:name="Sites",type=integer,JSONPath=`.status.sites`,description="sites placed in the pool"
+// +kubebuilder:printcolumn:name="RPS",type=integer,JSONPath=`.status.autoscaling.currentRPS`,description="requests per second of all its sites (spec.autoscaling)"
+// +kubebuilder:printcolumn:name="Want",type=integer,JSONPath=`.status.autoscaling.desiredReplicas`,priority=1,description="pods the autoscaler decided on"
 // +kubebuilder:printcolumn:name="Refused",type=integer,JSONPath=`.status.refusedSites`,priority=1
 // +kubebuilder:printcolumn:name="CPU",type=string,JSONPath=`.spec.cpu`
 // +kubebuilder:printcolumn:name="Memory",type=string,JSONPath=`.spec.memory`

@@ -61,11 +61,19 @@ var (
 	pullerMemory = resource.MustParse("64Mi")
 )
 
+// replicasOf is the pool's server pod count: spec.replicas, or with spec.autoscaling the autoscaler's last
+// decision (status.autoscaling.desiredReplicas, step_scale.go) within the spec's bounds, which apply at once.
 func replicasOf(pool *v1alpha1.StaticSitePool) int32 {
-	if r := pool.Spec.Replicas; r != nil && *r > 0 {
-		return *r
+	floor := floorOf(pool)
+	a := pool.Spec.Autoscaling
+	if a == nil {
+		return floor
 	}
-	return defaultReplicas
+	want := floor
+	if st := pool.Status.Autoscaling; st != nil && st.DesiredReplicas > 0 {
+		want = st.DesiredReplicas
+	}
+	return min(max(want, floor), max(a.MaxReplicas, floor))
 }
 
 func quantityOr(q *resource.Quantity, def resource.Quantity) resource.Quantity {

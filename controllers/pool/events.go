@@ -19,6 +19,8 @@ const (
 	EventSitesRefused = "SitesRefused"
 	// EventIndexUpdated (Normal): the index changed; the message names the shards rewritten.
 	EventIndexUpdated = "IndexUpdated"
+	// EventPoolScaled (Normal): the autoscaler changed the pool's pod count; the message says why.
+	EventPoolScaled = "PoolScaled"
 	// maxNamed bounds the sites an event names.
 	maxNamed = 5
 )
@@ -41,6 +43,9 @@ func (r *Reconciler) recordEvents(before, after *v1alpha1.StaticSitePool, o *obs
 		r.Recorder.Eventf(after, corev1.EventTypeWarning, EventSitesRefused, "%d sites asked for the pool and were refused: %s",
 			a.RefusedSites, namedRefusals(o.refused))
 	}
+	if was, now := desiredOf(b.Autoscaling, after), desiredOf(a.Autoscaling, after); a.Autoscaling != nil && now != was {
+		r.Recorder.Eventf(after, corev1.EventTypeNormal, EventPoolScaled, "%d pool pods (was %d): %s", now, was, a.Autoscaling.Message)
+	}
 	if a.IndexRevision != b.IndexRevision && len(o.shardsWritten) > 0 {
 		shards := make([]string, 0, len(o.shardsWritten))
 		for _, i := range o.shardsWritten {
@@ -48,6 +53,14 @@ func (r *Reconciler) recordEvents(before, after *v1alpha1.StaticSitePool, o *obs
 		}
 		r.Recorder.Eventf(after, corev1.EventTypeNormal, EventIndexUpdated, "index %s: shard(s) %s rewritten", a.IndexRevision, strings.Join(shards, ", "))
 	}
+}
+
+// desiredOf is the autoscaler's decision in a status; before any, the pool's floor (spec.replicas).
+func desiredOf(s *v1alpha1.PoolAutoscalingStatus, pool *v1alpha1.StaticSitePool) int32 {
+	if s == nil || s.DesiredReplicas == 0 {
+		return floorOf(pool)
+	}
+	return s.DesiredReplicas
 }
 
 // namedRefusals names the first few refused sites and why.

@@ -45,6 +45,9 @@ type observation struct {
 	// readyPods: ready pool server pods; unreadable: those (and the fetcher) whose /sites could not be read.
 	readyPods  int32
 	unreadable []string
+	// scale: the pool autoscaler's reading and decision (step_scale.go); nil without spec.autoscaling or before
+	// reconcileServed ran.
+	scale *scaleObservation
 
 	requeueAfter time.Duration
 }

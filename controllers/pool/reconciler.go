@@ -82,6 +82,7 @@ type Reconciler struct {
 
 	metersMu sync.Mutex
 	meters   map[string]*pooltraffic.Meter // per pool: the last counters of its Auto sites
+	scales   map[string]*scaleState        // per pool with spec.autoscaling: its rate and scale-down window
 }
 
 // tunables are the Reconciler's settings with their defaults resolved, once per pass.
@@ -112,6 +113,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrlreconcile.Request) (
 		if apierrors.IsNotFound(err) {
 			r.publish(req.Name, nil) // its sites are no longer served by it
 			r.forgetMeter(req.Name)
+			r.forgetScale(req.Name)
 			return ctrlreconcile.Result{}, nil
 		}
 		return ctrlreconcile.Result{}, err

@@ -36,6 +36,7 @@ func deriveStatus(pool *v1alpha1.StaticSitePool, o *observation) v1alpha1.Static
 	}
 	st.Sites, st.RefusedSites = int32(len(o.admitted)), int32(len(o.refused))
 	st.IndexRevision = o.indexRevision
+	st.Autoscaling = autoscalingStatus(pool, o.scale, o.now)
 	st.Replicas, st.ReadyReplicas = 0, 0
 	if d := o.deployment; d != nil {
 		st.Replicas, st.ReadyReplicas = d.Status.Replicas, d.Status.ReadyReplicas

@@ -96,6 +96,7 @@ func (r *Reconciler) reconcileServed(ctx context.Context, o *observation) error 
 		o.served[a.entry.ID] = s
 	}
 	r.measureTraffic(ctx, o, counts) // step_traffic.go
+	r.measureScale(o, counts)        // step_scale.go
 	r.publish(o.pool.Name, o.served)
 	if pendingSites(o) > 0 || len(o.unreadable) > 0 {
 		o.requeue(o.tun.servedRetry)

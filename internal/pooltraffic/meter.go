@@ -112,6 +112,16 @@ func (m *Meter) Update(now time.Time, readings map[string]Reading) map[string]au
 	return out
 }
 
+// Rate is the last rate measured for id by Update: its requests per second, whether every counter gave one
+// (complete; otherwise rps is a lower bound), and whether id has been read at all.
+func (m *Meter) Rate(id string) (rps float64, complete, read bool) {
+	s := m.sites[id]
+	if s == nil || s.at.IsZero() {
+		return 0, false, false
+	}
+	return s.rps, s.complete, true
+}
+
 // measure takes a reading that gives a rate.
 func (s *site) measure(now time.Time, r Reading) {
 	rps, complete := 0.0, !r.Missing
