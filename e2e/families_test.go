@@ -38,13 +38,15 @@ func testSiteOnEveryFamilyOfCluster(t *testing.T) {
 
 // testSiteOnEveryFamily: the site's Service gets every family of the cluster (ipFamilyPolicy PreferDualStack), its
 // pod an address of each, and a client pod gets every file's exact bytes through the Service's DNS name and
-// through its ClusterIP of each family.
+// through its ClusterIP of each family, over HTTP/1.1 and over HTTP/3 (spec.http3: UDP through kube-proxy,
+// http3_test.go).
 func testSiteOnEveryFamily(t *testing.T, families []corev1.IPFamily) {
 	t.Helper()
 	requireOperator(t)
 	ns := newNamespace(t, "families", false)
 	ctx := ctxFor(t, 10*time.Minute)
 	site := newSite(ns, "fam", v1alpha1.ContentSource{Image: cfg.siteImage}, "200m")
+	caPEM, host := withHTTP3(ctx, t, site)
 	created := time.Now()
 	if err := k8s.Create(ctx, site); err != nil {
 		t.Fatal(err)
@@ -79,6 +81,7 @@ func testSiteOnEveryFamily(t *testing.T, families []corev1.IPFamily) {
 	for _, ip := range svc.Spec.ClusterIPs { // job fetch-v4, fetch-v6
 		checkBytes(t, ns, "fetch-"+strings.ToLower(string(familyOf(ip))[2:]), httpBase(ip, svc.Spec.Ports[0].Port), files)
 	}
+	checkHTTP3ThroughService(t, site, svc, caPEM, host, files)
 	t.Logf("MEASURED families %v: site Ready %s after create; %d files served with exact bytes via %s and ClusterIPs %v; pod IPs %v",
 		families, readyAfter, len(files), site.Status.URL, svc.Spec.ClusterIPs, pods[0].Status.PodIPs)
 }

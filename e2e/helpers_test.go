@@ -429,6 +429,12 @@ func fetchOnNode(t *testing.T, ns, name, node string, timeout time.Duration, arg
 	t.Helper()
 	runJob(t, ns, name, corev1.PodSpec{NodeName: node, Containers: []corev1.Container{restrictedContainer("fetch", cfg.fetchImage, args...)}}, timeout)
 	ok, log := waitJob(t, ns, name, timeout+30*time.Second)
+	return ok, fetchResults(t, name, log)
+}
+
+// fetchResults decodes a fetch pod's JSON lines (fetch's, or fetchh3's); a line that is not one is logged.
+func fetchResults(t *testing.T, name, log string) []fetchResult {
+	t.Helper()
 	var out []fetchResult
 	sc := bufio.NewScanner(strings.NewReader(log))
 	sc.Buffer(make([]byte, 1<<20), 16<<20)
@@ -440,7 +446,7 @@ func fetchOnNode(t *testing.T, ns, name, node string, timeout time.Duration, arg
 		}
 		out = append(out, r)
 	}
-	return ok, out
+	return out
 }
 
 // cpuSet parses a Linux CPU list ("0-2,5") into a set.

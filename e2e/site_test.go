@@ -102,15 +102,8 @@ func fetchFiles(t *testing.T, ns, job string, bases []string, files []siteFile, 
 // fetchFilesOnNode is fetchFiles from a pod on the named node ("": anywhere).
 func fetchFilesOnNode(t *testing.T, ns, job, node string, bases []string, files []siteFile, flags []string, check func(siteFile, fetchResult)) []fetchResult {
 	t.Helper()
-	args := append([]string{}, flags...)
-	want := map[string]siteFile{}
-	for _, base := range bases {
-		for _, f := range files {
-			u := urlFor(base, f.path)
-			args = append(args, u)
-			want[u] = f
-		}
-	}
+	urls, want := fileURLs(bases, files)
+	args := append(append([]string{}, flags...), urls...)
 	ok, results := fetchOnNode(t, ns, job, node, 3*time.Minute, args...)
 	if !ok {
 		t.Errorf("fetch job %s failed", job)
@@ -127,6 +120,20 @@ func fetchFilesOnNode(t *testing.T, ns, job, node string, bases []string, files 
 		check(f, r)
 	}
 	return results
+}
+
+// fileURLs are the URLs of every file under each base, in order, and the file each names.
+func fileURLs(bases []string, files []siteFile) ([]string, map[string]siteFile) {
+	var urls []string
+	want := map[string]siteFile{}
+	for _, base := range bases {
+		for _, f := range files {
+			u := urlFor(base, f.path)
+			urls = append(urls, u)
+			want[u] = f
+		}
+	}
+	return urls, want
 }
 
 // testBakedSite: a StaticSite whose content is an image baked FROM the server image becomes Ready; a client pod

@@ -82,7 +82,7 @@ BROWSER_PAGE ?= /howto/logging.html
 BROWSER_SERVER_ARGS ?=
 
 .PHONY: browser-check
-browser-check: ## Headless Chromium (Debian) loads a Python docs page over HTTPS from our release server on loopback: fails unless the page and every resource (> 5) report nextHopProtocol h2 (BROWSER_SERVER_ARGS=--http2=false must fail).
+browser-check: ## Headless Chromium (Debian) loads a Python docs page over HTTPS from our release server on loopback: fails unless the page and every resource (> 5) report nextHopProtocol h2, then h3 with QUIC forced to the origin (BROWSER_SERVER_ARGS=--http2=false or --http3=false must fail).
 	@$(call progress,building the server for the browser check)
 	@bin="$$($(MAKE) -s server-build | tail -n 1)"; \
 	  if [ ! -x "$$bin" ]; then echo "make server-build did not print an executable path (got '$$bin')" >&2; exit 1; fi; \

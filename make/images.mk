@@ -119,10 +119,12 @@ e2e-pydocs-images: server-image ## Build the real-site e2e images $(PYDOCS_IMAGE
 	  $(call progress,real-site images $(PYDOCS_IMAGE) and $(PYDOCS_V2_IMAGE) built in $$(( $$(date +%s) - start )) s)
 
 .PHONY: e2e-fetch-image
-e2e-fetch-image: docker-engine ## Build $(FETCH_IMAGE): the e2e tests' static in-cluster HTTP client, FROM scratch.
+e2e-fetch-image: docker-engine ## Build $(FETCH_IMAGE): the e2e tests' static in-cluster HTTP clients (fetch; fetchh3, HTTP/3 on quic-go), FROM scratch.
 	@$(call progress,building $(FETCH_IMAGE))
 	@rm -rf $(FETCH_IMAGE_CONTEXT) && mkdir -p $(FETCH_IMAGE_CONTEXT)
 	CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o $(FETCH_IMAGE_CONTEXT)/fetch ./e2e/cmd/fetch
+	# quic-go lives in the interop client's own module (make/server.mk, h3-interop), not in the root go.mod.
+	cd $(SERVER_DIR)/h3interop/quicgo && CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o $(FETCH_IMAGE_CONTEXT)/fetchh3 ./fetchh3
 	@cp $(ROOT)/e2e/cmd/fetch/Dockerfile $(FETCH_IMAGE_CONTEXT)/Dockerfile
 	docker build --pull=false -q -t $(FETCH_IMAGE) $(FETCH_IMAGE_CONTEXT)
 

@@ -60,6 +60,7 @@ const (
 // +kubebuilder:validation:XValidation:rule="!has(self.route) || (has(self.hostnames) && size(self.hostnames) > 0)",message="spec.route needs spec.hostnames: the route answers for those names"
 // +kubebuilder:validation:XValidation:rule="!has(self.server) || !has(self.server.limits) || !has(self.server.limits.perClientHandshakes) || has(self.tls)",message="spec.server.limits.perClientHandshakes needs spec.tls: the site's server ends no TLS without it"
 // +kubebuilder:validation:XValidation:rule="!has(self.tls) || !has(self.tls.issuerRef) || (has(self.hostnames) && size(self.hostnames) > 0)",message="spec.tls.issuerRef needs spec.hostnames: the certificate is issued for those names"
+// +kubebuilder:validation:XValidation:rule="!has(self.http3) || has(self.tls)",message="spec.http3 needs spec.tls: HTTP/3 runs over QUIC, which is always TLS 1.3 with the site's certificate"
 // +kubebuilder:validation:XValidation:rule="!has(self.route) || !has(self.tls) || !has(self.tls.httpRedirect) || !self.tls.httpRedirect",message="spec.tls.httpRedirect cannot be used with spec.route: the route sends plain HTTP to the site, which would redirect in a loop; let the Ingress controller or Gateway redirect"
 type StaticSiteSpec struct {
 	// content is where the site's files come from. Exactly one source must be set.
@@ -127,6 +128,10 @@ type StaticSiteSpec struct {
 	// published on the Service as spec.service.httpsPort.
 	// +optional
 	TLS *TLSSpec `json:"tls,omitempty"`
+
+	// http3 serves HTTP/3 on the https port's UDP twin, advertised with Alt-Svc (http3_types.go). Needs spec.tls.
+	// +optional
+	HTTP3 *HTTP3Spec `json:"http3,omitempty"`
 
 	// hostnames the site answers to publicly; with spec.route they make an Ingress or HTTPRoute, and
 	// status.publicURLs.
@@ -507,9 +512,10 @@ type StaticSiteStatus struct {
 	// httpsURL is the site's in-cluster HTTPS address, when spec.tls is set.
 	// +optional
 	HTTPSURL string `json:"httpsURL,omitempty"`
-	// protocols the site offers, as ALPN protocol IDs: http/1.1 always, h2 on the https port (spec.tls, unless
-	// spec.tls.http2 is false), h2c on the plain http port (spec.server.h2c). Derived from those fields: a
-	// --http2 or --h2c in spec.server.extraArgs, which would override them, is not read.
+	// protocols the site offers, as ALPN protocol IDs: h3 on the https port's UDP twin (spec.http3), http/1.1
+	// always, h2 on the https port (spec.tls, unless spec.tls.http2 is false), h2c on the plain http port
+	// (spec.server.h2c). Derived from those fields: a --http2 or --h2c in spec.server.extraArgs, which would
+	// override them, is not read.
 	// +optional
 	Protocols string `json:"protocols,omitempty"`
 	// publicURLs are the addresses of spec.hostnames through spec.route (https:// with spec.tls), once the
@@ -626,7 +632,7 @@ type ServedContent struct {
 // +kubebuilder:printcolumn:name="Target-From",type=string,JSONPath=`.status.autoscaling.targetSource`,priority=1,description="where the per-pod target comes from: Capacity, TargetRPSPerPod, TargetRPSPerCPU or Default"
 // +kubebuilder:printcolumn:name="Capacity",type=integer,JSONPath=`.status.capacity.rpsPerPod`,priority=1,description="measured requests/s per pod"
 // +kubebuilder:printcolumn:name="Gate",type=string,JSONPath=`.status.performanceGate.phase`,priority=1,description="performance gate: Measuring, Passed, Blocked or Overridden"
-// +kubebuilder:printcolumn:name="Protocols",type=string,JSONPath=`.status.protocols`,priority=1,description="ALPN IDs of the protocols offered: http/1.1, h2 (TLS), h2c (plain)"
+// +kubebuilder:printcolumn:name="Protocols",type=string,JSONPath=`.status.protocols`,priority=1,description="ALPN IDs of the protocols offered: h3 (spec.http3), h2 (TLS), http/1.1, h2c (plain)"
 // +kubebuilder:printcolumn:name="Cert-Expires",type=string,JSONPath=`.status.certificate.notAfter`,priority=1,description="spec.tls.issuerRef: when the issued certificate expires (cert-manager renews it before)"
 // +kubebuilder:printcolumn:name="URL",type=string,JSONPath=`.status.url`
 // +kubebuilder:printcolumn:name="Public",type=string,JSONPath=`.status.publicURLs[0]`,description="first public URL (spec.hostnames through spec.route)"

@@ -34,6 +34,7 @@ func TestExposureApplyIsSkippedWhenUnchanged(t *testing.T) {
 			Service: v1alpha1.ServiceSpec{Port: 8080, HTTPSPort: 8443},
 			TLS: &v1alpha1.TLSSpec{SecretName: "noop-tls", HTTPRedirect: true,
 				HSTS: &v1alpha1.HSTSSpec{MaxAgeSeconds: 63072000, IncludeSubDomains: true, Preload: true}},
+			HTTP3:     &v1alpha1.HTTP3Spec{Enabled: ptr.To(true), AdvertisedPort: ptr.To[int32](443)}, // UDP ports beside the TCP ones
 			Hostnames: []v1alpha1.Hostname{"b.example.com", "*.a.example.com"},
 			Route: &v1alpha1.RouteSpec{IngressClassName: ptr.To("nginx"), Annotations: map[string]string{"x": "y"},
 				ParentRefs: []v1alpha1.ParentReference{{Name: "gw", Namespace: ptr.To("infra"), SectionName: ptr.To("https")}, {Name: "other"}}},

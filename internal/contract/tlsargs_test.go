@@ -16,11 +16,11 @@ import (
 	"hyperstatic.dev/hyperstatic/internal/testcerts"
 )
 
-// The TLS contract: what spec.tls (and spec.service.httpsPort) make the operator pass the server (serverargs.go:
-// --tls-listen, --tls-cert, --tls-key, --http2; the site value: httpsRedirect with the port, hsts, and
-// spec.server.limits.perClientHandshakes, which needs spec.tls) is accepted by the real server. --check
-// loads the certificate, so the Secret's mount path is swapped for a real pair, as --root is for a real site; the
-// check must then report the certificate it loaded.
+// The TLS contract: what spec.tls (and spec.service.httpsPort, spec.http3) make the operator pass the server
+// (serverargs.go: --tls-listen, --tls-cert, --tls-key, --http2; http3.go: --http3, --alt-svc-port; the site value:
+// httpsRedirect with the port, hsts, and spec.server.limits.perClientHandshakes, which needs spec.tls) is accepted
+// by the real server. --check loads the certificate, so the Secret's mount path is swapped for a real pair, as
+// --root is for a real site; the check must then report the certificate it loaded.
 func TestContractTLSArgsAcceptedByServer(t *testing.T) {
 	bin := serverbin.Require(t)
 	root := writeSite(t)
@@ -30,6 +30,7 @@ func TestContractTLSArgsAcceptedByServer(t *testing.T) {
 		tls     v1alpha1.TLSSpec
 		service v1alpha1.ServiceSpec
 		limits  *v1alpha1.ClientLimits
+		http3   *v1alpha1.HTTP3Spec
 	}{
 		{name: "secret only", tls: v1alpha1.TLSSpec{SecretName: "site-tls"}},
 		{name: "redirect on port 443", tls: v1alpha1.TLSSpec{SecretName: "site-tls", HTTPRedirect: true}},
@@ -48,6 +49,11 @@ func TestContractTLSArgsAcceptedByServer(t *testing.T) {
 				PerClient: &v1alpha1.PerClientLimit{Requests: 1, PeriodSeconds: 1, Burst: v1alpha1.MaxPerClientRequests},
 				PerClientHandshakes: &v1alpha1.PerClientHandshakeLimit{Handshakes: v1alpha1.MaxPerClientRequests,
 					PeriodSeconds: v1alpha1.MaxPerClientPeriodSeconds, Burst: 1}}},
+		{name: "http3 on, the Service's https port advertised", tls: v1alpha1.TLSSpec{SecretName: "site-tls"},
+			http3: &v1alpha1.HTTP3Spec{Enabled: ptr.To(true)}},
+		{name: "http3 on, a load balancer's port advertised, with http2 off", tls: v1alpha1.TLSSpec{SecretName: "site-tls",
+			HTTP2: ptr.To(false)}, service: v1alpha1.ServiceSpec{HTTPSPort: 8443},
+			http3: &v1alpha1.HTTP3Spec{Enabled: ptr.To(true), AdvertisedPort: ptr.To[int32](65535)}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -55,6 +61,7 @@ func TestContractTLSArgsAcceptedByServer(t *testing.T) {
 			s.Spec.TLS = &c.tls
 			s.Spec.Service = c.service
 			s.Spec.Server.Limits = c.limits
+			s.Spec.HTTP3 = c.http3
 			args := operatorArgs(t, bin, s, root)
 			args = serverbin.SetFlag(t, args, "--tls-cert", certFile)
 			args = serverbin.SetFlag(t, args, "--tls-key", keyFile)

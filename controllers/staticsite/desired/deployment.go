@@ -131,6 +131,7 @@ func serverContainer(site *v1alpha1.StaticSite, serverImage string, content Cont
 	}
 	c.WithVolumeMounts(compressCacheMount(), siteValueMount()).WithEnv(compressCacheEnvVar())
 	withTLSListener(site, c)
+	withHTTP3Port(site, c) // http3.go
 	return c
 }
 

@@ -15,9 +15,9 @@
 //   - Deployment, with the server pod template: the server container and its arguments (ServerArgs, the process
 //     settings only: the operator's half of the command-line contract internal/contract holds against the real
 //     server), the content's /site volume, the compression cache, the site value's ConfigMap mount, the TLS
-//     listener, the pod's identity, placement (spread, zone preference, node-loss tolerations), and for a Git site
-//     the puller sidecar and its volume from package gitcontent; the rollout strategy (no surge for a
-//     single-attach claim);
+//     listener and HTTP/3's UDP port (http3.go), the pod's identity, placement (spread, zone preference,
+//     node-loss tolerations), and for a Git site the puller sidecar and its volume from package gitcontent; the
+//     rollout strategy (no surge for a single-attach claim);
 //   - Service (and the site's in-cluster URL, HTTPSURL), PodDisruptionBudget, NetworkPolicy, PodMonitor
 //     (unstructured: the Prometheus Operator's types are not compiled in);
 //   - Ingress or HTTPRoute for spec.route (and PublicURLs);

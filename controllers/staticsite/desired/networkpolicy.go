@@ -39,6 +39,7 @@ func NetworkPolicy(site *v1alpha1.StaticSite, operatorNamespace string) *network
 	if site.Spec.TLS != nil {
 		serving.WithPorts(port(v1alpha1.HTTPSPortName))
 	}
+	withHTTP3Policy(site, serving) // http3.go
 	for i := range np.ServingFrom {
 		serving.WithFrom(viaJSON[networkingv1ac.NetworkPolicyPeerApplyConfiguration](&np.ServingFrom[i]))
 	}

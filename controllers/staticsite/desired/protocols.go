@@ -34,10 +34,13 @@ func http2OverTLS(site *v1alpha1.StaticSite) bool {
 	return t != nil && (t.HTTP2 == nil || *t.HTTP2)
 }
 
-// Protocols is status.protocols: the ALPN IDs of what the site offers, h2 first (the one a browser picks), then
-// http/1.1 (both ports), then h2c (the plain port).
+// Protocols is status.protocols: the ALPN IDs of what the site offers, h3 first (spec.http3), then h2 (the one a
+// browser picks over TCP), then http/1.1 (both ports), then h2c (the plain port).
 func Protocols(site *v1alpha1.StaticSite) string {
 	var p []string
+	if site.HTTP3On() {
+		p = append(p, protoH3) // http3.go: what a browser moves to once Alt-Svc told it
+	}
 	if http2OverTLS(site) {
 		p = append(p, protoH2)
 	}

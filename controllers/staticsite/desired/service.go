@@ -46,6 +46,9 @@ func service(site *v1alpha1.StaticSite, selectPods bool) *corev1ac.ServiceApplyC
 			WithAppProtocol("https").WithPort(HTTPSServicePort(site)).
 			WithTargetPort(intstr.FromString(v1alpha1.HTTPSPortName)))
 	}
+	if p := http3ServicePort(site); p != nil { // http3.go
+		spec.WithPorts(p)
+	}
 	svc := corev1ac.Service(site.Name, site.Namespace).
 		WithLabels(sitechild.ObjectLabels(site)).
 		WithOwnerReferences(sitechild.OwnerReference(site)).

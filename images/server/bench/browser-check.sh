@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Browser check (make browser-check calls it): our server serves the Python 3.11 docs over HTTPS on loopback and
 # headless Chromium loads a real page with its stylesheets, scripts and images; every `performance` entry must
-# report nextHopProtocol h2 (hsbench/browser.py says exactly what passes).
+# report nextHopProtocol h2; then, with QUIC forced to the origin (the server runs with --http3), h3
+# (hsbench/browser.py says exactly what passes).
 #   images/server/bench/browser-check.sh PATH/TO/hyperstatic-server [DOCS_DIR]
 # Knobs (environment): BROWSER_PAGE (/howto/logging.html), BROWSER_SERVER_ARGS (extra server flags, e.g.
-# --http2=false, which must make the check fail), BROWSER_MIN_RESOURCES (5).
+# --http2=false or --http3=false, which must make the check fail), BROWSER_MIN_RESOURCES (5), BROWSER_PROTOCOLS
+# ("h2 h3": the loads, in order).
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 repo="$(cd "$here/../../.." && pwd)"
@@ -45,7 +47,7 @@ for s in ss: s.bind(("127.0.0.1", 0))
 print(*[s.getsockname()[1] for s in ss])')
 # shellcheck disable=SC2086 # BROWSER_SERVER_ARGS is a list of flags
 "$server" --root "$docs" --listen "127.0.0.1:$port" --admin-listen "127.0.0.1:$admin_port" \
-  --tls-cert "$work/cert.pem" --tls-key "$work/key.pem" --tls-listen "127.0.0.1:$tls_port" \
+  --tls-cert "$work/cert.pem" --tls-key "$work/key.pem" --tls-listen "127.0.0.1:$tls_port" --http3 \
   ${BROWSER_SERVER_ARGS:-} >"$work/server.log" 2>&1 &
 pid=$!
 for _ in $(seq 1 300); do
@@ -54,5 +56,13 @@ for _ in $(seq 1 300); do
   sleep 0.1
 done
 say "$("$server" --version 2>/dev/null | head -n 1) on https://127.0.0.1:$tls_port${BROWSER_SERVER_ARGS:+ with $BROWSER_SERVER_ARGS}; Chromium $(/usr/bin/chromium --version 2>/dev/null | awk '{print $2}') loads $page"
+# Chromium's QUIC trusts the self-signed certificate only by its public key's SHA-256 (base64), as
+# --ignore-certificate-errors-spki-list wants it.
+spki="$(openssl x509 -in "$work/cert.pem" -noout -pubkey | openssl pkey -pubin -outform der |
+  openssl dgst -sha256 -binary | base64)"
 cd "$here"
-/usr/bin/python3 -m hsbench.browser "https://127.0.0.1:$tls_port$page" --min-resources "${BROWSER_MIN_RESOURCES:-5}"
+for want in ${BROWSER_PROTOCOLS:-h2 h3}; do
+  say "load over $want"
+  /usr/bin/python3 -m hsbench.browser "https://127.0.0.1:$tls_port$page" --min-resources "${BROWSER_MIN_RESOURCES:-5}" \
+    --want "$want" --spki "$spki"
+done

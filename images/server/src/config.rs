@@ -69,6 +69,8 @@ pub struct Config {
     /// `--tls-cert`/`--tls-key`: HTTPS is served on `tls_listen` when set (tls/).
     pub tls: Option<TlsFiles>,
     pub tls_listen: SocketAddr,
+    /// `--alt-svc-port`: the port `Alt-Svc` names for HTTP/3 (the TLS listener's when unset; server/h3.rs).
+    pub alt_svc_port: Option<u16>,
     /// `--h2c`: the plain listener also speaks HTTP/2 to a connection that opens with the client preface.
     pub h2c: bool,
     /// `--proxy-protocol`: every TCP connection opens with a PROXY v2 header naming the client (server/proxy.rs).
@@ -118,6 +120,7 @@ impl Default for Config {
             access_log_sample: 1,
             tls: None,
             tls_listen: "[::]:8443".parse().unwrap(),
+            alt_svc_port: None,
             h2c: false,
             proxy_protocol: false,
             sites: None,
@@ -207,6 +210,9 @@ fn from_flags(f: Flags, matches: &ArgMatches) -> Result<Config, String> {
         pool_exclusive(matches)?;
     }
     let tls = tls_files(f.tls_cert, f.tls_key, f.https_redirect, (f.http2, f.http3), matches)?;
+    if f.alt_svc_port.is_some() && !f.http3 {
+        return Err("--alt-svc-port needs --http3: it is the port HTTP/3 is advertised on".into());
+    }
     let site = match f.site {
         Some(path) => {
             let given: Vec<String> = SITE_RULE_FLAGS
@@ -267,6 +273,7 @@ fn from_flags(f: Flags, matches: &ArgMatches) -> Result<Config, String> {
         access_log: f.access_log,
         access_log_sample: f.access_log_sample.max(1),
         tls_listen: f.tls_listen,
+        alt_svc_port: f.alt_svc_port,
         h2c: f.h2c,
         proxy_protocol: f.proxy_protocol,
         sites: f.sites,
@@ -601,6 +608,13 @@ mod tests {
         assert!(error(&["--hsts", "max-age=1"]).contains("--hsts needs --tls-cert"));
         assert!(error(&["--http3"]).contains("--http3 needs --tls-cert"));
         assert!(flags(&["--tls-cert", "c", "--tls-key", "k", "--http3"]).unwrap().tls.unwrap().http3);
+        let h3 = ["--tls-cert", "c", "--tls-key", "k", "--http3"];
+        assert_eq!(flags(&h3).unwrap().alt_svc_port, None, "Alt-Svc names the TLS listener's port by default");
+        assert_eq!(flags(&[&h3[..], &["--alt-svc-port", "443"]].concat()).unwrap().alt_svc_port, Some(443));
+        assert!(error(&["--tls-cert", "c", "--tls-key", "k", "--alt-svc-port", "443"])
+            .contains("--alt-svc-port needs --http3"));
+        assert!(error(&[&h3[..], &["--alt-svc-port", "0"]].concat()).contains("invalid port 0"));
+        assert!(error(&[&h3[..], &["--alt-svc-port", "65536"]].concat()).contains("65536"));
         assert!(error(&["--tls-cert", "c", "--tls-key", "k", "--hsts", "a\u{1}b"]).contains("--hsts"));
         assert!(error(&["--tls-cert", "c", "--tls-key", "k", "--https-redirect-port", "70000"]).contains("70000"));
         let c = with_env(

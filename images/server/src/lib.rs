@@ -289,6 +289,8 @@ pub fn serve(cfg: Config) -> i32 {
         }
         return 1;
     }
+    // Alt-Svc names the port visitors reach (--alt-svc-port, e.g. a Service's 443), else the TLS listener's.
+    let advertised = shared.cfg.alt_svc_port.unwrap_or(tls_addr.port());
     let mut handles = Vec::with_capacity(workers);
     for (i, fd) in listeners.into_iter().enumerate() {
         let s = shared.clone();
@@ -303,7 +305,7 @@ pub fn serve(cfg: Config) -> i32 {
                     }
                 }
                 let w = server::Worker::new(i, s, fd, tls_fd);
-                let w = if udp >= 0 { w.advertise_http3(tls_addr.port()) } else { w };
+                let w = if udp >= 0 { w.advertise_http3(advertised) } else { w };
                 if i == 0 && udp >= 0 { w.with_http3(udp) } else { w }.run();
             })
             .expect("spawn worker thread");

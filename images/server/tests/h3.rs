@@ -1,8 +1,9 @@
 //! HTTP/3 (`--http3`) against the real binary without a QUIC client (an independent one, aioquic, is `make
-//! h3-interop`): Alt-Svc on HTTPS answers with the port and only there, QUIC answering on the TLS port's UDP twin
-//! (a Version Negotiation to an unknown version, RFC 9000 §6), hostile datagrams that change nothing, a drain
-//! with HTTP/3 on, the anti-amplification limit (RFC 9000 §8.1) counted on the wire, and a client whose NAT
-//! rebinds its port mid-transfer (quinn-proto as the client, driven here datagram by datagram).
+//! h3-interop`): Alt-Svc on HTTPS answers with the port (the listener's, or `--alt-svc-port`'s) and only there,
+//! QUIC answering on the TLS port's UDP twin (a Version Negotiation to an unknown version, RFC 9000 §6), hostile
+//! datagrams that change nothing, a drain with HTTP/3 on, the anti-amplification limit (RFC 9000 §8.1) counted on
+//! the wire, and a client whose NAT rebinds its port mid-transfer (quinn-proto as the client, driven here datagram
+//! by datagram).
 
 mod common;
 
@@ -101,6 +102,21 @@ fn alt_svc_on_https_and_quic_on_the_tls_port() {
 
     srv.signal(libc::SIGTERM);
     assert_eq!(srv.wait_exit(Duration::from_secs(15)), Some(0), "drains and exits 0 with HTTP/3 on");
+}
+
+/// Behind a Service the visitors' port is not the pod's: `--alt-svc-port` names theirs in Alt-Svc, and QUIC still
+/// answers on the TLS listener's own port (the Service maps one to the other).
+#[test]
+fn alt_svc_names_the_advertised_port_and_quic_stays_on_the_tls_port() {
+    let (srv, ca, _site, _tmp) = start("altsvcport", &["--http3", "--alt-svc-port", "443"]);
+    assert_ne!(srv.https, 443, "the test needs the listener's port to differ from the advertised one");
+    let cfg = client_config(&ca, &[&TLS13]);
+    let mut t = connect(&cfg, srv.https);
+    assert_eq!(get(&mut t, "/100.html").header("Alt-Svc"), Some("h3=\":443\"; ma=86400"));
+    let sock = UdpSocket::bind("127.0.0.1:0").unwrap();
+    sock.connect(("127.0.0.1", srv.https)).unwrap();
+    sock.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    negotiates(&sock, 3);
 }
 
 #[test]

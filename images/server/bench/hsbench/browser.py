@@ -1,6 +1,8 @@
-"""make browser-check: headless Chromium loads a page over HTTPS and every resource must have come over h2.
+"""make browser-check: headless Chromium loads a page over HTTPS and every resource must have come over h2, and
+again with QUIC forced to the origin, over h3.
 
     /usr/bin/python3 -m hsbench.browser URL [--min-resources 5] [--chromium /usr/bin/chromium]
+    /usr/bin/python3 -m hsbench.browser URL --want h3 --spki BASE64_SHA256_OF_THE_CERTIFICATE'S_SPKI
 
 Starts Chromium headless with a throwaway profile, no network but loopback (every host name resolves to nothing,
 background networking off), certificate errors ignored (the server's certificate is a self-signed one made for the
@@ -9,6 +11,11 @@ asyncio, one connection, flat sessions); navigates to URL; after the load event 
 (the navigation and each resource) with its `nextHopProtocol`, and what the Network domain saw (each response's
 protocol and status, each failed load). Fails unless the navigation and every resource came over h2 with a 2xx,
 nothing failed to load, and there are more than --min-resources resources. Prints one line per entry.
+
+With --want h2, QUIC is off (a server run with --http3 advertises it with Alt-Svc, and Chromium would move later
+requests to it). With --want h3, QUIC is forced to the URL's origin (`--origin-to-force-quic-on`: the first request
+goes over QUIC without waiting for an Alt-Svc), and the certificate is trusted by its public key's hash
+(`--ignore-certificate-errors-spki-list`): Chromium's QUIC does not honour --ignore-certificate-errors alone.
 """
 import argparse
 import asyncio
@@ -19,6 +26,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.parse
 
 CHROMIUM = "/usr/bin/chromium"
 # No network but loopback: every name fails to resolve except the loopback address the server listens on (IP URLs
@@ -28,6 +36,20 @@ FLAGS = ["--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run", "-
          "--disable-sync", "--disable-extensions", "--metrics-recording-only", "--mute-audio",
          "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1", "--remote-debugging-port=0",
          "--disk-cache-size=1", "about:blank"]
+
+
+def protocol_flags(url: str, want: str, spki: str | None) -> list[str]:
+    """The Chromium flags that make it use `want` to the URL's origin: h2 (QUIC off), or h3 (QUIC forced there and
+    the certificate trusted by its SPKI hash, which h3 needs)."""
+    if want != "h3":
+        return ["--disable-quic"]
+    if not spki:
+        raise ValueError("--want h3 needs --spki (Chromium's QUIC checks the certificate)")
+    origin = urllib.parse.urlsplit(url)
+    return ["--enable-quic", f"--origin-to-force-quic-on={origin.hostname}:{origin.port or 443}",
+            f"--ignore-certificate-errors-spki-list={spki}"]
+
+
 ENTRIES_JS = """JSON.stringify(
   performance.getEntriesByType('navigation').concat(performance.getEntriesByType('resource')).map(e => ({
     name: e.name, type: e.entryType, initiator: e.initiatorType || '', protocol: e.nextHopProtocol,
@@ -146,12 +168,14 @@ def main() -> int:
     ap.add_argument("url")
     ap.add_argument("--min-resources", type=int, default=5)
     ap.add_argument("--chromium", default=os.environ.get("CHROMIUM", CHROMIUM))
-    ap.add_argument("--want", default="h2", help="the protocol every entry must report (h2)")
+    ap.add_argument("--want", default="h2", choices=["h2", "h3"], help="the protocol every entry must report (h2)")
+    ap.add_argument("--spki", help="with --want h3: base64 SHA-256 of the server certificate's public key (SPKI)")
     ap.add_argument("--timeout", type=float, default=60.0)
     args = ap.parse_args()
+    flags = protocol_flags(args.url, args.want, args.spki)
     profile = tempfile.mkdtemp(prefix="hs-browser-")
     log = open(os.path.join(profile, "chromium.log"), "wb")
-    proc = subprocess.Popen([args.chromium, f"--user-data-dir={profile}", *FLAGS], stdout=log,
+    proc = subprocess.Popen([args.chromium, f"--user-data-dir={profile}", *flags, *FLAGS], stdout=log,
                             stderr=subprocess.STDOUT, start_new_session=True)
     try:
         ws_url = devtools_address(profile, proc)

@@ -233,6 +233,22 @@ class Browser(unittest.TestCase):
     def test_no_navigation(self):
         self.assertIn("0 navigation entries, want 1", browser.problems(self._entries()[1:], {}, [], 5))
 
+    def test_protocol_flags(self):
+        # h2: QUIC off, so a server's Alt-Svc cannot move later requests to h3
+        self.assertEqual(browser.protocol_flags("https://127.0.0.1:8443/p.html", "h2", None), ["--disable-quic"])
+        self.assertEqual(browser.protocol_flags("https://127.0.0.1:8443/p.html", "h3", "AAAA="),
+                         ["--enable-quic", "--origin-to-force-quic-on=127.0.0.1:8443",
+                          "--ignore-certificate-errors-spki-list=AAAA="])
+        self.assertIn("--origin-to-force-quic-on=example.org:443",
+                      browser.protocol_flags("https://example.org/", "h3", "AAAA="))
+        with self.assertRaises(ValueError):
+            browser.protocol_flags("https://127.0.0.1:8443/", "h3", None)
+
+    def test_h3_wanted(self):
+        bad = browser.problems(self._entries(), {}, [], 5, want="h3")
+        self.assertEqual(len(bad), 7)
+        self.assertIn("nextHopProtocol 'h2', want 'h3'", bad[0])
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -9,7 +9,7 @@ use std::time::Duration;
 use clap::{ArgAction, Parser};
 
 use super::values::{
-    at_least_one, number, parse_bool, parse_duration, parse_limit_size, parse_size, positive_duration,
+    at_least_one, number, parse_bool, parse_duration, parse_limit_size, parse_size, port, positive_duration,
 };
 
 const AFTER_HELP: &str = "\
@@ -254,6 +254,11 @@ pub(super) struct Flags {
     #[arg(long, env = "HYPERSTATIC_HTTP3", value_name = "BOOL", num_args = 0..=1, require_equals = true,
           default_value = "false", default_missing_value = "true", value_parser = parse_bool, action = ArgAction::Set)]
     pub http3: bool,
+
+    /// The UDP port --http3 is advertised on in Alt-Svc: the one visitors reach, when a Service or load balancer
+    /// maps another port to --tls-listen's (default: the --tls-listen port). Needs --http3
+    #[arg(long, allow_hyphen_values = true, env = "HYPERSTATIC_ALT_SVC_PORT", value_name = "N", value_parser = port)]
+    pub alt_svc_port: Option<u16>,
 
     /// Also accept HTTP/2 with prior knowledge (h2c) on --listen: a connection whose first bytes are the
     /// client preface speaks HTTP/2 (no `Upgrade: h2c`)

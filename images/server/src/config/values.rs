@@ -71,6 +71,14 @@ pub fn number<T: FromStr>(s: &str) -> Result<T, String> {
     s.trim().parse().map_err(|_| format!("invalid number {s:?}"))
 }
 
+/// A port a client can be sent to: 1 to 65535 (0 means "any" only to a listener).
+pub fn port(s: &str) -> Result<u16, String> {
+    match number(s)? {
+        0 => Err("invalid port 0 (1 to 65535)".into()),
+        n => Ok(n),
+    }
+}
+
 pub fn at_least_one(s: &str) -> Result<u64, String> {
     match number(s)? {
         0 => Err("must be at least 1".into()),
