@@ -51,6 +51,14 @@ h3-interop: server-build ## HTTP/3 against aioquic (GETs byte-exact, 404, HEAD, 
 	@cd $(SERVER_DIR)/h3interop/quicgo && go build -o $(H3_QUICGO) .
 	@$(H3_VENV)/bin/python $(ROOT)/hack/h3-interop.py $(SERVER_BIN) --quic-go $(H3_QUICGO)
 
+# The HTTP/3 load client of issue 42's benchmark rows (images/server/h3interop/quicgo/h3load; h2load's shape), in
+# the same module as the interop client, so one pinned quic-go builds both.
+H3LOAD := $(CACHE_DIR)/h3load
+
+.PHONY: h3load-build
+h3load-build: ## Build $(H3LOAD): the HTTP/3 load client (quic-go) for h3 benchmark rows; `$(H3LOAD) -h` for its flags.
+	@cd $(SERVER_DIR)/h3interop/quicgo && go build -o $(H3LOAD) ./h3load
+
 # Debian 13 (trixie) minbase with its curl 8.14 (HTTP/3) and ngtcp2-client, debootstrapped into the cache from the
 # mirror apt uses: about 240 MB and minutes to make (582 s measured under load), so not part of `make test` yet.
 H3_TRIXIE := $(CACHE_DIR)/trixie-h3
