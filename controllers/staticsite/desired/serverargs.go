@@ -21,7 +21,8 @@ import (
 // ServerArgs are the server's command-line arguments for a site: the process settings only (flags of
 // images/server: --root (/site, or /site/current for Git content, with --max-entries and --max-depth when
 // spec.content.git sets them), --listen, --admin-listen, --drain-delay, --shutdown-timeout,
-// --max-requests-per-connection, --max-connection-age, --h2c=true (when h2c is set), the TLS listener of tlsArgs,
+// --max-requests-per-connection, --max-connection-age, --h2c=true (when h2c is set), --proxy-protocol=true (when
+// access.proxyProtocol is set), the TLS listener of tlsArgs,
 // below) and --site, the site value's file. Everything that decides what a request gets (cache-control, headers,
 // CORS, redirects, error pages, the https redirect, HSTS...) is in the site value (internal/sitevalue), delivered in
 // a ConfigMap the pods mount: it changes under running pods, never the pod template (step_sitevalue.go).
@@ -53,6 +54,9 @@ func ServerArgs(site *v1alpha1.StaticSite) []string {
 	// Only the value that differs from the server's default is an argument.
 	if s.H2C {
 		args = append(args, "--h2c=true")
+	}
+	if s.Access != nil && s.Access.ProxyProtocol {
+		args = append(args, "--proxy-protocol=true")
 	}
 	args = append(args, tlsArgs(site)...)
 	args = append(args, "--site", sitevalue.File)
