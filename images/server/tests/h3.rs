@@ -467,10 +467,11 @@ fn h3_get(ca: &std::path::Path, port: u16, path: &str) -> Vec<u8> {
                 quinn_proto::Event::Stream(quinn_proto::StreamEvent::Opened { dir }) => {
                     while conn.streams().accept(dir).is_some() {}
                 }
-                quinn_proto::Event::Stream(quinn_proto::StreamEvent::Readable { id }) => {
-                    if read_readable(&mut conn, id, stream, &mut got) {
-                        return got;
-                    }
+                // Our stream ended: the whole response is in (the guard reads, whatever it returns).
+                quinn_proto::Event::Stream(quinn_proto::StreamEvent::Readable { id })
+                    if read_readable(&mut conn, id, stream, &mut got) =>
+                {
+                    return got
                 }
                 quinn_proto::Event::ConnectionLost { reason } => panic!("connection lost: {reason}"),
                 _ => {}

@@ -59,7 +59,9 @@ pub fn answer<'a>(site: Site<'a>, ask: &Ask<'a>, pathbuf: &'a mut [u8], verified
     // The access rules come first, on the normalised path, before anything is looked up: a refused client
     // learns nothing about what exists there (guard/). A path that does not normalise (400, 414) is under no rule.
     let mut private = false;
-    if let (Some(access), false) = (site.table.access.as_deref(), ask.path == b"*") {
+    // A site with trusted proxies and no rules pays nothing here.
+    let access = site.table.access.as_deref().filter(|a| !a.rules.is_empty());
+    if let (Some(access), false) = (access, ask.path == b"*") {
         if let Ok(n) = path::normalize(ask.path, pathbuf) {
             let head = ask.method == Method::Head;
             match access.check(verified, &pathbuf[..n], ask.client, ask.authorization) {

@@ -88,13 +88,18 @@ pub enum Verdict<'a> {
     Unauthorized(&'a str),
 }
 
-/// The client of a request to a site with `access` (None: no settings, the peer) from `peer` with the last
-/// `X-Forwarded-For` line `xff`: what the rules, the per-client limits and the access log use (forwarded.rs).
+/// The client of a request to a site with `access` (None: no settings, the peer) from `peer`, `xff` giving the
+/// last `X-Forwarded-For` line: what the rules, the per-client limits and the access log use (forwarded.rs). The
+/// header is looked for only when the site trusts some proxy (an HTTP/2 or HTTP/3 head is searched for it).
 #[inline]
-pub fn client(access: Option<&Access>, peer: Option<SocketAddr>, xff: Option<&[u8]>) -> Option<SocketAddr> {
+pub fn client<'a>(
+    access: Option<&Access>,
+    peer: Option<SocketAddr>,
+    xff: impl FnOnce() -> Option<&'a [u8]>,
+) -> Option<SocketAddr> {
     match access {
-        Some(a) => forwarded::client(&a.trusted_proxies, peer, xff),
-        None => peer,
+        Some(a) if !a.trusted_proxies.is_empty() => forwarded::client(&a.trusted_proxies, peer, xff()),
+        _ => peer,
     }
 }
 
@@ -125,7 +130,7 @@ pub fn parse_prefix(p: &str) -> Result<String, String> {
 impl Access {
     /// Settings from parsed parts; rules sorted longest prefix first.
     pub fn new(mut rules: Vec<Rule>, trusted_proxies: Vec<Cidr>, htpasswd_file: Option<String>) -> Access {
-        rules.sort_by(|a, b| b.prefix.len().cmp(&a.prefix.len()));
+        rules.sort_by_key(|r| std::cmp::Reverse(r.prefix.len()));
         Access { id: NEXT_ID.fetch_add(1, Ordering::Relaxed), rules, trusted_proxies, htpasswd_file, users: None }
     }
 

@@ -68,7 +68,7 @@ impl Worker {
                     let head = req.method == Method::Head;
                     let mut limited = false;
                     // The single site's client; a pool's is named by its site's trusted proxies (`pooled`).
-                    let mut client = guard::client(table.access.as_deref(), c.peer, req.forwarded_for);
+                    let mut client = guard::client(table.access.as_deref(), c.peer, || req.forwarded_for);
                     let r = match pool {
                         // The single site: no host looked at, as before pools.
                         None => match limit::check(&mut l, table.per_client.as_ref(), 0, client, head) {
@@ -266,7 +266,7 @@ fn pooled(
     let r = match route {
         Route::Site(cell, table) => {
             let ctx = Ctx { table, spa_fallback: table.spa_fallback, ..*ctx };
-            let client = guard::client(table.access.as_deref(), peer, req.forwarded_for);
+            let client = guard::client(table.access.as_deref(), peer, || req.forwarded_for);
             // The cell names the site in the worker's buckets: it stays the site's while the site is in the pool,
             // across reloads of its table, and its address needs no hashing of the site's id.
             let site = cell as *const crate::pool::Cell as u64;

@@ -221,7 +221,7 @@ impl Worker {
                     let key = cell.map_or(0, |c| c as *const crate::pool::Cell as u64);
                     let mut l = Limiter { clients: &mut self.clients, counters: &stats.fair, now_ms: self.now_ms };
                     let site = Site { table, spa_fallback: table.spa_fallback };
-                    client = guard::client(table.access.as_deref(), c.peer, forwarded_for(&r));
+                    client = guard::client(table.access.as_deref(), c.peer, || forwarded_for(&r));
                     let reply = match limit::check(&mut l, table.per_client.as_ref(), key, client, head) {
                         Some(refused) => {
                             limited = true;

@@ -554,7 +554,7 @@ impl Worker {
                     counters: &self.shared.stats[self.id].fair,
                     now_ms: self.now_ms,
                 };
-                client = guard::client(table.access.as_deref(), Some(peer), super::h2::forwarded_for(r));
+                client = guard::client(table.access.as_deref(), Some(peer), || super::h2::forwarded_for(r));
                 match limit::check(&mut l, table.per_client.as_ref(), 0, client, is_head) {
                     Some(refused) => {
                         limited = true;
