@@ -226,3 +226,21 @@ fn rules_and_credentials_change_live_and_a_bad_value_keeps_the_last_good_one() {
     write_value(&file, r#"{"version": 1}"#);
     wait_for("the rules removed", || status(None) == 200);
 }
+
+/// The per-client limit (limits.perClient, src/fairshare/) charges the client the trusted proxy names, not the
+/// proxy: two clients behind one proxy each get their own bucket, and an untrusted peer's header changes nothing.
+#[test]
+fn the_per_client_limit_charges_the_forwarded_client() {
+    let json = r#"{"version": 1, "limits": {"perClient": {"requests": 1, "periodSeconds": 600, "burst": 1}},
+      "access": {"trustedProxies": ["127.0.0.1"]}}"#;
+    let (s, _file, _site, _conf) = start("access-limit", json, &[], false);
+    let from = |src: &str, xff: &str| {
+        let h = format!("X-Forwarded-For: {xff}");
+        curl("127.0.0.1", s.port, "--http1.1", "/", &["--interface", src, "-H", &h]).status
+    };
+    assert_eq!(from("127.0.0.1", "203.0.113.1"), 200, "the first client's token");
+    assert_eq!(from("127.0.0.1", "203.0.113.1"), 429, "the same client again");
+    assert_eq!(from("127.0.0.1", "203.0.113.2"), 200, "another client behind the same proxy");
+    assert_eq!(from("127.0.0.2", "203.0.113.3"), 200, "an untrusted peer is its own client");
+    assert_eq!(from("127.0.0.2", "203.0.113.4"), 429, "whatever header it sends");
+}
