@@ -244,3 +244,37 @@ fn the_per_client_limit_charges_the_forwarded_client() {
     assert_eq!(from("127.0.0.2", "203.0.113.3"), 200, "an untrusted peer is its own client");
     assert_eq!(from("127.0.0.2", "203.0.113.4"), 429, "whatever header it sends");
 }
+
+/// h2load's status-code tally (2xx, 4xx) for `n` requests of `path` on two connections with `headers`.
+fn h2load(s: &Server, h1: bool, path: &str, headers: &[&str], n: usize) -> (u32, u32) {
+    let mut c = Command::new("h2load");
+    c.args(["-n", &n.to_string(), "-c", "2", "-m", "10"]);
+    if h1 {
+        c.arg("--h1");
+    }
+    for h in headers {
+        c.args(["-H", h]);
+    }
+    let out = c.arg(format!("http://127.0.0.1:{}{path}", s.port)).output().expect("run h2load");
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    let line = text.lines().find(|l| l.starts_with("status codes:")).unwrap_or_else(|| panic!("{text}"));
+    let count = |class: &str| -> u32 {
+        let i = line.find(class).unwrap_or_else(|| panic!("{line}"));
+        line[..i].trim_end().rsplit(' ').next().unwrap().parse().unwrap()
+    };
+    (count("2xx"), count("4xx"))
+}
+
+/// Many requests with one password over HTTP/1.1 and HTTP/2 (h2load, 10 in flight per connection): every one is
+/// answered, right or wrong, from the first verification or the worker's memory of it.
+#[test]
+fn many_requests_with_credentials_are_all_answered() {
+    let (s, _file, _site, _conf) = start("access-h2load", BASIC, &[("alice", "s3cret")], false);
+    let good = "Authorization: Basic YWxpY2U6czNjcmV0"; // alice:s3cret
+    let bad = "Authorization: Basic YWxpY2U6d3Jvbmc="; // alice:wrong
+    for h1 in [true, false] {
+        assert_eq!(h2load(&s, h1, "/private/doc.html", &[good], 400), (400, 0), "h1={h1}: the right password");
+        assert_eq!(h2load(&s, h1, "/private/doc.html", &[bad], 400), (0, 400), "h1={h1}: a wrong one");
+        assert_eq!(h2load(&s, h1, "/private/doc.html", &[], 100), (0, 100), "h1={h1}: none");
+    }
+}
