@@ -1,9 +1,10 @@
 //! A worker's memory of recent `Authorization` values and what checking them gave: so that a logged-in client
 //! costs a bcrypt verification once, not once per request. Fixed size, allocated when the worker starts: 64
-//! direct-mapped slots, each holding a whole value (up to `MAX_VALUE` bytes; a longer one is never remembered)
+//! slots in 32 sets of two (a set's least recently used slot is replaced, so two values in use that share a set do not push each other out),
+//! each holding a whole value (up to `MAX_VALUE` bytes; a longer one is never remembered)
 //! with the access rules it was checked against (`Access::id`, new with each site value load, so changed
-//! credentials are checked afresh) and the verdict, good or bad. The slot is picked by a hash keyed per process
-//! (std's SipHash with random keys), so a client cannot aim its values at another's slot; the whole value is
+//! credentials are checked afresh) and the verdict, good or bad. The set is picked by a hash keyed per process
+//! (std's SipHash with random keys), so a client cannot aim its values at another's set; the whole value is
 //! then compared in constant time, so a slot can never answer for a different value. No lock (each worker its
 //! own), no allocation on a lookup.
 //!
@@ -11,8 +12,10 @@
 //! password costs one verification (that is what the per-client limit in front of it bounds, fairshare/).
 
 use std::hash::BuildHasher;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
-const SLOTS: usize = 64;
+const SETS: usize = 32;
 /// The longest value remembered: `Basic ` and the base64 of a 140-byte `user:password`.
 pub const MAX_VALUE: usize = 196;
 
@@ -26,8 +29,12 @@ struct Slot {
 }
 
 pub struct Verified {
-    slots: Box<[Slot; SLOTS]>,
+    /// Two slots per set; `recent[set]` is the one used last (the other goes first).
+    slots: Box<[[Slot; 2]; SETS]>,
+    recent: [u8; SETS],
     keys: std::collections::hash_map::RandomState,
+    /// Values checked (misses): hyperstatic_basic_auth_checks_total, read by the admin thread.
+    checks: Arc<AtomicU64>,
 }
 
 impl Default for Verified {
@@ -38,34 +45,59 @@ impl Default for Verified {
 
 impl Verified {
     pub fn new() -> Verified {
+        Verified::counted(Arc::default())
+    }
+
+    /// A table whose misses are counted in `checks` (the worker's share of the metric).
+    pub fn counted(checks: Arc<AtomicU64>) -> Verified {
         Verified {
-            slots: Box::new([Slot { owner: 0, good: false, len: 0, value: [0; MAX_VALUE] }; SLOTS]),
+            slots: Box::new([[Slot { owner: 0, good: false, len: 0, value: [0; MAX_VALUE] }; 2]; SETS]),
+            recent: [0; SETS],
             keys: Default::default(),
+            checks,
         }
     }
 
+    /// Counts one value checked against the file (a miss; off the hot path).
+    pub fn checked(&self) {
+        self.checks.fetch_add(1, Ordering::Relaxed);
+    }
+
     #[inline]
-    fn index(&self, owner: u64, value: &[u8]) -> usize {
-        (self.keys.hash_one((owner, value)) as usize) % SLOTS
+    fn set(&self, owner: u64, value: &[u8]) -> usize {
+        (self.keys.hash_one((owner, value)) as usize) % SETS
+    }
+
+    /// The way of `set` holding `value` under `owner`, if any.
+    #[inline]
+    fn find(&self, set: usize, owner: u64, value: &[u8]) -> Option<usize> {
+        (0..2).find(|&w| {
+            let s = &self.slots[set][w];
+            s.owner == owner && s.len as usize == value.len() && same(&s.value[..value.len()], value)
+        })
     }
 
     /// The verdict remembered for `value` under `owner`, if any.
     #[inline]
-    pub fn get(&self, owner: u64, value: &[u8]) -> Option<bool> {
+    pub fn get(&mut self, owner: u64, value: &[u8]) -> Option<bool> {
         if value.len() > MAX_VALUE {
             return None;
         }
-        let s = &self.slots[self.index(owner, value)];
-        (s.owner == owner && s.len as usize == value.len() && same(&s.value[..value.len()], value)).then_some(s.good)
+        let set = self.set(owner, value);
+        let way = self.find(set, owner, value)?;
+        self.recent[set] = way as u8;
+        Some(self.slots[set][way].good)
     }
 
-    /// Remembers `good` for `value` under `owner` (in place of whatever held its slot).
+    /// Remembers `good` for `value` under `owner`, in its own slot or in place of its set's least recently used.
     pub fn put(&mut self, owner: u64, value: &[u8], good: bool) {
         if value.len() > MAX_VALUE || owner == 0 {
             return;
         }
-        let i = self.index(owner, value);
-        let s = &mut self.slots[i];
+        let set = self.set(owner, value);
+        let way = self.find(set, owner, value).unwrap_or(1 - self.recent[set] as usize);
+        self.recent[set] = way as u8;
+        let s = &mut self.slots[set][way];
         s.owner = owner;
         s.good = good;
         s.len = value.len() as u8;
@@ -96,6 +128,15 @@ mod tests {
         let long = vec![b'a'; MAX_VALUE + 1];
         v.put(1, &long, true);
         assert_eq!(v.get(1, &long), None, "too long to remember");
+        // Two values of one set, used in turn, both stay.
+        let first = b"Basic 0".to_vec();
+        let set = v.set(1, &first);
+        let second = (1..).map(|i| format!("Basic {i}").into_bytes()).find(|x| v.set(1, x) == set).unwrap();
+        v.put(1, &first, true);
+        v.put(1, &second, false);
+        for _ in 0..3 {
+            assert_eq!((v.get(1, &first), v.get(1, &second)), (Some(true), Some(false)));
+        }
         // Many values: each slot answers for its own value only, whatever pushed what out.
         for i in 0..1000u32 {
             v.put(1, format!("Basic {i}").as_bytes(), i % 2 == 0);

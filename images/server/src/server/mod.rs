@@ -187,7 +187,7 @@ impl Worker {
                 cfg.client_table_size / shared.workers.max(1) as u64,
                 crate::fairshare::table::random_seed(),
             ),
-            verified: crate::guard::Verified::new(),
+            verified: crate::guard::Verified::counted(shared.stats[id].basic_auth_checks.clone()),
             shared,
         }
     }
