@@ -255,14 +255,7 @@ fn h2load(s: &Server, h1: bool, path: &str, headers: &[&str], n: usize) -> (u32,
     for h in headers {
         c.args(["-H", h]);
     }
-    let out = c.arg(format!("http://127.0.0.1:{}{path}", s.port)).output().expect("run h2load");
-    let text = String::from_utf8_lossy(&out.stdout).to_string();
-    let line = text.lines().find(|l| l.starts_with("status codes:")).unwrap_or_else(|| panic!("{text}"));
-    let count = |class: &str| -> u32 {
-        let i = line.find(class).unwrap_or_else(|| panic!("{line}"));
-        line[..i].trim_end().rsplit(' ').next().unwrap().parse().unwrap()
-    };
-    (count("2xx"), count("4xx"))
+    h2load_tally(c.arg(format!("http://127.0.0.1:{}{path}", s.port)))
 }
 
 /// Many requests with one password over HTTP/1.1 and HTTP/2 (h2load, 10 in flight per connection): every one is
