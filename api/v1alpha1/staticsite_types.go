@@ -317,6 +317,11 @@ type ServerSpec struct {
 	// +optional
 	Limits *ClientLimits `json:"limits,omitempty"`
 
+	// access restricts paths to client addresses and to users with a password, and names the trusted proxies whose
+	// X-Forwarded-For says the client (access_types.go, docs/security.md). Part of the site value. Default: none.
+	// +optional
+	Access *AccessSpec `json:"access,omitempty"`
+
 	// maxRequestsPerConnection closes a keep-alive connection after this many requests, so load spreads to new
 	// replicas. Default: the server's (10000).
 	// +kubebuilder:validation:Minimum=1

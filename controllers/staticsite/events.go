@@ -97,7 +97,8 @@ func (r *Reconciler) recordTransitions(before, after *v1alpha1.StaticSite) {
 	// A certificate, route or PodMonitor that goes bad is a Warning (the site still serves); its recovery is news.
 	// Each new set of hostname conflicts is news too (the message names each hostname and the site holding it).
 	// A refused site value is a Warning too (the pods keep serving the previous one); its recovery is news.
-	for _, t := range []string{v1alpha1.ConditionTLSReady, v1alpha1.ConditionRouteApplied, v1alpha1.ConditionPodMonitorApplied, v1alpha1.ConditionSiteValueApplied} {
+	for _, t := range []string{v1alpha1.ConditionTLSReady, v1alpha1.ConditionRouteApplied, v1alpha1.ConditionPodMonitorApplied,
+		v1alpha1.ConditionSiteValueApplied, v1alpha1.ConditionAccessApplied} {
 		tr := transition(t)
 		switch {
 		case tr.Changed() && tr.After.Status == metav1.ConditionFalse, newHostnameConflict(tr):

@@ -82,6 +82,7 @@ type observation struct {
 	// status.certificate (step_certificate.go), RouteApplied and PodMonitorApplied, and the public URLs of the route
 	// once it exists.
 	tls         *metav1.Condition
+	access      *metav1.Condition // AccessApplied (step_access.go)
 	certificate *certificateState
 	route       *metav1.Condition
 	podMonitor  *metav1.Condition

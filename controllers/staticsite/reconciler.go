@@ -86,6 +86,7 @@ func (r *Reconciler) steps() []step {
 		r.reconcileGitFetcher,       // Git: the fetcher's objects, the commit it published (gitcontent)
 		r.reconcileCertificate,      // spec.tls.issuerRef: the cert-manager Certificate, CertificateReady
 		r.reconcileTLS,              // the TLS Secret: TLSReady
+		r.reconcileAccess,           // spec.server.access: the htpasswd Secret the pods mount (AccessApplied)
 		r.reconcileSiteValue,        // the site value's ConfigMap, before any pod that mounts it
 		r.reconcileDeployment,       // the server pods (the performance gate may hold the template: capacitygate)
 		r.reconcileService,          // the Service in front of them

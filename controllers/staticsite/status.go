@@ -102,7 +102,8 @@ func deriveStatus(site *v1alpha1.StaticSite, o *observation) v1alpha1.StaticSite
 		typ string
 		c   *metav1.Condition
 	}{{v1alpha1.ConditionTLSReady, o.tls}, {v1alpha1.ConditionCertificateReady, o.certificate.conditionOf()},
-		{v1alpha1.ConditionRouteApplied, o.route}, {v1alpha1.ConditionPodMonitorApplied, o.podMonitor}} {
+		{v1alpha1.ConditionRouteApplied, o.route}, {v1alpha1.ConditionPodMonitorApplied, o.podMonitor},
+		{v1alpha1.ConditionAccessApplied, o.access}} {
 		if e.c == nil {
 			set.Remove(e.typ)
 		} else {

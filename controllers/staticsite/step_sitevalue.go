@@ -109,8 +109,17 @@ func (r *Reconciler) reconcileSiteValuePods(ctx context.Context, st *observation
 func mountsSiteValue(p *corev1.Pod, site *v1alpha1.StaticSite) bool {
 	name := sitevalue.ConfigMapName(site.Name)
 	for _, v := range p.Spec.Volumes {
-		if v.Name == desired.SiteValueVolumeName && v.ConfigMap != nil && v.ConfigMap.Name == name {
+		if v.Name != desired.SiteValueVolumeName {
+			continue
+		}
+		if v.ConfigMap != nil && v.ConfigMap.Name == name {
 			return true
+		}
+		// With basic authentication: projected with the htpasswd Secret (desired/sitevalue.go).
+		for _, s := range projectedSources(v) {
+			if s.ConfigMap != nil && s.ConfigMap.Name == name {
+				return true
+			}
 		}
 	}
 	return false
@@ -177,4 +186,11 @@ func (r *Reconciler) keepSiteValue(st *observation, p *corev1.Pod, revision stri
 	}
 	r.siteValues[p.UID] = siteValueSeen{site: types.NamespacedName{Namespace: st.site.Namespace, Name: st.site.Name}, revision: revision,
 		restarts: serverRestarts(p)}
+}
+
+func projectedSources(v corev1.Volume) []corev1.VolumeProjection {
+	if v.Projected == nil {
+		return nil
+	}
+	return v.Projected.Sources
 }

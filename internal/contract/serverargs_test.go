@@ -133,6 +133,15 @@ func tableCases() []argsCase {
 			{From: "/caf\u00e9/ü:x", To: "/:undefined/:splat", Status: 301},
 		}}},
 		{name: "clean urls", spec: v1alpha1.ServerSpec{CleanURLs: true}},
+		{name: "proxy protocol", spec: v1alpha1.ServerSpec{Access: &v1alpha1.AccessSpec{ProxyProtocol: true}}},
+		// Basic authentication needs the htpasswd file beside the value: access_test.go.
+		{name: "access by address", spec: v1alpha1.ServerSpec{Access: &v1alpha1.AccessSpec{
+			TrustedProxies: []string{"10.0.0.0/8", "fd00::/8", "192.0.2.7"},
+			Rules: []v1alpha1.AccessRule{
+				{PathPrefix: "/docs/", Allow: []string{"198.51.100.0/24", "2001:db8::/32", "::1"}, Deny: []string{"198.51.100.9"}},
+				{PathPrefix: "/", Deny: []string{"203.0.113.0/24"}},
+				{PathPrefix: "/caf\u00e9 x"},
+			}}}},
 		{name: "error pages", spec: v1alpha1.ServerSpec{ErrorPages: []v1alpha1.ErrorPage{
 			{Status: 404, Path: "/404.html", PathPrefix: "/docs/"},
 			{Status: 405, Path: "/index.html"},

@@ -97,6 +97,7 @@ type Value struct {
 	HTTPSRedirect       *HTTPSRedirect `json:"httpsRedirect,omitempty"`
 	HSTS                string         `json:"hsts,omitempty"`
 	Limits              *Limits        `json:"limits,omitempty"`
+	Access              *Access        `json:"access,omitempty"`
 }
 
 // CacheControl is one cacheControl rule.
@@ -225,6 +226,7 @@ func Of(site *v1alpha1.StaticSite) Value {
 		v.ErrorPages = append(v.ErrorPages, out)
 	}
 	v.Limits = limits(s.Limits)
+	v.Access = access(s.Access)
 	if t := site.Spec.TLS; t != nil {
 		if t.HTTPRedirect {
 			// The redirect names the port clients reach the Service's https port on, not the pod's 8443.

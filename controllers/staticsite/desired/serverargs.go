@@ -21,11 +21,12 @@ import (
 // ServerArgs are the server's command-line arguments for a site: the process settings only (flags of
 // images/server: --root (/site, or /site/current for Git content, with --max-entries and --max-depth when
 // spec.content.git sets them), --listen, --admin-listen, --drain-delay, --shutdown-timeout,
-// --max-requests-per-connection, --max-connection-age, --h2c=true (when h2c is set), the TLS listener of tlsArgs,
-// below, --http3 and --alt-svc-port with spec.http3 (http3.go)) and --site, the site value's file. Everything
-// that decides what a request gets (cache-control, headers, CORS, redirects, error pages, the https redirect,
-// HSTS...) is in the site value (internal/sitevalue), delivered in a ConfigMap the pods mount: it changes under
-// running pods, never the pod template (step_sitevalue.go).
+// --max-requests-per-connection, --max-connection-age, --h2c=true (when h2c is set), --proxy-protocol=true (when
+// access.proxyProtocol is set), the TLS listener of tlsArgs, below, --http3 and --alt-svc-port with spec.http3
+// (http3.go)) and --site, the site value's file. Everything that decides what a request gets (cache-control,
+// headers, CORS, redirects, error pages, the https redirect, HSTS...) is in the site value (internal/sitevalue),
+// delivered in a ConfigMap the pods mount: it changes under running pods, never the pod template
+// (step_sitevalue.go).
 // The compression cache is not an argument but an environment variable: see cachevolume.go.
 func ServerArgs(site *v1alpha1.StaticSite) []string {
 	s := site.Spec.Server
@@ -54,6 +55,9 @@ func ServerArgs(site *v1alpha1.StaticSite) []string {
 	// Only the value that differs from the server's default is an argument.
 	if s.H2C {
 		args = append(args, "--h2c=true")
+	}
+	if s.Access != nil && s.Access.ProxyProtocol {
+		args = append(args, "--proxy-protocol=true")
 	}
 	args = append(args, tlsArgs(site)...)
 	args = append(args, http3Args(site)...) // http3.go

@@ -15,9 +15,26 @@ const SiteValueVolumeName = "site-value"
 // a rule change updates the mounted file under the running server (the kubelet swaps the mount's ..data link, the
 // server watches the directory), it rolls no pod. Not optional: the operator applies the ConfigMap before the
 // Deployment, and a pod must not start without its rules.
+//
+// With basic authentication (sitevalue.UsesHtpasswd) the volume is projected: the ConfigMap and the key of the
+// htpasswd Secret as the file sitevalue.HtpasswdFile beside site.json, so the kubelet swaps both in one ..data
+// change and the server reads the value with the users it names. The Secret itself, never a copy: the hashes stay
+// in a Secret and the operator needs no right to write one. Turning basic authentication on or off rolls the pods
+// once (the volume's kind changes); changing users or rules does not.
 func siteValueVolume(site *v1alpha1.StaticSite) *corev1ac.VolumeApplyConfiguration {
-	return corev1ac.Volume().WithName(SiteValueVolumeName).WithConfigMap(corev1ac.ConfigMapVolumeSource().
-		WithName(sitevalue.ConfigMapName(site.Name)).WithDefaultMode(0o444))
+	v := corev1ac.Volume().WithName(SiteValueVolumeName)
+	if !sitevalue.UsesHtpasswd(site) {
+		return v.WithConfigMap(corev1ac.ConfigMapVolumeSource().WithName(sitevalue.ConfigMapName(site.Name)).WithDefaultMode(0o444))
+	}
+	ref := site.Spec.Server.Access.HtpasswdSecret
+	key := ref.Key
+	if key == "" {
+		key = v1alpha1.DefaultHtpasswdKey
+	}
+	return v.WithProjected(corev1ac.ProjectedVolumeSource().WithDefaultMode(0o444).WithSources(
+		corev1ac.VolumeProjection().WithConfigMap(corev1ac.ConfigMapProjection().WithName(sitevalue.ConfigMapName(site.Name))),
+		corev1ac.VolumeProjection().WithSecret(corev1ac.SecretProjection().WithName(ref.Name).
+			WithItems(corev1ac.KeyToPath().WithKey(key).WithPath(sitevalue.HtpasswdFile)))))
 }
 
 // siteValueMount mounts it read-only at sitevalue.MountDir. A whole-directory mount, never subPath: the kubelet

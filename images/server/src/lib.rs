@@ -19,6 +19,7 @@ pub mod datecache;
 pub mod dates;
 pub mod fairshare;
 pub mod fxhash;
+pub mod guard;
 pub mod headers;
 pub mod http1;
 pub mod http2;

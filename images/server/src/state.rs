@@ -95,6 +95,9 @@ pub struct WorkerStats {
     pub h3_open: AtomicU64,
     /// hyperstatic_requests_limited_total and hyperstatic_client_table_evictions_total (fairshare/).
     pub fair: crate::fairshare::table::Counters,
+    /// hyperstatic_basic_auth_checks_total (guard/verified.rs): `Authorization` values checked against the htpasswd
+    /// file, a worker's cache misses; shared with the worker's `Verified`, which counts them.
+    pub basic_auth_checks: std::sync::Arc<AtomicU64>,
 }
 
 /// The counters' bump lives in counters.rs (timing.rs and tls/ count without importing this file); kept here

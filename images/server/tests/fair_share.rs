@@ -68,15 +68,7 @@ fn h2load(s: &Server, h1: bool, n: usize) -> (u32, u32) {
     if h1 {
         c.arg("--h1");
     }
-    let out = c.arg(format!("http://127.0.0.1:{}/", s.port)).output().expect("run h2load");
-    let text = String::from_utf8_lossy(&out.stdout).to_string();
-    let line = text.lines().find(|l| l.starts_with("status codes:")).unwrap_or_else(|| panic!("{text}"));
-    // "status codes: 3 2xx, 0 3xx, 7 4xx, 0 5xx"
-    let count = |class: &str| -> u32 {
-        let i = line.find(class).unwrap_or_else(|| panic!("{line}"));
-        line[..i].trim_end().rsplit(' ').next().unwrap().parse().unwrap()
-    };
-    (count("2xx"), count("4xx"))
+    h2load_tally(c.arg(format!("http://127.0.0.1:{}/", s.port)))
 }
 
 fn limited(s: &Server) -> f64 {

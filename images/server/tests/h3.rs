@@ -387,20 +387,7 @@ fn a_nat_rebinding_mid_transfer_keeps_the_path_and_the_transfer_completes() {
                     while conn.streams().accept(dir).is_some() {}
                 }
                 quinn_proto::Event::Stream(quinn_proto::StreamEvent::Readable { id }) => {
-                    let mut rs = conn.recv_stream(id);
-                    let mut chunks = rs.read(true).unwrap();
-                    loop {
-                        match chunks.next(usize::MAX) {
-                            Ok(Some(c)) if Some(id) == stream => got.extend_from_slice(&c.bytes),
-                            Ok(Some(_)) => {}
-                            Ok(None) => {
-                                done |= Some(id) == stream;
-                                break;
-                            }
-                            Err(_) => break,
-                        }
-                    }
-                    let _ = chunks.finalize();
+                    done |= read_readable(&mut conn, id, stream, &mut got);
                 }
                 quinn_proto::Event::ConnectionLost { reason } => panic!(
                     "connection lost with {} bytes in (rebound: {rebound}, {} datagrams to the new port): {reason}",
@@ -439,5 +426,98 @@ fn a_nat_rebinding_mid_transfer_keeps_the_path_and_the_transfer_completes() {
     // The access log names the client as the IPv4 address it is (not `[::ffff:127.0.0.1]`), as fair share's key does.
     wait_for("the request's access log line, with a plain IPv4 client", || {
         srv.log_contains(r#""target":"/ten.bin""#) && srv.log_contains(r#""client":"127.0.0.1:"#)
+    });
+}
+
+/// Reads what stream `id` has: appended to `got` when it is `mine`, dropped otherwise (the server's control and QPACK
+/// streams). True when `mine` has ended.
+fn read_readable(
+    conn: &mut quinn_proto::Connection,
+    id: quinn_proto::StreamId,
+    mine: Option<quinn_proto::StreamId>,
+    got: &mut Vec<u8>,
+) -> bool {
+    let mut rs = conn.recv_stream(id);
+    let mut chunks = rs.read(true).unwrap();
+    let mut ended = false;
+    loop {
+        match chunks.next(usize::MAX) {
+            Ok(Some(c)) if Some(id) == mine => got.extend_from_slice(&c.bytes),
+            Ok(Some(_)) => {}
+            Ok(None) => {
+                ended = Some(id) == mine;
+                break;
+            }
+            Err(_) => break,
+        }
+    }
+    let _ = chunks.finalize();
+    ended
+}
+
+/// The response stream of one GET of `path` over a new HTTP/3 connection to `port` (quinn-proto as the client;
+/// waits follow its QUIC timers, a stall ends at its 10 s idle timeout and fails).
+fn h3_get(ca: &std::path::Path, port: u16, path: &str) -> Vec<u8> {
+    let mut transport = quinn_proto::TransportConfig::default();
+    transport.max_idle_timeout(Some(quinn_proto::VarInt::from_u32(10_000).into()));
+    let (mut ep, h, mut conn) = client_with(ca, port, transport);
+    let server = SocketAddr::from(([127, 0, 0, 1], port));
+    let sock = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let (mut stream, mut got) = (None, Vec::new());
+    let (mut buf, mut rbuf, mut resp) = (Vec::new(), vec![0u8; 65536], Vec::new());
+    loop {
+        let now = Instant::now();
+        while let Some(t) = conn.poll_transmit(now, 1, &mut buf) {
+            sock.send_to(&buf[..t.size], server).unwrap();
+            buf.clear();
+        }
+        while let Some(ev) = conn.poll() {
+            match ev {
+                quinn_proto::Event::Connected => {
+                    let id = conn.streams().open(quinn_proto::Dir::Bi).unwrap();
+                    let req = get_request(path);
+                    assert_eq!(conn.send_stream(id).write(&req), Ok(req.len()));
+                    conn.send_stream(id).finish().unwrap();
+                    stream = Some(id);
+                }
+                quinn_proto::Event::Stream(quinn_proto::StreamEvent::Opened { dir }) => {
+                    while conn.streams().accept(dir).is_some() {}
+                }
+                // Our stream ended: the whole response is in (the guard reads, whatever it returns).
+                quinn_proto::Event::Stream(quinn_proto::StreamEvent::Readable { id })
+                    if read_readable(&mut conn, id, stream, &mut got) =>
+                {
+                    return got
+                }
+                quinn_proto::Event::ConnectionLost { reason } => panic!("connection lost: {reason}"),
+                _ => {}
+            }
+        }
+        let wait = conn.poll_timeout().map_or(Duration::from_secs(1), |t| t.saturating_duration_since(now));
+        sock.set_read_timeout(Some(wait.max(Duration::from_millis(1)))).unwrap();
+        let n = sock.recv(&mut rbuf).ok();
+        client_input(&mut ep, h, &mut conn, server, n.map(|n| &rbuf[..n]), &mut resp);
+    }
+}
+
+/// Access rules (src/guard/) answer HTTP/3 as they answer HTTP/1.1 and HTTP/2 (tests/access.rs): a path under a
+/// basic-auth rule gets 401 without credentials, whether a file is there or not; a public path is served.
+#[test]
+fn a_protected_path_gets_401_over_http3() {
+    let conf = tempdir("h3-access-conf");
+    let hash = bcrypt::hash("pw", 4).unwrap();
+    std::fs::write(conf.join("htpasswd"), format!("u:{hash}\n")).unwrap();
+    let value = r#"{"version": 1, "access": {"htpasswdFile": "htpasswd",
+        "rules": [{"pathPrefix": "/docs", "basicAuth": {"realm": "R"}}]}}"#;
+    std::fs::write(conf.join("site.json"), value).unwrap();
+    let site_json = conf.join("site.json").display().to_string();
+    let (srv, ca, _site, _tmp) = start("access", &["--http3", "--access-log", "--site", &site_json]);
+    for path in ["/docs/page.html", "/docs/nothing.html"] {
+        let got = response_body(&h3_get(&ca, srv.https, path));
+        assert_eq!(String::from_utf8_lossy(&got), "401 Unauthorized\n", "{path}");
+    }
+    assert_eq!(response_body(&h3_get(&ca, srv.https, "/100.html")), vec![b'a'; 100], "a public path");
+    wait_for("the 401 in the access log as HTTP/3", || {
+        srv.log_contains(r#""target":"/docs/page.html","protocol":"HTTP/3.0","status":401"#)
     });
 }

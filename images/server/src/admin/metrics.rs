@@ -266,6 +266,14 @@ pub fn render(s: &Shared) -> String {
     let _ = writeln!(out, "hyperstatic_requests_limited_total{{reason=\"tls_handshake\"}} {handshakes}");
     family(
         &mut out,
+        "hyperstatic_basic_auth_checks_total",
+        "counter",
+        "Authorization values checked against a site's htpasswd file (a bcrypt verification, or none for an unknown user): each worker's cache misses; a value it has checked is answered from its cache.",
+    );
+    let checks = sum(&|w| w.basic_auth_checks.load(Ordering::Relaxed));
+    let _ = writeln!(out, "hyperstatic_basic_auth_checks_total {checks}");
+    family(
+        &mut out,
         "hyperstatic_client_table_evictions_total",
         "counter",
         "Per-client buckets forgotten before they were full again: the table (--client-table-size) holds fewer clients than come, or an address flood pushed them out.",

@@ -78,15 +78,23 @@ pub fn reply<'t>(table: &'t Table, ask: &FileAsk, e: &'t FileEntry) -> Reply<'t>
     match answer {
         FileAnswer::Whole(v) => {
             let body = if ask.get { Body::Variant { v, start: 0, len: v.len } } else { Body::None };
-            Reply { status: 200, head: Head::File { v, cors }, body }
+            Reply { private: false, status: 200, head: Head::File { v, cors }, body }
         }
-        FileAnswer::Part { v, start, len } => {
-            Reply { status: 206, head: Head::Part { v, start, len, cors }, body: Body::Variant { v, start, len } }
+        FileAnswer::Part { v, start, len } => Reply {
+            private: false,
+            status: 206,
+            head: Head::Part { v, start, len, cors },
+            body: Body::Variant { v, start, len },
+        },
+        FileAnswer::NotModified(v) => {
+            Reply { private: false, status: 304, head: Head::NotModified { v, cors }, body: Body::None }
         }
-        FileAnswer::NotModified(v) => Reply { status: 304, head: Head::NotModified { v, cors }, body: Body::None },
         FileAnswer::PreconditionFailed => Reply::plain(412, false, !ask.get),
-        FileAnswer::Unsatisfiable(v) => {
-            Reply { status: 416, head: Head::Unsatisfiable { len: v.len, vary: e.negotiable() }, body: Body::None }
-        }
+        FileAnswer::Unsatisfiable(v) => Reply {
+            private: false,
+            status: 416,
+            head: Head::Unsatisfiable { len: v.len, vary: e.negotiable() },
+            body: Body::None,
+        },
     }
 }

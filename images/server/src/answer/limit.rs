@@ -17,8 +17,8 @@ pub struct Limiter<'a> {
 }
 
 /// None when the request may be answered; else the 429 it gets. `rate` is the site's `limits.perClient` (None:
-/// off), `site` a number naming the site in the worker's table (0 for the single site), `peer` the client (None
-/// when the socket did not say: not limited, since there is no one to charge).
+/// off), `site` a number naming the site in the worker's table (0 for the single site), `peer` the client as
+/// guard::client names it (None when the socket did not say: not limited, since there is no one to charge).
 #[inline]
 pub fn check<'r>(
     l: &mut Limiter,

@@ -9,6 +9,9 @@ use crate::site::content::{FileEntry, Variant};
 /// One answer to one request.
 #[derive(Clone, Copy)]
 pub struct Reply<'a> {
+    /// The request was under an access rule (guard/): framed with `Cache-Control: private` (a file's own fields
+    /// are already private, made so at load), never anything a shared cache may store.
+    pub private: bool,
     pub status: u16,
     pub head: Head<'a>,
     /// None for HEAD (the head still says the length a GET would get), 204, 304, 416 and redirects.
@@ -41,6 +44,9 @@ pub enum Head<'a> {
     Options { granted: Option<(&'a [u8], &'a [u8])>, vary_origin: bool },
     /// A redirect: `Location` (written by `Location::write`), empty body.
     Redirect(Location<'a>),
+    /// 401 under an access rule asking for basic authentication (guard/): the plain-text body and
+    /// `WWW-Authenticate: challenge`.
+    Unauthorized { challenge: &'a str },
 }
 
 /// Where the body's bytes come from.
@@ -215,6 +221,8 @@ statuses! {
     308 "Permanent Redirect",
     304 "Not Modified",
     400 "Bad Request",
+    401 "Unauthorized",
+    403 "Forbidden",
     404 "Not Found",
     405 "Method Not Allowed",
     408 "Request Timeout",
@@ -232,7 +240,7 @@ impl<'a> Reply<'a> {
     /// A plain-text status answer (`NNN Reason\n`), with `Allow` for a 405; no body for HEAD.
     pub fn plain(status: u16, allow: bool, head: bool) -> Reply<'a> {
         let body = if head { Body::None } else { Body::Static(text(status)) };
-        Reply { status, head: Head::Plain { allow }, body }
+        Reply { private: false, status, head: Head::Plain { allow }, body }
     }
 
     /// `status` (503 or 429) with `Retry-After: 1` and the plain-text body; no body for HEAD.
@@ -243,12 +251,18 @@ impl<'a> Reply<'a> {
     /// `status` with `Retry-After: after` (seconds) and the plain-text body; no body for HEAD.
     pub fn retry_after(status: u16, after: u32, head: bool) -> Reply<'a> {
         let body = if head { Body::None } else { Body::Static(text(status)) };
-        Reply { status, head: Head::Later { after }, body }
+        Reply { private: false, status, head: Head::Later { after }, body }
+    }
+
+    /// 401 with `WWW-Authenticate: challenge`, private; no body for HEAD.
+    pub fn unauthorized(challenge: &'a str, head: bool) -> Reply<'a> {
+        let body = if head { Body::None } else { Body::Static(text(401)) };
+        Reply { private: true, status: 401, head: Head::Unauthorized { challenge }, body }
     }
 
     /// A redirect with `status` to `to`.
     pub fn redirect(status: u16, to: Location<'a>) -> Reply<'a> {
-        Reply { status, head: Head::Redirect(to), body: Body::None }
+        Reply { private: false, status, head: Head::Redirect(to), body: Body::None }
     }
 }
 
@@ -280,7 +294,10 @@ mod tests {
 
     #[test]
     fn every_status_has_its_text() {
-        for s in [200, 204, 206, 301, 302, 304, 307, 308, 400, 404, 405, 408, 412, 414, 416, 429, 431, 501, 503, 505] {
+        for s in [
+            200, 204, 206, 301, 302, 304, 307, 308, 400, 401, 403, 404, 405, 408, 412, 414, 416, 429, 431, 501, 503,
+            505,
+        ] {
             assert_eq!(text(s), format!("{s} {}\n", reason(s)).as_bytes());
         }
     }

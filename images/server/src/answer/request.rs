@@ -7,6 +7,7 @@ use crate::answer::file::{self, FileAsk};
 use crate::answer::path::{self, PathError};
 use crate::answer::reply::{Body, Head, Location, Reply};
 use crate::answer::rule as rule_reply;
+use crate::guard::{Verdict, Verified};
 use crate::rules::{self, Captures};
 use crate::site::content::{Table, Target};
 
@@ -37,6 +38,11 @@ pub struct Ask<'a> {
     pub access_control_request_method: Option<&'a [u8]>,
     /// What a file's answer depends on.
     pub file: FileAsk<'a>,
+    /// `Authorization`, for a path under a basic-auth rule (guard/).
+    pub authorization: Option<&'a [u8]>,
+    /// The client's address as the protocol named it (the peer, the PROXY source or a trusted proxy's
+    /// `X-Forwarded-For` entry: guard/forwarded.rs), for a path under an address rule.
+    pub client: Option<std::net::IpAddr>,
 }
 
 /// The site a request is answered from: the published table and the flags that change lookups.
@@ -46,9 +52,31 @@ pub struct Site<'t> {
     pub spa_fallback: bool,
 }
 
-/// The answer to `ask`. `pathbuf` is the worker's scratch: the normalised path, then a rewrite's target.
-/// Allocates nothing; the reply borrows from the table, the request and `pathbuf`.
-pub fn answer<'a>(site: Site<'a>, ask: &Ask<'a>, pathbuf: &'a mut [u8]) -> Reply<'a> {
+/// The answer to `ask`. `pathbuf` is the worker's scratch: the normalised path, then a rewrite's target;
+/// `verified` the worker's memory of checked credentials (guard/verified.rs). Allocates nothing; the reply
+/// borrows from the table, the request and `pathbuf`.
+pub fn answer<'a>(site: Site<'a>, ask: &Ask<'a>, pathbuf: &'a mut [u8], verified: &mut Verified) -> Reply<'a> {
+    // The access rules come first, on the normalised path, before anything is looked up: a refused client
+    // learns nothing about what exists there (guard/). A path that does not normalise (400, 414) is under no rule.
+    let mut private = false;
+    // A site with trusted proxies and no rules pays nothing here.
+    let access = site.table.access.as_deref().filter(|a| !a.rules.is_empty());
+    if let (Some(access), false) = (access, ask.path == b"*") {
+        if let Ok(n) = path::normalize(ask.path, pathbuf) {
+            let head = ask.method == Method::Head;
+            match access.check(verified, &pathbuf[..n], ask.client, ask.authorization) {
+                Verdict::Public => {}
+                Verdict::Private => private = true,
+                Verdict::Forbidden => return Reply { private: true, ..Reply::plain(403, false, head) },
+                Verdict::Unauthorized(challenge) => return Reply::unauthorized(challenge, head),
+            }
+        }
+    }
+    Reply { private, ..decide(site, ask, pathbuf) }
+}
+
+/// The answer to `ask` once the access rules let it through.
+fn decide<'a>(site: Site<'a>, ask: &Ask<'a>, pathbuf: &'a mut [u8]) -> Reply<'a> {
     let table = site.table;
     let head = ask.method == Method::Head;
     match ask.method {
@@ -114,7 +142,7 @@ fn error<'a>(table: &'a Table, head: bool, status: u16, path: &[u8], allow: bool
     let e = table.entry(i);
     let v = e.identity();
     let body = if head { Body::None } else { Body::Variant { v, start: 0, len: v.len } };
-    Reply { status, head: Head::Page { e, allow }, body }
+    Reply { private: false, status, head: Head::Page { e, allow }, body }
 }
 
 /// `OPTIONS *` and `OPTIONS /path`: 204 with `Allow`. A CORS preflight (with `Origin` and
@@ -138,7 +166,7 @@ fn options<'a>(table: &'a Table, ask: &Ask<'a>, pathbuf: &mut [u8]) -> Reply<'a>
             }
         }
     }
-    Reply { status: 204, head: Head::Options { granted, vary_origin }, body: Body::None }
+    Reply { private: false, status: 204, head: Head::Options { granted, vary_origin }, body: Body::None }
 }
 
 /// The host of a Host header (or `:authority`) without its port (`example.com:8080` → `example.com`,
@@ -193,7 +221,16 @@ mod tests {
             origin: None,
         };
         let query = query.map(str::as_bytes);
-        Ask { method, path: path.as_bytes(), query, accept: None, access_control_request_method: None, file }
+        Ask {
+            method,
+            path: path.as_bytes(),
+            query,
+            accept: None,
+            access_control_request_method: None,
+            file,
+            authorization: None,
+            client: None,
+        }
     }
 
     fn location(r: &Reply) -> String {
@@ -211,44 +248,45 @@ mod tests {
         });
         let s = Site { table: &t, spa_fallback: false };
         let mut pb = [0u8; 256];
-        let r = answer(s, &ask(Method::Get, "/a.css", None), &mut pb);
+        let mut vf = Verified::new();
+        let r = answer(s, &ask(Method::Get, "/a.css", None), &mut pb, &mut vf);
         assert!(matches!((r.status, r.head, r.body), (200, Head::File { .. }, Body::Variant { start: 0, len: 4, .. })));
-        let r = answer(s, &ask(Method::Head, "/a.css", None), &mut pb);
+        let r = answer(s, &ask(Method::Head, "/a.css", None), &mut pb, &mut vf);
         assert!(matches!((r.status, r.head, r.body), (200, Head::File { .. }, Body::None)), "HEAD: no body");
-        let r = answer(s, &ask(Method::Get, "/dir", Some("q")), &mut pb);
+        let r = answer(s, &ask(Method::Get, "/dir", Some("q")), &mut pb, &mut vf);
         assert_eq!((r.status, location(&r).as_str()), (301, "/dir/?q"));
-        let r = answer(s, &ask(Method::Get, "/old/a/b", None), &mut pb);
+        let r = answer(s, &ask(Method::Get, "/old/a/b", None), &mut pb, &mut vf);
         assert_eq!((r.status, location(&r).as_str()), (302, "/new/a/b"));
-        let r = answer(s, &ask(Method::Get, "/r", None), &mut pb);
+        let r = answer(s, &ask(Method::Get, "/r", None), &mut pb, &mut vf);
         assert!(matches!((r.status, r.head), (200, Head::File { .. })), "a rewrite serves its target");
-        let r = answer(s, &ask(Method::Get, "/nope", None), &mut pb);
+        let r = answer(s, &ask(Method::Get, "/nope", None), &mut pb, &mut vf);
         assert!(matches!(
             (r.status, r.head, r.body),
             (404, Head::Page { allow: false, .. }, Body::Variant { len: 2, .. })
         ));
-        let r = answer(s, &ask(Method::Other, "/nope", None), &mut pb);
+        let r = answer(s, &ask(Method::Other, "/nope", None), &mut pb, &mut vf);
         assert!(matches!(
             (r.status, r.head, r.body),
             (405, Head::Plain { allow: true }, Body::Static(b"405 Method Not Allowed\n"))
         ));
-        let r = answer(s, &ask(Method::Head, "/../x", None), &mut pb);
+        let r = answer(s, &ask(Method::Head, "/../x", None), &mut pb, &mut vf);
         assert!(matches!((r.status, r.head, r.body), (400, Head::Plain { allow: false }, Body::None)));
-        let r = answer(s, &ask(Method::Unknown, "/", None), &mut pb);
+        let r = answer(s, &ask(Method::Unknown, "/", None), &mut pb, &mut vf);
         assert_eq!(r.status, 501);
         let mut pre = ask(Method::Options, "/a.css", None);
         pre.file.origin = Some(b"https://a.test");
         pre.access_control_request_method = Some(b"PUT");
-        let r = answer(s, &pre, &mut pb);
+        let r = answer(s, &pre, &mut pb, &mut vf);
         assert!(matches!((r.status, r.head), (204, Head::Options { granted: Some(_), vary_origin: true })));
         pre.file.origin = Some(b"https://b.test");
-        let r = answer(s, &pre, &mut pb);
+        let r = answer(s, &pre, &mut pb, &mut vf);
         assert!(matches!(r.head, Head::Options { granted: None, vary_origin: true }), "a refused preflight");
         let mut cond = ask(Method::Get, "/a.css", None);
         cond.file.conditions.if_none_match = Some(b"*");
-        assert!(matches!(answer(s, &cond, &mut pb).head, Head::NotModified { .. }));
+        assert!(matches!(answer(s, &cond, &mut pb, &mut vf).head, Head::NotModified { .. }));
         let mut part = ask(Method::Get, "/a.css", None);
         part.file.range = Some(b"bytes=1-2");
-        let r = answer(s, &part, &mut pb);
+        let r = answer(s, &part, &mut pb, &mut vf);
         assert!(matches!((r.status, r.body), (206, Body::Variant { start: 1, len: 2, .. })));
         let https = https_redirect(&ask(Method::Get, "/p", Some("x")), Some(b"h.test:80"), 443);
         assert_eq!((https.status, location(&https).as_str()), (308, "https://h.test/p?x"));

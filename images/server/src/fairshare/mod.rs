@@ -12,7 +12,9 @@
 //!   `hyperstatic_requests_limited_total{reason="tls_handshake"}`.
 //! - **The bucket** (bucket.rs) is GCRA, the token bucket kept as one number per client: the time its bucket will
 //!   be full again. Admitting is an add and a compare; nothing ticks, nothing is refilled in the background.
-//! - **The address** (client.rs): an IPv4 address is one client; an IPv6 address is bucketed by its /64, because
+//! - **The address** (client.rs): the client as the protocol names it — the peer, the PROXY protocol source, or
+//!   behind the site's trusted proxies the right-most untrusted `X-Forwarded-For` entry (guard/forwarded.rs),
+//!   the same address the access rules and the access log use. An IPv4 address is one client; an IPv6 address is bucketed by its /64, because
 //!   one host picks freely among the 2^64 addresses of its network (privacy addresses, SLAAC): per /128 it would
 //!   mint a fresh bucket per request. An IPv4-mapped IPv6 address (a dual-stack listener) is its IPv4 address.
 //! - **Bounded memory whatever the number of addresses** (table.rs): each worker owns one fixed table, sized by

@@ -8,6 +8,9 @@
 //! A name set by a later source replaces the earlier ones. `Content-Type` from 2 or 3 replaces the type guessed
 //! from the extension; `Cache-Control` from 2 or 3 replaces `--default-cache-control` (a matching
 //! `--cache-control` rule still wins over both).
+//!
+//! A file under an access rule (guard/) is private, whatever the sources say: its `Cache-Control` made private
+//! and the headers only shared caches read left out (at any of the URLs it answers at, its clean URL included).
 
 use crate::headers::cors;
 use crate::headers::security;
@@ -68,7 +71,14 @@ pub fn resolve(cfg: &SiteValue, site: &HeadersFile, url: &str) -> Resolved {
     let content_type = take("Content-Type");
     let user_cc = take("Cache-Control");
     let rule_cc = cfg.cache_control.iter().find(|r| r.glob.matches(url)).map(|r| r.value.clone());
-    let cache_control = rule_cc.or(user_cc).unwrap_or_else(|| cfg.default_cache_control.clone());
+    let mut cache_control = rule_cc.or(user_cc).unwrap_or_else(|| cfg.default_cache_control.clone());
+    if let Some(a) = cfg.access.as_deref() {
+        let clean = url.strip_suffix(".html").filter(|u| !u.is_empty() && !u.ends_with('/'));
+        if urls_of(url).into_iter().chain(clean).any(|u| a.protects(u)) {
+            cache_control = crate::guard::private_cache_control(&cache_control);
+            extra.retain(|(n, _)| !crate::guard::shared_cache_header(n));
+        }
+    }
     Resolved { cache_control, content_type, extra, cors }
 }
 

@@ -119,7 +119,7 @@ pub fn frame(out: &mut Out, r: &Reply, c: Conn) -> Resp {
             out.bytes(e.mime.as_bytes());
             out.bytes(b"\r\n");
             length(out, e.identity().len);
-            out.bytes(b"Cache-Control: no-cache\r\n");
+            out.bytes(if r.private { b"Cache-Control: private, no-cache\r\n" } else { b"Cache-Control: no-cache\r\n" });
             if allow {
                 out.bytes(ALLOW);
             }
@@ -158,6 +158,21 @@ pub fn frame(out: &mut Out, r: &Reply, c: Conn) -> Resp {
             out.bytes(b"\r\n");
             length(out, 0);
         }
+        Head::Unauthorized { challenge } => {
+            status_line(out, r.status);
+            out.bytes(b"Content-Type: text/plain; charset=utf-8\r\n");
+            length(out, reply::text(r.status).len() as u64);
+            out.bytes(b"WWW-Authenticate: ");
+            out.bytes(challenge.as_bytes());
+            out.bytes(b"\r\n");
+        }
+    }
+    // A protected path's answers that carry no Cache-Control of their own (a file's fields and a page's line
+    // have theirs, private already).
+    if r.private
+        && !matches!(r.head, Head::File { .. } | Head::Part { .. } | Head::NotModified { .. } | Head::Page { .. })
+    {
+        out.bytes(b"Cache-Control: private\r\n");
     }
     if let Some(line) = cors {
         out.bytes(line);
@@ -274,8 +289,12 @@ mod tests {
     fn options_with_and_without_a_granted_preflight() {
         let granted =
             (&b"Access-Control-Allow-Origin: https://a.test\r\n"[..], &b"Access-Control-Allow-Methods: GET\r\n"[..]);
-        let r =
-            Reply { status: 204, head: Head::Options { granted: Some(granted), vary_origin: true }, body: Body::None };
+        let r = Reply {
+            private: false,
+            status: 204,
+            head: Head::Options { granted: Some(granted), vary_origin: true },
+            body: Body::None,
+        };
         expect(
             &r,
             false,
@@ -283,7 +302,12 @@ mod tests {
             &format!("HTTP/1.1 204 No Content\r\nAllow: GET, HEAD, OPTIONS\r\nAccess-Control-Allow-Origin: https://a.test\r\nAccess-Control-Allow-Methods: GET\r\nVary: Origin\r\n{DATE}\r\n"),
             0,
         );
-        let r = Reply { status: 204, head: Head::Options { granted: None, vary_origin: false }, body: Body::None };
+        let r = Reply {
+            private: false,
+            status: 204,
+            head: Head::Options { granted: None, vary_origin: false },
+            body: Body::None,
+        };
         expect(&r, false, false, &format!("HTTP/1.1 204 No Content\r\nAllow: GET, HEAD, OPTIONS\r\n{DATE}\r\n"), 0);
     }
 
@@ -313,6 +337,7 @@ mod tests {
             headers: Arc::default(),
         };
         let page = Reply {
+            private: false,
             status: 404,
             head: Head::Page { e: &e, allow: false },
             body: Body::Variant { v: &v, start: 0, len: 10 },
@@ -324,7 +349,7 @@ mod tests {
             &format!("HTTP/1.1 404 Not Found\r\nContent-Type: text/html; charset=utf-8\r\nContent-Length: 10\r\nCache-Control: no-cache\r\n{DATE}\r\nabcdefghij"),
             10,
         );
-        let head = Reply { status: 405, head: Head::Page { e: &e, allow: true }, body: Body::None };
+        let head = Reply { private: false, status: 405, head: Head::Page { e: &e, allow: true }, body: Body::None };
         expect(
             &head,
             false,
@@ -338,8 +363,12 @@ mod tests {
     fn file_answers() {
         let v = variant();
         let cors = Some(&b"Access-Control-Allow-Origin: https://a.test\r\n"[..]);
-        let whole =
-            Reply { status: 200, head: Head::File { v: &v, cors }, body: Body::Variant { v: &v, start: 0, len: 10 } };
+        let whole = Reply {
+            private: false,
+            status: 200,
+            head: Head::File { v: &v, cors },
+            body: Body::Variant { v: &v, start: 0, len: 10 },
+        };
         expect(
             &whole,
             false,
@@ -347,7 +376,7 @@ mod tests {
             &format!("HTTP/1.1 200 OK\r\nContent-Length: 10\r\n{FIELDS}Access-Control-Allow-Origin: https://a.test\r\n{DATE}\r\nabcdefghij"),
             10,
         );
-        let head = Reply { status: 200, head: Head::File { v: &v, cors: None }, body: Body::None };
+        let head = Reply { private: false, status: 200, head: Head::File { v: &v, cors: None }, body: Body::None };
         expect(
             &head,
             true,
@@ -356,6 +385,7 @@ mod tests {
             0,
         );
         let part = Reply {
+            private: false,
             status: 206,
             head: Head::Part { v: &v, start: 2, len: 3, cors: None },
             body: Body::Variant { v: &v, start: 2, len: 3 },
@@ -367,7 +397,7 @@ mod tests {
             &format!("HTTP/1.1 206 Partial Content\r\nContent-Range: bytes 2-4/10\r\nContent-Length: 3\r\n{FIELDS}{DATE}\r\ncde"),
             3,
         );
-        let nm = Reply { status: 304, head: Head::NotModified { v: &v, cors }, body: Body::None };
+        let nm = Reply { private: false, status: 304, head: Head::NotModified { v: &v, cors }, body: Body::None };
         expect(
             &nm,
             false,
@@ -377,7 +407,8 @@ mod tests {
             ),
             0,
         );
-        let un = Reply { status: 416, head: Head::Unsatisfiable { len: 10, vary: true }, body: Body::None };
+        let un =
+            Reply { private: false, status: 416, head: Head::Unsatisfiable { len: 10, vary: true }, body: Body::None };
         expect(
             &un,
             false,

@@ -77,6 +77,11 @@ pub struct Request<'a> {
     /// For the SPA fallback's navigation test (rules/navigation.rs).
     pub accept: Option<&'a [u8]>,
     pub user_agent: Option<&'a [u8]>,
+    /// For a path under a basic-auth rule (guard/): the first `Authorization` line.
+    pub authorization: Option<&'a [u8]>,
+    /// The last `X-Forwarded-For` line (the nearest proxy's), read only from a trusted proxy
+    /// (guard/forwarded.rs).
+    pub forwarded_for: Option<&'a [u8]>,
 }
 
 impl<'a> Request<'a> {
@@ -107,6 +112,8 @@ impl<'a> Request<'a> {
             access_control_request_method: None,
             accept: None,
             user_agent: None,
+            authorization: None,
+            forwarded_for: None,
         };
         if method == Method::Options && target == b"*" {
             req.path = b"*";
@@ -177,6 +184,12 @@ impl<'a> Request<'a> {
             }
             19 if name.eq_ignore_ascii_case(b"if-unmodified-since") => {
                 self.if_unmodified_since.get_or_insert(value);
+            }
+            13 if name.eq_ignore_ascii_case(b"authorization") => {
+                self.authorization.get_or_insert(value);
+            }
+            15 if name.eq_ignore_ascii_case(b"x-forwarded-for") => {
+                self.forwarded_for = Some(value);
             }
             29 if name.eq_ignore_ascii_case(b"access-control-request-method") => {
                 self.access_control_request_method.get_or_insert(value);

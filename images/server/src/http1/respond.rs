@@ -7,6 +7,7 @@ use crate::answer::conditional::Conditions;
 use crate::answer::file::FileAsk;
 use crate::answer::reply::Reply;
 use crate::answer::request::{self, Ask, Site};
+use crate::guard::Verified;
 use crate::http1::frame::{self, Conn};
 use crate::http1::out::Out;
 use crate::http1::parser::{self, Method, ParseError, Request, Version};
@@ -80,6 +81,9 @@ impl<'a> From<&Request<'a>> for Ask<'a> {
             accept: req.accept,
             access_control_request_method: req.access_control_request_method,
             file: FileAsk::from(req),
+            authorization: req.authorization,
+            // The protocol's glue names the client (server/h1.rs): the request alone does not know it.
+            client: None,
         }
     }
 }
@@ -110,11 +114,19 @@ pub fn reply(out: &mut Out, ctx: &Ctx, req: &Request, reply: &Reply) -> Resp {
     frame::frame(out, reply, conn(ctx, req, req.method == Method::Unknown))
 }
 
-/// Appends the response to `req` to `out`. `pathbuf` is scratch space for the normalised path.
+/// Appends the response to `req` from `client` to `out`. `pathbuf` is scratch space for the normalised path,
+/// `verified` the worker's memory of checked credentials (guard/verified.rs).
 #[inline]
-pub fn respond(out: &mut Out, ctx: &Ctx, req: &Request, pathbuf: &mut [u8]) -> Resp {
+pub fn respond(
+    out: &mut Out,
+    ctx: &Ctx,
+    req: &Request,
+    pathbuf: &mut [u8],
+    client: Option<std::net::IpAddr>,
+    verified: &mut Verified,
+) -> Resp {
     let site = Site { table: ctx.table, spa_fallback: ctx.spa_fallback };
-    let reply = request::answer(site, &Ask::from(req), pathbuf);
+    let reply = request::answer(site, &Ask { client, ..Ask::from(req) }, pathbuf, verified);
     // An unknown method's 501 closes: what follows it cannot be trusted to be the next request.
     frame::frame(out, &reply, conn(ctx, req, req.method == Method::Unknown))
 }
@@ -153,7 +165,7 @@ mod tests {
         };
         let Ok(Parsed::Complete(r, _)) = parser::parse(req.as_bytes()) else { panic!("test request must parse") };
         let mut pb = [0u8; 1024];
-        let resp = respond(&mut out, &ctx, &r, &mut pb);
+        let resp = respond(&mut out, &ctx, &r, &mut pb, None, &mut crate::guard::Verified::new());
         out.finish();
         (resp, String::from_utf8_lossy(&out.buf).into_owned())
     }

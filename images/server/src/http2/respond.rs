@@ -181,7 +181,7 @@ pub fn frame_with<C: Coder>(head: &mut Vec<u8>, loc: &mut Vec<u8>, r: &Reply) ->
             C::status(head, r.status);
             C::field(head, b"content-type", e.mime.as_bytes());
             length::<C>(head, e.identity().len);
-            C::field(head, b"cache-control", b"no-cache");
+            C::field(head, b"cache-control", if r.private { b"private, no-cache" } else { b"no-cache" });
             if allow {
                 C::field(head, b"allow", ALLOW);
             }
@@ -219,6 +219,18 @@ pub fn frame_with<C: Coder>(head: &mut Vec<u8>, loc: &mut Vec<u8>, r: &Reply) ->
             C::field(head, b"location", loc);
             length::<C>(head, 0);
         }
+        Head::Unauthorized { challenge } => {
+            C::status(head, r.status);
+            C::field(head, b"content-type", b"text/plain; charset=utf-8");
+            length::<C>(head, reply::text(r.status).len() as u64);
+            C::field(head, b"www-authenticate", challenge.as_bytes());
+        }
+    }
+    // As HTTP/1.1 (http1/frame.rs): the answers without a Cache-Control of their own.
+    if r.private
+        && !matches!(r.head, Head::File { .. } | Head::Part { .. } | Head::NotModified { .. } | Head::Page { .. })
+    {
+        C::field(head, b"cache-control", b"private");
     }
     if let Some(line) = cors {
         text_fields_with::<C>(head, line);
@@ -292,7 +304,12 @@ mod tests {
                 ("allow", "GET, HEAD, OPTIONS")
             ])
         );
-        let r = Reply { status: 416, head: Head::Unsatisfiable { len: 1700, vary: true }, body: Body::None };
+        let r = Reply {
+            private: false,
+            status: 416,
+            head: Head::Unsatisfiable { len: 1700, vary: true },
+            body: Body::None,
+        };
         frame(&mut h, &mut l, &r);
         assert_eq!(
             decoded(&h),

@@ -115,7 +115,8 @@ mod tests {
             read_back(&out),
             (pairs(&[(":status", "301"), ("location", "/docs/"), ("content-length", "0")]), None)
         );
-        let r = Reply { status: 416, head: Head::Unsatisfiable { len: 9, vary: false }, body: Body::None };
+        let r =
+            Reply { private: false, status: 416, head: Head::Unsatisfiable { len: 9, vary: false }, body: Body::None };
         frame(&mut out, &mut sec, &mut loc, &r, &[]);
         assert_eq!(
             read_back(&out).0,

@@ -265,6 +265,13 @@ fn site(v: &Value, path: &str, tls: bool, values: &mut Values, entry_revision: S
                     "{value_path}.limits.perClientHandshakes: a pool site has no TLS listener of its own to limit"
                 ));
             }
+            if v.access.as_ref().is_some_and(|a| a.htpasswd_file.is_some()) {
+                // A pool's index carries values, not files: there is no htpasswd beside it (guard/), and a rule
+                // asking for a password would refuse everyone.
+                return Err(format!(
+                    "{value_path}.access.htpasswdFile: a pool site has no htpasswd file beside its value"
+                ));
+            }
             let v = Arc::new(v);
             values.insert(revision.clone(), v.clone());
             v
@@ -356,6 +363,18 @@ mod tests {
             "sites[0].value.limits.perClientHandshakes: a pool site has no TLS listener of its own to limit"
         );
         assert!(err(&s).contains("needs a TLS listener"), "without TLS, the site value's own check says why");
+    }
+
+    #[test]
+    fn a_pool_site_may_not_ask_for_passwords_but_may_restrict_addresses() {
+        let rule = r#"{"pathPrefix":"/a","basicAuth":{}}"#;
+        let v = format!(r#"{{"version":1,"access":{{"htpasswdFile":"htpasswd","rules":[{rule}]}}}}"#);
+        let s = format!(r#"{{"version":1,"sites":[{{"id":"a.b","hosts":[],"value":{v},{LIM}}}]}}"#);
+        assert_eq!(err(&s), "sites[0].value.access.htpasswdFile: a pool site has no htpasswd file beside its value");
+        let v =
+            r#"{"version":1,"access":{"trustedProxies":["10.0.0.0/8"],"rules":[{"pathPrefix":"/a","allow":["::1"]}]}}"#;
+        let s = format!(r#"{{"version":1,"sites":[{{"id":"a.b","hosts":[],"value":{v},{LIM}}}]}}"#);
+        assert!(parse_shard(s.as_bytes(), false).is_ok());
     }
 
     #[test]

@@ -8,6 +8,7 @@ use crate::access;
 use crate::answer::limit::{self, Limiter};
 use crate::answer::reply::Reply;
 use crate::counters::bump;
+use crate::guard;
 use crate::http1::out::Out;
 use crate::http1::parser::{self, Parsed};
 use crate::http1::parser::{Method, Request};
@@ -66,9 +67,11 @@ impl Worker {
                     };
                     let head = req.method == Method::Head;
                     let mut limited = false;
+                    // The single site's client; a pool's is named by its site's trusted proxies (`pooled`).
+                    let mut client = guard::client(table.access.as_deref(), c.peer, || req.forwarded_for);
                     let r = match pool {
                         // The single site: no host looked at, as before pools.
-                        None => match limit::check(&mut l, table.per_client.as_ref(), 0, c.peer, head) {
+                        None => match limit::check(&mut l, table.per_client.as_ref(), 0, client, head) {
                             Some(refused) => {
                                 limited = true;
                                 respond::reply(&mut self.out, &ctx, &req, &refused)
@@ -77,7 +80,14 @@ impl Worker {
                                 Some(port) if c.tls.is_none() => {
                                     respond::https_redirect(&mut self.out, &ctx, &req, port)
                                 }
-                                _ => respond::respond(&mut self.out, &ctx, &req, &mut self.pathbuf),
+                                _ => respond::respond(
+                                    &mut self.out,
+                                    &ctx,
+                                    &req,
+                                    &mut self.pathbuf,
+                                    client.map(|a| a.ip()),
+                                    &mut self.verified,
+                                ),
                             },
                         },
                         Some((p, snap)) => {
@@ -91,16 +101,16 @@ impl Worker {
                                     break;
                                 }
                             }
-                            let (r, l) = pooled(
+                            let (r, l, who) = pooled(
                                 &mut self.out,
                                 &ctx,
                                 &req,
-                                &mut self.pathbuf,
+                                (&mut self.pathbuf, &mut self.verified),
                                 route,
                                 (c.tls.is_none(), c.peer, &mut l),
                                 self.id,
                             );
-                            limited = l;
+                            (limited, client) = (l, who);
                             r
                         }
                     };
@@ -110,7 +120,7 @@ impl Worker {
                         self.log_counter += 1;
                         if self.log_counter.is_multiple_of(self.shared.cfg.access_log_sample) {
                             let f = access::Fields {
-                                client: c.peer,
+                                client,
                                 method: req.method_raw,
                                 target: req.target,
                                 protocol: if req.version == parser::Version::Http10 { "HTTP/1.0" } else { "HTTP/1.1" },
@@ -238,36 +248,39 @@ impl Worker {
 /// A pool's request, routed by its host: the site's table answers it exactly as a single site's would (its
 /// per-client limit, its rules, its HTTPS redirect), counted on the site; an unknown host gets the same plain 404
 /// whatever it was, and a site without a tree, refused or past its requests per second gets 503 or 429 with
-/// `Retry-After: 1`. `conn` is whether the connection is plain, its client and the worker's limiter; the bool
-/// returned says the client was past its share.
+/// `Retry-After: 1`. `scratch` is the worker's path buffer and memory of checked credentials; `conn` is whether
+/// the connection is plain, its peer and the worker's limiter. Returned with the response: whether the client was
+/// past its share, and the client (the site's trusted proxies may name another than the peer, guard/).
 fn pooled(
     out: &mut Out,
     ctx: &Ctx,
     req: &Request,
-    pathbuf: &mut [u8],
+    scratch: (&mut [u8], &mut guard::Verified),
     route: Route,
     conn: (bool, Option<std::net::SocketAddr>, &mut Limiter<'_>),
     worker: usize,
-) -> (Resp, bool) {
+) -> (Resp, bool, Option<std::net::SocketAddr>) {
     let (plain, peer, limiter) = conn;
+    let (pathbuf, verified) = scratch;
     let head = req.method == Method::Head;
     let r = match route {
         Route::Site(cell, table) => {
             let ctx = Ctx { table, spa_fallback: table.spa_fallback, ..*ctx };
+            let client = guard::client(table.access.as_deref(), peer, || req.forwarded_for);
             // The cell names the site in the worker's buckets: it stays the site's while the site is in the pool,
             // across reloads of its table, and its address needs no hashing of the site's id.
             let site = cell as *const crate::pool::Cell as u64;
-            if let Some(refused) = limit::check(limiter, table.per_client.as_ref(), site, peer, head) {
+            if let Some(refused) = limit::check(limiter, table.per_client.as_ref(), site, client, head) {
                 let r = respond::reply(out, &ctx, req, &refused);
                 cell.counters.count(worker, r.status, r.bytes);
-                return (r, true);
+                return (r, true, client);
             }
             let r = match table.https_redirect {
                 Some(port) if plain => respond::https_redirect(out, &ctx, req, port),
-                _ => respond::respond(out, &ctx, req, pathbuf),
+                _ => respond::respond(out, &ctx, req, pathbuf, client.map(|a| a.ip()), verified),
             };
             cell.counters.count(worker, r.status, r.bytes);
-            r
+            return (r, false, client);
         }
         Route::Status(None, status) => respond::reply(out, ctx, req, &Reply::plain(status, false, head)),
         Route::Load(cell) => {
@@ -281,5 +294,5 @@ fn pooled(
             r
         }
     };
-    (r, false)
+    (r, false, peer)
 }

@@ -10,6 +10,7 @@
 //! pread): a frame header every 16 KiB sits between body pieces anyway, and a copy keeps the body's lifetime
 //! with the stream's handle rather than with the table the pending output holds.
 
+use crate::guard;
 use std::os::unix::fs::FileExt;
 
 use super::conn::{Done, Proto, Then, H2};
@@ -106,6 +107,9 @@ pub(super) fn ask<'a>(r: &RequestHead<'a>) -> Option<Ask<'a>> {
             if_range: None,
             origin: None,
         },
+        authorization: None,
+        // Named by the glue (the site's trusted proxies decide: `forwarded_for`).
+        client: None,
     };
     for (n, v) in r.fields() {
         let slot = match n {
@@ -119,11 +123,17 @@ pub(super) fn ask<'a>(r: &RequestHead<'a>) -> Option<Ask<'a>> {
             b"if-range" => &mut a.file.if_range,
             b"origin" => &mut a.file.origin,
             b"access-control-request-method" => &mut a.access_control_request_method,
+            b"authorization" => &mut a.authorization,
             _ => continue,
         };
         slot.get_or_insert(v);
     }
     Some(a)
+}
+
+/// The last `x-forwarded-for` field of a head (the nearest proxy's; guard/forwarded.rs). HTTP/3 heads too.
+pub(super) fn forwarded_for<'a>(r: &RequestHead<'a>) -> Option<&'a [u8]> {
+    r.fields().filter(|(n, _)| *n == b"x-forwarded-for").map(|(_, v)| v).last()
 }
 
 impl Worker {
@@ -192,6 +202,8 @@ impl Worker {
             let stream = r.stream;
             let head = r.method() == b"HEAD";
             let mut limited = false;
+            // The peer, or whom the routed site's trusted proxies name (below).
+            let mut client = c.peer;
             // A pool routes by `:authority` (else `host`): the same answers as HTTP/1.1's (h1.rs `pooled`).
             let routed =
                 pool.map(|(p, snap)| snap.route(p, Some(r.authority()).filter(|h| !h.is_empty()), self.id, now_s));
@@ -209,7 +221,8 @@ impl Worker {
                     let key = cell.map_or(0, |c| c as *const crate::pool::Cell as u64);
                     let mut l = Limiter { clients: &mut self.clients, counters: &stats.fair, now_ms: self.now_ms };
                     let site = Site { table, spa_fallback: table.spa_fallback };
-                    let reply = match limit::check(&mut l, table.per_client.as_ref(), key, c.peer, head) {
+                    client = guard::client(table.access.as_deref(), c.peer, || forwarded_for(&r));
+                    let reply = match limit::check(&mut l, table.per_client.as_ref(), key, client, head) {
                         Some(refused) => {
                             limited = true;
                             refused
@@ -219,7 +232,10 @@ impl Worker {
                             (Some(a), Some(port)) if !tls => {
                                 request::https_redirect(&a, Some(r.authority()).filter(|h| !h.is_empty()), port)
                             }
-                            (Some(a), _) => request::answer(site, &a, &mut self.pathbuf),
+                            (Some(a), _) => {
+                                let a = Ask { client: client.map(|x| x.ip()), ..a };
+                                request::answer(site, &a, &mut self.pathbuf, &mut self.verified)
+                            }
                         },
                     };
                     (reply, cell)
@@ -231,7 +247,7 @@ impl Worker {
                 self.log_counter += 1;
                 if self.log_counter.is_multiple_of(cfg.access_log_sample) {
                     let fields = access::Fields {
-                        client: c.peer,
+                        client,
                         method: r.method(),
                         target: r.path(),
                         protocol: "HTTP/2.0",

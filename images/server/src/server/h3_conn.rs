@@ -12,6 +12,7 @@
 //! Every `ConnError` the readers return closes the connection with its code; a malformed request head resets
 //! its stream with H3_MESSAGE_ERROR, as RFC 9114 §4.1.2 says.
 
+use crate::guard;
 use std::collections::HashMap;
 use std::fs::File;
 use std::net::SocketAddr;
@@ -537,6 +538,8 @@ impl Worker {
         };
         let mut head = None;
         let mut limited = false;
+        // The connection's address, or whom the site's trusted proxies name (guard/forwarded.rs).
+        let mut client = Some(peer);
         let reply = match decoded {
             Err(DecodeError::Failed(why)) => return Err(ConnError { code: Code::QpackDecompressionFailed, why }),
             Err(DecodeError::TooLarge) => Reply::plain(431, false, false),
@@ -551,14 +554,18 @@ impl Worker {
                     counters: &self.shared.stats[self.id].fair,
                     now_ms: self.now_ms,
                 };
-                match limit::check(&mut l, table.per_client.as_ref(), 0, Some(peer), is_head) {
+                client = guard::client(table.access.as_deref(), Some(peer), || super::h2::forwarded_for(r));
+                match limit::check(&mut l, table.per_client.as_ref(), 0, client, is_head) {
                     Some(refused) => {
                         limited = true;
                         refused
                     }
                     None => match super::h2::ask(r) {
                         None => Reply::plain(400, false, is_head),
-                        Some(a) => request::answer(site, &a, &mut self.pathbuf),
+                        Some(a) => {
+                            let a = request::Ask { client: client.map(|x| x.ip()), ..a };
+                            request::answer(site, &a, &mut self.pathbuf, &mut self.verified)
+                        }
                     },
                 }
             }
@@ -570,7 +577,7 @@ impl Worker {
             self.log_counter += 1;
             if self.log_counter.is_multiple_of(cfg.access_log_sample) {
                 let fields = access::Fields {
-                    client: Some(peer),
+                    client,
                     method: head.as_ref().map_or(&b""[..], |r| r.method()),
                     target: head.as_ref().map_or(&b""[..], |r| r.path()),
                     protocol: "HTTP/3.0",

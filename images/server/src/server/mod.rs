@@ -128,6 +128,8 @@ pub struct Worker {
     /// The per-client buckets of sites with `limits.perClient` (fairshare/): this worker's share of
     /// `--client-table-size`, allocated here once (answer/limit.rs checks it before a request is answered).
     clients: crate::fairshare::Clients,
+    /// The worker's memory of checked `Authorization` values (guard/verified.rs), allocated here once.
+    verified: crate::guard::Verified,
 }
 
 impl Worker {
@@ -185,6 +187,7 @@ impl Worker {
                 cfg.client_table_size / shared.workers.max(1) as u64,
                 crate::fairshare::table::random_seed(),
             ),
+            verified: crate::guard::Verified::counted(shared.stats[id].basic_auth_checks.clone()),
             shared,
         }
     }

@@ -147,6 +147,9 @@ pub struct Table {
     /// The site value's `limits.perClientHandshakes` (fairshare/handshake.rs): checked when a TLS connection is
     /// accepted, before its handshake begins (server/accept.rs).
     pub per_client_handshakes: Option<crate::fairshare::Rate>,
+    /// The site value's `access` (guard/): checked in the core before a path is looked up (answer/request.rs),
+    /// and its trusted proxies by the protocols when they name the client (guard/forwarded.rs).
+    pub access: Option<Arc<crate::guard::Access>>,
     /// `--cors` rules, indexed by `Resolved::cors`.
     pub cors: Arc<[crate::headers::cors::CorsRule]>,
     /// Redirects, rewrites, clean-URL redirects and error pages (rules/).

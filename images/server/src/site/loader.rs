@@ -249,6 +249,7 @@ pub fn load(
         hsts: site.hsts.as_deref().map(Into::into),
         per_client: site.per_client,
         per_client_handshakes: site.per_client_handshakes,
+        access: site.access.clone(),
         ..Table::default()
     };
     let mut map = FxMap::with_capacity_and_hasher(entries.len() + 2 * dirs.len(), Default::default());

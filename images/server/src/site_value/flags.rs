@@ -53,5 +53,6 @@ pub(super) fn from_texts(t: RuleTexts) -> Result<SiteValue, String> {
         // No flag sets a per-client limit: the site value file does (mod.rs).
         per_client: None,
         per_client_handshakes: None,
+        access: None,
     })
 }

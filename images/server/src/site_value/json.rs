@@ -9,7 +9,7 @@ use serde_json::{Map, Value};
 use super::rules::{parse_cache_rule, parse_header_rule, parse_hsts, site_path};
 use super::SiteValue;
 
-const FIELDS: [&str; 14] = [
+const FIELDS: [&str; 15] = [
     "version",
     "cacheControl",
     "defaultCacheControl",
@@ -24,6 +24,7 @@ const FIELDS: [&str; 14] = [
     "httpsRedirect",
     "hsts",
     "limits",
+    "access",
 ];
 
 /// The only version this server reads.
@@ -171,6 +172,7 @@ pub(super) fn parse(bytes: &[u8]) -> Result<SiteValue, String> {
             .and_then(|l| l.get("perClientHandshakes"))
             .map(|v| bucket(v, "perClientHandshakes", "handshakes"))
             .transpose()?,
+        access: o.get("access").map(|v| access(v).map(std::sync::Arc::new)).transpose()?,
     })
 }
 
@@ -269,4 +271,50 @@ fn error_page(path: &str, v: &Value) -> Result<crate::rules::ErrorPage, String> 
         None => "/",
     };
     crate::rules::parse_error_page(&format!("{status} {page} {prefix}")).map_err(|e| format!("{path}: {e}"))
+}
+
+/// `access {rules[], trustedProxies[], htpasswdFile}` (guard/): every CIDR, prefix and realm checked here and
+/// named by its path; a rule asking for basic authentication needs the file.
+fn access(v: &Value) -> Result<crate::guard::Access, String> {
+    use crate::guard::{self, Cidr};
+    let o = Obj::new(v, "access".into(), &["rules", "trustedProxies", "htpasswdFile"])?;
+    let cidrs = |o: &Obj, key: &str| -> Result<Vec<Cidr>, String> {
+        o.array(key)?
+            .iter()
+            .map(|(p, v)| {
+                let s = v.as_str().ok_or_else(|| format!("{p}: expected a string"))?;
+                Cidr::parse(s.trim()).map_err(|e| format!("{p}: {e}"))
+            })
+            .collect()
+    };
+    let file = o.string("htpasswdFile")?.map(|f| plain(&o.at("htpasswdFile"), f, &[], "a file name")).transpose()?;
+    let mut rules = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    for (p, v) in o.array("rules")? {
+        let r = Obj::new(v, p.clone(), &["pathPrefix", "allow", "deny", "basicAuth"])?;
+        let prefix = guard::parse_prefix(r.required_string("pathPrefix")?)
+            .map_err(|e| format!("{}: {e}", r.at("pathPrefix")))?;
+        if !seen.insert(prefix.clone()) {
+            return Err(format!("{}: {prefix:?} has a rule already", r.at("pathPrefix")));
+        }
+        let challenge = match r.get("basicAuth") {
+            None => None,
+            Some(b) => {
+                let b = Obj::new(b, r.at("basicAuth"), &["realm"])?;
+                let realm = b.string("realm")?.unwrap_or("Restricted");
+                if !guard::basic::valid_realm(realm) {
+                    return Err(format!(
+                        "{}: {realm:?} is not a realm (1 to 128 characters, no '\"', '\\' or controls)",
+                        b.at("realm")
+                    ));
+                }
+                if file.is_none() {
+                    return Err(format!("{}: needs access.htpasswdFile", r.at("basicAuth")));
+                }
+                Some(guard::basic::challenge(realm))
+            }
+        };
+        rules.push(guard::Rule { prefix, allow: cidrs(&r, "allow")?, deny: cidrs(&r, "deny")?, challenge });
+    }
+    Ok(guard::Access::new(rules, cidrs(&o, "trustedProxies")?, file.map(str::to_string)))
 }

@@ -13,6 +13,9 @@
 //!   bytes, or of the canonical rendering (canonical.rs) when the flags built it.
 //! - **Limits** (`limits.perClient`, `limits.perClientHandshakes`, fairshare/): only in the file; each number is
 //!   checked against its range and a bad one named by its path, like every other field.
+//! - **Access** (`access {rules, trustedProxies, htpasswdFile}`, guard/): only in the file; a relative
+//!   `htpasswdFile` is read from the value file's directory when the value is read, and a bad or missing one
+//!   refuses the value (the last good one keeps serving), as a bad rule does.
 //! - **Against the process and the content**: `httpsRedirect`, `hsts` and `limits.perClientHandshakes` need a TLS
 //!   listener (`check_process`); a `notFoundPage` or `errorPages[].path` the content lacks refuses the value at
 //!   load (site/loader.rs), and the last good (content, value) keeps serving (control.rs).
@@ -71,6 +74,9 @@ pub struct SiteValue {
     /// `limits.perClientHandshakes`: each client address's token bucket on this site's TLS handshakes
     /// (fairshare/handshake.rs), taken when the connection is accepted; None: off. Needs a TLS listener.
     pub per_client_handshakes: Option<crate::fairshare::Rate>,
+    /// `access`: path rules (addresses, basic authentication), trusted proxies, the htpasswd file (guard/).
+    /// Only the file sets it; its users are read by `read`, beside the value file.
+    pub access: Option<Arc<crate::guard::Access>>,
 }
 
 impl Default for SiteValue {
@@ -90,6 +96,7 @@ impl Default for SiteValue {
             hsts: None,
             per_client: None,
             per_client_handshakes: None,
+            access: None,
         }
     }
 }
@@ -158,7 +165,11 @@ pub fn read(path: &Path, tls: bool) -> Result<Revised, String> {
     if bytes.len() as u64 > MAX_FILE_BYTES {
         return Err(at(format!("larger than {MAX_FILE_BYTES} bytes")));
     }
-    let value = SiteValue::parse(&bytes).map_err(at)?;
+    let mut value = SiteValue::parse(&bytes).map_err(at)?;
+    if let Some(a) = value.access.as_mut() {
+        let base = path.parent().unwrap_or(Path::new("."));
+        Arc::make_mut(a).load_users(base).map_err(at)?;
+    }
     value.check_process(tls).map_err(at)?;
     Ok(Revised { value: Arc::new(value), revision: revision_of(&bytes) })
 }

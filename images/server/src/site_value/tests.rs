@@ -330,3 +330,58 @@ fn per_client_handshake_limits_take_their_defaults_and_need_tls() {
     assert!(v.canonical().contains(both), "{}", v.canonical());
     assert_eq!(SiteValue::parse(v.canonical().as_bytes()).unwrap(), v, "the rendering parses back");
 }
+
+/// `access` (guard/): every block, prefix and realm checked and named by its path; the htpasswd file is read by
+/// `read`, beside the value file, and a bad one refuses the value naming the field and the line.
+#[test]
+fn access_errors_name_their_path_and_the_htpasswd_file_is_read_beside_the_value() {
+    let err = |json: &str| SiteValue::parse(format!("{{\"version\": 1, \"access\": {json}}}").as_bytes()).unwrap_err();
+    for (json, want) in [
+        (
+            r#"{"rules": [{"pathPrefix": "/a", "allow": ["10.0.0.1/8"]}]}"#,
+            "access.rules[0].allow[0]: \"10.0.0.1/8\": host bits set",
+        ),
+        (
+            r#"{"rules": [{"pathPrefix": "/a", "deny": ["nope"]}]}"#,
+            "access.rules[0].deny[0]: \"nope\" is not an IP address",
+        ),
+        (
+            r#"{"trustedProxies": ["::/200"]}"#,
+            "access.trustedProxies[0]: \"::/200\": an IPv6 prefix length is at most 128",
+        ),
+        (r#"{"rules": [{"pathPrefix": "a"}]}"#, "access.rules[0].pathPrefix: \"a\": a path prefix starts with /"),
+        (
+            r#"{"rules": [{"pathPrefix": "/a/"}, {"pathPrefix": "/a"}]}"#,
+            "access.rules[1].pathPrefix: \"/a\" has a rule already",
+        ),
+        (
+            r#"{"rules": [{"pathPrefix": "/a", "basicAuth": {}}]}"#,
+            "access.rules[0].basicAuth: needs access.htpasswdFile",
+        ),
+        (
+            r#"{"htpasswdFile": "h", "rules": [{"pathPrefix": "/a", "basicAuth": {"realm": "a\"b"}}]}"#,
+            "access.rules[0].basicAuth.realm",
+        ),
+        (r#"{"rules": [{"pathPrefix": "/a", "users": []}]}"#, "access.rules[0].users: unknown field"),
+    ] {
+        let e = err(json);
+        assert!(e.starts_with(want), "{json}: {e}");
+    }
+    let dir = std::env::temp_dir().join(format!("hs-site-value-access-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("site.json");
+    std::fs::write(
+        &file,
+        r#"{"version": 1, "access": {"htpasswdFile": "users", "rules": [{"pathPrefix": "/", "basicAuth": {}}]}}"#,
+    )
+    .unwrap();
+    let e = read(&file, false).unwrap_err();
+    assert!(e.contains("access.htpasswdFile") && e.contains("users"), "{e}");
+    std::fs::write(dir.join("users"), "u:$apr1$x$y\n").unwrap();
+    assert!(read(&file, false).unwrap_err().contains("access.htpasswdFile"), "an MD5 line refuses the value");
+    std::fs::write(dir.join("users"), format!("u:{}\n", bcrypt::hash("pw", 4).unwrap())).unwrap();
+    let v = read(&file, false).unwrap();
+    assert_eq!(v.value.access.as_ref().unwrap().users.as_ref().map(|u| u.len()), Some(1));
+    std::fs::remove_dir_all(dir).unwrap();
+}

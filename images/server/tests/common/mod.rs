@@ -360,3 +360,16 @@ pub fn words(n: usize, seed: u64) -> Vec<u8> {
     out.truncate(n);
     out
 }
+
+/// Runs an h2load command and returns its status-code tally (2xx, 4xx).
+pub fn h2load_tally(c: &mut Command) -> (u32, u32) {
+    let out = c.output().expect("run h2load");
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    let line = text.lines().find(|l| l.starts_with("status codes:")).unwrap_or_else(|| panic!("{text}"));
+    // "status codes: 3 2xx, 0 3xx, 7 4xx, 0 5xx"
+    let count = |class: &str| -> u32 {
+        let i = line.find(class).unwrap_or_else(|| panic!("{line}"));
+        line[..i].trim_end().rsplit(' ').next().unwrap().parse().unwrap()
+    };
+    (count("2xx"), count("4xx"))
+}

@@ -1,0 +1,297 @@
+//! Access rules (issue 44): who may see which paths of a site. The contract, shared with the operator through
+//! the site value's `access` field (docs/design/site-value.md, docs/security.md):
+//!
+//! - **Rules by path prefix** (`access.rules[] {pathPrefix, allow?, deny?, basicAuth?}`): a prefix covers the
+//!   path itself and everything under it, segment by segment (`/docs` covers `/docs` and `/docs/a`, not
+//!   `/docs.html` nor `/docsx`); the longest prefix that covers a request's path decides, alone (a rule for
+//!   `/docs/public/` with no conditions opens that part of a locked `/docs/`). The path is the normalised one
+//!   (answer/path.rs: percent-decoded, dot segments resolved), so `/%64ocs/` and `/x/../docs/` are `/docs/`.
+//! - **Addresses** (`allow`, `deny`: CIDR blocks, IPv4 and IPv6; cidr.rs): a client in any `deny` block gets 403;
+//!   else, when `allow` is not empty, a client in none of its blocks gets 403. Deny wins. An empty `allow` allows
+//!   every address not denied. A request whose client is unknown (no peer address) is refused by any rule that
+//!   names addresses.
+//! - **Basic authentication** (`basicAuth {realm}`; basic.rs): the user and password must match a bcrypt line of
+//!   the site's htpasswd file (`access.htpasswdFile`, read with the site value; a relative name is beside the site
+//!   value file, which is how the operator's projected volume delivers a Secret next to the ConfigMap). Without
+//!   them: 401 with `WWW-Authenticate: Basic realm="..."`. Addresses are checked first: a denied client gets 403
+//!   whatever it sends.
+//! - **The client** (forwarded.rs): the peer's address (or the PROXY protocol source), or, from a peer in
+//!   `access.trustedProxies`, the right-most untrusted `X-Forwarded-For` entry. The same address is the one the
+//!   per-client limits charge and the access log names.
+//! - **What a refused client learns**: nothing about the content. The rules are decided before the path is looked
+//!   up, so a protected path's 401 or 403 is the same whether a file exists there or not.
+//! - **Shared caches**: every response to a request under a rule (200, 304, 206, redirects, 404, 401, 403) carries
+//!   `Cache-Control: private`; a file under a rule has its configured value made private at load (`public` and
+//!   `s-maxage` dropped, `private` first), and the CDN-only headers (`CDN-Cache-Control`, `Surrogate-Control`)
+//!   are not sent.
+//! - **Cost**: the rules are a short list scanned per request (a prefix compare each); the bcrypt check runs on
+//!   a worker's cache miss only (verified.rs): a logged-in client's requests cost a keyed hash and a compare.
+
+pub mod basic;
+pub mod cidr;
+pub mod forwarded;
+pub mod verified;
+
+use std::net::{IpAddr, SocketAddr};
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+pub use basic::Users;
+pub use cidr::Cidr;
+pub use verified::Verified;
+
+/// The largest htpasswd file read (a ConfigMap or Secret holds at most 1 MiB).
+pub const MAX_HTPASSWD_BYTES: u64 = 1 << 20;
+
+/// A site's access settings: the `access` field of its site value.
+#[derive(Debug, Clone)]
+pub struct Access {
+    /// Names this load of the settings in the workers' caches (verified.rs): a new value, or new credentials,
+    /// is never answered from verdicts about the old ones.
+    pub id: u64,
+    /// Longest prefix first, so the first that covers a path is the longest.
+    pub rules: Vec<Rule>,
+    pub trusted_proxies: Vec<Cidr>,
+    /// `htpasswdFile` as written; its users once read (`load_users`).
+    pub htpasswd_file: Option<String>,
+    pub users: Option<Users>,
+}
+
+impl PartialEq for Access {
+    fn eq(&self, o: &Access) -> bool {
+        (&self.rules, &self.trusted_proxies, &self.htpasswd_file, &self.users)
+            == (&o.rules, &o.trusted_proxies, &o.htpasswd_file, &o.users)
+    }
+}
+
+/// One rule: a path prefix and its conditions.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Rule {
+    /// Starts with `/`; a trailing `/` is dropped at parse (`/docs/` and `/docs` cover the same paths).
+    pub prefix: String,
+    pub allow: Vec<Cidr>,
+    pub deny: Vec<Cidr>,
+    /// The `WWW-Authenticate` value, when the rule asks for basic authentication.
+    pub challenge: Option<String>,
+}
+
+/// What a request gets from the rules.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict<'a> {
+    /// No rule covers the path.
+    Public,
+    /// A rule covers it and lets the request through: answered as usual, privately.
+    Private,
+    /// 403.
+    Forbidden,
+    /// 401 with this `WWW-Authenticate` value.
+    Unauthorized(&'a str),
+}
+
+/// The client of a request to a site with `access` (None: no settings, the peer) from `peer`, `xff` giving the
+/// last `X-Forwarded-For` line: what the rules, the per-client limits and the access log use (forwarded.rs). The
+/// header is looked for only when the site trusts some proxy (an HTTP/2 or HTTP/3 head is searched for it).
+#[inline]
+pub fn client<'a>(
+    access: Option<&Access>,
+    peer: Option<SocketAddr>,
+    xff: impl FnOnce() -> Option<&'a [u8]>,
+) -> Option<SocketAddr> {
+    match access {
+        Some(a) if !a.trusted_proxies.is_empty() => forwarded::client(&a.trusted_proxies, peer, xff()),
+        _ => peer,
+    }
+}
+
+static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+
+/// Whether `prefix` (no trailing `/`, or exactly `/`) covers `path`.
+#[inline]
+fn covers(prefix: &[u8], path: &[u8]) -> bool {
+    path.starts_with(prefix) && (prefix == b"/" || path.len() == prefix.len() || path[prefix.len()] == b'/')
+}
+
+/// A rule's path prefix, checked: a site path with no empty, `.` or `..` segment and no control character (a
+/// request path is normalised before it is compared, so such a prefix could never match). `/` alone covers all.
+pub fn parse_prefix(p: &str) -> Result<String, String> {
+    if !p.starts_with('/') {
+        return Err(format!("{p:?}: a path prefix starts with /"));
+    }
+    let t = if p.len() > 1 { p.strip_suffix('/').unwrap_or(p) } else { p };
+    if t.len() > 1 && t[1..].split('/').any(|s| s.is_empty() || s == "." || s == "..") {
+        return Err(format!("{p:?}: a path prefix has no empty, '.' or '..' segments"));
+    }
+    if t.chars().any(|c| c.is_control()) {
+        return Err(format!("{p:?}: a path prefix has no control characters"));
+    }
+    Ok(t.to_string())
+}
+
+impl Access {
+    /// Settings from parsed parts; rules sorted longest prefix first.
+    pub fn new(mut rules: Vec<Rule>, trusted_proxies: Vec<Cidr>, htpasswd_file: Option<String>) -> Access {
+        rules.sort_by_key(|r| std::cmp::Reverse(r.prefix.len()));
+        Access { id: NEXT_ID.fetch_add(1, Ordering::Relaxed), rules, trusted_proxies, htpasswd_file, users: None }
+    }
+
+    /// Reads `htpasswdFile` (relative to `base`, the site value file's directory). Errors name the file.
+    pub fn load_users(&mut self, base: &Path) -> Result<(), String> {
+        use std::io::Read;
+        let Some(name) = &self.htpasswd_file else { return Ok(()) };
+        let path = base.join(name);
+        let at = |e: String| format!("access.htpasswdFile {}: {e}", path.display());
+        let f = std::fs::File::open(&path).map_err(|e| at(e.to_string()))?;
+        let mut text = String::new();
+        f.take(MAX_HTPASSWD_BYTES + 1).read_to_string(&mut text).map_err(|e| at(e.to_string()))?;
+        if text.len() as u64 > MAX_HTPASSWD_BYTES {
+            return Err(at(format!("larger than {MAX_HTPASSWD_BYTES} bytes")));
+        }
+        self.users = Some(Users::parse(&text).map_err(at)?);
+        // New credentials: verdicts about the old ones no longer hold.
+        self.id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// The rule covering `path` (a normalised site path), if any.
+    #[inline]
+    pub fn rule_for(&self, path: &[u8]) -> Option<&Rule> {
+        self.rules.iter().find(|r| covers(r.prefix.as_bytes(), path))
+    }
+
+    /// Whether `url` (a file's site path) is under any rule: its responses are private (headers/per_file.rs).
+    pub fn protects(&self, url: &str) -> bool {
+        self.rule_for(url.as_bytes()).is_some()
+    }
+
+    /// The verdict for a request for `path` (normalised) from `client` with `authorization`. `verified` is the
+    /// worker's cache: a hit costs no hashing; a miss verifies and remembers the verdict.
+    #[inline]
+    pub fn check(
+        &self,
+        verified: &mut Verified,
+        path: &[u8],
+        client: Option<IpAddr>,
+        authorization: Option<&[u8]>,
+    ) -> Verdict<'_> {
+        let Some(rule) = self.rule_for(path) else { return Verdict::Public };
+        if !rule.allow.is_empty() || !rule.deny.is_empty() {
+            let Some(ip) = client.map(cidr::plain) else { return Verdict::Forbidden };
+            if cidr::any(&rule.deny, ip) || (!rule.allow.is_empty() && !cidr::any(&rule.allow, ip)) {
+                return Verdict::Forbidden;
+            }
+        }
+        let Some(challenge) = &rule.challenge else { return Verdict::Private };
+        let Some(value) = authorization else { return Verdict::Unauthorized(challenge) };
+        let good = match verified.get(self.id, value) {
+            Some(g) => g,
+            None => {
+                verified.checked();
+                let g = self.users.as_ref().is_some_and(|u| u.verify(value));
+                verified.put(self.id, value, g);
+                g
+            }
+        };
+        if good {
+            Verdict::Private
+        } else {
+            Verdict::Unauthorized(challenge)
+        }
+    }
+}
+
+/// A `Cache-Control` value made private: `private` first, then the value's directives but those that let a
+/// shared cache store the response (`public`, `s-maxage`, `proxy-revalidate`) or that repeat `private`.
+pub fn private_cache_control(v: &str) -> String {
+    let mut out = String::from("private");
+    for d in v.split(',').map(str::trim).filter(|d| !d.is_empty()) {
+        let name = d.split('=').next().unwrap_or("").trim().to_ascii_lowercase();
+        if !matches!(name.as_str(), "public" | "s-maxage" | "proxy-revalidate" | "private") {
+            out.push_str(", ");
+            out.push_str(d);
+        }
+    }
+    out
+}
+
+/// Headers only shared caches and CDNs read: never sent with a protected file.
+pub fn shared_cache_header(name: &str) -> bool {
+    ["CDN-Cache-Control", "Surrogate-Control", "Cloudflare-CDN-Cache-Control"]
+        .iter()
+        .any(|h| h.eq_ignore_ascii_case(name))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rule(prefix: &str, allow: &[&str], deny: &[&str], realm: Option<&str>) -> Rule {
+        Rule {
+            prefix: parse_prefix(prefix).unwrap(),
+            allow: allow.iter().map(|c| Cidr::parse(c).unwrap()).collect(),
+            deny: deny.iter().map(|c| Cidr::parse(c).unwrap()).collect(),
+            challenge: realm.map(basic::challenge),
+        }
+    }
+
+    fn ip(s: &str) -> Option<IpAddr> {
+        Some(s.parse().unwrap())
+    }
+
+    #[test]
+    fn the_longest_covering_prefix_decides_and_deny_wins() {
+        let a = Access::new(
+            vec![
+                rule("/docs/", &["10.0.0.0/8", "2001:db8::/32"], &["10.9.0.0/16"], None),
+                rule("/docs/public", &[], &[], None),
+                rule("/admin", &[], &[], Some("Admins")),
+            ],
+            vec![],
+            None,
+        );
+        let mut v = Verified::new();
+        let mut check = |p: &str, c| a.check(&mut v, p.as_bytes(), c, None);
+        assert_eq!(check("/", ip("192.0.2.1")), Verdict::Public);
+        assert_eq!(check("/docsx", ip("192.0.2.1")), Verdict::Public, "segment-aligned");
+        assert_eq!(check("/docs", ip("192.0.2.1")), Verdict::Forbidden);
+        assert_eq!(check("/docs/a", ip("10.1.2.3")), Verdict::Private);
+        assert_eq!(check("/docs/a", ip("::ffff:10.1.2.3")), Verdict::Private);
+        assert_eq!(check("/docs/a", ip("2001:db8::1")), Verdict::Private);
+        assert_eq!(check("/docs/a", ip("10.9.0.1")), Verdict::Forbidden, "deny wins over allow");
+        assert_eq!(check("/docs/a", None), Verdict::Forbidden, "no address: refused");
+        assert_eq!(check("/docs/public/x", ip("192.0.2.1")), Verdict::Private, "the longer prefix alone decides");
+        assert!(matches!(check("/admin/x", ip("10.1.2.3")), Verdict::Unauthorized(c) if c.contains("Admins")));
+        assert!(a.protects("/docs/index.html") && !a.protects("/index.html"));
+    }
+
+    #[test]
+    fn credentials_are_verified_once_and_a_wrong_one_is_never_good() {
+        let hash = bcrypt::hash("pw", 4).unwrap();
+        let mut a = Access::new(vec![rule("/", &[], &[], Some("R"))], vec![], None);
+        a.users = Some(Users::parse(&format!("u:{hash}")).unwrap());
+        let mut v = Verified::new();
+        let good = b"Basic dTpwdw=="; // u:pw
+        let bad = b"Basic dTpwWA=="; // u:pX
+        assert_eq!(a.check(&mut v, b"/x", None, Some(good)), Verdict::Private);
+        assert_eq!(v.get(a.id, good), Some(true), "remembered");
+        assert!(matches!(a.check(&mut v, b"/x", None, Some(bad)), Verdict::Unauthorized(_)));
+        assert_eq!(v.get(a.id, bad), Some(false), "remembered as bad");
+        assert!(matches!(a.check(&mut v, b"/x", None, Some(bad)), Verdict::Unauthorized(_)));
+        assert!(matches!(a.check(&mut v, b"/x", None, None), Verdict::Unauthorized(_)));
+        // Without a users file the rule admits no one.
+        let b = Access::new(vec![rule("/", &[], &[], Some("R"))], vec![], None);
+        assert!(matches!(b.check(&mut v, b"/x", None, Some(good)), Verdict::Unauthorized(_)));
+    }
+
+    #[test]
+    fn prefixes_and_cache_control() {
+        assert_eq!(parse_prefix("/docs/").unwrap(), "/docs");
+        assert_eq!(parse_prefix("/").unwrap(), "/");
+        for bad in ["docs", "/a//b", "/a/../b", "/./a", "/a\u{1}"] {
+            assert!(parse_prefix(bad).is_err(), "{bad:?}");
+        }
+        assert_eq!(private_cache_control("public, max-age=600, s-maxage=3600"), "private, max-age=600");
+        assert_eq!(private_cache_control("no-cache"), "private, no-cache");
+        assert_eq!(private_cache_control("private"), "private");
+        assert!(shared_cache_header("cdn-cache-control") && !shared_cache_header("X-A"));
+    }
+}
