@@ -397,7 +397,11 @@ fn a_nat_rebinding_mid_transfer_keeps_the_path_and_the_transfer_completes() {
                 _ => {}
             }
         }
-        if !rebound && got.len() >= 1 << 20 && largest_before >= 1452 {
+        // The search normally reaches 1,452 bytes within the first megabyte. On a loaded machine (a CI run's parallel
+        // test binaries) probes can be lost and it may stop short: past 4 MB, any size above the 1,200-byte floor
+        // still tells a kept path from a reset one.
+        let grown = (got.len() >= 1 << 20 && largest_before >= 1452) || (got.len() >= 4 << 20 && largest_before > 1200);
+        if !rebound && grown {
             // The NAT's new mapping: a new port; the old one is closed, so what the server sends there is lost.
             sock = UdpSocket::bind("127.0.0.1:0").unwrap();
             rebound = true;
@@ -414,14 +418,15 @@ fn a_nat_rebinding_mid_transfer_keeps_the_path_and_the_transfer_completes() {
         }
         client_input(&mut ep, h, &mut conn, server, n.map(|n| &rbuf[..n]), &mut resp);
     }
-    assert!(rebound, "the server's datagrams never reached 1,452 bytes before the end (largest {largest_before})");
+    assert!(rebound, "the server's datagrams never grew past 1,200 bytes before the end (largest {largest_before})");
     let got = response_body(&got);
     assert!(got == body, "{} bytes, want the 10 MB file byte-exact", got.len());
     let first_full: Vec<usize> = after.iter().copied().filter(|&n| n >= 1200).take(20).collect();
-    assert_eq!(
-        first_full.iter().max(),
-        Some(&largest_before),
-        "the path MTU was kept across the rebinding: the first full datagrams to the new port {first_full:?}"
+    // Kept: as large as before the rebinding (larger if the search was still going); a reset path starts again at
+    // 1,200 bytes and probes up.
+    assert!(
+        first_full.iter().max().is_some_and(|&m| m >= largest_before),
+        "the path MTU ({largest_before}) was kept across the rebinding: the first full datagrams to the new port {first_full:?}"
     );
     // The access log names the client as the IPv4 address it is (not `[::ffff:127.0.0.1]`), as fair share's key does.
     wait_for("the request's access log line, with a plain IPv4 client", || {
