@@ -24,7 +24,7 @@ CADDY_IF_PEER = $(if $(filter caddy,$(subst $(comma), ,$(PEERS))),$(CADDY))
 bench: bench-server bench-site bench-rules bench-pool ## Run every benchmark there is, one after the other (each writes under _out/bench/).
 
 .PHONY: bench-server
-bench-server: $(CADDY_IF_PEER) ## Our server vs nginx, lighttpd, h2o, Caddy and a canned-response floor on loopback, pinned + CPU-capped: plain HTTP, HTTPS and HTTP/2 (h2load) rows; writes _out/bench/ (≈40 min; PEERS=nginx REPS=1 BENCH_SECONDS=3 or BENCH_WORKLOADS=h2-100b-m10,... for less).
+bench-server: $(CADDY_IF_PEER) ## Our server vs nginx, lighttpd, h2o, Caddy and a canned-response floor on loopback, pinned + CPU-capped: plain HTTP, HTTPS, HTTP/2 (h2load) and HTTP/3 (h3load, on the servers that have it) rows; writes _out/bench/ (≈40 min; PEERS=nginx REPS=1 BENCH_SECONDS=3 or BENCH_WORKLOADS=h2-100b-m10,... for less).
 	@$(call progress,building the server for the benchmark)
 	@bin="$$($(MAKE) -s server-build | tail -n 1)"; \
 	  if [ ! -x "$$bin" ]; then echo "make server-build did not print an executable path (got '$$bin')" >&2; exit 1; fi; \

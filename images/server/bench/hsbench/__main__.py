@@ -20,11 +20,11 @@ import tempfile
 import time
 from dataclasses import dataclass
 
-from . import content, h2load, load, measure, render, report, tls, tlsload
+from . import content, h2load, h3load, load, measure, render, report, tls, tlsload
 from .cgroup import CgroupError, CpuQuota
 from .placement import Client
 from .progress import step, warn
-from .servers import (CADDY_BIN, H2O_BIN, LIGHTTPD, NGINX, Hyperstatic, Server, enable_h2c, free_port, lineup,
+from .servers import (CADDY_BIN, H2O_BIN, LIGHTTPD, NGINX, Hyperstatic, Server, enable_h2c, enable_h3, free_port, lineup,
                       parse_peers)
 from .workloads import Workload, select
 
@@ -85,6 +85,8 @@ class Settings:
             out.append("openssl not found: it makes the HTTPS rows' certificate and checks every server's TLS")
         if any(w.client == "tlsload" for w in self.workloads) and not tlsload.go_binary():
             out.append("go not found: it builds the HTTPS new-connection rows' load client (tlsload/main.go)")
+        if any(w.client == "h3load" for w in self.workloads) and not tlsload.go_binary():
+            out.append("go not found: it builds the HTTP/3 rows' load client (h3interop/quicgo/h3load)")
         if any(w.client == "h2load" for w in self.workloads) and not shutil.which("h2load"):
             out.append("h2load not found: it drives the HTTP/2 rows (run.sh installs nghttp2-client)")
         if self.floor and not shutil.which(os.environ.get("CC", "gcc")):
@@ -173,6 +175,8 @@ def load_phase(cfg: Settings, servers: list[Server], client: Client, clients: lo
             for s in round_order(servers, rep, wi, wl.floor):
                 if wl.h2c and not s.h2c:
                     continue  # this server takes no h2c on its plain port (the table shows it absent)
+                if wl.client == "h3load" and not s.h3:
+                    continue  # this server has no HTTP/3 (the table shows it absent)
                 n += 1
                 s.before_run(samples or {})
                 try:
@@ -210,6 +214,9 @@ def bench(cfg: Settings, work: str, cleanup: list) -> int:
     if any(w.h2c for w in cfg.workloads):
         meta["h2c_servers"] = enable_h2c(servers)
         step(f"h2c rows: with prior knowledge on the plain port, on {', '.join(meta['h2c_servers'])}")
+    if any(w.client == "h3load" for w in cfg.workloads):
+        meta["h3_servers"] = enable_h3(servers)
+        step(f"h3 rows: HTTP/3 on the TLS port's UDP twin, on {', '.join(meta['h3_servers'])}")
     clients = https_clients(cfg, servers, work, meta)
     client.group.create()
     start(servers, site, meta, clients)
@@ -268,7 +275,11 @@ def https_clients(cfg: Settings, servers: list[Server], work: str, meta: dict) -
     if any(w.client == "tlsload" for w in cfg.workloads):
         step("building the HTTPS new-connection load client (tlsload/main.go)")
         binary = tlsload.build(os.path.join(work, "tlsload"))
-    return load.Clients(tls_setup=setup, tlsload_bin=binary, set_uris=_set_uris(cfg, work))
+    h3_binary = None
+    if any(w.client == "h3load" for w in cfg.workloads):
+        step("building the HTTP/3 load client (h3interop/quicgo/h3load)")
+        h3_binary = h3load.build(os.path.join(work, "h3load"))
+    return load.Clients(tls_setup=setup, tlsload_bin=binary, set_uris=_set_uris(cfg, work), h3load_bin=h3_binary)
 
 
 def _set_uris(cfg: Settings, work: str) -> str | None:

@@ -4,7 +4,7 @@ rows). tlsload's runs are checked, the warm-up before any timing: the handshakes
 right suite and, for our server, its own hyperstatic_tls_handshakes_total must agree with what the client counted."""
 from dataclasses import dataclass
 
-from . import h2load, tls, tlsload, wrk
+from . import h2load, h3load, tls, tlsload, wrk
 from .placement import Client
 from .servers import Hyperstatic, Server, http_get
 from .workloads import Workload
@@ -21,6 +21,7 @@ class Clients:
     tls_setup: tls.Setup | None = None
     tlsload_bin: str | None = None
     set_uris: str | None = None   # the h2 rows' URI list of the 8 KiB set drawn at random (workload uris="set")
+    h3load_bin: str | None = None  # the HTTP/3 rows' load client (h3load.py)
 
 
 def h2_protocol(wl: Workload) -> str:
@@ -118,6 +119,35 @@ def _h2load(server: Server, wl: Workload, seconds: float, client: Client, client
     return res
 
 
+def h3_check(server: Server, wl: Workload, client: Client, clients: Clients) -> None:
+    """Before timing an h3 row: every URI of the row once (up to CHECK_URIS of them), on one connection, must come
+    back 2xx over HTTP/3 with exactly the body bytes the server sends over HTTP/1.1."""
+    uri_file = _uri_file(wl, clients)
+    paths = h2load.read_uris(uri_file)[:CHECK_URIS] if uri_file else [wl.path] * 100
+    want = h2_expected_data(server, paths, wl.headers)
+    check_file = None
+    if uri_file:
+        check_file = uri_file + ".check"
+        with open(check_file, "w") as f:
+            f.writelines(p + "\n" for p in paths)
+    argv = h3load.argv_for(clients.h3load_bin, clients.tls_setup.cert, url(server, wl), 1, 1, requests=len(paths),
+                           uri_file=check_file)
+    res = h3load.run(argv, client)
+    bad = h3load.problems(res, want_requests=len(paths), want_data=want)
+    if bad:
+        raise RuntimeError(f"{server.name} {wl.key} check before timing: " + "; ".join(bad))
+
+
+def _h3load(server: Server, wl: Workload, seconds: float, client: Client, clients: Clients) -> h3load.H3loadResult:
+    argv = h3load.argv_for(clients.h3load_bin, clients.tls_setup.cert, url(server, wl), wl.connections, wl.streams,
+                           seconds=seconds, uri_file=_uri_file(wl, clients), per_conn=wl.per_conn)
+    res = h3load.run(argv, client)
+    bad = h3load.problems(res)
+    if bad:
+        raise RuntimeError(f"{server.name} {wl.key}: " + "; ".join(bad))
+    return res
+
+
 def warm(server: Server, wl: Workload, seconds: float, client: Client, clients: Clients) -> None:
     """The warm-up; for tlsload rows also the check, before timing, that the handshakes are the row's kind; for
     h2load rows the check of every response first."""
@@ -125,6 +155,10 @@ def warm(server: Server, wl: Workload, seconds: float, client: Client, clients: 
         h2_check(server, wl, client, clients)
         if seconds > 0:
             _h2load(server, wl, seconds, client, clients)
+    elif wl.client == "h3load":
+        h3_check(server, wl, client, clients)
+        if seconds > 0:
+            _h3load(server, wl, seconds, client, clients)
     elif wl.client == "tlsload":
         _tlsload(server, wl, max(1.0, seconds), client, clients, cross_check=True)
     else:
@@ -135,6 +169,8 @@ def warm(server: Server, wl: Workload, seconds: float, client: Client, clients: 
 def run(server: Server, wl: Workload, seconds: float, client: Client, clients: Clients) -> wrk.WrkResult:
     if wl.client == "h2load":
         return _h2load(server, wl, seconds, client, clients)
+    if wl.client == "h3load":
+        return _h3load(server, wl, seconds, client, clients)
     if wl.client == "tlsload":
         return _tlsload(server, wl, seconds, client, clients, cross_check=False)
     return wrk.run(url(server, wl), wl.connections, seconds, client, wl.script, wl.script_args, headers=wl.headers,

@@ -79,6 +79,7 @@ class Server:
     fresh = False
     extra_env: dict[str, str] = {}   # added to the environment (h2o's OPENSSL_CONF for the HTTPS rows)
     h2c = False   # accepts HTTP/2 with prior knowledge on its plain port (the h2c rows run only where it does)
+    h3 = False    # serves HTTP/3 on its TLS port's UDP twin (the h3 rows run only where it does; enable_h3)
 
     def __init__(self, root: str, port: int, cpu: int, quota: CpuQuota, workdir: str):
         self.root, self.port, self.cpu, self.quota, self.workdir = root, port, cpu, quota, workdir
@@ -354,7 +355,7 @@ class Caddy(Server):
                                file_server_extra=self.file_server_extra) + self.extra_conf
 
     def protocols(self) -> str:
-        return "h1 h2 h2c" if self.h2c else "h1 h2"
+        return "h1 h2" + (" h2c" if self.h2c else "") + (" h3" if self.h3 else "")
 
     def argv(self) -> list[str]:
         with open(self.conf, "w") as f:
@@ -387,6 +388,19 @@ def enable_h2c(servers: list[Server]) -> list[str]:
         elif isinstance(s, (Caddy, H2O)):
             s.h2c = True
     return [s.name for s in servers if s.h2c]
+
+
+def enable_h3(servers: list[Server]) -> list[str]:
+    """Turns on HTTP/3 on the TLS port's UDP twin where the server has it (ours: --http3; Caddy: protocols h3, which
+    also makes it send Alt-Svc as ours does); returns the names of the servers that then serve it. Debian 12's nginx
+    (1.22), lighttpd and h2o (2.2) have no HTTP/3."""
+    for s in servers:
+        if isinstance(s, Hyperstatic):
+            s.extra_args = [*s.extra_args, "--http3"]
+            s.h3 = True
+        elif isinstance(s, Caddy):
+            s.h3 = True
+    return [s.name for s in servers if s.h3]
 
 
 def build_floor(workdir: str, uring: bool = False) -> str:

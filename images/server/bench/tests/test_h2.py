@@ -110,12 +110,13 @@ class Argv(unittest.TestCase):
     def test_h2_rows(self):
         rows = select(",".join(H2_KEYS))
         self.assertEqual([w.key for w in rows], ["h2-100b-m10", "h2-100b-m100", "h2-8k-set", "h2-new10",
-                                                 "h2c-100b-m10", "h2c-8k-set"])
+                                                 "h2c-100b-m10", "h2c-8k-set", "h2-100b-c10", "h2-8k-c10"])
         self.assertTrue(all(w.client == "h2load" and not w.floor and w.tls != w.h2c for w in rows))
-        self.assertEqual([w.streams for w in rows], [10, 100, 10, 10, 10, 10])
-        self.assertEqual([w.per_conn for w in rows], [0, 0, 0, 10, 0, 0])
-        self.assertEqual([w.uris for w in rows], ["", "", "set", "", "", "set"])
-        self.assertEqual([load.h2_protocol(w) for w in rows], ["h2"] * 4 + ["h2c"] * 2)
+        self.assertEqual([w.streams for w in rows], [10, 100, 10, 10, 10, 10, 10, 10])
+        self.assertEqual([w.connections for w in rows], [100] * 6 + [10, 10])  # the last two: the h3 rows' shape
+        self.assertEqual([w.per_conn for w in rows], [0, 0, 0, 10, 0, 0, 0, 0])
+        self.assertEqual([w.uris for w in rows], ["", "", "set", "", "", "set", "", "set"])
+        self.assertEqual([load.h2_protocol(w) for w in rows], ["h2"] * 4 + ["h2c"] * 2 + ["h2"] * 2)
 
     def test_h2c_urls_use_the_plain_port(self):
         s = servers.H2O(root="/r", port=8080, cpu=0, quota=None, workdir=tempfile.mkdtemp())
