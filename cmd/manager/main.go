@@ -33,6 +33,7 @@ import (
 	"hyperstatic.dev/hyperstatic/controllers/pool"
 	"hyperstatic.dev/hyperstatic/controllers/staticsite"
 	"hyperstatic.dev/hyperstatic/controllers/staticsite/sitechild"
+	"hyperstatic.dev/hyperstatic/internal/eventlanes"
 	"hyperstatic.dev/hyperstatic/internal/gitrevision"
 	"hyperstatic.dev/hyperstatic/internal/managercache"
 	"hyperstatic.dev/hyperstatic/internal/podmetrics"
@@ -162,10 +163,11 @@ func controllerOptions(o *options) config.Controller {
 
 // run starts the manager and blocks until ctx ends.
 func run(ctx context.Context, cfg *rest.Config, o *options) error {
-	mgr, err := newManager(cfg, o)
+	mgr, events, err := newManager(cfg, o)
 	if err != nil {
 		return err
 	}
+	defer events.Stop() // after the controllers, so that their last events are written
 	// The objects' state (objectives, capacity, conditions) for the chart's alerts and dashboard, read from the
 	// cache at each scrape of --metrics-bind-address.
 	if err := registerStateMetrics(statemetrics.New(mgr.GetCache())); err != nil {
@@ -194,9 +196,9 @@ func registerStateMetrics(c prometheus.Collector) error {
 }
 
 // newManager is the operator's manager with its controllers, as the operator runs it, not started: its API client
-// within --kube-api-qps and --kube-api-burst, and every controller's events through one lane per namespace
-// (internal/eventlanes).
-func newManager(cfg *rest.Config, o *options) (ctrl.Manager, error) {
+// within --kube-api-qps and --kube-api-burst, and every controller's events through one lane per namespace (the
+// lanes returned, to be stopped once the manager has).
+func newManager(cfg *rest.Config, o *options) (ctrl.Manager, *eventlanes.Lanes, error) {
 	if o.kubeAPIQPS != 0 {
 		cfg = rest.CopyConfig(cfg)
 		cfg.QPS, cfg.Burst = float32(o.kubeAPIQPS), o.kubeAPIBurst
@@ -218,22 +220,29 @@ func newManager(cfg *rest.Config, o *options) (ctrl.Manager, error) {
 		LeaderElectionReleaseOnCancel: true,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("create the manager: %w", err)
+		return nil, nil, fmt.Errorf("create the manager: %w", err)
 	}
 	policy, err := o.policy()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	policy = policy.AllowingImages(o.serverImage, o.k6Image) // the operator's own: never refused when named
 	disco, err := discovery.NewDiscoveryClientForConfig(cfg)
 	if err != nil {
-		return nil, fmt.Errorf("create a discovery client: %w", err)
+		return nil, nil, fmt.Errorf("create a discovery client: %w", err)
+	}
+	// Every controller's events go through one lane per namespace (internal/eventlanes), not through the manager's
+	// recorder, whose one goroutine writes every event of the process in turn: a pool's burst of sites would hold
+	// every other tenant's events behind its own (docs/design/pools.md).
+	events, err := eventlanes.ForConfig(cfg, mgr.GetHTTPClient(), scheme, eventlanes.Options{Log: ctrl.Log.WithName("events")})
+	if err != nil {
+		return nil, nil, err
 	}
 	// What the pool controller learns of each pool site, read by the StaticSite controller (internal/poolstate).
 	pools := poolstate.New(poolBoardBuffer)
 	if err := (&staticsite.Reconciler{
 		Client:            mgr.GetClient(),
-		Recorder:          mgr.GetEventRecorderFor(sitechild.FieldOwner),
+		Recorder:          events.For(sitechild.FieldOwner),
 		Clock:             clock.RealClock{},
 		Scraper:           podmetrics.NewHTTPScraper(),
 		ServerImage:       o.serverImage,
@@ -246,11 +255,11 @@ func newManager(cfg *rest.Config, o *options) (ctrl.Manager, error) {
 		Policy:                        &policy,
 		Pools:                         pools,
 	}).SetupWithManager(mgr); err != nil {
-		return nil, fmt.Errorf("set up the StaticSite controller: %w", err)
+		return nil, nil, fmt.Errorf("set up the StaticSite controller: %w", err)
 	}
 	if err := (&pool.Reconciler{
 		Client:            mgr.GetClient(),
-		Recorder:          mgr.GetEventRecorderFor(sitechild.FieldOwner),
+		Recorder:          events.For(sitechild.FieldOwner),
 		Clock:             clock.RealClock{},
 		ServerImage:       o.serverImage,
 		ContentAgentImage: o.contentAgentImage,
@@ -261,20 +270,20 @@ func newManager(cfg *rest.Config, o *options) (ctrl.Manager, error) {
 		Board:             pools,
 		Policy:            &policy,
 	}).SetupWithManager(mgr); err != nil {
-		return nil, fmt.Errorf("set up the StaticSitePool controller: %w", err)
+		return nil, nil, fmt.Errorf("set up the StaticSitePool controller: %w", err)
 	}
-	if err := autoscaling.New(mgr.GetClient(), mgr.GetEventRecorderFor(autoscaling.ControllerName),
+	if err := autoscaling.New(mgr.GetClient(), events.For(autoscaling.ControllerName),
 		podmetrics.NewHTTPScraper(), autoscaling.WithScrapeInterval(o.autoscaleInterval)).SetupWithManager(mgr); err != nil {
-		return nil, fmt.Errorf("set up the autoscaler: %w", err)
+		return nil, nil, fmt.Errorf("set up the autoscaler: %w", err)
 	}
 	clientset, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
-		return nil, fmt.Errorf("create a clientset: %w", err)
+		return nil, nil, fmt.Errorf("create a clientset: %w", err)
 	}
 	if err := (&benchmark.Reconciler{
 		Client:    mgr.GetClient(),
 		APIReader: mgr.GetAPIReader(),
-		Recorder:  mgr.GetEventRecorderFor(benchmark.FieldOwner),
+		Recorder:  events.For(benchmark.FieldOwner),
 		Clock:     clock.RealClock{},
 		Image:     o.k6Image,
 		Logs:      benchmark.KubeLogs{Clientset: clientset},
@@ -282,7 +291,7 @@ func newManager(cfg *rest.Config, o *options) (ctrl.Manager, error) {
 		Scraper:   podmetrics.NewHTTPScraper(),
 		Policy:    &policy,
 	}).SetupWithManager(mgr); err != nil {
-		return nil, fmt.Errorf("set up the Benchmark controller: %w", err)
+		return nil, nil, fmt.Errorf("set up the Benchmark controller: %w", err)
 	}
-	return mgr, nil
+	return mgr, events, nil
 }

@@ -40,7 +40,8 @@ func TestFlagDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	if o.serverImage != "hyperstatic/server:"+version || o.leaderElect || o.probeAddr != ":8081" || o.metricsAddr != ":8080" ||
-		o.staticSiteConcurrency != defaultStaticSiteConcurrency || o.contentAgentImage != "hyperstatic/content-agent:"+version {
+		o.staticSiteConcurrency != defaultStaticSiteConcurrency || o.contentAgentImage != "hyperstatic/content-agent:"+version ||
+		o.kubeAPIQPS != defaultKubeAPIQPS || o.kubeAPIBurst != defaultKubeAPIBurst || o.skipNameValidation {
 		t.Errorf("defaults %+v", o)
 	}
 }

@@ -23,6 +23,9 @@
 //     busy lane, never for their queues.
 //   - A lane's queue is client-go's (1,000 events): a namespace that overflows it loses its own events (each drop
 //     is logged by client-go), never another's.
+//   - A lane costs about 64 KiB (client-go's two queues of 1,000), so there are at most MaxLanes (256: 16 MiB); the
+//     namespaces that come when all are taken share one overflow lane until lanes close. Only a cluster with more
+//     than MaxLanes namespaces whose objects had events within IdleAfter has tenants that can wait for each other.
 //   - A lane with no event recorded and no write in flight or made for IdleAfter is closed, so memory follows the
 //     namespaces with recent events, not every namespace ever seen. IdleAfter is longer than client-go's pause
 //     between two tries of a failed write (10 s), so a closed lane had nothing left to write. Lanes are swept when
@@ -31,7 +34,6 @@
 package eventlanes
 
 import (
-	"context"
 	"fmt"
 	"net/http"
 	"sync"
@@ -53,6 +55,13 @@ import (
 // the namespaces active now.
 const DefaultIdleAfter = 5 * time.Minute
 
+// DefaultMaxLanes bounds the lanes open at once (their memory: about 64 KiB each).
+const DefaultMaxLanes = 256
+
+// overflowLane is the key of the lane shared by the namespaces that come while MaxLanes lanes are open; no
+// namespace is named so.
+const overflowLane = "*"
+
 // minIdleAfter keeps IdleAfter above client-go's pause between two tries of a failed write (10 s), with room.
 const minIdleAfter = 30 * time.Second
 
@@ -60,6 +69,8 @@ const minIdleAfter = 30 * time.Second
 type Options struct {
 	// IdleAfter: a lane unused this long is closed (DefaultIdleAfter when 0; at least 30 s).
 	IdleAfter time.Duration
+	// MaxLanes: at most this many lanes besides the overflow lane (DefaultMaxLanes when 0).
+	MaxLanes int
 	// Clock decides idleness (clock.RealClock when nil).
 	Clock clock.PassiveClock
 	// Log receives each event at V(1), as controller-runtime's recorder logs them, and the drops after Stop.
@@ -73,9 +84,10 @@ type Lanes struct {
 	log       logr.Logger
 	clock     clock.PassiveClock
 	idleAfter time.Duration
+	maxLanes  int
 
 	mu        sync.Mutex
-	lanes     map[string]*lane // by namespace; "" for objects without one
+	lanes     map[string]*lane // by namespace; "" for objects without one, overflowLane for the overflow
 	lastSweep time.Time
 	stopped   bool
 }
@@ -97,10 +109,13 @@ func New(sink record.EventSink, scheme *runtime.Scheme, o Options) *Lanes {
 		o.IdleAfter = DefaultIdleAfter
 	}
 	o.IdleAfter = max(o.IdleAfter, minIdleAfter)
+	if o.MaxLanes == 0 {
+		o.MaxLanes = DefaultMaxLanes
+	}
 	if o.Clock == nil {
 		o.Clock = clock.RealClock{}
 	}
-	return &Lanes{sink: sink, scheme: scheme, log: o.Log, clock: o.Clock, idleAfter: o.IdleAfter,
+	return &Lanes{sink: sink, scheme: scheme, log: o.Log, clock: o.Clock, idleAfter: o.IdleAfter, maxLanes: o.MaxLanes,
 		lanes: map[string]*lane{}, lastSweep: o.Clock.Now()}
 }
 
@@ -127,8 +142,8 @@ func (l *Lanes) Open() int {
 	return len(l.lanes)
 }
 
-// Stop closes every lane. Events still queued in a lane may be lost, as with controller-runtime's recorder when
-// the manager stops.
+// Stop closes every lane; call it once the controllers have stopped (as controller-runtime stops its recorder
+// after everything else). Events still queued in a lane may be lost, as with controller-runtime's recorder.
 func (l *Lanes) Stop() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -138,16 +153,6 @@ func (l *Lanes) Stop() {
 		ln.broadcaster.Shutdown()
 	}
 }
-
-// Start stops the lanes when ctx ends: added to the manager, they live as long as it runs.
-func (l *Lanes) Start(ctx context.Context) error {
-	<-ctx.Done()
-	l.Stop()
-	return nil
-}
-
-// NeedLeaderElection: the lanes serve every controller, elected or not.
-func (l *Lanes) NeedLeaderElection() bool { return false }
 
 // record hands an event to its namespace's lane, opening it if needed, under the lock that sweeping takes, so a
 // lane is never closed between being chosen and being given the event. emit is cheap: client-go's recorder only
@@ -165,10 +170,14 @@ func (l *Lanes) record(obj runtime.Object, component string, emit func(record.Ev
 	}
 	now := l.clock.Now()
 	l.sweep(now)
-	ln := l.lanes[ns]
+	key := ns
+	ln := l.lanes[key]
+	if ln == nil && len(l.lanes) >= l.maxLanes {
+		key, ln = overflowLane, l.lanes[overflowLane]
+	}
 	if ln == nil {
 		ln = l.open()
-		l.lanes[ns] = ln
+		l.lanes[key] = ln
 	}
 	ln.touch(now)
 	rec := ln.recorders[component]

@@ -148,6 +148,37 @@ func TestIdleLanesClose(t *testing.T) {
 	}
 }
 
+// Past MaxLanes, new namespaces share the overflow lane; a lane closed makes room again.
+func TestLanesAreBounded(t *testing.T) {
+	s := newSink()
+	clk := clocktesting.NewFakePassiveClock(time.Date(2026, 12, 2, 19, 0, 0, 0, time.UTC))
+	l := New(s, scheme.Scheme, Options{MaxLanes: 2, IdleAfter: time.Minute, Clock: clk})
+	defer l.Stop()
+	rec := l.For("test")
+	for _, ns := range []string{"a", "b", "c", "d"} {
+		rec.Event(pod(ns, "p"), corev1.EventTypeNormal, "News", ns)
+		s.next(t, ns+"'s event")
+		waitWrites(t, l, laneOf(ns), false)
+	}
+	if open := lanesOpen(l); open != "*,a,b" {
+		t.Fatalf("lanes open: %s, want a, b and the overflow lane *", open)
+	}
+	clk.SetTime(clk.Now().Add(time.Minute))
+	rec.Event(pod("e", "p"), corev1.EventTypeNormal, "News", "e")
+	s.next(t, "e's event")
+	if open := lanesOpen(l); open != "e" {
+		t.Fatalf("lanes open a minute on: %s, want e's own", open)
+	}
+}
+
+// laneOf is the lane TestLanesAreBounded expects ns's events in.
+func laneOf(ns string) string {
+	if ns == "a" || ns == "b" {
+		return ns
+	}
+	return overflowLane
+}
+
 // After Stop, events are dropped and nothing is written or panics.
 func TestStoppedLanesDropEvents(t *testing.T) {
 	s := newSink()
