@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -16,30 +17,35 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"hyperstatic.dev/hyperstatic/api/v1alpha1"
 	"hyperstatic.dev/hyperstatic/internal/testenv"
 )
 
-// What 200 pool sites created at once (e2e scenario 20-pool) cost another tenant's site, with the manager as the
-// operator runs it (its flags' defaults: API budget, worker counts; the operator's RBAC) on a real API server.
+// What a burst of pool sites (e2e scenario 20-pool creates 200 at once) costs another tenant's site, with the
+// manager as the operator runs it (its flags' defaults: API budget, 8 site workers; the operator's RBAC) on a real
+// API server. Asserted by the order of things, not by a clock:
 //
-// First, measured: during the burst, a site of another namespace that names a missing ConfigMap (Stalled,
-// ConfigMapNotFound, a Warning event); the time from its creation to its status and to its event is logged
-// (MEASURED) and bounded only far above what was measured, since a loaded machine may be slow.
+// The manager's writes into the pool tenants' namespaces are held at its HTTP client (gate: an API server slow for
+// them). The burst's sites are created; every site worker takes one and waits in a held write, and the rest queue
+// up (the site queue's depth, read from controller-runtime's metrics). Then a site of another namespace, naming a
+// missing ConfigMap (Stalled ConfigMapNotFound, a Warning event), is created and queued behind the burst. The
+// tenants' writes are let go, but for their events, which stay held:
+//   - the other site's status must be written before half of the burst's statuses: the site queue serves the
+//     namespaces in turn (internal/fairqueue). A first-come-first-served queue writes it after every pool site
+//     queued before it (checked: it fails so);
+//   - its Warning event must be written while the tenants' event writes are still held: each namespace's events
+//     have their own lane (internal/eventlanes). One writer for the process is stuck in a held write.
 //
-// Then, asserted without a clock: the pool tenants' event writes are held (eventGate: the API server is slow for
-// them, as it is under a deep queue of their events), more pool sites are created so that some of their events
-// wait, and another namespace's site must get its Warning event while they still wait. One writer for every event
-// of the process (controller-runtime's recorder) cannot do that: its one goroutine is stuck in a held write.
-// Once the gate opens, every pool site's events are written: none was lost.
-func TestPoolBurstDoesNotDelayOtherTenantsEvents(t *testing.T) {
+// The times are logged (MEASURED) for docs/bench, not asserted.
+func TestPoolBurstDoesNotDelayOtherTenants(t *testing.T) {
 	env, err := testenv.Start()
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer func() { _ = env.Stop() }()
-	gate := newEventGate()
+	gate := newWriteGate()
 	cfg := asOperator(t, env)
 	cfg.Wrap(gate.wrap)
 
@@ -52,11 +58,13 @@ func TestPoolBurstDoesNotDelayOtherTenantsEvents(t *testing.T) {
 	o.skipNameValidation = true
 	mgr, events, err := newManager(cfg, o)
 	testenv.Must(t, err)
+	// A manager that ran before in this process may have left sites counted in the queue's depth.
+	depthBefore := siteQueueDepth(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()
 	defer func() {
-		gate.open() // a held write would keep the manager from stopping
+		gate.openAll() // a held write would keep the manager from stopping
 		cancel()
 		if err := <-done; err != nil {
 			t.Errorf("manager stopped with %v", err)
@@ -66,145 +74,119 @@ func TestPoolBurstDoesNotDelayOtherTenantsEvents(t *testing.T) {
 
 	c := env.Client
 	tenants := []string{"tenant-a", "tenant-b"}
-	for _, ns := range append([]string{"burst-pool", "other", "another"}, tenants...) {
+	for _, ns := range append([]string{"burst-pool", "other"}, tenants...) {
 		testenv.Must(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
 	}
+	gate.hold(tenants...)
 	testenv.Must(t, c.Create(ctx, &v1alpha1.StaticSitePool{ObjectMeta: metav1.ObjectMeta{Name: "burst"},
 		Spec: v1alpha1.StaticSitePoolSpec{Namespace: "burst-pool", Namespaces: tenants}}))
 
-	// The burst, and another tenant's site while it runs.
-	const sites, extra = 200, 8
-	burst := time.Now()
-	half := make(chan struct{})
-	created := make(chan error, 1)
-	go func() { created <- createPoolSites(ctx, c, "burst", tenants, 0, sites, half) }()
-	<-half
-	status, event := siteRefusedAfter(t, c, "other", "unrelated", 2*time.Minute)
-	reconciled := poolSitesWithStatus(t, c, tenants)
-	testenv.Must(t, <-created)
-	poolEventsWritten(t, c, tenants, sites, 2*time.Minute)
-	t.Logf("MEASURED a site of another namespace created during %d pool sites' creation: Stalled status after %.2f s, its Warning event after %.2f s (%d pool sites had a status then); every pool site's Created Service event written %.2f s after the burst began; the pool tenants' events by reason: %v",
-		sites, status.Seconds(), event.Seconds(), reconciled, time.Since(burst).Seconds(), eventsByReason(t, c, tenants))
-
-	// The pool tenants' events held: another namespace's still come.
-	gate.hold(tenants...)
-	testenv.Must(t, createPoolSites(ctx, c, "burst", tenants, sites, sites+extra, nil))
-	testenv.Eventually(t, "a pool tenant's event write held", func() error {
-		if gate.waiting.Load() == 0 {
-			return errors.New("no event write held yet")
+	const sites = 100
+	workers := o.staticSiteConcurrency
+	testenv.Must(t, createPoolSites(ctx, c, "burst", tenants, 0, sites))
+	waitFor(t, "the burst queued behind the site workers", func() error {
+		if d := siteQueueDepth(t) - depthBefore; d < float64(sites-workers) {
+			return fmt.Errorf("%v sites queued, %d held by the workers", d, gate.heldWrites())
 		}
 		return nil
 	})
-	status, event = siteRefusedAfter(t, c, "another", "unrelated", testenv.EventuallyTimeout)
-	if gate.waiting.Load() == 0 {
-		t.Fatal("the gate holds no write any more: the pool tenants' events did not wait")
-	}
-	t.Logf("MEASURED with the pool tenants' event writes held: another namespace's site Stalled after %.2f s, its Warning event after %.2f s",
-		status.Seconds(), event.Seconds())
-	gate.open()
-	poolEventsWritten(t, c, tenants, sites+extra, 2*time.Minute)
-}
-
-// siteRefusedAfter creates a site in ns naming a ConfigMap that does not exist and returns how long after its
-// creation its Stalled condition (ConfigMapNotFound) and its Warning event were there; it fails the test past
-// bound.
-func siteRefusedAfter(t *testing.T, c client.Client, ns, name string, bound time.Duration) (status, event time.Duration) {
-	t.Helper()
-	ctx := context.Background()
-	site := &v1alpha1.StaticSite{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+	queued := siteQueueDepth(t)
+	other := &v1alpha1.StaticSite{ObjectMeta: metav1.ObjectMeta{Namespace: "other", Name: "unrelated"},
 		Spec: v1alpha1.StaticSiteSpec{Content: v1alpha1.ContentSource{ConfigMaps: []v1alpha1.ConfigMapContent{{Name: "missing"}}}}}
-	begin := time.Now()
-	testenv.Must(t, c.Create(ctx, site))
-	for status == 0 || event == 0 {
-		if time.Since(begin) > bound {
-			t.Fatalf("site %s/%s: after %s, Stalled seen after %s, Warning event after %s (0: not seen)", ns, name, bound, status, event)
+	testenv.Must(t, c.Create(ctx, other))
+	waitFor(t, "the other tenant's site queued", func() error {
+		if err := mgr.GetCache().Get(ctx, client.ObjectKeyFromObject(other), &v1alpha1.StaticSite{}); err != nil {
+			return err
 		}
+		if d := siteQueueDepth(t); d <= queued {
+			return fmt.Errorf("depth %v, %v before", d, queued)
+		}
+		return nil
+	})
+	if gate.statusWrites() != nil {
+		t.Fatalf("status written while the tenants' writes were held: %v", gate.statusWrites())
+	}
+
+	released := time.Now()
+	gate.releaseAllButEvents()
+	var status, event time.Duration
+	waitFor(t, "the other tenant's site Stalled and its Warning event written", func() error {
 		if status == 0 {
 			s := &v1alpha1.StaticSite{}
-			testenv.Must(t, c.Get(ctx, client.ObjectKeyFromObject(site), s))
-			if cond := meta.FindStatusCondition(s.Status.Conditions, v1alpha1.ConditionStalled); cond != nil &&
-				cond.Status == metav1.ConditionTrue && cond.Reason == v1alpha1.ReasonConfigMapNotFound {
-				status = time.Since(begin)
+			testenv.Must(t, c.Get(ctx, client.ObjectKeyFromObject(other), s))
+			if cond := meta.FindStatusCondition(s.Status.Conditions, v1alpha1.ConditionStalled); cond == nil ||
+				cond.Status != metav1.ConditionTrue || cond.Reason != v1alpha1.ReasonConfigMapNotFound {
+				return fmt.Errorf("not Stalled: %+v", cond)
 			}
+			status = time.Since(released)
 		}
-		if event == 0 {
-			evs := &corev1.EventList{}
-			testenv.Must(t, c.List(ctx, evs, client.InNamespace(ns), client.MatchingFields{"involvedObject.name": name, "type": corev1.EventTypeWarning}))
-			for _, e := range evs.Items {
-				if e.Reason == v1alpha1.ReasonConfigMapNotFound {
-					event = time.Since(begin)
-				}
-			}
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	return status, event
-}
-
-// eventsByReason counts the events in namespaces by reason (each event counted once, whatever its count).
-func eventsByReason(t *testing.T, c client.Client, namespaces []string) map[string]int {
-	t.Helper()
-	by := map[string]int{}
-	for _, ns := range namespaces {
 		evs := &corev1.EventList{}
-		testenv.Must(t, c.List(context.Background(), evs, client.InNamespace(ns)))
-		for _, e := range evs.Items {
-			by[e.Reason]++
+		testenv.Must(t, c.List(ctx, evs, client.InNamespace("other"),
+			client.MatchingFields{"involvedObject.name": other.Name, "type": corev1.EventTypeWarning, "reason": v1alpha1.ReasonConfigMapNotFound}))
+		if len(evs.Items) == 0 {
+			return errors.New("no Warning event yet")
 		}
+		event = time.Since(released)
+		return nil
+	})
+	heldEvents := gate.heldWrites()
+	writes := gate.statusWrites()
+	before := slices.Index(writes, "other/unrelated")
+	t.Logf("MEASURED %d pool sites queued, then another namespace's site: after the tenants' writes were let go, its status came %.2f s later, as status write %d of %d (%d pool sites' before it), its Warning event %.2f s later with %d pool tenants' event writes held",
+		sites, status.Seconds(), before+1, len(writes), before, event.Seconds(), heldEvents)
+	if before < 0 || before >= sites/2 {
+		t.Errorf("the other tenant's status written after %d pool sites' statuses (of %d queued before it): the site queue made it wait for the burst", before, sites)
 	}
-	return by
+	if heldEvents == 0 {
+		t.Error("no pool tenant's event write held when the other tenant's Warning was written: the test did not hold their events")
+	}
 }
 
-// poolSitesWithStatus counts the pool sites that have a status written.
-func poolSitesWithStatus(t *testing.T, c client.Client, tenants []string) int {
+// siteQueueDepth is the StaticSite controller's queue depth at priority 0 (people's changes and creations; the
+// pool's fan-out is at handler.LowPriority), from controller-runtime's metrics.
+func siteQueueDepth(t *testing.T) float64 {
 	t.Helper()
-	n := 0
-	for _, ns := range tenants {
-		list := &v1alpha1.StaticSiteList{}
-		testenv.Must(t, c.List(context.Background(), list, client.InNamespace(ns)))
-		for _, s := range list.Items {
-			if len(s.Status.Conditions) > 0 {
-				n++
+	families, err := crmetrics.Registry.Gather()
+	testenv.Must(t, err)
+	for _, f := range families {
+		if f.GetName() != "workqueue_depth" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			if labels["name"] == "staticsite" && labels["priority"] == "0" {
+				return m.GetGauge().GetValue()
 			}
 		}
 	}
-	return n
+	return 0
 }
 
-// poolEventsWritten waits until each of the first count pool sites has its Created Service event; it fails the
-// test past bound.
-func poolEventsWritten(t *testing.T, c client.Client, tenants []string, count int, bound time.Duration) {
+// waitFor retries check every 50 ms until it returns nil, and fails the test after a minute: a loaded machine with
+// -race takes a while to create and queue a hundred sites; nothing here waits for time to pass.
+func waitFor(t *testing.T, what string, check func() error) {
 	t.Helper()
-	begin := time.Now()
+	deadline := time.Now().Add(time.Minute)
 	for {
-		written := 0
-		for _, ns := range tenants {
-			evs := &corev1.EventList{}
-			testenv.Must(t, c.List(context.Background(), evs, client.InNamespace(ns), client.MatchingFields{"reason": "Created"}))
-			for _, e := range evs.Items {
-				if strings.HasPrefix(e.Message, "Created Service ") {
-					written++
-				}
-			}
-		}
-		if written >= count {
+		err := check()
+		if err == nil {
 			return
 		}
-		if time.Since(begin) > bound {
-			t.Fatalf("after %s, %d of %d pool sites' Created Service events written", bound, written, count)
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: %v", what, err)
 		}
-		time.Sleep(100 * time.Millisecond)
+		time.Sleep(50 * time.Millisecond)
 	}
 }
 
 // createPoolSites creates the pool sites numbered [from, to), alternately in each tenant namespace, each with a
-// small ConfigMap of its own, eight at a time as e2e 20-pool does. half, when not nil, is closed once half of
-// them are created.
-func createPoolSites(ctx context.Context, c client.Client, pool string, tenants []string, from, to int, half chan struct{}) error {
+// small ConfigMap of its own, eight at a time as e2e 20-pool does.
+func createPoolSites(ctx context.Context, c client.Client, pool string, tenants []string, from, to int) error {
 	var (
 		wg    sync.WaitGroup
-		made  atomic.Int32
-		once  sync.Once
 		mu    sync.Mutex
 		first error
 	)
@@ -230,32 +212,32 @@ func createPoolSites(ctx context.Context, c client.Client, pool string, tenants 
 				first = errors.Join(first, fmt.Errorf("pool site %s/%s: %w", ns, name, err))
 				mu.Unlock()
 			}
-			if half != nil && int(made.Add(1)) >= (to-from)/2 {
-				once.Do(func() { close(half) })
-			}
 		}()
 	}
 	wg.Wait()
 	return first
 }
 
-// eventGate holds the operator's event writes into some namespaces until it is opened: it stands for an API server
-// that is slow for one tenant's events (as a deep queue of them makes it for everything behind), deterministically.
-// The requests are real and reach the real API server once let through.
-type eventGate struct {
-	mu      sync.Mutex
-	held    map[string]bool
-	opened  chan struct{}
-	once    sync.Once
-	waiting atomic.Int32 // writes held now
+// writeGate holds the manager's writes into some namespaces until it lets them go, first all but the Events, then
+// those: it stands for an API server slow for one tenant (as a deep queue of its requests makes it for everything
+// behind), deterministically. The requests are real and reach the real API server once let through. It also
+// records, in the order they go through, the StaticSite status writes ("namespace/name").
+type writeGate struct {
+	mu       sync.Mutex
+	held     map[string]bool
+	writes   chan struct{} // closed: writes other than Events go through
+	events   chan struct{} // closed: Event writes go through
+	once     [2]sync.Once
+	waiting  atomic.Int32 // writes held now
+	statuses []string
 }
 
-func newEventGate() *eventGate {
-	return &eventGate{held: map[string]bool{}, opened: make(chan struct{})}
+func newWriteGate() *writeGate {
+	return &writeGate{held: map[string]bool{}, writes: make(chan struct{}), events: make(chan struct{})}
 }
 
-// hold makes event writes into namespaces wait until open.
-func (g *eventGate) hold(namespaces ...string) {
+// hold makes writes into namespaces wait.
+func (g *writeGate) hold(namespaces ...string) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	for _, ns := range namespaces {
@@ -263,35 +245,57 @@ func (g *eventGate) hold(namespaces ...string) {
 	}
 }
 
-// open lets every held write through, and those after it.
-func (g *eventGate) open() { g.once.Do(func() { close(g.opened) }) }
+func (g *writeGate) releaseAllButEvents() { g.once[0].Do(func() { close(g.writes) }) }
 
-func (g *eventGate) wrap(rt http.RoundTripper) http.RoundTripper {
+func (g *writeGate) openAll() {
+	g.releaseAllButEvents()
+	g.once[1].Do(func() { close(g.events) })
+}
+
+func (g *writeGate) heldWrites() int { return int(g.waiting.Load()) }
+
+func (g *writeGate) statusWrites() []string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return slices.Clone(g.statuses)
+}
+
+func (g *writeGate) wrap(rt http.RoundTripper) http.RoundTripper {
 	return roundTripperFunc(func(req *http.Request) (*http.Response, error) {
-		if g.holds(req) {
+		if req.Method == http.MethodGet {
+			return rt.RoundTrip(req)
+		}
+		// /api/v1/namespaces/NS/events[/NAME] or /apis/GROUP/VERSION/namespaces/NS/RESOURCE[/NAME[/SUB]]
+		p := strings.Split(strings.Trim(req.URL.Path, "/"), "/")
+		if p[0] == "apis" && len(p) > 2 {
+			p = p[1:] // the group, so that both read [_, version, namespaces, NS, resource, ...]
+		}
+		if len(p) < 5 || p[2] != "namespaces" {
+			return rt.RoundTrip(req)
+		}
+		ns, resource := p[3], p[4]
+		g.mu.Lock()
+		held := g.held[ns]
+		g.mu.Unlock()
+		if held {
+			gate := g.writes
+			if resource == "events" {
+				gate = g.events
+			}
 			g.waiting.Add(1)
 			select {
-			case <-g.opened:
+			case <-gate:
 			case <-req.Context().Done():
 			}
 			g.waiting.Add(-1)
 		}
+		if resource == "staticsites" && len(p) == 7 && p[6] == "status" {
+			g.mu.Lock()
+			g.statuses = append(g.statuses, ns+"/"+p[5])
+			g.mu.Unlock()
+		}
 		return rt.RoundTrip(req)
 	})
-}
-
-// holds: a write of an Event (POST to .../events, PATCH or PUT of one) in a held namespace.
-func (g *eventGate) holds(req *http.Request) bool {
-	if req.Method == http.MethodGet {
-		return false
-	}
-	p := strings.Split(strings.Trim(req.URL.Path, "/"), "/") // api v1 namespaces NS events [NAME]
-	if len(p) < 5 || p[0] != "api" || p[1] != "v1" || p[2] != "namespaces" || p[4] != "events" {
-		return false
-	}
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return g.held[p[3]]
 }
 
 type roundTripperFunc func(*http.Request) (*http.Response, error)
