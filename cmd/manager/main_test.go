@@ -65,7 +65,7 @@ const (
 // asOperator installs config/rbac (the generated ClusterRole, the leader election Role and their bindings) and
 // returns a config that acts as the operator's ServiceAccount: the manager then runs with exactly the permissions
 // a real installation grants, and a missing one fails the test.
-func asOperator(t *testing.T, env *testenv.Env) *rest.Config {
+func asOperator(t testing.TB, env *testenv.Env) *rest.Config {
 	t.Helper()
 	ctx := context.Background()
 	testenv.Must(t, env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: operatorNamespace}}))

@@ -16,6 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
@@ -40,37 +41,11 @@ import (
 //
 // The times are logged (MEASURED) for docs/bench, not asserted.
 func TestPoolBurstDoesNotDelayOtherTenants(t *testing.T) {
-	env, err := testenv.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = env.Stop() }()
 	gate := newWriteGate()
-	cfg := asOperator(t, env)
-	cfg.Wrap(gate.wrap)
-
-	fs := flag.NewFlagSet("manager", flag.ContinueOnError)
-	o := bindFlags(fs)
-	testenv.Must(t, fs.Parse(nil))
-	o.metricsAddr, o.probeAddr = "0", "0"
-	o.serverImage, o.contentAgentImage = "hyperstatic/server:under-test", "hyperstatic/content-agent:under-test"
-	o.operatorNamespace = operatorNamespace
-	o.skipNameValidation = true
-	mgr, events, err := newManager(cfg, o)
-	testenv.Must(t, err)
+	env, mgr, o := startOperator(t, gate)
 	// A manager that ran before in this process may have left sites counted in the queue's depth.
 	depthBefore := siteQueueDepth(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	defer func() {
-		gate.openAll() // a held write would keep the manager from stopping
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("manager stopped with %v", err)
-		}
-		events.Stop()
-	}()
+	ctx := context.Background()
 
 	c := env.Client
 	tenants := []string{"tenant-a", "tenant-b"}
@@ -142,9 +117,43 @@ func TestPoolBurstDoesNotDelayOtherTenants(t *testing.T) {
 	}
 }
 
+// startOperator starts a real API server and the manager on it as the operator runs it (the flags' defaults, the
+// operator's RBAC), its requests through gate; both stop when the test ends, the manager first.
+func startOperator(tb testing.TB, gate *writeGate) (*testenv.Env, ctrl.Manager, *options) {
+	tb.Helper()
+	env, err := testenv.Start()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { _ = env.Stop() })
+	cfg := asOperator(tb, env)
+	cfg.Wrap(gate.wrap)
+	fs := flag.NewFlagSet("manager", flag.ContinueOnError)
+	o := bindFlags(fs)
+	testenv.Must(tb, fs.Parse(nil))
+	o.metricsAddr, o.probeAddr = "0", "0"
+	o.serverImage, o.contentAgentImage = "hyperstatic/server:under-test", "hyperstatic/content-agent:under-test"
+	o.operatorNamespace = operatorNamespace
+	o.skipNameValidation = true
+	mgr, events, err := newManager(cfg, o)
+	testenv.Must(tb, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	tb.Cleanup(func() {
+		gate.openAll() // a held write would keep the manager from stopping
+		cancel()
+		if err := <-done; err != nil {
+			tb.Errorf("manager stopped with %v", err)
+		}
+		events.Stop()
+	})
+	return env, mgr, o
+}
+
 // siteQueueDepth is the StaticSite controller's queue depth at priority 0 (people's changes and creations; the
 // pool's fan-out is at handler.LowPriority), from controller-runtime's metrics.
-func siteQueueDepth(t *testing.T) float64 {
+func siteQueueDepth(t testing.TB) float64 {
 	t.Helper()
 	families, err := crmetrics.Registry.Gather()
 	testenv.Must(t, err)
