@@ -110,7 +110,7 @@ func TestPoolBurstDoesNotDelayOtherTenants(t *testing.T) {
 	t.Logf("MEASURED %d pool sites queued, then another namespace's site: after the tenants' writes were let go, its status came %.2f s later, as status write %d of %d (%d pool sites' before it), its Warning event %.2f s later with %d pool tenants' event writes held",
 		sites, status.Seconds(), before+1, len(writes), before, event.Seconds(), heldEvents)
 	if before < 0 || before >= sites/2 {
-		t.Errorf("the other tenant's status written after %d pool sites' statuses (of %d queued before it): the site queue made it wait for the burst", before, sites)
+		t.Errorf("the other tenant's status written after %d pool sites' status writes (%d sites queued before it): the site queue made it wait for the burst", before, sites)
 	}
 	if heldEvents == 0 {
 		t.Error("no pool tenant's event write held when the other tenant's Warning was written: the test did not hold their events")
