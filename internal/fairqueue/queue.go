@@ -14,8 +14,10 @@
 //     per turn, each lane's keys in the order they became ready. A lane that gets its first ready key joins the back
 //     of the round, so a key of an idle lane waits for at most one key of each busy lane (of its priority or higher)
 //     plus what the workers already hold, whatever the busy lanes' backlog.
-//   - controller-runtime's queue semantics otherwise. A key is queued at most once: adding it again keeps the higher
-//     of the two priorities and the earlier of the two ready times. After and RateLimited delay a key (the smaller
+//   - controller-runtime's queue semantics otherwise. Within a priority, the keys added without a delay go before the
+//     retries (keys made ready by a delay), as in its priority queue. A key is queued at most once: adding it again
+//     keeps the higher of the two priorities and the earlier of the two ready times (added without a delay, it is
+//     no longer a retry). After and RateLimited delay a key (the smaller
 //     of the two delays when both are given; NumRequeues and Forget are the rate limiter's). A key handed out by Get
 //     is not handed out again until Done; added meanwhile, it waits and becomes ready at Done. ShutDown wakes every
 //     Get, which then reports shutdown; adds after it are dropped. Len counts the ready keys.
@@ -77,6 +79,7 @@ type entry[T comparable] struct {
 	seq      uint64 // the order in which keys were queued
 	lane     string
 	priority int
+	retry    bool      // made ready by a delay: served after the keys of its priority added without one
 	readyAt  time.Time // zero once ready
 	heapAt   int       // index in the waiting heap; -1 when not in it
 	parked   bool
@@ -132,7 +135,8 @@ func (q *Queue[T]) AddWithOpts(o priorityqueue.AddOpts, items ...T) {
 func (q *Queue[T]) add(key T, priority int, readyAt time.Time) {
 	e, queued := q.keys[key]
 	if !queued {
-		e = &entry[T]{key: key, seq: q.queued, lane: q.laneOf(key), priority: priority, readyAt: readyAt, heapAt: -1}
+		e = &entry[T]{key: key, seq: q.queued, lane: q.laneOf(key), priority: priority, retry: !readyAt.IsZero(),
+			readyAt: readyAt, heapAt: -1}
 		q.queued++
 		q.keys[key] = e
 		if readyAt.IsZero() {
@@ -143,22 +147,21 @@ func (q *Queue[T]) add(key T, priority int, readyAt time.Time) {
 		}
 		return
 	}
-	if priority > e.priority {
-		if e.readyAt.IsZero() {
-			q.metrics.reprioritized(e.priority, priority)
-		}
-		if e.turn != nil {
-			q.turns.remove(e)
-			e.priority = priority
-			q.turns.push(e)
-		} else {
-			e.priority = priority
-		}
+	raised, fresh := priority > e.priority, readyAt.IsZero() && e.retry
+	if raised && e.readyAt.IsZero() {
+		q.metrics.reprioritized(e.priority, priority)
+	}
+	if (raised || fresh) && e.turn != nil {
+		// A new class: the back of its lane there.
+		q.turns.remove(e)
+		e.priority, e.retry = max(e.priority, priority), e.retry && !fresh
+		q.turns.push(e)
+	} else {
+		e.priority, e.retry = max(e.priority, priority), e.retry && !fresh
 	}
 	if !e.readyAt.IsZero() && (readyAt.IsZero() || readyAt.Before(e.readyAt)) {
 		if readyAt.IsZero() {
 			q.waiting.remove(e)
-			e.readyAt = time.Time{}
 			q.becomeReady(e)
 		} else {
 			e.readyAt = readyAt

@@ -100,6 +100,20 @@ func TestPrioritiesBeforeTurns(t *testing.T) {
 	}
 }
 
+// Within a priority, keys added without a delay go before the retries that fell due, whatever their lanes, as in
+// controller-runtime's priority queue; added again without a delay, a retry is one no longer.
+func TestFreshKeysBeforeRetries(t *testing.T) {
+	q, clk := newTestQueue(t, Options[string]{})
+	q.AddAfter("a/retry1", time.Second)
+	q.AddAfter("b/retry2", time.Second)
+	q.AddAfter("c/retry3", time.Second)
+	clk.Step(time.Second)
+	q.Add("a/fresh")
+	q.Add("c/retry3")
+	q.AddWithOpts(priorityqueue.AddOpts{Priority: ptr.To(-100)}, "d/low")
+	expect(t, take(t, q, 5), "a/fresh", "c/retry3", "a/retry1", "b/retry2", "d/low")
+}
+
 // A key is queued once; added while a worker holds it, it is not handed out again until Done.
 func TestAKeyIsQueuedOnceAndNotHandedOutTwice(t *testing.T) {
 	q, _ := newTestQueue(t, Options[string]{})
