@@ -3,24 +3,25 @@
 // Why: one controller serves the sites of every namespace with a few workers. controller-runtime's queues (the
 // client-go rate-limiting queue, its priority queue) hand out requests of the same priority first come, first
 // served, so a burst of requests in one namespace (200 pool sites created at once) makes a request of another
-// namespace wait for the whole burst: its status came 17-41 s late in envtest (docs/bench/fairqueue-2026-12-03.md).
+// namespace wait for the whole burst: its status came 17-41 s late in envtest (docs/bench/events-2026-12-02.md,
+// docs/bench/fairqueue-2026-12-03.md).
 //
 // The contract, for a queue of keys T each belonging to one lane (the StaticSite controller: a request's namespace):
 //
-//   - Priorities first. A ready key of a higher priority is handed out before any key of a lower one, as in
-//     controller-runtime's priority queue (AddOpts.Priority, handler.LowPriority): the pool's fan-out stays behind
-//     people's changes.
-//   - Lanes in turn within a priority. The lanes holding ready keys of one priority are served round-robin, one key
-//     per turn, each lane's keys in the order they became ready. A lane that gets its first ready key joins the back
-//     of the round, so a key of an idle lane waits for at most one key of each busy lane (of its priority or higher)
-//     plus what the workers already hold, whatever the busy lanes' backlog.
-//   - controller-runtime's queue semantics otherwise. Within a priority, the keys added without a delay go before the
-//     retries (keys made ready by a delay), as in its priority queue. A key is queued at most once: adding it again
-//     keeps the higher of the two priorities and the earlier of the two ready times (added without a delay, it is
-//     no longer a retry). After and RateLimited delay a key (the smaller
-//     of the two delays when both are given; NumRequeues and Forget are the rate limiter's). A key handed out by Get
-//     is not handed out again until Done; added meanwhile, it waits and becomes ready at Done. ShutDown wakes every
-//     Get, which then reports shutdown; adds after it are dropped. Len counts the ready keys.
+//   - Classes first, as controller-runtime's priority queue orders them. A ready key of a higher priority
+//     (AddOpts.Priority, handler.LowPriority) is handed out before any key of a lower one: the pool's fan-out stays
+//     behind people's changes. Within a priority, the keys added without a delay go before the retries (keys made
+//     ready by a delay: After, RateLimited).
+//   - Lanes in turn within a class. The lanes holding ready keys of one class are served round-robin, one key per
+//     turn, each lane's keys in the order they became ready. A lane that gets its first ready key joins the back of
+//     the round, so a key of an idle lane waits for the keys of the classes before its own, one key of each busy lane
+//     of its class, and what the workers already hold, whatever the busy lanes' backlog.
+//   - controller-runtime's queue semantics otherwise. A key is queued at most once: adding it again keeps the
+//     higher of the two priorities and the earlier of the two ready times (added without a delay, it is no longer
+//     a retry). After and RateLimited delay a key (the smaller of the two delays when both are given; NumRequeues
+//     and Forget are the rate limiter's). A key handed out by Get is not handed out again until Done; added
+//     meanwhile, it waits and becomes ready at Done. ShutDown wakes every Get, which then reports shutdown; adds
+//     after it are dropped. Len counts the ready keys.
 //   - Metrics: workqueue_depth (by priority), adds, queue latency, work duration and retries, through a
 //     workqueue.MetricsProvider (ControllerRuntimeMetrics: controller-runtime's own series, by the controller's
 //     name). The unfinished-work and longest-running gauges are not kept (they stay 0).
