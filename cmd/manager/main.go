@@ -4,11 +4,13 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/discovery"
@@ -31,6 +33,7 @@ import (
 	"hyperstatic.dev/hyperstatic/controllers/pool"
 	"hyperstatic.dev/hyperstatic/controllers/staticsite"
 	"hyperstatic.dev/hyperstatic/controllers/staticsite/sitechild"
+	"hyperstatic.dev/hyperstatic/internal/eventlanes"
 	"hyperstatic.dev/hyperstatic/internal/gitrevision"
 	"hyperstatic.dev/hyperstatic/internal/managercache"
 	"hyperstatic.dev/hyperstatic/internal/podmetrics"
@@ -67,9 +70,13 @@ type options struct {
 	staticSiteConcurrency int
 	// clusterDomain is the cluster's DNS domain: pool sites answer to their Service's names under it.
 	clusterDomain string
-	// kubeAPIQPS and kubeAPIBurst bound the manager's requests to the API server (client-go's token bucket).
+	// kubeAPIQPS and kubeAPIBurst bound the manager's requests to the API server (client-go's token bucket); a QPS
+	// of 0 keeps what the given rest.Config says.
 	kubeAPIQPS   float64
 	kubeAPIBurst int
+	// skipNameValidation lets a process build the manager more than once (tests): controller-runtime otherwise
+	// refuses a second controller of the same name, whose metrics would mix with the first's.
+	skipNameValidation bool
 }
 
 // policy parses --tenancy-policy: the multi-tenant default when it is not given.
@@ -85,9 +92,14 @@ func (o *options) policy() (tenancy.Policy, error) {
 // write, and pods' readiness re-queues every site a few times): make bench-operator, docs/bench/operator-*.md.
 const defaultStaticSiteConcurrency = 8
 
-// defaultKubeAPIQPS and defaultKubeAPIBurst replace client-go's 20 and 30 (controller-runtime's defaults): 200
-// pool sites created at once (each a Service, an EndpointSlice, status writes, and a mirror in the pool) took 3 min
-// to be served in kind, the operator's reconciles waiting on that bucket; 50 and 300 are Flux's controllers' defaults.
+// defaultKubeAPIQPS and defaultKubeAPIBurst are the manager's client-side budget of API requests: 50 per second,
+// 300 in a burst (Flux's controllers' defaults). controller-runtime's own default is no client-side limit
+// (ctrl.GetConfig sets QPS -1 and leaves the API server's priority and fairness to protect it); a limit keeps one
+// operator from flooding the API server when thousands of sites change at once. client-go keeps one such bucket per
+// REST client: the manager's client has one per kind (StaticSites, Services, EndpointSlices...), and the events one
+// of their own (internal/eventlanes), so a burst of one kind's writes does not spend another kind's budget. Within
+// a kind, tokens go to requests in the order they ask, and each worker has one request in flight: a site's write
+// waits for at most one write of each other worker, never for another tenant's backlog.
 const (
 	defaultKubeAPIQPS   = 50
 	defaultKubeAPIBurst = 300
@@ -119,7 +131,7 @@ func bindFlags(fs *flag.FlagSet) *options {
 	fs.StringVar(&o.clusterDomain, "cluster-domain", pool.DefaultClusterDomain,
 		"The cluster's DNS domain: a pool site answers to <name>.<namespace>.svc.<cluster-domain> (docs/design/pools.md).")
 	fs.Float64Var(&o.kubeAPIQPS, "kube-api-qps", defaultKubeAPIQPS,
-		"Requests per second the manager may make to the Kubernetes API server, on average (client-go's token bucket).")
+		"Requests per second the manager may make to the Kubernetes API server, on average (client-go's token bucket, one per kind and one for events); -1: no client-side limit.")
 	fs.IntVar(&o.kubeAPIBurst, "kube-api-burst", defaultKubeAPIBurst, "Requests the manager may make to the API server in a burst above --kube-api-qps.")
 	fs.DurationVar(&o.autoscaleInterval, "autoscaler-scrape-interval", autoscaling.DefaultScrapeInterval, "How often autoscaled StaticSites' pods are scraped and the replica count re-decided.")
 	return o
@@ -135,9 +147,7 @@ func main() {
 		return
 	}
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zo)))
-	cfg := ctrl.GetConfigOrDie()
-	cfg.QPS, cfg.Burst = float32(o.kubeAPIQPS), o.kubeAPIBurst
-	if err := run(ctrl.SetupSignalHandler(), cfg, o); err != nil {
+	if err := run(ctrl.SetupSignalHandler(), ctrl.GetConfigOrDie(), o); err != nil {
 		ctrl.Log.WithName("setup").Error(err, "the manager stopped with an error")
 		os.Exit(1)
 	}
@@ -148,12 +158,51 @@ func main() {
 func controllerOptions(o *options) config.Controller {
 	return config.Controller{GroupKindConcurrency: map[string]int{
 		v1alpha1.GroupVersion.WithKind("StaticSite").GroupKind().String(): o.staticSiteConcurrency,
-	}}
+	}, SkipNameValidation: &o.skipNameValidation}
 }
 
 // run starts the manager and blocks until ctx ends.
 func run(ctx context.Context, cfg *rest.Config, o *options) error {
-	log := ctrl.Log.WithName("setup")
+	mgr, events, err := newManager(cfg, o)
+	if err != nil {
+		return err
+	}
+	defer events.Stop() // after the controllers, so that their last events are written
+	// The objects' state (objectives, capacity, conditions) for the chart's alerts and dashboard, read from the
+	// cache at each scrape of --metrics-bind-address.
+	if err := registerStateMetrics(statemetrics.New(mgr.GetCache())); err != nil {
+		return fmt.Errorf("register the state metrics: %w", err)
+	}
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		return err
+	}
+	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+		return err
+	}
+	ctrl.Log.WithName("setup").Info("starting the manager", "version", version, "serverImage", o.serverImage, "serverImageRolloutConcurrency", o.serverImageRolloutConcurrency, "k6Image", o.k6Image, "contentAgentImage", o.contentAgentImage, "staticSiteConcurrency", o.staticSiteConcurrency, "clusterDomain", o.clusterDomain, "operatorNamespace", o.operatorNamespace, "leaderElection", o.leaderElect, "kubeAPIQPS", o.kubeAPIQPS, "kubeAPIBurst", o.kubeAPIBurst)
+	return mgr.Start(ctx)
+}
+
+// registerStateMetrics registers c on controller-runtime's registry, in place of the collector of a manager that
+// ran before it in this process (a test runs the manager more than once; the operator runs it once).
+func registerStateMetrics(c prometheus.Collector) error {
+	err := crmetrics.Registry.Register(c)
+	var already prometheus.AlreadyRegisteredError
+	if errors.As(err, &already) {
+		crmetrics.Registry.Unregister(already.ExistingCollector)
+		err = crmetrics.Registry.Register(c)
+	}
+	return err
+}
+
+// newManager is the operator's manager with its controllers, as the operator runs it, not started: its API client
+// within --kube-api-qps and --kube-api-burst, and every controller's events through one lane per namespace (the
+// lanes returned, to be stopped once the manager has).
+func newManager(cfg *rest.Config, o *options) (ctrl.Manager, *eventlanes.Lanes, error) {
+	if o.kubeAPIQPS != 0 {
+		cfg = rest.CopyConfig(cfg)
+		cfg.QPS, cfg.Burst = float32(o.kubeAPIQPS), o.kubeAPIBurst
+	}
 	scheme := runtime.NewScheme()
 	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
 	utilruntime.Must(v1alpha1.AddToScheme(scheme))
@@ -171,22 +220,29 @@ func run(ctx context.Context, cfg *rest.Config, o *options) error {
 		LeaderElectionReleaseOnCancel: true,
 	})
 	if err != nil {
-		return fmt.Errorf("create the manager: %w", err)
+		return nil, nil, fmt.Errorf("create the manager: %w", err)
 	}
 	policy, err := o.policy()
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	policy = policy.AllowingImages(o.serverImage, o.k6Image) // the operator's own: never refused when named
 	disco, err := discovery.NewDiscoveryClientForConfig(cfg)
 	if err != nil {
-		return fmt.Errorf("create a discovery client: %w", err)
+		return nil, nil, fmt.Errorf("create a discovery client: %w", err)
+	}
+	// Every controller's events go through one lane per namespace (internal/eventlanes), not through the manager's
+	// recorder, whose one goroutine writes every event of the process in turn: a pool's burst of sites would hold
+	// every other tenant's events behind its own (docs/design/pools.md).
+	events, err := eventlanes.ForConfig(cfg, mgr.GetHTTPClient(), scheme, eventlanes.Options{Log: ctrl.Log.WithName("events")})
+	if err != nil {
+		return nil, nil, err
 	}
 	// What the pool controller learns of each pool site, read by the StaticSite controller (internal/poolstate).
 	pools := poolstate.New(poolBoardBuffer)
 	if err := (&staticsite.Reconciler{
 		Client:            mgr.GetClient(),
-		Recorder:          mgr.GetEventRecorderFor(sitechild.FieldOwner),
+		Recorder:          events.For(sitechild.FieldOwner),
 		Clock:             clock.RealClock{},
 		Scraper:           podmetrics.NewHTTPScraper(),
 		ServerImage:       o.serverImage,
@@ -199,11 +255,11 @@ func run(ctx context.Context, cfg *rest.Config, o *options) error {
 		Policy:                        &policy,
 		Pools:                         pools,
 	}).SetupWithManager(mgr); err != nil {
-		return fmt.Errorf("set up the StaticSite controller: %w", err)
+		return nil, nil, fmt.Errorf("set up the StaticSite controller: %w", err)
 	}
 	if err := (&pool.Reconciler{
 		Client:            mgr.GetClient(),
-		Recorder:          mgr.GetEventRecorderFor(sitechild.FieldOwner),
+		Recorder:          events.For(sitechild.FieldOwner),
 		Clock:             clock.RealClock{},
 		ServerImage:       o.serverImage,
 		ContentAgentImage: o.contentAgentImage,
@@ -214,20 +270,20 @@ func run(ctx context.Context, cfg *rest.Config, o *options) error {
 		Board:             pools,
 		Policy:            &policy,
 	}).SetupWithManager(mgr); err != nil {
-		return fmt.Errorf("set up the StaticSitePool controller: %w", err)
+		return nil, nil, fmt.Errorf("set up the StaticSitePool controller: %w", err)
 	}
-	if err := autoscaling.New(mgr.GetClient(), mgr.GetEventRecorderFor(autoscaling.ControllerName),
+	if err := autoscaling.New(mgr.GetClient(), events.For(autoscaling.ControllerName),
 		podmetrics.NewHTTPScraper(), autoscaling.WithScrapeInterval(o.autoscaleInterval)).SetupWithManager(mgr); err != nil {
-		return fmt.Errorf("set up the autoscaler: %w", err)
+		return nil, nil, fmt.Errorf("set up the autoscaler: %w", err)
 	}
 	clientset, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
-		return fmt.Errorf("create a clientset: %w", err)
+		return nil, nil, fmt.Errorf("create a clientset: %w", err)
 	}
 	if err := (&benchmark.Reconciler{
 		Client:    mgr.GetClient(),
 		APIReader: mgr.GetAPIReader(),
-		Recorder:  mgr.GetEventRecorderFor(benchmark.FieldOwner),
+		Recorder:  events.For(benchmark.FieldOwner),
 		Clock:     clock.RealClock{},
 		Image:     o.k6Image,
 		Logs:      benchmark.KubeLogs{Clientset: clientset},
@@ -235,19 +291,7 @@ func run(ctx context.Context, cfg *rest.Config, o *options) error {
 		Scraper:   podmetrics.NewHTTPScraper(),
 		Policy:    &policy,
 	}).SetupWithManager(mgr); err != nil {
-		return fmt.Errorf("set up the Benchmark controller: %w", err)
+		return nil, nil, fmt.Errorf("set up the Benchmark controller: %w", err)
 	}
-	// The objects' state (objectives, capacity, conditions) for the chart's alerts and dashboard, read from the
-	// cache at each scrape of --metrics-bind-address.
-	if err := crmetrics.Registry.Register(statemetrics.New(mgr.GetCache())); err != nil {
-		return fmt.Errorf("register the state metrics: %w", err)
-	}
-	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
-		return err
-	}
-	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
-		return err
-	}
-	log.Info("starting the manager", "version", version, "serverImage", o.serverImage, "serverImageRolloutConcurrency", o.serverImageRolloutConcurrency, "k6Image", o.k6Image, "contentAgentImage", o.contentAgentImage, "staticSiteConcurrency", o.staticSiteConcurrency, "clusterDomain", o.clusterDomain, "operatorNamespace", o.operatorNamespace, "leaderElection", o.leaderElect)
-	return mgr.Start(ctx)
+	return mgr, events, nil
 }

@@ -40,7 +40,8 @@ func TestFlagDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	if o.serverImage != "hyperstatic/server:"+version || o.leaderElect || o.probeAddr != ":8081" || o.metricsAddr != ":8080" ||
-		o.staticSiteConcurrency != defaultStaticSiteConcurrency || o.contentAgentImage != "hyperstatic/content-agent:"+version {
+		o.staticSiteConcurrency != defaultStaticSiteConcurrency || o.contentAgentImage != "hyperstatic/content-agent:"+version ||
+		o.kubeAPIQPS != defaultKubeAPIQPS || o.kubeAPIBurst != defaultKubeAPIBurst || o.skipNameValidation {
 		t.Errorf("defaults %+v", o)
 	}
 }
@@ -64,7 +65,7 @@ const (
 // asOperator installs config/rbac (the generated ClusterRole, the leader election Role and their bindings) and
 // returns a config that acts as the operator's ServiceAccount: the manager then runs with exactly the permissions
 // a real installation grants, and a missing one fails the test.
-func asOperator(t *testing.T, env *testenv.Env) *rest.Config {
+func asOperator(t testing.TB, env *testenv.Env) *rest.Config {
 	t.Helper()
 	ctx := context.Background()
 	testenv.Must(t, env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: operatorNamespace}}))
@@ -89,7 +90,7 @@ func asOperator(t *testing.T, env *testenv.Env) *rest.Config {
 
 // The real manager against a real API server, with the permissions config/rbac grants: it becomes ready, takes the
 // leader Lease, reconciles a StaticSite with the --server-image it was given, keeps its memory small in a cluster
-// full of large ConfigMaps, and stops cleanly. (One test: a process can run the manager's controllers only once.)
+// full of large ConfigMaps, and stops cleanly.
 func TestManagerRuns(t *testing.T) {
 	env, err := testenv.Start()
 	if err != nil {
@@ -107,7 +108,7 @@ func TestManagerRuns(t *testing.T) {
 	go func() {
 		done <- run(ctx, cfg, &options{metricsAddr: metrics, probeAddr: probe, leaderElect: true,
 			leaderElectNS: operatorNamespace, serverImage: "hyperstatic/server:under-test", contentAgentImage: "hyperstatic/content-agent:under-test",
-			staticSiteConcurrency: 3})
+			staticSiteConcurrency: 3, skipNameValidation: true})
 	}()
 	defer func() {
 		cancel()

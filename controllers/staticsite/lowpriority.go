@@ -21,7 +21,8 @@ import (
 // pool sites being created, a dedicated site's new generation waited more than a minute for its pass (e2e
 // scenarios 12 and 14 beside 20-pool, 2026-12-02).
 //
-// So the queue is controller-runtime's priority queue, and the fan-out events are queued at handler.LowPriority:
+// So the queue has controller-runtime's priorities (internal/fairqueue: the priority queue's contract, with the
+// namespaces served in turn within a priority), and the fan-out events are queued at handler.LowPriority:
 // whatever a person changes on any site (a pool site's creation included), and what a site's own children report
 // (priority 0), is reconciled first, and the pool's sites still converge, in order, whenever a worker is free of
 // more urgent work. A pass requeued by its own result keeps the priority it was taken with (controller-runtime's

@@ -7,12 +7,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"hyperstatic.dev/hyperstatic/api/v1alpha1"
+	"hyperstatic.dev/hyperstatic/internal/fairqueue"
 )
 
 func queuedSite(ns, name string) *v1alpha1.StaticSite {
@@ -24,10 +24,10 @@ func queuedRequest(ns, name string) reconcile.Request {
 }
 
 // A pool's fan-out (a map function over every site of the pool, the Board's channel) queues behind a person's change
-// to another site, whatever the order of arrival; the queue is controller-runtime's own priority queue.
+// to another site, whatever the order of arrival, on the controller's queue (internal/fairqueue).
 func TestPoolFanOutQueuesBehindAChangedSite(t *testing.T) {
 	ctx := context.Background()
-	q := priorityqueue.New[reconcile.Request]("test")
+	q := fairqueue.NewByNamespace("test", fairqueue.Options[reconcile.Request]{})
 	defer q.ShutDown()
 
 	poolSites := []reconcile.Request{queuedRequest("tenant", "a"), queuedRequest("tenant", "b"), queuedRequest("tenant", "c")}
@@ -63,7 +63,7 @@ func TestPoolFanOutQueuesBehindAChangedSite(t *testing.T) {
 // never holds back a site's own change.
 func TestAChangeRaisesAPoolSiteQueuedLow(t *testing.T) {
 	ctx := context.Background()
-	q := priorityqueue.New[reconcile.Request]("test")
+	q := fairqueue.NewByNamespace("test", fairqueue.Options[reconcile.Request]{})
 	defer q.ShutDown()
 
 	fanOut := atLowPriority(handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request {

@@ -24,6 +24,7 @@ import (
 	"hyperstatic.dev/hyperstatic/api/v1alpha1"
 	"hyperstatic.dev/hyperstatic/controllers/staticsite/gitcontent"
 	"hyperstatic.dev/hyperstatic/controllers/staticsite/sitechild"
+	"hyperstatic.dev/hyperstatic/internal/fairqueue"
 	"hyperstatic.dev/hyperstatic/internal/gitrevision"
 	"hyperstatic.dev/hyperstatic/internal/managercache"
 )
@@ -109,10 +110,16 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	for _, w := range crdWatches {
 		b = b.WatchesRawSource(w)
 	}
+	queueMetrics, err := fairqueue.ControllerRuntimeMetrics()
+	if err != nil {
+		return err
+	}
 	c, err := b.
 		Named("staticsite").
-		// A person's change goes before the pool's fan-out (lowpriority.go).
-		WithOptions(controller.Options{UsePriorityQueue: ptr.To(true)}).
+		// A person's change goes before the pool's fan-out (lowpriority.go), and the namespaces take turns: a burst
+		// of one tenant's sites does not hold another's (internal/fairqueue). UsePriorityQueue keeps the rate
+		// limiter controller-runtime gives priority queues (per site, no overall bucket).
+		WithOptions(controller.Options{UsePriorityQueue: ptr.To(true), NewQueue: fairqueue.ByNamespace(queueMetrics)}).
 		// Status writes (ours and the autoscaler's) do not change the generation: no reconcile for them.
 		For(&v1alpha1.StaticSite{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{},
 			capacityAnnotationsChanged))).
