@@ -21,6 +21,10 @@ func createSite(t *testing.T, ns, name string, spec v1alpha1.StaticSiteSpec) *v1
 	t.Helper()
 	site := &v1alpha1.StaticSite{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: spec}
 	testenv.Must(t, k8s.Create(context.Background(), site))
+	// Gone at the end of the test: a site left Stalled is retried every second (StalledRetry) for the rest of the
+	// process, and under -count=20 those retries pile up until they keep the one worker busy and the later
+	// iterations' low-priority passes (a pool's report, a pool pod ready) wait past their 20 s.
+	t.Cleanup(func() { _ = k8s.Delete(context.Background(), site.DeepCopy()) })
 	return site
 }
 
