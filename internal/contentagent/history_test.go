@@ -122,7 +122,7 @@ func TestHistoryAndPin(t *testing.T) {
 		code, body := postPin(t, fetcher.url, "Bearer "+pinToken, c2)
 		var rev contentagent.Revision
 		_ = json.Unmarshal(body, &rev)
-		if code != http.StatusOK || rev.Commit != c2 || rev.Pin != c2 || rev.Deploys[2].Commit != c2 {
+		if code != http.StatusOK || rev.Commit != c2 || rev.Pin != c2 || len(rev.Deploys) != 3 || rev.Deploys[2].Commit != c2 {
 			t.Fatalf("pin of v2: %d %s, want 200 publishing v2", code, body)
 		}
 		for i, pod := range pods {

@@ -102,12 +102,12 @@ func (s Step) ensurePinToken(ctx context.Context, site *v1alpha1.StaticSite) ([]
 	err := s.Direct.Get(ctx, key, secret)
 	if err == nil {
 		if !metav1.IsControlledBy(secret, site) {
-			return nil, fmt.Errorf("Secret %s exists and is not this site's: the pin cannot be delivered", key.Name)
+			return nil, fmt.Errorf("the Secret %s exists and is not this site's: the pin cannot be delivered", key.Name)
 		}
 		if t := secret.Data[pinTokenKey]; len(t) > 0 {
 			return t, nil
 		}
-		return nil, fmt.Errorf("Secret %s has no %q", key.Name, pinTokenKey)
+		return nil, fmt.Errorf("the Secret %s has no %q", key.Name, pinTokenKey)
 	}
 	if !apierrors.IsNotFound(err) {
 		return nil, fmt.Errorf("read Secret %s: %w", key.Name, err)
