@@ -152,11 +152,11 @@ func TestDesiredGitFetcher(t *testing.T) {
 		mounts["git-webhook"].MountPath != "/etc/git-webhook" || !mounts["git-webhook"].ReadOnly {
 		t.Errorf("mounts %+v", mounts)
 	}
-	// Without Secrets: no Secret volume, no webhook port.
+	// Without Secrets: no credentials or webhook volume (the pin token's only), no webhook port.
 	plainSite := newSite(v1alpha1.ContentSource{Git: &v1alpha1.GitContent{URL: "https://x/y", Ref: "main",
 		FetcherMemory: ptr.To(resource.MustParse("1Gi"))}})
 	plain := typed[appsv1.Deployment](t, gitcontent.DesiredFetcher(plainSite, testAgentImage, desired.Tolerations(plainSite))).Spec.Template.Spec
-	if len(plain.Volumes) != 2 || len(plain.Containers[0].Ports) != 1 || plain.Containers[0].Resources.Limits.Memory().Cmp(resource.MustParse("1Gi")) != 0 {
+	if len(plain.Volumes) != 3 || plain.Volumes[2].Name != "git-pin" || len(plain.Containers[0].Ports) != 1 || plain.Containers[0].Resources.Limits.Memory().Cmp(resource.MustParse("1Gi")) != 0 {
 		t.Errorf("fetcher without Secrets: volumes %+v ports %+v resources %+v", plain.Volumes, plain.Containers[0].Ports, plain.Containers[0].Resources)
 	}
 }
