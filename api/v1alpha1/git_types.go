@@ -95,6 +95,22 @@ type GitContent struct {
 	// figures.
 	// +optional
 	FetcherMemory *resource.Quantity `json:"fetcherMemory,omitempty"`
+
+	// history is how many deploys (the bundles of the last commits fetched) the fetcher keeps and every server
+	// pod keeps as trees, for a rollback by pin (default 5, at most 20). Each costs up to maxSize of the pods'
+	// disk: the work volumes are sized for history+1 trees.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=20
+	// +optional
+	History *int32 `json:"history,omitempty"`
+
+	// pin is the full commit hash of a deploy of status.deploys to serve in place of the ref's newest commit: a
+	// rollback, served by every pod from a tree already on its disk. The fetcher keeps fetching the ref meanwhile;
+	// unset it to serve the newest again. The annotation hyperstatic.dev/pin does the same (this field wins). A
+	// commit not in the history changes nothing: DeployPinned=False, NotInHistory.
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[0-9a-f]{40}$')",message="spec.content.git.pin must be a full commit hash: 40 lower-case hex digits"
+	// +optional
+	Pin string `json:"pin,omitempty"`
 }
 
 // ContentRevision is which commit of a Git site the ready server pods serve (status.content.revision).
@@ -115,4 +131,8 @@ type ContentRevision struct {
 	ReadyPods int32 `json:"readyPods"`
 	// served is servedBy/readyPods, e.g. "3/3" (the Served printer column).
 	Served string `json:"served"`
+	// deploy is the deploy the fetcher publishes, short: shortCommit, with " (pinned)" when it is a pin (the
+	// Deploy printer column).
+	// +optional
+	Deploy string `json:"deploy,omitempty"`
 }

@@ -546,6 +546,9 @@ type StaticSiteStatus struct {
 	// a hash of the ConfigMaps' resourceVersions, or for Git the fetcher's commit as REF@sha1:HASH (Flux's form).
 	// +optional
 	ContentRevision string `json:"contentRevision,omitempty"`
+	// deploys is a Git site's history: the deploys its fetcher keeps and every pod can flip back to (spec.content.git.pin), newest fetched first, at most spec.content.git.history.
+	// +optional
+	Deploys []Deploy `json:"deploys,omitempty"`
 	// memory is the memory request and limit given to each server container (spec.memory or the sized default).
 	// +optional
 	Memory *resource.Quantity `json:"memory,omitempty"`
@@ -627,6 +630,7 @@ type ServedContent struct {
 // +kubebuilder:printcolumn:name="Content",type=string,JSONPath=`.status.contentSource`
 // +kubebuilder:printcolumn:name="Commit",type=string,JSONPath=`.status.content.revision.shortCommit`,description="Git sites: the commit the fetcher published"
 // +kubebuilder:printcolumn:name="Served",type=string,JSONPath=`.status.content.revision.served`,description="Git sites: ready pods serving that commit / ready pods"
+// +kubebuilder:printcolumn:name="Deploy",type=string,JSONPath=`.status.content.revision.deploy`,description="Git sites: the deploy served, (pinned) when spec.content.git.pin or the hyperstatic.dev/pin annotation holds it"
 // +kubebuilder:printcolumn:name="Revision",type=string,JSONPath=`.status.contentRevision`,priority=1
 // +kubebuilder:printcolumn:name="Site-Value",type=string,JSONPath=`.status.conditions[?(@.type=="SiteValueApplied")].status`,priority=1,description="every ready pod serves the rules, headers and cache-control of the current spec"
 // +kubebuilder:printcolumn:name="In-Memory",type=string,JSONPath=`.status.conditions[?(@.type=="ContentInMemory")].status`,priority=1,description="every file served from memory"

@@ -86,9 +86,14 @@ func fetch(ctx context.Context, args []string) error {
 	hookTimeout := fs.Duration("webhook-timeout", contentagent.DefaultWebhookTimeout, "bound of reading one webhook request, head and body")
 	wait := fs.Duration("wait-timeout", 30*time.Second, "longest hold of a /revision?wait= long poll")
 	status := fs.String("status-file", "", "file to write the revision and last error to (JSON) after each attempt")
+	history := fs.Int("history", contentagent.DefaultHistory, fmt.Sprintf("deploys (bundles) kept and listed in /revision, 1-%d", contentagent.MaxHistory))
+	pinToken := fs.String("pin-token-file", "", "file holding the bearer token of POST /pin, read at every request (unset: pinning is refused)")
 	_ = fs.Parse(args)
 	if *repoURL == "" || *ref == "" {
 		return errors.New("fetch: --url and --ref are required")
+	}
+	if *history < 1 || *history > contentagent.MaxHistory {
+		return fmt.Errorf("fetch: --history must be 1 to %d", contentagent.MaxHistory)
 	}
 	// The Secrets are read at each use (the credentials at every fetch, the webhook secret at every delivery):
 	// a rotated Secret applies once kubelet has updated the volume, and a wrong one is reported in /revision
@@ -112,6 +117,8 @@ func fetch(ctx context.Context, args []string) error {
 		WebhookTimeout:    *hookTimeout,
 		WaitTimeout:       *wait,
 		StatusFile:        *status,
+		History:           *history,
+		PinTokenFile:      *pinToken,
 	}
 	if err := f.Init(); err != nil {
 		return err

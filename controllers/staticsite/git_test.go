@@ -39,6 +39,7 @@ func TestGitCommandLines(t *testing.T) {
 	want := []string{"fetch", "--url", "https://github.com/example/docs.git", "--ref", "main", "--path", "public",
 		"--interval", "90s", "--max-bytes", "104857600", "--secret-dir", "/etc/git-credentials",
 		"--check-server", "/hyperstatic-server", "--dir", "/var/lib/content", "--listen", ":8080",
+		"--history", "5", "--pin-token-file", "/etc/git-pin/token",
 		"--webhook-secret-file", "/etc/git-webhook/token", "--webhook-listen", ":8081"}
 	if got := gitcontent.FetchArgs(site); !slices.Equal(got, want) {
 		t.Errorf("fetch args\n got %q\nwant %q", got, want)
@@ -47,7 +48,7 @@ func TestGitCommandLines(t *testing.T) {
 	plain := newSite(v1alpha1.ContentSource{Git: &v1alpha1.GitContent{URL: "git@github.com:example/docs.git", Ref: "v1.2.0"}})
 	want = []string{"fetch", "--url", "git@github.com:example/docs.git", "--ref", "v1.2.0", "--interval", "60s",
 		"--max-bytes", "536870912", "--check-server", "/hyperstatic-server", "--dir", "/var/lib/content", "--listen", ":8080",
-		"--webhook-listen="}
+		"--history", "5", "--pin-token-file", "/etc/git-pin/token", "--webhook-listen="}
 	if got := gitcontent.FetchArgs(plain); !slices.Equal(got, want) {
 		t.Errorf("fetch args without options\n got %q\nwant %q", got, want)
 	}
@@ -124,8 +125,12 @@ func TestDesiredGitFetcher(t *testing.T) {
 	for _, v := range pod.Volumes {
 		vols[v.Name] = v
 	}
-	if v := vols["content"].EmptyDir; v == nil || v.SizeLimit.Cmp(resource.MustParse("600Mi")) != 0 {
-		t.Errorf("work volume %+v, want an emptyDir of 6 × maxSize", vols["content"])
+	// (history 5 + 1) bundles, two trees, the tree being written, the pack.
+	if v := vols["content"].EmptyDir; v == nil || v.SizeLimit.Cmp(resource.MustParse("1000Mi")) != 0 {
+		t.Errorf("work volume %+v, want an emptyDir of 10 × maxSize", vols["content"])
+	}
+	if pin := vols["git-pin"].Secret; pin == nil || pin.SecretName != "docs"+gitcontent.PinSecretSuffix || !*pin.Optional {
+		t.Errorf("pin token volume %+v", vols["git-pin"])
 	}
 	if v := vols["tmp"].EmptyDir; v == nil || v.SizeLimit == nil {
 		t.Errorf("tmp volume %+v", vols["tmp"])
@@ -147,11 +152,11 @@ func TestDesiredGitFetcher(t *testing.T) {
 		mounts["git-webhook"].MountPath != "/etc/git-webhook" || !mounts["git-webhook"].ReadOnly {
 		t.Errorf("mounts %+v", mounts)
 	}
-	// Without Secrets: no Secret volume, no webhook port.
+	// Without Secrets: no credentials or webhook volume (the pin token's only), no webhook port.
 	plainSite := newSite(v1alpha1.ContentSource{Git: &v1alpha1.GitContent{URL: "https://x/y", Ref: "main",
 		FetcherMemory: ptr.To(resource.MustParse("1Gi"))}})
 	plain := typed[appsv1.Deployment](t, gitcontent.DesiredFetcher(plainSite, testAgentImage, desired.Tolerations(plainSite))).Spec.Template.Spec
-	if len(plain.Volumes) != 2 || len(plain.Containers[0].Ports) != 1 || plain.Containers[0].Resources.Limits.Memory().Cmp(resource.MustParse("1Gi")) != 0 {
+	if len(plain.Volumes) != 3 || plain.Volumes[2].Name != "git-pin" || len(plain.Containers[0].Ports) != 1 || plain.Containers[0].Resources.Limits.Memory().Cmp(resource.MustParse("1Gi")) != 0 {
 		t.Errorf("fetcher without Secrets: volumes %+v ports %+v resources %+v", plain.Volumes, plain.Containers[0].Ports, plain.Containers[0].Resources)
 	}
 }
@@ -249,8 +254,8 @@ func TestGitServerPodTemplate(t *testing.T) {
 		t.Errorf("server site mount %+v", siteMount)
 	}
 	for _, v := range pod.Volumes {
-		if v.Name == "site" && (v.EmptyDir == nil || v.EmptyDir.SizeLimit.Cmp(resource.MustParse("300Mi")) != 0) {
-			t.Errorf("site volume %+v, want an emptyDir of 3 × maxSize", v)
+		if v.Name == "site" && (v.EmptyDir == nil || v.EmptyDir.SizeLimit.Cmp(resource.MustParse("600Mi")) != 0) {
+			t.Errorf("site volume %+v, want an emptyDir of (history 5 + 1) × maxSize", v)
 		}
 	}
 	// Memory from the bundle's size, as for ConfigMaps: 48Mi + 2 × 3Mi → 64Mi.

@@ -74,6 +74,15 @@ func (f *fakeGitReader) Wait(ctx context.Context, p *corev1.Pod, _ int, have git
 	return gitrevision.NewHTTPReader().Wait(ctx, local, port, have)
 }
 
+// Pin is the controller's POST /pin to a fetcher, on the process's loopback port likewise.
+func (f *fakeGitReader) Pin(ctx context.Context, p *corev1.Pod, _ int, token []byte, commit string) (gitrevision.Revision, error) {
+	local, port, err := f.local(p)
+	if err != nil {
+		return gitrevision.Revision{}, err
+	}
+	return gitrevision.NewHTTPReader().Pin(ctx, local, port, token, commit)
+}
+
 // local is the pod as its process on loopback plays it, and that process's port.
 func (f *fakeGitReader) local(p *corev1.Pod) (*corev1.Pod, int, error) {
 	f.mu.Lock()
@@ -166,8 +175,10 @@ type testFetcher struct {
 // types; internal/contract runs the real binary's parser on them).
 type fetchFlags struct {
 	url, ref, path, secretDir, webhookSecretFile, checkServer, dir, listen, webhookListen string
+	pinTokenFile                                                                          string
 	interval                                                                              time.Duration
 	maxBytes                                                                              int64
+	history                                                                               int
 }
 
 func parseFetchArgs(t *testing.T, args []string) fetchFlags {
@@ -189,6 +200,8 @@ func parseFetchArgs(t *testing.T, args []string) fetchFlags {
 	fs.StringVar(&f.dir, "dir", "", "")
 	fs.StringVar(&f.listen, "listen", "", "")
 	fs.StringVar(&f.webhookListen, "webhook-listen", "", "")
+	fs.IntVar(&f.history, "history", 0, "")
+	fs.StringVar(&f.pinTokenFile, "pin-token-file", "", "")
 	testenv.Must(t, fs.Parse(args[1:]))
 	if fs.NArg() != 0 {
 		t.Fatalf("fetcher args %q leave %q unparsed", args, fs.Args())
@@ -223,8 +236,12 @@ func startGitFetcher(t *testing.T, ns, site string) *testFetcher {
 			}
 			return time.After(d) // a long poll's bound: no assertion depends on it
 		},
-		OnSync: func(_ string, rev contentagent.Revision) { tf.synced <- rev },
-		Log:    quiet,
+		OnSync:  func(_ string, rev contentagent.Revision) { tf.synced <- rev },
+		Log:     quiet,
+		History: args.history,
+	}
+	if args.pinTokenFile != "" {
+		tf.f.PinTokenFile = pinTokenFile(t, d, c, args.pinTokenFile, filepath.Join(dir, "pin"))
 	}
 	if args.secretDir != "" {
 		tf.secretDir = filepath.Join(dir, "credentials")

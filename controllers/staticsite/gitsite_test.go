@@ -393,6 +393,10 @@ func TestGitValidation(t *testing.T) {
 		{"interval under 10s", git(func(g *v1alpha1.GitContent) { g.Interval = &metav1.Duration{Duration: 5e9} }), "spec.content.git.interval must be at least 10s"},
 		{"maxSize 0", git(func(g *v1alpha1.GitContent) { g.MaxSize = ptr.To(resource.MustParse("0")) }), "spec.content.git.maxSize must be greater than 0"},
 		{"fetcher memory too small", git(func(g *v1alpha1.GitContent) { g.FetcherMemory = ptr.To(resource.MustParse("32Mi")) }), "spec.content.git.fetcherMemory must be at least 64Mi"},
+		{"short pin", git(func(g *v1alpha1.GitContent) { g.Pin = "0123456789ab" }), "spec.content.git.pin must be a full commit hash"},
+		{"upper-case pin", git(func(g *v1alpha1.GitContent) { g.Pin = strings.Repeat("A", 40) }), "spec.content.git.pin must be a full commit hash"},
+		{"history 0", git(func(g *v1alpha1.GitContent) { g.History = ptr.To[int32](0) }), "spec.content.git.history"},
+		{"history 21", git(func(g *v1alpha1.GitContent) { g.History = ptr.To[int32](21) }), "spec.content.git.history"},
 		{"git and an image", func() v1alpha1.StaticSiteSpec {
 			s := git(func(*v1alpha1.GitContent) {})
 			s.Content.Image = "example/docs:v1"
@@ -418,6 +422,7 @@ func TestGitValidation(t *testing.T) {
 				g.URL = url
 				g.Ref = "0123456789abcdef0123456789abcdef01234567"
 				g.Path = "site/build"
+				g.Pin, g.History = "0123456789abcdef0123456789abcdef01234567", ptr.To[int32](20)
 			})}
 		if err := k8s.Create(context.Background(), s, client.DryRunAll); err != nil {
 			t.Errorf("%s refused: %v", url, err)

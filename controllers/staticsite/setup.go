@@ -152,12 +152,13 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 }
 
 // capacityAnnotationsChanged passes a site update that changes the annotations steering capacity measurements and
-// the performance gate (a person's requests: a new measurement, an override); other annotation changes wake no pass.
+// the performance gate (a person's requests: a new measurement, an override), or the pin (a rollback,
+// docs/design/deploys.md); other annotation changes wake no pass.
 var capacityAnnotationsChanged = predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
 	if e.ObjectOld == nil || e.ObjectNew == nil {
 		return false
 	}
-	for _, k := range []string{v1alpha1.AnnotationMeasureCapacity, v1alpha1.AnnotationPerformanceGateOverride} {
+	for _, k := range []string{v1alpha1.AnnotationMeasureCapacity, v1alpha1.AnnotationPerformanceGateOverride, v1alpha1.AnnotationPin} {
 		if e.ObjectOld.GetAnnotations()[k] != e.ObjectNew.GetAnnotations()[k] {
 			return true
 		}

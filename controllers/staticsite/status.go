@@ -70,6 +70,7 @@ func deriveStatus(site *v1alpha1.StaticSite, o *observation) v1alpha1.StaticSite
 		// or what the last pass said).
 		s.ContentRevision = o.git.ContentRevision(site)
 	}
+	s.Deploys = o.git.Deploys(site) // gitcontent/deploystatus.go
 	mem := o.memory.DeepCopy()
 	s.Memory = &mem
 	if d := o.deployment; d != nil {
@@ -81,6 +82,7 @@ func deriveStatus(site *v1alpha1.StaticSite, o *observation) v1alpha1.StaticSite
 	content := contentVerdictOf(o) // contentverdict.go
 	set.Set(v1alpha1.ConditionContentAvailable, content.status, content.reason, content.message)
 	set.Set(o.pinned.Type, o.pinned.Status, o.pinned.Reason, o.pinned.Message)
+	setDeployPinned(set, o.git.PinCondition()) // deploystatus.go
 	// Rebuilt every pass, like every field above: absent when no pod could be read (the condition says why).
 	s.Content = o.served
 	if s.Content != nil && o.git != nil {

@@ -46,7 +46,7 @@ func (r *Reconciler) reconcileGitPullers(ctx context.Context, st *observation) e
 // gitStep is this pass's view of the reconciler for package gitcontent.
 func (r *Reconciler) gitStep(st *observation) gitcontent.Step {
 	return gitcontent.Step{
-		Cache: r.Client, Direct: r.directReader(), Children: gitChildren{r: r, st: st},
+		Cache: r.Client, Direct: r.directReader(), Children: gitChildren{r: r, st: st}, Writer: r.Client,
 		Revisions: r.GitReader, Watch: r.gitWatch,
 		AgentImage: r.ContentAgentImage, OperatorNamespace: r.OperatorNamespace,
 		CredentialsLabelRequired: r.policy().Git.CredentialsLabelRequired(),

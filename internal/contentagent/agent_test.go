@@ -200,11 +200,7 @@ func TestFetcherAndPullers(t *testing.T) {
 		addr, hookAddr := fetcher.addr, fetcher.hookAddr
 		fetcher.stop()
 		for i, pod := range pods {
-			select {
-			case <-pod.backoff.asked: // the puller saw the fetcher go and waits to retry
-			case <-time.After(waitLimit):
-				t.Fatalf("pod %d did not notice the fetcher stopped", i)
-			}
+			pod.waitBackoff(t, i)
 			if cur, _ := pod.p.Store.Current(); cur != good || pod.served(t, "index.html") != "v4\n" {
 				t.Fatalf("pod %d serves %s with the fetcher down, want %s", i, cur, good)
 			}

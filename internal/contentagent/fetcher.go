@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"hyperstatic.dev/hyperstatic/internal/gitsource"
@@ -46,6 +47,12 @@ type Fetcher struct {
 	WebhookTimeout time.Duration
 	// WaitTimeout bounds a long poll of GET /revision?wait=.
 	WaitTimeout time.Duration
+	// History is how many deploys (bundles) are kept and listed in /revision (DefaultHistory when 0, at most
+	// MaxHistory).
+	History int
+	// PinTokenFile holds the bearer token POST /pin requires, read at every request; empty or unreadable: every
+	// pin is refused (pin.go).
+	PinTokenFile string
 	// StatusFile, when set, receives the Revision (with LastError) as JSON after every attempt.
 	StatusFile string
 	Log        *slog.Logger
@@ -55,6 +62,8 @@ type Fetcher struct {
 	// OnSync, when set, is called after every attempt with its trigger and the revision then published.
 	OnSync func(trigger string, rev Revision)
 
+	// mu serializes the changes of what is published: a fetch's new deploy and a pin.
+	mu sync.Mutex
 	// pushes holds one accepted webhook not yet taken by Run; inFlight, one token per delivery being handled.
 	pushes   chan struct{}
 	inFlight chan struct{}
@@ -80,6 +89,10 @@ func (f *Fetcher) Init() error {
 	if f.WebhookTimeout <= 0 {
 		f.WebhookTimeout = DefaultWebhookTimeout
 	}
+	if f.History <= 0 {
+		f.History = DefaultHistory
+	}
+	f.History = min(f.History, MaxHistory)
 	f.pushes = make(chan struct{}, 1)
 	f.inFlight = make(chan struct{}, WebhookMaxInFlight)
 	f.metrics = newMetrics("fetch")
@@ -91,6 +104,11 @@ func (f *Fetcher) Init() error {
 		if json.Unmarshal(data, &rev) != nil || !validDigest(rev.Digest) || !exists(f.bundlePath(rev.Digest)) {
 			rev = Revision{}
 		}
+	}
+	rev = restoredHistory(rev, f.History, func(d string) bool { return validDigest(d) && exists(f.bundlePath(d)) })
+	if rev.Pin != "" && indexOfDeploy(rev.Deploys, rev.Pin) < 0 {
+		f.Log.Warn("the pinned deploy is no longer on disk; publishing the newest", "pin", rev.Pin)
+		rev = publishing(rev, rev.Deploys, "", f.Now())
 	}
 	rev.LastError = nil
 	f.board = newBoard(rev)
@@ -200,26 +218,43 @@ func (f *Fetcher) syncOnce(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	cur, _ := f.board.get()
-	if !changed && cur.Commit == rev.Commit && cur.Digest != "" {
+	if have, _ := f.board.get(); !changed && len(have.Deploys) > 0 && have.Deploys[0].Commit == rev.Commit {
 		return "unchanged", nil
-	}
-	if rev.Time.IsZero() && cur.Commit == rev.Commit {
-		rev.Time = cur.CommitTime // Sync does not fetch an unchanged commit again to learn its time
+	} else if i := indexOfDeploy(have.Deploys, rev.Commit); rev.Time.IsZero() && i >= 0 {
+		rev.Time = have.Deploys[i].Committed // Sync does not fetch an unchanged commit again to learn its time
 	}
 	digest, size, err := f.writeBundle(filepath.Join(f.Store.Dir, rev.Commit))
 	if err != nil {
 		return "", fmt.Errorf("writing the bundle of %s: %w", rev.Commit, err)
 	}
-	next := Revision{Digest: digest, Size: size, Commit: rev.Commit, CommitTime: rev.Time, Ref: rev.Ref}
-	if err := writeJSON(filepath.Join(f.BundleDir, stateFile), next); err != nil {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	cur, _ := f.board.get()
+	history := withDeploy(cur.Deploys, Deploy{Commit: rev.Commit, Bundle: digest, Size: size, Committed: rev.Time,
+		Ref: rev.Ref}, f.History, cur.Pin)
+	if err := f.publish(publishing(cur, history, cur.Pin, f.Now())); err != nil {
 		return "", err
 	}
-	f.board.update(func(r *Revision) { *r = next })
-	f.metrics.setRevision(next.Commit)
-	f.metrics.bundleSize.Set(float64(size))
-	f.pruneBundles(cur.Digest, digest)
+	f.pruneBundles(append(bundlesOf(history), cur.Digest)...)
 	return "changed", nil
+}
+
+// publish records next in state.json, then publishes it (its LastError aside: the caller's attempt sets that).
+// Call it with f.mu held.
+func (f *Fetcher) publish(next Revision) error {
+	state := next
+	state.LastError = nil
+	if err := writeJSON(filepath.Join(f.BundleDir, stateFile), state); err != nil {
+		return err
+	}
+	f.board.update(func(r *Revision) {
+		failure := r.LastError
+		*r = next
+		r.LastError = failure
+	})
+	f.metrics.setRevision(next.Commit)
+	f.metrics.bundleSize.Set(float64(next.Size))
+	return nil
 }
 
 func (f *Fetcher) writeBundle(tree string) (string, int64, error) {
@@ -228,8 +263,8 @@ func (f *Fetcher) writeBundle(tree string) (string, int64, error) {
 
 func (f *Fetcher) bundlePath(digest string) string { return bundleFile(f.BundleDir, digest) }
 
-// pruneBundles keeps the current and the previous bundle: a puller that read the revision just before a change
-// can still download what it was told. Older ones go (an open download keeps its file until it ends).
+// pruneBundles keeps the bundles of the history and the one published before the change: a puller that read the
+// revision just before it can still download what it was told. Others go (an open download keeps its file until it ends).
 func (f *Fetcher) pruneBundles(keep ...string) { pruneBundleFiles(f.BundleDir, f.Log, keep...) }
 
 func (f *Fetcher) writeStatus(rev Revision) {

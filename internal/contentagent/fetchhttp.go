@@ -5,7 +5,7 @@ import (
 )
 
 // Handler serves the fetcher's port for the site's pods and the operator: GET /revision (long poll with
-// ?wait=<digest>), GET /bundles/<digest>, GET /healthz, GET /metrics. The webhook is on WebhookServer, a port
+// ?wait=<digest>), GET /bundles/<digest>, GET /healthz, GET /metrics, POST /pin (pin.go). The webhook is on WebhookServer, a port
 // of its own, so a Service (and the user's route to it) can expose /hooks and nothing else.
 //
 // /healthz is 200 once a bundle is published (by a fetch, or restored from the state of an earlier run) and 503
@@ -15,6 +15,7 @@ func (f *Fetcher) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /revision", serveRevision(f.board, f.After, f.WaitTimeout))
 	mux.HandleFunc("GET /bundles/{digest}", f.serveBundle)
+	mux.HandleFunc("POST /pin", f.servePin)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		if rev, _ := f.board.get(); rev.Digest == "" {
 			http.Error(w, "no bundle published yet", http.StatusServiceUnavailable)

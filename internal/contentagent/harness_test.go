@@ -201,6 +201,16 @@ func (rp *runningPuller) waitCommit(t testing.TB, commit string) contentagent.Re
 	}
 }
 
+// waitBackoff waits until the puller (pod i) saw the fetcher go and waits to retry on its backoff.
+func (rp *runningPuller) waitBackoff(t testing.TB, i int) {
+	t.Helper()
+	select {
+	case <-rp.backoff.asked:
+	case <-time.After(waitLimit):
+		t.Fatalf("pod %d did not notice the fetcher stopped", i)
+	}
+}
+
 // served reads a file of the tree the puller's directory serves now (through current, as the server would).
 func (rp *runningPuller) served(t testing.TB, name string) string {
 	t.Helper()

@@ -9,6 +9,8 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -59,6 +61,9 @@ type Puller struct {
 
 	board   *board
 	metrics *metrics
+	// history is the commits of the fetcher's last deploys (at most MaxHistory): their trees are kept (the
+	// Store's Retain), so a pin flips to one on disk. Only Run's goroutine uses it.
+	history []string
 }
 
 // Init prepares the puller: what the Store serves already (a restarted container) is its starting point.
@@ -87,6 +92,7 @@ func (p *Puller) Init() error {
 		p.ServerAdmin = strings.TrimSuffix(p.ServerAdmin, "/")
 		p.Store.KeepOlder = true
 	}
+	p.Store.Retain = func() []string { return p.history }
 	p.metrics = newMetrics("pull")
 	cur, err := p.Store.Current()
 	if err != nil {
@@ -140,6 +146,7 @@ func (p *Puller) step(ctx context.Context, have Revision) error {
 	if err != nil {
 		return err
 	}
+	p.history = historyTrees(rev.Deploys)
 	if rev.Digest == have.Digest && rev.Commit == have.Commit {
 		return nil // the long poll timed out
 	}
@@ -216,13 +223,38 @@ func (p *Puller) poll(ctx context.Context, have Revision) (Revision, error) {
 func (p *Puller) install(ctx context.Context, rev Revision) (reloadMark, error) {
 	lim := gitsource.Limits{MaxBytes: p.MaxBytes, MaxEntries: p.MaxEntries, MaxDepth: p.MaxDepth}
 	var before reloadMark
-	err := installBundle(ctx, p.Client, p.Store, rev.Commit, p.FetcherURL+"/bundles/"+rev.Digest, rev.Digest, lim, func() {
+	mark := func() {
 		if p.ServerAdmin != "" {
 			n, err := p.reloads(ctx)
 			before = reloadMark{count: n, known: err == nil}
 		}
-	})
+	}
+	// A deploy of the history whose tree is on disk (a rollback, or back from one): a flip, no download.
+	if _, err := os.Lstat(filepath.Join(p.Store.Dir, rev.Commit)); err == nil {
+		mark()
+		if ok, err := p.Store.Activate(rev.Commit); ok || err != nil {
+			if ok {
+				p.Log.Info("activated a kept tree", "commit", rev.Commit)
+			}
+			return before, err
+		}
+	}
+	err := installBundle(ctx, p.Client, p.Store, rev.Commit, p.FetcherURL+"/bundles/"+rev.Digest, rev.Digest, lim, mark)
 	return before, err
+}
+
+// historyTrees returns the tree names of a fetcher's deploys a puller keeps: valid names, at most MaxHistory.
+func historyTrees(deploys []Deploy) []string {
+	var out []string
+	for _, d := range deploys {
+		if len(out) == MaxHistory {
+			break
+		}
+		if gitsource.TreeName(d.Commit) {
+			out = append(out, d.Commit)
+		}
+	}
+	return out
 }
 
 // bundleLimit is the longest bundle of a tree within lim that a puller downloads.

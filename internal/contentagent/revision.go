@@ -24,6 +24,11 @@ type Revision struct {
 	// LastError is the last fetch's (or pull's) failure, cleared by the next success. The tree above keeps
 	// being served meanwhile.
 	LastError *Failure `json:"lastError,omitempty"`
+	// Deploys is the fetcher's history, newest fetched first (history.go); a puller keeps their trees. Absent
+	// from a puller's answer.
+	Deploys []Deploy `json:"deploys,omitempty"`
+	// Pin is the commit the fetcher publishes in place of the ref's newest (POST /pin); "" when following the ref.
+	Pin string `json:"pin,omitempty"`
 }
 
 // Failure is why the last attempt did not publish: Reason is a gitsource.Reason (a condition reason as is) or
@@ -37,9 +42,11 @@ type Failure struct {
 // validDigest is true for a lower-case hex SHA-256: the only names /bundles/ answers, and the only ones a puller
 // asks for.
 func validDigest(s string) bool {
-	if len(s) != 64 {
-		return false
-	}
+	return len(s) == 64 && validHex(s)
+}
+
+// validHex is true for lower-case hex of an even length.
+func validHex(s string) bool {
 	_, err := hex.DecodeString(s)
 	return err == nil && s == lower(s)
 }

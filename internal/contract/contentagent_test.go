@@ -75,6 +75,8 @@ func gitCases() []gitCase {
 		{"max size decimal", with(func(g *v1alpha1.GitContent) { g.MaxSize = ptr.To(resource.MustParse("1.5G")) })},
 		{"tree limits at the CRD's bounds", with(func(g *v1alpha1.GitContent) { g.MaxEntries, g.MaxDepth = ptr.To[int32](1000000), ptr.To[int32](256) })},
 		{"tree limits smallest", with(func(g *v1alpha1.GitContent) { g.MaxEntries, g.MaxDepth = ptr.To[int32](1), ptr.To[int32](1) })},
+		{"history at the CRD's bounds", with(func(g *v1alpha1.GitContent) { g.History = ptr.To[int32](20) })},
+		{"history smallest, pinned", with(func(g *v1alpha1.GitContent) { g.History, g.Pin = ptr.To[int32](1), strings.Repeat("ab", 20) })},
 	}
 }
 

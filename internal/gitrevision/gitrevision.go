@@ -55,6 +55,10 @@ type Revision struct {
 	Ref string
 	// Failure is why the last attempt did not publish (the fetcher) or install (a puller); nil after a success.
 	Failure *Failure
+	// Deploys is the fetcher's history, newest fetched first, checked (deploys.go); none from a puller.
+	Deploys []Deploy
+	// Pin is the commit the fetcher publishes in place of the ref's newest ("" when it follows the ref).
+	Pin string
 }
 
 // Published says a commit is there: the fetcher published one, or the pod serves one.
@@ -97,6 +101,8 @@ type answer struct {
 		Message string    `json:"message"`
 		Time    time.Time `json:"time"`
 	} `json:"lastError,omitempty"`
+	Deploys []deployAnswer `json:"deploys,omitempty"`
+	Pin     string         `json:"pin,omitempty"`
 }
 
 // ConditionReason is the ContentAvailable reason of a fetcher's failure reason: its Git-prefixed name when the
@@ -139,6 +145,9 @@ func Parse(data []byte) (Revision, error) {
 			Message: podtext.Clean(strings.TrimSpace(f.Message), podtext.MaxStatusText),
 			Time:    f.Time,
 		}
+	}
+	if err := parseDeploys(&rev, raw); err != nil {
+		return Revision{}, err
 	}
 	return rev, nil
 }
@@ -225,16 +234,22 @@ func (h *HTTPReader) get(ctx context.Context, c *http.Client, pod *corev1.Pod, p
 	if resp.StatusCode != http.StatusOK {
 		return Revision{}, fmt.Errorf("GET %s of pod %s: HTTP %d", Path, pod.Name, resp.StatusCode)
 	}
+	return readAnswer(resp, "GET "+Path, pod)
+}
+
+// readAnswer reads and checks a revision answer of at most MaxBytes (an announced longer one is refused unread);
+// errors name what was asked (e.g. "GET /revision") and the pod.
+func readAnswer(resp *http.Response, what string, pod *corev1.Pod) (Revision, error) {
 	if resp.ContentLength > MaxBytes {
-		return Revision{}, fmt.Errorf("GET %s of pod %s: Content-Length %d is over the limit of %d bytes", Path, pod.Name, resp.ContentLength, MaxBytes)
+		return Revision{}, fmt.Errorf("%s of pod %s: Content-Length %d is over the limit of %d bytes", what, pod.Name, resp.ContentLength, MaxBytes)
 	}
 	data, err := io.ReadAll(io.LimitReader(resp.Body, MaxBytes+1))
 	if err != nil {
-		return Revision{}, fmt.Errorf("GET %s of pod %s: %w", Path, pod.Name, err)
+		return Revision{}, fmt.Errorf("%s of pod %s: %w", what, pod.Name, err)
 	}
 	rev, err := Parse(data)
 	if err != nil {
-		return Revision{}, fmt.Errorf("GET %s of pod %s: %w", Path, pod.Name, err)
+		return Revision{}, fmt.Errorf("%s of pod %s: %w", what, pod.Name, err)
 	}
 	return rev, nil
 }

@@ -49,7 +49,7 @@ func serve(t *testing.T, h http.Handler) (*corev1.Pod, int) {
 // fetcher runs a real content-agent fetcher of src; each attempt's result comes on the returned channel. Its
 // interval is the test's: each value sent on ticks is one more fetch; its long poll's own timeout never fires
 // (the tests' changes end every wait).
-func fetcher(t *testing.T, src gitsource.Source) (*contentagent.Fetcher, <-chan contentagent.Revision, chan<- time.Time) {
+func fetcher(t *testing.T, src gitsource.Source, configure ...func(*contentagent.Fetcher)) (*contentagent.Fetcher, <-chan contentagent.Revision, chan<- time.Time) {
 	t.Helper()
 	dir := t.TempDir()
 	synced := make(chan contentagent.Revision, 10)
@@ -66,6 +66,9 @@ func fetcher(t *testing.T, src gitsource.Source) (*contentagent.Fetcher, <-chan 
 			return never
 		},
 		OnSync: func(_ string, rev contentagent.Revision) { synced <- rev },
+	}
+	for _, c := range configure {
+		c(f)
 	}
 	if err := f.Init(); err != nil {
 		t.Fatal(err)

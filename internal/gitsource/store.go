@@ -75,6 +75,9 @@ type Store struct {
 	// KeepOlder, when set, makes a publish leave the trees older than the one it replaced in place; the caller
 	// removes them with Prune once nothing reads them (a pod's puller: after the server has reloaded).
 	KeepOlder bool
+	// Retain, when set, names more trees that pruning keeps: a pod's puller keeps the trees of the fetcher's
+	// deploy history (docs/design/deploys.md), so a rollback is a flip to a tree already on disk (Activate).
+	Retain func() []string
 	// beforeSwap, in tests only, runs when the new tree is complete and not yet published.
 	beforeSwap func(tree string)
 }
@@ -193,6 +196,35 @@ func (s *Store) publish(stage, commit string) error {
 	if s.beforeSwap != nil {
 		s.beforeSwap(final)
 	}
+	return s.flip(commit)
+}
+
+// Activate flips Dir/current to the tree name already on disk (an earlier deploy kept by Retain) and reports
+// whether there was one; false with no error when there is none (the caller installs it). A tree at its final
+// name is complete (publish renames a finished stage) and immutable, so it is not checked again.
+func (s *Store) Activate(name string) (bool, error) {
+	if !TreeName(name) {
+		return false, newError(InvalidSource, nil, "%q is not a full commit hash nor a hex tree name", name)
+	}
+	if cur, err := s.Current(); err != nil || cur == name {
+		return err == nil, err
+	}
+	info, err := os.Lstat(filepath.Join(s.Dir, name))
+	if errors.Is(err, os.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	if !info.IsDir() {
+		return false, nil
+	}
+	return true, s.flip(name)
+}
+
+// flip points Dir/current at the tree commit with one rename(2) of a new link over the old, then prunes (unless
+// KeepOlder) every tree but it, the one it replaced, and those Retain names.
+func (s *Store) flip(commit string) error {
 	previous, err := s.Current()
 	if err != nil {
 		return err
@@ -227,6 +259,9 @@ func (s *Store) prune(keep ...string) error {
 	entries, err := os.ReadDir(s.Dir)
 	if err != nil {
 		return err
+	}
+	if s.Retain != nil {
+		keep = append(keep, s.Retain()...)
 	}
 	var errs []error
 	for _, e := range entries {

@@ -50,12 +50,10 @@ const (
 	// gitTmpSize bounds the fetcher's /tmp: go-git writes the pinned known_hosts there (a Secret holds 1 MiB at
 	// most); the root file system is read-only.
 	gitTmpSize = "64Mi"
-	// gitFetcherWorkFactor × maxSize is the fetcher's emptyDir: the served tree and the previous one, the tree
-	// being written and the fetched pack while a fetch runs, and two bundles (each about one tree). The kubelet
-	// evicts a pod whose emptyDir passes its limit, so the bound holds the worst case, not the usual one.
-	gitFetcherWorkFactor = 6
-	// gitSiteFactor × maxSize is a server pod's site emptyDir: the tree served, the previous one (the server may
-	// read it until its reload) and the one being extracted.
+	// gitSiteFactor × maxSize is the least of a server pod's site emptyDir: the tree served, the previous one (the
+	// server may read it until its reload) and the one being extracted. The fetcher's work volume and the site
+	// volume grow with spec.content.git.history (deploys.go). The kubelet evicts a pod whose emptyDir passes its
+	// limit, so the bounds hold the worst case, not the usual one.
 	gitSiteFactor = 3
 )
 
@@ -150,6 +148,7 @@ func FetchArgs(site *v1alpha1.StaticSite) []string {
 		args = append(args, "--secret-dir", gitCredentialsDir)
 	}
 	args = append(args, "--check-server", gitCheckServer, "--dir", gitWorkDir, "--listen", portAddr(v1alpha1.GitFetcherPort))
+	args = append(args, deployArgs(g)...)
 	// Without a webhook Secret the fetcher would refuse every delivery: it listens for none.
 	if g.WebhookSecretRef != nil {
 		args = append(args, "--webhook-secret-file", gitWebhookDir+"/"+gitWebhookSecretKey,
@@ -236,9 +235,10 @@ func DesiredFetcher(site *v1alpha1.StaticSite, agentImage string, tolerations []
 			WithSeccompProfile(corev1ac.SeccompProfile().WithType(corev1.SeccompProfileTypeRuntimeDefault))).
 		WithVolumes(
 			corev1ac.Volume().WithName(gitWorkVolumeName).
-				WithEmptyDir(corev1ac.EmptyDirVolumeSource().WithSizeLimit(times(maxSizeOf(g), gitFetcherWorkFactor))),
+				WithEmptyDir(corev1ac.EmptyDirVolumeSource().WithSizeLimit(times(maxSizeOf(g), fetcherWorkFactor(g)))),
 			corev1ac.Volume().WithName(gitTmpVolumeName).
 				WithEmptyDir(corev1ac.EmptyDirVolumeSource().WithSizeLimit(resource.MustParse(gitTmpSize))))
+	withPinToken(site, spec, c) // deploys.go
 	if g.SecretRef != nil {
 		// Flux's keys; a key the Secret does not have is left out (optional), other keys never reach the pod.
 		items := make([]*corev1ac.KeyToPathApplyConfiguration, 0, len(credentialKeys))
@@ -353,7 +353,7 @@ func DesiredNetworkPolicy(site *v1alpha1.StaticSite, operatorNamespace string) *
 // SiteVolume is a Git site's /site: an emptyDir the puller fills and the server reads.
 func SiteVolume(site *v1alpha1.StaticSite) *corev1ac.VolumeApplyConfiguration {
 	return corev1ac.Volume().WithName(sitechild.SiteVolumeName).
-		WithEmptyDir(corev1ac.EmptyDirVolumeSource().WithSizeLimit(times(maxSizeOf(site.Spec.Content.Git), gitSiteFactor)))
+		WithEmptyDir(corev1ac.EmptyDirVolumeSource().WithSizeLimit(times(maxSizeOf(site.Spec.Content.Git), siteFactor(site.Spec.Content.Git))))
 }
 
 // PullerContainer is the server pod's puller: a native sidecar (an init container that keeps running), so the

@@ -25,6 +25,21 @@ type State struct {
 	// pods are the ready server pods and what their pullers serve, in name order; podsRead: the pullers step ran.
 	pods     []gitPod
 	podsRead bool
+	// pin is the wanted pin and what became of its delivery (deploys.go).
+	pin pinState
+}
+
+// pinState is the pin the site asks for and what the fetcher did with it.
+type pinState struct {
+	want    string // the commit wanted ("" for none)
+	invalid string // the annotation's value when it is not a commit
+	asked   bool   // the site asks for a pin (valid or not)
+	// refused: the commit is not in the fetcher's history; undelivered: why the pin could not be sent.
+	refused     bool
+	undelivered string
+	// token is the pin token (nil: its Secret could not be read or made; tokenErr says why).
+	token    []byte
+	tokenErr string
 }
 
 // gitPod is a ready server pod's puller: what it serves (rev), or why it could not be read (err).

@@ -53,6 +53,8 @@ type Step struct {
 	// Cache lists the fetcher's pods (the manager's cache); Direct reads the Secrets' metadata around it.
 	Cache, Direct client.Reader
 	Children      Children
+	// Writer creates the pin token Secret (deploys.go).
+	Writer client.Writer
 	// Revisions reads /revision of the fetcher and the pullers (nil: none configured, every read fails).
 	Revisions gitrevision.Reader
 	// Watch long-polls each site's fetcher (nil: none).
@@ -149,6 +151,7 @@ func (s Step) applyChildren(ctx context.Context, site *v1alpha1.StaticSite, gs *
 	} else if err := s.Children.Delete(ctx, "Service", WebhookName(site), "spec.content.git.webhookSecretRef is unset"); err != nil {
 		return false, err
 	}
+	s.preparePinToken(ctx, site, gs) // deploys.go: before the fetcher, so that its pod starts with the token
 	return s.Children.Apply(ctx, "Deployment", v1alpha1.ReasonDeploymentRejected, name,
 		DesiredFetcher(fetcherSite(site, gs), s.AgentImage, s.FetcherTolerations))
 }
@@ -220,8 +223,12 @@ func (s Step) observeFetcher(ctx context.Context, site *v1alpha1.StaticSite, gs 
 		switch {
 		case err == nil:
 			gs.fetcher = &rev
+			s.deliverPin(ctx, site, p, gs) // deploys.go
 			if s.Watch != nil {
-				s.Watch.Follow(client.ObjectKeyFromObject(site), p, v1alpha1.GitFetcherPort, rev)
+				s.Watch.Follow(client.ObjectKeyFromObject(site), p, v1alpha1.GitFetcherPort, *gs.fetcher)
+			}
+			if gs.pin.undelivered != "" {
+				return s.ScrapeRetry
 			}
 			return 0
 		case podstate.Ready(p):

@@ -154,7 +154,7 @@ func (g *State) ServedRevision() *v1alpha1.ContentRevision {
 	rev := g.fetcher
 	n, m := g.servedBy(rev.Commit), int32(len(g.pods))
 	out := &v1alpha1.ContentRevision{Commit: rev.Commit, ShortCommit: short(rev.Commit), Ref: rev.Ref,
-		ServedBy: n, ReadyPods: m, Served: fmt.Sprintf("%d/%d", n, m)}
+		ServedBy: n, ReadyPods: m, Served: fmt.Sprintf("%d/%d", n, m), Deploy: deployColumn(rev)}
 	if !rev.CommitTime.IsZero() {
 		t := metav1.NewTime(rev.CommitTime.UTC().Truncate(time.Second))
 		out.CommitTime = &t
