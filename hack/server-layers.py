@@ -46,7 +46,9 @@ LAYERS = [
     # the encoder). They import only `sys` and each other. `fairshare` (per-client token buckets: arithmetic over
     # addresses and a fixed table, knowing a site only as a number) is one too: the site value's parser names its
     # rate, the core checks it.
-    ("util", ["log", "dates", "datecache", "timing", "counters", "publish", "cpus", "fxhash", "fairshare"]),
+    # `guard` (a site's access rules: path prefixes, address lists, basic-auth checks and their per-worker cache;
+    # imports nothing ours: the site value's parser builds them, the core asks them) is one too.
+    ("util", ["log", "dates", "datecache", "timing", "counters", "publish", "cpus", "fxhash", "fairshare", "guard"]),
     # The content as files: the tree walk, opening beneath the root, MIME types, globs, the memory budget, the
     # last load's failure (everything in site/ but the table and its loader, which are named below); and the
     # request path's normal form (answer/path: percent-decoding and normalising, pure), which the rules'
