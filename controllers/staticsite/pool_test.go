@@ -322,6 +322,8 @@ func TestMoveToPoolAndBack(t *testing.T) {
 	createSite(t, ns, "mover", spec)
 	rollOutAndWaitReady(t, ns, "mover")
 	testenv.Must(t, k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "mover"}, &policyv1.PodDisruptionBudget{}))
+	// One of its pods (envtest has no garbage collector: it outlives the Deployment, as a terminating pod does).
+	ownPod := serverPod(t, getDeployment(t, ns, "mover"), "mover-own-1", "10.0.0.9")
 	site := &v1alpha1.StaticSite{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "mover"}}
 	// What the cluster's EndpointSlice controller (not in envtest) made for the site's own pods, and what it leaves
 	// behind once the Service has no selector (kubernetes/kubernetes#118376); and a slice of someone else's that
@@ -369,6 +371,13 @@ func TestMoveToPoolAndBack(t *testing.T) {
 			return condition(s, v1alpha1.ConditionReady, metav1.ConditionTrue, v1alpha1.ReasonAvailable)
 		}))
 	waitEvent(t, ns, "mover", "Deleted Deployment mover: the site runs in StaticSitePool "+pool.Name)
+	// The cluster's controller made its slice again (it had not seen the Service lose its selector when the
+	// operator deleted the first): while a pod of the site's own remains, the operator finds and deletes it too.
+	again := clusterSlice(ns, "mover-again", "10.0.0.9", clusterSliceManagedBy)
+	again.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(svc, corev1.SchemeGroupVersion.WithKind("Service"))}
+	testenv.Must(t, k8s.Create(ctx, again))
+	testenv.Eventually(t, "the cluster's slice made again after the move deleted", gone(ns, "mover-again", &discoveryv1.EndpointSlice{}))
+	testenv.Must(t, k8s.Delete(ctx, ownPod))
 
 	// Back to its own pods: created first, the pool keeps serving meanwhile.
 	updateSite(t, site, func(s *v1alpha1.StaticSite) { s.Spec.Placement = nil })

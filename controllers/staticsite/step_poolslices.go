@@ -10,6 +10,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"hyperstatic.dev/hyperstatic/controllers/staticsite/sitechild"
 )
 
 // clusterSliceManagedBy is the endpointslice.kubernetes.io/managed-by value of the EndpointSlices the cluster's
@@ -28,7 +30,12 @@ const clusterSliceManagedBy = "endpointslice-controller.k8s.io"
 //
 // Those slices are not in the manager's cache (it holds the operator's objects only), so this reads them from the
 // API server, and only in the passes that can find one: the pass that took the selector away, and any pass while
-// the site's own Deployment still exists (the pass after an interrupted one; removeOwnPods deletes it next).
+// the site's own Deployment or any of its own pods still exists. The pods matter: the cluster's controller may not
+// have seen the Service lose its selector when this pass deletes its slices, and then it makes them again, with the
+// pods' addresses, and never removes them (seen once in kind, 2026-12-03: the first request after a demotion timed
+// out again). So while a pod of its own remains (terminating included: the manager's cache has the site's pods),
+// the pass looks again every sliceHandOverPoll; once they are all gone, the cluster's controller has long handled
+// the Service's change (it made the slices from those pods' updates).
 func (r *Reconciler) removeClusterSlices(ctx context.Context, st *observation) error {
 	site, p := st.site, st.pool
 	if st.rejected != nil {
@@ -40,8 +47,16 @@ func (r *Reconciler) removeClusterSlices(ctx context.Context, st *observation) e
 		if client.IgnoreNotFound(err) != nil {
 			return fmt.Errorf("read the Deployment: %w", err)
 		}
-		if err != nil || !metav1.IsControlledBy(own, site) {
+		ownDeployment := err == nil && metav1.IsControlledBy(own, site)
+		pods := &corev1.PodList{}
+		if err := r.List(ctx, pods, client.InNamespace(site.Namespace), client.MatchingLabels(sitechild.SelectorLabels(site))); err != nil {
+			return fmt.Errorf("list the site's pods: %w", err)
+		}
+		if !ownDeployment && len(pods.Items) == 0 {
 			return nil // no pods of its own since an earlier pass: nothing left to find
+		}
+		if len(pods.Items) > 0 {
+			st.requeue(sliceHandOverPoll) // look again until its last pod is gone
 		}
 	}
 	list := &discoveryv1.EndpointSliceList{}
