@@ -18,7 +18,6 @@ import (
 	"hyperstatic.dev/hyperstatic/internal/podmetrics"
 	"hyperstatic.dev/hyperstatic/internal/poolread"
 	"hyperstatic.dev/hyperstatic/internal/poolstate"
-	"hyperstatic.dev/hyperstatic/internal/pooltraffic"
 	"hyperstatic.dev/hyperstatic/internal/reconcile"
 	"hyperstatic.dev/hyperstatic/internal/tenancy"
 )
@@ -80,9 +79,8 @@ type Reconciler struct {
 	// referenced is the metadata-only cache of every ConfigMap (tenants' sources and the pool's mirrors).
 	referenced cache.Cache
 
-	metersMu sync.Mutex
-	meters   map[string]*pooltraffic.Meter // per pool: the last counters of its Auto sites
-	scales   map[string]*scaleState        // per pool with spec.autoscaling: its rate and scale-down window
+	memoryMu sync.Mutex
+	memory   map[string]*poolMemory // per pool: what its passes keep (memory.go)
 }
 
 // tunables are the Reconciler's settings with their defaults resolved, once per pass.
@@ -112,8 +110,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrlreconcile.Request) (
 	if err := r.Get(ctx, req.NamespacedName, pool); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.publish(req.Name, nil) // its sites are no longer served by it
-			r.forgetMeter(req.Name)
-			r.forgetScale(req.Name)
+			r.forget(req.Name)
 			return ctrlreconcile.Result{}, nil
 		}
 		return ctrlreconcile.Result{}, err

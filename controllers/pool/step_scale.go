@@ -23,22 +23,19 @@ import (
 // poolRateID is the one reading of a pool's scale meter.
 const poolRateID = "pool"
 
-// scaleState is what the autoscaler keeps of one pool between passes.
-type scaleState struct {
-	meter  pooltraffic.Meter
-	window poolscale.Window
-}
-
 // measureScale fills o.scale for a pool with spec.autoscaling from the pool pods' answers (nil sites: the pod
 // could not be read, or was not asked because the pool has no site).
 func (r *Reconciler) measureScale(o *observation, pods []poolPodCounts) {
 	a := o.pool.Spec.Autoscaling
+	mem := r.memoryOf(o.pool.Name)
 	if a == nil {
-		r.forgetScale(o.pool.Name)
+		mem.scale = nil
 		return
 	}
-	st := r.scaleStateOf(o.pool.Name)
-	st.meter.MinInterval = r.TrafficMinInterval
+	if mem.scale == nil {
+		mem.scale = &scaleState{meter: pooltraffic.Meter{MinInterval: r.TrafficMinInterval}}
+	}
+	st := mem.scale
 	reading := pooltraffic.Reading{}
 	for _, p := range pods {
 		if p.sites == nil {
@@ -92,26 +89,6 @@ func autoscalingStatus(pool *v1alpha1.StaticSitePool, s *scaleObservation, now t
 		st.LastScaleTime = ptr.To(metav1.NewTime(now))
 	}
 	return st
-}
-
-func (r *Reconciler) scaleStateOf(pool string) *scaleState {
-	r.metersMu.Lock()
-	defer r.metersMu.Unlock()
-	if r.scales == nil {
-		r.scales = map[string]*scaleState{}
-	}
-	s := r.scales[pool]
-	if s == nil {
-		s = &scaleState{}
-		r.scales[pool] = s
-	}
-	return s
-}
-
-func (r *Reconciler) forgetScale(pool string) {
-	r.metersMu.Lock()
-	defer r.metersMu.Unlock()
-	delete(r.scales, pool)
 }
 
 // floorOf is the fewest pods the pool runs: spec.replicas.

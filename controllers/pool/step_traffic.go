@@ -57,7 +57,7 @@ func (r *Reconciler) measureTraffic(ctx context.Context, o *observation, pool []
 		r.countOwnPods(ctx, a, &rd)
 		readings[id] = rd
 	}
-	traffic := r.meter(o.pool.Name).Update(o.now, readings)
+	traffic := r.memoryOf(o.pool.Name).traffic.Update(o.now, readings)
 	for id, t := range traffic {
 		if s, ok := o.served[id]; ok {
 			s.Traffic = t
@@ -98,25 +98,4 @@ func (r *Reconciler) countOwnPods(ctx context.Context, a admittedSite, rd *poolt
 			rd.Missing = true
 		}
 	}
-}
-
-// meter is pool's traffic meter (kept across passes; forgotten with the pool).
-func (r *Reconciler) meter(pool string) *pooltraffic.Meter {
-	r.metersMu.Lock()
-	defer r.metersMu.Unlock()
-	if r.meters == nil {
-		r.meters = map[string]*pooltraffic.Meter{}
-	}
-	m := r.meters[pool]
-	if m == nil {
-		m = &pooltraffic.Meter{MinInterval: r.TrafficMinInterval}
-		r.meters[pool] = m
-	}
-	return m
-}
-
-func (r *Reconciler) forgetMeter(pool string) {
-	r.metersMu.Lock()
-	defer r.metersMu.Unlock()
-	delete(r.meters, pool)
 }
