@@ -27,9 +27,19 @@ server-build: ## Build the static hyperstatic-server release binary and print it
 SERVER_TEST_JOBS ?= 3
 
 .PHONY: server-test
-server-test: h2spec h3-interop ## The server's Rust tests: unit tests per module and integration tests against the real binary, SERVER_TEST_JOBS binaries at a time; h2spec; HTTP/3 against aioquic and quic-go.
+server-test: h2spec h3-interop haproxy-installed ## The server's Rust tests: unit tests per module and integration tests against the real binary, SERVER_TEST_JOBS binaries at a time; h2spec; HTTP/3 against aioquic and quic-go.
 	@$(call progress,server tests)
 	@CARGO_TARGET_DIR=$(SERVER_CARGO_TARGET) $(ROOT)/hack/server-tests.sh $(SERVER_DIR) $(SERVER_TEST_JOBS)
+
+# HAProxy comes from Debian: tests/proxy_haproxy.rs puts it in front of the server as the PROXY protocol's real
+# sender. Installed when missing, refreshing the package lists only when the first attempt fails.
+.PHONY: haproxy-installed
+haproxy-installed: ## Install Debian's haproxy when missing (the server's PROXY protocol test sends through it).
+	@command -v haproxy >/dev/null 2>&1 || { \
+	  $(call progress,installing haproxy (Debian package)); \
+	  apt="env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends haproxy"; \
+	  { $(call as-root,$$apt) ; } >/dev/null 2>&1 || \
+	  { { $(call as-root,apt-get update -qq) ; } && { $(call as-root,$$apt) ; } >/dev/null; }; }
 
 .PHONY: h2spec
 h2spec: server-build $(H2SPEC) ## h2spec (145 cases) against the release server over TLS (ALPN h2) and h2c; fails on a failure the server README does not list.
