@@ -52,8 +52,9 @@ LAYERS = [
     # The content as files: the tree walk, opening beneath the root, MIME types, globs, the memory budget, the
     # last load's failure (everything in site/ but the table and its loader, which are named below); and the
     # request path's normal form (answer/path: percent-decoding and normalising, pure), which the rules'
-    # parser shares with the core.
-    ("content", ["site", "answer/path"]),
+    # parser shares with the core. `skew` (the previous deploys' trees beside the root that skew protection answers
+    # from, read from the puller's deploys.json: content as files too; imports nothing ours).
+    ("content", ["site", "answer/path", "skew"]),
     # The site value (the site's settings, docs/design/site-value.md) and what is compiled from it:
     # redirect/rewrite rules, response headers, content codings.
     ("site value", ["site_value", "rules", "headers", "compress"]),

@@ -45,3 +45,16 @@ type Deploy struct {
 	// +optional
 	LastServed *metav1.Time `json:"lastServed,omitempty"`
 }
+
+// SkewProtection is spec.server.skewProtection (docs/design/deploys.md, decision 3): for window after a deploy
+// stopped being served, each server pod answers a GET or HEAD its current tree has no file for from the trees of
+// the previous deploys it keeps (spec.content.git.history), unless the request is a page navigation
+// (Sec-Fetch-Dest: document, or an Accept preferring text/html) or names an HTML file. After the window, a 404 as
+// usual. Only Git sites keep previous deploys; elsewhere the setting changes nothing.
+type SkewProtection struct {
+	// window is how long a replaced deploy keeps answering, 1s to 168h (7 days); whole seconds (a fraction is
+	// dropped). E.g. "1h".
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1s') && duration(self) <= duration('168h')",message="spec.server.skewProtection.window must be between 1s and 168h (7 days)"
+	// +required
+	Window metav1.Duration `json:"window"`
+}

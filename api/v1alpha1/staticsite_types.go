@@ -234,7 +234,7 @@ type PersistentVolumeClaimContent struct {
 }
 
 // ServerSpec tunes the hyperstatic server. The site rules (cacheControl, headers, securityHeaders, cors, spaFallback,
-// notFoundPage, redirects, cleanURLs, errorPages, limits) become the site value, which running servers reload; the other
+// notFoundPage, redirects, cleanURLs, errorPages, limits, access, skewProtection) become the site value, which running servers reload; the other
 // fields are server flags, and changing them rolls the pods.
 type ServerSpec struct {
 	// image overrides the server image (default: the operator's --server-image). Ignored for content.image,
@@ -321,6 +321,14 @@ type ServerSpec struct {
 	// X-Forwarded-For says the client (access_types.go, docs/security.md). Part of the site value. Default: none.
 	// +optional
 	Access *AccessSpec `json:"access,omitempty"`
+
+	// skewProtection keeps a deploy's files answering for a window after the next deploy replaced it (a Git site):
+	// a request the new deploy has no file for is answered from the previous deploys that have it, newest first,
+	// marked X-Hyperstatic-Deploy and Cache-Control: private, so a page loaded before the deploy still gets its old
+	// hashed assets. Never a page navigation or an HTML path: a visitor always lands on the current deploy.
+	// Part of the site value: a change rolls no pod (deploys_types.go, docs/design/deploys.md). Default: off.
+	// +optional
+	SkewProtection *SkewProtection `json:"skewProtection,omitempty"`
 
 	// maxRequestsPerConnection closes a keep-alive connection after this many requests, so load spreads to new
 	// replicas. Default: the server's (10000).

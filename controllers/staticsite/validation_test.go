@@ -89,6 +89,8 @@ func TestInvalidSitesAreRefused(t *testing.T) {
 		{"handshake limit without handshakes", v1alpha1.StaticSiteSpec{Content: img, TLS: &v1alpha1.TLSSpec{SecretName: "t"}, Server: v1alpha1.ServerSpec{Limits: &v1alpha1.ClientLimits{PerClientHandshakes: &v1alpha1.PerClientHandshakeLimit{Burst: 5}}}}, "spec.server.limits.perClientHandshakes.handshakes: Invalid value: 0"},
 		{"handshake period past a day", v1alpha1.StaticSiteSpec{Content: img, TLS: &v1alpha1.TLSSpec{SecretName: "t"}, Server: v1alpha1.ServerSpec{Limits: &v1alpha1.ClientLimits{PerClientHandshakes: &v1alpha1.PerClientHandshakeLimit{Handshakes: 1, PeriodSeconds: v1alpha1.MaxPerClientPeriodSeconds + 1}}}}, "spec.server.limits.perClientHandshakes.periodSeconds"},
 		{"handshake burst too large", v1alpha1.StaticSiteSpec{Content: img, TLS: &v1alpha1.TLSSpec{SecretName: "t"}, Server: v1alpha1.ServerSpec{Limits: &v1alpha1.ClientLimits{PerClientHandshakes: &v1alpha1.PerClientHandshakeLimit{Handshakes: 1, Burst: v1alpha1.MaxPerClientRequests + 1}}}}, "spec.server.limits.perClientHandshakes.burst"},
+		{"skew window past 7 days", v1alpha1.StaticSiteSpec{Content: img, Server: v1alpha1.ServerSpec{SkewProtection: &v1alpha1.SkewProtection{Window: metav1.Duration{Duration: 169 * time.Hour}}}}, "spec.server.skewProtection.window must be between 1s and 168h (7 days)"},
+		{"skew window of zero", v1alpha1.StaticSiteSpec{Content: img, Server: v1alpha1.ServerSpec{SkewProtection: &v1alpha1.SkewProtection{}}}, "spec.server.skewProtection.window must be between 1s and 168h (7 days)"},
 		{"budget of 0 blocks drains", v1alpha1.StaticSiteSpec{Content: img, Disruption: &v1alpha1.DisruptionSpec{MaxUnavailable: intstr.FromInt32(0)}}, "spec.disruption.maxUnavailable must be a positive integer"},
 		{"budget of 0% blocks drains", v1alpha1.StaticSiteSpec{Content: img, Disruption: &v1alpha1.DisruptionSpec{MaxUnavailable: intstr.FromString("00%")}}, "spec.disruption.maxUnavailable must be a positive integer"},
 		{"endless drain delay", v1alpha1.StaticSiteSpec{Content: img, Server: v1alpha1.ServerSpec{DrainDelay: &metav1.Duration{Duration: 6 * time.Minute}}}, "spec.server.drainDelay must be between 0s and 5m"},
@@ -147,6 +149,7 @@ func TestSiteRulesAreAccepted(t *testing.T) {
 		ErrorPages: []v1alpha1.ErrorPage{{Status: 404, Path: "/docs/404.html", PathPrefix: "/docs/"}, {Status: 405, Path: "/405.html"}},
 		Limits: &v1alpha1.ClientLimits{PerClient: &v1alpha1.PerClientLimit{Requests: v1alpha1.MaxPerClientRequests,
 			PeriodSeconds: v1alpha1.MaxPerClientPeriodSeconds, Burst: v1alpha1.MaxPerClientRequests}},
+		SkewProtection: &v1alpha1.SkewProtection{Window: metav1.Duration{Duration: 168 * time.Hour}},
 	}})
 	got := &v1alpha1.StaticSite{}
 	testenv.Must(t, k8s.Get(context.Background(), client.ObjectKeyFromObject(site), got))

@@ -30,7 +30,8 @@ const (
 
 // Puller keeps Store.Served() on the fetcher's newest bundle: it long-polls FetcherURL/revision, downloads a
 // new bundle, checks its SHA-256 while extracting it (gitsource.ExtractBundle) and flips Dir/current with
-// Store.Install. Any failure keeps the tree served and retries with backoff.
+// Store.Install. Any failure keeps the tree served and retries with backoff. Before each flip it writes
+// Dir/deploys.json, the kept trees for the server's skew protection (deploysfile.go).
 type Puller struct {
 	// FetcherURL is the fetcher's base URL (http://site-git.ns.svc:8080).
 	FetcherURL string
@@ -223,7 +224,13 @@ func (p *Puller) poll(ctx context.Context, have Revision) (Revision, error) {
 func (p *Puller) install(ctx context.Context, rev Revision) (reloadMark, error) {
 	lim := gitsource.Limits{MaxBytes: p.MaxBytes, MaxEntries: p.MaxEntries, MaxDepth: p.MaxDepth}
 	var before reloadMark
+	replaced, _ := p.Store.Current()
 	mark := func() {
+		// The list of kept trees that goes with the new one, before the flip that makes the server reload.
+		list := deploysList(p.Store.Dir, rev.Deploys, rev.Commit, replaced, time.Now())
+		if err := writeDeploys(p.Store.Dir, list); err != nil {
+			p.Log.Warn("writing the deploys list; the server keeps the one before (skew protection)", "error", err)
+		}
 		if p.ServerAdmin != "" {
 			n, err := p.reloads(ctx)
 			before = reloadMark{count: n, known: err == nil}

@@ -154,6 +154,8 @@ func tableCases() []argsCase {
 			PerClient: &v1alpha1.PerClientLimit{Requests: v1alpha1.MaxPerClientRequests, PeriodSeconds: v1alpha1.MaxPerClientPeriodSeconds,
 				Burst: 1}}}},
 		{name: "limits without a per-client limit", spec: v1alpha1.ServerSpec{Limits: &v1alpha1.ClientLimits{}}},
+		{name: "skew protection, shortest window", spec: v1alpha1.ServerSpec{SkewProtection: &v1alpha1.SkewProtection{Window: metav1.Duration{Duration: time.Second}}}},
+		{name: "skew protection, 7 days and a fraction dropped", spec: v1alpha1.ServerSpec{SkewProtection: &v1alpha1.SkewProtection{Window: metav1.Duration{Duration: 168*time.Hour - 500*time.Millisecond}}}},
 		{name: "image fields do not become flags", spec: v1alpha1.ServerSpec{Image: "example.com/site:1", ImagePullPolicy: "Always"}},
 		{name: "everything", spec: v1alpha1.ServerSpec{
 			Image:                    "example.com/site:1",

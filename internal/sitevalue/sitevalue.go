@@ -1,7 +1,7 @@
 // Package sitevalue renders a StaticSite's site value: the one JSON document that holds everything deciding what a
 // request gets (cache-control, headers, security headers, CORS, SPA fallback, the 404 page, redirects, clean URLs,
-// error pages, the https redirect, HSTS and the per-client limits on requests and TLS handshakes), apart from the
-// process settings the server's command line keeps. The contract is docs/design/site-value.md; in short:
+// error pages, the https redirect, HSTS, the per-client limits on requests and TLS handshakes, access rules and skew
+// protection), apart from the process settings the server's command line keeps. The contract is docs/design/site-value.md; in short:
 //
 //   - The file is one JSON object, version 1, with the fields in the order of Value below. Only fields that differ
 //     from their defaults are written, inside list items too (a redirect's status 301, force false, an error
@@ -28,6 +28,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"hyperstatic.dev/hyperstatic/api/v1alpha1"
 )
@@ -83,21 +84,27 @@ func SiteRuleFlagIn(args []string) int {
 
 // Value is the site value's JSON shape, fields in the file's order. Every field is omitted at its default.
 type Value struct {
-	Version             int            `json:"version"`
-	CacheControl        []CacheControl `json:"cacheControl,omitempty"`
-	DefaultCacheControl string         `json:"defaultCacheControl,omitempty"`
-	Headers             []Header       `json:"headers,omitempty"`
-	SecurityHeaders     *bool          `json:"securityHeaders,omitempty"` // written only when false
-	CORS                []CORS         `json:"cors,omitempty"`
-	SPAFallback         bool           `json:"spaFallback,omitempty"`
-	NotFoundPage        string         `json:"notFoundPage,omitempty"`
-	Redirects           []Redirect     `json:"redirects,omitempty"`
-	CleanURLs           bool           `json:"cleanURLs,omitempty"`
-	ErrorPages          []ErrorPage    `json:"errorPages,omitempty"`
-	HTTPSRedirect       *HTTPSRedirect `json:"httpsRedirect,omitempty"`
-	HSTS                string         `json:"hsts,omitempty"`
-	Limits              *Limits        `json:"limits,omitempty"`
-	Access              *Access        `json:"access,omitempty"`
+	Version             int             `json:"version"`
+	CacheControl        []CacheControl  `json:"cacheControl,omitempty"`
+	DefaultCacheControl string          `json:"defaultCacheControl,omitempty"`
+	Headers             []Header        `json:"headers,omitempty"`
+	SecurityHeaders     *bool           `json:"securityHeaders,omitempty"` // written only when false
+	CORS                []CORS          `json:"cors,omitempty"`
+	SPAFallback         bool            `json:"spaFallback,omitempty"`
+	NotFoundPage        string          `json:"notFoundPage,omitempty"`
+	Redirects           []Redirect      `json:"redirects,omitempty"`
+	CleanURLs           bool            `json:"cleanURLs,omitempty"`
+	ErrorPages          []ErrorPage     `json:"errorPages,omitempty"`
+	HTTPSRedirect       *HTTPSRedirect  `json:"httpsRedirect,omitempty"`
+	HSTS                string          `json:"hsts,omitempty"`
+	Limits              *Limits         `json:"limits,omitempty"`
+	Access              *Access         `json:"access,omitempty"`
+	SkewProtection      *SkewProtection `json:"skewProtection,omitempty"`
+}
+
+// SkewProtection is the window of skew protection as whole seconds ("3600s"), a duration the server reads.
+type SkewProtection struct {
+	Window string `json:"window"`
 }
 
 // CacheControl is one cacheControl rule.
@@ -227,6 +234,9 @@ func Of(site *v1alpha1.StaticSite) Value {
 	}
 	v.Limits = limits(s.Limits)
 	v.Access = access(s.Access)
+	if p := s.SkewProtection; p != nil {
+		v.SkewProtection = &SkewProtection{Window: strconv.FormatInt(int64(p.Window.Duration/time.Second), 10) + "s"}
+	}
 	if t := site.Spec.TLS; t != nil {
 		if t.HTTPRedirect {
 			// The redirect names the port clients reach the Service's https port on, not the pod's 8443.

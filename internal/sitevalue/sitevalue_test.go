@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -56,6 +57,8 @@ func TestRenderEachField(t *testing.T) {
 			{From: "/x", To: "https://example.com/y", Status: 308}}},
 			want: `{"version":1,"redirects":[{"from":"/old/*","to":"/new/:splat"},{"from":"/a","to":"/b"},{"from":"/app/*","to":"/index.html","status":200,"force":true},{"from":"/x","to":"https://example.com/y","status":308}]}`},
 		{name: "cleanURLs", server: v1alpha1.ServerSpec{CleanURLs: true}, want: `{"version":1,"cleanURLs":true}`},
+		{name: "skewProtection in whole seconds", server: v1alpha1.ServerSpec{SkewProtection: &v1alpha1.SkewProtection{Window: metav1.Duration{Duration: 90*time.Minute + 500*time.Millisecond}}},
+			want: `{"version":1,"skewProtection":{"window":"5400s"}}`},
 		{name: "errorPages: prefix / is the default", server: v1alpha1.ServerSpec{ErrorPages: []v1alpha1.ErrorPage{
 			{Status: 404, Path: "/404.html", PathPrefix: "/"}, {Status: 404, Path: "/docs/404.html", PathPrefix: "/docs"}, {Status: 405, Path: "/405.html"}}},
 			want: `{"version":1,"errorPages":[{"status":404,"path":"/404.html"},{"status":404,"path":"/docs/404.html","pathPrefix":"/docs"},{"status":405,"path":"/405.html"}]}`},
@@ -114,10 +117,11 @@ func TestRenderEverythingInTheDocumentedOrder(t *testing.T) {
 		DefaultCacheControl: "no-store",
 		Limits: &v1alpha1.ClientLimits{PerClient: &v1alpha1.PerClientLimit{Requests: 10, Burst: 20},
 			PerClientHandshakes: &v1alpha1.PerClientHandshakeLimit{Handshakes: 3}},
+		SkewProtection: &v1alpha1.SkewProtection{Window: metav1.Duration{Duration: time.Hour}},
 	}, &v1alpha1.TLSSpec{SecretName: "s", HTTPRedirect: true, HSTS: &v1alpha1.HSTSSpec{MaxAgeSeconds: 60}}, 0)
 	first := Render(s)
 	order := []string{"version", "cacheControl", "defaultCacheControl", "headers", "securityHeaders", "cors", "spaFallback", "notFoundPage", "redirects",
-		"cleanURLs", "errorPages", "httpsRedirect", "hsts", "limits"}
+		"cleanURLs", "errorPages", "httpsRedirect", "hsts", "limits", "skewProtection"}
 	at := -1
 	for _, k := range order {
 		i := strings.Index(string(first.Bytes), `"`+k+`":`)

@@ -33,6 +33,7 @@ pub mod rules;
 pub mod server;
 pub mod site;
 pub mod site_value;
+pub mod skew;
 pub mod state;
 pub mod sys;
 pub mod timing;

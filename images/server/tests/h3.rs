@@ -526,3 +526,27 @@ fn a_protected_path_gets_401_over_http3() {
         srv.log_contains(r#""target":"/docs/page.html","protocol":"HTTP/3.0","status":401"#)
     });
 }
+
+/// Skew protection (tests/skew.rs) over HTTP/3: a previous deploy's asset is served within its window and an HTML
+/// path never is. The core answers and `http2::respond::frame_with` frames for both HTTP/2 and HTTP/3, whose
+/// header fields tests/skew.rs checks over HTTP/2.
+#[test]
+fn a_previous_deploys_asset_is_served_over_http3() {
+    use common::deploys::*;
+    let (dir, conf) = (tempdir("h3-skew"), tempdir("h3-skew-conf"));
+    let (current, old) = (commit('2'), commit('1'));
+    write_tree(&dir, &current, &[("index.html", "home 2")]);
+    write_tree(&dir, &old, &[("app-1.js", "app 1"), ("old.html", "old page")]);
+    flip(&dir, &current);
+    write_deploys(&dir, &[(&current, None), (&old, Some(-60))]);
+    std::fs::write(conf.join("site.json"), r#"{"version": 1, "skewProtection": {"window": "1h"}}"#).unwrap();
+    let ca = make_ca(&conf);
+    let (crt, key) = make_leaf(&conf, "leaf", 30);
+    let (crt, key, site) =
+        (crt.display().to_string(), key.display().to_string(), conf.join("site.json").display().to_string());
+    let args = ["--tls-cert", &crt, "--tls-key", &key, "--tls-listen", "127.0.0.1:0", "--http3", "--site", &site];
+    let srv = Server::start(&dir.join("current"), &args);
+    assert_eq!(response_body(&h3_get(&ca, srv.https, "/app-1.js")), b"app 1");
+    assert_eq!(response_body(&h3_get(&ca, srv.https, "/old.html")), b"404 Not Found\n");
+    assert_eq!(response_body(&h3_get(&ca, srv.https, "/index.html")), b"home 2");
+}

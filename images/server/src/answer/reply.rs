@@ -3,6 +3,7 @@
 //! stream writes the same description as HEADERS (+ DATA, http2/respond.rs). Every part borrows from the published table, the
 //! request or the worker's scratch: building one allocates nothing.
 
+use crate::answer::stale::Found;
 use crate::rules::{self, Captures, Rule};
 use crate::site::content::{FileEntry, Variant};
 
@@ -47,6 +48,9 @@ pub enum Head<'a> {
     /// 401 under an access rule asking for basic authentication (guard/): the plain-text body and
     /// `WWW-Authenticate: challenge`.
     Unauthorized { challenge: &'a str },
+    /// 200 from a previous deploy (skew protection, answer/stale.rs): its type and length, `Cache-Control:
+    /// private, max-age=60` (skew::CACHE_CONTROL) and `X-Hyperstatic-Deploy: <commit>`.
+    Stale(Found<'a>),
 }
 
 /// Where the body's bytes come from.
@@ -61,6 +65,8 @@ pub enum Body<'a> {
         start: u64,
         len: u64,
     },
+    /// A previous deploy's whole file, opened by the framing (`Found::open`) as a pool's disk file is.
+    Stale(Found<'a>),
 }
 
 impl Body<'_> {
@@ -71,6 +77,7 @@ impl Body<'_> {
             Body::None => 0,
             Body::Static(b) => b.len() as u64,
             Body::Variant { len, .. } => *len,
+            Body::Stale(f) => f.len,
         }
     }
 }
@@ -258,6 +265,12 @@ impl<'a> Reply<'a> {
     pub fn unauthorized(challenge: &'a str, head: bool) -> Reply<'a> {
         let body = if head { Body::None } else { Body::Static(text(401)) };
         Reply { private: true, status: 401, head: Head::Unauthorized { challenge }, body }
+    }
+
+    /// 200 with a previous deploy's file (answer/stale.rs); no body for HEAD.
+    pub fn stale(f: Found<'a>, head: bool) -> Reply<'a> {
+        let body = if head { Body::None } else { Body::Stale(f) };
+        Reply { private: false, status: 200, head: Head::Stale(f), body }
     }
 
     /// A redirect with `status` to `to`.

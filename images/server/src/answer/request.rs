@@ -7,6 +7,7 @@ use crate::answer::file::{self, FileAsk};
 use crate::answer::path::{self, PathError};
 use crate::answer::reply::{Body, Head, Location, Reply};
 use crate::answer::rule as rule_reply;
+use crate::answer::stale;
 use crate::guard::{Verdict, Verified};
 use crate::rules::{self, Captures};
 use crate::site::content::{Table, Target};
@@ -32,8 +33,10 @@ pub struct Ask<'a> {
     /// another method, the path its 405 page is chosen by.
     pub path: &'a [u8],
     pub query: Option<&'a [u8]>,
-    /// `Accept`: whether a missing path is a page navigation (the SPA fallback).
+    /// `Accept`: whether a missing path is a page navigation (the SPA fallback, skew protection).
     pub accept: Option<&'a [u8]>,
+    /// `Sec-Fetch-Dest`: a `document` is a navigation, never answered from a previous deploy (answer/stale.rs).
+    pub sec_fetch_dest: Option<&'a [u8]>,
     /// `Access-Control-Request-Method`, with `file.origin` what makes an OPTIONS a CORS preflight.
     pub access_control_request_method: Option<&'a [u8]>,
     /// What a file's answer depends on.
@@ -117,6 +120,16 @@ fn decide<'a>(site: Site<'a>, ask: &Ask<'a>, pathbuf: &'a mut [u8]) -> Reply<'a>
             Reply::redirect(301, Location::Moved { to: &rules.moved[k as usize].0, query: ask.query })
         }
         None => {
+            // Skew protection: a file a previous deploy had, for a page loaded before this deploy. Ahead of the
+            // site's other rules, which answer what no deploy has as a file (a catch-all rewrite to the SPA's
+            // index would otherwise hand that page HTML for its script).
+            if let Some(prev) = table.skew.as_deref() {
+                if stale::eligible(p, ask.accept, ask.sec_fetch_dest) {
+                    if let Some(f) = stale::find(prev, p, crate::skew::now()) {
+                        return Reply::stale(f, head);
+                    }
+                }
+            }
             if let Some(rule) = rules.any(p, &mut caps) {
                 if let Some(r) = rule_reply::apply(table, &ask.file, ask.query, rule, p, &caps, scratch) {
                     return r;
@@ -226,6 +239,7 @@ mod tests {
             path: path.as_bytes(),
             query,
             accept: None,
+            sec_fetch_dest: None,
             access_control_request_method: None,
             file,
             authorization: None,

@@ -77,6 +77,13 @@ pub fn frame(out: &mut Out, r: &Reply, c: Conn) -> Resp {
             }
         }
     }
+    // A previous deploy's file (skew protection) likewise.
+    if let Body::Stale(f) = r.body {
+        match f.open() {
+            Some(f) => opened = Some(f),
+            None => return frame(out, &Reply::later(503, false), c),
+        }
+    }
     let start = out.buf.len();
     let mut cors = None;
     match r.head {
@@ -166,11 +173,26 @@ pub fn frame(out: &mut Out, r: &Reply, c: Conn) -> Resp {
             out.bytes(challenge.as_bytes());
             out.bytes(b"\r\n");
         }
+        Head::Stale(f) => {
+            status_line(out, r.status);
+            out.bytes(b"Content-Type: ");
+            out.bytes(f.mime.as_bytes());
+            out.bytes(if f.text { b"; charset=utf-8\r\n" } else { b"\r\n" });
+            length(out, f.len);
+            out.bytes(b"Cache-Control: ");
+            out.bytes(crate::skew::CACHE_CONTROL.as_bytes());
+            out.bytes(b"\r\nX-Hyperstatic-Deploy: ");
+            out.bytes(f.tree.commit.as_bytes());
+            out.bytes(b"\r\n");
+        }
     }
     // A protected path's answers that carry no Cache-Control of their own (a file's fields and a page's line
     // have theirs, private already).
     if r.private
-        && !matches!(r.head, Head::File { .. } | Head::Part { .. } | Head::NotModified { .. } | Head::Page { .. })
+        && !matches!(
+            r.head,
+            Head::File { .. } | Head::Part { .. } | Head::NotModified { .. } | Head::Page { .. } | Head::Stale(_)
+        )
     {
         out.bytes(b"Cache-Control: private\r\n");
     }
@@ -191,6 +213,11 @@ pub fn frame(out: &mut Out, r: &Reply, c: Conn) -> Resp {
                 }
             }
         },
+        Body::Stale(s) => {
+            if let Some(f) = opened {
+                out.own_file(f, 0, s.len);
+            }
+        }
     }
     let body = r.body.bytes();
     Resp { status: r.status, close: c.close, bytes: head + body, body }

@@ -76,6 +76,8 @@ pub struct Request<'a> {
     pub access_control_request_method: Option<&'a [u8]>,
     /// For the SPA fallback's navigation test (rules/navigation.rs).
     pub accept: Option<&'a [u8]>,
+    /// For skew protection (answer/stale.rs): a navigation is never answered from a previous deploy.
+    pub sec_fetch_dest: Option<&'a [u8]>,
     pub user_agent: Option<&'a [u8]>,
     /// For a path under a basic-auth rule (guard/): the first `Authorization` line.
     pub authorization: Option<&'a [u8]>,
@@ -111,6 +113,7 @@ impl<'a> Request<'a> {
             origin: None,
             access_control_request_method: None,
             accept: None,
+            sec_fetch_dest: None,
             user_agent: None,
             authorization: None,
             forwarded_for: None,
@@ -165,6 +168,9 @@ impl<'a> Request<'a> {
             }
             13 if name.eq_ignore_ascii_case(b"if-none-match") => {
                 self.if_none_match.get_or_insert(value);
+            }
+            14 if name.eq_ignore_ascii_case(b"sec-fetch-dest") => {
+                self.sec_fetch_dest.get_or_insert(value);
             }
             14 if name.eq_ignore_ascii_case(b"content-length") => {
                 let n = parse_content_length(value)?;

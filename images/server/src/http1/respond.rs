@@ -79,6 +79,7 @@ impl<'a> From<&Request<'a>> for Ask<'a> {
             path,
             query: req.query,
             accept: req.accept,
+            sec_fetch_dest: req.sec_fetch_dest,
             access_control_request_method: req.access_control_request_method,
             file: FileAsk::from(req),
             authorization: req.authorization,

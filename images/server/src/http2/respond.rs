@@ -139,6 +139,13 @@ pub fn frame_with<C: Coder>(head: &mut Vec<u8>, loc: &mut Vec<u8>, r: &Reply) ->
             }
         }
     }
+    // A previous deploy's file (skew protection) likewise.
+    if let Body::Stale(f) = r.body {
+        match f.open() {
+            Some(f) => opened = Some(Arc::new(f)),
+            None => return frame_with::<C>(head, loc, &Reply::later(503, false)),
+        }
+    }
     let mut cors = None;
     let mut tmp = [0u8; 20];
     match r.head {
@@ -225,10 +232,29 @@ pub fn frame_with<C: Coder>(head: &mut Vec<u8>, loc: &mut Vec<u8>, r: &Reply) ->
             length::<C>(head, reply::text(r.status).len() as u64);
             C::field(head, b"www-authenticate", challenge.as_bytes());
         }
+        Head::Stale(f) => {
+            C::status(head, r.status);
+            let mut ct = [0u8; 128];
+            let t: &[u8] = if f.text { b"; charset=utf-8" } else { b"" };
+            let n = f.mime.len() + t.len();
+            if n <= ct.len() {
+                ct[..f.mime.len()].copy_from_slice(f.mime.as_bytes());
+                ct[f.mime.len()..n].copy_from_slice(t);
+                C::field(head, b"content-type", &ct[..n]);
+            } else {
+                C::field(head, b"content-type", f.mime.as_bytes());
+            }
+            length::<C>(head, f.len);
+            C::field(head, b"cache-control", crate::skew::CACHE_CONTROL.as_bytes());
+            C::field(head, b"x-hyperstatic-deploy", f.tree.commit.as_bytes());
+        }
     }
     // As HTTP/1.1 (http1/frame.rs): the answers without a Cache-Control of their own.
     if r.private
-        && !matches!(r.head, Head::File { .. } | Head::Part { .. } | Head::NotModified { .. } | Head::Page { .. })
+        && !matches!(
+            r.head,
+            Head::File { .. } | Head::Part { .. } | Head::NotModified { .. } | Head::Page { .. } | Head::Stale(_)
+        )
     {
         C::field(head, b"cache-control", b"private");
     }
@@ -249,6 +275,10 @@ pub fn frame_with<C: Coder>(head: &mut Vec<u8>, loc: &mut Vec<u8>, r: &Reply) ->
             };
             Some((h, start, start + len))
         }
+        Body::Stale(s) => match opened {
+            Some(f) => Some((BodyRef::Disk(f), 0, s.len)),
+            None => unreachable!("a stale body is opened above"),
+        },
     };
     Framed { status: r.status, body_len: r.body.bytes(), body }
 }

@@ -16,7 +16,7 @@ pub use clean::apply as clean_urls;
 pub use error_pages::{parse_error_page, ErrorPage};
 pub use install::install;
 pub use matcher::{Captures, Matcher};
-pub use navigation::is_navigation;
+pub use navigation::{is_navigation, prefers_html};
 pub use parse::{parse_file, parse_rule, Piece, Rule, Seg};
 pub use target::{rewrite_path, write_location};
 

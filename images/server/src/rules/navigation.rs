@@ -8,8 +8,12 @@ pub fn is_navigation(path: &[u8], accept: Option<&[u8]>) -> bool {
     if !last.contains(&b'.') {
         return true;
     }
-    // The first media range is the client's preference (browsers put text/html first for navigations; fetch()
-    // and <script> send */* or the asset's own type).
+    prefers_html(accept)
+}
+
+/// Whether `Accept` puts HTML first. The first media range is the client's preference (browsers put text/html
+/// first for navigations; fetch() and <script> send */* or the asset's own type).
+pub fn prefers_html(accept: Option<&[u8]>) -> bool {
     accept.is_some_and(|a| {
         let first = a.split(|&b| b == b',').next().unwrap_or(a);
         let media = first.split(|&b| b == b';').next().unwrap_or(first);

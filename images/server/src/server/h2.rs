@@ -98,6 +98,7 @@ pub(super) fn ask<'a>(r: &RequestHead<'a>) -> Option<Ask<'a>> {
         path,
         query,
         accept: None,
+        sec_fetch_dest: None,
         access_control_request_method: None,
         file: FileAsk {
             get: method == Method::Get,
@@ -115,6 +116,7 @@ pub(super) fn ask<'a>(r: &RequestHead<'a>) -> Option<Ask<'a>> {
         let slot = match n {
             b"accept-encoding" => &mut a.file.accept_encoding,
             b"accept" => &mut a.accept,
+            b"sec-fetch-dest" => &mut a.sec_fetch_dest,
             b"if-none-match" => &mut a.file.conditions.if_none_match,
             b"if-modified-since" => &mut a.file.conditions.if_modified_since,
             b"if-match" => &mut a.file.conditions.if_match,

@@ -154,6 +154,9 @@ pub struct Table {
     pub cors: Arc<[crate::headers::cors::CorsRule]>,
     /// Redirects, rewrites, clean-URL redirects and error pages (rules/).
     pub rules: crate::rules::Site,
+    /// The previous deploys a request this table has no file for may be answered from (skew protection: skew/,
+    /// answer/stale.rs); None when the site value's `skewProtection` is off or the content is not from Git.
+    pub skew: Option<Arc<crate::skew::Previous>>,
 }
 
 impl Table {

@@ -47,18 +47,25 @@ fn is_text(essence: &str) -> bool {
         || matches!(essence, "application/json" | "application/javascript" | "application/xml")
 }
 
-/// The Content-Type for a file name (or URL path) and whether it compresses well.
-pub fn for_name(name: &str) -> ContentType {
-    let ext = Path::new(name).extension().and_then(|e| e.to_str()).unwrap_or("");
+/// The media type (without parameters) for a file extension, and whether it is text (then served with
+/// `charset=utf-8`). Allocation-free: a previous deploy's file is typed per request (answer/stale.rs).
+pub fn essence(ext: &str) -> (&'static str, bool) {
     let essence = OVERRIDES
         .iter()
         .find(|(e, _)| e.eq_ignore_ascii_case(ext))
         .map(|(_, t)| *t)
         .or_else(|| mime_guess::from_ext(ext).first_raw())
         .unwrap_or("application/octet-stream");
+    (essence, is_text(essence))
+}
+
+/// The Content-Type for a file name (or URL path) and whether it compresses well.
+pub fn for_name(name: &str) -> ContentType {
+    let ext = Path::new(name).extension().and_then(|e| e.to_str()).unwrap_or("");
+    let (essence, text) = essence(ext);
     // An .svgz is already gzip: compressing it again only costs load time.
     let already_compressed = ext.eq_ignore_ascii_case("svgz");
-    if is_text(essence) {
+    if text {
         ContentType { value: format!("{essence}; charset=utf-8"), compressible: !already_compressed }
     } else {
         ContentType { value: essence.to_string(), compressible: COMPRESSIBLE.contains(&essence) }

@@ -126,6 +126,9 @@ pub(super) fn render(v: &SiteValue) -> String {
     if !limits.is_empty() {
         f.push(("limits", obj(&limits)));
     }
+    if let Some(w) = v.skew_window {
+        f.push(("skewProtection", obj(&[("window", s(&format!("{w}s")))])));
+    }
     let lines: Vec<String> = f.iter().map(|(k, v)| format!("  {}: {v}", s(k))).collect();
     format!("{{\n{}\n}}\n", lines.join(",\n"))
 }

@@ -54,5 +54,6 @@ pub(super) fn from_texts(t: RuleTexts) -> Result<SiteValue, String> {
         per_client: None,
         per_client_handshakes: None,
         access: None,
+        skew_window: None,
     })
 }

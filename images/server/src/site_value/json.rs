@@ -9,7 +9,7 @@ use serde_json::{Map, Value};
 use super::rules::{parse_cache_rule, parse_header_rule, parse_hsts, site_path};
 use super::SiteValue;
 
-const FIELDS: [&str; 15] = [
+const FIELDS: [&str; 16] = [
     "version",
     "cacheControl",
     "defaultCacheControl",
@@ -25,6 +25,7 @@ const FIELDS: [&str; 15] = [
     "hsts",
     "limits",
     "access",
+    "skewProtection",
 ];
 
 /// The only version this server reads.
@@ -173,7 +174,42 @@ pub(super) fn parse(bytes: &[u8]) -> Result<SiteValue, String> {
             .map(|v| bucket(v, "perClientHandshakes", "handshakes"))
             .transpose()?,
         access: o.get("access").map(|v| access(v).map(std::sync::Arc::new)).transpose()?,
+        skew_window: o.get("skewProtection").map(skew_protection).transpose()?,
     })
+}
+
+/// `skewProtection {window}`: the window in seconds, 1 s to 7 days (skew::MAX_WINDOW_S).
+fn skew_protection(v: &Value) -> Result<u64, String> {
+    let o = Obj::new(v, "skewProtection".into(), &["window"])?;
+    let text = o.required_string("window")?;
+    let s = window_seconds(text).ok_or_else(|| {
+        format!("{}: {text:?} is not a duration (whole seconds, minutes or hours: 90s, 30m, 1h30m)", o.at("window"))
+    })?;
+    let max = crate::skew::MAX_WINDOW_S;
+    if s == 0 || s > max {
+        return Err(format!("{}: {text:?} is not between 1s and {}h (7 days)", o.at("window"), max / 3600));
+    }
+    Ok(s)
+}
+
+/// Seconds of a duration as Go writes one (`1h0m0s`, `90m`, `3600s`): whole numbers, each with h, m or s, in that
+/// order; None for anything else (or past u64).
+fn window_seconds(text: &str) -> Option<u64> {
+    let (mut total, mut rest, mut units) = (0u64, text.trim(), &["h", "m", "s"][..]);
+    if rest.is_empty() {
+        return None;
+    }
+    while !rest.is_empty() {
+        let n = rest.bytes().take_while(u8::is_ascii_digit).count();
+        let num: u64 = rest.get(..n)?.parse().ok()?;
+        rest = &rest[n..];
+        let i = units.iter().position(|u| rest.starts_with(u))?;
+        let scale = [3600, 60, 1][3 - units.len() + i];
+        total = total.checked_add(num.checked_mul(scale)?)?;
+        rest = &rest[1..];
+        units = &units[i + 1..];
+    }
+    Some(total)
 }
 
 /// `limits.perClient {requests, periodSeconds?, burst?}` and `limits.perClientHandshakes {handshakes, ...}`:

@@ -20,6 +20,9 @@
 //!   listener (`check_process`); a `notFoundPage` or `errorPages[].path` the content lacks refuses the value at
 //!   load (site/loader.rs), and the last good (content, value) keeps serving (control.rs).
 //!
+//! - **Skew protection** (`skewProtection {window}`, skew/): only in the file; the window is a duration (`90m`,
+//!   `1h30m`, `3600s`) of 1 s to 7 days, else the value is refused.
+//!
 //! What this module holds is the checked value; the content table compiles it (rules/, headers/) when it loads.
 
 mod canonical;
@@ -77,6 +80,10 @@ pub struct SiteValue {
     /// `access`: path rules (addresses, basic authentication), trusted proxies, the htpasswd file (guard/).
     /// Only the file sets it; its users are read by `read`, beside the value file.
     pub access: Option<Arc<crate::guard::Access>>,
+    /// `skewProtection.window` in seconds (1 to 7 days): for this long after a deploy stopped being served, a
+    /// request the current tree has no file for may be answered from it (skew/, answer/stale.rs); None: off.
+    /// Only the file sets it.
+    pub skew_window: Option<u64>,
 }
 
 impl Default for SiteValue {
@@ -97,6 +104,7 @@ impl Default for SiteValue {
             per_client: None,
             per_client_handshakes: None,
             access: None,
+            skew_window: None,
         }
     }
 }

@@ -385,3 +385,29 @@ fn access_errors_name_their_path_and_the_htpasswd_file_is_read_beside_the_value(
     assert_eq!(v.value.access.as_ref().unwrap().users.as_ref().map(|u| u.len()), Some(1));
     std::fs::remove_dir_all(dir).unwrap();
 }
+
+/// `skewProtection.window` (skew/): Go's duration forms in whole units, 1 s to 7 days, named by its path when
+/// refused; the canonical rendering writes seconds, as the operator does.
+#[test]
+fn skew_protection_takes_a_bounded_window() {
+    let window =
+        |w: &str| SiteValue::parse(format!(r#"{{"version": 1, "skewProtection": {{"window": "{w}"}}}}"#).as_bytes());
+    for (w, s) in
+        [("1h", 3600), ("1h0m0s", 3600), ("90m", 5400), ("1h30m", 5400), ("3600s", 3600), ("168h", 604_800), ("1s", 1)]
+    {
+        assert_eq!(window(w).unwrap().skew_window, Some(s), "{w}");
+    }
+    for w in ["0s", "169h", "604801s"] {
+        assert!(window(w).unwrap_err().starts_with("skewProtection.window: "), "{w}");
+        assert!(window(w).unwrap_err().contains("between 1s and 168h"), "{w}");
+    }
+    for w in ["", "1d", "1.5h", "30m1h", "-1h", "1h 30m", "h", "99999999999999999999h"] {
+        assert!(window(w).unwrap_err().contains("is not a duration"), "{w:?}");
+    }
+    assert_eq!(err(r#"{"version": 1, "skewProtection": {}}"#), "skewProtection.window: required");
+    assert_eq!(err(r#"{"version": 1, "skewProtection": {"windw": "1h"}}"#), "skewProtection.windw: unknown field");
+    assert_eq!(SiteValue::parse(br#"{"version": 1}"#).unwrap().skew_window, None, "off by default");
+    let v = window("1h30m").unwrap();
+    assert!(v.canonical().contains(r#""skewProtection": {"window": "5400s"}"#), "{}", v.canonical());
+    assert_eq!(SiteValue::parse(v.canonical().as_bytes()).unwrap(), v, "the rendering reads back");
+}

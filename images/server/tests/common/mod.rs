@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod cgroup;
+pub mod deploys;
 pub mod flood;
 pub mod h2;
 pub mod tls;
