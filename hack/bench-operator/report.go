@@ -21,6 +21,9 @@ type report struct {
 	cfg                       *config
 	startedAt, operatorStart  time.Time
 	reconciledAt, availableAt time.Time
+	poolPlacedAt, poolReadyAt time.Time
+	poolReady                 int      // pool sites Ready when the start-up ended
+	apiAtStart                families // kube-apiserver /metrics just before the operator started
 	startup                   snapshot // when every Deployment was available
 	settled                   bool
 	settleTime                time.Duration
@@ -86,7 +89,12 @@ func (r *report) markdown() string {
 	startupRequests := r.startup.op.sumBy("rest_client_requests_total", "method", nil) // all since the operator started
 	startupLatency := r.startup.op.histogramOf("controller_runtime_reconcile_time_seconds", map[string]string{"controller": "staticsite"})
 
-	p("## Operator at scale: %d StaticSites × %d replicas on %d kwok nodes", c.sites, c.replicas, c.nodes)
+	if c.poolSites > 0 {
+		p("## Operator at scale: %d dedicated StaticSites × %d replicas and %d pool sites (one StaticSitePool, %d pods) on %d kwok nodes",
+			c.sites, c.replicas, c.poolSites, c.poolReplicas, c.nodes)
+	} else {
+		p("## Operator at scale: %d StaticSites × %d replicas on %d kwok nodes", c.sites, c.replicas, c.nodes)
+	}
 	p("")
 	if c.operatorArgs != "" {
 		p("Operator flags added: `%s`.", c.operatorArgs)
@@ -110,6 +118,9 @@ func (r *report) markdown() string {
 		}
 		p("| Autoscaler round over %d sites / %d pods (every site passed once) | %.2f s | the scrape interval | |", c.autoscaled, c.autoscaled*c.replicas, round)
 		p("| Autoscaler pass (one site) p50 / p99 | %s / %s | — | |", ms(as.passTime.quantile(0.5)), ms(as.passTime.quantile(0.99)))
+	}
+	if c.poolSites > 0 {
+		r.poolRows(p)
 	}
 	p("")
 	p("Reconciled: `status.observedGeneration == metadata.generation` and the site's Deployment exists. Every")
@@ -141,6 +152,9 @@ func (r *report) markdown() string {
 		p("- The operator's API requests per minute (client side, by method): %s.", formatCounts(as.opRequests, as.minutes))
 		p("- Reconciles per minute, by controller: %s.", formatCounts(as.reconciles, as.minutes))
 		p("- Operator CPU %.4f, RSS %s (peak %s).", as.cpu, mib(as.rss), mib(r.scaleAfter.proc.hwmBytes))
+	}
+	if c.poolSites > 0 {
+		r.poolDetail(p)
 	}
 	p("")
 	p("Network: kwok's pod CIDR %s and node IP %s; %d pod IPs seen by the harness' watch, all loopback; the", c.podCIDR, c.nodeIP, r.podIPsChecked)
