@@ -39,7 +39,8 @@ func (r *report) poolDetail(p func(string, ...any)) {
 	p("### Pool (%d sites, %d pods, %d index shards)", c.poolSites, c.poolReplicas, c.poolShards)
 	p("")
 	p("- kube-apiserver writes from the operator's start until every site was placed, every client (the operator, kube-controller-manager, kube-scheduler, kwok), by resource: %s.", formatTotals(w))
-	p("- Per pool site: %s.", formatPerSite(w, c.poolSites, "configmaps", "staticsites/status", "endpointslices", "services"))
+	p("- Per site, dedicated and pool together (the API server does not tell them apart; runs at several pool sizes do): %s.",
+		formatPerSite(w, c.sites+c.poolSites, "configmaps", "staticsites/status", "endpointslices", "services"))
 	p("- Pool passes at start-up: %.0f; pool reconciles per minute in the steady state: %.1f.",
 		r.startup.op.sum("controller_runtime_reconcile_total", map[string]string{"controller": controllerStaticSitePool}),
 		between(r.quietBefore, r.quietAfter).reconciles[controllerStaticSitePool]/between(r.quietBefore, r.quietAfter).minutes)

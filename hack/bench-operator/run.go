@@ -388,8 +388,8 @@ func (b *bench) waitReconciled(ctx context.Context, r *report) error {
 	}
 }
 
-// waitSettled waits until the operator has made no write request (POST, PUT, PATCH, DELETE: read from its own
-// metrics, no API request) for quiet, at most max. It says whether it settled and how long it took. Reconciles
+// waitSettled waits until the operator has made no write request the API server accepted (POST, PUT, PATCH,
+// DELETE: read from its own metrics, no API request) for quiet, at most max. It says whether it settled and how long it took. Reconciles
 // may go on (the StaticSite controller re-reads each site's content gauges every minute): what must stop is
 // writing.
 func (b *bench) waitSettled(ctx context.Context, quiet, maxWait time.Duration) (bool, time.Duration) {
@@ -397,7 +397,9 @@ func (b *bench) waitSettled(ctx context.Context, quiet, maxWait time.Duration) (
 	last, lastChange := -1.0, time.Now()
 	for time.Since(start) < maxWait {
 		if f, err := b.operatorMetrics(ctx); err == nil {
-			n := writes(f.sumBy("rest_client_requests_total", "method", nil), restClientWriteMethods)
+			// Writes the API server accepted: a refused one (a pool site's loopback EndpointSlice, retried) changes
+			// nothing, and is reported apart.
+			n := writes(f.sumBy("rest_client_requests_total", "method", nil), restClientWriteMethods) - f.refusedWrites()
 			if n != last {
 				last, lastChange = n, time.Now()
 			} else if time.Since(lastChange) >= quiet {
