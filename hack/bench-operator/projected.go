@@ -3,9 +3,9 @@ package main
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -90,7 +90,7 @@ func (w *indexWriter) write(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if sameFiles(files, w.last) && w.version > 0 {
+	if w.version > 0 && maps.Equal(files, w.last) {
 		return nil
 	}
 	w.version++
@@ -117,21 +117,4 @@ func (w *indexWriter) run(ctx context.Context) {
 			}
 		}
 	}
-}
-
-func sameFiles(a, b map[string]string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	keys := make([]string, 0, len(a))
-	for k := range a {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		if v, ok := b[k]; !ok || v != a[k] {
-			return false
-		}
-	}
-	return true
 }
