@@ -25,6 +25,10 @@ const (
 	benchPoolNamespace = "bench-pool"
 )
 
+// poolIndexComponent is the app.kubernetes.io/component label of a pool's index shard ConfigMaps
+// (controllers/pool/desired_labels.go, componentIndex): the harness follows them to write the index volume.
+const poolIndexComponent = "pool-index"
+
 // poolSiteName and poolContentName place pool site i; its namespace is siteNamespace's, so pool and dedicated
 // sites share the tenants' namespaces.
 func poolSiteName(i int) string    { return fmt.Sprintf("pool-%05d", i) }

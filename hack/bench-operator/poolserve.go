@@ -204,7 +204,7 @@ func serveHTTP(addr string, h http.Handler) (*http.Server, error) {
 func indexFiles(ctx context.Context, c client.Reader) (map[string]string, error) {
 	var cms corev1.ConfigMapList
 	if err := c.List(ctx, &cms, client.InNamespace(benchPoolNamespace),
-		client.MatchingLabels{poolplacement.LabelPool: benchPool, poolplacement.LabelComponent: "pool-index"}); err != nil {
+		client.MatchingLabels{poolplacement.LabelPool: benchPool, poolplacement.LabelComponent: poolIndexComponent}); err != nil {
 		return nil, err
 	}
 	files := map[string]string{}

@@ -97,7 +97,7 @@ func run(ctx context.Context, cfg *config) (err error) {
 	if cfg.poolSites > 0 {
 		byObject[&corev1.ConfigMap{}] = cache.ByObject{
 			Namespaces: map[string]cache.Config{benchPoolNamespace: {}},
-			Label:      labels.SelectorFromSet(labels.Set{poolplacement.LabelPool: benchPool, poolplacement.LabelComponent: "pool-index"}),
+			Label:      labels.SelectorFromSet(labels.Set{poolplacement.LabelPool: benchPool, poolplacement.LabelComponent: poolIndexComponent}),
 		}
 		watchedKinds = append(watchedKinds, &corev1.ConfigMap{})
 	}
