@@ -4,6 +4,9 @@
 # module proxy by e2e/kind/scripts/build-k8s.sh, cached under $(CACHE_DIR)/kube), the operator as a local
 # process and the real server answering its scrapes. kwok's pods get loopback IPs: nothing leaves the machine.
 # The harness is hack/bench-operator (its unit tests run in `make go-test`, part of `make test`).
+# Pools (issue 40): BENCH_OPERATOR_POOL_SITES sites placed in one StaticSitePool (ConfigMap content) beside the
+# dedicated ones, its pods on kwok too, served for real by the pool's processes on this machine
+# (hack/bench-operator/poolserve.go); docs/bench/operator-pools-*.md ran 1,000, 3,000 and 10,000.
 
 KWOK_VERSION ?= v0.8.0
 KWOK := $(BIN)/kwok-$(KWOK_VERSION)
@@ -14,6 +17,10 @@ BENCH_OPERATOR_NODES ?= 100
 BENCH_OPERATOR_AUTOSCALED ?= -1
 BENCH_OPERATOR_QUIET ?= 60s
 BENCH_OPERATOR_AUTOSCALE_WINDOW ?= 60s
+# Pool sites beside the dedicated ones (0: no pool), the pool's pods, and how long a start-up may take.
+BENCH_OPERATOR_POOL_SITES ?= 1000
+BENCH_OPERATOR_POOL_REPLICAS ?= 2
+BENCH_OPERATOR_RECONCILE_TIMEOUT ?= 20m
 BENCH_OPERATOR_OUT ?= $(ROOT)/_out/bench/operator
 # More operator flags, e.g. BENCH_OPERATOR_ARGS=--staticsite-max-concurrent-reconciles=1 for the one-worker baseline.
 BENCH_OPERATOR_ARGS ?=
@@ -23,7 +30,7 @@ $(KWOK):
 	$(call go-install-tool,$@,sigs.k8s.io/kwok/cmd/kwok,$(KWOK_VERSION),kwok)
 
 .PHONY: bench-operator
-bench-operator: envtest-assets server-build operator-build $(KWOK) ## The operator with 1,000 StaticSites × 2 replicas on 100 kwok nodes: time to reconcile all, steady-state API writes/CPU/RSS, reconcile p50/p99, autoscaler round over 2,000 pods; writes _out/bench/operator/ (≈6 min; BENCH_OPERATOR_SITES=100 for less).
+bench-operator: envtest-assets server-build operator-build $(KWOK) ## The operator with 1,000 StaticSites × 2 replicas and 1,000 pool sites on 100 kwok nodes: time to reconcile and place all, steady-state API writes/CPU/RSS, reconcile p50/p99, autoscaler round over 2,000 pods; writes _out/bench/operator/ (≈8 min; BENCH_OPERATOR_POOL_SITES=10000 for the pool at scale, =0 for none).
 	@$(call progress,kube-controller-manager and kube-scheduler $(K8S_VERSION) (built once into $(CACHE_DIR)/kube))
 	@$(CLUSTER_ENV) $(KIND_SCRIPTS)/build-k8s.sh kube-controller-manager kube-scheduler
 	@$(call progress,kwok $(KWOK_VERSION) stages from its module)
@@ -31,10 +38,11 @@ bench-operator: envtest-assets server-build operator-build $(KWOK) ## The operat
 	  $(call progress,building the harness (hack/bench-operator)); \
 	  go build -o $(BENCH_OPERATOR_BIN) ./hack/bench-operator; \
 	  mkdir -p $(BENCH_OPERATOR_OUT); \
-	  $(call progress,running: $(BENCH_OPERATOR_SITES) sites × $(BENCH_OPERATOR_REPLICAS) on $(BENCH_OPERATOR_NODES) nodes); \
+	  $(call progress,running: $(BENCH_OPERATOR_SITES) sites × $(BENCH_OPERATOR_REPLICAS) and $(BENCH_OPERATOR_POOL_SITES) pool sites on $(BENCH_OPERATOR_NODES) nodes); \
 	  $(BENCH_OPERATOR_BIN) -repo $(ROOT) -assets $(ENVTEST_ASSETS) -k8s-bin $(CACHE_DIR)/kube/k8s-$(K8S_VERSION) \
 	    -kwok $(KWOK) -kwok-stages "$$stages" -server-bin $(SERVER_BIN) -manager $(OPERATOR_BIN) \
 	    -sites $(BENCH_OPERATOR_SITES) -replicas $(BENCH_OPERATOR_REPLICAS) -nodes $(BENCH_OPERATOR_NODES) \
+	    -pool-sites $(BENCH_OPERATOR_POOL_SITES) -pool-replicas $(BENCH_OPERATOR_POOL_REPLICAS) -reconcile-timeout $(BENCH_OPERATOR_RECONCILE_TIMEOUT) \
 	    -autoscaled $(BENCH_OPERATOR_AUTOSCALED) -quiet $(BENCH_OPERATOR_QUIET) -autoscale-window $(BENCH_OPERATOR_AUTOSCALE_WINDOW) \
 	    -operator-args "$(BENCH_OPERATOR_ARGS)" -out $(BENCH_OPERATOR_OUT)/report.md
 

@@ -164,24 +164,23 @@ func (c *cluster) createNodes(ctx context.Context, n int) error {
 	return nil
 }
 
-// startResponder runs the real hyperstatic-server with its admin port (the one the operator scrapes) on
-// 0.0.0.0:v1alpha1.AdminPort: every loopback address kwok gives a pod reaches it.
-func startResponder(ctx context.Context, cfg *config, ps *procs) (*child, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0") // a free port for the server's content listener, loopback only
+// startResponder runs the real hyperstatic-server (serving the dedicated sites' site value, siteFile) with its admin port (the one the operator scrapes) on adminAddr:
+// 0.0.0.0:v1alpha1.AdminPort, which every loopback address kwok gives a pod reaches, or, with a pool, a loopback
+// port behind the admin proxy (poolserve.go), which owns 0.0.0.0:v1alpha1.AdminPort then.
+func startResponder(ctx context.Context, cfg *config, ps *procs, adminAddr, siteFile string) (*child, error) {
+	httpAddr, err := freeLoopbackAddr() // the server's content listener, loopback only
 	if err != nil {
 		return nil, err
 	}
-	httpAddr := ln.Addr().String()
-	_ = ln.Close()
-	adminAddr := "0.0.0.0:" + strconv.Itoa(v1alpha1.AdminPort)
-	srv, err := ps.start("hyperstatic-server", cfg.serverBin, "--root", cfg.siteRoot, "--listen", httpAddr, "--admin-listen", adminAddr)
+	srv, err := ps.start("hyperstatic-server", cfg.serverBin, "--root", cfg.siteRoot, "--site", siteFile, "--listen", httpAddr, "--admin-listen", adminAddr)
 	if err != nil {
 		return nil, err
 	}
-	url := "http://127.0.0.1:" + strconv.Itoa(v1alpha1.AdminPort) + "/metrics"
+	_, port, _ := net.SplitHostPort(adminAddr)
+	url := "http://127.0.0.1:" + port + "/metrics"
 	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
 		if srv.exited() {
-			return false, fmt.Errorf("the server exited (port %d taken?): see hyperstatic-server.log", v1alpha1.AdminPort)
+			return false, fmt.Errorf("the server exited (port %s taken?): see hyperstatic-server.log", port)
 		}
 		return httpOK(ctx, url) == nil, nil
 	})

@@ -2,8 +2,10 @@
 // fake kwok nodes, next to a real kube-apiserver and etcd (envtest's), kube-controller-manager and
 // kube-scheduler, the operator running as a local process. It reports the time from the operator's start to
 // every site reconciled, the API requests per minute in steady state, the operator's RSS and CPU, the StaticSite
-// reconcile latency, and the autoscaler's passes over every pod. `make bench-operator` builds what it needs and
-// runs it; docs/bench/operator-*.md holds results.
+// reconcile latency, and the autoscaler's passes over every pod. With -pool-sites (issue 40) it adds one
+// StaticSitePool on kwok's nodes and that many sites placed in it (pool.go), served for real by the pool's
+// processes (poolserve.go), and reports when every pool site was Placed and Ready and what the pool's passes cost.
+// `make bench-operator` builds what it needs and runs it; docs/bench/operator-*.md holds results.
 //
 // Nothing leaves the machine: kwok gives pods IPs in a loopback CIDR (checked before the operator starts, and
 // for every pod while it runs), the real hyperstatic-server answers the operator's scrapes on 0.0.0.0:9090,
@@ -25,6 +27,7 @@ import (
 // config is the harness's flags.
 type config struct {
 	sites, replicas, nodes, namespaces, autoscaled int
+	poolSites, poolReplicas, poolShards            int
 	repo, assets, k8sBin, kwok, kwokStages         string
 	serverBin, siteRoot, manager                   string
 	podCIDR, nodeIP                                string
@@ -41,6 +44,9 @@ func bindFlags(fs *flag.FlagSet) *config {
 	fs.IntVar(&c.nodes, "nodes", 100, "fake kwok nodes")
 	fs.IntVar(&c.namespaces, "namespaces", 10, "namespaces the sites are spread over")
 	fs.IntVar(&c.autoscaled, "autoscaled", -1, "sites to turn autoscaling on for in the last phase (-1: all, 0: skip the phase)")
+	fs.IntVar(&c.poolSites, "pool-sites", 0, "StaticSites placed in one StaticSitePool (ConfigMap content), beside the dedicated ones; 0: no pool")
+	fs.IntVar(&c.poolReplicas, "pool-replicas", 2, "the pool's server pods")
+	fs.IntVar(&c.poolShards, "pool-shards", 16, "the pool's index shards (spec.indexShards)")
 	fs.StringVar(&c.repo, "repo", ".", "repository root (CRDs in config/crd/bases)")
 	fs.StringVar(&c.assets, "assets", "", "directory with kube-apiserver and etcd (envtest assets)")
 	fs.StringVar(&c.k8sBin, "k8s-bin", "", "directory with kube-controller-manager and kube-scheduler")
@@ -70,6 +76,9 @@ func (c *config) validate() error {
 	}
 	if c.sites < 1 || c.replicas < 1 || c.nodes < 1 || c.namespaces < 1 {
 		return fmt.Errorf("-sites, -replicas, -nodes and -namespaces must be positive")
+	}
+	if c.poolSites < 0 || c.poolReplicas < 1 || c.poolShards < 1 {
+		return fmt.Errorf("-pool-sites must not be negative, -pool-replicas and -pool-shards must be positive")
 	}
 	if c.autoscaled < 0 || c.autoscaled > c.sites {
 		c.autoscaled = c.sites

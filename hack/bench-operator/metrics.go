@@ -165,6 +165,23 @@ var apiserverWriteVerbs = map[string]bool{"POST": true, "PUT": true, "PATCH": tr
 // restClientWriteMethods are the rest_client_requests_total methods (HTTP) that change state.
 var restClientWriteMethods = map[string]bool{"POST": true, "PUT": true, "PATCH": true, "DELETE": true}
 
+// refusedWrites is the operator's write requests (rest_client_requests_total) the API server answered with an
+// error (4xx, 5xx): they changed nothing. Here that is the pool sites' EndpointSlices, whose kwok (loopback)
+// addresses the API server refuses.
+func (f families) refusedWrites() float64 {
+	n := 0.0
+	mf := f["rest_client_requests_total"]
+	if mf == nil {
+		return 0
+	}
+	for _, m := range mf.GetMetric() {
+		if code := label(m, "code"); restClientWriteMethods[label(m, "method")] && code != "" && code[0] >= '4' {
+			n += m.GetCounter().GetValue()
+		}
+	}
+	return n
+}
+
 // delta is after - before, key by key (keys of either).
 func delta(before, after map[string]float64) map[string]float64 {
 	out := map[string]float64{}

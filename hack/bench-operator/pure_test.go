@@ -60,6 +60,9 @@ func TestCountersByLabel(t *testing.T) {
 	if n := f.sum("rest_client_requests_total", map[string]string{"code": "409"}); n != 1 {
 		t.Fatalf("code 409 = %v", n)
 	}
+	if n := f.refusedWrites(); n != 1 {
+		t.Fatalf("refused writes = %v, want 1 (the PUT answered 409; GET and 2xx are not)", n)
+	}
 	aw := f.apiserverWrites()
 	if aw["PATCH staticsites/status"] != 2 || aw["APPLY deployments"] != 4 || aw["PUT leases"] != 6 || len(aw) != 3 {
 		t.Fatalf("apiserver writes: %v", aw)

@@ -21,6 +21,9 @@ type report struct {
 	cfg                       *config
 	startedAt, operatorStart  time.Time
 	reconciledAt, availableAt time.Time
+	poolPlacedAt, poolReadyAt time.Time
+	poolReady                 int      // pool sites Ready when the start-up ended
+	apiAtStart                families // kube-apiserver /metrics just before the operator started
 	startup                   snapshot // when every Deployment was available
 	settled                   bool
 	settleTime                time.Duration
@@ -86,7 +89,12 @@ func (r *report) markdown() string {
 	startupRequests := r.startup.op.sumBy("rest_client_requests_total", "method", nil) // all since the operator started
 	startupLatency := r.startup.op.histogramOf("controller_runtime_reconcile_time_seconds", map[string]string{"controller": "staticsite"})
 
-	p("## Operator at scale: %d StaticSites × %d replicas on %d kwok nodes", c.sites, c.replicas, c.nodes)
+	if c.poolSites > 0 {
+		p("## Operator at scale: %d dedicated StaticSites × %d replicas and %d pool sites (one StaticSitePool, %d pods) on %d kwok nodes",
+			c.sites, c.replicas, c.poolSites, c.poolReplicas, c.nodes)
+	} else {
+		p("## Operator at scale: %d StaticSites × %d replicas on %d kwok nodes", c.sites, c.replicas, c.nodes)
+	}
 	p("")
 	if c.operatorArgs != "" {
 		p("Operator flags added: `%s`.", c.operatorArgs)
@@ -97,7 +105,9 @@ func (r *report) markdown() string {
 	p("| Figure | Measured | Goal | |")
 	p("|---|---|---|---|")
 	p("| Operator start → every site reconciled | %.1f s | ≤ %.0f s | %s |", toReconciled.Seconds(), goalReconciled.Seconds(), verdict(toReconciled <= goalReconciled))
-	p("| Operator writes per minute, steady state | %.1f | 0 | %s |", steadyWrites/steady.minutes, verdict(steadyWrites == 0))
+	refused := r.quietAfter.op.refusedWrites() - r.quietBefore.op.refusedWrites()
+	p("| Operator writes per minute, steady state, accepted by the API server | %.1f | 0 | %s |", (steadyWrites-refused)/steady.minutes, verdict(steadyWrites-refused == 0))
+	p("| Operator writes per minute, steady state, refused by the API server | %.1f | 0 | %s |", refused/steady.minutes, verdict(refused == 0))
 	p("| Operator CPU, steady state | %.4f CPU | < %.2f | %s |", steady.cpu, goalSteadyCPU, verdict(steady.cpu < goalSteadyCPU))
 	p("| Operator RSS, steady state | %s | < %s | %s |", mib(steady.rss), mib(goalSteadyRSS), verdict(steady.rss < goalSteadyRSS))
 	p("| StaticSite reconcile p50 / p99 (start-up, %.0f reconciles) | %s / %s | — | |", startupLatency.count, ms(startupLatency.quantile(0.5)), ms(startupLatency.quantile(0.99)))
@@ -110,6 +120,9 @@ func (r *report) markdown() string {
 		}
 		p("| Autoscaler round over %d sites / %d pods (every site passed once) | %.2f s | the scrape interval | |", c.autoscaled, c.autoscaled*c.replicas, round)
 		p("| Autoscaler pass (one site) p50 / p99 | %s / %s | — | |", ms(as.passTime.quantile(0.5)), ms(as.passTime.quantile(0.99)))
+	}
+	if c.poolSites > 0 {
+		r.poolRows(p)
 	}
 	p("")
 	p("Reconciled: `status.observedGeneration == metadata.generation` and the site's Deployment exists. Every")
@@ -141,6 +154,9 @@ func (r *report) markdown() string {
 		p("- The operator's API requests per minute (client side, by method): %s.", formatCounts(as.opRequests, as.minutes))
 		p("- Reconciles per minute, by controller: %s.", formatCounts(as.reconciles, as.minutes))
 		p("- Operator CPU %.4f, RSS %s (peak %s).", as.cpu, mib(as.rss), mib(r.scaleAfter.proc.hwmBytes))
+	}
+	if c.poolSites > 0 {
+		r.poolDetail(p)
 	}
 	p("")
 	p("Network: kwok's pod CIDR %s and node IP %s; %d pod IPs seen by the harness' watch, all loopback; the", c.podCIDR, c.nodeIP, r.podIPsChecked)

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -14,14 +15,18 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/informers"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"hyperstatic.dev/hyperstatic/api/v1alpha1"
+	"hyperstatic.dev/hyperstatic/internal/poolplacement"
+	"hyperstatic.dev/hyperstatic/internal/tenancy"
 )
 
 // snapshot is every counter the report needs, at one moment.
@@ -68,16 +73,13 @@ func run(ctx context.Context, cfg *config) (err error) {
 	if err := cl.createNodes(ctx, cfg.nodes); err != nil {
 		return err
 	}
-	say("starting the real hyperstatic-server on 0.0.0.0:%d (answers every pod IP's scrape)", v1alpha1.AdminPort)
-	if _, err := startResponder(ctx, cfg, ps); err != nil {
-		return err
+	// With a pool, the single-site server's admin port is behind the admin proxy (poolserve.go).
+	adminAddr := "0.0.0.0:" + strconv.Itoa(v1alpha1.AdminPort)
+	if cfg.poolSites > 0 {
+		if adminAddr, err = freeLoopbackAddr(); err != nil {
+			return err
+		}
 	}
-	ip, err := cl.preflight(ctx)
-	if err != nil {
-		return err
-	}
-	say("preflight: kwok gave a pod %s (loopback) and the server answered a scrape on it", ip)
-
 	scheme := runtime.NewScheme()
 	_ = clientgoscheme.AddToScheme(scheme)
 	_ = v1alpha1.AddToScheme(scheme)
@@ -87,14 +89,23 @@ func run(ctx context.Context, cfg *config) (err error) {
 	if err != nil {
 		return err
 	}
-	// The harness' view of the sites and Deployments: watched, not polled.
-	watched, err := cache.New(&restCfg, cache.Options{Scheme: scheme, ByObject: map[client.Object]cache.ByObject{
+	// The harness' view of the sites, Deployments and the pool's index: watched, not polled.
+	byObject := map[client.Object]cache.ByObject{
 		&appsv1.Deployment{}: {Label: labels.SelectorFromSet(labels.Set{v1alpha1.LabelManagedBy: v1alpha1.ManagedByValue})},
-	}})
+	}
+	watchedKinds := []client.Object{&v1alpha1.StaticSite{}, &appsv1.Deployment{}}
+	if cfg.poolSites > 0 {
+		byObject[&corev1.ConfigMap{}] = cache.ByObject{
+			Namespaces: map[string]cache.Config{benchPoolNamespace: {}},
+			Label:      labels.SelectorFromSet(labels.Set{poolplacement.LabelPool: benchPool, poolplacement.LabelComponent: poolIndexComponent}),
+		}
+		watchedKinds = append(watchedKinds, &corev1.ConfigMap{})
+	}
+	watched, err := cache.New(&restCfg, cache.Options{Scheme: scheme, ByObject: byObject})
 	if err != nil {
 		return err
 	}
-	for _, obj := range []client.Object{&v1alpha1.StaticSite{}, &appsv1.Deployment{}} {
+	for _, obj := range watchedKinds {
 		if _, err := watched.GetInformer(ctx, obj); err != nil {
 			return err
 		}
@@ -103,6 +114,48 @@ func run(ctx context.Context, cfg *config) (err error) {
 	if !watched.WaitForCacheSync(ctx) {
 		return fmt.Errorf("the harness' cache did not sync")
 	}
+	say("creating %d StaticSites × %d replicas in %d namespaces", cfg.sites, cfg.replicas, cfg.namespaces)
+	if err := createSites(ctx, c, cfg); err != nil {
+		return err
+	}
+
+	// The dedicated sites' site value, as the operator renders it from a site the API server defaulted: every
+	// dedicated site has the same one, and the server the scrapes reach serves it (the StaticSite controller waits
+	// until every ready pod reports the revision it rendered).
+	siteFile, err := writeSiteValue(ctx, c, cfg.namespaces, workDir)
+	if err != nil {
+		return err
+	}
+	say("starting the real hyperstatic-server, its admin port on %s (answers every dedicated pod IP's scrape)", adminAddr)
+	if _, err := startResponder(ctx, cfg, ps, adminAddr, siteFile); err != nil {
+		return err
+	}
+
+	if cfg.poolSites > 0 {
+		say("starting the pool's processes: its index volume, fetcher and puller (in this process), a hyperstatic-server --sites, and the admin proxy on 0.0.0.0:%d", v1alpha1.AdminPort)
+		onIndexChange := func(kick func()) error {
+			inf, err := watched.GetInformer(ctx, &corev1.ConfigMap{})
+			if err != nil {
+				return err
+			}
+			_, err = inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+				AddFunc:    func(any) { kick() },
+				UpdateFunc: func(any, any) { kick() },
+				DeleteFunc: func(any) { kick() },
+			})
+			return err
+		}
+		serving, err := startPoolServing(ctx, cfg, ps, &restCfg, watched, onIndexChange, workDir, adminAddr)
+		if err != nil {
+			return err
+		}
+		defer serving.stop()
+	}
+	ip, err := cl.preflight(ctx)
+	if err != nil {
+		return err
+	}
+	say("preflight: kwok gave a pod %s (loopback) and the server answered a scrape on it", ip)
 	b := &bench{cfg: cfg, cluster: cl, client: c, watched: watched}
 
 	// The tripwire: any pod IP outside loopback stops the operator at once (kwok's config already rules it out).
@@ -121,12 +174,17 @@ func run(ctx context.Context, cfg *config) (err error) {
 		return err
 	}
 
-	say("creating %d StaticSites × %d replicas in %d namespaces", cfg.sites, cfg.replicas, cfg.namespaces)
-	if err := createSites(ctx, c, cfg); err != nil {
-		return err
+	if cfg.poolSites > 0 {
+		say("creating StaticSitePool %s (%d pods, %d index shards) and %d sites placed in it, each with a ConfigMap", benchPool, cfg.poolReplicas, cfg.poolShards, cfg.poolSites)
+		if err := createPool(ctx, c, cfg); err != nil {
+			return err
+		}
 	}
 
 	r := &report{cfg: cfg, startedAt: time.Now()}
+	if r.apiAtStart, err = b.apiMetrics(ctx); err != nil {
+		return err
+	}
 	if err := b.startOperator(ps); err != nil {
 		return err
 	}
@@ -236,6 +294,15 @@ func freeLoopbackAddr() (string, error) {
 	return ln.Addr().String(), nil
 }
 
+// benchPolicy is the operator's tenancy policy here: its multi-tenant default, with the dedicated sites' content
+// image (newSite) allowed, as a platform allows its tenants' registries. A later --tenancy-policy in
+// -operator-args replaces it.
+func benchPolicy() (string, error) {
+	p := tenancy.Default().AllowingImages(benchContentImage)
+	b, err := json.Marshal(p)
+	return string(b), err
+}
+
 // startOperator runs the manager binary against the cluster, its endpoints on loopback.
 func (b *bench) startOperator(ps *procs) error {
 	metricsAddr, err := freeLoopbackAddr()
@@ -247,7 +314,12 @@ func (b *bench) startOperator(ps *procs) error {
 		return err
 	}
 	b.metricsURL = "http://" + metricsAddr + "/metrics"
+	policy, err := benchPolicy()
+	if err != nil {
+		return err
+	}
 	args := append([]string{
+		"--tenancy-policy=" + policy,
 		"--kubeconfig=" + b.cluster.kubeconfig,
 		"--metrics-bind-address=" + metricsAddr,
 		"--health-probe-bind-address=" + probeAddr,
@@ -258,7 +330,8 @@ func (b *bench) startOperator(ps *procs) error {
 	return err
 }
 
-// waitReconciled polls until every site is reconciled (recording when) and every Deployment is available.
+// waitReconciled polls until every dedicated site is reconciled (recording when) and every Deployment is
+// available, and every pool site is Placed and Ready (recording when each happened first).
 func (b *bench) waitReconciled(ctx context.Context, r *report) error {
 	deadline := time.Now().Add(b.cfg.reconcileTimeout)
 	lastSay := time.Time{}
@@ -267,25 +340,47 @@ func (b *bench) waitReconciled(ctx context.Context, r *report) error {
 			return fmt.Errorf("the operator exited: see its log in the work directory")
 		}
 		p, err := observe(ctx, b.watched)
+		var pp poolProgress
+		if err == nil && b.cfg.poolSites > 0 {
+			pp, err = observePool(ctx, b.watched)
+		}
 		now := time.Now()
 		if err == nil {
+			since := now.Sub(r.operatorStart).Seconds()
 			if p.reconciled == b.cfg.sites && r.reconciledAt.IsZero() {
 				r.reconciledAt = now
-				say("every site reconciled %.1f s after the operator started", now.Sub(r.operatorStart).Seconds())
+				say("every dedicated site reconciled %.1f s after the operator started", since)
 			}
-			if p.available == b.cfg.sites {
+			if p.available == b.cfg.sites && r.availableAt.IsZero() {
 				r.availableAt = now
-				say("every Deployment available (%d ready pods) %.1f s after the operator started", p.readyPods, now.Sub(r.operatorStart).Seconds())
+				say("every Deployment available (%d ready pods) %.1f s after the operator started", p.readyPods, since)
+			}
+			if b.cfg.poolSites > 0 && pp.placed == b.cfg.poolSites && r.poolPlacedAt.IsZero() {
+				r.poolPlacedAt = now
+				say("every pool site Placed %.1f s after the operator started", since)
+			}
+			if b.cfg.poolSites > 0 && pp.ready == b.cfg.poolSites && r.poolReadyAt.IsZero() {
+				r.poolReadyAt = now
+				say("every pool site Ready %.1f s after the operator started", since)
+			}
+			// Placed, not Ready: a pool site's EndpointSlice lists the pool pods' IPs, and the API server refuses
+			// kwok's loopback ones (poolserve.go), so a pool site here is never Ready.
+			r.poolReady = pp.ready
+			if !r.availableAt.IsZero() && (b.cfg.poolSites == 0 || !r.poolPlacedAt.IsZero()) {
 				return nil
 			}
 			if now.Sub(lastSay) >= 5*time.Second {
-				say("%5.1f s: %d/%d sites reconciled, %d available, %d pods ready", now.Sub(r.operatorStart).Seconds(),
+				line := fmt.Sprintf("%5.1f s: %d/%d sites reconciled, %d available, %d pods ready", since,
 					p.reconciled, b.cfg.sites, p.available, p.readyPods)
+				if b.cfg.poolSites > 0 {
+					line += fmt.Sprintf("; pool sites %d/%d placed, %d ready", pp.placed, b.cfg.poolSites, pp.ready)
+				}
+				say("%s", line)
 				lastSay = now
 			}
 		}
 		if now.After(deadline) {
-			return fmt.Errorf("not every site reconciled and available after %s", b.cfg.reconcileTimeout)
+			return fmt.Errorf("not every site reconciled and available (and every pool site placed) after %s", b.cfg.reconcileTimeout)
 		}
 		if err := sleep(ctx, 250*time.Millisecond); err != nil {
 			return err
@@ -293,8 +388,8 @@ func (b *bench) waitReconciled(ctx context.Context, r *report) error {
 	}
 }
 
-// waitSettled waits until the operator has made no write request (POST, PUT, PATCH, DELETE: read from its own
-// metrics, no API request) for quiet, at most max. It says whether it settled and how long it took. Reconciles
+// waitSettled waits until the operator has made no write request the API server accepted (POST, PUT, PATCH,
+// DELETE: read from its own metrics, no API request) for quiet, at most max. It says whether it settled and how long it took. Reconciles
 // may go on (the StaticSite controller re-reads each site's content gauges every minute): what must stop is
 // writing.
 func (b *bench) waitSettled(ctx context.Context, quiet, maxWait time.Duration) (bool, time.Duration) {
@@ -302,7 +397,9 @@ func (b *bench) waitSettled(ctx context.Context, quiet, maxWait time.Duration) (
 	last, lastChange := -1.0, time.Now()
 	for time.Since(start) < maxWait {
 		if f, err := b.operatorMetrics(ctx); err == nil {
-			n := writes(f.sumBy("rest_client_requests_total", "method", nil), restClientWriteMethods)
+			// Writes the API server accepted: a refused one (a pool site's loopback EndpointSlice, retried) changes
+			// nothing, and is reported apart.
+			n := writes(f.sumBy("rest_client_requests_total", "method", nil), restClientWriteMethods) - f.refusedWrites()
 			if n != last {
 				last, lastChange = n, time.Now()
 			} else if time.Since(lastChange) >= quiet {
@@ -335,13 +432,19 @@ func (b *bench) operatorMetrics(ctx context.Context) (families, error) {
 	return parseFamilies(bytes.NewReader(body))
 }
 
-func (b *bench) snapshot(ctx context.Context) (snapshot, error) {
-	s := snapshot{at: time.Now()}
+// apiMetrics reads kube-apiserver's /metrics.
+func (b *bench) apiMetrics(ctx context.Context) (families, error) {
 	raw, err := b.cluster.clientset.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
 	if err != nil {
-		return s, fmt.Errorf("kube-apiserver /metrics: %w", err)
+		return nil, fmt.Errorf("kube-apiserver /metrics: %w", err)
 	}
-	if s.api, err = parseFamilies(bytes.NewReader(raw)); err != nil {
+	return parseFamilies(bytes.NewReader(raw))
+}
+
+func (b *bench) snapshot(ctx context.Context) (snapshot, error) {
+	s := snapshot{at: time.Now()}
+	var err error
+	if s.api, err = b.apiMetrics(ctx); err != nil {
 		return s, err
 	}
 	if s.op, err = b.operatorMetrics(ctx); err != nil {

@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 
@@ -18,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"hyperstatic.dev/hyperstatic/api/v1alpha1"
+	"hyperstatic.dev/hyperstatic/internal/sitevalue"
 )
 
 // siteName and siteNamespace place site i: spread evenly over the namespaces, as one site per team would be.
@@ -26,13 +29,16 @@ func siteNamespace(i, namespaces int) string {
 	return fmt.Sprintf("bench-%02d", i%namespaces)
 }
 
+// benchContentImage is the dedicated sites' content image (kwok never pulls it; benchPolicy allows it).
+const benchContentImage = "hyperstatic/example-site:0.1.0"
+
 // newSite is the benchmark's StaticSite: content from an image (kwok never pulls it), a fractional CPU.
 func newSite(i, namespaces int, replicas int32) *v1alpha1.StaticSite {
 	cpu := resource.MustParse("250m")
 	return &v1alpha1.StaticSite{
 		ObjectMeta: metav1.ObjectMeta{Name: siteName(i), Namespace: siteNamespace(i, namespaces)},
 		Spec: v1alpha1.StaticSiteSpec{
-			Content:  v1alpha1.ContentSource{Image: "hyperstatic/example-site:0.1.0"},
+			Content:  v1alpha1.ContentSource{Image: benchContentImage},
 			Replicas: ptr.To(replicas),
 			CPU:      &cpu,
 		},
@@ -167,4 +173,15 @@ func guardPodIPs(ctx context.Context, f informers.SharedInformerFactory, abort f
 	f.Start(ctx.Done())
 	f.WaitForCacheSync(ctx.Done())
 	return checked.Load, nil
+}
+
+// writeSiteValue writes the site value of the first dedicated site, read back from the API server (its defaults
+// applied, as the operator reads it), to workDir/site.json for the single-site server's --site.
+func writeSiteValue(ctx context.Context, c client.Client, namespaces int, workDir string) (string, error) {
+	site := &v1alpha1.StaticSite{}
+	if err := c.Get(ctx, types.NamespacedName{Namespace: siteNamespace(0, namespaces), Name: siteName(0)}, site); err != nil {
+		return "", fmt.Errorf("read %s back: %w", siteName(0), err)
+	}
+	path := filepath.Join(workDir, "site.json")
+	return path, os.WriteFile(path, sitevalue.Render(site).Bytes, 0o644)
 }
