@@ -29,8 +29,8 @@ const (
 	gitWebhookBound  = 10 * time.Second
 	gitPollInterval  = 10 * time.Second
 	gitPollBound     = gitPollInterval + 20*time.Second
-	gitPydocsBound   = 60 * time.Second // see gitScenario.pydocs
-	gitStatusLag     = 10 * time.Second // the status after the pods (measurePushServed)
+	gitPydocsBound   = 120 * time.Second // see gitScenario.pydocs
+	gitStatusLag     = 10 * time.Second  // the status after the pods (measurePushServed)
 	gitSmallSiteCPU  = "100m"
 	gitPydocsSiteCPU = "250m"
 )
@@ -44,6 +44,9 @@ type gitScenario struct {
 	token []byte   // the webhook Secret's token
 	hook  *webhook // to www's fetcher: its forward starts in step b, once the fetcher runs
 	pods  map[types.UID]int32
+	// rollbackCommit and rollbackTo are step d's good commit and its home page: the deploy step h pins.
+	rollbackCommit string
+	rollbackTo     siteFile
 }
 
 // testContentFromGit: scenario 14, content from Git (issue 30), on the real operator, fetcher, pullers and server,
@@ -79,6 +82,7 @@ func testContentFromGit(t *testing.T) {
 	t.Run("d-invalid-commit-kept-out", sc.invalidCommit)
 	t.Run("e-ssh", sc.overSSH)
 	t.Run("f-credentials-rotated", sc.credentialsRotated)
+	t.Run("h-rollback-under-load", sc.rollbackUnderLoad)
 	// The small sites' pods go before the real site's start: the node has about 1 CPU to spare.
 	deleteNamespace(t, sc.ns)
 	t.Run("g-pydocs", sc.pydocs)
@@ -319,6 +323,7 @@ func (sc *gitScenario) invalidCommit(t *testing.T) {
 	})
 	served := measurePushServed(t, site, pages, siteFile{"/index.html", []byte(fixed)}, commit.String(), start, time.Minute)
 	t.Logf("the next good commit served by every pod %.1f s after its push, with no edit of the site", served.Seconds())
+	sc.rollbackCommit, sc.rollbackTo = commit.String(), siteFile{"/index.html", []byte(fixed)}
 	sc.requireSamePods(t, site)
 }
 
