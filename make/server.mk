@@ -27,17 +27,22 @@ server-build: ## Build the static hyperstatic-server release binary and print it
 SERVER_TEST_JOBS ?= 3
 
 .PHONY: server-test
-server-test: h2spec h3-interop haproxy-installed ## The server's Rust tests: unit tests per module and integration tests against the real binary, SERVER_TEST_JOBS binaries at a time; h2spec; HTTP/3 against aioquic and quic-go.
+server-test: h2spec h3-interop server-test-tools ## The server's Rust tests: unit tests per module and integration tests against the real binary, SERVER_TEST_JOBS binaries at a time; h2spec; HTTP/3 against aioquic and quic-go.
 	@$(call progress,server tests)
 	@CARGO_TARGET_DIR=$(SERVER_CARGO_TARGET) $(ROOT)/hack/server-tests.sh $(SERVER_DIR) $(SERVER_TEST_JOBS)
 
-# HAProxy comes from Debian: tests/proxy_haproxy.rs puts it in front of the server as the PROXY protocol's real
-# sender. Installed when missing, refreshing the package lists only when the first attempt fails.
-.PHONY: haproxy-installed
-haproxy-installed: ## Install Debian's haproxy when missing (the server's PROXY protocol test sends through it).
-	@command -v haproxy >/dev/null 2>&1 || { \
-	  $(call progress,installing haproxy (Debian package)); \
-	  apt="env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends haproxy"; \
+# Debian packages the server's tests run as real clients and peers, installed when missing (refreshing the package
+# lists only when the first attempt fails: a fresh machine has none): h2load (nghttp2-client) drives HTTP/2 and
+# HTTP/1.1 in tests/fair_share.rs and tests/access.rs; HAProxy is the PROXY protocol's real sender in
+# tests/proxy_haproxy.rs.
+SERVER_TEST_PACKAGES := h2load:nghttp2-client haproxy:haproxy
+
+.PHONY: server-test-tools
+server-test-tools: ## Install the Debian packages the server's tests use when missing: nghttp2-client (h2load), haproxy.
+	@need=""; for p in $(SERVER_TEST_PACKAGES); do command -v $${p%%:*} >/dev/null 2>&1 || need="$$need $${p#*:}"; done; \
+	  [ -z "$$need" ] || { \
+	  $(call progress,installing Debian packages for the server tests:$$need); \
+	  apt="env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$need"; \
 	  { $(call as-root,$$apt) ; } >/dev/null 2>&1 || \
 	  { { $(call as-root,apt-get update -qq) ; } && { $(call as-root,$$apt) ; } >/dev/null; }; }
 

@@ -1,4 +1,4 @@
-//! `--proxy-protocol` behind a real sender: HAProxy (Debian's package; `make haproxy-installed`, which `make
+//! `--proxy-protocol` behind a real sender: HAProxy (Debian's package; `make server-test-tools`, which `make
 //! server-test` runs first) in TCP mode with `send-proxy-v2`, in front of the real binary's plain and TLS ports.
 //! tests/proxy_protocol.rs checks the parser against headers built from the specification; this checks that what
 //! HAProxy itself writes is read the same way: the client HAProxy saw, not HAProxy's own address, is what the
@@ -40,7 +40,7 @@ fn free_port(ip: &str) -> u16 {
 fn haproxy_bin() -> String {
     let bin = std::env::var("HAPROXY").unwrap_or_else(|_| "haproxy".into());
     let ok = Command::new(&bin).arg("-v").output().map(|o| o.status.success()).unwrap_or(false);
-    assert!(ok, "{bin} does not run: this test needs HAProxy (`make haproxy-installed` installs Debian's)");
+    assert!(ok, "{bin} does not run: this test needs HAProxy (`make server-test-tools` installs Debian's)");
     bin
 }
 
