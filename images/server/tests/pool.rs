@@ -101,10 +101,15 @@ fn served(s: &Server, host: &str, path: &str) -> Response {
     last.unwrap()
 }
 
-/// Served, and its full load done (a site serves from its quick load first, every body from disk).
+/// Served, and its full load done (a site serves from its quick load first, every body from disk). Asked for
+/// while it waits: once the budget is full, a site takes memory from another only when it is asked for in two
+/// looks in a row and the other is less than half as hot (src/pool/registry.rs, "Who gets memory").
 fn warm(s: &Server, host: &str, id: &str) -> Response {
     let r = served(s, host, "/");
-    wait_for(&format!("{id} in memory"), || site_of(&sites(s, ""), id)["state"] == "memory");
+    wait_for(&format!("{id} in memory"), || {
+        get(s, Some(host), "/");
+        site_of(&sites(s, ""), id)["state"] == "memory"
+    });
     r
 }
 

@@ -14,15 +14,17 @@
 //!   thread (two stores and one eventfd write, by the first request only); the request gets `Route::Load`,
 //!   which HTTP/1.1 holds for up to a second (server/h1.rs parks the connection; the worker goes on serving)
 //!   and HTTP/2 answers 503 with `Retry-After: 1`: a worker never blocks on a load. The pool thread makes a quick
-//!   load first (every body served from disk, nothing read: registry.rs `Phase`), publishes it — the held request
-//!   is answered from it — then the full load. Full loads take the
-//!   memory budget that the loaded sites leave (site/memory.rs: files past it are served from disk); to make
-//!   room the coldest site with bodies in memory (no requests for the longest) leaves memory first, back to a
-//!   quick load. A site served from disk costs only its table and stays loaded (its next request is answered
-//!   without a reload); the coldest loaded sites are unloaded only when the tables alone are past the budget.
+//!   load first (every body served from disk, nothing opened or read: registry.rs `Phase`) and publishes it — the
+//!   held request is answered from it. The full load (bodies in memory) comes when the site is asked for again,
+//!   more than once a second (registry.rs, "Who gets memory"), on its own thread (full.rs), so a cold site's
+//!   quick load never waits for another site's full load. Full loads take the memory budget that the loaded
+//!   sites leave (site/memory.rs: files past it are served from disk); once it is full, a site takes memory only
+//!   from sites less than half as hot, coldest first, which go back to a quick load. A site served from disk
+//!   costs only its table and stays loaded (its next request is answered without a reload); the coldest loaded
+//!   sites are unloaded only when the tables alone are past the budget.
 //! - **Descriptors are bounded**: a pool site's disk-served file is a path and the metadata its load saw
 //!   (`Body::Path`, loader.rs `disk_by_path`), not an open descriptor. Each response opens it beneath the root
-//!   (site/beneath.rs, no symlink followed), serves it only if its size, time and inode are still the load's
+//!   (site/beneath.rs: one `openat2` following no symlink), serves it only if its size, time and inode are still the load's
 //!   (else 503 with `Retry-After: 1`: its precomputed length and ETag would lie), and closes it once sent. The
 //!   process's descriptors are its connections' and those of responses in flight, whatever the sites and files.
 //! - **Per-site limits**: `maxFiles`/`maxBytes` refuse a larger tree at load (the site answers 503; `/sites` says
@@ -30,6 +32,7 @@
 //! - **Counters** per site per worker (counters.rs) feed `/sites` and the two Prometheus families (report.rs).
 
 pub mod counters;
+pub mod full;
 pub mod hosts;
 pub mod index;
 pub mod limits;
@@ -102,7 +105,40 @@ pub struct Slot {
 #[derive(Default)]
 pub struct Snapshot {
     pub hosts: Arc<hosts::Hosts>,
-    pub slots: Vec<Arc<Slot>>,
+    pub slots: Slots,
+}
+
+/// The slots of a snapshot in chunks of `CHUNK`: a site's change rebuilds its chunk and the list of chunks (a
+/// pointer per `CHUNK` sites), not a list of every site. A pool of 10,000 sites whose sites load one after the
+/// other publishes a snapshot per load, and the worker that drops the last copy of the one before pays for its
+/// list: with chunks, a publish copies and drops 157 pointers and one chunk instead of 10,000 pointers.
+#[derive(Default, Clone)]
+pub struct Slots {
+    chunks: Vec<Arc<[Arc<Slot>]>>,
+}
+
+/// Sites per chunk of `Slots`.
+pub const CHUNK: usize = 64;
+
+impl Slots {
+    /// The slot at `i` (an index the host map gave: always in range for the snapshot that holds both).
+    #[inline]
+    pub fn get(&self, i: usize) -> &Slot {
+        &self.chunks[i / CHUNK][i % CHUNK]
+    }
+
+    /// These slots with the chunks marked in `dirty` rebuilt from `all` (the same sites in the same order).
+    pub fn with_changes(&self, all: &[Arc<Slot>], dirty: &[bool]) -> Slots {
+        let chunks = all
+            .chunks(CHUNK)
+            .enumerate()
+            .map(|(c, part)| match self.chunks.get(c) {
+                Some(old) if !dirty.get(c).copied().unwrap_or(true) && old.len() == part.len() => old.clone(),
+                _ => Arc::from(part),
+            })
+            .collect();
+        Slots { chunks }
+    }
 }
 
 /// Where a request goes.
@@ -164,7 +200,7 @@ impl Snapshot {
     #[inline]
     pub fn route(&self, pool: &Pool, host: Option<&[u8]>, worker: usize, now_s: u32) -> Route<'_> {
         let Some(i) = self.hosts.find(host) else { return Route::Status(None, 404) };
-        let slot = &*self.slots[i as usize];
+        let slot = self.slots.get(i as usize);
         let cell = &*slot.cell;
         let w = cell.counters.of(worker);
         if !w.window.admit(now_s, slot.rps_share) {

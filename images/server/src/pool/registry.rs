@@ -4,6 +4,14 @@
 //!
 //! A site's entry keeps its `Cell` (counters) and its published `Slot` across reloads; an index change that
 //! leaves a site's value and limits alone leaves its table alone, and a reload of one site replaces one slot.
+//!
+//! **Who gets memory** (the budget, site/memory.rs). A site's first request makes its quick load (served from
+//! disk). Its full load (bodies in memory) follows at once only while the budget has room for it beside the loaded
+//! sites; once the budget is full, a site takes memory from others only when it is asked for in two looks in a row
+//! (seconds, `tick`) and every site that would leave memory for it is less than half as hot (`heat`: requests per
+//! look, halved at each look). A site asked for now and then (the long tail of a pool) therefore stays on disk
+//! instead of trading places with another site of the tail at each request: each trade cost a full load and a
+//! walk of the site that left, and on a 10,000-site mix they took most of the server's CPU (docs/bench/pools-*).
 
 use std::collections::{BTreeMap, VecDeque};
 use std::path::{Path, PathBuf};
@@ -11,6 +19,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use super::counters::SiteCounters;
+use super::full::{self, FullLoads};
 use super::hosts::Hosts;
 use super::index::{self, Index};
 use super::report::{Report, SiteReport};
@@ -25,21 +34,26 @@ pub enum Phase {
     /// The full load: bodies read and hashed, held in memory within the budget the other sites leave.
     Full,
 }
-use super::{limits, Cell, Pool, Serve, Slot, Snapshot};
+use super::{limits, Cell, Pool, Serve, Slot, Slots, Snapshot, CHUNK};
 use crate::log::{self, V};
 use crate::site::content::Table;
 use crate::site::loader::{self, Settings};
 use crate::site::memory::Budget;
+use crate::site_value::Revised;
 
 struct Entry {
     site: Arc<index::Site>,
     cell: Arc<Cell>,
     slot: Arc<Slot>,
+    /// Its slot's place in the snapshot (the order of `entries` at the last index read).
+    index: usize,
     state: State,
     table: Option<Arc<Table>>,
     files: usize,
     /// Content in memory plus the table's own cost: what the site is charged against the budget.
     memory_bytes: u64,
+    /// The table's own cost (part of `memory_bytes`): what stays charged when its content leaves memory.
+    table_bytes: u64,
     /// The tree's identity bytes (what a full load would like to hold).
     bytes: u64,
     content_revision: Option<String>,
@@ -53,6 +67,32 @@ struct Entry {
     /// Requests seen at the last look, and the look at which it last had any (eviction: coldest first).
     seen_requests: u64,
     last_used: u64,
+    /// Requests per look, halved at each look (`tick`): who is hotter when memory is short.
+    heat: u64,
+    /// Looks in a row with requests.
+    streak: u32,
+    /// In `upgrades`.
+    queued: bool,
+    /// What `/sites` shows of it, until it changes (None: to be made at the next report).
+    report: Option<Arc<SiteReport>>,
+    /// Bumped by every change of its state or table: a full load made meanwhile on the full loads' thread no
+    /// longer applies.
+    gen: u64,
+}
+
+/// The heat from which a site served from disk is read into memory: asked for more than once a look (a second),
+/// as `heat` counts (halved, rounded down, at each look). A full load reads and hashes the whole tree: worth it
+/// for a site that is asked for again and again, not for one of the long tail asked for now and then.
+const SECOND_ASK: u64 = 2;
+
+/// The full load under way on the full loads' thread.
+struct InFlight {
+    id: String,
+    /// The room made for it (charged as used until it comes back).
+    room: u64,
+    why: &'static str,
+    value: Revised,
+    limits: index::Limits,
 }
 
 pub struct Registry {
@@ -70,6 +110,15 @@ pub struct Registry {
     looks: u64,
     /// Sites served from a quick load, waiting for their full one (one per pool-thread turn, `upgrade_one`).
     upgrades: VecDeque<String>,
+    /// The sum of the entries' `memory_bytes`.
+    total: u64,
+    /// Every entry's slot by `index`, the snapshot last published, and its chunks changed since.
+    slots: Vec<Arc<Slot>>,
+    published: Slots,
+    dirty: Vec<bool>,
+    /// The full loads' thread (None: full loads are made on the calling thread, as the unit tests want).
+    full: Option<FullLoads>,
+    in_flight: Option<InFlight>,
 }
 
 impl Registry {
@@ -87,7 +136,18 @@ impl Registry {
             problems: Vec::new(),
             looks: 0,
             upgrades: VecDeque::new(),
+            total: 0,
+            slots: Vec::new(),
+            published: Slots::default(),
+            dirty: Vec::new(),
+            full: None,
+            in_flight: None,
         }
+    }
+
+    /// Full loads from now on run on their own thread, which wakes the pool thread through `wake_fd`.
+    pub fn full_loads_on_a_thread(&mut self, wake_fd: std::os::fd::RawFd) {
+        self.full = Some(FullLoads::start(wake_fd));
     }
 
     pub fn index_dir(&self) -> &Path {
@@ -150,10 +210,12 @@ impl Registry {
                             site,
                             cell,
                             slot,
+                            index: 0,
                             state,
                             table: None,
                             files: 0,
                             memory_bytes: 0,
+                            table_bytes: 0,
                             bytes: 0,
                             content_revision,
                             loaded_value: None,
@@ -162,6 +224,11 @@ impl Registry {
                             error: None,
                             seen_requests: 0,
                             last_used: self.looks,
+                            heat: 0,
+                            streak: 0,
+                            queued: false,
+                            report: None,
+                            gen: 0,
                         },
                     );
                 }
@@ -170,6 +237,13 @@ impl Registry {
         for id in old.keys() {
             log::info("pool site removed", &[("site", V::S(id))]);
         }
+        for (i, e) in self.entries.values_mut().enumerate() {
+            (e.index, e.report) = (i, None);
+        }
+        self.total = self.entries.values().map(|e| e.memory_bytes).sum();
+        self.slots = self.entries.values().map(|e| e.slot.clone()).collect();
+        self.published = Slots::default();
+        self.dirty = vec![true; self.slots.len().div_ceil(CHUNK)];
         let pairs =
             self.entries.values().enumerate().flat_map(|(i, e)| e.site.hosts.iter().map(move |h| (h, i as u32)));
         self.hosts = Arc::new(Hosts::build(pairs));
@@ -187,12 +261,18 @@ impl Registry {
         let slot = self.slot(&e.cell, e.site.limits, serve_of(state, &table));
         let e = self.entries.get_mut(id).expect("looked up above");
         (e.state, e.table, e.slot) = (state, table, slot);
+        (e.gen, e.report) = (e.gen + 1, None);
+        if let Some(s) = self.slots.get_mut(e.index) {
+            *s = e.slot.clone();
+            self.dirty[e.index / CHUNK] = true;
+        }
         if state == State::Unloaded {
             // A request that came while it was loaded asks anew.
             e.cell.want.store(false, Ordering::Release);
         }
         if e.table.is_none() {
-            (e.files, e.memory_bytes) = (0, 0);
+            self.total -= e.memory_bytes;
+            (e.files, e.memory_bytes, e.table_bytes) = (0, 0, 0);
         }
     }
 
@@ -209,7 +289,7 @@ impl Registry {
         }
         let rev = self.content_revision(id);
         if let Some(e) = self.entries.get_mut(id) {
-            e.content_revision = rev;
+            (e.content_revision, e.report) = (rev, None);
         }
     }
 
@@ -229,9 +309,19 @@ impl Registry {
         }
     }
 
-    /// Bytes the loaded sites other than `but` are charged.
+    /// Bytes the loaded sites other than `but` are charged, and the room held for a full load under way.
     fn used(&self, but: &str) -> u64 {
-        self.entries.iter().filter(|(id, _)| id.as_str() != but).map(|(_, e)| e.memory_bytes).sum()
+        let own = self.entries.get(but).map_or(0, |e| e.memory_bytes);
+        let flying = self.in_flight.as_ref().map_or(0, |f| f.room);
+        (self.total - own).saturating_add(flying)
+    }
+
+    /// The coldest site with bodies in memory other than `keep`: the least heat, then the longest unasked.
+    fn coldest_in_memory(&self, keep: &str) -> Option<(&String, &Entry)> {
+        self.entries
+            .iter()
+            .filter(|(id, e)| id.as_str() != keep && e.table.is_some() && e.state == State::Memory)
+            .min_by_key(|(_, e)| (e.heat, e.last_used))
     }
 
     /// Makes room for `room` more bytes (for `keep`), of which `table` are its table's own cost. Content leaves
@@ -242,19 +332,15 @@ impl Registry {
     fn evict_for(&mut self, keep: &str, room: u64, table: u64) {
         let Some(budget) = self.settings.budget.budget else { return };
         while self.used(keep).saturating_add(room) > budget {
-            let coldest = self
-                .entries
-                .iter()
-                .filter(|(id, e)| id.as_str() != keep && e.table.is_some() && e.state == State::Memory)
-                .min_by_key(|(_, e)| e.last_used)
-                .map(|(id, e)| (id.clone(), e.memory_bytes));
-            let Some((id, before)) = coldest else { break };
+            let Some((id, before)) = self.coldest_in_memory(keep).map(|(id, e)| (id.clone(), e.memory_bytes)) else {
+                break;
+            };
             log::info("pool site leaves memory: the budget needs its room", &[("site", V::S(&id))]);
-            let last_used = self.entries[&id].last_used;
+            let (last_used, heat) = (self.entries[&id].last_used, self.entries[&id].heat);
             self.read(&id, "evicted", Phase::Quick, Some(0));
             if let Some(e) = self.entries.get_mut(&id) {
                 // Still the coldest: a reload for room is no use.
-                e.last_used = last_used;
+                (e.last_used, e.heat) = (last_used, heat);
             }
             if !self.entries.get(&id).is_some_and(|e| e.table.is_some() && e.memory_bytes < before) {
                 log::info("pool site unloaded: the budget needs its room", &[("site", V::S(&id))]);
@@ -280,16 +366,55 @@ impl Registry {
         }
     }
 
-    /// Whether sites wait for their full load.
+    /// Whether the pool thread has a full load to start (none is under way and one waits).
     pub fn upgrades_pending(&self) -> bool {
-        !self.upgrades.is_empty()
+        self.in_flight.is_none() && !self.upgrades.is_empty()
     }
 
-    /// The next site waiting for its full load, if any (the pool thread calls it when it has nothing else to do,
-    /// so a full load of one big tree delays other sites' first loads by one load at most).
+    /// Whether `id`'s full load may take memory now: it fits beside the loaded sites, or it was asked for in two
+    /// looks in a row and every site that would leave memory for it (coldest first, as `evict_for` takes them) is
+    /// less than half as hot.
+    fn admit(&self, id: &str) -> bool {
+        let Some(budget) = self.settings.budget.budget else { return true };
+        let Some(e) = self.entries.get(id) else { return false };
+        let need = self.used(id).saturating_add(e.bytes.saturating_add(e.memory_bytes));
+        if need <= budget {
+            return true;
+        }
+        if e.streak < 2 {
+            return false;
+        }
+        let mut others: Vec<&Entry> = self
+            .entries
+            .iter()
+            .filter(|(k, v)| k.as_str() != id && v.table.is_some() && v.state == State::Memory)
+            .map(|(_, v)| v)
+            .collect();
+        others.sort_unstable_by_key(|v| (v.heat, v.last_used));
+        let mut over = need - budget;
+        for v in others {
+            if v.heat.saturating_mul(2) >= e.heat {
+                return false;
+            }
+            over = over.saturating_sub(v.memory_bytes - v.table_bytes);
+            if over == 0 {
+                return true;
+            }
+        }
+        false
+    }
+
+    /// Starts the next full load that may take memory now, if none is under way (the pool thread calls it when
+    /// it has nothing else to do; with the full loads' thread, a cold site's quick load never waits for one).
     pub fn upgrade_one(&mut self) -> bool {
+        if self.in_flight.is_some() {
+            return false;
+        }
         while let Some(id) = self.upgrades.pop_front() {
-            if self.entries.get(&id).is_some_and(|e| e.quick && e.table.is_some()) {
+            if let Some(e) = self.entries.get_mut(&id) {
+                e.queued = false;
+            }
+            if self.entries.get(&id).is_some_and(|e| e.quick && e.table.is_some()) && self.admit(&id) {
                 self.load(&id, "full load", Phase::Full);
                 return true;
             }
@@ -297,10 +422,25 @@ impl Registry {
         false
     }
 
-    /// Loads `id`'s tree with its value, checked against its limits. A quick load queues the full one; a full
-    /// load first makes room for what the site held (coldest sites leave memory first), then takes the budget the
-    /// other loaded sites leave (files past it are served from disk).
-    pub fn load(&mut self, id: &str, why: &str, phase: Phase) {
+    /// Installs the full load the thread finished, if any; true when one came back (installed or stale).
+    pub fn finish_full(&mut self) -> bool {
+        let Some(done) = self.full.as_ref().and_then(|f| f.finished()) else { return false };
+        let Some(f) = self.in_flight.take() else { return true };
+        debug_assert_eq!(f.id, done.id);
+        if self.entries.get(&done.id).is_some_and(|e| e.gen == done.gen) {
+            self.install(&done.id, f.why, Phase::Full, f.value, f.limits, done.result, done.ms);
+            // Quick loads made while it ran took their room too: the coldest leave for the sites asked for.
+            let cost = self.entries.get(&done.id).map_or(0, |e| e.memory_bytes);
+            self.evict_for(&done.id, cost, cost);
+        }
+        true
+    }
+
+    /// Loads `id`'s tree with its value, checked against its limits. A quick load serves the site from disk; its
+    /// full load comes when the site is asked for again (`tick`). A full load first makes room for what the site
+    /// held (coldest sites leave memory first), then takes the budget the other loaded sites leave (files past it
+    /// are served from disk).
+    pub fn load(&mut self, id: &str, why: &'static str, phase: Phase) {
         let Some(e) = self.entries.get(id) else { return };
         let budget = match phase {
             Phase::Quick => Some(0),
@@ -308,7 +448,12 @@ impl Registry {
                 // Its whole tree and what its table costs now: the newest asked for is the hottest.
                 let room = e.bytes.saturating_add(e.memory_bytes).max(1);
                 self.evict_for(id, room, e.memory_bytes);
-                self.settings.budget.budget.map(|b| b.saturating_sub(self.used(id)))
+                let budget = self.settings.budget.budget.map(|b| b.saturating_sub(self.used(id)));
+                if self.full.is_some() {
+                    self.send_full(id, why, budget, room);
+                    return;
+                }
+                budget
             }
         };
         self.read(id, why, phase, budget);
@@ -317,9 +462,28 @@ impl Registry {
             let cost = self.entries.get(id).map_or(0, |e| e.memory_bytes);
             self.evict_for(id, cost, cost);
         }
-        if phase == Phase::Quick && self.entries.get(id).is_some_and(|e| e.quick && e.table.is_some()) {
-            self.upgrades.retain(|x| x != id);
-            self.upgrades.push_back(id.to_string());
+    }
+
+    /// Hands `id`'s full load to the full loads' thread.
+    fn send_full(&mut self, id: &str, why: &'static str, budget: Option<u64>, room: u64) {
+        let Some(e) = self.entries.get(id) else { return };
+        let root = self.tree(id);
+        let settings = self.load_settings(root, Phase::Full, budget);
+        let (value, limits, gen) = (e.site.value.clone(), e.site.limits, e.gen);
+        self.in_flight = Some(InFlight { id: id.to_string(), room, why, value: value.clone(), limits });
+        if let Some(f) = &self.full {
+            f.send(full::Job { id: id.to_string(), gen, settings, value: value.value });
+        }
+    }
+
+    fn load_settings(&self, root: PathBuf, phase: Phase, budget: Option<u64>) -> Settings {
+        Settings {
+            root,
+            budget: Budget { limit: self.settings.budget.limit, budget },
+            etag_from_metadata: phase == Phase::Quick,
+            // Descriptors must not grow with the pool's sites and files: disk bodies are paths, opened per response.
+            disk_by_path: true,
+            ..self.settings.clone()
         }
     }
 
@@ -332,18 +496,25 @@ impl Registry {
             self.set(id, State::Missing, None);
             return;
         }
-        let value = e.site.value.clone();
-        let lim = e.site.limits;
-        let settings = Settings {
-            root,
-            budget: Budget { limit: self.settings.budget.limit, budget },
-            etag_from_metadata: phase == Phase::Quick,
-            // Descriptors must not grow with the pool's sites and files: disk bodies are paths, opened per response.
-            disk_by_path: true,
-            ..self.settings.clone()
-        };
+        let (value, lim) = (e.site.value.clone(), e.site.limits);
+        let settings = self.load_settings(root, phase, budget);
         let started = std::time::Instant::now();
         let result = loader::load(&settings, &value.value, None, &mut |_| {});
+        self.install(id, why, phase, value, lim, result, started.elapsed().as_millis() as u64);
+    }
+
+    /// Installs a load's result: the table and its charge, or the site refused.
+    #[allow(clippy::too_many_arguments)]
+    fn install(
+        &mut self,
+        id: &str,
+        why: &str,
+        phase: Phase,
+        value: Revised,
+        lim: index::Limits,
+        result: Result<(Table, loader::Report), String>,
+        ms: u64,
+    ) {
         let refused = match &result {
             Err(e) => Some(e.clone()),
             Ok((_, r)) if !r.missing_pages.is_empty() => Some(format!("site value: {}", r.missing_pages.join("; "))),
@@ -364,12 +535,12 @@ impl Registry {
                 );
                 self.set(id, State::Refused, None);
                 let e = self.entries.get_mut(id).expect("looked up above");
-                e.error = Some(why_refused);
-                e.content_revision = rev;
+                (e.error, e.content_revision, e.report) = (Some(why_refused), rev, None);
             }
             (None, Ok((table, r))) => {
                 let state = if r.memory_bytes > 0 { State::Memory } else { State::Disk };
-                let cost = r.memory_bytes.saturating_add(table.table_bytes);
+                let table_bytes = table.table_bytes;
+                let cost = r.memory_bytes.saturating_add(table_bytes);
                 log::info(
                     "pool site loaded",
                     &[
@@ -379,73 +550,116 @@ impl Registry {
                         ("files", V::U(r.files as u64)),
                         ("memory_bytes", V::U(r.memory_bytes)),
                         ("disk_files", V::U(r.disk_files as u64)),
-                        ("ms", V::U(started.elapsed().as_millis() as u64)),
+                        ("ms", V::U(ms)),
                     ],
                 );
                 self.set(id, state, Some(Arc::new(table)));
                 let e = self.entries.get_mut(id).expect("looked up above");
-                (e.files, e.memory_bytes, e.bytes, e.error, e.content_revision) = (r.files, cost, r.bytes, None, rev);
+                self.total = self.total - e.memory_bytes + cost;
+                (e.files, e.memory_bytes, e.table_bytes, e.bytes, e.error, e.content_revision) =
+                    (r.files, cost, table_bytes.min(cost), r.bytes, None, rev);
                 e.loaded_value = Some(value.revision);
                 e.quick = phase == Phase::Quick;
                 e.last_used = self.looks;
                 e.loads += 1;
+                e.report = None;
             }
             (None, Err(_)) => unreachable!("a failed load is refused above"),
         }
     }
 
-    /// Once a second: which sites were asked for since the last look (the eviction order).
-    /// A site served from disk that was asked for since the last look goes back to memory when the budget has
-    /// room for it without making anyone leave (so two hot sites over the budget do not trade places each second).
+    /// Once a second: which sites were asked for since the last look (the eviction order, each site's heat).
+    /// A site served from disk that was asked for since the last look, and asked for more than once lately (its
+    /// heat at least `SECOND_ASK`: a site of the long tail asked for once is served from disk, never read whole),
+    /// goes to memory when the budget has room for it without making anyone leave (so two hot sites over the
+    /// budget do not trade places each second), or, asked for in two looks in a row, when it is more than twice
+    /// as hot as the coldest site in memory (`admit` decides when its turn comes).
     pub fn tick(&mut self) {
         self.looks += 1;
-        let mut hot = Vec::new();
+        let mut asked = Vec::new();
+        let mut coldest = u64::MAX;
         for (id, e) in self.entries.iter_mut() {
             let n = e.cell.counters.totals().requests();
+            let new = n.saturating_sub(e.seen_requests);
+            e.heat = e.heat / 2 + new;
             if n != e.seen_requests {
                 (e.seen_requests, e.last_used) = (n, self.looks);
+                e.streak = e.streak.saturating_add(1);
                 if e.quick && e.table.is_some() {
-                    hot.push(id.clone());
+                    asked.push(id.clone());
                 }
+            } else {
+                e.streak = 0;
+            }
+            if e.state == State::Memory && e.table.is_some() {
+                coldest = coldest.min(e.heat);
             }
         }
         let budget = self.settings.budget.budget.unwrap_or(u64::MAX);
-        for id in hot {
-            let fits = self.used("").saturating_add(self.entries[&id].bytes) < budget;
-            if fits && !self.upgrades.contains(&id) {
+        for id in asked {
+            let e = &self.entries[&id];
+            if e.heat < SECOND_ASK {
+                continue;
+            }
+            let fits = self.used("").saturating_add(e.bytes) < budget;
+            let hotter = e.streak >= 2 && e.heat > coldest.saturating_mul(2);
+            if (fits || hotter) && !e.queued {
+                self.entries.get_mut(&id).expect("looked up above").queued = true;
                 self.upgrades.push_back(id);
             }
         }
     }
 
-    /// Publishes the snapshot the workers read and the report the admin port shows.
-    pub fn publish(&self, pool: &Pool) {
-        let snap =
-            Snapshot { hosts: self.hosts.clone(), slots: self.entries.values().map(|e| e.slot.clone()).collect() };
+    /// Publishes the snapshot the workers read: the host map and the slots, only the chunks that changed rebuilt.
+    pub fn publish_snapshot(&mut self, pool: &Pool) {
+        self.published = self.published.with_changes(&self.slots, &self.dirty);
+        self.dirty.iter_mut().for_each(|d| *d = false);
+        let snap = Snapshot { hosts: self.hosts.clone(), slots: self.published.clone() };
         pool.snapshot.set(Arc::new(snap));
+    }
+
+    /// Publishes the report the admin port shows (after the snapshot it describes: the pool thread may publish it
+    /// later than the snapshot, never before). Only the sites changed since the last report are made again.
+    pub fn publish_report(&mut self, pool: &Pool) {
         let sites = self
             .entries
-            .values()
-            .map(|e| SiteReport {
-                cell: e.cell.clone(),
-                state: e.state,
-                // Published with the snapshot above: the host map it names is the one the workers read.
-                entry_revision: e.site.entry_revision.clone(),
-                value_revision: e.loaded_value.clone().unwrap_or_else(|| e.site.value.revision.clone()),
-                content_revision: e.content_revision.clone(),
-                files: e.files,
-                memory_bytes: e.memory_bytes,
-                loads: e.loads,
-                error: e.error.clone(),
+            .values_mut()
+            .map(|e| {
+                if e.report.is_none() {
+                    e.report = Some(Arc::new(report_of(e)));
+                }
+                e.report.clone().expect("made above")
             })
             .collect();
         *pool.report.lock().unwrap_or_else(|e| e.into_inner()) =
             Arc::new(Report { sites, problems: self.problems.clone() });
     }
 
+    /// Publishes both (tests, and the first read).
+    pub fn publish(&mut self, pool: &Pool) {
+        self.publish_snapshot(pool);
+        self.publish_report(pool);
+    }
+
     /// The state of `id` (tests).
     pub fn state(&self, id: &str) -> Option<State> {
         self.entries.get(id).map(|e| e.state)
+    }
+}
+
+/// What `/sites` shows of a site.
+fn report_of(e: &Entry) -> SiteReport {
+    SiteReport {
+        cell: e.cell.clone(),
+        state: e.state,
+        // Published after the snapshot that holds it: the host map it names is the one the workers read.
+        entry_revision: e.site.entry_revision.clone(),
+        value_revision: e.loaded_value.clone().unwrap_or_else(|| e.site.value.revision.clone()),
+        content_revision: e.content_revision.clone(),
+        files: e.files,
+        memory_bytes: e.memory_bytes,
+        loads: e.loads,
+        error: e.error.clone(),
     }
 }
 
@@ -498,7 +712,14 @@ mod tests {
         assert_eq!(r.state("a.one"), Some(State::Disk));
         let (disk, quick_etag) = body_of(&r, "a.one");
         assert!(disk, "a quick load reads no body");
-        assert!(r.upgrade_one(), "the full load was queued");
+        let cell = r.entries["a.one"].cell.clone();
+        cell.counters.count(0, 200, 1);
+        r.tick();
+        assert!(!r.upgrade_one(), "asked for once: served from disk");
+        cell.counters.count(0, 200, 1);
+        cell.counters.count(0, 200, 1);
+        r.tick();
+        assert!(r.upgrade_one(), "asked for again: the full load was queued");
         assert_eq!(r.state("a.one"), Some(State::Memory));
         let (disk, full_etag) = body_of(&r, "a.one");
         assert!(!disk);

@@ -1,8 +1,8 @@
 //! What the admin port shows of a pool: `GET /sites` (JSON, one entry per site sorted by id; `?top=N` the N
 //! busiest by requests) and the Prometheus families `hyperstatic_pool_sites{state}` and
 //! `hyperstatic_pool_site_requests_total{site}` — the latter for the 10 busiest sites only, so a pool of
-//! thousands of sites never makes thousands of series. The registry rebuilds the `Report` on every change; the
-//! counters are read live from each site's cell.
+//! thousands of sites never makes thousands of series. The registry rebuilds the `Report` after its changes
+//! (at most every 100 ms, pool/watch.rs); the counters are read live from each site's cell.
 
 use std::fmt::Write;
 use std::sync::Arc;
@@ -29,8 +29,9 @@ pub struct SiteReport {
 
 #[derive(Default)]
 pub struct Report {
-    /// Sorted by id.
-    pub sites: Vec<SiteReport>,
+    /// Sorted by id. Shared with the registry's entries, each rebuilt only when its site changes: a report of
+    /// 10,000 sites costs a pointer per site, not a copy of each site's strings.
+    pub sites: Vec<Arc<SiteReport>>,
     /// The index's problems (refused shards, refused sites).
     pub problems: Vec<String>,
 }
@@ -49,7 +50,7 @@ impl Report {
     /// `GET /sites`: `{"sites": [...], "problems": [...]}`; with `top`, the `top` busiest sites, busiest first.
     pub fn sites_json(&self, top: Option<usize>) -> String {
         let mut list: Vec<(&SiteReport, super::counters::Totals)> =
-            self.sites.iter().map(|s| (s, s.cell.counters.totals())).collect();
+            self.sites.iter().map(|s| (&**s, s.cell.counters.totals())).collect();
         if let Some(n) = top {
             list.sort_by(|a, b| b.1.requests().cmp(&a.1.requests()).then(a.0.cell.id.cmp(&b.0.cell.id)));
             list.truncate(n);
@@ -135,12 +136,12 @@ mod tests {
     use super::*;
     use crate::pool::counters::SiteCounters;
 
-    fn site(id: &str, requests: u64) -> SiteReport {
+    fn site(id: &str, requests: u64) -> Arc<SiteReport> {
         let cell = Arc::new(Cell { id: id.into(), counters: SiteCounters::new(1), want: Default::default() });
         for _ in 0..requests {
             cell.counters.count(0, 200, 1);
         }
-        SiteReport {
+        Arc::new(SiteReport {
             cell,
             state: State::Memory,
             entry_revision: "sha256:1".into(),
@@ -150,7 +151,7 @@ mod tests {
             memory_bytes: 2,
             loads: 1,
             error: None,
-        }
+        })
     }
 
     #[test]

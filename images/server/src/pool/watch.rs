@@ -1,7 +1,11 @@
 //! The pool thread: watches the index directory (the kubelet swaps its `..data` link; any `*.json` written or
 //! renamed there counts) and `DIR/content/.ready` (the puller creates `.ready/<id>` after each flip or removal of
 //! a site: one watch, whatever the number of sites), loads the sites requests asked for, and looks at the sites'
-//! traffic once a second for the eviction order. Every change is published at once (registry.rs `publish`).
+//! traffic once a second for the eviction order. Every change of what the workers serve is published at once
+//! (registry.rs `publish_snapshot`); the `/sites` report after it, at once for an index change or a flipped tree,
+//! within `REPORT` for loads (it holds a pointer per site, and a burst of loads on a 10,000-site pool would
+//! rebuild it after each). Full
+//! loads run on their own thread (full.rs), which wakes this one through the pool's eventfd when one is done.
 //! Index changes are debounced like control.rs's reloads (a shard swap is several events); `.ready` names are
 //! handled as they come, each reloading only its site.
 
@@ -24,6 +28,8 @@ const DEBOUNCE: Duration = Duration::from_millis(150);
 pub const POLL_MS: i32 = 1000;
 const POLL_MS_NO_EVENTFD: i32 = 20;
 const LOOK: Duration = Duration::from_secs(1);
+/// The longest the `/sites` report lags the snapshot.
+const REPORT: Duration = Duration::from_millis(100);
 
 /// The watches of the pool thread.
 pub struct Watches {
@@ -80,6 +86,8 @@ pub fn run(pool: Arc<Pool>, mut reg: Registry, w: Watches) {
     let mut dirty_since: Option<Instant> = None;
     let mut last_look = Instant::now();
     let mut ready = BTreeSet::new();
+    // When the report is behind the snapshot: since when.
+    let mut report_due: Option<Instant> = None;
     loop {
         let mut fds = [
             PollFd { fd: w.ino.fd(), events: libc::POLLIN, revents: 0 },
@@ -90,6 +98,9 @@ pub fn run(pool: Arc<Pool>, mut reg: Registry, w: Watches) {
         if let Some(t) = dirty_since {
             timeout = timeout.min(DEBOUNCE.saturating_sub(t.elapsed()).as_millis() as i32);
         }
+        if let Some(t) = report_due {
+            timeout = timeout.min(REPORT.saturating_sub(t.elapsed()).as_millis() as i32);
+        }
         if reg.upgrades_pending() {
             // Full loads wait: look for other work (a first request, a flip) without sleeping, then do one.
             timeout = 0;
@@ -99,26 +110,29 @@ pub fn run(pool: Arc<Pool>, mut reg: Registry, w: Watches) {
             let mut n = [0u8; 8];
             let _ = crate::sys::io::read(pool.wake_fd, &mut n);
         }
-        let mut changed = false;
+        let mut changed = reg.finish_full();
+        // An index change or a flipped tree is reported with the snapshot (the operator waits for it); loads,
+        // which come in bursts, within `REPORT`.
+        let mut report_now = false;
         if fds[0].revents & libc::POLLIN != 0 && w.drain(&mut ready) {
             dirty_since.get_or_insert_with(Instant::now);
         }
         if dirty_since.is_some_and(|t| t.elapsed() >= DEBOUNCE) {
             dirty_since = None;
             reg.read_index();
-            changed = true;
+            (changed, report_now) = (true, true);
         }
         for id in std::mem::take(&mut ready) {
             reg.ready(&id);
-            changed = true;
+            (changed, report_now) = (true, true);
         }
         if pool.wake.swap(false, Ordering::AcqRel) {
             reg.load_wanted();
             changed = true;
         }
-        // One full load per turn, when nothing else waited: a site's first (quick) load never queues behind
-        // more than one full load.
-        if !changed && reg.upgrade_one() {
+        // A full load is handed to its thread (one under way at a time): a site's first (quick) load never waits
+        // for one.
+        if reg.upgrade_one() {
             changed = true;
         }
         if last_look.elapsed() >= LOOK {
@@ -126,11 +140,16 @@ pub fn run(pool: Arc<Pool>, mut reg: Registry, w: Watches) {
             reg.tick();
             if w.index_wd < 0 || w.ready_wd < 0 {
                 reg.read_index();
-                changed = true;
+                (changed, report_now) = (true, true);
             }
         }
         if changed {
-            reg.publish(&pool);
+            reg.publish_snapshot(&pool);
+            report_due.get_or_insert_with(Instant::now);
+        }
+        if report_now || report_due.is_some_and(|t| t.elapsed() >= REPORT) {
+            report_due = None;
+            reg.publish_report(&pool);
         }
     }
 }
@@ -138,6 +157,7 @@ pub fn run(pool: Arc<Pool>, mut reg: Registry, w: Watches) {
 /// The first read of the index, before the workers start; then the pool thread.
 pub fn start(pool: Arc<Pool>, dir: &Path, settings: crate::site::loader::Settings, workers: usize, tls: bool) {
     let mut reg = Registry::new(dir, settings, workers, tls);
+    reg.full_loads_on_a_thread(pool.wake_fd);
     let w = Watches::new(&reg);
     reg.read_index();
     reg.publish(&pool);

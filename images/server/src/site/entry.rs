@@ -12,7 +12,8 @@ use crate::site::mime;
 
 /// The ETag's opaque part: the first 80 bits of the content's SHA-256, in hex.
 pub(crate) fn tag_of(d: &[u8; 32]) -> String {
-    d[..10].iter().map(|b| format!("{b:02x}")).collect()
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    d[..10].iter().flat_map(|b| [HEX[(b >> 4) as usize] as char, HEX[(b & 15) as usize] as char]).collect()
 }
 
 /// Everything needed to build one FileEntry, computed possibly in parallel.

@@ -68,6 +68,9 @@ pub use super::report::Report;
 
 pub(crate) use super::walk::{walk, Caps, Found, DEFAULT_CAPS};
 
+/// Trees with fewer files than this are loaded without helper threads.
+const INLINE_FILES: usize = 128;
+
 fn digest_file(f: &mut File) -> std::io::Result<Digest> {
     let mut h = Sha256::new();
     let mut buf = vec![0u8; 1 << 16];
@@ -106,9 +109,26 @@ fn load_one(f: &Found, siblings: &HashMap<&str, &Found>, in_memory: bool, cfg: &
         }
     };
     let content_type = mime::for_name(&f.url);
-    let sibling = |enc: Encoding| siblings.get(format!("{}.{}", f.url, enc.ext()).as_str()).copied();
+    // `url.ext` looked up in one buffer (a pool's first load of a site does it for every file, three times).
+    let mut key = String::with_capacity(f.url.len() + 5);
+    let mut sibling = |enc: Encoding| {
+        key.clear();
+        key.extend([f.url.as_str(), ".", enc.ext()]);
+        siblings.get(key.as_str()).copied()
+    };
     let mut encoded: [Option<(Body, u64)>; encoding::COUNT] = Default::default();
-    let identity: (Digest, (Body, u64)) = if !in_memory {
+    let identity: (Digest, (Body, u64)) = if !in_memory && meta_etag && cfg.disk_by_path {
+        // A pool's quick load: the file and its siblings by path with the walk's metadata, none opened here.
+        // Each response opens the file beneath the root and serves it only if it is still what this metadata
+        // says (DiskPath::open), so opening every file now as well only made the first load of a site slower.
+        let by_path = |s: &Found| (Body::Path(Arc::new(DiskPath::of(s.root.clone(), &s.rel, &s.meta))), s.meta.len());
+        for enc in COMPRESSED {
+            if let Some(s) = sibling(enc) {
+                encoded[enc as usize] = Some(by_path(s));
+            }
+        }
+        (metadata_digest(&f.url, &f.meta), by_path(f))
+    } else if !in_memory {
         // memory: served from disk, hashed streaming; its siblings are served from disk too.
         let mut file = f.open()?;
         let meta = file.metadata().map_err(|e| format!("{}: {e}", f.fs_path.display()))?;
@@ -177,35 +197,46 @@ pub fn load(
     report.load_bytes = items.iter().map(|i| i.load).sum();
     drop(items);
     siblings_follow_their_file(&found, &mut plan.in_memory);
-    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get()).min(8);
-    let threads = memory::load_threads(cpus, budget.limit);
+    // A small tree is loaded on the calling thread: starting threads cost more than its files (a pool loads
+    // thousands of 20-file sites, each in well under a millisecond). The CPU count is read once: std reads the
+    // cgroup's files for it at each call, which cost a pool's quick loads a tenth of their time.
+    static CPUS: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    let threads = if found.len() < INLINE_FILES {
+        1
+    } else {
+        let cpus = *CPUS.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()).min(8));
+        memory::load_threads(cpus, budget.limit)
+    };
     let chunk = found.len().div_ceil(threads).max(1);
     // A sibling held in memory is not read on its own: it is given its file's variant (the same bytes) below.
     let via_file: Vec<bool> =
         found.iter().zip(&plan.in_memory).map(|(f, &m)| m && base_of(&f.url, &urls).is_some()).collect();
     // Each thread builds the entries of its files: no file's loaded parts outlive its entry.
-    let results: Vec<Option<Result<Arc<FileEntry>, String>>> = std::thread::scope(|s| {
-        let handles: Vec<_> = found
-            .chunks(chunk)
-            .zip(plan.in_memory.chunks(chunk))
-            .zip(via_file.chunks(chunk))
-            .map(|((part, mem), via)| {
-                let (by_url, hdrs) = (&by_url, &hdrs);
-                s.spawn(move || {
-                    part.iter()
-                        .zip(mem)
-                        .zip(via)
-                        .map(|((f, &m), &v)| {
-                            (!v).then(|| {
-                                load_one(f, by_url, m, cfg).map(|l| Arc::new(build_entry(hdrs[&*f.url].clone(), l)))
-                            })
-                        })
-                        .collect::<Vec<_>>()
-                })
+    let work = |part: &[Found], mem: &[bool], via: &[bool]| {
+        part.iter()
+            .zip(mem)
+            .zip(via)
+            .map(|((f, &m), &v)| {
+                (!v).then(|| load_one(f, &by_url, m, cfg).map(|l| Arc::new(build_entry(hdrs[&*f.url].clone(), l))))
             })
-            .collect();
-        handles.into_iter().flat_map(|h| h.join().expect("loader thread panicked")).collect()
-    });
+            .collect::<Vec<_>>()
+    };
+    let results: Vec<Option<Result<Arc<FileEntry>, String>>> = if threads == 1 {
+        work(&found, &plan.in_memory, &via_file)
+    } else {
+        std::thread::scope(|s| {
+            let handles: Vec<_> = found
+                .chunks(chunk)
+                .zip(plan.in_memory.chunks(chunk))
+                .zip(via_file.chunks(chunk))
+                .map(|((part, mem), via)| {
+                    let work = &work;
+                    s.spawn(move || work(part, mem, via))
+                })
+                .collect();
+            handles.into_iter().flat_map(|h| h.join().expect("loader thread panicked")).collect()
+        })
+    };
     let mut entries = Vec::with_capacity(results.len());
     let mut later = Vec::new();
     for (r, f) in results.into_iter().zip(&found) {
@@ -435,9 +466,14 @@ fn plan_items(
     found
         .iter()
         .map(|f| {
+            let mut key = String::with_capacity(f.url.len() + 5);
             let siblings: [Option<u64>; encoding::COUNT] = std::array::from_fn(|i| match encoding::ALL[i] {
                 Encoding::Identity => None,
-                e => lens.get(format!("{}.{}", f.url, e.ext()).as_str()).copied(),
+                e => {
+                    key.clear();
+                    key.extend([f.url.as_str(), ".", e.ext()]);
+                    lens.get(key.as_str()).copied()
+                }
             });
             let load = load_record(f);
             if base_of(&f.url, &urls).is_some() {

@@ -19,6 +19,9 @@ pub(crate) struct Found {
     /// it: the file is opened through these (`open`), never through `fs_path` again.
     pub root: Arc<PathBuf>,
     pub rel: PathBuf,
+    /// What the walk's stat saw: a pool's quick load serves the file from disk by its path and this metadata
+    /// without opening it (loader.rs `load_one`; each response opens it beneath the root and checks it).
+    pub meta: fs::Metadata,
 }
 
 impl Found {
@@ -72,10 +75,13 @@ pub(crate) fn walk(
     let mut seen = HashSet::new();
     // The walk starts at the resolved root, not at `root`: when `root` is a symlink that is replaced while the
     // walk runs (Git content's `DIR/current`), one load still reads one tree, all of it beneath `canon_root`.
-    let mut stack = vec![(canon_root.clone(), String::new(), 0usize)];
+    // Each directory with its canonical path: a name in it that is not a symlink resolves to that path and the
+    // name, with no further lookup (resolving every file's whole path again, as `canonicalize` does, cost a
+    // syscall per component per file: most of a pool site's quick load).
+    let mut stack = vec![(canon_root.clone(), canon_root.clone(), String::new(), 0usize)];
     let mut entries = 0usize;
     seen.insert(canon_root.clone());
-    while let Some((dir, url, depth)) = stack.pop() {
+    while let Some((dir, canon_dir, url, depth)) = stack.pop() {
         on_dir(&dir);
         let rd = match fs::read_dir(&dir) {
             Ok(rd) => rd,
@@ -100,10 +106,10 @@ pub(crate) fn walk(
                     dir.display()
                 ));
             }
-            names.push(e.file_name());
+            names.push((e.file_name(), e));
         }
-        names.sort();
-        for name in names {
+        names.sort_by(|a, b| a.0.cmp(&b.0));
+        for (name, dirent) in names {
             let name_str = match name.to_str() {
                 Some(s) => s.to_string(),
                 None => {
@@ -126,33 +132,47 @@ pub(crate) fn walk(
             }
             let path = dir.join(&name);
             let child_url = format!("{url}/{name_str}");
-            let canon = match fs::canonicalize(&path) {
-                Ok(c) => c,
-                Err(e) => {
-                    report.errors.push(format!("{}: {e}", path.display()));
-                    report.unreadable += 1;
-                    continue;
-                }
-            };
-            if !canon.starts_with(&canon_root) {
-                report.errors.push(format!(
-                    "{}: symlink escapes the site root (to {})",
-                    path.display(),
-                    canon.display()
-                ));
-                continue;
-            }
-            let meta = match fs::metadata(&canon) {
-                Ok(m) => m,
-                Err(e) => {
-                    report.errors.push(format!("{}: {e}", path.display()));
-                    report.unreadable += 1;
-                    continue;
+            // Not a symlink (its directory entry's type, then an lstat relative to the directory read): it is the
+            // canonical directory's child. The loader opens it beneath the root without following any symlink
+            // (beneath.rs), so a name swapped for a symlink since is refused there, not followed.
+            let plain = dirent
+                .file_type()
+                .ok()
+                .filter(|t| !t.is_symlink())
+                .and_then(|_| dirent.metadata().ok())
+                .filter(|m| !m.file_type().is_symlink());
+            let (canon, meta) = match plain {
+                Some(m) => (canon_dir.join(&name), m),
+                None => {
+                    let canon = match fs::canonicalize(&path) {
+                        Ok(c) => c,
+                        Err(e) => {
+                            report.errors.push(format!("{}: {e}", path.display()));
+                            report.unreadable += 1;
+                            continue;
+                        }
+                    };
+                    if !canon.starts_with(&canon_root) {
+                        report.errors.push(format!(
+                            "{}: symlink escapes the site root (to {})",
+                            path.display(),
+                            canon.display()
+                        ));
+                        continue;
+                    }
+                    match fs::metadata(&canon) {
+                        Ok(m) => (canon, m),
+                        Err(e) => {
+                            report.errors.push(format!("{}: {e}", path.display()));
+                            report.unreadable += 1;
+                            continue;
+                        }
+                    }
                 }
             };
             if meta.is_dir() {
                 // A directory seen before (a link back up) is skipped, not measured.
-                if seen.insert(canon) {
+                if seen.insert(canon.clone()) {
                     if depth + 1 > caps.max_depth {
                         return Err(format!(
                             "site root {}: {} is deeper than {} directories (--max-depth)",
@@ -161,7 +181,7 @@ pub(crate) fn walk(
                             caps.max_depth
                         ));
                     }
-                    stack.push((path, child_url, depth + 1));
+                    stack.push((path, canon, child_url, depth + 1));
                 }
             } else if meta.is_file() {
                 let mtime = meta
@@ -177,6 +197,7 @@ pub(crate) fn walk(
                     mtime,
                     root: shared_root.clone(),
                     rel,
+                    meta,
                 });
             }
         }
