@@ -36,6 +36,18 @@ pub fn parse(v: &[u8]) -> Option<i64> {
     Some(t.duration_since(UNIX_EPOCH).ok()?.as_secs() as i64)
 }
 
+/// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's algorithm), for the timestamps parsed
+/// outside HTTP: certificates' validity (tls/der.rs) and the deploys' served times (skew/deploys.rs).
+pub fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (m + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

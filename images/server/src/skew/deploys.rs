@@ -10,6 +10,7 @@
 //! whole file, naming it (`deploys[2].tree: ...`), and the site serves without skew protection until a good one
 //! comes: a tree name or commit that is not plain hex could lead outside `DIR` or into a header.
 
+use crate::dates::days_from_civil;
 use serde_json::Value;
 
 /// The largest file read: 20 entries of about 250 bytes each, with room to spare.
@@ -105,17 +106,6 @@ pub fn rfc3339(s: &str) -> Option<i64> {
         _ => return None,
     };
     Some(days_from_civil(y, mo, d) * 86_400 + h * 3600 + mi * 60 + sec - offset)
-}
-
-/// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's algorithm).
-fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = (m + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
 }
 
 #[cfg(test)]

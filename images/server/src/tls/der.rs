@@ -1,6 +1,8 @@
 //! Just enough DER to read a certificate's notAfter for the expiry gauge: rustls validates certificates but
 //! does not expose their validity, and a full X.509 crate would be a large dependency for one field.
 
+use crate::dates::days_from_civil;
+
 /// One TLV at the start of `b`: (tag, contents, rest). Definite lengths only, as DER requires.
 fn tlv(b: &[u8]) -> Option<(u8, &[u8], &[u8])> {
     let (&tag, b) = b.split_first()?;
@@ -72,17 +74,6 @@ fn time(tag: u8, t: &[u8]) -> Option<i64> {
         return None;
     }
     Some(days_from_civil(year, mo, d) * 86400 + h * 3600 + mi * 60 + s)
-}
-
-/// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's algorithm).
-fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = (m + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146097 + doe - 719468
 }
 
 #[cfg(test)]
