@@ -3,9 +3,11 @@ package pool
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -87,5 +89,34 @@ func TestMirrors(t *testing.T) {
 	testenv.Must(t, err)
 	if len(index) != 0 {
 		t.Errorf("index holds %v after the site left", keys(index))
+	}
+}
+
+// A ConfigMap the pool does not control, under the name a mirror would take, is neither overwritten nor adopted: the
+// pool says NotOwned and the object keeps its data. The operator decides from its metadata cache (step_mirrors.go),
+// so the test waits until that cache holds the object before the site asks for the pool.
+func TestMirrorNameTakenIsNotOverwritten(t *testing.T) {
+	ctx := context.Background()
+	poolNS, tenant := namespace(t, uniqueName("pool")), namespace(t, uniqueName("tenant"))
+	pool := createPool(t, poolNS, []string{"*"}, 1)
+	createConfigMap(t, tenant, "pages", map[string]string{"index.html": "tenant"}, nil)
+	taken := poolindex.MirrorName(pool.Name, poolindex.ID(tenant, "docs"), "pages")
+	createConfigMap(t, poolNS, taken, map[string]string{"owner": "someone else"}, nil)
+	testenv.Eventually(t, "the operator's cache holds the foreign ConfigMap", func() error {
+		return suiteReferenced.Get(ctx, client.ObjectKey{Namespace: poolNS, Name: taken}, configMapMeta())
+	})
+
+	configMapSite(t, tenant, "docs", pool.Name, "pages")
+	waitPool(t, pool.Name, "NotOwned", func(p *v1alpha1.StaticSitePool) error {
+		if c := meta.FindStatusCondition(p.Status.Conditions, v1alpha1.ConditionStalled); c == nil || c.Reason != ReasonNotOwned ||
+			!strings.Contains(c.Message, taken) {
+			return fmt.Errorf("stalled %+v", c)
+		}
+		return nil
+	})
+	live := &corev1.ConfigMap{}
+	testenv.Must(t, k8s.Get(ctx, client.ObjectKey{Namespace: poolNS, Name: taken}, live))
+	if live.Data["owner"] != "someone else" || len(live.Data) != 1 || metav1.GetControllerOf(live) != nil {
+		t.Errorf("the foreign ConfigMap was written: data %v controller %v", live.Data, metav1.GetControllerOf(live))
 	}
 }

@@ -118,13 +118,20 @@ func (r *Reconciler) writeMirrors(ctx context.Context, o *observation, writes []
 }
 
 // writeMirror reads the source in full (directly: tenants' ConfigMaps are not in the manager's cache) and applies
-// its mirror. A name the pool does not control is never overwritten: a listed mirror was checked by the caller,
-// another name is read around the caches first.
+// its mirror. A name the pool does not control is not overwritten: a listed mirror was checked by the caller,
+// another name is looked up in the referenced metadata cache, which holds every ConfigMap's metadata.
+//
+// Why the cache and not a read around it: a new mirror then costs two requests (the source and the apply), not
+// three, and the ConfigMaps' request budget (50/s, shared with every site's site value) was what held a pool's
+// first pass at 10,000 sites for nine minutes (docs/bench/operator-pools-2026-12-03.md). What it gives up: a
+// foreign ConfigMap created under a mirror's name (a name derived from the pool and the site's hash, in the pool's
+// own namespace) in the moment before the cache hears of it is taken over by the apply; the pass after sees it
+// controlled by the pool, as it then is.
 func (r *Reconciler) writeMirror(ctx context.Context, o *observation, a admittedSite, source, name string, listed bool) error {
 	key := types.NamespacedName{Namespace: o.pool.Spec.Namespace, Name: name}
 	if !listed {
-		live := &corev1.ConfigMap{}
-		err := r.APIReader.Get(ctx, key, live)
+		live := configMapMeta()
+		err := r.referenced.Get(ctx, key, live)
 		switch {
 		case err == nil && !metav1.IsControlledBy(live, o.pool):
 			o.reject(&reconcile.Problem{Reason: ReasonNotOwned, Message: (&notOwnedError{kind: "ConfigMap", key: key}).Error()})

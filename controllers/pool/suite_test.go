@@ -48,6 +48,9 @@ var (
 	// metricsAddrs maps a site's own pod's IP to the loopback address of the httptest server that answers its
 	// admin port's /metrics (the Scraper dials it there).
 	metricsAddrs = &addrs{m: map[string]string{}}
+	// suiteReferenced is the reconciler's referenced metadata cache, so that a test can wait until the operator has
+	// seen an object (the order of two informers' events is not guaranteed).
+	suiteReferenced client.Reader
 )
 
 const (
@@ -127,7 +130,9 @@ func setupSuite(e *testenv.Env) (ctrl.Manager, error) {
 		ServedRefresh:   time.Second,
 		StalledRetry:    500 * time.Millisecond,
 	}
-	return mgr, r.SetupWithManager(mgr)
+	err = r.SetupWithManager(mgr)
+	suiteReferenced = r.referenced
+	return mgr, err
 }
 
 // uniqueName is a fresh name for a namespace or a pool.

@@ -225,3 +225,30 @@ func TestDeriveStatusQueueKeepsItsTransitionTime(t *testing.T) {
 		t.Fatalf("the wait goes on: %+v", c)
 	}
 }
+
+// A site value the pods are still catching up with keeps Reconciling's transition time from pass to pass: the
+// operator passes every 2-3 s while pods catch up, and a time rewritten on each was a status write on each
+// (bench-operator, operator-pools-2026-12-03.md).
+func TestDeriveStatusPendingSiteValueKeepsItsTransitionTime(t *testing.T) {
+	site := newSite(v1alpha1.ContentSource{Image: "x"})
+	pending := func(now time.Time) *observation {
+		o := healthy()
+		o.siteValue = &siteValueState{readyPods: 2, servedBy: 1, pending: []string{"b"}}
+		o.now = now
+		return o
+	}
+	derive(site, pending(testNow))
+	if err := condition(site, v1alpha1.ConditionReconciling, metav1.ConditionTrue, v1alpha1.ReasonSiteValuePending); err != nil {
+		t.Fatal(err)
+	}
+	derive(site, pending(testNow.Add(3*time.Second)))
+	if c := meta.FindStatusCondition(site.Status.Conditions, v1alpha1.ConditionReconciling); c == nil || !c.LastTransitionTime.Time.Equal(testNow) {
+		t.Fatalf("the catching up goes on since the first pass: %+v", c)
+	}
+	o := healthy()
+	o.now = testNow.Add(6 * time.Second)
+	derive(site, o)
+	if c := meta.FindStatusCondition(site.Status.Conditions, v1alpha1.ConditionReconciling); c != nil {
+		t.Fatalf("caught up: Reconciling removed, got %+v", c)
+	}
+}

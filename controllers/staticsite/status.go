@@ -194,7 +194,7 @@ func deriveProgress(s *v1alpha1.StaticSiteStatus, site *v1alpha1.StaticSite, o *
 		set.Set(v1alpha1.ConditionReconciling, metav1.ConditionTrue, ro.reason, ro.message)
 		set.Set(v1alpha1.ConditionReady, metav1.ConditionFalse, ro.reason, ro.message)
 	default:
-		// A Reconciling=True the queue keeps from pass to pass keeps its transition time (whatever its reason was).
+		// A Reconciling=True kept from pass to pass keeps its transition time (whatever its reason was).
 		var queuedSince *metav1.Time
 		if old := meta.FindStatusCondition(s.Conditions, v1alpha1.ConditionReconciling); old != nil && old.Status == metav1.ConditionTrue {
 			queuedSince = old.LastTransitionTime.DeepCopy()
@@ -219,9 +219,12 @@ func deriveProgress(s *v1alpha1.StaticSiteStatus, site *v1alpha1.StaticSite, o *
 		}
 		if o.serverImageQueued != "" {
 			set.Set(v1alpha1.ConditionReconciling, metav1.ConditionTrue, v1alpha1.ReasonServerImageUpgradeQueued, o.serverImageQueued)
-			if queuedSince != nil {
-				meta.FindStatusCondition(s.Conditions, v1alpha1.ConditionReconciling).LastTransitionTime = *queuedSince
-			}
+		}
+		// Removed and set again above, so the time would be this pass's: a pending site value (pods catch up for
+		// seconds, the operator passes every 2-3 s) rewrote the status on every pass (bench-operator,
+		// operator-pools-2026-12-03.md). kstatus moves the time only when the status changes.
+		if now := meta.FindStatusCondition(s.Conditions, v1alpha1.ConditionReconciling); now != nil && queuedSince != nil {
+			now.LastTransitionTime = *queuedSince
 		}
 	}
 }
