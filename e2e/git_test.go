@@ -83,6 +83,7 @@ func testContentFromGit(t *testing.T) {
 	t.Run("e-ssh", sc.overSSH)
 	t.Run("f-credentials-rotated", sc.credentialsRotated)
 	t.Run("h-rollback-under-load", sc.rollbackUnderLoad)
+	t.Run("i-skew-protection", sc.skewProtection)
 	// The small sites' pods go before the real site's start: the node has about 1 CPU to spare.
 	deleteNamespace(t, sc.ns)
 	t.Run("g-pydocs", sc.pydocs)
