@@ -185,3 +185,29 @@ fn keys_rotate_and_rules_change_live_and_bad_keys_keep_the_last_good_value() {
     wait_for("signIn without sso refused", || s.log_contains("access.rules[0].signIn: needs access.sso"));
     assert_eq!(status(&new), 403);
 }
+
+#[test]
+fn hostile_cookies_are_no_session_and_change_nothing() {
+    let (s, _file, _site, _conf) = start("sso-hostile", &[K1]);
+    let good = mint(K1, now() + 3600, "a@example.com", &["eng"]);
+    let mac = good.rsplit('|').next().unwrap().to_string();
+    let hostile = [
+        "|".repeat(3000),
+        format!("1|99999999999999999999|a|eng|{mac}"),
+        format!("1|-5|a|eng|{mac}"),
+        format!("{}|{mac}", "1|9999999999|a|eng".repeat(200)),
+        format!("{good}{}", "A".repeat(4000)),
+        "1|9999999999|a|eng|".to_string() + &"=".repeat(43),
+        "\u{e9}\u{fffd}".repeat(100), // obs-text; a control byte or DEL is refused by the parser (http1/parser.rs), before any rule
+    ];
+    for (i, v) in hostile.iter().enumerate() {
+        let r = s.get("/team/doc.html", &[("Cookie", &format!("hs_session={v}"))]);
+        assert_eq!(r.status, 401, "hostile value {i}");
+    }
+    // Many cookie lines, the session in none of them or in the last: the first line holding one counts.
+    let mut lines: Vec<(&str, String)> = (0..50).map(|i| ("Cookie", format!("c{i}=x"))).collect();
+    lines.push(("Cookie", format!("hs_session={good}")));
+    let refs: Vec<(&str, &str)> = lines.iter().map(|(n, v)| (*n, v.as_str())).collect();
+    assert_eq!(s.get("/team/doc.html", &refs).status, 200, "the session on the 51st line");
+    assert_eq!(s.get("/team/doc.html", &[("Cookie", &format!("hs_session={good}"))]).status, 200, "still serving");
+}
