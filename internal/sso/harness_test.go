@@ -3,7 +3,6 @@ package sso
 import (
 	"encoding/base64"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -70,17 +69,6 @@ func startServer(t *testing.T, conf, loginURL string) *serverbin.Process {
 	}
 	bin := serverbin.Require(t)
 	return serverbin.Start(t, bin, []string{"--root", root, "--site", value, "--listen", "", "--admin-listen", ""})
-}
-
-// freeListener is a loopback listener whose port the test can name before anything serves on it.
-func freeListener(t *testing.T) net.Listener {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = l.Close() })
-	return l
 }
 
 // noFollow is a client that shows redirects instead of following them.
