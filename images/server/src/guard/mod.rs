@@ -256,8 +256,7 @@ impl Access {
         if let Some(sign_in) = &rule.sign_in {
             // The parser refuses a `signIn` rule without `sso`; a missing one admits no one.
             let Some(sso) = &self.sso else { return Verdict::Forbidden };
-            let now = verified.now;
-            let Some(s) = session.and_then(|v| sso.keys.as_ref()?.verify(v, now)) else {
+            let Some(s) = session.and_then(|v| self.session(sso, verified, v)) else {
                 return Verdict::SignIn(sso);
             };
             return if sign_in.admits(&s) { Verdict::Private } else { Verdict::NotAdmitted };
@@ -277,6 +276,33 @@ impl Access {
             Verdict::Private
         } else {
             Verdict::Unauthorized(challenge)
+        }
+    }
+}
+
+/// Marks the worker-table entries of session cookies (guard/verified.rs) apart from those of `Authorization`
+/// values under the same settings: a value found signed as a cookie must never pass as a password, nor the reverse.
+const SESSION_OWNER: u64 = 1 << 63;
+
+impl Access {
+    /// The session in cookie value `v`: its MAC checked once per worker and value (a hit costs a keyed hash and a
+    /// compare, no HMAC; a forged value is remembered as bad too), its expiry and fields read every time.
+    #[inline]
+    fn session<'a>(&self, sso: &Sso, verified: &mut Verified, v: &'a [u8]) -> Option<session::Session<'a>> {
+        let keys = sso.keys.as_ref()?;
+        let owner = self.id | SESSION_OWNER;
+        let signed = match verified.get(owner, v) {
+            Some(s) => s,
+            None => {
+                let s = keys.signed(v);
+                verified.put(owner, v, s);
+                s
+            }
+        };
+        if signed {
+            session::parse(v, verified.now)
+        } else {
+            None
         }
     }
 }
@@ -363,6 +389,36 @@ mod tests {
         // Without a users file the rule admits no one.
         let b = Access::new(vec![rule("/", &[], &[], Some("R"))], vec![], None);
         assert!(matches!(b.check(&mut v, b"/x", None, Some(good), None), Verdict::Unauthorized(_)));
+    }
+
+    #[test]
+    fn a_session_is_checked_once_per_worker_and_never_passes_as_a_password() {
+        use base64::Engine as _;
+        let key = base64::engine::general_purpose::STANDARD.encode([7u8; 32]);
+        let keys = session::Keys::parse(&key).unwrap();
+        let sign_in = SignIn { groups: vec![b"eng".to_vec()], email_domains: vec![] };
+        let mut a = Access::new(
+            vec![Rule { sign_in: Some(sign_in), ..rule("/team", &[], &[], None) }, rule("/basic", &[], &[], Some("R"))],
+            vec![],
+            None,
+        );
+        let login = "/login".to_string();
+        a.sso = Some(Sso { login_url: login, challenge: "c".into(), keys_file: "k".into(), keys: Some(keys.clone()) });
+        a.users = Some(Users::parse(&format!("u:{}", bcrypt::hash("pw", 4).unwrap())).unwrap());
+        let body = "1|1000|a@example.com|eng";
+        let cookie = format!("{body}|{}", keys.sign(body.as_bytes()));
+        let c = Some(cookie.as_bytes());
+        let mut v = Verified::new();
+        v.now = 999;
+        assert_eq!(a.check(&mut v, b"/team/x", None, None, c), Verdict::Private);
+        assert_eq!(v.get(a.id | SESSION_OWNER, cookie.as_bytes()), Some(true), "remembered as signed");
+        assert_eq!(a.check(&mut v, b"/team/x", None, None, c), Verdict::Private, "from the table");
+        v.now = 1000;
+        assert!(matches!(a.check(&mut v, b"/team/x", None, None, c), Verdict::SignIn(_)), "expiry read on a hit");
+        assert!(matches!(a.check(&mut v, b"/basic/x", None, c, None), Verdict::Unauthorized(_)), "not a password");
+        let forged = cookie.replace("|eng|", "|ops|");
+        assert!(matches!(a.check(&mut v, b"/team/x", None, None, Some(forged.as_bytes())), Verdict::SignIn(_)));
+        assert_eq!(v.get(a.id | SESSION_OWNER, forged.as_bytes()), Some(false), "remembered as forged");
     }
 
     #[test]

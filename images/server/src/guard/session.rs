@@ -17,7 +17,9 @@
 //!   so a rotation puts the new key first and keeps the previous one second until the old cookies expired.
 //!
 //! Costs: no allocation and no lock: the value is split in place, the MAC decoded into a stack buffer and checked
-//! in constant time (ring), the expiry compared with the worker's clock of the current second.
+//! in constant time (ring), the expiry compared with the worker's clock of the current second. The HMAC runs once
+//! per worker and value (up to verified::MAX_VALUE bytes): the worker's table remembers whether a value was signed
+//! (guard/mod.rs, `Access::session`); the expiry and the fields are read on every request. benches/access.rs.
 
 use base64::Engine as _;
 use ring::hmac;
@@ -85,32 +87,48 @@ impl Keys {
     /// the request is treated as not signed in.
     #[inline]
     pub fn verify<'a>(&self, v: &'a [u8], now: i64) -> Option<Session<'a>> {
-        if v.len() > MAX_VALUE {
-            return None;
+        if self.signed(v) {
+            parse(v, now)
+        } else {
+            None
         }
-        let cut = v.iter().rposition(|&b| b == b'|')?;
+    }
+
+    /// Whether the MAC after the last `|` of `v` is good for what precedes it under one of the keys: the costly
+    /// part (an HMAC), which the worker's table remembers per value (guard/verified.rs); `parse` is the rest.
+    #[inline]
+    pub fn signed(&self, v: &[u8]) -> bool {
+        if v.len() > MAX_VALUE {
+            return false;
+        }
+        let Some(cut) = v.iter().rposition(|&b| b == b'|') else { return false };
         let (body, mac) = (&v[..cut], &v[cut + 1..]);
         if mac.len() != MAC_B64_LEN {
-            return None;
+            return false;
         }
         let mut tag = [0u8; 33];
-        let n = base64::engine::general_purpose::URL_SAFE_NO_PAD.decode_slice(mac, &mut tag).ok()?;
-        if n != 32 || !self.keys.iter().any(|k| hmac::verify(k, body, &tag[..32]).is_ok()) {
-            return None;
+        match base64::engine::general_purpose::URL_SAFE_NO_PAD.decode_slice(mac, &mut tag) {
+            Ok(32) => self.keys.iter().any(|k| hmac::verify(k, body, &tag[..32]).is_ok()),
+            _ => false,
         }
-        // Signed by us: the agent wrote these fields, so parsing is a check of the format, not of an attacker.
-        let mut f = body.split(|&b| b == b'|');
-        let (Some(b"1"), Some(exp), Some(email), Some(groups), None) =
-            (f.next(), f.next(), f.next(), f.next(), f.next())
-        else {
-            return None;
-        };
-        if exp.is_empty() || exp.len() > 12 || !exp.iter().all(u8::is_ascii_digit) {
-            return None;
-        }
-        let exp = exp.iter().fold(0i64, |n, d| n * 10 + i64::from(d - b'0'));
-        (now < exp).then_some(Session { email, groups })
     }
+}
+
+/// The session in a cookie value whose MAC was found good (`Keys::signed`), if it has not expired at `now`.
+/// Signed by us: the agent wrote these fields, so parsing is a check of the format, not of an attacker.
+#[inline]
+pub fn parse(v: &[u8], now: i64) -> Option<Session<'_>> {
+    let cut = v.iter().rposition(|&b| b == b'|')?;
+    let mut f = v[..cut].split(|&b| b == b'|');
+    let (Some(b"1"), Some(exp), Some(email), Some(groups), None) = (f.next(), f.next(), f.next(), f.next(), f.next())
+    else {
+        return None;
+    };
+    if exp.is_empty() || exp.len() > 12 || !exp.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    let exp = exp.iter().fold(0i64, |n, d| n * 10 + i64::from(d - b'0'));
+    (now < exp).then_some(Session { email, groups })
 }
 
 /// A verified session: the signed-in user's encoded e-mail and groups.
