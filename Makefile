@@ -44,6 +44,7 @@ include make/cluster.mk
 include make/k6.mk
 include make/traefik.mk
 include make/certmanager.mk
+include make/sso.mk
 include make/images.mk
 include make/chart.mk
 include make/e2e.mk

@@ -42,8 +42,9 @@ type Redirect struct {
 
 // ErrorPage is a site page served, with the error status, for errors under a path prefix.
 type ErrorPage struct {
-	// status the page answers: 404 (not found), 400 (bad path), 405 (method not allowed) or 414 (URI too long).
-	// +kubebuilder:validation:Enum=400;404;405;414
+	// status the page answers: 404 (not found), 400 (bad path), 403 (signed in through spec.server.access.sso
+	// but not admitted by the path's rule), 405 (method not allowed) or 414 (URI too long).
+	// +kubebuilder:validation:Enum=400;403;404;405;414
 	// +required
 	Status int32 `json:"status"`
 

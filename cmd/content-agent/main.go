@@ -11,11 +11,14 @@
 //	    [--dir /var/lib/content] [--listen :8080] [--fetch-concurrency 4]
 //	content-agent pool-pull --index /pool/index --dir /pool/content --fetcher http://POOL-fetcher.NS.svc:8080
 //	    [--listen :8082] [--pull-concurrency 4]
+//	content-agent sso --issuer URL --client-id ID --client-secret-file FILE --keys-file FILE --site-url URL
+//	    [--callback-url URL] [--prefix /.hyperstatic/sso] [--session-ttl 8h] [--keep-groups a,b] [--listen :8083]
 //
 // fetch follows the repository (one per site), checks each new tree with the server's --check and publishes
 // it as a digest-addressed bundle; pull (a sidecar of each server pod) long-polls the fetcher and swaps each new
 // bundle in whole under --dir/current, the server's root. pool-fetch and pool-pull are the same two jobs for a
-// shared pool's many sites (docs/design/pools.md): one fetcher per pool, one puller per pool server pod.
+// shared pool's many sites (docs/design/pools.md): one fetcher per pool, one puller per pool server pod. sso is
+// a site's single sign-on endpoints (docs/design/sso.md): the login flow ending in the cookie the server checks.
 package main
 
 import (
@@ -39,7 +42,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: content-agent fetch|pull|pool-fetch|pool-pull [flags] (-h for the flags of each)")
+		fmt.Fprintln(os.Stderr, "usage: content-agent fetch|pull|pool-fetch|pool-pull|sso [flags] (-h for the flags of each)")
 		os.Exit(2)
 	}
 	if err := run(os.Args[1], os.Args[2:]); err != nil {
@@ -61,8 +64,10 @@ func run(cmd string, args []string) error {
 		return poolFetch(ctx, args)
 	case "pool-pull":
 		return poolPull(ctx, args)
+	case "sso":
+		return ssoAgent(ctx, args)
 	}
-	return fmt.Errorf("unknown subcommand %q: fetch, pull, pool-fetch or pool-pull", cmd)
+	return fmt.Errorf("unknown subcommand %q: fetch, pull, pool-fetch, pool-pull or sso", cmd)
 }
 
 func fetch(ctx context.Context, args []string) error {

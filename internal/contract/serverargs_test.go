@@ -417,7 +417,7 @@ func genCases(seed uint64, n int) []argsCase {
 		if half() {
 			for range 1 + r.IntN(4) {
 				s.ErrorPages = append(s.ErrorPages, v1alpha1.ErrorPage{
-					Status: []int32{400, 404, 405, 414}[r.IntN(4)],
+					Status: []int32{400, 403, 404, 405, 414}[r.IntN(5)],
 					// Known gap, not generated: a page the site does not have passes the CRD but fails --check
 					// (a content problem, like notFoundPage).
 					Path:       sitePages[r.IntN(len(sitePages))],

@@ -36,6 +36,12 @@ impl DateCache {
         }
     }
 
+    /// The second the line names (Unix seconds): the worker's cached clock.
+    #[inline]
+    pub fn secs(&self) -> i64 {
+        self.secs
+    }
+
     #[inline]
     pub fn line(&self) -> &[u8] {
         &self.line

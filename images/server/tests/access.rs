@@ -6,11 +6,10 @@
 
 mod common;
 
+use common::curl::*;
 use common::*;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-
-const PROTOS: [&str; 2] = ["--http1.1", "--http2-prior-knowledge"];
 
 /// A small site with public and private files, its site value `json` and an htpasswd of `users` beside it.
 fn start(name: &str, json: &str, users: &[(&str, &str)], listen6: bool) -> (Server, PathBuf, Site, Site) {
@@ -43,35 +42,6 @@ fn write_value(file: &Path, json: &str) {
     let tmp = file.with_extension("tmp");
     std::fs::write(&tmp, json).unwrap();
     std::fs::rename(&tmp, file).unwrap();
-}
-
-/// What curl got: the status, the header lines (names lowercased) and the body.
-struct Got {
-    status: u16,
-    headers: Vec<(String, String)>,
-    body: String,
-}
-
-impl Got {
-    fn header(&self, name: &str) -> Option<&str> {
-        self.headers.iter().find(|(n, _)| n == name).map(|(_, v)| v.as_str())
-    }
-}
-
-/// One curl request of `path` over `proto` with `extra` arguments (source address, credentials, headers).
-fn curl(host: &str, port: u16, proto: &str, path: &str, extra: &[&str]) -> Got {
-    let url = format!("http://{host}:{port}{path}");
-    let out = Command::new("curl").args(["-sS", "-i", proto]).args(extra).arg(&url).output().expect("run curl");
-    assert!(out.status.success(), "curl {proto} {url}: {}", String::from_utf8_lossy(&out.stderr));
-    let text = String::from_utf8_lossy(&out.stdout).to_string();
-    let (head, body) = text.split_once("\r\n\r\n").unwrap_or_else(|| panic!("{text}"));
-    let mut lines = head.lines();
-    let status = lines.next().unwrap().split(' ').nth(1).unwrap().parse().unwrap();
-    let headers = lines
-        .filter_map(|l| l.split_once(':'))
-        .map(|(n, v)| (n.trim().to_ascii_lowercase(), v.trim().to_string()))
-        .collect();
-    Got { status, headers, body: body.to_string() }
 }
 
 fn get(s: &Server, proto: &str, path: &str, extra: &[&str]) -> Got {

@@ -98,6 +98,10 @@ pub enum Location<'a> {
     Rule { rule: &'a Rule, path: &'a [u8], caps: Captures, query: Option<&'a [u8]> },
     /// `--https-redirect`: `https://host[:port]` (the port left out when 443), the path and query as sent.
     Https { host: &'a [u8], port: u16, path: &'a [u8], query: Option<&'a [u8]> },
+    /// To a single sign-on login (guard/session.rs): the site's `access.sso.loginURL`, then `rd=` (after `?`, or
+    /// `&` when the URL has a query) with the path and query as sent, percent-encoded as one query value: the
+    /// page the agent sends the user back to once signed in.
+    SignIn { login: &'a str, path: &'a [u8], query: Option<&'a [u8]> },
 }
 
 /// Drops the extra leading slashes/backslashes of a site-relative value as its pieces go by (see `Location`).
@@ -177,6 +181,34 @@ impl Location<'_> {
                     put(q);
                 }
             }
+            Location::SignIn { login, path, query } => {
+                put(login.as_bytes());
+                put(if login.contains('?') { b"&rd=" } else { b"?rd=" });
+                query_value(put, path);
+                if let Some(q) = query {
+                    query_value(put, b"?");
+                    query_value(put, q);
+                }
+            }
+        }
+    }
+}
+
+/// `b` as part of a query value: unreserved bytes and `/` as themselves, every other byte `%XX`.
+fn query_value(put: &mut impl FnMut(&[u8]), b: &[u8]) {
+    const HEX: &[u8; 16] = b"0123456789ABCDEF";
+    let keep = |c: u8| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'.' | b'_' | b'~' | b'/');
+    let mut rest = b;
+    while !rest.is_empty() {
+        let n = rest.iter().take_while(|&&c| keep(c)).count();
+        if n > 0 {
+            put(&rest[..n]);
+        }
+        if let Some(&c) = rest.get(n) {
+            put(&[b'%', HEX[(c >> 4) as usize], HEX[(c & 15) as usize]]);
+            rest = &rest[n + 1..];
+        } else {
+            rest = &[];
         }
     }
 }
@@ -303,6 +335,12 @@ mod tests {
         assert_eq!(https(8443, &b"*"[..]), "https://site.test:8443/");
         assert_eq!(https(1, &b"/"[..]), "https://site.test:1/");
         assert_eq!(https(65535, &b"/"[..]), "https://site.test:65535/");
+        let sign_in = |login, path, query| written(Location::SignIn { login, path, query });
+        assert_eq!(
+            sign_in("/.sso/login", b"/docs/a%20b", Some(&b"x=1&y"[..])),
+            "/.sso/login?rd=/docs/a%2520b%3Fx%3D1%26y"
+        );
+        assert_eq!(sign_in("https://h.test:8444/login?s=1", b"/", None), "https://h.test:8444/login?s=1&rd=/");
     }
 
     #[test]

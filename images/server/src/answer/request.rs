@@ -43,6 +43,9 @@ pub struct Ask<'a> {
     pub file: FileAsk<'a>,
     /// `Authorization`, for a path under a basic-auth rule (guard/).
     pub authorization: Option<&'a [u8]>,
+    /// The `hs_session` cookie's value, for a path under a sign-in rule (guard/session.rs): each protocol finds
+    /// it in its `Cookie` field(s) (HTTP/2 and HTTP/3 may split them) with `session::from_cookie_header`.
+    pub session: Option<&'a [u8]>,
     /// The client's address as the protocol named it (the peer, the PROXY source or a trusted proxy's
     /// `X-Forwarded-For` entry: guard/forwarded.rs), for a path under an address rule.
     pub client: Option<std::net::IpAddr>,
@@ -67,15 +70,37 @@ pub fn answer<'a>(site: Site<'a>, ask: &Ask<'a>, pathbuf: &'a mut [u8], verified
     if let (Some(access), false) = (access, ask.path == b"*") {
         if let Ok(n) = path::normalize(ask.path, pathbuf) {
             let head = ask.method == Method::Head;
-            match access.check(verified, &pathbuf[..n], ask.client, ask.authorization) {
+            match access.check(verified, &pathbuf[..n], ask.client, ask.authorization, ask.session) {
                 Verdict::Public => {}
                 Verdict::Private => private = true,
                 Verdict::Forbidden => return Reply { private: true, ..Reply::plain(403, false, head) },
                 Verdict::Unauthorized(challenge) => return Reply::unauthorized(challenge, head),
+                // A page navigation goes to the login and comes back; a script's fetch or an image cannot follow
+                // a login, so it gets 401 and the page decides.
+                Verdict::SignIn(sso) if is_navigation(ask) => {
+                    let to = Location::SignIn { login: &sso.login_url, path: ask.path, query: ask.query };
+                    return Reply { private: true, ..Reply::redirect(302, to) };
+                }
+                Verdict::SignIn(sso) => return Reply::unauthorized(&sso.challenge, head),
+                // The site's 403 page when it has one (it can say who to ask, and link the logout).
+                Verdict::NotAdmitted => {
+                    return Reply { private: true, ..error(site.table, head, 403, &pathbuf[..n], false) };
+                }
             }
         }
     }
     Reply { private, ..decide(site, ask, pathbuf) }
+}
+
+/// Whether a request the rules refuse for want of a session is a page navigation the browser can take to the
+/// login: a GET or HEAD for a document (`Sec-Fetch-Dest: document`), or, from a client that sends no fetch
+/// metadata, one that puts HTML first in `Accept`.
+fn is_navigation(ask: &Ask) -> bool {
+    matches!(ask.method, Method::Get | Method::Head)
+        && match ask.sec_fetch_dest {
+            Some(d) => d.eq_ignore_ascii_case(b"document"),
+            None => rules::prefers_html(ask.accept),
+        }
 }
 
 /// The answer to `ask` once the access rules let it through.
@@ -243,6 +268,7 @@ mod tests {
             access_control_request_method: None,
             file,
             authorization: None,
+            session: None,
             client: None,
         }
     }

@@ -287,7 +287,7 @@ pub(super) struct Flags {
           default_value = "false", default_missing_value = "true", value_parser = parse_bool, action = ArgAction::Set)]
     pub clean_urls: bool,
 
-    /// Site page served with STATUS (400, 404, 405, 414) for requests under PATH_PREFIX (default /); repeatable,
+    /// Site page served with STATUS (400, 403, 404, 405, 414) for requests under PATH_PREFIX (default /); repeatable,
     /// the longest prefix wins
     #[arg(long, allow_hyphen_values = true, env = "HYPERSTATIC_ERROR_PAGE", value_name = "STATUS PATH [PATH_PREFIX]")]
     pub error_page: Vec<String>,

@@ -15,6 +15,11 @@
 //!   value file, which is how the operator's projected volume delivers a Secret next to the ConfigMap). Without
 //!   them: 401 with `WWW-Authenticate: Basic realm="..."`. Addresses are checked first: a denied client gets 403
 //!   whatever it sends.
+//! - **Single sign-on** (`signIn {groups?, emailDomains?}`; session.rs, docs/design/sso.md): the request must
+//!   carry a good `hs_session` cookie (signed with a key of `access.sso.keysFile`, not expired); the user must
+//!   then be in one of `groups` or have an e-mail at one of `emailDomains` (both empty: any signed-in user).
+//!   Without a good cookie a navigation is redirected (302) to `access.sso.loginURL` with `rd` naming the page,
+//!   anything else gets 401; a signed-in user the rule does not admit gets 403 (never a redirect: no loop).
 //! - **The client** (forwarded.rs): the peer's address (or the PROXY protocol source), or, from a peer in
 //!   `access.trustedProxies`, the right-most untrusted `X-Forwarded-For` entry. The same address is the one the
 //!   per-client limits charge and the access log names.
@@ -30,6 +35,7 @@
 pub mod basic;
 pub mod cidr;
 pub mod forwarded;
+pub mod session;
 pub mod verified;
 
 use std::net::{IpAddr, SocketAddr};
@@ -55,12 +61,43 @@ pub struct Access {
     /// `htpasswdFile` as written; its users once read (`load_users`).
     pub htpasswd_file: Option<String>,
     pub users: Option<Users>,
+    /// `sso`: where to sign in and the session keys, for the rules with `signIn`.
+    pub sso: Option<Sso>,
+}
+
+/// `access.sso`: the content agent's login URL and the keys its session cookies are signed with (session.rs).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Sso {
+    /// A site path (`/.hyperstatic/sso/login`) or an absolute http(s) URL; the redirect appends `rd`.
+    pub login_url: String,
+    /// The `WWW-Authenticate` value of a non-navigation's 401: `Session login="<login_url>"`.
+    pub challenge: String,
+    /// `keysFile` as written; its keys once read (`load_files`).
+    pub keys_file: String,
+    pub keys: Option<session::Keys>,
+}
+
+/// A rule's `signIn`: who of the signed-in users it admits, their groups and e-mail domains encoded as the
+/// cookie carries them (session.rs). Both empty: any signed-in user.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct SignIn {
+    pub groups: Vec<Vec<u8>>,
+    pub email_domains: Vec<Vec<u8>>,
+}
+
+impl SignIn {
+    #[inline]
+    fn admits(&self, s: &session::Session) -> bool {
+        (self.groups.is_empty() && self.email_domains.is_empty())
+            || self.groups.iter().any(|g| s.in_group(g))
+            || self.email_domains.iter().any(|d| s.at_domain(d))
+    }
 }
 
 impl PartialEq for Access {
     fn eq(&self, o: &Access) -> bool {
-        (&self.rules, &self.trusted_proxies, &self.htpasswd_file, &self.users)
-            == (&o.rules, &o.trusted_proxies, &o.htpasswd_file, &o.users)
+        (&self.rules, &self.trusted_proxies, &self.htpasswd_file, &self.users, &self.sso)
+            == (&o.rules, &o.trusted_proxies, &o.htpasswd_file, &o.users, &o.sso)
     }
 }
 
@@ -73,10 +110,12 @@ pub struct Rule {
     pub deny: Vec<Cidr>,
     /// The `WWW-Authenticate` value, when the rule asks for basic authentication.
     pub challenge: Option<String>,
+    /// `signIn`: the rule asks for a single sign-on session.
+    pub sign_in: Option<SignIn>,
 }
 
 /// What a request gets from the rules.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Verdict<'a> {
     /// No rule covers the path.
     Public,
@@ -86,6 +125,10 @@ pub enum Verdict<'a> {
     Forbidden,
     /// 401 with this `WWW-Authenticate` value.
     Unauthorized(&'a str),
+    /// No good session cookie under a `signIn` rule: a navigation is sent to the login, anything else gets 401.
+    SignIn(&'a Sso),
+    /// Signed in, but not in a group or domain the rule admits: 403 (never a redirect, which would loop).
+    NotAdmitted,
 }
 
 /// The client of a request to a site with `access` (None: no settings, the peer) from `peer`, `xff` giving the
@@ -131,7 +174,35 @@ impl Access {
     /// Settings from parsed parts; rules sorted longest prefix first.
     pub fn new(mut rules: Vec<Rule>, trusted_proxies: Vec<Cidr>, htpasswd_file: Option<String>) -> Access {
         rules.sort_by_key(|r| std::cmp::Reverse(r.prefix.len()));
-        Access { id: NEXT_ID.fetch_add(1, Ordering::Relaxed), rules, trusted_proxies, htpasswd_file, users: None }
+        Access {
+            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
+            rules,
+            trusted_proxies,
+            htpasswd_file,
+            users: None,
+            sso: None,
+        }
+    }
+
+    /// Reads the files the settings name beside the site value (relative to `base`): the htpasswd file and the
+    /// session keys. Errors name the file.
+    pub fn load_files(&mut self, base: &Path) -> Result<(), String> {
+        self.load_users(base)?;
+        self.load_keys(base)
+    }
+
+    /// Reads `sso.keysFile` (relative to `base`). Errors name the file, never a key.
+    pub fn load_keys(&mut self, base: &Path) -> Result<(), String> {
+        use std::io::Read;
+        let Some(sso) = self.sso.as_mut() else { return Ok(()) };
+        let path = base.join(&sso.keys_file);
+        let at = |e: String| format!("access.sso.keysFile {}: {e}", path.display());
+        let f = std::fs::File::open(&path).map_err(|e| at(e.to_string()))?;
+        let mut text = String::new();
+        f.take(4096).read_to_string(&mut text).map_err(|e| at(e.to_string()))?;
+        sso.keys = Some(session::Keys::parse(&text).map_err(at)?);
+        self.id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
+        Ok(())
     }
 
     /// Reads `htpasswdFile` (relative to `base`, the site value file's directory). Errors name the file.
@@ -163,8 +234,9 @@ impl Access {
         self.rule_for(url.as_bytes()).is_some()
     }
 
-    /// The verdict for a request for `path` (normalised) from `client` with `authorization`. `verified` is the
-    /// worker's cache: a hit costs no hashing; a miss verifies and remembers the verdict.
+    /// The verdict for a request for `path` (normalised) from `client` with `authorization` and the `session`
+    /// cookie's value. `verified` is the worker's cache (a hit costs no hashing; a miss verifies and remembers
+    /// the verdict) and clock (a session's expiry is compared with `verified.now`).
     #[inline]
     pub fn check(
         &self,
@@ -172,6 +244,7 @@ impl Access {
         path: &[u8],
         client: Option<IpAddr>,
         authorization: Option<&[u8]>,
+        session: Option<&[u8]>,
     ) -> Verdict<'_> {
         let Some(rule) = self.rule_for(path) else { return Verdict::Public };
         if !rule.allow.is_empty() || !rule.deny.is_empty() {
@@ -179,6 +252,14 @@ impl Access {
             if cidr::any(&rule.deny, ip) || (!rule.allow.is_empty() && !cidr::any(&rule.allow, ip)) {
                 return Verdict::Forbidden;
             }
+        }
+        if let Some(sign_in) = &rule.sign_in {
+            // The parser refuses a `signIn` rule without `sso`; a missing one admits no one.
+            let Some(sso) = &self.sso else { return Verdict::Forbidden };
+            let Some(s) = session.and_then(|v| self.session(sso, verified, v)) else {
+                return Verdict::SignIn(sso);
+            };
+            return if sign_in.admits(&s) { Verdict::Private } else { Verdict::NotAdmitted };
         }
         let Some(challenge) = &rule.challenge else { return Verdict::Private };
         let Some(value) = authorization else { return Verdict::Unauthorized(challenge) };
@@ -195,6 +276,33 @@ impl Access {
             Verdict::Private
         } else {
             Verdict::Unauthorized(challenge)
+        }
+    }
+}
+
+/// Marks the worker-table entries of session cookies (guard/verified.rs) apart from those of `Authorization`
+/// values under the same settings: a value found signed as a cookie must never pass as a password, nor the reverse.
+const SESSION_OWNER: u64 = 1 << 63;
+
+impl Access {
+    /// The session in cookie value `v`: its MAC checked once per worker and value (a hit costs a keyed hash and a
+    /// compare, no HMAC; a forged value is remembered as bad too), its expiry and fields read every time.
+    #[inline]
+    fn session<'a>(&self, sso: &Sso, verified: &mut Verified, v: &'a [u8]) -> Option<session::Session<'a>> {
+        let keys = sso.keys.as_ref()?;
+        let owner = self.id | SESSION_OWNER;
+        let signed = match verified.get(owner, v) {
+            Some(s) => s,
+            None => {
+                let s = keys.signed(v);
+                verified.put(owner, v, s);
+                s
+            }
+        };
+        if signed {
+            session::parse(v, verified.now)
+        } else {
+            None
         }
     }
 }
@@ -230,6 +338,7 @@ mod tests {
             allow: allow.iter().map(|c| Cidr::parse(c).unwrap()).collect(),
             deny: deny.iter().map(|c| Cidr::parse(c).unwrap()).collect(),
             challenge: realm.map(basic::challenge),
+            sign_in: None,
         }
     }
 
@@ -249,7 +358,7 @@ mod tests {
             None,
         );
         let mut v = Verified::new();
-        let mut check = |p: &str, c| a.check(&mut v, p.as_bytes(), c, None);
+        let mut check = |p: &str, c| a.check(&mut v, p.as_bytes(), c, None, None);
         assert_eq!(check("/", ip("192.0.2.1")), Verdict::Public);
         assert_eq!(check("/docsx", ip("192.0.2.1")), Verdict::Public, "segment-aligned");
         assert_eq!(check("/docs", ip("192.0.2.1")), Verdict::Forbidden);
@@ -271,15 +380,45 @@ mod tests {
         let mut v = Verified::new();
         let good = b"Basic dTpwdw=="; // u:pw
         let bad = b"Basic dTpwWA=="; // u:pX
-        assert_eq!(a.check(&mut v, b"/x", None, Some(good)), Verdict::Private);
+        assert_eq!(a.check(&mut v, b"/x", None, Some(good), None), Verdict::Private);
         assert_eq!(v.get(a.id, good), Some(true), "remembered");
-        assert!(matches!(a.check(&mut v, b"/x", None, Some(bad)), Verdict::Unauthorized(_)));
+        assert!(matches!(a.check(&mut v, b"/x", None, Some(bad), None), Verdict::Unauthorized(_)));
         assert_eq!(v.get(a.id, bad), Some(false), "remembered as bad");
-        assert!(matches!(a.check(&mut v, b"/x", None, Some(bad)), Verdict::Unauthorized(_)));
-        assert!(matches!(a.check(&mut v, b"/x", None, None), Verdict::Unauthorized(_)));
+        assert!(matches!(a.check(&mut v, b"/x", None, Some(bad), None), Verdict::Unauthorized(_)));
+        assert!(matches!(a.check(&mut v, b"/x", None, None, None), Verdict::Unauthorized(_)));
         // Without a users file the rule admits no one.
         let b = Access::new(vec![rule("/", &[], &[], Some("R"))], vec![], None);
-        assert!(matches!(b.check(&mut v, b"/x", None, Some(good)), Verdict::Unauthorized(_)));
+        assert!(matches!(b.check(&mut v, b"/x", None, Some(good), None), Verdict::Unauthorized(_)));
+    }
+
+    #[test]
+    fn a_session_is_checked_once_per_worker_and_never_passes_as_a_password() {
+        use base64::Engine as _;
+        let key = base64::engine::general_purpose::STANDARD.encode([7u8; 32]);
+        let keys = session::Keys::parse(&key).unwrap();
+        let sign_in = SignIn { groups: vec![b"eng".to_vec()], email_domains: vec![] };
+        let mut a = Access::new(
+            vec![Rule { sign_in: Some(sign_in), ..rule("/team", &[], &[], None) }, rule("/basic", &[], &[], Some("R"))],
+            vec![],
+            None,
+        );
+        let login = "/login".to_string();
+        a.sso = Some(Sso { login_url: login, challenge: "c".into(), keys_file: "k".into(), keys: Some(keys.clone()) });
+        a.users = Some(Users::parse(&format!("u:{}", bcrypt::hash("pw", 4).unwrap())).unwrap());
+        let body = "1|1000|a@example.com|eng";
+        let cookie = format!("{body}|{}", keys.sign(body.as_bytes()));
+        let c = Some(cookie.as_bytes());
+        let mut v = Verified::new();
+        v.now = 999;
+        assert_eq!(a.check(&mut v, b"/team/x", None, None, c), Verdict::Private);
+        assert_eq!(v.get(a.id | SESSION_OWNER, cookie.as_bytes()), Some(true), "remembered as signed");
+        assert_eq!(a.check(&mut v, b"/team/x", None, None, c), Verdict::Private, "from the table");
+        v.now = 1000;
+        assert!(matches!(a.check(&mut v, b"/team/x", None, None, c), Verdict::SignIn(_)), "expiry read on a hit");
+        assert!(matches!(a.check(&mut v, b"/basic/x", None, c, None), Verdict::Unauthorized(_)), "not a password");
+        let forged = cookie.replace("|eng|", "|ops|");
+        assert!(matches!(a.check(&mut v, b"/team/x", None, None, Some(forged.as_bytes())), Verdict::SignIn(_)));
+        assert_eq!(v.get(a.id | SESSION_OWNER, forged.as_bytes()), Some(false), "remembered as forged");
     }
 
     #[test]

@@ -35,6 +35,9 @@ pub struct Verified {
     keys: std::collections::hash_map::RandomState,
     /// Values checked (misses): hyperstatic_basic_auth_checks_total, read by the admin thread.
     checks: Arc<AtomicU64>,
+    /// The worker's clock (Unix seconds), set once per loop turn with its `Date` line: what a single sign-on
+    /// session's expiry is compared with (session.rs), so a request reads no clock.
+    pub now: i64,
 }
 
 impl Default for Verified {
@@ -55,6 +58,7 @@ impl Verified {
             recent: [0; SETS],
             keys: Default::default(),
             checks,
+            now: crate::sys::clock::realtime_coarse_secs(),
         }
     }
 

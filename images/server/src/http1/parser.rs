@@ -81,6 +81,9 @@ pub struct Request<'a> {
     pub user_agent: Option<&'a [u8]>,
     /// For a path under a basic-auth rule (guard/): the first `Authorization` line.
     pub authorization: Option<&'a [u8]>,
+    /// For a path under a sign-in rule (guard/session.rs): the `hs_session` cookie of the first `Cookie` line
+    /// that has one.
+    pub session: Option<&'a [u8]>,
     /// The last `X-Forwarded-For` line (the nearest proxy's), read only from a trusted proxy
     /// (guard/forwarded.rs).
     pub forwarded_for: Option<&'a [u8]>,
@@ -116,6 +119,7 @@ impl<'a> Request<'a> {
             sec_fetch_dest: None,
             user_agent: None,
             authorization: None,
+            session: None,
             forwarded_for: None,
         };
         if method == Method::Options && target == b"*" {
@@ -190,6 +194,9 @@ impl<'a> Request<'a> {
             }
             19 if name.eq_ignore_ascii_case(b"if-unmodified-since") => {
                 self.if_unmodified_since.get_or_insert(value);
+            }
+            6 if self.session.is_none() && name.eq_ignore_ascii_case(b"cookie") => {
+                self.session = crate::guard::session::from_cookie_header(value);
             }
             13 if name.eq_ignore_ascii_case(b"authorization") => {
                 self.authorization.get_or_insert(value);

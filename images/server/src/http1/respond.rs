@@ -83,6 +83,7 @@ impl<'a> From<&Request<'a>> for Ask<'a> {
             access_control_request_method: req.access_control_request_method,
             file: FileAsk::from(req),
             authorization: req.authorization,
+            session: req.session,
             // The protocol's glue names the client (server/h1.rs): the request alone does not know it.
             client: None,
         }

@@ -272,6 +272,10 @@ fn site(v: &Value, path: &str, tls: bool, values: &mut Values, entry_revision: S
                     "{value_path}.access.htpasswdFile: a pool site has no htpasswd file beside its value"
                 ));
             }
+            if v.access.as_ref().is_some_and(|a| a.sso.is_some()) {
+                // Likewise the session keys (guard/session.rs): a sign-in rule would refuse everyone.
+                return Err(format!("{value_path}.access.sso: a pool site has no session keys file beside its value"));
+            }
             let v = Arc::new(v);
             values.insert(revision.clone(), v.clone());
             v

@@ -3,8 +3,9 @@
 //! whole site when no error page matches.
 
 /// Statuses a request for a path can end in here and that a page can explain (412, 416 and 304 answer
-/// conditional or range requests on a file that exists; 408/431/501/505 come before the path is known).
-pub const STATUSES: [u16; 4] = [400, 404, 405, 414];
+/// conditional or range requests on a file that exists; 408/431/501/505 come before the path is known). 403 is
+/// the page a signed-in user gets under a single sign-on rule that does not admit them (guard/session.rs).
+pub const STATUSES: [u16; 5] = [400, 403, 404, 405, 414];
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct ErrorPage {
@@ -25,7 +26,7 @@ pub fn parse_error_page(v: &str) -> Result<ErrorPage, String> {
     };
     let status: u16 = status.parse().map_err(|_| bad("invalid status"))?;
     if !STATUSES.contains(&status) {
-        return Err(bad("status must be one of 400, 404, 405, 414"));
+        return Err(bad("status must be one of 400, 403, 404, 405, 414"));
     }
     if !path.starts_with('/') || !prefix.starts_with('/') {
         return Err(bad("PATH and PATH_PREFIX start with /"));

@@ -109,11 +109,17 @@ pub(super) fn ask<'a>(r: &RequestHead<'a>) -> Option<Ask<'a>> {
             origin: None,
         },
         authorization: None,
+        session: None,
         // Named by the glue (the site's trusted proxies decide: `forwarded_for`).
         client: None,
     };
     for (n, v) in r.fields() {
         let slot = match n {
+            // HTTP/2 and HTTP/3 may split `cookie` into one field per pair (RFC 9113 8.2.3): each is looked at.
+            b"cookie" if a.session.is_none() => {
+                a.session = crate::guard::session::from_cookie_header(v);
+                continue;
+            }
             b"accept-encoding" => &mut a.file.accept_encoding,
             b"accept" => &mut a.accept,
             b"sec-fetch-dest" => &mut a.sec_fetch_dest,

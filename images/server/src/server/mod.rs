@@ -223,6 +223,7 @@ impl Worker {
             let n = self.ep().wait(&mut events, timeout);
             self.now_ms = monotonic_ms();
             self.date.refresh();
+            self.verified.now = self.date.secs();
             self.table.refresh(&self.shared.table);
             let pool_changed = match (&mut self.pool, &self.shared.pool) {
                 (Some(local), Some(p)) => local.refresh(&p.snapshot),

@@ -309,11 +309,12 @@ fn error_page(path: &str, v: &Value) -> Result<crate::rules::ErrorPage, String> 
     crate::rules::parse_error_page(&format!("{status} {page} {prefix}")).map_err(|e| format!("{path}: {e}"))
 }
 
-/// `access {rules[], trustedProxies[], htpasswdFile}` (guard/): every CIDR, prefix and realm checked here and
-/// named by its path; a rule asking for basic authentication needs the file.
+/// `access {rules[], trustedProxies[], htpasswdFile, sso}` (guard/): every CIDR, prefix and realm checked here
+/// and named by its path; a rule asking for basic authentication needs the file, one asking to sign in `sso`.
 fn access(v: &Value) -> Result<crate::guard::Access, String> {
     use crate::guard::{self, Cidr};
-    let o = Obj::new(v, "access".into(), &["rules", "trustedProxies", "htpasswdFile"])?;
+    let o = Obj::new(v, "access".into(), &["rules", "trustedProxies", "htpasswdFile", "sso"])?;
+    let sso = o.get("sso").map(|v| sso(&o.at("sso"), v)).transpose()?;
     let cidrs = |o: &Obj, key: &str| -> Result<Vec<Cidr>, String> {
         o.array(key)?
             .iter()
@@ -327,7 +328,7 @@ fn access(v: &Value) -> Result<crate::guard::Access, String> {
     let mut rules = Vec::new();
     let mut seen = std::collections::HashSet::new();
     for (p, v) in o.array("rules")? {
-        let r = Obj::new(v, p.clone(), &["pathPrefix", "allow", "deny", "basicAuth"])?;
+        let r = Obj::new(v, p.clone(), &["pathPrefix", "allow", "deny", "basicAuth", "signIn"])?;
         let prefix = guard::parse_prefix(r.required_string("pathPrefix")?)
             .map_err(|e| format!("{}: {e}", r.at("pathPrefix")))?;
         if !seen.insert(prefix.clone()) {
@@ -350,7 +351,67 @@ fn access(v: &Value) -> Result<crate::guard::Access, String> {
                 Some(guard::basic::challenge(realm))
             }
         };
-        rules.push(guard::Rule { prefix, allow: cidrs(&r, "allow")?, deny: cidrs(&r, "deny")?, challenge });
+        let sign_in = r.get("signIn").map(|v| sign_in(&r.at("signIn"), v)).transpose()?;
+        if sign_in.is_some() && challenge.is_some() {
+            return Err(format!("{}: a rule asks for basicAuth or signIn, not both", r.at("signIn")));
+        }
+        if sign_in.is_some() && sso.is_none() {
+            return Err(format!("{}: needs access.sso", r.at("signIn")));
+        }
+        rules.push(guard::Rule { prefix, allow: cidrs(&r, "allow")?, deny: cidrs(&r, "deny")?, challenge, sign_in });
     }
-    Ok(guard::Access::new(rules, cidrs(&o, "trustedProxies")?, file.map(str::to_string)))
+    let mut a = guard::Access::new(rules, cidrs(&o, "trustedProxies")?, file.map(str::to_string));
+    a.sso = sso;
+    Ok(a)
+}
+
+/// `access.sso {loginURL, keysFile}` (guard/session.rs, docs/design/sso.md). The login URL goes into a Location
+/// and a `WWW-Authenticate` quoted string: a site path (not `//`, which is another host) or an absolute http(s)
+/// URL, printable ASCII without `"`, `\` or `#`, at most 512 bytes.
+fn sso(path: &str, v: &Value) -> Result<crate::guard::Sso, String> {
+    let o = Obj::new(v, path.to_string(), &["loginURL", "keysFile"])?;
+    let url = o.required_string("loginURL")?;
+    let site_path = url.starts_with('/') && !url.starts_with("//") && !url.starts_with("/\\");
+    let absolute = url.starts_with("https://") || url.starts_with("http://");
+    if !(site_path || absolute)
+        || url.len() > 512
+        || !url.bytes().all(|b| (0x21..0x7f).contains(&b) && !matches!(b, b'"' | b'\\' | b'#'))
+    {
+        return Err(format!(
+            "{}: {url:?} is not a login URL (a site path or an http(s) URL, printable ASCII without '\"', '\\' \
+             or '#', at most 512 bytes)",
+            o.at("loginURL")
+        ));
+    }
+    let keys_file = plain(&o.at("keysFile"), o.required_string("keysFile")?, &[], "a file name")?;
+    Ok(crate::guard::Sso {
+        login_url: url.to_string(),
+        challenge: format!("Session login=\"{url}\""),
+        keys_file: keys_file.to_string(),
+        keys: None,
+    })
+}
+
+/// A rule's `signIn {groups[], emailDomains[]}`: groups as the IdP names them (any text up to 256 bytes), e-mail
+/// domains as host names (lowercased; `example.com`, not `@example.com`).
+fn sign_in(path: &str, v: &Value) -> Result<crate::guard::SignIn, String> {
+    use crate::guard::session::encode;
+    let o = Obj::new(v, path.to_string(), &["groups", "emailDomains"])?;
+    let mut s = crate::guard::SignIn::default();
+    for (p, g) in o.array("groups")? {
+        let g = g.as_str().ok_or_else(|| format!("{p}: expected a string"))?;
+        if g.is_empty() || g.len() > 256 {
+            return Err(format!("{p}: a group is 1 to 256 bytes"));
+        }
+        s.groups.push(encode(g));
+    }
+    for (p, d) in o.array("emailDomains")? {
+        let d = d.as_str().ok_or_else(|| format!("{p}: expected a string"))?.to_ascii_lowercase();
+        let ok = |b: u8| b.is_ascii_alphanumeric() || b == b'.' || b == b'-';
+        if d.is_empty() || d.len() > 253 || !d.bytes().all(ok) || d.starts_with('.') || d.ends_with('.') {
+            return Err(format!("{p}: {d:?} is not a domain (letters, digits, '.' and '-': example.com)"));
+        }
+        s.email_domains.push(d.into_bytes());
+    }
+    Ok(s)
 }

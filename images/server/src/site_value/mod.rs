@@ -176,7 +176,7 @@ pub fn read(path: &Path, tls: bool) -> Result<Revised, String> {
     let mut value = SiteValue::parse(&bytes).map_err(at)?;
     if let Some(a) = value.access.as_mut() {
         let base = path.parent().unwrap_or(Path::new("."));
-        Arc::make_mut(a).load_users(base).map_err(at)?;
+        Arc::make_mut(a).load_files(base).map_err(at)?;
     }
     value.check_process(tls).map_err(at)?;
     Ok(Revised { value: Arc::new(value), revision: revision_of(&bytes) })

@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod cgroup;
+pub mod curl;
 pub mod deploys;
 pub mod flood;
 pub mod h2;
