@@ -41,7 +41,7 @@ const SLOTS: usize = 1024;
 const MAX_FIELDS: usize = 512;
 
 impl Qpack {
-    /// An empty cache: the slots' buffers are allocated as files are served.
+    /// An empty cache: the slot table (56 KiB) now, each slot's buffers when a file first lands in it.
     pub fn new() -> Qpack {
         Qpack { slots: (0..SLOTS).map(|_| Section::default()).collect() }
     }
