@@ -29,7 +29,7 @@ from .__main__ import Settings, _git_rev, https_clients, load_phase, run_in_work
 from .cgroup import CgroupError, CpuQuota
 from .placement import Client
 from .progress import step, warn
-from .servers import Floor, Hyperstatic, Server, enable_h2c, free_port
+from .servers import Floor, Hyperstatic, Server, enable_h2c, enable_h3, free_port
 
 
 @dataclass(frozen=True)
@@ -135,6 +135,8 @@ def bench(cfg: Settings, variants: list[Variant], work: str, cleanup: list) -> i
             "versions": {s.name: " ".join([s.version(), *getattr(s, "extra_args", [])]) for s in servers}}
     if any(w.h2c for w in cfg.workloads):  # h2c rows: every variant of ours takes prior knowledge on its plain port
         enable_h2c(servers)
+    if any(w.client == "h3load" for w in cfg.workloads):  # h3 rows: every variant of ours with --http3
+        enable_h3(servers)
     clients = https_clients(cfg, servers, work, meta)  # HTTPS rows: every variant's TLS listener, the load client
     client.group.create()
     start(servers, site, meta, clients)

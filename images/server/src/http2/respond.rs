@@ -49,8 +49,8 @@ pub trait Coder {
     fn status(out: &mut Vec<u8>, code: u16);
     /// One field line (name lowercase).
     fn field(out: &mut Vec<u8>, name: &[u8], value: &[u8]);
-    /// The 200 head of the whole variant `v` (`:status`, `content-length`, its fields).
-    fn file_200(out: &mut Vec<u8>, v: &content::Variant);
+    /// The 200 head of the whole variant `v` (`:status`, `content-length`, its fields); `self` may remember it.
+    fn file_200(&mut self, out: &mut Vec<u8>, v: &content::Variant);
 }
 
 /// HTTP/2's field encoding; a file's 200 head is the block encoded at load time.
@@ -66,7 +66,7 @@ impl Coder for Hpack {
         encode::field(out, name, value);
     }
     #[inline]
-    fn file_200(out: &mut Vec<u8>, v: &content::Variant) {
+    fn file_200(&mut self, out: &mut Vec<u8>, v: &content::Variant) {
         out.extend_from_slice(&v.h2_200);
     }
 }
@@ -123,11 +123,11 @@ const ALLOW: &[u8] = b"GET, HEAD, OPTIONS";
 /// the head's last part. `loc` is scratch for a redirect's Location (both buffers are the worker's, reused).
 pub fn frame(head: &mut Vec<u8>, loc: &mut Vec<u8>, r: &Reply) -> Framed {
     head.clear();
-    frame_with::<Hpack>(head, loc, r)
+    frame_with(&mut Hpack, head, loc, r)
 }
 
 /// `frame` with the field encoding `C`, appending to `head`.
-pub fn frame_with<C: Coder>(head: &mut Vec<u8>, loc: &mut Vec<u8>, r: &Reply) -> Framed {
+pub fn frame_with<C: Coder>(c: &mut C, head: &mut Vec<u8>, loc: &mut Vec<u8>, r: &Reply) -> Framed {
     // A pool's disk body is opened before the head is framed (as http1/frame.rs does): gone or changed since its
     // load, the reply is a 503 rather than a head whose length would lie. The stream's handle keeps it open.
     let mut opened = None;
@@ -135,7 +135,7 @@ pub fn frame_with<C: Coder>(head: &mut Vec<u8>, loc: &mut Vec<u8>, r: &Reply) ->
         if let content::Body::Path(p) = &v.body {
             match p.open() {
                 Some(f) => opened = Some(Arc::new(f)),
-                None => return frame_with::<C>(head, loc, &Reply::later(503, false)),
+                None => return frame_with(c, head, loc, &Reply::later(503, false)),
             }
         }
     }
@@ -143,14 +143,14 @@ pub fn frame_with<C: Coder>(head: &mut Vec<u8>, loc: &mut Vec<u8>, r: &Reply) ->
     if let Body::Stale(f) = r.body {
         match f.open() {
             Some(f) => opened = Some(Arc::new(f)),
-            None => return frame_with::<C>(head, loc, &Reply::later(503, false)),
+            None => return frame_with(c, head, loc, &Reply::later(503, false)),
         }
     }
     let mut cors = None;
     let mut tmp = [0u8; 20];
     match r.head {
         Head::File { v, cors: line } => {
-            C::file_200(head, v);
+            c.file_200(head, v);
             cors = line;
         }
         Head::Part { v, start, len, cors: line } => {

@@ -44,8 +44,13 @@ use crate::sys::udp::{self, Outgoing, Received, MAX_BATCH};
 const SLOT: usize = 2048;
 /// Receive batches per readable event before the loop serves the rest of the worker.
 const RX_ROUNDS: usize = 8;
-/// Datagrams quinn-proto may put in one transmit (one GSO message of up to 64 KiB).
-const GSO_SEGMENTS: usize = 10;
+/// Datagrams quinn-proto may put in one transmit: one GSO message, which the kernel takes up to 64 segments and
+/// 64 KiB in all (`gso_segments`). The kernel's cost of a message (route, skb allocation, netfilter, the sendmmsg
+/// slot) is paid once per message, not per datagram, so the larger the message the less of it per byte
+/// (docs/bench/h3-cost-2026-12-03.md).
+const GSO_MAX_SEGMENTS: usize = 64;
+/// What one GSO message may carry in all (IPv4's UDP payload limit, with room for the headers).
+const GSO_MAX_BYTES: usize = 65_000;
 /// Handshakes in progress beyond which a client must prove its address (a Retry round trip) before we spend a
 /// TLS handshake on it.
 const RETRY_AT: usize = 64;
@@ -148,6 +153,12 @@ impl Worker {
         let budget = self.shared.conn_budget_per_worker.unwrap_or(u64::MAX);
         let max_conns = ((budget / CONN_CHARGE) as usize).clamp(16, self.max_conns.max(16));
         let (rcv, snd) = udp::buffer_sizes(fd);
+        if udp::buffers_capped(fd) {
+            log::warn(
+                "http3: UDP socket buffers capped by the node (raise net.core.rmem_max and wmem_max to 4 MiB)",
+                &[("udp_rcvbuf", V::U(rcv as u64)), ("udp_sndbuf", V::U(snd as u64))],
+            );
+        }
         log::info(
             "http3 on",
             &[
@@ -418,7 +429,7 @@ impl Worker {
         if c.budget.is_some() && !c.conn.is_handshaking() && !c.conn.is_closed() {
             c.budget = None;
         }
-        let segments = if q.gso { GSO_SEGMENTS } else { 1 };
+        let segments = if q.gso { gso_segments(c.conn.current_mtu() as usize) } else { 1 };
         loop {
             if q.ntx == MAX_BATCH {
                 q.flush();
@@ -483,6 +494,11 @@ impl Quic {
         self.tx_meta[self.ntx] = (t.destination, t.segment_size.map(|s| s as u16));
         self.ntx += 1;
     }
+}
+
+/// Datagrams of `mtu` bytes one GSO message may carry.
+fn gso_segments(mtu: usize) -> usize {
+    (GSO_MAX_BYTES / mtu.max(1)).clamp(1, GSO_MAX_SEGMENTS)
 }
 
 /// Adds `h` to the connections touched by a receive batch, once (a bitmap for the first 64 handles, a scan of

@@ -13,14 +13,13 @@
 //! its stream with H3_MESSAGE_ERROR, as RFC 9114 §4.1.2 says.
 
 use crate::guard;
-use std::collections::HashMap;
 use std::fs::File;
 use std::net::SocketAddr;
 use std::os::unix::fs::FileExt;
 use std::sync::Arc;
 use std::time::Instant;
 
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 use quinn_proto::{Connection, Dir, Event, ReadError, StreamEvent, StreamId, VarInt, WriteError};
 
 use super::conn::Done;
@@ -30,6 +29,7 @@ use crate::answer::limit::{self, Limiter};
 use crate::answer::reply::Reply;
 use crate::answer::request::{self, Site};
 use crate::counters::bump;
+use crate::fxhash::FxMap;
 use crate::http2::hpack::FieldList;
 use crate::http2::request::{check_request, RequestHead};
 use crate::http2::respond::BodyRef;
@@ -38,6 +38,7 @@ use crate::http3::frame::{self, Limits};
 use crate::http3::qpack::decode::{decode, DecodeError};
 use crate::http3::qpack::streams::{DecoderStream, EncoderStream};
 use crate::http3::request::{End, Event as ReqEvent, RequestStream};
+use crate::http3::respond::Qpack;
 use crate::http3::uni::{self, Critical, Kind, TypeReader};
 use crate::http3::{settings, Code, ConnError};
 use crate::quic::amplification::{Budget, Seen};
@@ -53,6 +54,8 @@ const MAX_FIELDS: usize = 128;
 const MAX_IDLE_FRAMES: u64 = 10_000;
 /// A disk body's piece.
 const DISK_CHUNK: u64 = 64 * 1024;
+/// The size of the buffers response heads are cut from (`Scratch::frozen_head`).
+const ARENA: usize = 64 * 1024;
 
 /// The worker's reused buffers for answering HTTP/3 requests (h3.rs keeps them): the framed head, its section,
 /// a redirect's Location, the per-second Date lines (QPACK), the decoded request fields, a stream's chunks.
@@ -63,6 +66,10 @@ pub(super) struct Scratch {
     pub(super) date: Vec<u8>,
     pub(super) fields: FieldList,
     pub(super) chunks: Vec<Bytes>,
+    /// Where framed heads are cut from (`frozen_head`).
+    arena: BytesMut,
+    /// Files' 200 sections, encoded once per worker (http3/respond.rs).
+    qpack: Qpack,
     /// When the first request of the batch being answered was read (its duration's start).
     pub(super) batch_start: Option<u64>,
 }
@@ -76,8 +83,21 @@ impl Scratch {
             date: Vec::new(),
             fields: FieldList::new(crate::http2::Limits::default().max_header_list as usize),
             chunks: Vec::new(),
+            arena: BytesMut::new(),
+            qpack: Qpack::new(),
             batch_start: None,
         }
+    }
+
+    /// `head` as a `Bytes` the stream can keep until the client acknowledges it, cut from a shared arena: one
+    /// allocation per `ARENA` bytes of heads (a few hundred responses) instead of one per response. An arena is
+    /// freed when the last head cut from it is acknowledged, so what it holds is bounded by the heads in flight.
+    fn frozen_head(&mut self) -> Bytes {
+        if self.arena.capacity() < self.head.len() {
+            self.arena = BytesMut::with_capacity(ARENA.max(self.head.len()));
+        }
+        self.arena.extend_from_slice(&self.head);
+        self.arena.split().freeze()
     }
 }
 
@@ -97,8 +117,10 @@ impl AsRef<[u8]> for MemSlice {
 /// A response on its way out.
 #[derive(Default)]
 struct Resp {
-    /// What the stream has yet to take, from `at`.
-    out: Vec<Bytes>,
+    /// What the stream has yet to take: `out[at..len]` (the head, then a body piece). Inline, not a `Vec`: a
+    /// response is at most two pieces at a time, and a `Vec` cost an allocation per request.
+    out: [Bytes; 2],
+    len: usize,
     at: usize,
     /// A disk body's file and the range still to read.
     disk: Option<(Arc<File>, u64, u64)>,
@@ -130,8 +152,10 @@ pub(super) struct H3Conn {
     pub(super) timeout: Option<Instant>,
     /// What may still be sent before the client's address is validated (None once it is; quic/amplification.rs).
     pub(super) budget: Option<Budget>,
-    reqs: HashMap<StreamId, Req>,
-    uni: HashMap<StreamId, Uni>,
+    /// By stream id, with FxHash rather than SipHash (a lookup or two per request event): the ids are not the
+    /// client's to choose freely (streams open in order, at most MAX_STREAMS at once), so no key flood to fear.
+    reqs: FxMap<StreamId, Req>,
+    uni: FxMap<StreamId, Uni>,
     critical: Critical,
     /// Our control stream, and what of it the stream has not taken yet.
     control: Option<StreamId>,
@@ -149,8 +173,8 @@ impl H3Conn {
             handshaking: true,
             timeout: None,
             budget,
-            reqs: HashMap::new(),
-            uni: HashMap::new(),
+            reqs: FxMap::default(),
+            uni: FxMap::default(),
             critical: Critical::default(),
             control: None,
             control_out: Vec::new(),
@@ -321,6 +345,20 @@ impl H3Conn {
     }
 }
 
+impl Resp {
+    fn push(&mut self, b: Bytes) {
+        self.out[self.len] = b;
+        self.len += 1;
+    }
+
+    /// Drops the pieces the stream has taken (their bytes live on in quinn-proto's send buffer until acknowledged).
+    fn clear(&mut self) {
+        self.out = Default::default();
+        self.len = 0;
+        self.at = 0;
+    }
+}
+
 /// Writes what the stream takes of `r`: queued chunks, then disk pieces, then the FIN.
 fn pump(conn: &mut Connection, id: StreamId, r: &mut Resp) {
     if r.done {
@@ -328,21 +366,20 @@ fn pump(conn: &mut Connection, id: StreamId, r: &mut Resp) {
     }
     let mut s = conn.send_stream(id);
     loop {
-        if r.at < r.out.len() {
-            match s.write_chunks(&mut r.out[r.at..]) {
+        if r.at < r.len {
+            match s.write_chunks(&mut r.out[r.at..r.len]) {
                 Ok(w) => r.at += w.chunks,
                 // Blocked by flow control or congestion: a Writable event comes back here.
                 Err(WriteError::Blocked) => return,
                 Err(_) => {
                     r.done = true;
-                    r.out.clear();
+                    r.clear();
                     return;
                 }
             }
             continue;
         }
-        r.out.clear();
-        r.at = 0;
+        r.clear();
         if let Some((f, off, end)) = &mut r.disk {
             if *off < *end {
                 let mut v = vec![0u8; (*end - *off).min(DISK_CHUNK) as usize];
@@ -353,7 +390,7 @@ fn pump(conn: &mut Connection, id: StreamId, r: &mut Resp) {
                     return;
                 }
                 *off += v.len() as u64;
-                r.out.push(Bytes::from(v));
+                r.push(Bytes::from(v));
                 continue;
             }
         }
@@ -487,12 +524,12 @@ impl Worker {
                         resp.done = true;
                     }
                     Answer::Respond(body) => {
-                        resp.out.push(Bytes::copy_from_slice(&q.head));
+                        resp.push(q.frozen_head());
                         match body {
                             Some((BodyRef::Static(s), start, end)) => {
-                                resp.out.push(Bytes::from_static(&s[start as usize..end as usize]))
+                                resp.push(Bytes::from_static(&s[start as usize..end as usize]))
                             }
-                            Some((BodyRef::Mem(m), start, end)) => resp.out.push(Bytes::from_owner(MemSlice {
+                            Some((BodyRef::Mem(m), start, end)) => resp.push(Bytes::from_owner(MemSlice {
                                 body: m,
                                 start: start as usize,
                                 end: end as usize,
@@ -570,7 +607,7 @@ impl Worker {
                 }
             }
         };
-        let f = crate::http3::respond::frame(&mut q.head, &mut q.section, &mut q.loc, &reply, &q.date);
+        let f = crate::http3::respond::frame(&mut q.qpack, &mut q.head, &mut q.section, &mut q.loc, &reply, &q.date);
         let cfg = &self.shared.cfg;
         let log_from = self.batch_log.len() as u32;
         if cfg.access_log {

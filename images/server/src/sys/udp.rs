@@ -44,8 +44,14 @@ pub fn socket(addr: SocketAddr) -> io::Result<RawFd> {
         }
         // On a dual-stack socket the IPv4 option applies to IPv4 peers; an IPv6-only kernel refuses it harmlessly.
         let _ = set_int(fd, libc::IPPROTO_IP, IP_MTU_DISCOVER, PMTUDISC_PROBE);
-        let _ = set_int(fd, libc::SOL_SOCKET, libc::SO_RCVBUF, BUFFER);
-        let _ = set_int(fd, libc::SOL_SOCKET, libc::SO_SNDBUF, BUFFER);
+        // The FORCE options pass the node's cap (they need CAP_NET_ADMIN, which a pod normally lacks); the plain
+        // ones are capped at net.core.rmem_max / wmem_max (`buffers_capped` tells, for the log).
+        if set_int(fd, libc::SOL_SOCKET, libc::SO_RCVBUFFORCE, BUFFER).is_err() {
+            let _ = set_int(fd, libc::SOL_SOCKET, libc::SO_RCVBUF, BUFFER);
+        }
+        if set_int(fd, libc::SOL_SOCKET, libc::SO_SNDBUFFORCE, BUFFER).is_err() {
+            let _ = set_int(fd, libc::SOL_SOCKET, libc::SO_SNDBUF, BUFFER);
+        }
         if bind(fd, addr) != 0 {
             return Err(io::Error::last_os_error());
         }
@@ -63,6 +69,14 @@ pub fn socket(addr: SocketAddr) -> io::Result<RawFd> {
 pub fn buffer_sizes(fd: RawFd) -> (usize, usize) {
     let get = |name| super::socket::int_opt(fd, libc::SOL_SOCKET, name).map_or(0, |v| v.max(0) as usize);
     (get(libc::SO_RCVBUF), get(libc::SO_SNDBUF))
+}
+
+/// Whether the kernel granted less than `BUFFER` either way (it reports twice what it was asked for, its
+/// bookkeeping included): the node's net.core.rmem_max / wmem_max are lower, and a burst of a few hundred
+/// datagrams beyond them is dropped (QUIC resends it, at a cost).
+pub fn buffers_capped(fd: RawFd) -> bool {
+    let (r, s) = buffer_sizes(fd);
+    r.min(s) < 2 * BUFFER as usize
 }
 
 /// Whether the kernel knows UDP GSO for this socket (Linux 4.18+).
