@@ -119,8 +119,11 @@ fn newest_value(shared: &Shared) -> Result<Revised, String> {
     }
 }
 
-/// A value refused: counted, logged, and (when the table installed still serves) said in /load-error.
+/// A value refused: said in /load-error, counted, logged. The reason is set before the count: a reader (the
+/// operator, a test) that sees the failure counted must find why, not the empty /load-error of the moment before
+/// the reload installs its table (which sets the same reason again). Seen as a flaky tests/fair_share.rs in CI.
 fn refuse_value(shared: &Shared, why: &str, reason: &str) {
+    shared.load_error.set(reason);
     shared.site_value.count(false);
     shared.site_value.set_refused(true);
     let serving = shared.site_value.revision().unwrap_or_else(|| "none".into());
