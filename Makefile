@@ -55,7 +55,7 @@ include make/monitoring.mk
 
 ##@ General
 .PHONY: test
-test: go-test server-test cluster-test bench-test chart-check monitoring-test ## Unit + envtest (Go), the server's Rust tests, the tooling's tests, the chart's drift check and its alerts and dashboard: the README's test command.
+test: go-test go-test-sso server-test cluster-test bench-test chart-check monitoring-test ## Unit + envtest (Go), sign-in through the real Dex, the server's Rust tests, the tooling's tests, the chart's drift check and its alerts and dashboard: the README's test command.
 
 # help prints the targets that have a `## description`, under the `##@ Group` line above them, each followed by
 # the targets it runs first, gathered from every rule line that names it (also those in other files, such as
@@ -69,9 +69,10 @@ help: ## List targets, grouped, each with the targets it runs first ("first:").
 # suite (hack/ci-beside.sh), where the CPUs mostly wait, so that `make test` afterwards only runs. Test binaries
 # are compiled, never started: a test starved of CPU by the e2e suite beside it could miss a deadline of its own.
 .PHONY: test-build
-test-build: envtest-assets server-build content-agent-build k6-build $(H2SPEC) $(HELM) liburing-installed prometheus-installed server-test-tools ## Compile every test `make test` runs (Go test binaries, the server's test targets) and its tools, running none.
+test-build: envtest-assets server-build content-agent-build k6-build $(H2SPEC) $(HELM) $(DEX) liburing-installed prometheus-installed server-test-tools ## Compile every test `make test` runs (Go test binaries, the server's test targets) and its tools, running none.
 	@$(call progress,test-build: Go test binaries (compiled and linked, not run))
 	@go test -count=1 -exec /bin/true $(GO_TEST_PACKAGES) >/dev/null
 	@go test -tags monitoring -count=1 -exec /bin/true ./hack/monitoring/ >/dev/null
+	@go test -tags dex -count=1 -exec /bin/true ./internal/sso/ >/dev/null
 	@$(call progress,test-build: the server's test targets (cargo test --no-run))
 	@cd $(SERVER_DIR) && CARGO_TARGET_DIR=$(SERVER_CARGO_TARGET) $(CARGO) test --locked --no-run
