@@ -4,7 +4,8 @@
 //	content-agent fetch --url URL --ref main [--path public] [--interval 1m] [--secret-dir /etc/git-credentials]
 //	    [--webhook-secret-file /etc/git-webhook/token] [--check-server /hyperstatic-server]
 //	    [--dir /var/lib/content] [--listen :8080] [--webhook-listen :8081] [--webhook-min-gap 10s]
-//	    [--webhook-timeout 10s] [--status-file FILE]
+//	    [--webhook-timeout 10s] [--status-file FILE] [--previews-pull-requests] [--previews-branch PATTERN]...
+//	    [--previews-ttl 0] [--previews-max 10]
 //	content-agent pull --fetcher http://SITE-git:8080 --dir /srv/site [--listen :8082]
 //	    [--server-admin http://127.0.0.1:9090] [--reload-wait 5s]
 //	content-agent pool-fetch --index /pool/index --namespace NS [--check-server /hyperstatic-server]
@@ -35,6 +36,7 @@ import (
 
 	"hyperstatic.dev/hyperstatic/internal/contentagent"
 	"hyperstatic.dev/hyperstatic/internal/gitsource"
+	"hyperstatic.dev/hyperstatic/internal/previews"
 )
 
 func main() {
@@ -88,9 +90,21 @@ func fetch(ctx context.Context, args []string) error {
 	status := fs.String("status-file", "", "file to write the revision and last error to (JSON) after each attempt")
 	history := fs.Int("history", contentagent.DefaultHistory, fmt.Sprintf("deploys (bundles) kept and listed in /revision, 1-%d", contentagent.MaxHistory))
 	pinToken := fs.String("pin-token-file", "", "file holding the bearer token of POST /pin, read at every request (unset: pinning is refused)")
+	prs := fs.Bool("previews-pull-requests", false, "preview every pull request (refs/pull/N/head) and merge request (refs/merge-requests/N/head)")
+	var branches stringList
+	fs.Var(&branches, "previews-branch", "preview the branches matching this pattern (path.Match; repeat for more)")
+	ttl := fs.Duration("previews-ttl", 0, "how long a preview's commit stays published (0: as long as its ref)")
+	maxPreviews := fs.Int("previews-max", previews.DefaultMax, fmt.Sprintf("most previews at once, 1-%d", previews.MaxMax))
 	_ = fs.Parse(args)
 	if *repoURL == "" || *ref == "" {
 		return errors.New("fetch: --url and --ref are required")
+	}
+	pv := previews.Settings{PullRequests: *prs, Branches: branches, TTL: *ttl, Max: *maxPreviews}
+	if *maxPreviews < 1 {
+		return fmt.Errorf("fetch: --previews-max must be 1 to %d", previews.MaxMax)
+	}
+	if err := pv.Validate(); err != nil {
+		return fmt.Errorf("fetch: --previews-*: %w", err)
 	}
 	if *history < 1 || *history > contentagent.MaxHistory {
 		return fmt.Errorf("fetch: --history must be 1 to %d", contentagent.MaxHistory)
@@ -119,6 +133,8 @@ func fetch(ctx context.Context, args []string) error {
 		StatusFile:        *status,
 		History:           *history,
 		PinTokenFile:      *pinToken,
+		Previews:          pv,
+		PreviewDir:        filepath.Join(*dir, "previews"),
 	}
 	if err := f.Init(); err != nil {
 		return err
@@ -211,3 +227,9 @@ func serve(ctx context.Context, addr string, srv *http.Server, wrap func(net.Lis
 	}
 	return nil
 }
+
+// stringList is a repeated string flag.
+type stringList []string
+
+func (l *stringList) String() string     { return strings.Join(*l, ",") }
+func (l *stringList) Set(v string) error { *l = append(*l, v); return nil }
