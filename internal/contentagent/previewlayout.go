@@ -220,7 +220,7 @@ func (p *Puller) renderIndex() error {
 // followPreviews brings the pod's previews to the fetcher's list when it changed, and the index to the site
 // value as it is now (read at every answer, a long poll's timeout included).
 func (p *Puller) followPreviews(ctx context.Context, rev Revision) error {
-	tag := previewsTag(rev.Previews)
+	tag := previewsTag(rev.Previews) // computed, not rev.PreviewsTag: the fetcher's long poll compares this
 	if tag == p.previewsHave {
 		return p.renderIndex()
 	}

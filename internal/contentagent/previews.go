@@ -54,7 +54,7 @@ type Preview struct {
 
 // previewMessageBytes bounds a preview's error message (a --check's output is up to 4 KiB; 100 previews of it
 // would pass what /revision's readers take).
-const previewMessageBytes = 512
+const previewMessageBytes = 256
 
 // previewsDir is the subdirectory of BundleDir holding the previews' bundles and done.json.
 const previewsDir = "previews"
@@ -66,7 +66,7 @@ func (f *Fetcher) initPreviews(rev *Revision) error {
 	f.previewEvents = make(chan struct{}, 1)
 	f.previewsDone = map[string]string{}
 	if !f.Previews.Enabled() {
-		rev.Previews, rev.PreviewsSkipped = nil, 0
+		rev.Previews, rev.PreviewsSkipped, rev.PreviewsTag = nil, 0, ""
 		return nil
 	}
 	if err := os.MkdirAll(f.previewBundleDir(), 0o755); err != nil {
@@ -78,6 +78,7 @@ func (f *Fetcher) initPreviews(rev *Revision) error {
 	rev.Previews = slices.DeleteFunc(rev.Previews, func(p Preview) bool {
 		return !previews.ValidName(p.Name) || p.Bundle != "" && !exists(bundleFile(f.previewBundleDir(), p.Bundle))
 	})
+	rev.PreviewsTag = previewsTag(rev.Previews)
 	return nil
 }
 
@@ -171,7 +172,7 @@ func (f *Fetcher) syncPreviews(ctx context.Context, trigger string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	rev, _ := f.board.get()
-	rev.Previews, rev.PreviewsSkipped = next, plan.Skipped
+	rev.Previews, rev.PreviewsSkipped, rev.PreviewsTag = next, plan.Skipped, previewsTag(next)
 	if err := f.publish(rev); err != nil {
 		f.Log.Warn("publishing the previews", "error", err)
 		return

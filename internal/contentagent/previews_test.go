@@ -16,6 +16,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 
 	"hyperstatic.dev/hyperstatic/internal/contentagent"
+	"hyperstatic.dev/hyperstatic/internal/gitrevision"
 	"hyperstatic.dev/hyperstatic/internal/gitsource"
 	gts "hyperstatic.dev/hyperstatic/internal/gittestserver"
 	"hyperstatic.dev/hyperstatic/internal/gitwebhook"
@@ -204,6 +205,18 @@ func TestFetcherPreviews(t *testing.T) {
 		}
 		if names(e.rev.Previews) != "pr-1,mr-2" {
 			t.Fatalf("previews %s", names(e.rev.Previews))
+		}
+		// The operator's reading of the same answer (internal/gitrevision, which never trusts the pod).
+		_, body := get(t, rig.url+"/revision")
+		read, err := gitrevision.Parse([]byte(body))
+		if err != nil {
+			t.Fatalf("the operator refuses the fetcher's answer: %v", err)
+		}
+		if len(read.Previews) != 2 || read.Previews[0].Name != "pr-1" || read.Previews[0].Commit != c2.String() ||
+			read.Previews[0].Bundle != e.rev.Previews[0].Bundle || read.Previews[1].Failure == nil ||
+			read.Previews[1].Failure.Reason != "GitInvalidContent" || read.Previews[1].FailedCommit != bad.String() ||
+			read.PreviewsTag == "" {
+			t.Fatalf("the operator reads %+v", read)
 		}
 		productionUnchanged(t)
 	})

@@ -17,8 +17,9 @@ import (
 	"hyperstatic.dev/hyperstatic/internal/gitsource"
 )
 
-// maxRevisionBytes bounds a /revision answer: a few hundred bytes of JSON plus an error message.
-const maxRevisionBytes = 64 << 10
+// maxRevisionBytes bounds a /revision answer: a few hundred bytes of JSON plus an error message, the history, and
+// up to previews.MaxMax previews with theirs (previews.go).
+const maxRevisionBytes = 256 << 10
 
 // A bundle longer than MaxBytes + tarOverhead + MaxEntries × entryTarOverhead is refused unread: beyond its
 // files' bytes it holds, per entry, a 512-byte header, PAX records for a long name (a header and its blocks) and

@@ -32,6 +32,8 @@ type Revision struct {
 	// Previews are the previews the fetcher publishes beside production (previews.go); absent from a puller's
 	// answer and when the site has none.
 	Previews []Preview `json:"previews,omitempty"`
+	// PreviewsTag names the previews list (?previews= of the long poll; "" for none).
+	PreviewsTag string `json:"previewsTag,omitempty"`
 	// PreviewsSkipped counts the refs that would be previewed but for the cap (previews.Settings.Max).
 	PreviewsSkipped int `json:"previewsSkipped,omitempty"`
 }

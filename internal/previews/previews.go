@@ -6,7 +6,7 @@
 //   - Which refs. With PullRequests, every refs/pull/<N>/head (GitHub, Gitea) and refs/merge-requests/<N>/head
 //     (GitLab); with Branches, every refs/heads/<branch> whose branch matches one of the patterns (path.Match:
 //     `*` does not cross a `/`, so "feature/*" takes feature/login but not feature/a/b). The branch production
-//     follows is never a preview. Nothing else (tags, other namespaces) is.
+//     follows is never a preview, nor a ref longer than MaxRef. Nothing else (tags, other namespaces) is.
 //   - Names. pr-<N> for refs/pull/<N>/head, mr-<N> for refs/merge-requests/<N>/head, and for a branch its slug:
 //     lower case, every run of characters outside [a-z0-9] one `-`, trimmed of `-`, at most 24 characters; when
 //     the slug is not the branch name itself (a `/`, upper case, truncation...) or looks like a request's name,
@@ -34,11 +34,15 @@ import (
 	"time"
 )
 
-// DefaultMax is the previews kept at once when Settings.Max is 0; MaxMax the most a site may ask for.
+// DefaultMax is the previews kept at once when Settings.Max is 0; MaxMax the most a site may ask for (each is a
+// tree on every server pod's disk and an entry in /revision, which its readers bound to 256 KiB).
 const (
 	DefaultMax = 10
-	MaxMax     = 100
+	MaxMax     = 50
 )
+
+// MaxRef is the longest ref previewed (the API's ref fields take 255 characters).
+const MaxRef = 255
 
 // Settings are the site's spec.previews, as the fetcher is given them.
 type Settings struct {
@@ -99,7 +103,7 @@ func ValidName(name string) bool { return nameRE.MatchString(name) && !strings.C
 // Name is the preview name of ref under s, and whether ref is previewed at all. production is the full ref the
 // site's branch resolves to, never a preview.
 func (s Settings) Name(ref, production string) (string, bool) {
-	if ref == production {
+	if ref == production || len(ref) > MaxRef {
 		return "", false
 	}
 	if m := pullRef.FindStringSubmatch(ref); m != nil && s.PullRequests {
