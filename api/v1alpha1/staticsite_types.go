@@ -62,10 +62,17 @@ const (
 // +kubebuilder:validation:XValidation:rule="!has(self.tls) || !has(self.tls.issuerRef) || (has(self.hostnames) && size(self.hostnames) > 0)",message="spec.tls.issuerRef needs spec.hostnames: the certificate is issued for those names"
 // +kubebuilder:validation:XValidation:rule="!has(self.http3) || has(self.tls)",message="spec.http3 needs spec.tls: HTTP/3 runs over QUIC, which is always TLS 1.3 with the site's certificate"
 // +kubebuilder:validation:XValidation:rule="!has(self.route) || !has(self.tls) || !has(self.tls.httpRedirect) || !self.tls.httpRedirect",message="spec.tls.httpRedirect cannot be used with spec.route: the route sends plain HTTP to the site, which would redirect in a loop; let the Ingress controller or Gateway redirect"
+// +kubebuilder:validation:XValidation:rule="!has(self.previews) || has(self.content.git)",message="spec.previews needs spec.content.git: previews follow the repository's pull requests and branches"
+// +kubebuilder:validation:XValidation:rule="!has(self.previews) || !has(self.placement) || !has(self.placement.mode) || self.placement.mode == 'Dedicated'",message="spec.previews needs spec.placement.mode Dedicated: previews are served by the site's own pods"
 type StaticSiteSpec struct {
 	// content is where the site's files come from. Exactly one source must be set.
 	// +required
 	Content ContentSource `json:"content"`
+
+	// previews makes a Git site follow its pull requests and branches besides production, each served under its
+	// own hostname <name>--<site>.<domain> (docs/design/deploys.md). Not served by the pods yet: see PreviewsSpec.
+	// +optional
+	Previews *PreviewsSpec `json:"previews,omitempty"`
 
 	// placement is where the site runs: its own pods (Dedicated, the default) or a shared StaticSitePool (Pool),
 	// where it costs no pod of its own. docs/staticsite.md, "Pools", lists what a pool site cannot have.
@@ -557,6 +564,11 @@ type StaticSiteStatus struct {
 	// deploys is a Git site's history: the deploys its fetcher keeps and every pod can flip back to (spec.content.git.pin), newest fetched first, at most spec.content.git.history.
 	// +optional
 	Deploys []Deploy `json:"deploys,omitempty"`
+	// previews are the site's previews (spec.previews), as its fetcher publishes them, by name.
+	// +listType=map
+	// +listMapKey=name
+	// +optional
+	Previews []PreviewStatus `json:"previews,omitempty"`
 	// memory is the memory request and limit given to each server container (spec.memory or the sized default).
 	// +optional
 	Memory *resource.Quantity `json:"memory,omitempty"`

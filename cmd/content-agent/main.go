@@ -4,9 +4,11 @@
 //	content-agent fetch --url URL --ref main [--path public] [--interval 1m] [--secret-dir /etc/git-credentials]
 //	    [--webhook-secret-file /etc/git-webhook/token] [--check-server /hyperstatic-server]
 //	    [--dir /var/lib/content] [--listen :8080] [--webhook-listen :8081] [--webhook-min-gap 10s]
-//	    [--webhook-timeout 10s] [--status-file FILE]
+//	    [--webhook-timeout 10s] [--status-file FILE] [--previews-pull-requests] [--previews-branch PATTERN]...
+//	    [--previews-ttl 0] [--previews-max 10]
 //	content-agent pull --fetcher http://SITE-git:8080 --dir /srv/site [--listen :8082]
 //	    [--server-admin http://127.0.0.1:9090] [--reload-wait 5s]
+//	    [--sites-dir DIR --host H... --site-name S --previews-domain D --site-value FILE] (a site with previews)
 //	content-agent pool-fetch --index /pool/index --namespace NS [--check-server /hyperstatic-server]
 //	    [--dir /var/lib/content] [--listen :8080] [--fetch-concurrency 4]
 //	content-agent pool-pull --index /pool/index --dir /pool/content --fetcher http://POOL-fetcher.NS.svc:8080
@@ -38,6 +40,8 @@ import (
 
 	"hyperstatic.dev/hyperstatic/internal/contentagent"
 	"hyperstatic.dev/hyperstatic/internal/gitsource"
+	"hyperstatic.dev/hyperstatic/internal/poolindex"
+	"hyperstatic.dev/hyperstatic/internal/previews"
 )
 
 func main() {
@@ -93,9 +97,21 @@ func fetch(ctx context.Context, args []string) error {
 	status := fs.String("status-file", "", "file to write the revision and last error to (JSON) after each attempt")
 	history := fs.Int("history", contentagent.DefaultHistory, fmt.Sprintf("deploys (bundles) kept and listed in /revision, 1-%d", contentagent.MaxHistory))
 	pinToken := fs.String("pin-token-file", "", "file holding the bearer token of POST /pin, read at every request (unset: pinning is refused)")
+	prs := fs.Bool("previews-pull-requests", false, "preview every pull request (refs/pull/N/head) and merge request (refs/merge-requests/N/head)")
+	var branches stringList
+	fs.Var(&branches, "previews-branch", "preview the branches matching this pattern (path.Match; repeat for more)")
+	ttl := fs.Duration("previews-ttl", 0, "how long a preview's commit stays published (0: as long as its ref)")
+	maxPreviews := fs.Int("previews-max", previews.DefaultMax, fmt.Sprintf("most previews at once, 1-%d", previews.MaxMax))
 	_ = fs.Parse(args)
 	if *repoURL == "" || *ref == "" {
 		return errors.New("fetch: --url and --ref are required")
+	}
+	pv := previews.Settings{PullRequests: *prs, Branches: branches, TTL: *ttl, Max: *maxPreviews}
+	if *maxPreviews < 1 {
+		return fmt.Errorf("fetch: --previews-max must be 1 to %d", previews.MaxMax)
+	}
+	if err := pv.Validate(); err != nil {
+		return fmt.Errorf("fetch: --previews-*: %w", err)
 	}
 	if *history < 1 || *history > contentagent.MaxHistory {
 		return fmt.Errorf("fetch: --history must be 1 to %d", contentagent.MaxHistory)
@@ -124,6 +140,8 @@ func fetch(ctx context.Context, args []string) error {
 		StatusFile:        *status,
 		History:           *history,
 		PinTokenFile:      *pinToken,
+		Previews:          pv,
+		PreviewDir:        filepath.Join(*dir, "previews"),
 	}
 	if err := f.Init(); err != nil {
 		return err
@@ -156,13 +174,33 @@ func pull(ctx context.Context, args []string) error {
 	admin := fs.String("server-admin", "", "the server's admin base URL (http://127.0.0.1:9090): after a flip, wait for its "+
 		"hyperstatic_reloads_total to pass the value before the flip (or --reload-wait) before flipping again or removing old trees")
 	reloadWait := fs.Duration("reload-wait", 5*time.Second, "longest wait for the server's reload after a flip (with --server-admin)")
+	sitesDir := fs.String("sites-dir", "", "a site with previews: lay out the server's --sites DIR here (production and the previews) instead of --dir")
+	var hosts stringList
+	fs.Var(&hosts, "host", "with --sites-dir: a host of production (repeat for each)")
+	siteName := fs.String("site-name", "", "with --sites-dir: the site's name, in each preview's host <preview>--<site>.<domain>")
+	domain := fs.String("previews-domain", "", "with --sites-dir: the domain of the previews' hosts")
+	value := fs.String("site-value", "", "with --sites-dir: the site value file, embedded in every entry of the index")
+	entryFiles := fs.Int64("entry-max-files", int64(gitsource.DefaultMaxEntries), "with --sites-dir: each entry's maxFiles")
+	entryBytes := fs.Int64("entry-max-bytes", gitsource.DefaultMaxBytes, "with --sites-dir: each entry's maxBytes")
+	entryRPS := fs.Int64("entry-requests-per-second", 0, "with --sites-dir: each entry's requestsPerSecond (0: none)")
 	_ = fs.Parse(args)
 	if *fetcher == "" {
 		return errors.New("pull: --fetcher is required")
 	}
+	storeDir := *dir
+	var layout *contentagent.SitesLayout
+	if *sitesDir != "" {
+		if len(hosts) == 0 || *siteName == "" || *domain == "" || *value == "" {
+			return errors.New("pull: --sites-dir needs --host, --site-name, --previews-domain and --site-value")
+		}
+		layout = &contentagent.SitesLayout{Dir: *sitesDir, Hosts: hosts, Site: *siteName, Domain: *domain, ValueFile: *value,
+			Limits: poolindex.Limits{MaxFiles: *entryFiles, MaxBytes: *entryBytes, RequestsPerSecond: *entryRPS}}
+		storeDir = filepath.Join(layout.ContentDir(), contentagent.ProductionID)
+	}
 	p := &contentagent.Puller{
 		FetcherURL:  strings.TrimSuffix(*fetcher, "/"),
-		Store:       &gitsource.Store{Dir: *dir},
+		Store:       &gitsource.Store{Dir: storeDir},
+		Sites:       layout,
 		MaxBytes:    *maxBytes,
 		MaxEntries:  *maxEntries,
 		MaxDepth:    *maxDepth,
@@ -216,3 +254,9 @@ func serve(ctx context.Context, addr string, srv *http.Server, wrap func(net.Lis
 	}
 	return nil
 }
+
+// stringList is a repeated string flag.
+type stringList []string
+
+func (l *stringList) String() string     { return strings.Join(*l, ",") }
+func (l *stringList) Set(v string) error { *l = append(*l, v); return nil }

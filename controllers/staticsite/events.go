@@ -89,6 +89,7 @@ func (r *Reconciler) recordTransitions(before, after *v1alpha1.StaticSite) {
 	r.recordAutoPlacement(before, after) // poolauto.go
 	r.recordGitRevisionServed(before, after)
 	r.recordDeployPinned(before, after) // deploystatus.go
+	r.recordPreviews(before, after)     // previewevents.go
 	if tr := transition(v1alpha1.ConditionPinned); tr.Changed() && tr.After.Status != metav1.ConditionUnknown {
 		// Pinned=False is by design on fractional CPUs: news either way, never a Warning.
 		r.Recorder.Event(after, corev1.EventTypeNormal, eventPinnedPrefix+string(tr.After.Status), tr.After.Message)

@@ -37,6 +37,7 @@ import (
 	"hyperstatic.dev/hyperstatic/internal/gitsource"
 	"hyperstatic.dev/hyperstatic/internal/gittestserver"
 	"hyperstatic.dev/hyperstatic/internal/podmetrics"
+	"hyperstatic.dev/hyperstatic/internal/previews"
 	"hyperstatic.dev/hyperstatic/internal/serverbin"
 	"hyperstatic.dev/hyperstatic/internal/testenv"
 )
@@ -157,18 +158,21 @@ func all(checks ...func(*v1alpha1.StaticSite) error) func(*v1alpha1.StaticSite) 
 
 // testFetcher is the fetcher pod of a site: the pod object, and the real fetcher playing its container.
 type testFetcher struct {
-	f         *contentagent.Fetcher
-	pod       *corev1.Pod
-	ticks     chan time.Time
-	synced    chan contentagent.Revision
-	url       string // the fetcher's port, http://127.0.0.1:PORT
-	secretDir string
-	secret    string   // the credentials Secret's name
-	keys      []string // the keys its volume names
-	ns        string
-	started   atomic.Bool
-	startLoop func()
-	stop      func()
+	f      *contentagent.Fetcher
+	pod    *corev1.Pod
+	ticks  chan time.Time
+	synced chan contentagent.Revision
+	// previewTicks end the previews' interval; rounds reports each previews round.
+	previewTicks chan time.Time
+	rounds       chan contentagent.Revision
+	url          string // the fetcher's port, http://127.0.0.1:PORT
+	secretDir    string
+	secret       string   // the credentials Secret's name
+	keys         []string // the keys its volume names
+	ns           string
+	started      atomic.Bool
+	startLoop    func()
+	stop         func()
 }
 
 // fetchFlags parses the fetcher container's arguments with the flags of `content-agent fetch` (their names and
@@ -179,7 +183,12 @@ type fetchFlags struct {
 	interval                                                                              time.Duration
 	maxBytes                                                                              int64
 	history                                                                               int
+	previews                                                                              previews.Settings
 }
+
+// previewInterval is the previews' listing interval the harness gives a fetcher: its timer is the test's
+// previewTicks, apart from production's.
+const previewInterval = 97 * time.Hour
 
 func parseFetchArgs(t *testing.T, args []string) fetchFlags {
 	t.Helper()
@@ -202,6 +211,10 @@ func parseFetchArgs(t *testing.T, args []string) fetchFlags {
 	fs.StringVar(&f.webhookListen, "webhook-listen", "", "")
 	fs.IntVar(&f.history, "history", 0, "")
 	fs.StringVar(&f.pinTokenFile, "pin-token-file", "", "")
+	fs.BoolVar(&f.previews.PullRequests, "previews-pull-requests", false, "")
+	fs.Func("previews-branch", "", func(v string) error { f.previews.Branches = append(f.previews.Branches, v); return nil })
+	fs.DurationVar(&f.previews.TTL, "previews-ttl", 0, "")
+	fs.IntVar(&f.previews.Max, "previews-max", previews.DefaultMax, "")
 	testenv.Must(t, fs.Parse(args[1:]))
 	if fs.NArg() != 0 {
 		t.Fatalf("fetcher args %q leave %q unparsed", args, fs.Args())
@@ -219,7 +232,8 @@ func startGitFetcher(t *testing.T, ns, site string) *testFetcher {
 	c := d.Spec.Template.Spec.Containers[0]
 	args := parseFetchArgs(t, c.Args)
 	dir := t.TempDir()
-	tf := &testFetcher{ticks: make(chan time.Time), synced: make(chan contentagent.Revision, 100), ns: ns}
+	tf := &testFetcher{ticks: make(chan time.Time), synced: make(chan contentagent.Revision, 100), ns: ns,
+		previewTicks: make(chan time.Time), rounds: make(chan contentagent.Revision, 100)}
 	var check func(string) error
 	if args.checkServer != "" {
 		check = contentagent.ServerCheck(serverbin.Require(t), time.Minute, gitsource.DefaultMaxEntries, gitsource.DefaultMaxDepth)
@@ -234,11 +248,17 @@ func startGitFetcher(t *testing.T, ns, site string) *testFetcher {
 			if d == args.interval {
 				return tf.ticks
 			}
+			if d == previewInterval {
+				return tf.previewTicks
+			}
 			return time.After(d) // a long poll's bound: no assertion depends on it
 		},
 		OnSync:  func(_ string, rev contentagent.Revision) { tf.synced <- rev },
 		Log:     quiet,
 		History: args.history,
+		// The previews of spec.previews, as the flags say; their loop has its own timer (previewTicks).
+		Previews: args.previews, PreviewDir: filepath.Join(dir, "previews"), PreviewInterval: previewInterval,
+		OnPreviews: func(_ string, rev contentagent.Revision) { tf.rounds <- rev },
 	}
 	if args.pinTokenFile != "" {
 		tf.f.PinTokenFile = pinTokenFile(t, d, c, args.pinTokenFile, filepath.Join(dir, "pin"))

@@ -70,7 +70,8 @@ func deriveStatus(site *v1alpha1.StaticSite, o *observation) v1alpha1.StaticSite
 		// or what the last pass said).
 		s.ContentRevision = o.git.ContentRevision(site)
 	}
-	s.Deploys = o.git.Deploys(site) // gitcontent/deploystatus.go
+	s.Deploys = o.git.Deploys(site)   // gitcontent/deploystatus.go
+	s.Previews = o.git.Previews(site) // gitcontent/previewstatus.go
 	mem := o.memory.DeepCopy()
 	s.Memory = &mem
 	if d := o.deployment; d != nil {

@@ -54,8 +54,9 @@ func (b *board) waitFor(ctx context.Context, cond func(Revision) bool) (Revision
 // With &commit=<commit> too, a new commit answers even when its tree, and so its digest, is the same (a commit
 // that changed only files outside the served path): every pod then reports the new commit. With &failed=<time>
 // (the RFC 3339 time of the last failure the caller has, "" for none) a new failure or a success after one
-// answers too: the operator's watch (internal/gitrevision) wakes on those, the pullers never ask. Without wait it
-// answers at once.
+// answers too: the operator's watch (internal/gitrevision) wakes on those, the pullers never ask. With
+// &previews=<tag> (previewsTag of the previews the caller has, "" for none) any change of the previews answers:
+// the pullers of a site with previews ask so. Without wait it answers at once.
 func serveRevision(b *board, after func(time.Duration) <-chan time.Time, timeout time.Duration) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		rev, _ := b.get()
@@ -73,7 +74,8 @@ func serveRevision(b *board, after func(time.Duration) <-chan time.Time, timeout
 			var err error
 			rev, err = b.waitFor(ctx, func(rev Revision) bool {
 				return rev.Digest != have || (q.Has("commit") && rev.Commit != haveCommit) ||
-					(q.Has("failed") && !sameFailure(rev.LastError, q.Get("failed")))
+					(q.Has("failed") && !sameFailure(rev.LastError, q.Get("failed"))) ||
+					(q.Has("previews") && previewsTag(rev.Previews) != q.Get("previews"))
 			})
 			if err != nil && r.Context().Err() != nil {
 				return // the caller left

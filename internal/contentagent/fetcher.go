@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"hyperstatic.dev/hyperstatic/internal/gitsource"
+	"hyperstatic.dev/hyperstatic/internal/previews"
 )
 
 // Triggers of a fetch, as they appear in metrics, logs and Fetcher.OnSync.
@@ -53,6 +54,15 @@ type Fetcher struct {
 	// PinTokenFile holds the bearer token POST /pin requires, read at every request; empty or unreadable: every
 	// pin is refused (pin.go).
 	PinTokenFile string
+	// Previews, when enabled, makes the fetcher follow the site's pull requests and branches beside production
+	// (previews.go); their trees go under PreviewDir.
+	Previews   previews.Settings
+	PreviewDir string
+	// PreviewInterval is the previews' listing interval (Interval when 0): the tests give the two loops their own
+	// timers; the command line sets none.
+	PreviewInterval time.Duration
+	// OnPreviews, when set, is called after every previews round with its trigger and the revision then published.
+	OnPreviews func(trigger string, rev Revision)
 	// StatusFile, when set, receives the Revision (with LastError) as JSON after every attempt.
 	StatusFile string
 	Log        *slog.Logger
@@ -69,6 +79,11 @@ type Fetcher struct {
 	inFlight chan struct{}
 	board    *board
 	metrics  *metrics
+	// previewEvents holds one accepted event for the previews' loop; previewsDone (guarded by previewMu) the refs
+	// closed or expired at a commit (previews.go).
+	previewEvents chan struct{}
+	previewMu     sync.Mutex
+	previewsDone  map[string]string
 }
 
 // Init prepares the bundle directory and loads the last published revision, if its bundle is still there.
@@ -111,6 +126,9 @@ func (f *Fetcher) Init() error {
 		rev = publishing(rev, rev.Deploys, "", f.Now())
 	}
 	rev.LastError = nil
+	if err := f.initPreviews(&rev); err != nil {
+		return err
+	}
 	f.board = newBoard(rev)
 	if rev.Digest != "" {
 		f.metrics.setRevision(rev.Commit)
@@ -126,8 +144,17 @@ func (f *Fetcher) Revision() (Revision, <-chan struct{}) { return f.board.get() 
 // the gap after the previous one runs (WebhookMinGap); the pushes announced inside it are taken by one fetch at
 // its end, or by an interval fetch that comes first. The interval counts from the last fetch of any kind.
 func (f *Fetcher) Run(ctx context.Context) {
-	f.sync(ctx, TriggerStart)
-	tick := f.After(f.Interval)
+	if f.Previews.Enabled() {
+		go f.runPreviews(ctx)
+	}
+	f.loop(ctx, f.Interval, f.pushes, f.sync)
+}
+
+// loop runs sync at once, then every Interval and on events (a webhook's), with the minimum gap between the
+// fetches events start: production's loop and the previews' loop alike.
+func (f *Fetcher) loop(ctx context.Context, interval time.Duration, events <-chan struct{}, sync func(context.Context, string)) {
+	sync(ctx, TriggerStart)
+	tick := f.After(interval)
 	var gapEnd <-chan time.Time // set while the gap after a webhook's fetch runs
 	pending := false            // a push announced inside the gap waits for its end
 	for {
@@ -135,15 +162,15 @@ func (f *Fetcher) Run(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-tick:
-			f.sync(ctx, TriggerInterval)
+			sync(ctx, TriggerInterval)
 			pending = false // this fetch started after every push announced so far: it saw them
-		case <-f.pushes:
+		case <-events:
 			if gapEnd != nil {
 				pending = true
 				f.metrics.coalesced.Inc()
 				continue
 			}
-			f.sync(ctx, TriggerWebhook)
+			sync(ctx, TriggerWebhook)
 			gapEnd = f.gap()
 		case <-gapEnd:
 			gapEnd = nil
@@ -151,10 +178,10 @@ func (f *Fetcher) Run(ctx context.Context) {
 				continue
 			}
 			pending = false
-			f.sync(ctx, TriggerWebhook)
+			sync(ctx, TriggerWebhook)
 			gapEnd = f.gap()
 		}
-		tick = f.After(f.Interval)
+		tick = f.After(interval)
 	}
 }
 
@@ -282,6 +309,11 @@ func writeJSON(path string, v any) error {
 	if err != nil {
 		return err
 	}
+	return writeFileAtomic(path, data)
+}
+
+// writeFileAtomic replaces path with data in one rename.
+func writeFileAtomic(path string, data []byte) error {
 	tmp := path + ".tmp"
 	if err := os.WriteFile(tmp, data, 0o644); err != nil {
 		return err

@@ -28,7 +28,8 @@ func (f *Fetcher) Handler() http.Handler {
 }
 
 // serveBundle answers the bundle named by its digest. A digest names one content forever, so the answer is
-// immutable; unknown (or pruned) digests are 404, malformed ones 400, and no other file of the directory is
+// immutable; production's bundles and the previews' are both served (two directories, pruned apart); unknown
+// (or pruned) digests are 404, malformed ones 400, and no other file of the directory is
 // reachable.
 func (f *Fetcher) serveBundle(w http.ResponseWriter, r *http.Request) {
 	digest := r.PathValue("digest")
@@ -36,7 +37,11 @@ func (f *Fetcher) serveBundle(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "not a sha256 digest", http.StatusBadRequest)
 		return
 	}
-	if serveBundleFile(w, r, f.bundlePath(digest), digest) {
+	path := f.bundlePath(digest)
+	if !exists(path) && f.Previews.Enabled() {
+		path = bundleFile(f.previewBundleDir(), digest) // a preview's (previews.go)
+	}
+	if serveBundleFile(w, r, path, digest) {
 		f.metrics.downloads.Inc()
 	}
 }

@@ -88,7 +88,7 @@ func publishing(rev Revision, history []Deploy, pin string, now time.Time) Revis
 		history[i].LastServed = time.Time{}
 	}
 	return Revision{Digest: d.Bundle, Size: d.Size, Commit: d.Commit, CommitTime: d.Committed, Ref: d.Ref,
-		LastError: rev.LastError, Deploys: history, Pin: pin}
+		LastError: rev.LastError, Deploys: history, Pin: pin, Previews: rev.Previews, PreviewsSkipped: rev.PreviewsSkipped, PreviewsTag: rev.PreviewsTag}
 }
 
 // bundlesOf returns the digests of history's bundles: the ones the fetcher keeps on disk.

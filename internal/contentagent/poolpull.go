@@ -386,10 +386,14 @@ func (p *PoolPuller) removeSite(id string) {
 	p.Log.Info("site left the index; its trees are removed", "site", id)
 }
 
-// signal creates Dir/.ready/<id>: a file written under a temporary name in the same directory, then renamed, so
-// the server's one watch of that directory sees the whole name appear.
-func (p *PoolPuller) signal(id string) error {
-	ready := filepath.Join(p.Dir, ReadyDir)
+// signal creates Dir/.ready/<id> (signalReady).
+func (p *PoolPuller) signal(id string) error { return signalReady(p.Dir, id) }
+
+// signalReady creates dir/.ready/<id>: a file written under a temporary name in the same directory, then renamed,
+// so the server's one watch of that directory sees the whole name appear. The pool puller and a previews site's
+// puller (previewlayout.go) signal the server so.
+func signalReady(dir, id string) error {
+	ready := filepath.Join(dir, ReadyDir)
 	target, err := siteDir(ready, id)
 	if err != nil {
 		return err

@@ -17,8 +17,9 @@ import (
 	"hyperstatic.dev/hyperstatic/internal/gitsource"
 )
 
-// maxRevisionBytes bounds a /revision answer: a few hundred bytes of JSON plus an error message.
-const maxRevisionBytes = 64 << 10
+// maxRevisionBytes bounds a /revision answer: a few hundred bytes of JSON plus an error message, the history, and
+// up to previews.MaxMax previews with theirs (previews.go).
+const maxRevisionBytes = 256 << 10
 
 // A bundle longer than MaxBytes + tarOverhead + MaxEntries × entryTarOverhead is refused unread: beyond its
 // files' bytes it holds, per entry, a 512-byte header, PAX records for a long name (a header and its blocks) and
@@ -60,8 +61,15 @@ type Puller struct {
 	// ReloadWait bounds that wait (5 s when 0).
 	ReloadWait time.Duration
 
+	// Sites, when set, makes the puller lay out the server's --sites mode: production and the fetcher's previews
+	// (previewlayout.go). The Store's Dir must then be Sites.ContentDir()/ProductionID.
+	Sites *SitesLayout
+
 	board   *board
 	metrics *metrics
+	// served are the previews installed, previewsHave the tag of the fetcher's list they follow (Run's goroutine).
+	served       map[string]*servedPreview
+	previewsHave string
 	// history is the commits of the fetcher's last deploys (at most MaxHistory): their trees are kept (the
 	// Store's Retain), so a pin flips to one on disk. Only Run's goroutine uses it.
 	history []string
@@ -99,7 +107,12 @@ func (p *Puller) Init() error {
 	if err != nil {
 		return err
 	}
-	p.board = newBoard(Revision{Commit: cur})
+	if p.Sites != nil {
+		if err := p.initLayout(); err != nil {
+			return err
+		}
+	}
+	p.board = newBoard(Revision{Commit: cur, Previews: p.servedPreviewsOrNil()})
 	if cur != "" {
 		p.metrics.setRevision(cur)
 	}
@@ -148,8 +161,13 @@ func (p *Puller) step(ctx context.Context, have Revision) error {
 		return err
 	}
 	p.history = historyTrees(rev.Deploys)
+	if p.Sites != nil {
+		if err := p.followPreviews(ctx, rev); err != nil {
+			return err
+		}
+	}
 	if rev.Digest == have.Digest && rev.Commit == have.Commit {
-		return nil // the long poll timed out
+		return nil // the long poll timed out, or only the previews changed
 	}
 	cur, err := p.Store.Current()
 	if err != nil {
@@ -163,11 +181,17 @@ func (p *Puller) step(ctx context.Context, have Revision) error {
 		}
 	}
 	p.board.update(func(r *Revision) {
-		*r = Revision{Digest: rev.Digest, Size: rev.Size, Commit: rev.Commit, CommitTime: rev.CommitTime, Ref: rev.Ref}
+		*r = Revision{Digest: rev.Digest, Size: rev.Size, Commit: rev.Commit, CommitTime: rev.CommitTime, Ref: rev.Ref,
+			Previews: r.Previews}
 	})
 	p.metrics.setRevision(rev.Commit)
 	p.metrics.bundleSize.Set(float64(rev.Size))
 	p.metrics.lastOK.Set(float64(time.Now().UnixNano()) / 1e9)
+	if flip && p.Sites != nil {
+		if err := signalReady(p.Sites.ContentDir(), ProductionID); err != nil {
+			p.Log.Warn("signalling the server", "error", err)
+		}
+	}
 	if flip {
 		p.metrics.attempts.WithLabelValues("changed").Inc()
 		p.Log.Info("installed", "commit", rev.Commit, "digest", rev.Digest)
@@ -196,7 +220,11 @@ func (p *Puller) afterFlip(ctx context.Context, prev string, before reloadMark) 
 
 // poll is GET /revision?wait=<digest>&commit=<commit> of what the puller has.
 func (p *Puller) poll(ctx context.Context, have Revision) (Revision, error) {
-	u := p.FetcherURL + "/revision?" + url.Values{"wait": {have.Digest}, "commit": {have.Commit}}.Encode()
+	q := url.Values{"wait": {have.Digest}, "commit": {have.Commit}}
+	if p.Sites != nil {
+		q.Set("previews", p.previewsHave)
+	}
+	u := p.FetcherURL + "/revision?" + q.Encode()
 	var rev Revision
 	body, err := p.get(ctx, u, maxRevisionBytes)
 	if err != nil {

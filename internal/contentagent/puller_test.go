@@ -132,7 +132,7 @@ func TestPullerKeepsTheLastGoodTree(t *testing.T) {
 			t.Logf("%s: %s: %s", name, rev.LastError.Reason, rev.LastError.Message)
 		}
 	}
-	hf.set(bytes.Repeat([]byte(" "), 128<<10), nil)
+	hf.set(bytes.Repeat([]byte(" "), 512<<10), nil)
 	pod.backoff.fire <- time.Now()
 	<-pod.backoff.asked
 	if rev, _ := pod.p.Revision(); rev.LastError == nil || !strings.Contains(rev.LastError.Message, "over") {

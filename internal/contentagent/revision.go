@@ -29,6 +29,13 @@ type Revision struct {
 	Deploys []Deploy `json:"deploys,omitempty"`
 	// Pin is the commit the fetcher publishes in place of the ref's newest (POST /pin); "" when following the ref.
 	Pin string `json:"pin,omitempty"`
+	// Previews are the previews the fetcher publishes beside production (previews.go); absent from a puller's
+	// answer and when the site has none.
+	Previews []Preview `json:"previews,omitempty"`
+	// PreviewsTag names the previews list (?previews= of the long poll; "" for none).
+	PreviewsTag string `json:"previewsTag,omitempty"`
+	// PreviewsSkipped counts the refs that would be previewed but for the cap (previews.Settings.Max).
+	PreviewsSkipped int `json:"previewsSkipped,omitempty"`
 }
 
 // Failure is why the last attempt did not publish: Reason is a gitsource.Reason (a condition reason as is) or

@@ -103,7 +103,10 @@ func (f *Fetcher) limitInFlight(next http.Handler) http.Handler {
 }
 
 func (f *Fetcher) serveHook(w http.ResponseWriter, r *http.Request) {
-	push, err := gitwebhook.Parse(r, f.webhookSecret(), 0)
+	ev, err := gitwebhook.ParseEvent(r, f.webhookSecret(), 0)
+	if err == nil && ev.PullRequest != nil && !f.Previews.PullRequests {
+		err = &gitwebhook.Error{Kind: gitwebhook.NotPush, Msg: "a pull request event: this site has no previews of them"}
+	}
 	if err != nil {
 		kind := gitwebhook.KindOf(err)
 		f.metrics.webhooks.WithLabelValues(string(kind)).Inc()
@@ -116,15 +119,46 @@ func (f *Fetcher) serveHook(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), status)
 		return
 	}
-	if !push.SameRepo(f.Source.URL) || !f.followsRef(push.Ref) {
-		f.metrics.webhooks.WithLabelValues("ignored").Inc()
-		w.WriteHeader(http.StatusAccepted)
-		_, _ = w.Write([]byte("not this site's repository and ref: ignored\n"))
+	if pr := ev.PullRequest; pr != nil {
+		if !pr.SameRepo(f.Source.URL) {
+			f.ignored(w)
+			return
+		}
+		f.pullRequestClosed(pr.Ref, pr.Head, pr.Closed)
+		f.metrics.webhooks.WithLabelValues("accepted").Inc()
+		f.notifyPreviews()
+		_, _ = w.Write([]byte("pull request event accepted: the previews follow\n"))
+		return
+	}
+	push := *ev.Push
+	production, preview := push.SameRepo(f.Source.URL) && f.followsRef(push.Ref), f.previewsRef(push)
+	if !production && !preview {
+		f.ignored(w)
 		return
 	}
 	f.metrics.webhooks.WithLabelValues("accepted").Inc()
-	f.notifyPush()
+	if production {
+		f.notifyPush()
+	}
+	if preview {
+		f.notifyPreviews()
+	}
 	_, _ = w.Write([]byte("push accepted: a fetch follows\n"))
+}
+
+// previewsRef is true when push moved (or deleted) a branch the previews follow.
+func (f *Fetcher) previewsRef(push gitwebhook.Push) bool {
+	if !f.Previews.Enabled() || !push.SameRepo(f.Source.URL) {
+		return false
+	}
+	_, ok := f.Previews.Name(push.Ref, f.productionRef())
+	return ok
+}
+
+func (f *Fetcher) ignored(w http.ResponseWriter) {
+	f.metrics.webhooks.WithLabelValues("ignored").Inc()
+	w.WriteHeader(http.StatusAccepted)
+	_, _ = w.Write([]byte("not this site's repository and ref: ignored\n"))
 }
 
 var fullHash = regexp.MustCompile(`^[0-9a-f]{40}$`)

@@ -3,7 +3,6 @@ package contract
 import (
 	"context"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -175,13 +174,5 @@ func writePoolTree(t *testing.T, dir, id string, files map[string]string) {
 // getByHost is GET / on the server's HTTP port with Host host: the status and the body.
 func getByHost(t *testing.T, srv *serverbin.Process, host string) (int, string) {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodGet, "http://"+srv.HTTPAddr+"/", nil)
-	testenv.Must(t, err)
-	req.Host = host
-	resp, err := http.DefaultClient.Do(req)
-	testenv.Must(t, err)
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	testenv.Must(t, err)
-	return resp.StatusCode, string(body)
+	return srv.GetByHost(t, host, "/")
 }

@@ -101,3 +101,32 @@ func TestPinTheRealFetcher(t *testing.T) {
 		t.Errorf("after the unpin /revision says %s, want %s", got.Commit, c2)
 	}
 }
+
+func TestParsePreviews(t *testing.T) {
+	const c, b = "0123456789abcdef0123456789abcdef01234567", "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+	good := `{"previews":[{"name":"pr-1","ref":"refs/pull/1/head","commit":"` + c + `","bundle":"` + b + `"},` +
+		`{"name":"mr-2","ref":"refs/merge-requests/2/head","error":{"reason":"InvalidContent","message":"bad\u0007"},"failedCommit":"` + c + `"}],` +
+		`"previewsSkipped":3,"previewsTag":"abc"}`
+	rev, err := Parse([]byte(good))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rev.Previews) != 2 || rev.PreviewsSkipped != 3 || rev.PreviewsTag != "abc" ||
+		rev.Previews[1].Failure.Reason != "GitInvalidContent" || strings.ContainsRune(rev.Previews[1].Failure.Message, 7) {
+		t.Fatalf("%+v", rev)
+	}
+	for name, bad := range map[string]string{
+		"a name that is no label":  `{"previews":[{"name":"pr--1","ref":"refs/pull/1/head"}]}`,
+		"a host in the name":       `{"previews":[{"name":"a.evil.com","ref":"refs/pull/1/head"}]}`,
+		"a name twice":             `{"previews":[{"name":"pr-1","ref":"refs/pull/1/head"},{"name":"pr-1","ref":"refs/pull/2/head"}]}`,
+		"a ref outside refs/":      `{"previews":[{"name":"pr-1","ref":"HEAD"}]}`,
+		"a commit without bundle":  `{"previews":[{"name":"pr-1","ref":"refs/pull/1/head","commit":"` + c + `"}]}`,
+		"a short commit":           `{"previews":[{"name":"pr-1","ref":"refs/pull/1/head","commit":"abc","bundle":"` + b + `"}]}`,
+		"a bad failedCommit":       `{"previews":[{"name":"pr-1","ref":"refs/pull/1/head","failedCommit":"zz"}]}`,
+		"a negative skipped count": `{"previewsSkipped":-1}`,
+	} {
+		if _, err := Parse([]byte(bad)); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+}

@@ -31,9 +31,9 @@ import (
 // Path is the endpoint both processes answer.
 const Path = "/revision"
 
-// MaxBytes is the most of a /revision answer read: a few hundred bytes of JSON and a bounded failure message (the
-// puller refuses a fetcher's answer over the same 64 KiB).
-const MaxBytes = 64 << 10
+// MaxBytes is the most of a /revision answer read: a few hundred bytes of JSON, a bounded failure message, the
+// history and the previews (the puller refuses a fetcher's answer over the same 256 KiB).
+const MaxBytes = 256 << 10
 
 // maxSize bounds a bundle size taken from a pod: far above the CRD's 16Gi maxSize plus tar headers.
 const maxSize = 1 << 40
@@ -59,6 +59,11 @@ type Revision struct {
 	Deploys []Deploy
 	// Pin is the commit the fetcher publishes in place of the ref's newest ("" when it follows the ref).
 	Pin string
+	// Previews are the fetcher's previews, or those a pod serves, checked (previews.go); PreviewsSkipped the
+	// refs left out by the cap; PreviewsTag the fetcher's name of the list, for the long poll.
+	Previews        []Preview
+	PreviewsSkipped int
+	PreviewsTag     string
 }
 
 // Published says a commit is there: the fetcher published one, or the pod serves one.
@@ -91,18 +96,24 @@ var reasons = map[string]string{
 // answer is the JSON of /revision: internal/contentagent's Revision and Failure, field for field (the tests hold
 // the two together), declared here so that the operator does not link the agent and go-git.
 type answer struct {
-	Digest     string    `json:"digest,omitempty"`
-	Size       int64     `json:"size,omitempty"`
-	Commit     string    `json:"commit,omitempty"`
-	CommitTime time.Time `json:"commitTime,omitzero"`
-	Ref        string    `json:"ref,omitempty"`
-	LastError  *struct {
-		Reason  string    `json:"reason"`
-		Message string    `json:"message"`
-		Time    time.Time `json:"time"`
-	} `json:"lastError,omitempty"`
-	Deploys []deployAnswer `json:"deploys,omitempty"`
-	Pin     string         `json:"pin,omitempty"`
+	Digest          string          `json:"digest,omitempty"`
+	Size            int64           `json:"size,omitempty"`
+	Commit          string          `json:"commit,omitempty"`
+	CommitTime      time.Time       `json:"commitTime,omitzero"`
+	Ref             string          `json:"ref,omitempty"`
+	LastError       *failure        `json:"lastError,omitempty"`
+	Deploys         []deployAnswer  `json:"deploys,omitempty"`
+	Pin             string          `json:"pin,omitempty"`
+	Previews        []previewAnswer `json:"previews,omitempty"`
+	PreviewsSkipped int             `json:"previewsSkipped,omitempty"`
+	PreviewsTag     string          `json:"previewsTag,omitempty"`
+}
+
+// failure is contentagent's Failure.
+type failure struct {
+	Reason  string    `json:"reason"`
+	Message string    `json:"message"`
+	Time    time.Time `json:"time"`
 }
 
 // ConditionReason is the ContentAvailable reason of a fetcher's failure reason: its Git-prefixed name when the
@@ -147,6 +158,9 @@ func Parse(data []byte) (Revision, error) {
 		}
 	}
 	if err := parseDeploys(&rev, raw); err != nil {
+		return Revision{}, err
+	}
+	if err := parsePreviews(&rev, raw); err != nil {
 		return Revision{}, err
 	}
 	return rev, nil
@@ -205,10 +219,11 @@ func (h *HTTPReader) Read(ctx context.Context, pod *corev1.Pod, port int) (Revis
 	return h.get(ctx, h.Client, pod, port, "")
 }
 
-// Wait implements Waiter with the process's long poll: ?wait=<digest>&commit=<commit>&failed=<time> answers when
-// any of the three differs, or when the process's wait ends (then with have's equal). Bounded like Read.
+// Wait implements Waiter with the process's long poll: ?wait=<digest>&commit=<commit>&failed=<time>&previews=<tag>
+// answers when any of the four differs, or when the process's wait ends (then with have's equal). Bounded like Read.
 func (h *HTTPReader) Wait(ctx context.Context, pod *corev1.Pod, port int, have Revision) (Revision, error) {
-	q := url.Values{"wait": {have.Digest}, "commit": {have.Commit}, "failed": {failureTime(have.Failure)}}
+	q := url.Values{"wait": {have.Digest}, "commit": {have.Commit}, "failed": {failureTime(have.Failure)},
+		"previews": {have.PreviewsTag}}
 	c := h.WaitClient
 	if c == nil {
 		c = &http.Client{Timeout: waitClientTimeout}

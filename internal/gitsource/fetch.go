@@ -42,10 +42,42 @@ func Resolve(ctx context.Context, src Source) (Target, error) {
 	if h, ok := commitHash(src.Ref); ok {
 		return Target{Commit: h}, nil
 	}
+	byName, err := listRefs(ctx, src)
+	if err != nil {
+		return Target{}, err
+	}
+	if t, ok := resolveIn(byName, src.Ref); ok {
+		return t, nil
+	}
+	return Target{}, newError(RefNotFound, nil, "%s has no branch or tag %q", redact(src.URL), src.Ref)
+}
+
+// Refs is one listing of a remote's refs (full name → commit, annotated tags peeled).
+type Refs map[string]plumbing.Hash
+
+// ListRefs asks the remote for all its refs at once (one ref advertisement, no objects): the previews' fetcher
+// resolves every preview, and production's ref, from one listing per interval.
+func ListRefs(ctx context.Context, src Source) (Refs, error) {
+	byName, err := listRefs(ctx, src)
+	if err != nil {
+		return nil, err
+	}
+	out := Refs{}
+	for name, h := range byName {
+		if base, peeled := strings.CutSuffix(name, "^{}"); peeled {
+			out[base] = h
+		} else if _, has := out[name]; !has {
+			out[name] = h
+		}
+	}
+	return out, nil
+}
+
+func listRefs(ctx context.Context, src Source) (map[string]plumbing.Hash, error) {
 	rem := git.NewRemote(memory.NewStorage(), &config.RemoteConfig{Name: "origin", URLs: []string{src.URL}})
 	refs, err := rem.ListContext(ctx, &git.ListOptions{Auth: src.Auth, CABundle: src.CABundle, PeelingOption: git.AppendPeeled})
 	if err != nil {
-		return Target{}, classify(err, src, "listing the refs of %s", redact(src.URL))
+		return nil, classify(err, src, "listing the refs of %s", redact(src.URL))
 	}
 	byName := map[string]plumbing.Hash{}
 	for _, r := range refs {
@@ -53,7 +85,12 @@ func Resolve(ctx context.Context, src Source) (Target, error) {
 			byName[r.Name().String()] = r.Hash()
 		}
 	}
-	for _, name := range refCandidates(src.Ref) {
+	return byName, nil
+}
+
+// resolveIn looks ref up in a listing with its peeled entries.
+func resolveIn(byName map[string]plumbing.Hash, ref string) (Target, bool) {
+	for _, name := range refCandidates(ref) {
 		h, ok := byName[name]
 		if !ok {
 			continue
@@ -61,9 +98,9 @@ func Resolve(ctx context.Context, src Source) (Target, error) {
 		if peeled, ok := byName[name+"^{}"]; ok {
 			h = peeled
 		}
-		return Target{Ref: name, Commit: h}, nil
+		return Target{Ref: name, Commit: h}, true
 	}
-	return Target{}, newError(RefNotFound, nil, "%s has no branch or tag %q", redact(src.URL), src.Ref)
+	return Target{}, false
 }
 
 // refCandidates lists the full names a ref may stand for, in the order git itself tries them.

@@ -97,11 +97,17 @@ func (s *Store) Current() (string, error) {
 // Sync makes Dir/current serve the commit src.Ref names now. It returns the revision served and whether it
 // changed. On any error nothing served changes: the last good tree stays current.
 func (s *Store) Sync(ctx context.Context, src Source) (Revision, bool, error) {
-	if err := os.MkdirAll(s.Dir, 0o755); err != nil {
-		return Revision{}, false, err
-	}
 	target, err := Resolve(ctx, src)
 	if err != nil {
+		return Revision{}, false, err
+	}
+	return s.SyncTo(ctx, src, target)
+}
+
+// SyncTo is Sync with the ref already resolved (a listing's Refs.Target): the fetch takes target.Ref by name, so
+// a push since the listing is taken as Sync takes one.
+func (s *Store) SyncTo(ctx context.Context, src Source, target Target) (Revision, bool, error) {
+	if err := os.MkdirAll(s.Dir, 0o755); err != nil {
 		return Revision{}, false, err
 	}
 	cur, err := s.Current()

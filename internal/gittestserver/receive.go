@@ -2,6 +2,7 @@ package gittestserver
 
 import (
 	"context"
+	"io"
 	"net/http"
 
 	"github.com/go-git/go-git/v5/plumbing/protocol/packp"
@@ -35,6 +36,12 @@ func (s *Server) receivePack(w http.ResponseWriter, r *http.Request, ep *transpo
 
 // applyPush stores a push and moves the refs with go-git's receive-pack session (the same over HTTP and SSH).
 func (s *Server) applyPush(ctx context.Context, ep *transport.Endpoint, req *packp.ReferenceUpdateRequest) (*packp.ReportStatus, error) {
+	if refused := refuseHidden(req); refused != nil {
+		if req.Packfile != nil {
+			_, _ = io.Copy(io.Discard, req.Packfile) // the client sent it whole before reading the report
+		}
+		return refused, nil
+	}
 	if onlyDeletes(req) {
 		req.Packfile = nil // a push that only deletes refs sends no packfile; the decoder hands an empty reader
 	}
@@ -55,4 +62,26 @@ func onlyDeletes(req *packp.ReferenceUpdateRequest) bool {
 		}
 	}
 	return len(req.Commands) > 0
+}
+
+// refuseHidden answers a push naming a pull request's ref as GitHub does: the whole push is refused, each command
+// reported, nothing stored.
+func refuseHidden(req *packp.ReferenceUpdateRequest) *packp.ReportStatus {
+	hidden := false
+	for _, c := range req.Commands {
+		hidden = hidden || hiddenRef(c.Name.String())
+	}
+	if !hidden {
+		return nil
+	}
+	rs := packp.NewReportStatus()
+	rs.UnpackStatus = "ok"
+	for _, c := range req.Commands {
+		status := "atomic push failed"
+		if hiddenRef(c.Name.String()) {
+			status = errHiddenRef.Error()
+		}
+		rs.CommandStatuses = append(rs.CommandStatuses, &packp.CommandStatus{ReferenceName: c.Name, Status: status})
+	}
+	return rs
 }

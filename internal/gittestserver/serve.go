@@ -13,10 +13,15 @@ import (
 // empty. HTTPS is what a private forge with an internal CA looks like to a fetcher, which sends credentials over
 // nothing else (off loopback).
 func (s *Server) Serve(l net.Listener, certFile, keyFile string) error {
+	return ServeHandler(l, s, certFile, keyFile)
+}
+
+// ServeHandler is Serve with a handler wrapping the server (e2e/cmd/gitserver adds the forge's pull requests).
+func ServeHandler(l net.Listener, h http.Handler, certFile, keyFile string) error {
 	if (certFile == "") != (keyFile == "") {
 		return errors.New("serving HTTPS needs both a certificate and its key")
 	}
-	hs := &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second}
+	hs := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	if certFile == "" {
 		return hs.Serve(l)
 	}

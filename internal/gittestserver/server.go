@@ -99,6 +99,10 @@ func (s *Server) authorized(r *http.Request) bool {
 	return false
 }
 
+// Authorized is true when r carries the server's credentials (or none are configured): the forge's own
+// endpoints beside Git (e2e/cmd/gitserver's pull requests) take the same ones.
+func (s *Server) Authorized(r *http.Request) bool { return s.authorized(r) }
+
 // SetCredentials replaces the credentials while the server runs (a forge's password or token rotated); the
 // next request is checked against the new ones.
 func (s *Server) SetCredentials(username, password, bearerToken string) {

@@ -9,12 +9,14 @@ import (
 // spec.content.git.url): host (case-insensitive, without port or user) and path (without a trailing ".git" or
 // "/") must match. https://host/org/site.git, ssh://git@host/org/site, git@host:org/site.git and the web URL
 // https://host/org/site are one repository.
-func (p Push) SameRepo(repoURL string) bool {
+func (p Push) SameRepo(repoURL string) bool { return sameRepo(p.RepoURLs, repoURL) }
+
+func sameRepo(urls []string, repoURL string) bool {
 	want, ok := repoKey(repoURL)
 	if !ok {
 		return false
 	}
-	for _, u := range p.RepoURLs {
+	for _, u := range urls {
 		if k, ok := repoKey(u); ok && k == want {
 			return true
 		}

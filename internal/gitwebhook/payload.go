@@ -10,23 +10,28 @@ const zeroCommit = "0000000000000000000000000000000000000000"
 
 // gitHubPush holds the fields of a GitHub push payload this package reads; Gitea's has the same names.
 type gitHubPush struct {
-	Ref        string `json:"ref"`
-	After      string `json:"after"`
-	Deleted    bool   `json:"deleted"`
-	Repository struct {
-		CloneURL string `json:"clone_url"`
-		SSHURL   string `json:"ssh_url"`
-		HTMLURL  string `json:"html_url"`
-	} `json:"repository"`
+	Ref        string           `json:"ref"`
+	After      string           `json:"after"`
+	Deleted    bool             `json:"deleted"`
+	Repository gitHubRepository `json:"repository"`
 }
+
+// gitHubRepository is the repository of a GitHub or Gitea event (push and pull_request alike).
+type gitHubRepository struct {
+	CloneURL string `json:"clone_url"`
+	SSHURL   string `json:"ssh_url"`
+	HTMLURL  string `json:"html_url"`
+}
+
+// urls are the repository's addresses, for SameRepo.
+func (r gitHubRepository) urls() []string { return nonEmpty(r.CloneURL, r.SSHURL, r.HTMLURL) }
 
 func parseGitHubLike(p Provider, body []byte) (Push, error) {
 	var in gitHubPush
 	if err := json.Unmarshal(body, &in); err != nil {
 		return Push{}, fail(BadRequest, "%s push payload: %v", p, err)
 	}
-	r := in.Repository
-	return finish(Push{Provider: p, Ref: in.Ref, After: in.After, Deleted: in.Deleted, RepoURLs: nonEmpty(r.CloneURL, r.SSHURL, r.HTMLURL)})
+	return finish(Push{Provider: p, Ref: in.Ref, After: in.After, Deleted: in.Deleted, RepoURLs: in.Repository.urls()})
 }
 
 // gitLabPush holds the fields of a GitLab push or tag push payload this package reads.

@@ -1,7 +1,8 @@
-// Package gitwebhook reads the push webhooks of GitHub, Gitea and GitLab: it bounds the body it reads, checks
-// the request is authentic (an HMAC-SHA256 of the body for GitHub and Gitea, the shared token for GitLab, both
-// compared in constant time) before it parses a byte of JSON, and returns what a receiver needs to trigger a
-// fetch: the repository's URLs, the ref pushed, and the commit it now points at.
+// Package gitwebhook reads the push and pull-request webhooks of GitHub, Gitea and GitLab: it bounds the body it
+// reads, checks the request is authentic (an HMAC-SHA256 of the body for GitHub and Gitea, the shared token for
+// GitLab, both compared in constant time) before it parses a byte of JSON, and returns what a receiver needs to
+// trigger a fetch: the repository's URLs, the ref pushed (or the pull request's ref), and the commit it now
+// points at.
 package gitwebhook
 
 import (
@@ -53,7 +54,8 @@ const (
 	// BadSignature: the signature or token is missing or wrong (or no secret is configured: nothing is
 	// accepted unauthenticated).
 	BadSignature Kind = "BadSignature"
-	// NotPush: an authentic event that is not a push (GitHub's ping, a merge request...): answer 202, do nothing.
+	// NotPush: an authentic event this package does not read (GitHub's ping, an issue comment...), or for Parse
+	// one that is not a push: answer 202, do nothing.
 	NotPush Kind = "NotPush"
 	// TooLarge: the body is over the limit (or its Content-Length says so); it was not read further.
 	TooLarge Kind = "TooLarge"
@@ -97,15 +99,37 @@ func KindOf(err error) Kind {
 	return ""
 }
 
+// Event is one authenticated delivery this package reads: a push, or a pull (merge) request's change. Exactly one
+// of the two is set.
+type Event struct {
+	Push        *Push
+	PullRequest *PullRequest
+}
+
 // Parse reads and authenticates r (a forge's webhook delivery) with secret, reading at most maxBytes of body
-// (DefaultMaxBytes when 0). The forge is told by its event header; Gitea also sends GitHub's headers, so its
-// own are looked at first.
+// (DefaultMaxBytes when 0), and returns its push; any other authentic event is NotPush.
 func Parse(r *http.Request, secret []byte, maxBytes int64) (Push, error) {
+	ev, err := parseEvent(r, secret, maxBytes, false)
+	if err != nil {
+		return Push{}, err
+	}
+	return *ev.Push, nil
+}
+
+// ParseEvent reads and authenticates r like Parse and returns its push or pull-request event. The forge is told
+// by its event header; Gitea also sends GitHub's headers, so its own are looked at first.
+func ParseEvent(r *http.Request, secret []byte, maxBytes int64) (Event, error) {
+	return parseEvent(r, secret, maxBytes, true)
+}
+
+// parseEvent reads pull-request events only when pulls is set; otherwise they are NotPush unparsed, as every
+// event but a push was before previews.
+func parseEvent(r *http.Request, secret []byte, maxBytes int64, pulls bool) (Event, error) {
 	if r.Method != http.MethodPost {
-		return Push{}, fail(BadRequest, "method %s: webhooks are POSTed", r.Method)
+		return Event{}, fail(BadRequest, "method %s: webhooks are POSTed", r.Method)
 	}
 	if len(secret) == 0 {
-		return Push{}, fail(BadSignature, "no webhook secret is configured: nothing is accepted unauthenticated")
+		return Event{}, fail(BadSignature, "no webhook secret is configured: nothing is accepted unauthenticated")
 	}
 	var provider Provider
 	var event string
@@ -117,35 +141,38 @@ func Parse(r *http.Request, secret []byte, maxBytes int64) (Push, error) {
 	case r.Header.Get("X-GitHub-Event") != "":
 		provider, event = GitHub, r.Header.Get("X-GitHub-Event")
 	default:
-		return Push{}, fail(BadRequest, "no X-GitHub-Event, X-Gitea-Event or X-Gitlab-Event header")
+		return Event{}, fail(BadRequest, "no X-GitHub-Event, X-Gitea-Event or X-Gitlab-Event header")
 	}
 	body, err := readBounded(r.Body, r.ContentLength, maxBytes)
 	if err != nil {
-		return Push{}, err
+		return Event{}, err
 	}
 	if err := authenticate(provider, r.Header, body, secret); err != nil {
-		return Push{}, err
+		return Event{}, err
 	}
-	switch provider {
-	case GitLab:
-		if event != "Push Hook" && event != "Tag Push Hook" {
-			return Push{}, fail(NotPush, "GitLab event %q", event)
+	if provider == GitHub && strings.HasPrefix(r.Header.Get("Content-Type"), "application/x-www-form-urlencoded") {
+		// GitHub's other content type: the JSON is the form field "payload"; the signature covers the raw body.
+		form, err := url.ParseQuery(string(body))
+		if err != nil {
+			return Event{}, fail(BadRequest, "form body: %v", err)
 		}
-		return parseGitLab(body)
-	default:
-		if event != "push" {
-			return Push{}, fail(NotPush, "%s event %q", provider, event)
-		}
-		if provider == GitHub && strings.HasPrefix(r.Header.Get("Content-Type"), "application/x-www-form-urlencoded") {
-			// GitHub's other content type: the JSON is the form field "payload"; the signature covers the raw body.
-			form, err := url.ParseQuery(string(body))
-			if err != nil {
-				return Push{}, fail(BadRequest, "form body: %v", err)
-			}
-			body = []byte(form.Get("payload"))
-		}
-		return parseGitHubLike(provider, body)
+		body = []byte(form.Get("payload"))
 	}
+	switch {
+	case provider == GitLab && (event == "Push Hook" || event == "Tag Push Hook"):
+		p, err := parseGitLab(body)
+		return Event{Push: &p}, err
+	case pulls && provider == GitLab && event == "Merge Request Hook":
+		pr, err := parseGitLabMergeRequest(body)
+		return Event{PullRequest: &pr}, err
+	case provider != GitLab && event == "push":
+		p, err := parseGitHubLike(provider, body)
+		return Event{Push: &p}, err
+	case pulls && provider != GitLab && event == "pull_request":
+		pr, err := parseGitHubLikePullRequest(provider, body)
+		return Event{PullRequest: &pr}, err
+	}
+	return Event{}, fail(NotPush, "%s event %q", provider, event)
 }
 
 // readBounded reads the whole body if it is at most maxBytes long, and stops reading at maxBytes+1 otherwise. A

@@ -3,6 +3,7 @@ package serverbin
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -168,4 +169,25 @@ func (b *LockedBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()
+}
+
+// GetByHost asks the server's HTTP port for path with Host host (a pool's or a previews site's sites are chosen
+// by it) and returns the status and body; redirects are followed.
+func (p *Process) GetByHost(tb testing.TB, host, path string) (int, string) {
+	tb.Helper()
+	req, err := http.NewRequest(http.MethodGet, "http://"+p.HTTPAddr+path, nil)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	req.Host = host
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return resp.StatusCode, string(body)
 }

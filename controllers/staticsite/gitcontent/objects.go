@@ -149,6 +149,7 @@ func FetchArgs(site *v1alpha1.StaticSite) []string {
 	}
 	args = append(args, "--check-server", gitCheckServer, "--dir", gitWorkDir, "--listen", portAddr(v1alpha1.GitFetcherPort))
 	args = append(args, deployArgs(g)...)
+	args = append(args, previewArgs(site)...)
 	// Without a webhook Secret the fetcher would refuse every delivery: it listens for none.
 	if g.WebhookSecretRef != nil {
 		args = append(args, "--webhook-secret-file", gitWebhookDir+"/"+gitWebhookSecretKey,
@@ -235,7 +236,7 @@ func DesiredFetcher(site *v1alpha1.StaticSite, agentImage string, tolerations []
 			WithSeccompProfile(corev1ac.SeccompProfile().WithType(corev1.SeccompProfileTypeRuntimeDefault))).
 		WithVolumes(
 			corev1ac.Volume().WithName(gitWorkVolumeName).
-				WithEmptyDir(corev1ac.EmptyDirVolumeSource().WithSizeLimit(times(maxSizeOf(g), fetcherWorkFactor(g)))),
+				WithEmptyDir(corev1ac.EmptyDirVolumeSource().WithSizeLimit(times(maxSizeOf(g), fetcherWorkFactor(g)+previewsWorkFactor(site)))),
 			corev1ac.Volume().WithName(gitTmpVolumeName).
 				WithEmptyDir(corev1ac.EmptyDirVolumeSource().WithSizeLimit(resource.MustParse(gitTmpSize))))
 	withPinToken(site, spec, c) // deploys.go

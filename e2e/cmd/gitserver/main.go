@@ -11,6 +11,9 @@
 // The fetcher sends credentials over HTTPS only (plain HTTP just to loopback), so in kind this is how the test
 // server serves a private repository.
 //
+// POST /-/pulls on -listen opens, updates and closes pull requests and delivers their webhook events (pulls.go);
+// GIT_WEBHOOK_SECRET signs them.
+//
 // -init names repositories (comma-separated, e.g. site.git,private.git) to create empty at start when missing,
 // so a test can push its first commit into them. Credentials come from the environment (GIT_USERNAME,
 // GIT_PASSWORD, GIT_BEARER_TOKEN), never from flags: a pod's arguments are readable by anyone who can get pods.
@@ -64,7 +67,7 @@ func main() {
 		scheme = "https"
 	}
 	log.Printf("serving the repositories under %s over %s on %s (auth: %t)", *repos, scheme, *listen, srv.Username != "" || srv.BearerToken != "")
-	log.Fatal(srv.Serve(l, *tlsCert, *tlsKey))
+	log.Fatal(gittestserver.ServeHandler(l, pullsHandler(srv), *tlsCert, *tlsKey))
 }
 
 // serveSSH serves srv's repositories over SSH with the host key and the authorised client key from the
