@@ -20,8 +20,10 @@ import (
 
 // gitRollbackBound guards the rollback's time in CI. The issue's goal is 1 s (docs/design/deploys.md); the kind
 // node shares two cores with every other scenario and the operator has 50m of CPU, so the bound is a regression
-// guard and the MEASURED line is what the note reports against the goal.
-const gitRollbackBound = 10 * time.Second
+// guard and the MEASURED line is what the note reports against the goal. Measured 2026-12-03: 0.24 s with
+// scenario 14 alone, 4.75 s (unpin 7.25 s) beside every scenario, of which 4.43 s passed before the fetcher
+// published the pin (the operator's hop: watch, queue, pass, POST /pin); 10 s was too close to that to hold.
+const gitRollbackBound = 30 * time.Second
 
 // rollbackUnderLoad (h): under k6 load on the site's Service, `kubectl annotate hyperstatic.dev/pin=<commit>` of
 // an earlier deploy (step d's good commit) makes every pod serve it, flipping to the tree already on its disk;
