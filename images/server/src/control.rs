@@ -230,8 +230,9 @@ pub fn reload(shared: &Shared, why: &str) -> Option<Watcher> {
                 log::warn("file skipped", &[("problem", V::S(e))]);
             }
             let m = report.memory;
-            shared.encoder.install(table, |t| shared.swap(t));
-            bump(&shared.reloads_ok, 1);
+            // The load's outcome is said before its table is installed: a reader that sees the new content must
+            // also see the error cleared (tests/tree_caps.rs saw v2 served and the gauge still 1 in a loaded CI
+            // run). The revision (`serve` below) is said after: it names what serves.
             match &refused {
                 Some(e) => shared.load_error.set(e),
                 None => {
@@ -240,6 +241,8 @@ pub fn reload(shared: &Shared, why: &str) -> Option<Watcher> {
                     shared.load_error.clear();
                 }
             }
+            shared.encoder.install(table, |t| shared.swap(t));
+            bump(&shared.reloads_ok, 1);
             log::info(
                 "site value serving",
                 &[
