@@ -191,6 +191,29 @@ func TestGitDeploysAndPin(t *testing.T) {
 			t.Errorf("the fetcher is still pinned to %s", rev.Pin)
 		}
 	})
+
+	t.Run("the pin reaches the fetcher while the site's pass is held", func(t *testing.T) {
+		// Every read of the namespace's pods waits: no pass of the site gets past its fetcher step, where it
+		// would send the pin. Only the fast path (gitcontent/pinnow.go) can deliver it.
+		release := gitReader.holdReads(ns)
+		t.Cleanup(release)
+		setPinAnnotation(t, ns, "docs", c3)
+		timeout := time.After(gitWait)
+		for {
+			rev, changed := tf.f.Revision()
+			if rev.Pin == c3 {
+				break
+			}
+			select {
+			case <-changed:
+			case <-timeout:
+				t.Fatalf("the fetcher's pin is %q after %s with the site's passes held, want %s from the fast path", rev.Pin, gitWait, c3)
+			}
+		}
+		release()
+		waitGit(t, ns, "docs", "the pass reports the pin the fast path sent", all(servedRevision(c3, "2/2"),
+			conditionWith(v1alpha1.ConditionDeployPinned, metav1.ConditionTrue, v1alpha1.ReasonPinServed, c3[:12])))
+	})
 }
 
 // mountsSecret says a pod spec has a volume of the Secret name.

@@ -54,11 +54,44 @@ var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 type fakeGitReader struct {
 	mu    sync.Mutex
 	ports map[string]int // namespace/pod → port
+	// held: reads of the pods of these namespaces wait until the channel closes (holdReads).
+	held map[string]chan struct{}
 }
 
 var gitReader = &fakeGitReader{ports: map[string]int{}}
 
+// holdReads makes every /revision read of a pod of namespace ns wait until the returned release is called: a
+// site's pass then cannot get past its fetcher step (it reads the fetcher before it sends a pin).
+func (f *fakeGitReader) holdReads(ns string) (release func()) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.held == nil {
+		f.held = map[string]chan struct{}{}
+	}
+	ch := make(chan struct{})
+	f.held[ns] = ch
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			f.mu.Lock()
+			delete(f.held, ns)
+			f.mu.Unlock()
+			close(ch)
+		})
+	}
+}
+
 func (f *fakeGitReader) Read(ctx context.Context, p *corev1.Pod, _ int) (gitrevision.Revision, error) {
+	f.mu.Lock()
+	hold := f.held[p.Namespace]
+	f.mu.Unlock()
+	if hold != nil {
+		select {
+		case <-hold:
+		case <-ctx.Done():
+			return gitrevision.Revision{}, ctx.Err()
+		}
+	}
 	local, port, err := f.local(p)
 	if err != nil {
 		return gitrevision.Revision{}, err

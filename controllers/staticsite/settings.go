@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
 
+	"hyperstatic.dev/hyperstatic/controllers/staticsite/gitcontent"
 	"hyperstatic.dev/hyperstatic/internal/gitrevision"
 	"hyperstatic.dev/hyperstatic/internal/podmetrics"
 	"hyperstatic.dev/hyperstatic/internal/poolstate"
@@ -43,6 +44,9 @@ type Reconciler struct {
 	// gitWatch long-polls each Git site's fetcher and wakes the site when it publishes or fails (gitrevision.Watch):
 	// set up by SetupWithManager when GitReader can wait (gitrevision.Waiter), nil otherwise.
 	gitWatch *gitrevision.Watch
+	// pins is what the pin's fast path knows of each Git site's fetcher (pinpath.go, gitcontent/pinnow.go): set up
+	// by SetupWithManager when GitReader can pin, nil otherwise.
+	pins *gitcontent.PinTargets
 	// GitRefresh is how often a Git site whose pods all serve the fetcher's commit is read again (0: the site's
 	// spec.content.git.interval, the pace at which the fetcher itself looks for new commits).
 	GitRefresh time.Duration

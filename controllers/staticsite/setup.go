@@ -89,6 +89,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if err != nil {
 		return err
 	}
+	if err := r.setupPinPath(mgr); err != nil { // pinpath.go: before the passes can remember a fetcher for it
+		return err
+	}
 	b := ctrl.NewControllerManagedBy(mgr)
 	if waiter, ok := r.GitReader.(gitrevision.Waiter); ok {
 		// A Git site's pass reads its fetcher and leaves a long poll on it (step_git.go): its answer queues the site.

@@ -47,7 +47,7 @@ func (r *Reconciler) reconcileGitPullers(ctx context.Context, st *observation) e
 func (r *Reconciler) gitStep(st *observation) gitcontent.Step {
 	return gitcontent.Step{
 		Cache: r.Client, Direct: r.directReader(), Children: gitChildren{r: r, st: st}, Writer: r.Client,
-		Revisions: r.GitReader, Watch: r.gitWatch,
+		Revisions: r.GitReader, Watch: r.gitWatch, Pins: r.pins,
 		AgentImage: r.ContentAgentImage, OperatorNamespace: r.OperatorNamespace,
 		CredentialsLabelRequired: r.policy().Git.CredentialsLabelRequired(),
 		ScrapeRetry:              st.tun.scrapeRetry, Refresh: st.tun.gitRefresh,

@@ -210,6 +210,7 @@ func (r *Reconciler) forgetSite(site types.NamespacedName) {
 	if r.gitWatch != nil {
 		r.gitWatch.Forget(site)
 	}
+	r.pins.Forget(site)
 	r.contentMu.Lock()
 	delete(r.contentKnown, site)
 	delete(r.servedKnown, site)

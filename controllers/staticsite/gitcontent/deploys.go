@@ -17,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"hyperstatic.dev/hyperstatic/api/v1alpha1"
 	"hyperstatic.dev/hyperstatic/internal/gitrevision"
@@ -148,9 +149,15 @@ func (s Step) preparePinToken(ctx context.Context, site *v1alpha1.StaticSite, gs
 // truth, the fetcher's answer only what it reports. It updates gs.fetcher with the fetcher's answer and records a
 // refusal (not in the history) or why it could not be delivered.
 func (s Step) deliverPin(ctx context.Context, site *v1alpha1.StaticSite, p *corev1.Pod, gs *State) {
+	s.Pins.remember(client.ObjectKeyFromObject(site), p, gs.pin.token) // the fast path's target (pinnow.go)
 	want, invalid := WantedPin(site)
 	gs.pin.want, gs.pin.invalid, gs.pin.asked = want, invalid, want != "" || invalid != ""
 	if invalid != "" || gs.fetcher.Pin == want {
+		return
+	}
+	if newer := s.newerWantedPin(ctx, site, want); newer {
+		// The site changed its pin since this pass read it: the fast path sent the new one (or will), and the
+		// pass the change queued reports it. Sending this pass's older wish would undo a rollback for a pass.
 		return
 	}
 	if want != "" && !gs.fetcher.HasDeploy(want) {
@@ -175,4 +182,17 @@ func (s Step) deliverPin(ctx context.Context, site *v1alpha1.StaticSite, p *core
 	default:
 		gs.fetcher = &rev
 	}
+}
+
+// newerWantedPin says the newest site the cache holds wants another pin than want, this pass's.
+func (s Step) newerWantedPin(ctx context.Context, site *v1alpha1.StaticSite, want string) bool {
+	if s.Cache == nil {
+		return false
+	}
+	now := &v1alpha1.StaticSite{}
+	if err := s.Cache.Get(ctx, client.ObjectKeyFromObject(site), now); err != nil || now.Spec.Content.Git == nil {
+		return false // gone or no longer Git: the next pass sees it; this one finishes as it began
+	}
+	w, _ := WantedPin(now)
+	return w != want
 }

@@ -58,7 +58,9 @@ type Step struct {
 	// Revisions reads /revision of the fetcher and the pullers (nil: none configured, every read fails).
 	Revisions gitrevision.Reader
 	// Watch long-polls each site's fetcher (nil: none).
-	Watch                         *gitrevision.Watch
+	Watch *gitrevision.Watch
+	// Pins is what the pin's fast path knows of each site's fetcher (pinnow.go; nil: no fast path).
+	Pins                          *PinTargets
 	AgentImage, OperatorNamespace string
 	// CredentialsLabelRequired: the tenancy policy accepts a secretRef Secret only with LabelGitCredentials.
 	CredentialsLabelRequired bool
@@ -79,6 +81,7 @@ func (s Step) Fetcher(ctx context.Context, site *v1alpha1.StaticSite) (*State, t
 		if s.Watch != nil {
 			s.Watch.Forget(client.ObjectKeyFromObject(site))
 		}
+		s.Pins.Forget(client.ObjectKeyFromObject(site))
 		return nil, 0, s.deleteChildren(ctx, site, "spec.content.git is unset")
 	}
 	gs := &State{ref: g.Ref, interval: intervalOf(g)}
@@ -162,6 +165,7 @@ func (s Step) Remove(ctx context.Context, site *v1alpha1.StaticSite, why string)
 	if s.Watch != nil {
 		s.Watch.Forget(client.ObjectKeyFromObject(site))
 	}
+	s.Pins.Forget(client.ObjectKeyFromObject(site))
 	return s.deleteChildren(ctx, site, why)
 }
 
