@@ -138,6 +138,7 @@ impl Config {
             budget: crate::site::memory::Budget::of(self.memory_limit, self.memory_budget),
             compress: self.compress,
             etag_from_metadata: false,
+            all_on_disk: false,
             disk_by_path: false,
         }
     }

@@ -483,6 +483,8 @@ impl Registry {
             etag_from_metadata: phase == Phase::Quick,
             // Descriptors must not grow with the pool's sites and files: disk bodies are paths, opened per response.
             disk_by_path: true,
+            // A quick load has every body on disk: its table's cost is measured, not planned (loader.rs).
+            all_on_disk: phase == Phase::Quick,
             ..self.settings.clone()
         }
     }

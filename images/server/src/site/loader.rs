@@ -47,6 +47,11 @@ pub struct Settings {
     /// Disk-served files kept as a path and their metadata (`Body::Path`), opened per response, instead of an
     /// open descriptor each: a pool's sites (pool/), whose files would otherwise need a descriptor apiece.
     pub disk_by_path: bool,
+    /// Every body on disk and no memory plan: the table's cost is measured on the table built instead of on a
+    /// probe entry per file built beforehand (a pool's quick load, pool/registry.rs: the probe was a second build
+    /// of every entry's header blocks, 8 % of the pool thread's first pass). The report then has no fit limit
+    /// and never says the table is over budget: the caller charges what the table costs.
+    pub all_on_disk: bool,
 }
 
 impl Settings {
@@ -60,6 +65,7 @@ impl Settings {
             compress: true,
             etag_from_metadata: false,
             disk_by_path: false,
+            all_on_disk: false,
         }
     }
 }
@@ -190,12 +196,18 @@ pub fn load(
     // memory: which files are held in memory (the rest, with their siblings, are served from disk). The table's
     // own cost (every entry, whatever its body) is charged first.
     let budget = cfg.budget;
-    let mut items = plan_items(site.clean_urls, cfg.disk_by_path, &found, &hdrs);
-    items.push(memory::Item { table: hdrs_bytes + dirs_cost(&dirs), ..memory::Item::default() });
-    let mut plan = memory::plan(&items, cfg.max_memory_file_size, budget.budget);
-    plan.in_memory.pop();
-    report.load_bytes = items.iter().map(|i| i.load).sum();
-    drop(items);
+    let mut plan = if cfg.all_on_disk {
+        // The load's records as the plan would charge them (an upper bound here: there is no planner's list).
+        report.load_bytes = found.iter().map(load_record).sum();
+        memory::Plan { in_memory: vec![false; found.len()], table_fits: true, ..memory::Plan::default() }
+    } else {
+        let mut items = plan_items(site.clean_urls, cfg.disk_by_path, &found, &hdrs);
+        items.push(memory::Item { table: hdrs_bytes + dirs_cost(&dirs), ..memory::Item::default() });
+        let mut plan = memory::plan(&items, cfg.max_memory_file_size, budget.budget);
+        plan.in_memory.pop();
+        report.load_bytes = items.iter().map(|i| i.load).sum();
+        plan
+    };
     siblings_follow_their_file(&found, &mut plan.in_memory);
     // A small tree is loaded on the calling thread: starting threads cost more than its files (a pool loads
     // thousands of 20-file sites, each in well under a millisecond). The CPU count is read once: std reads the
@@ -273,6 +285,12 @@ pub fn load(
         }
     }
     entries.append(&mut siblings);
+    if cfg.all_on_disk {
+        // The plan's table cost, measured on the entries themselves (their real bodies: paths or open files).
+        let clean = |url: &str| if site.clean_urls { clean_urls_cost(url) } else { 0 };
+        plan.table_bytes =
+            entries.iter().map(|e| footprint::entry(e) + clean(&e.path)).sum::<u64>() + hdrs_bytes + dirs_cost(&dirs);
+    }
     let mut t = Table {
         cors: site.cors.clone().into(),
         spa_fallback: site.spa_fallback,
@@ -413,13 +431,17 @@ fn table_cost(clean_urls: bool, f: &Found, hdrs: &Arc<Resolved>, siblings: [Opti
         encoded: siblings.map(|n| n.map(|n| (Body::Mem(empty.clone()), n))),
     };
     let entry = footprint::entry(&build_entry(hdrs.clone(), probe));
-    let clean = if clean_urls && f.url.ends_with(".html") {
-        // rules/clean.rs: up to two more paths in the map, a redirect target and its Location.
-        2 * footprint::path_key(f.url.len() + 1) + footprint::chunk(f.url.len()) + 24
+    entry + if clean_urls { clean_urls_cost(&f.url) } else { 0 }
+}
+
+/// memory: with `--clean-urls`, what an `.html` file may add (rules/clean.rs): up to two more paths in the map, a
+/// redirect target and its Location.
+fn clean_urls_cost(url: &str) -> u64 {
+    if url.ends_with(".html") {
+        2 * footprint::path_key(url.len() + 1) + footprint::chunk(url.len()) + 24
     } else {
         0
-    };
-    entry + clean
+    }
 }
 
 /// memory: what the load holds for one file while it runs, besides its entry, and frees at its end: the walk's
@@ -546,6 +568,31 @@ mod tests {
 
     fn cfg(root: &Path) -> Settings {
         Settings::for_root(root)
+    }
+
+    /// A pool's quick load measures its table instead of planning it: the same files, every body the same path,
+    /// and a charge that agrees with the plan's (the plan rounds each sibling's path up to its longest extension,
+    /// so it may only be a little higher). tests/footprint.rs holds the measured charge against the heap.
+    #[test]
+    fn a_quick_load_measures_what_the_plan_would_charge() {
+        let d = site("quick");
+        let value = SiteValue { clean_urls: true, ..SiteValue::default() };
+        let base = Settings {
+            disk_by_path: true,
+            etag_from_metadata: true,
+            budget: memory::Budget { limit: None, budget: Some(0) },
+            ..cfg(&d)
+        };
+        let (planned, rp) = load(&base, &value, None, &mut |_| {}).unwrap();
+        let (measured, rm) = load(&Settings { all_on_disk: true, ..base.clone() }, &value, None, &mut |_| {}).unwrap();
+        assert_eq!((rm.files, rm.disk_files, rm.memory_bytes), (rp.files, rp.disk_files, 0));
+        for (a, b) in planned.entries.iter().zip(&measured.entries) {
+            assert_eq!(a.path, b.path);
+            assert!(b.variants.iter().flatten().all(|v| matches!(v.body, Body::Path(_))), "{}", b.path);
+        }
+        let (p, m) = (planned.table_bytes, measured.table_bytes);
+        assert!(m <= p && m * 100 >= p * 95, "measured {m} B, planned {p} B");
+        assert!(rm.load_bytes > 0 && !rm.memory.table_over_budget);
     }
 
     #[test]

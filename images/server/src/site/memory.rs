@@ -200,7 +200,7 @@ impl Item {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Plan {
     /// Per item, in input order: held in memory (else served from disk).
     pub in_memory: Vec<bool>,
