@@ -165,18 +165,7 @@ func TestGitDeploysAndPin(t *testing.T) {
 		}
 		// The unpin changes what the fetcher publishes: the operator's long poll wakes the site, whose pass sends
 		// the pin again. Waited for on the fetcher's own notice of each change.
-		timeout := time.After(gitWait)
-		for {
-			rev, changed := tf.f.Revision()
-			if rev.Pin == c3 {
-				break
-			}
-			select {
-			case <-changed:
-			case <-timeout:
-				t.Fatalf("the fetcher's pin is %q after %s, want %s sent again", rev.Pin, gitWait, c3)
-			}
-		}
+		waitFetcherPin(t, tf, c3, "sent again")
 		waitGit(t, ns, "docs", "the pin served again", all(servedRevision(c3, "2/2"),
 			conditionWith(v1alpha1.ConditionDeployPinned, metav1.ConditionTrue, v1alpha1.ReasonPinServed, c3[:12])))
 	})
@@ -198,22 +187,28 @@ func TestGitDeploysAndPin(t *testing.T) {
 		release := gitReader.holdReads(ns)
 		t.Cleanup(release)
 		setPinAnnotation(t, ns, "docs", c3)
-		timeout := time.After(gitWait)
-		for {
-			rev, changed := tf.f.Revision()
-			if rev.Pin == c3 {
-				break
-			}
-			select {
-			case <-changed:
-			case <-timeout:
-				t.Fatalf("the fetcher's pin is %q after %s with the site's passes held, want %s from the fast path", rev.Pin, gitWait, c3)
-			}
-		}
+		waitFetcherPin(t, tf, c3, "from the fast path, with the site's passes held")
 		release()
 		waitGit(t, ns, "docs", "the pass reports the pin the fast path sent", all(servedRevision(c3, "2/2"),
 			conditionWith(v1alpha1.ConditionDeployPinned, metav1.ConditionTrue, v1alpha1.ReasonPinServed, c3[:12])))
 	})
+}
+
+// waitFetcherPin waits, on the fetcher's own notice of each change, until it publishes the pin commit.
+func waitFetcherPin(t *testing.T, tf *testFetcher, commit, how string) {
+	t.Helper()
+	timeout := time.After(gitWait)
+	for {
+		rev, changed := tf.f.Revision()
+		if rev.Pin == commit {
+			return
+		}
+		select {
+		case <-changed:
+		case <-timeout:
+			t.Fatalf("the fetcher's pin is %q after %s, want %s %s", rev.Pin, gitWait, commit, how)
+		}
+	}
 }
 
 // mountsSecret says a pod spec has a volume of the Secret name.
