@@ -2,11 +2,15 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
+	"errors"
 	"flag"
+	"net"
 	"net/http"
 	"strings"
 	"time"
 
+	"hyperstatic.dev/hyperstatic/internal/certfiles"
 	"hyperstatic.dev/hyperstatic/internal/sso"
 )
 
@@ -25,7 +29,12 @@ func ssoAgent(ctx context.Context, args []string) error {
 	claim := fs.String("groups-claim", "groups", "the ID token claim holding the user's groups")
 	keep := fs.String("keep-groups", "", "comma-separated: the only groups put in the cookie (those the site's rules name); empty keeps all")
 	listen := fs.String("listen", ":8083", "address of the endpoints and /healthz")
+	certFile := fs.String("tls-cert-file", "", "serve TLS with this certificate (PEM; renewals served from the next handshake), for a port reached without a route; with --tls-key-file")
+	keyFile := fs.String("tls-key-file", "", "the key of --tls-cert-file (PEM)")
 	_ = fs.Parse(args)
+	if (*certFile == "") != (*keyFile == "") {
+		return errors.New("--tls-cert-file and --tls-key-file go together")
+	}
 	var keepGroups []string
 	if *keep != "" {
 		keepGroups = strings.Split(*keep, ",")
@@ -38,6 +47,16 @@ func ssoAgent(ctx context.Context, args []string) error {
 	}
 	mux := http.NewServeMux()
 	mux.Handle(*prefix+"/", h)
+	var wrap func(net.Listener) net.Listener
+	if *certFile != "" {
+		// The site's own certificate on the agent's port (docs/design/sso.md): the login's cookies are Secure.
+		pair, err := certfiles.New(*certFile, *keyFile)
+		if err != nil {
+			return err
+		}
+		cfg := pair.Config()
+		wrap = func(l net.Listener) net.Listener { return tls.NewListener(l, cfg) }
+	}
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
-	return serve(ctx, *listen, server(mux), nil)
+	return serve(ctx, *listen, server(mux), wrap)
 }
