@@ -52,6 +52,13 @@ bench-rules: ## Our server on the benchmark site with 1,000 redirect rules (_red
 	  $(call progress,site rules overhead: $$bin with and without 1000 redirect + 100 header rules); \
 	  $(BENCH_ENV) BENCH_RULES=1 PEERS=nginx BENCH_FLOOR=0 images/server/bench/run.sh "$$bin"
 
+.PHONY: bench-sites-mode
+bench-sites-mode: ## One site under --sites (the mode a site with previews runs in) vs the same tree under --root, interleaved; goal within 5 % per server CPU (docs/design/deploys.md step 4); writes _out/bench/sitesmode/ (≈2 min with REPS=3 BENCH_SECONDS=7).
+	@bin="$$($(MAKE) -s server-build | tail -n 1)"; \
+	  if [ ! -x "$$bin" ]; then echo "make server-build did not print an executable path (got '$$bin')" >&2; exit 1; fi; \
+	  $(call progress,--sites mode cost: $$bin on one site under --sites and under --root); \
+	  $(BENCH_ENV) BENCH_SITES_MODE=1 PEERS=nginx BENCH_FLOOR=0 images/server/bench/run.sh "$$bin"
+
 # One server, many sites (issue 40): ours with --sites on a pool of small sites and on copies of the Python docs, each
 # against the same binary with --root on one of its sites, interleaved; RSS, start to first 200, a cold site's first
 # request, req/CPU-s on a mix hot on a tenth of the sites. The trees are written once into _out/bench/pool/trees.

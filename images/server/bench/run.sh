@@ -4,6 +4,7 @@
 #   images/server/bench/run.sh nginx                          nginx vs nginx: the harness's own self-check
 #   BENCH_PROFILE=1 images/server/bench/run.sh PATH           syscalls per request and perf hot spots instead
 #   BENCH_RULES=1 images/server/bench/run.sh PATH             site with 1,000 redirect + 100 header rules vs none
+#   BENCH_SITES_MODE=1 images/server/bench/run.sh PATH        one site under --sites (the previews mode) vs --root
 #   AB='a=ours; b=ours:--flag' images/server/bench/run.sh PATH  interleaved A/B of variants (hsbench/ab.py)
 #   BENCH_ENCODE_TIME=1 images/server/bench/run.sh PATH   the encoder's time to finish on an idle pod, by CPU cap
 # The HTTPS new-connection rows' load client (tlsload/main.go) is built with Go (PATH or /usr/local/go/bin) into the
@@ -60,6 +61,9 @@ if [ -n "${BENCH_PROFILE:-}" ]; then
 fi
 if [ -n "${BENCH_RULES:-}" ]; then
   exec python3 -m hsbench.rules --ours "$ours" --out "$out/rules"
+fi
+if [ -n "${BENCH_SITES_MODE:-}" ]; then
+  exec python3 -m hsbench.sitesmode --ours "$ours" --out "$out/sitesmode"
 fi
 if [ -n "${BENCH_ENCODE_TIME:-}" ]; then
   exec python3 -m hsbench.encodetime --ours "$ours" --out "$out/encodetime"
