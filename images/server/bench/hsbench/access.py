@@ -134,7 +134,8 @@ def summarize(runs: list[measure.Run], names: list[str], goal: float, rss_base: 
     rows = []
     for n in names:
         mine = [r for r in runs if r.server == n]
-        # per round: this variant's req/CPU-s over the reference's in the same round (adjacent in time)
+        # per round: this variant's req/CPU-s over the reference's in the same round (adjacent in time, so a
+        # slow spell of the shared machine hits both sides of a ratio more often than the two medians)
         paired = [r.req_per_cpu_s / x.req_per_cpu_s for r in mine for x in runs
                   if x.server == ref and x.rep == r.rep and x.req_per_cpu_s > 0]
         ratio = med[n]["req_per_cpu_s"] / med[ref]["req_per_cpu_s"]
@@ -142,6 +143,7 @@ def summarize(runs: list[measure.Run], names: list[str], goal: float, rss_base: 
                      "cpu_range": [min(r.req_per_cpu_s for r in mine), max(r.req_per_cpu_s for r in mine)],
                      "rss_max": max(r.rss_bytes for r in mine), "rss_start": rss_base.get(n, 0),
                      "ratio": ratio, "paired": sorted(paired),
+                     "paired_median": statistics.median(paired) if paired else float("nan"),
                      "met": None if n == ref else ratio >= goal})
     return rows
 
@@ -153,15 +155,16 @@ def markdown(case: str, rows: list[dict], meta: dict, goal: float, checks: list[
            f"{meta['date']}, git {meta['git']}; server on CPU {meta['server_cpu']} at "
            f"{meta['cpu_quota_percent'] or 100}% of a core, 1 worker; wrk on CPU {meta['client_cpu']}; load average "
            f"{meta['loadavg_start']:.1f} → {meta['loadavg_end']:.1f} (a shared machine: see the spread)", "",
-           f"| Variant | req/s (min–max) | req/CPU-s (min–max) | ÷ {ref} req/CPU-s (per-round min–max) | "
+           f"| Variant | req/s (min–max) | req/CPU-s (min–max) | ÷ {ref} req/CPU-s (medians) | ÷ {ref} per round: median (min–max) | "
            f"requests per run | RSS at start → peak (max) | Goal ≥ {goal:.2f} |",
-           "|---|--:|--:|--:|--:|--:|---|"]
+           "|---|--:|--:|--:|--:|--:|--:|---|"]
     for r in rows:
-        paired = f" ({r['paired'][0]:.3f}–{r['paired'][-1]:.3f})" if r["paired"] and r["variant"] != ref else ""
+        paired = (f"{r['paired_median']:.3f} ({r['paired'][0]:.3f}–{r['paired'][-1]:.3f})"
+                  if r["paired"] and r["variant"] != ref else "–")
         met = "–" if r["met"] is None else ("met" if r["met"] else "not met")
         out.append(f"| {r['variant']} | {r['rps']:,.0f} ({r['rps_range'][0]:,.0f}–{r['rps_range'][1]:,.0f}) | "
                    f"{r['req_per_cpu_s']:,.0f} ({r['cpu_range'][0]:,.0f}–{r['cpu_range'][1]:,.0f}) | "
-                   f"{r['ratio']:.3f}{paired} | {r['requests']:,.0f} | {r['rss_start'] / 2**20:.1f} → "
+                   f"{r['ratio']:.3f} | {paired} | {r['requests']:,.0f} | {r['rss_start'] / 2**20:.1f} → "
                    f"{r['rss_bytes'] / 2**20:.1f} MiB ({r['rss_max'] / 2**20:.1f}) | {met} |")
     return "\n".join(out + [""] + [f"- {c}" for c in checks]) + "\n"
 
