@@ -59,8 +59,8 @@ fn model(trusted: &[Cidr], peer: SocketAddr, xff: &[u8]) -> SocketAddr {
     left_most.map_or(peer, |ip| SocketAddr::new(ip, 0))
 }
 
-/// An entry, trimmed of spaces and tabs: an address, with or without a port (an IPv6 one bracketed). No zone
-/// (`%eth0`): no proxy writes one for a remote client.
+/// An entry, trimmed of spaces and tabs: an address, with or without a port of at most 5 digits and 65535 (an
+/// IPv6 address with one bracketed). No zone (`%eth0`): no proxy writes one for a remote client.
 fn entry(e: &[u8]) -> Option<IpAddr> {
     let s = std::str::from_utf8(e).ok()?.trim_matches([' ', '\t']);
     if s.is_empty() || s.len() > MAX_ENTRY || s.contains('%') {
@@ -69,8 +69,9 @@ fn entry(e: &[u8]) -> Option<IpAddr> {
     if let Ok(ip) = s.parse::<IpAddr>() {
         return Some(ip);
     }
-    if let Ok(a) = s.parse::<SocketAddr>() {
-        return Some(a.ip());
+    // std reads any number of leading zeros in a port (`:0044443`); the contract's port is 1 to 5 digits
+    if let (Ok(a), Some((_, p))) = (s.parse::<SocketAddr>(), s.rsplit_once(':')) {
+        return (p.len() <= 5).then_some(a.ip());
     }
     s.strip_prefix('[')?.strip_suffix(']')?.parse::<std::net::Ipv6Addr>().ok().map(IpAddr::V6)
 }
