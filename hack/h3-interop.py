@@ -503,13 +503,15 @@ async def signed_in(port, cert, cookies):
         return [(name, *await c.request("GET", path, headers)) for name, path, headers in ask]
 
 
-def run_sso(binary, work, site):
+def run_sso(binary, work):
     """Single sign-on over HTTP/3 (access.sso and signIn in the site value, src/guard/session.rs): the answers
     tests/sso.rs checks over HTTP/1.1 and HTTP/2 with curl, here from aioquic. HTTP/3 shares HTTP/2's request
     head code (server/h2.rs); this holds it on the wire."""
     key, other = b"0123456789abcdef0123456789abcdef", b"fedcba9876543210fedcba9876543210"
-    os.makedirs(os.path.join(site, "team"), exist_ok=True)
-    for name, text in (("team/doc.html", "team doc"), ("403.html", "signed in, but not allowed here")):
+    site = os.path.join(work, "site-sso")
+    os.makedirs(os.path.join(site, "team"))
+    for name, text in (("small.txt", "hello\n"), ("team/doc.html", "team doc"),
+                       ("403.html", "signed in, but not allowed here")):
         with open(os.path.join(site, name), "w") as f:
             f.write(text)
     with open(os.path.join(work, "keys"), "w") as f:
@@ -600,7 +602,7 @@ def main():
         if FAILURES:
             print(open(log_path).read()[-3000:])
         run_limits(binary, work, site)
-        run_sso(binary, work, site)
+        run_sso(binary, work)
         if client is not None:
             run_quic_go(binary, client, work)
         if trixie is not None:
