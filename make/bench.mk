@@ -59,7 +59,7 @@ ACCESS_REPS ?= 7
 ACCESS_CASES ?= fairshare,access
 
 .PHONY: bench-access
-bench-access: ## Fair share on 1,000,000+ distinct addresses vs off (req/CPU-s, RSS), basic auth and SSO cookie vs public, interleaved; writes _out/bench/access/ (≈12 min at ACCESS_REPS=7; ACCESS_CASES=access for one case).
+bench-access: ## Fair share with a new X-Forwarded-For address per request (about 6 M per variant) vs off (req/CPU-s, RSS), basic auth and SSO cookie vs public, interleaved; writes _out/bench/access/ (≈14 min at ACCESS_REPS=7; ACCESS_CASES=access for one case).
 	@bin="$$($(MAKE) -s server-build | tail -n 1)"; \
 	  if [ ! -x "$$bin" ]; then echo "make server-build did not print an executable path (got '$$bin')" >&2; exit 1; fi; \
 	  $(call progress,access and fair-share cost: $$bin ($(ACCESS_CASES))); \
