@@ -15,7 +15,10 @@ a self-signed P-256 certificate (openssl), starts the server with --http3 on loo
   head (stream reset) and a dynamic-table QPACK reference (connection closed), and a Retry
   for a client arriving during a flood of half-open handshakes (and none without one).
   Finally SIGTERM: the server must drain and exit 0. Then a second server whose site value limits each client to 2
-  requests per 600 s: the third request gets 429 with Retry-After over HTTP/3 too, counted and access-logged.
+  requests per 600 s: the third request gets 429 with Retry-After over HTTP/3 too, counted and access-logged. Then
+  a third whose /team/ needs a signed-in member of group eng (access.sso): without a session cookie a navigation
+  is redirected to sign in and a fetch gets 401, a good cookie (whole or in split cookie fields) gets the page with
+  Cache-Control private, an expired, tampered or unknown-key cookie is no session, a wrong group gets 403.
 
 With --quic-go, a second server (on [::], dual-stack, a certificate larger than three Initials, the site plus 200
 files under many/) is run against quic-go over the interop runner's cases (the client's own doc says which and
@@ -25,7 +28,9 @@ Exit status 0 when every check passed; each check prints one line.
 """
 
 import asyncio
+import base64
 import hashlib
+import hmac
 import json
 import os
 import shutil
@@ -470,6 +475,94 @@ def run_limits(binary, work, site):
     stop(p, "the fair-share server")
 
 
+def mint(key, exp, email, groups):
+    """A session cookie's value as the content agent mints it (internal/sso/cookie.go; src/guard/session.rs has
+    the contract): `1|exp|email|groups|mac`, the MAC the unpadded base64url HMAC-SHA256 of what precedes it."""
+    body = f"1|{exp}|{email}|{':'.join(groups)}"
+    mac = base64.urlsafe_b64encode(hmac.new(key, body.encode(), hashlib.sha256).digest()).rstrip(b"=").decode()
+    return f"{body}|{mac}"
+
+
+async def signed_in(port, cert, cookies):
+    """The SSO site's exchanges on one connection: (name, status, headers, body) each."""
+    cfg = QuicConfiguration(is_client=True, alpn_protocols=H3_ALPN, server_name="localhost")
+    cfg.load_verify_locations(cert)
+    nav = ("accept", "text/html,application/xhtml+xml,*/*;q=0.8")
+    ask = [("navigation, no cookie", "/team/doc.html?tab=2", [nav]),
+           ("fetch, no cookie", "/team/doc.html", []),
+           ("good cookie", "/team/doc.html", [nav, ("cookie", f"theme=dark; hs_session={cookies['eng']}; z=1")]),
+           ("good cookie again", "/team/doc.html", [("cookie", f"hs_session={cookies['eng']}")]),
+           # HTTP/3 may split Cookie into one field per pair (RFC 9114 §4.2.1): each is looked at.
+           ("split cookie fields", "/team/doc.html", [("cookie", "a=1"), ("cookie", f"hs_session={cookies['eng']}")]),
+           ("expired cookie", "/team/doc.html", [("cookie", f"hs_session={cookies['expired']}")]),
+           ("tampered cookie", "/team/doc.html", [("cookie", f"hs_session={cookies['tampered']}")]),
+           ("cookie signed by an unknown key", "/team/doc.html", [("cookie", f"hs_session={cookies['unknown key']}")]),
+           ("wrong group", "/team/doc.html", [nav, ("cookie", f"hs_session={cookies['ops']}")]),
+           ("public page", "/small.txt", [])]
+    async with connect("127.0.0.1", port, configuration=cfg, create_protocol=Client) as c:
+        return [(name, *await c.request("GET", path, headers)) for name, path, headers in ask]
+
+
+def run_sso(binary, work):
+    """Single sign-on over HTTP/3 (access.sso and signIn in the site value, src/guard/session.rs): the answers
+    tests/sso.rs checks over HTTP/1.1 and HTTP/2 with curl, here from aioquic. HTTP/3 shares HTTP/2's request
+    head code (server/h2.rs); this holds it on the wire."""
+    key, other = b"0123456789abcdef0123456789abcdef", b"fedcba9876543210fedcba9876543210"
+    site = os.path.join(work, "site-sso")
+    os.makedirs(os.path.join(site, "team"))
+    for name, text in (("small.txt", "hello\n"), ("team/doc.html", "team doc"),
+                       ("403.html", "signed in, but not allowed here")):
+        with open(os.path.join(site, name), "w") as f:
+            f.write(text)
+    with open(os.path.join(work, "keys"), "w") as f:
+        f.write(base64.b64encode(key).decode() + "\n")
+    value = os.path.join(work, "sso.json")
+    with open(value, "w") as f:
+        json.dump({"version": 1, "cacheControl": [{"glob": "/team/**", "value": "public, max-age=600"}],
+                   "errorPages": [{"status": 403, "path": "/403.html"}],
+                   "access": {"sso": {"loginURL": "/.hyperstatic/sso/login", "keysFile": "keys"},
+                              "rules": [{"pathPrefix": "/team/", "signIn": {"groups": ["eng"]}}]}}, f)
+    later = int(time.time()) + 3600
+    cookies = {"eng": mint(key, later, "jane@example.com", ["ops", "eng"]),
+               "expired": mint(key, int(time.time()) - 1, "jane@example.com", ["eng"]),
+               "tampered": mint(key, later, "jane@example.com", ["ops"]).replace("|ops|", "|eng|"),
+               "unknown key": mint(other, later, "jane@example.com", ["eng"]),
+               "ops": mint(key, later, "joe@example.org", ["ops"])}
+    p, port, admin, cert, log_path = start(binary, work, site, "127.0.0.1:0", name="sso", extra=("--site", value))
+    try:
+        got = {name: (s, h, b) for name, s, h, b in asyncio.run(signed_in(port, cert, cookies))}
+    except Exception as e:
+        got = {}
+        check("sso: the exchanges completed", False, repr(e))
+    if got:
+        s, h, _ = got["navigation, no cookie"]
+        check("sso: a navigation without a cookie is sent to sign in, privately",
+              (s, h.get("location"), h.get("cache-control"))
+              == (302, "/.hyperstatic/sso/login?rd=/team/doc.html%3Ftab%3D2", "private"), f"{s} {h}")
+        s, h, b = got["fetch, no cookie"]
+        check("sso: a fetch without a cookie gets 401", s == 401 and b"team doc" not in b
+              and h.get("www-authenticate") == 'Session login="/.hyperstatic/sso/login"'
+              and h.get("cache-control") == "private", f"{s} {h} {b!r}")
+        for name in ("good cookie", "good cookie again", "split cookie fields"):
+            s, h, b = got[name]
+            check(f"sso: {name}: the page, never stored by shared caches",
+                  (s, b, h.get("cache-control")) == (200, b"team doc", "private, max-age=600"), f"{s} {h} {b!r}")
+        for name in ("expired cookie", "tampered cookie", "cookie signed by an unknown key"):
+            s, h, _ = got[name]
+            check(f"sso: {name}: no session, 401", s == 401, f"{s} {h}")
+        s, h, b = got["wrong group"]
+        check("sso: a wrong group gets 403 with the site's page, private, no redirect",
+              s == 403 and b"not allowed here" in b and "location" not in h
+              and h.get("cache-control", "").startswith("private"), f"{s} {h} {b!r}")
+        s, _, b = got["public page"]
+        check("sso: a public page is served", (s, b) == (200, b"hello\n"), f"{s} {b!r}")
+    logged = [(r["target"], r["status"]) for r in (json.loads(line) for line in open(log_path, "rb").read().decode()
+              .splitlines() if '"msg":"request"' in line and '"HTTP/3.0"' in line)]
+    check("sso: access-logged as HTTP/3 with their statuses",
+          [st for _, st in logged] == [302, 401, 200, 200, 200, 401, 401, 401, 403, 200], logged)
+    stop(p, "the SSO server")
+
+
 def main():
     args = sys.argv[1:]
     client = trixie = None
@@ -509,6 +602,7 @@ def main():
         if FAILURES:
             print(open(log_path).read()[-3000:])
         run_limits(binary, work, site)
+        run_sso(binary, work)
         if client is not None:
             run_quic_go(binary, client, work)
         if trixie is not None:

@@ -21,7 +21,7 @@ CADDY_IF_PEER = $(if $(filter caddy,$(subst $(comma), ,$(PEERS))),$(CADDY))
 # `bench` runs every benchmark, one after the other. A benchmark in a make file of its own joins it with a line
 # `bench: bench-<name>` there; `make help` lists what bench runs, from every such line.
 .PHONY: bench
-bench: bench-server bench-site bench-rules bench-pool ## Run every benchmark there is, one after the other (each writes under _out/bench/).
+bench: bench-server bench-site bench-rules bench-pool bench-access ## Run every benchmark there is, one after the other (each writes under _out/bench/).
 
 .PHONY: bench-server
 bench-server: $(CADDY_IF_PEER) ## Our server vs nginx, lighttpd, h2o, Caddy and a canned-response floor on loopback, pinned + CPU-capped: plain HTTP, HTTPS, HTTP/2 (h2load) and HTTP/3 (h3load, on the servers that have it) rows; writes _out/bench/ (≈40 min; PEERS=nginx REPS=1 BENCH_SECONDS=3 or BENCH_WORKLOADS=h2-100b-m10,... for less).
@@ -58,6 +58,20 @@ bench-sites-mode: ## One site under --sites (the mode a site with previews runs 
 	  if [ ! -x "$$bin" ]; then echo "make server-build did not print an executable path (got '$$bin')" >&2; exit 1; fi; \
 	  $(call progress,--sites mode cost: $$bin on one site under --sites and under --root); \
 	  $(BENCH_ENV) BENCH_SITES_MODE=1 PEERS=nginx BENCH_FLOOR=0 images/server/bench/run.sh "$$bin"
+
+# Private sites and fair share (issue 44, hsbench/access.py): fair share with a new X-Forwarded-For address on every
+# request (a million and more per run) vs the same trusted proxy without limits, goal within 5 % and RSS bounded by
+# --client-table-size; a basic-auth and a cookie-protected 100 B request vs a public one, goal within 10 %.
+ACCESS_REPS ?= 7
+ACCESS_CASES ?= fairshare,access
+
+.PHONY: bench-access
+bench-access: ## Fair share with a new X-Forwarded-For address per request (about 6 M per variant) vs off (req/CPU-s, RSS), basic auth and SSO cookie vs public, interleaved; writes _out/bench/access/ (≈14 min at ACCESS_REPS=7; ACCESS_CASES=access for one case).
+	@bin="$$($(MAKE) -s server-build | tail -n 1)"; \
+	  if [ ! -x "$$bin" ]; then echo "make server-build did not print an executable path (got '$$bin')" >&2; exit 1; fi; \
+	  $(call progress,access and fair-share cost: $$bin ($(ACCESS_CASES))); \
+	  $(BENCH_ENV) REPS=$(ACCESS_REPS) ACCESS_CASES="$(ACCESS_CASES)" BENCH_ACCESS=1 PEERS=nginx BENCH_FLOOR=0 \
+	    images/server/bench/run.sh "$$bin"
 
 # One server, many sites (issue 40): ours with --sites on a pool of small sites and on copies of the Python docs, each
 # against the same binary with --root on one of its sites, interleaved; RSS, start to first 200, a cold site's first

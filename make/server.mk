@@ -111,7 +111,7 @@ $(CARGO_FUZZ):
 # cargo-fuzz needs nightly features: use a nightly toolchain when rustup has one, else let stable act as
 # nightly (RUSTC_BOOTSTRAP=1). Without a usable ASan runtime, run unsanitized (--sanitizer none). fuzz-env sets
 # $$tc and $$san the same way for the build and the runs, so a run finds its target built.
-FUZZ_TARGETS := parse_request normalize_path tls_records parse_redirects h2_frames hpack_decode h3_frames qpack_decode proxy_v2
+FUZZ_TARGETS := parse_request normalize_path tls_records parse_redirects h2_frames hpack_decode h3_frames qpack_decode proxy_v2 forwarded
 # How many targets fuzz at once, each on its own core for FUZZ_SECONDS (CI: 2, the machine's cores).
 FUZZ_JOBS ?= 1
 define fuzz-env
@@ -127,7 +127,7 @@ server-fuzz-build: $(CARGO_FUZZ) ## Build every fuzz target (cargo-fuzz first, c
 	@$(fuzz-env); cargo $$tc fuzz build $$san
 
 .PHONY: server-fuzz
-server-fuzz: $(CARGO_FUZZ) ## Fuzz the request parser, the path normaliser, TLS input, the _redirects parser, the HTTP/2 frame engine, the HPACK decoder, HTTP/3 stream framing, the QPACK decoder and the PROXY v2 header for FUZZ_SECONDS each (default 30), FUZZ_JOBS at a time.
+server-fuzz: $(CARGO_FUZZ) ## Fuzz the request parser, the path normaliser, TLS input, the _redirects parser, the HTTP/2 frame engine, the HPACK decoder, HTTP/3 stream framing, the QPACK decoder, the PROXY v2 header and the X-Forwarded-For walk for FUZZ_SECONDS each (default 30), FUZZ_JOBS at a time.
 	@$(fuzz-env); \
 	printf '%s\n' $(FUZZ_TARGETS) | xargs -P $(FUZZ_JOBS) -I{} bash -c ' \
 	  t={}; echo "==> [$$(date +%H:%M:%S)] fuzzing $$t for $(FUZZ_SECONDS)s $$0 $$1"; mkdir -p corpus/$$t; \

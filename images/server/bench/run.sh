@@ -5,6 +5,7 @@
 #   BENCH_PROFILE=1 images/server/bench/run.sh PATH           syscalls per request and perf hot spots instead
 #   BENCH_RULES=1 images/server/bench/run.sh PATH             site with 1,000 redirect + 100 header rules vs none
 #   BENCH_SITES_MODE=1 images/server/bench/run.sh PATH        one site under --sites (the previews mode) vs --root
+#   BENCH_ACCESS=1 images/server/bench/run.sh PATH            fair share on a million addresses, basic auth, SSO vs none
 #   AB='a=ours; b=ours:--flag' images/server/bench/run.sh PATH  interleaved A/B of variants (hsbench/ab.py)
 #   BENCH_ENCODE_TIME=1 images/server/bench/run.sh PATH   the encoder's time to finish on an idle pod, by CPU cap
 # The HTTPS new-connection rows' load client (tlsload/main.go) is built with Go (PATH or /usr/local/go/bin) into the
@@ -33,6 +34,7 @@ case ",$peers," in *,h2o,*) [ -x /usr/bin/h2o ] || need+=(h2o) ;; esac
 command -v taskset >/dev/null || need+=(util-linux)
 command -v h2load >/dev/null || need+=(nghttp2-client)  # the HTTP/2 rows' load client
 command -v rsvg-convert >/dev/null || need+=(librsvg2-bin)  # only to render the chart to PNG
+[ -z "${BENCH_ACCESS:-}" ] || command -v htpasswd >/dev/null || need+=(apache2-utils)  # the bcrypt hash
 if [ -n "${BENCH_PROFILE:-}" ]; then
   command -v strace >/dev/null || need+=(strace)
   command -v perf >/dev/null || need+=(linux-perf)
@@ -64,6 +66,9 @@ if [ -n "${BENCH_RULES:-}" ]; then
 fi
 if [ -n "${BENCH_SITES_MODE:-}" ]; then
   exec python3 -m hsbench.sitesmode --ours "$ours" --out "$out/sitesmode"
+fi
+if [ -n "${BENCH_ACCESS:-}" ]; then
+  exec python3 -m hsbench.access --ours "$ours" --out "$out/access"
 fi
 if [ -n "${BENCH_ENCODE_TIME:-}" ]; then
   exec python3 -m hsbench.encodetime --ours "$ours" --out "$out/encodetime"

@@ -77,8 +77,9 @@ fn address(e: &[u8]) -> Option<IpAddr> {
     a.parse::<std::net::Ipv4Addr>().ok().map(IpAddr::V4)
 }
 
+/// A port: decimal digits, at most 65535 (`99999` is no port, so its entry is not an address).
 fn port(p: &str) -> bool {
-    !p.is_empty() && p.len() <= 5 && p.bytes().all(|b| b.is_ascii_digit())
+    !p.is_empty() && p.len() <= 5 && p.bytes().all(|b| b.is_ascii_digit()) && p.parse::<u16>().is_ok()
 }
 
 #[cfg(test)]
@@ -105,6 +106,12 @@ mod tests {
         assert_eq!(c("10.1.1.1:5000", Some("[2001:db8::7]:443 ,\t10.2.2.2")), "[2001:db8::7]:0");
         assert_eq!(c("10.1.1.1:5000", Some("2001:db8::7")), "[2001:db8::7]:0");
         assert_eq!(c("10.1.1.1:5000", Some("203.0.113.9:4711")), "203.0.113.9:0");
+        assert_eq!(c("10.1.1.1:5000", Some("203.0.113.9:65535")), "203.0.113.9:0");
+        assert_eq!(
+            c("10.1.1.1:5000", Some("[2001:db8::7]:00443")),
+            "[2001:db8::7]:0",
+            "leading zeros, as std reads them"
+        );
         assert_eq!(c("[::ffff:10.1.1.1]:5000", Some("203.0.113.9")), "203.0.113.9:0", "a mapped trusted peer");
         assert_eq!(c("10.1.1.1:5000", Some("10.3.3.3, 10.2.2.2")), "10.3.3.3:0", "all trusted: the left-most");
     }
@@ -120,6 +127,10 @@ mod tests {
             "unknown",
             "_hidden",
             "1.2.3.4:99999x",
+            "1.2.3.4:65536",
+            "1.2.3.4:99999",
+            "[2001:db8::7]:70000",
+            "[fe80::1%2]:80",
             "[::1",
             "[::1]x",
             ",",
