@@ -206,6 +206,8 @@ func helmInstallArgs() []string {
 		// The certificate scenario's CA ClusterIssuer (certmanager_test.go): by default sites may name only
 		// Issuers of their own namespace.
 		"--set", "tenancy.certificates.clusterIssuers={" + e2eClusterIssuer + "}",
+		// Previews (scenario 14j) need their domain's wildcard: the default policy allows no wildcard hostname.
+		"--set", "tenancy.hostnames.wildcards=true",
 		"--set", "operator.resources.cpu=50m",
 		// Scrape often so the autoscaling scenario reacts within the test's time.
 		"--set", "operator.autoscalerScrapeInterval=" + scrapeInterval,
