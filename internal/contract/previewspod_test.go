@@ -42,13 +42,7 @@ func TestContractPreviewsServedFromTheOperatorsArguments(t *testing.T) {
 	dir := t.TempDir()
 	valueFile := filepath.Join(dir, "site.json")
 	testenv.Must(t, os.WriteFile(valueFile, sitevalue.Render(site).Bytes, 0o644))
-	fetchAddr, pullAddr := freePort(t), freePort(t)
-	fetch := gitcontent.FetchArgs(site)
-	fetch = setArg(t, fetch, "--dir", filepath.Join(dir, "fetcher"))
-	fetch = setArg(t, fetch, "--listen", fetchAddr)
-	fetch = setArg(t, fetch, "--interval", "200ms")
-	fetch = setArg(t, fetch, "--check-server", serverbin.Require(t))
-	runAgent(t, fetch, fetchAddr)
+	fetchAddr := runOperatorFetcher(t, site, dir)
 	pull := gitcontent.PullArgs(site)
 	if slices.Contains(pull, "--server-admin") {
 		t.Fatalf("the puller of a site with previews is given --server-admin (no reload count in --sites mode): %q", pull)
@@ -58,14 +52,7 @@ func TestContractPreviewsServedFromTheOperatorsArguments(t *testing.T) {
 	pull = setArg(t, pull, "--dir", sites)
 	pull = setArg(t, pull, "--sites-dir", sites)
 	pull = setArg(t, pull, "--site-value", valueFile)
-	pull = setArg(t, pull, "--listen", pullAddr)
-	runAgent(t, pull, pullAddr)
-	testenv.Eventually(t, "production installed by the puller", func() error {
-		if code := statusOf(t, "http://"+pullAddr+"/healthz"); code != http.StatusOK {
-			return fmt.Errorf("puller /healthz %d", code)
-		}
-		return nil
-	})
+	runPuller(t, pull, freePort(t))
 
 	bin := serverbin.Require(t)
 	args := desired.ServerArgs(site)
