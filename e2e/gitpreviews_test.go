@@ -7,6 +7,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/json"
 	"fmt"
 	"io"
 	"maps"
@@ -20,6 +21,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"hyperstatic.dev/hyperstatic/api/v1alpha1"
@@ -36,12 +38,12 @@ const gitPreviewsDomain = "preview.e2e.test"
 // server's /-/pulls, its webhook event delivered to the fetcher): within gitWebhookBound of the push every pod
 // answers pr-1--www.<domain> with the request's commit, status.previews lists it ready with its URL, and
 // production is unchanged byte for byte. Closed (the event; the forge keeps the ref): the preview host is 404 on
-// every pod and status.previews is empty.
+// every pod and status.previews is empty. Then manyPreviews: 20 at once.
 func (sc *gitScenario) previews(t *testing.T) {
 	ctx := ctxFor(t, 5*time.Minute)
 	site := getSite(t, sc.ns, "www")
 	orig := site.DeepCopy()
-	site.Spec.Previews = &v1alpha1.PreviewsSpec{Domain: gitPreviewsDomain, PullRequests: true}
+	site.Spec.Previews = &v1alpha1.PreviewsSpec{Domain: gitPreviewsDomain, PullRequests: true, Max: ptr.To[int32](gitManyPreviews)}
 	if err := k8s.Patch(ctx, site, client.MergeFrom(orig)); err != nil {
 		t.Fatalf("patch spec.previews: %v", err)
 	}
@@ -98,6 +100,99 @@ func (sc *gitScenario) previews(t *testing.T) {
 	})
 	pp.requireServeAs(t, prodHost, production...)
 	t.Logf("closed: %s 404 on every pod, status.previews empty, production byte for byte %.1f s after the push", host, time.Since(start).Seconds())
+
+	sc.manyPreviews(t, pp, files, prodHost, production)
+}
+
+// gitManyPreviews is how many pull requests manyPreviews opens at once (www's spec.previews.max, and the suite's
+// tenancy.previews.max).
+const gitManyPreviews = 20
+
+// manyPreviews opens gitManyPreviews pull requests at once (2 to 21, each its own index.html over www's tree) and
+// waits until every pod serves each one's exact bytes under its host and status.previews lists them all ready;
+// production is unchanged byte for byte; each pod's containers' memory (the kubelet's working set) is logged.
+func (sc *gitScenario) manyPreviews(t *testing.T, pp *podPages, base map[string]gittestserver.File, prodHost string, production []siteFile) {
+	start := time.Now()
+	want := map[string]siteFile{} // host -> its index.html
+	for n := 2; n < 2+gitManyPreviews; n++ {
+		files := maps.Clone(base)
+		body := page("home", "pull request "+strconv.Itoa(n))
+		files["index.html"] = gittestserver.Regular(body)
+		branch := "pr-" + strconv.Itoa(n)
+		commit, _ := sc.repo.push(t, branch, "pull request "+strconv.Itoa(n), files)
+		sc.pull(t, gittestserver.Opened, n, commit, branch)
+		want[fmt.Sprintf("pr-%d--www.%s", n, gitPreviewsDomain)] = siteFile{"/index.html", []byte(body)}
+	}
+	opened := time.Since(start)
+	eventually(t, 3*time.Minute, fmt.Sprintf("%d previews served by every pod", gitManyPreviews), func(ctx context.Context) (bool, string, error) {
+		for _, p := range pp.pods {
+			for host, f := range want {
+				if code, body := pp.getAs(ctx, p.Name, host, f.path); code != http.StatusOK || !bytes.Equal(body, f.data) {
+					return false, fmt.Sprintf("pod %s, %s: %d (%d bytes)", p.Name, host, code, len(body)), nil
+				}
+			}
+		}
+		s := &v1alpha1.StaticSite{}
+		if err := k8s.Get(ctx, types.NamespacedName{Namespace: sc.ns, Name: "www"}, s); err != nil {
+			return false, err.Error(), nil
+		}
+		ready := 0
+		for _, p := range s.Status.Previews {
+			if p.Ready {
+				ready++
+			}
+		}
+		return ready == gitManyPreviews && len(s.Status.Previews) == gitManyPreviews, fmt.Sprintf("%d of %d previews ready in status", ready, len(s.Status.Previews)), nil
+	})
+	t.Logf("MEASURED git %d pull requests opened one after the other in %.1f s -> all served byte for byte by every pod and ready in status: %.1f s after the first push",
+		gitManyPreviews, opened.Seconds(), time.Since(start).Seconds())
+	for host := range want {
+		pp.requireServeAs(t, host, fileOf(base, "big.html"), fileOf(base, "img/logo.bin"))
+	}
+	pp.requireServeAs(t, prodHost, production...)
+	for _, p := range pp.pods {
+		t.Logf("MEASURED memory of pod %s with production and %d previews (kubelet working set): %s", p.Name, gitManyPreviews, podMemory(t, &p))
+	}
+}
+
+// podMemory is each container's working set as the kubelet's summary API reports it (node proxy), e.g.
+// "server 12.3 MiB, content 8.1 MiB"; the error's text when it cannot be read.
+func podMemory(t *testing.T, pod *corev1.Pod) string {
+	t.Helper()
+	ctx := ctxFor(t, 30*time.Second)
+	raw, err := cs.CoreV1().RESTClient().Get().AbsPath("/api/v1/nodes/" + pod.Spec.NodeName + "/proxy/stats/summary").DoRaw(ctx)
+	if err != nil {
+		return "unreadable: " + err.Error()
+	}
+	var summary struct {
+		Pods []struct {
+			PodRef struct {
+				Name, Namespace string
+			} `json:"podRef"`
+			Containers []struct {
+				Name   string `json:"name"`
+				Memory struct {
+					WorkingSetBytes *uint64 `json:"workingSetBytes"`
+				} `json:"memory"`
+			} `json:"containers"`
+		} `json:"pods"`
+	}
+	if err := json.Unmarshal(raw, &summary); err != nil {
+		return "unreadable: " + err.Error()
+	}
+	for _, p := range summary.Pods {
+		if p.PodRef.Name != pod.Name || p.PodRef.Namespace != pod.Namespace {
+			continue
+		}
+		var parts []string
+		for _, c := range p.Containers {
+			if c.Memory.WorkingSetBytes != nil {
+				parts = append(parts, fmt.Sprintf("%s %.1f MiB", c.Name, float64(*c.Memory.WorkingSetBytes)/(1<<20)))
+			}
+		}
+		return strings.Join(parts, ", ")
+	}
+	return "not in the node's summary"
 }
 
 // pull opens, updates or closes pull request number of sc.repo at head (branch) on the Git server (/-/pulls

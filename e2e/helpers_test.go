@@ -208,6 +208,7 @@ func helmInstallArgs() []string {
 		"--set", "tenancy.certificates.clusterIssuers={" + e2eClusterIssuer + "}",
 		// Previews (scenario 14j) need their domain's wildcard: the default policy allows no wildcard hostname.
 		"--set", "tenancy.hostnames.wildcards=true",
+		"--set", "tenancy.previews.max=20", // scenario 14j opens 20 pull requests at once
 		"--set", "operator.resources.cpu=50m",
 		// Scrape often so the autoscaling scenario reacts within the test's time.
 		"--set", "operator.autoscalerScrapeInterval=" + scrapeInterval,
