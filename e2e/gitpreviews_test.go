@@ -117,6 +117,7 @@ const gitManyPreviews = 20
 // waits until every pod serves each one's exact bytes under its host and status.previews lists them all ready;
 // production is unchanged byte for byte; each pod's containers' memory (the kubelet's working set) is logged.
 func (sc *gitScenario) manyPreviews(t *testing.T, pp *podPages, base map[string]gittestserver.File, prodHost string, production []siteFile) {
+	t.Helper()
 	start := time.Now()
 	want := map[string]siteFile{} // host -> its index.html
 	for n := 2; n < 2+gitManyPreviews; n++ {
