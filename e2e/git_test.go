@@ -84,6 +84,7 @@ func testContentFromGit(t *testing.T) {
 	t.Run("f-credentials-rotated", sc.credentialsRotated)
 	t.Run("h-rollback-under-load", sc.rollbackUnderLoad)
 	t.Run("i-skew-protection", sc.skewProtection)
+	t.Run("j-previews", sc.previews) // gitpreviews_test.go: rolls www's pods into --sites mode, so last of www's steps
 	// The small sites' pods go before the real site's start: the node has about 1 CPU to spare.
 	deleteNamespace(t, sc.ns)
 	t.Run("g-pydocs", sc.pydocs)

@@ -206,6 +206,9 @@ func helmInstallArgs() []string {
 		// The certificate scenario's CA ClusterIssuer (certmanager_test.go): by default sites may name only
 		// Issuers of their own namespace.
 		"--set", "tenancy.certificates.clusterIssuers={" + e2eClusterIssuer + "}",
+		// Previews (scenario 14j) need their domain's wildcard: the default policy allows no wildcard hostname.
+		"--set", "tenancy.hostnames.wildcards=true",
+		"--set", "tenancy.previews.max=20", // scenario 14j opens 20 pull requests at once
 		"--set", "operator.resources.cpu=50m",
 		// Scrape often so the autoscaling scenario reacts within the test's time.
 		"--set", "operator.autoscalerScrapeInterval=" + scrapeInterval,

@@ -64,6 +64,9 @@ const (
 // +kubebuilder:validation:XValidation:rule="!has(self.route) || !has(self.tls) || !has(self.tls.httpRedirect) || !self.tls.httpRedirect",message="spec.tls.httpRedirect cannot be used with spec.route: the route sends plain HTTP to the site, which would redirect in a loop; let the Ingress controller or Gateway redirect"
 // +kubebuilder:validation:XValidation:rule="!has(self.previews) || has(self.content.git)",message="spec.previews needs spec.content.git: previews follow the repository's pull requests and branches"
 // +kubebuilder:validation:XValidation:rule="!has(self.previews) || !has(self.placement) || !has(self.placement.mode) || self.placement.mode == 'Dedicated'",message="spec.previews needs spec.placement.mode Dedicated: previews are served by the site's own pods"
+// +kubebuilder:validation:XValidation:rule="!has(self.previews) || !has(self.hostnames) || self.hostnames.all(h, !h.startsWith('*'))",message="spec.previews cannot be used with a wildcard in spec.hostnames: with previews the pods choose production or a preview by the exact Host"
+// +kubebuilder:validation:XValidation:rule="!has(self.previews) || !has(self.server) || !has(self.server.access) || !has(self.server.access.htpasswdSecret)",message="spec.previews cannot be used with spec.server.access.htpasswdSecret: the pods' many-sites mode has no htpasswd file beside each entry's value"
+// +kubebuilder:validation:XValidation:rule="!has(self.previews) || !has(self.server) || !has(self.server.limits) || !has(self.server.limits.perClientHandshakes)",message="spec.previews cannot be used with spec.server.limits.perClientHandshakes: the pods' many-sites mode shares one TLS listener whose handshakes come before the site is known"
 type StaticSiteSpec struct {
 	// content is where the site's files come from. Exactly one source must be set.
 	// +required

@@ -18,6 +18,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -449,6 +450,10 @@ func gitServerPod(t *testing.T, d *appsv1.Deployment, name, ip string, tf *testF
 	tp := &testPuller{gate: newGate(t, tf.url)}
 	tp.p = &contentagent.Puller{FetcherURL: tp.gate.srv.URL, Store: &gitsource.Store{Dir: t.TempDir()},
 		MinBackoff: 20 * time.Millisecond, MaxBackoff: 100 * time.Millisecond, Log: quiet}
+	if layout := sitesLayoutOf(t, d); layout != nil {
+		tp.p.Sites = layout
+		tp.p.Store = &gitsource.Store{Dir: filepath.Join(layout.ContentDir(), contentagent.ProductionID)}
+	}
 	testenv.Must(t, tp.p.Init())
 	srv := httptest.NewServer(tp.p.Handler(time.Second))
 	ctx, cancel := context.WithCancel(context.Background())
@@ -492,4 +497,33 @@ func hasEvent(t *testing.T, ns, name, substr string) bool {
 		}
 	}
 	return false
+}
+
+// sitesLayoutOf is the --sites layout the Deployment's puller flags ask for (a site with previews), under a
+// temporary directory with the site value "{"version":1}", or nil without --sites-dir: the harness's pullers take
+// the operator's production hosts, site name and previews domain from the pod template.
+func sitesLayoutOf(t *testing.T, d *appsv1.Deployment) *contentagent.SitesLayout {
+	t.Helper()
+	var args []string
+	for _, c := range d.Spec.Template.Spec.InitContainers {
+		if c.Name == gitcontent.PullerContainerName {
+			args = c.Args
+		}
+	}
+	if !slices.Contains(args, "--sites-dir") {
+		return nil
+	}
+	l := &contentagent.SitesLayout{Dir: t.TempDir(), ValueFile: filepath.Join(t.TempDir(), "site.json")}
+	testenv.Must(t, os.WriteFile(l.ValueFile, []byte(`{"version":1}`), 0o644))
+	for i := 0; i+1 < len(args); i++ {
+		switch args[i] {
+		case "--host":
+			l.Hosts = append(l.Hosts, args[i+1])
+		case "--site-name":
+			l.Site = args[i+1]
+		case "--previews-domain":
+			l.Domain = args[i+1]
+		}
+	}
+	return l
 }

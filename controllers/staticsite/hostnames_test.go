@@ -97,16 +97,16 @@ func refusedNaming(t *testing.T, ns, name, msg string) {
 	}
 }
 
-// The suite's hostname policy (suitePolicy: "*.example.com", "example.com", "{namespace}.sites.test", no
-// wildcards, as in the default policy): a hostname under no pattern is refused naming its field, and so is a
-// wildcard; "{namespace}" admits the site's own namespace and not another's.
+// The suite's hostname policy (suitePolicy: "*.example.com", "example.com", "{namespace}.sites.test", wildcards
+// under them): a hostname under no pattern is refused naming its field, and so is a wildcard over more than a
+// pattern admits; "{namespace}" admits the site's own namespace and not another's.
 func TestHostnamePolicy(t *testing.T) {
 	ns, other := namespace(t), namespace(t)
 	routedSite(t, ns, "outside", "ok."+ns+".example.com", "www."+ns+".outside.test")
 	refusedNaming(t, ns, "outside", `spec.hostnames[1]: hostname "www.`+ns+`.outside.test" is not one namespace `+ns+` may claim`)
 
-	routedSite(t, ns, "wild", "*."+ns+".example.com")
-	refusedNaming(t, ns, "wild", `spec.hostnames[0]: wildcard hostname "*.`+ns+`.example.com" is not allowed`)
+	routedSite(t, ns, "wild", "*."+ns+".sites.test")
+	refusedNaming(t, ns, "wild", `spec.hostnames[0]: hostname "*.`+ns+`.sites.test" is not one namespace `+ns+` may claim`)
 
 	own := ns + ".sites.test"
 	routedSite(t, ns, "own", own)
@@ -249,4 +249,19 @@ func TestRoutedHostnamesAndConflictMessage(t *testing.T) {
 	if want := "hostname a.example.com is held by StaticSite x/one; hostname b.example.com is claimed first by StaticSite y/two"; msg != want {
 		t.Errorf("message %q, want %q", msg, want)
 	}
+}
+
+// The suite's policy on previews (suitePolicy: at most 20; their wildcard under the hostname patterns): a domain
+// whose wildcard no pattern admits, and a max over the cap, are refused naming the field; the site gets no child.
+func TestPreviewsPolicy(t *testing.T) {
+	ns := namespace(t)
+	site := func(name, domain string, max int32) {
+		spec := gitSiteSpec("http://127.0.0.1:1/docs.git")
+		spec.Previews = &v1alpha1.PreviewsSpec{Domain: domain, PullRequests: true, Max: ptr.To(max)}
+		createGitSite(t, ns, name, spec)
+	}
+	site("outside", "preview.outside.test", 5)
+	refusedNaming(t, ns, "outside", `spec.previews.domain: the previews' wildcard hostname "*.preview.outside.test" is not one namespace `+ns+` may claim`)
+	site("many", "preview.example.com", 21)
+	refusedNaming(t, ns, "many", "spec.previews.max: 21 previews is over the limit of 20")
 }

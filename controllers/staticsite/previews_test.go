@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
@@ -38,8 +39,9 @@ func previewsAre(want ...v1alpha1.PreviewStatus) func(*v1alpha1.StaticSite) erro
 // the test Git server and its pull requests; the real --check): the fetcher's flags and volume; a pull request's
 // preview in status.previews with its URL and commit and a PreviewPublished event; a request whose commit fails
 // the check listed with its error and a Warning PreviewFailed; a request whose ref goes removed with
-// PreviewRemoved; production served unchanged by both pods throughout. The pods do not serve previews yet (not
-// wired: the server's --sites mode), so ready is false.
+// PreviewRemoved; production served unchanged by both pods throughout. The pod template runs the server in
+// --sites mode and the puller laying it out (the harness's pullers take their layout from its flags), and a
+// preview is ready once every ready pod's puller serves it.
 func TestGitPreviews(t *testing.T) {
 	ns := namespace(t)
 	srv, repo := privateRepo(t)
@@ -57,6 +59,30 @@ func TestGitPreviews(t *testing.T) {
 		if want := (previews.Settings{PullRequests: true, TTL: time.Hour, Max: 10}); !args.previews.PullRequests ||
 			args.previews.TTL != want.TTL || args.previews.Max != want.Max || len(args.previews.Branches) != 0 {
 			t.Fatalf("fetcher previews flags %+v, want %+v", args.previews, want)
+		}
+	})
+
+	t.Run("the pods are told the previews", func(t *testing.T) {
+		pod := getDeployment(t, ns, "docs").Spec.Template.Spec
+		server := strings.Join(pod.Containers[0].Args, " ")
+		if !strings.HasPrefix(server, "--sites /site ") || strings.Contains(server, "--root") || strings.Contains(server, "--site ") {
+			t.Errorf("server args %q, want --sites /site and neither --root nor --site", server)
+		}
+		puller := pod.InitContainers[0]
+		args := strings.Join(puller.Args, " ")
+		for _, want := range []string{"--sites-dir /site", "--site-name docs", "--previews-domain preview.example.com",
+			"--site-value /etc/hyperstatic/site/site.json", "--host docs --host docs." + ns + " --host docs." + ns + ".svc --host docs." + ns + ".svc.cluster.local"} {
+			if !strings.Contains(args, want) {
+				t.Errorf("puller args %q lack %q", args, want)
+			}
+		}
+		if strings.Contains(args, "--server-admin") {
+			t.Errorf("puller args %q: --server-admin in --sites mode", args)
+		}
+		if !slices.ContainsFunc(puller.VolumeMounts, func(m corev1.VolumeMount) bool {
+			return m.Name == "site-value" && m.MountPath == "/etc/hyperstatic/site" && m.ReadOnly
+		}) {
+			t.Errorf("the puller does not mount the site value: %+v", puller.VolumeMounts)
 		}
 	})
 
@@ -87,7 +113,7 @@ func TestGitPreviews(t *testing.T) {
 	bad := open(2, "broken", page("broken", "public/_redirects", "/only-one-field\n"))
 	round()
 	want1 := v1alpha1.PreviewStatus{Name: "pr-2", URL: "http://pr-2--docs.preview.example.com/", Ref: "refs/pull/2/head", Error: "x"}
-	want2 := v1alpha1.PreviewStatus{Name: "pr-1", URL: "http://pr-1--docs.preview.example.com/", Ref: "refs/pull/1/head", Commit: pr1}
+	want2 := v1alpha1.PreviewStatus{Name: "pr-1", URL: "http://pr-1--docs.preview.example.com/", Ref: "refs/pull/1/head", Commit: pr1, Ready: true}
 	t.Run("status.previews lists both, the failing one with its error; production unchanged", func(t *testing.T) {
 		site := waitGit(t, ns, "docs", "two previews", all(servedRevision(c1, "2/2"), previewsAre(want1, want2)))
 		if i := slices.IndexFunc(site.Status.Previews, func(p v1alpha1.PreviewStatus) bool { return p.Name == "pr-2" }); i < 0 ||
@@ -131,6 +157,10 @@ func TestGitPreviewsValidation(t *testing.T) {
 		return &v1alpha1.PreviewsSpec{Domain: "preview.example.com", PullRequests: true}
 	}
 	cm := v1alpha1.StaticSiteSpec{Content: v1alpha1.ContentSource{ConfigMaps: []v1alpha1.ConfigMapContent{{Name: "pages"}}}, Previews: ok()}
+	wild := git(ok())
+	wild.Hostnames = []v1alpha1.Hostname{"docs.example.com", "*.docs.example.com"}
+	htpasswd := git(ok())
+	htpasswd.Server.Access = &v1alpha1.AccessSpec{HtpasswdSecret: &v1alpha1.SecretKeyRef{Name: "users"}}
 	pooled := git(ok())
 	pooled.Placement = &v1alpha1.PlacementSpec{Mode: v1alpha1.PlacementPool, Pool: "shared"}
 	for _, tc := range []struct {
@@ -145,6 +175,8 @@ func TestGitPreviewsValidation(t *testing.T) {
 		{"a one-label domain", git(&v1alpha1.PreviewsSpec{Domain: "localhost", PullRequests: true}), "spec.previews.domain must be a lower-case DNS domain"},
 		{"a short ttl", git(&v1alpha1.PreviewsSpec{Domain: "p.example.com", PullRequests: true, TTL: &metav1.Duration{Duration: 30 * time.Second}}), "spec.previews.ttl must be between 1m and 720h"},
 		{"too many", git(&v1alpha1.PreviewsSpec{Domain: "p.example.com", PullRequests: true, Max: ptr.To[int32](51)}), "spec.previews.max"},
+		{"beside a wildcard hostname", wild, "spec.previews cannot be used with a wildcard in spec.hostnames"},
+		{"beside basic authentication", htpasswd, "spec.previews cannot be used with spec.server.access.htpasswdSecret"},
 		{"an empty pattern", git(&v1alpha1.PreviewsSpec{Domain: "p.example.com", Branches: []string{""}}), "spec.previews.branches[0]"},
 	} {
 		t.Run(tc.name, func(t *testing.T) { expectRefused(t, ns, tc.spec, tc.want) })

@@ -103,9 +103,11 @@ var suitePolicy = func() tenancy.Policy {
 	p.PriorityClasses = []string{allowedPriorityClass}
 	// Git from the tests' own servers on loopback, up to 1Gi (TestGitTenancy sees the refusals).
 	p.Git = tenancy.GitLimits{URLs: []string{"http://127.0.0.1:"}, MaxSize: "1Gi"}
-	// Hostnames under example.com, or the site's namespace under sites.test; no wildcard, as in the default policy
-	// (TestHostnamePolicy sees the refusals).
-	p.Hostnames = tenancy.HostnameLimits{Patterns: []string{"example.com", "*.example.com", tenancy.NamespaceVariable + ".sites.test"}}
+	// Hostnames under example.com, or the site's namespace under sites.test; wildcards under those patterns, which
+	// previews need for their domain (TestHostnamePolicy and TestPreviewsPolicy see the refusals; a wildcard refused
+	// as such is internal/tenancy's test). At most 20 previews a site.
+	p.Hostnames = tenancy.HostnameLimits{Patterns: []string{"example.com", "*.example.com", tenancy.NamespaceVariable + ".sites.test"}, Wildcards: true}
+	p.Previews = tenancy.PreviewLimits{Max: 20}
 	// One ClusterIssuer (TestCertificatePolicy sees another refused).
 	p.Certificates = tenancy.CertificateLimits{ClusterIssuers: []string{suiteClusterIssuer}}
 	return p

@@ -20,9 +20,11 @@ import (
 
 	"hyperstatic.dev/hyperstatic/api/v1alpha1"
 	"hyperstatic.dev/hyperstatic/controllers/staticsite/desired"
+	"hyperstatic.dev/hyperstatic/controllers/staticsite/gitcontent"
 	"hyperstatic.dev/hyperstatic/internal/podmetrics"
 	"hyperstatic.dev/hyperstatic/internal/serverbin"
 	"hyperstatic.dev/hyperstatic/internal/sitevalue"
+	"hyperstatic.dev/hyperstatic/internal/testenv"
 )
 
 // siteFiles is the small real site every contract test serves: the pages the StaticSite fields refer to
@@ -119,4 +121,32 @@ func runCheck(bin string, args []string) (checkResult, error) {
 		return res, err
 	}
 	return res, nil
+}
+
+// runOperatorFetcher runs the real content-agent fetcher from the operator's own command line for site
+// (gitcontent.FetchArgs), its work under dir, polling every 200 ms, checking with the real server, and returns its
+// address.
+func runOperatorFetcher(t *testing.T, site *v1alpha1.StaticSite, dir string) string {
+	t.Helper()
+	addr := freePort(t)
+	fetch := gitcontent.FetchArgs(site)
+	fetch = setArg(t, fetch, "--dir", filepath.Join(dir, "fetcher"))
+	fetch = setArg(t, fetch, "--listen", addr)
+	fetch = setArg(t, fetch, "--interval", "200ms")
+	fetch = setArg(t, fetch, "--check-server", serverbin.Require(t))
+	runAgent(t, fetch, addr)
+	return addr
+}
+
+// runPuller runs the real content-agent with the puller arguments pull (the operator's, with the test's paths)
+// on addr, and waits until it installed its first tree.
+func runPuller(t *testing.T, pull []string, addr string) {
+	t.Helper()
+	runAgent(t, setArg(t, pull, "--listen", addr), addr)
+	testenv.Eventually(t, "the first tree installed by the puller", func() error {
+		if code := statusOf(t, "http://"+addr+"/healthz"); code != http.StatusOK {
+			return fmt.Errorf("puller /healthz %d", code)
+		}
+		return nil
+	})
 }

@@ -33,27 +33,14 @@ func TestContractSkewProtection(t *testing.T) {
 	site := gitSite(v1alpha1.GitContent{URL: repo.URL, Ref: "main"})
 	site.Spec.Server.SkewProtection = &v1alpha1.SkewProtection{Window: metav1.Duration{Duration: time.Hour}}
 	dir := t.TempDir()
-	fetchAddr, pullAddr := freePort(t), freePort(t)
-	fetch := gitcontent.FetchArgs(site)
-	fetch = setArg(t, fetch, "--dir", filepath.Join(dir, "fetcher"))
-	fetch = setArg(t, fetch, "--listen", fetchAddr)
-	fetch = setArg(t, fetch, "--interval", "200ms")
-	fetch = setArg(t, fetch, "--check-server", serverbin.Require(t))
-	runAgent(t, fetch, fetchAddr)
+	fetchAddr := runOperatorFetcher(t, site, dir)
 	pull := gitcontent.PullArgs(site)
 	pull = setArg(t, pull, "--fetcher", "http://"+fetchAddr)
 	pull = setArg(t, pull, "--dir", filepath.Join(dir, "site"))
-	pull = setArg(t, pull, "--listen", pullAddr)
 	// The server's admin port is chosen when it starts, after the first tree: the puller then waits its bound
 	// after a flip instead of the reload count, which only delays its pruning.
 	pull = setArg(t, pull, "--server-admin", "http://127.0.0.1:1")
-	runAgent(t, pull, pullAddr)
-	testenv.Eventually(t, "the first tree served by the puller", func() error {
-		if code := statusOf(t, "http://"+pullAddr+"/healthz"); code != http.StatusOK {
-			return fmt.Errorf("puller /healthz %d", code)
-		}
-		return nil
-	})
+	runPuller(t, pull, freePort(t))
 
 	bin := serverbin.Require(t)
 	server := serverbin.Start(t, bin, operatorArgs(t, bin, site, filepath.Join(dir, "site", "current")))

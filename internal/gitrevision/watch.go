@@ -18,7 +18,8 @@ type Waiter interface {
 // Changed says rev is news to a holder of have: another bundle, another commit, or another failure (a new one, or
 // none after one). It is what Waiter.Wait waits for.
 func Changed(have, rev Revision) bool {
-	return rev.Digest != have.Digest || rev.Commit != have.Commit || failureTime(have.Failure) != failureTime(rev.Failure)
+	return rev.Digest != have.Digest || rev.Commit != have.Commit || failureTime(have.Failure) != failureTime(rev.Failure) ||
+		rev.PreviewsTag != have.PreviewsTag // the fetcher's long poll answers a change of the previews too
 }
 
 // failureTime names a failure by when it happened ("" for none): what the fetcher's ?failed= compares.
@@ -70,6 +71,7 @@ type pollTarget struct {
 	digest       string
 	commit       string
 	failedAtTime string
+	previews     string // the previews' tag: a pass that read a new list of previews polls from it
 }
 
 // NewWatch returns a watch that reads through waiter and calls notify with the site to wake (notify must not block
@@ -81,7 +83,8 @@ func NewWatch(waiter Waiter, notify func(types.NamespacedName)) *Watch {
 // Follow makes sure site's fetcher, pod, is polled on port for a change from have, the revision the pass just
 // read. A poll already waiting on exactly that goes on; any other is replaced.
 func (w *Watch) Follow(site types.NamespacedName, pod *corev1.Pod, port int, have Revision) {
-	t := pollTarget{pod: pod.UID, ip: pod.Status.PodIP, port: port, digest: have.Digest, commit: have.Commit, failedAtTime: failureTime(have.Failure)}
+	t := pollTarget{pod: pod.UID, ip: pod.Status.PodIP, port: port, digest: have.Digest, commit: have.Commit, failedAtTime: failureTime(have.Failure),
+		previews: have.PreviewsTag}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	s := w.sites[site]

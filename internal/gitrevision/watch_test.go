@@ -128,6 +128,7 @@ func TestWatchFollowsOnePollPerSite(t *testing.T) {
 type waitCall struct {
 	ctx    context.Context
 	pod    *corev1.Pod
+	have   Revision
 	answer chan waitAnswer
 }
 
@@ -139,8 +140,8 @@ type waitAnswer struct {
 // fakeWaiter hands each Wait to the test, which answers it (or the caller's ctx ends it).
 type fakeWaiter struct{ calls chan waitCall }
 
-func (f *fakeWaiter) Wait(ctx context.Context, pod *corev1.Pod, _ int, _ Revision) (Revision, error) {
-	c := waitCall{ctx: ctx, pod: pod, answer: make(chan waitAnswer, 1)}
+func (f *fakeWaiter) Wait(ctx context.Context, pod *corev1.Pod, _ int, have Revision) (Revision, error) {
+	c := waitCall{ctx: ctx, pod: pod, have: have, answer: make(chan waitAnswer, 1)}
 	select {
 	case f.calls <- c:
 	case <-ctx.Done():
@@ -152,4 +153,32 @@ func (f *fakeWaiter) Wait(ctx context.Context, pod *corev1.Pod, _ int, _ Revisio
 	case <-ctx.Done():
 		return Revision{}, ctx.Err()
 	}
+}
+
+// A change of the previews alone (the fetcher's tag: a request opened or closed, production unchanged) wakes the
+// site, and a pass that read the new list polls from it: the fetcher's long poll answers at once for any other
+// tag, so a poll that ignored the tag would ask again and again and wake nobody.
+func TestWatchWakesOnAChangeOfThePreviews(t *testing.T) {
+	fw := &fakeWaiter{calls: make(chan waitCall)}
+	woken := make(chan types.NamespacedName, 10)
+	w := NewWatch(fw, func(s types.NamespacedName) { woken <- s })
+	w.MinGap = time.Nanosecond
+	pod := &corev1.Pod{Status: corev1.PodStatus{PodIP: "10.0.0.1"}}
+	pod.UID = "a"
+	have := Revision{Digest: "d1", Commit: "c1", PreviewsTag: "t1"}
+	w.Follow(site, pod, 8080, have)
+	call := <-fw.calls
+	opened := have
+	opened.PreviewsTag = "t2"
+	call.answer <- waitAnswer{rev: opened}
+	select {
+	case <-woken:
+	case <-time.After(waitLimit):
+		t.Fatal("a change of the previews' tag woke nobody")
+	}
+	w.Follow(site, pod, 8080, opened)
+	if next := <-fw.calls; next.have.PreviewsTag != "t2" {
+		t.Fatalf("the next poll waits from tag %q, want t2", next.have.PreviewsTag)
+	}
+	w.Forget(site)
 }

@@ -47,6 +47,9 @@ func (p Policy) CheckSite(site *v1alpha1.StaticSite) Violations {
 		hosts[i] = string(h)
 	}
 	p.checkHostnames(&vs, site.Namespace, hosts)
+	if s.Previews != nil {
+		p.checkPreviews(&vs, site.Namespace, s.Previews) // previews.go
+	}
 	if s.TLS != nil && s.TLS.IssuerRef != nil {
 		p.checkIssuer(&vs, s.TLS.IssuerRef)
 	}

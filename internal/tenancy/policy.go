@@ -18,6 +18,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/utils/ptr"
+
+	"hyperstatic.dev/hyperstatic/api/v1alpha1"
 )
 
 // Any in a list allows every value.
@@ -59,6 +61,8 @@ type Policy struct {
 	Hostnames HostnameLimits `json:"hostnames"`
 	// Certificates bound the cert-manager issuers spec.tls.issuerRef may name (certificates.go).
 	Certificates CertificateLimits `json:"certificates"`
+	// Previews bound spec.previews (previews.go); their wildcard domain is checked against Hostnames.
+	Previews PreviewLimits `json:"previews"`
 }
 
 // HostnameLimits say which hostnames a namespace's sites may claim. spec.hostnames go into an Ingress or HTTPRoute
@@ -130,6 +134,10 @@ var DefaultGitURLs = []string{
 	"ssh://git@codeberg.org/", "git@codeberg.org:",
 }
 
+// DefaultPreviewsMax caps spec.previews.max under the default policy: the API's default, so a site that leaves
+// max unset passes.
+const DefaultPreviewsMax = 10
+
 // DefaultGitMaxSize caps a site's spec.content.git.maxSize under the default policy.
 const DefaultGitMaxSize = "1Gi"
 
@@ -141,7 +149,8 @@ const DefaultGitMaxSize = "1Gi"
 // namespace's own sites within bounds that a shared cluster survives, Git content from the public forges
 // (DefaultGitURLs) of at most 1Gi with credentials only from Secrets labelled for it, any exact hostname but no
 // wildcard (a hostname another site already holds is refused anyway: internal/hostclaim), certificates from the
-// namespace's own cert-manager Issuers only (the platform lists the ClusterIssuers it offers).
+// namespace's own cert-manager Issuers only (the platform lists the ClusterIssuers it offers), at most
+// DefaultPreviewsMax previews a site (whose wildcard domain the hostname policy refuses until it allows wildcards).
 func Default() Policy {
 	return Policy{
 		ExtraArgs: []string{"access-log", "access-log-sample", "workers", "header-timeout", "keepalive-timeout",
@@ -155,6 +164,7 @@ func Default() Policy {
 		Git:             GitLimits{URLs: slices.Clone(DefaultGitURLs), MaxSize: DefaultGitMaxSize, RequireCredentialsLabel: ptr.To(true)},
 		Hostnames:       HostnameLimits{Patterns: []string{Any}},
 		Certificates:    CertificateLimits{ClusterIssuers: []string{}, ExternalIssuers: []string{}},
+		Previews:        PreviewLimits{Max: DefaultPreviewsMax},
 	}
 }
 
@@ -187,6 +197,9 @@ func Parse(s string) (Policy, error) {
 	}
 	if err := p.Hostnames.validate(); err != nil {
 		return Policy{}, err
+	}
+	if m := p.Previews.Max; m < 0 || m > v1alpha1.MaxPreviewsMax {
+		return Policy{}, fmt.Errorf("tenancy policy: previews.max %d is not within 0-%d (0: no cap)", m, v1alpha1.MaxPreviewsMax)
 	}
 	return p, nil
 }

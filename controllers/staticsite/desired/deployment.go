@@ -58,7 +58,11 @@ func desiredPodTemplate(site *v1alpha1.StaticSite, serverImage string, content C
 			WithSeccompProfile(corev1ac.SeccompProfile().WithType(corev1.SeccompProfileTypeRuntimeDefault))).
 		WithContainers(serverContainer(site, serverImage, content, memory))
 	if content.Source == v1alpha1.ContentSourceGit {
-		spec.WithInitContainers(gitcontent.PullerContainer(site, content.AgentImage))
+		puller := gitcontent.PullerContainer(site, content.AgentImage)
+		if site.Spec.Previews != nil {
+			puller.WithVolumeMounts(siteValueMount()) // it embeds the site value in every entry of the --sites index
+		}
+		spec.WithInitContainers(puller)
 	}
 	if v := siteVolume(site, content); v != nil {
 		spec.WithVolumes(v)

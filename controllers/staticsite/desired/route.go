@@ -2,6 +2,7 @@ package desired
 
 import (
 	"maps"
+	"slices"
 
 	networkingv1 "k8s.io/api/networking/v1"
 	networkingv1ac "k8s.io/client-go/applyconfigurations/networking/v1"
@@ -31,8 +32,10 @@ func Ingress(site *v1alpha1.StaticSite, hostnames []v1alpha1.Hostname) *networki
 	}
 	spec := networkingv1ac.IngressSpec().WithIngressClassName(*route.IngressClassName)
 	hosts := make([]string, 0, len(hostnames))
-	for _, h := range hostnames {
-		hosts = append(hosts, string(h))
+	for _, h := range routeHosts(site, hostnames) {
+		if !isPreviewsWildcard(site, h) {
+			hosts = append(hosts, string(h)) // the TLS section: the site's certificate names its hostnames only
+		}
 		spec.WithRules(networkingv1ac.IngressRule().WithHost(string(h)).WithHTTP(networkingv1ac.HTTPIngressRuleValue().WithPaths(
 			networkingv1ac.HTTPIngressPath().WithPath("/").WithPathType(networkingv1.PathTypePrefix).WithBackend(
 				networkingv1ac.IngressBackend().WithService(networkingv1ac.IngressServiceBackend().WithName(site.Name).
@@ -82,7 +85,7 @@ func HTTPRoute(site *v1alpha1.StaticSite, hostnames []v1alpha1.Hostname) *gatewa
 		}
 		spec.WithParentRefs(ref)
 	}
-	for _, h := range hostnames {
+	for _, h := range routeHosts(site, hostnames) {
 		spec.WithHostnames(gatewayv1.Hostname(h))
 	}
 	spec.WithRules(gatewayv1ac.HTTPRouteRule().
@@ -97,6 +100,27 @@ func HTTPRoute(site *v1alpha1.StaticSite, hostnames []v1alpha1.Hostname) *gatewa
 		hr.WithAnnotations(maps.Clone(route.Annotations))
 	}
 	return hr
+}
+
+// routeHosts are the hosts a route carries: hostnames, then with spec.previews one wildcard "*.<domain>" covering
+// every preview's host (<name>--<site>.<domain>, one label under the domain; the pods choose the preview by Host).
+// The tenancy policy allows the wildcard as it would a claimed wildcard hostname (internal/tenancy/previews.go).
+// Only through the route's plain HTTP: the Ingress's TLS section and the site's certificate name the hostnames
+// alone, so a preview's URL is http:// (status.previews).
+func routeHosts(site *v1alpha1.StaticSite, hostnames []v1alpha1.Hostname) []v1alpha1.Hostname {
+	if site.Spec.Previews == nil {
+		return hostnames
+	}
+	return append(slices.Clone(hostnames), PreviewsWildcard(site))
+}
+
+// PreviewsWildcard is the route host of a site's previews.
+func PreviewsWildcard(site *v1alpha1.StaticSite) v1alpha1.Hostname {
+	return v1alpha1.Hostname("*." + site.Spec.Previews.Domain)
+}
+
+func isPreviewsWildcard(site *v1alpha1.StaticSite, h v1alpha1.Hostname) bool {
+	return site.Spec.Previews != nil && h == PreviewsWildcard(site)
 }
 
 // PublicURLs are the addresses of hostnames (the routed ones) through the route: https:// when spec.tls is set

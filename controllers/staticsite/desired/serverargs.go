@@ -19,7 +19,8 @@ import (
 )
 
 // ServerArgs are the server's command-line arguments for a site: the process settings only (flags of
-// images/server: --root (/site, or /site/current for Git content, with --max-entries and --max-depth when
+// images/server: --root (/site, or /site/current for Git content; --sites /site instead of --root and --site for a
+// site with previews, with --max-entries and --max-depth when
 // spec.content.git sets them), --listen, --admin-listen, --drain-delay, --shutdown-timeout,
 // --max-requests-per-connection, --max-connection-age, --h2c=true (when h2c is set), --proxy-protocol=true (when
 // access.proxyProtocol is set), the TLS listener of tlsArgs, below, --http3 and --alt-svc-port with spec.http3
@@ -34,13 +35,18 @@ func ServerArgs(site *v1alpha1.StaticSite) []string {
 	if site.Spec.Content.Git != nil {
 		root = v1alpha1.GitServedRoot // the link the puller flips to each new tree (gitcontent)
 	}
-	args := []string{
-		"--root", root,
+	args := []string{"--root", root}
+	if site.Spec.Previews != nil {
+		// The pool server's many-sites mode over the directory the puller lays out: production and each preview
+		// chosen by Host, every one with the site value (gitcontent/previews.go). --root and --site are the index's.
+		args = []string{"--sites", v1alpha1.SiteRoot}
+	}
+	args = append(args,
 		"--listen", listenAddr(v1alpha1.ServerPort),
 		"--admin-listen", listenAddr(v1alpha1.AdminPort),
 		"--drain-delay", sitechild.FormatDuration(drainDelayOf(site)),
 		"--shutdown-timeout", sitechild.FormatDuration(shutdownTimeout),
-	}
+	)
 	if g := site.Spec.Content.Git; g != nil {
 		// The server walks the tree the fetcher wrote under the same caps (flags of the same names), or a tree
 		// that spec.content.git.maxEntries/maxDepth admits would be refused at load by the server's defaults.
@@ -61,7 +67,9 @@ func ServerArgs(site *v1alpha1.StaticSite) []string {
 	}
 	args = append(args, tlsArgs(site)...)
 	args = append(args, http3Args(site)...) // http3.go
-	args = append(args, "--site", sitevalue.File)
+	if site.Spec.Previews == nil {
+		args = append(args, "--site", sitevalue.File)
+	}
 	return append(args, s.ExtraArgs...)
 }
 

@@ -22,6 +22,7 @@ import (
 
 	"hyperstatic.dev/hyperstatic/api/v1alpha1"
 	"hyperstatic.dev/hyperstatic/controllers/staticsite/sitechild"
+	"hyperstatic.dev/hyperstatic/internal/sitevalue"
 )
 
 const (
@@ -162,13 +163,17 @@ func FetchArgs(site *v1alpha1.StaticSite) []string {
 
 // PullArgs are the puller sidecar's arguments: follow the fetcher's Service, install each tree under /site (the
 // server's root is /site/current), answer the operator on the content port, and flip at most once per server
-// reload (the server's admin port on the pod's loopback).
+// reload (the server's admin port on the pod's loopback). With spec.previews, lay out the server's --sites
+// directory instead (previews.go).
 func PullArgs(site *v1alpha1.StaticSite) []string {
 	maxSize := maxSizeOf(site.Spec.Content.Git)
 	args := []string{"pull", "--fetcher", FetcherURL(site), "--dir", v1alpha1.SiteRoot,
-		"--listen", portAddr(v1alpha1.ContentPort), "--max-bytes", strconv.FormatInt(maxSize.Value(), 10),
-		"--server-admin", fmt.Sprintf("http://127.0.0.1:%d", v1alpha1.AdminPort)}
-	return append(args, TreeLimitArgs(site.Spec.Content.Git)...)
+		"--listen", portAddr(v1alpha1.ContentPort), "--max-bytes", strconv.FormatInt(maxSize.Value(), 10)}
+	if site.Spec.Previews == nil {
+		args = append(args, "--server-admin", fmt.Sprintf("http://127.0.0.1:%d", v1alpha1.AdminPort))
+	}
+	args = append(args, TreeLimitArgs(site.Spec.Content.Git)...)
+	return append(args, sitesPullArgs(site, sitevalue.File)...) // previews.go
 }
 
 // TreeLimitArgs passes spec.content.git.maxEntries and maxDepth, when set, to the fetcher and the pullers
@@ -354,7 +359,7 @@ func DesiredNetworkPolicy(site *v1alpha1.StaticSite, operatorNamespace string) *
 // SiteVolume is a Git site's /site: an emptyDir the puller fills and the server reads.
 func SiteVolume(site *v1alpha1.StaticSite) *corev1ac.VolumeApplyConfiguration {
 	return corev1ac.Volume().WithName(sitechild.SiteVolumeName).
-		WithEmptyDir(corev1ac.EmptyDirVolumeSource().WithSizeLimit(times(maxSizeOf(site.Spec.Content.Git), siteFactor(site.Spec.Content.Git))))
+		WithEmptyDir(corev1ac.EmptyDirVolumeSource().WithSizeLimit(times(maxSizeOf(site.Spec.Content.Git), siteFactor(site.Spec.Content.Git)+previewsSiteFactor(site))))
 }
 
 // PullerContainer is the server pod's puller: a native sidecar (an init container that keeps running), so the

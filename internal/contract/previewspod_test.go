@@ -1,0 +1,144 @@
+package contract
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"hyperstatic.dev/hyperstatic/api/v1alpha1"
+	"hyperstatic.dev/hyperstatic/controllers/staticsite/desired"
+	"hyperstatic.dev/hyperstatic/controllers/staticsite/gitcontent"
+	"hyperstatic.dev/hyperstatic/internal/contentagent"
+	"hyperstatic.dev/hyperstatic/internal/gittestserver"
+	"hyperstatic.dev/hyperstatic/internal/gitwebhook"
+	"hyperstatic.dev/hyperstatic/internal/poolindex"
+	"hyperstatic.dev/hyperstatic/internal/serverbin"
+	"hyperstatic.dev/hyperstatic/internal/sitevalue"
+	"hyperstatic.dev/hyperstatic/internal/testenv"
+)
+
+// The operator ↔ pod contract of a site with previews (issue 41): the real content-agent fetcher and puller from
+// the operator's own command lines (gitcontent.FetchArgs, PullArgs), the real server from the operator's own
+// arguments (desired.ServerArgs: --sites, no --root nor --site), the site value the operator renders in the file
+// the puller embeds. Production answers the operator's hosts (the site's hostnames and its Service's names) with
+// production; an opened pull request's host <name>--<site>.<domain> its commit, with the site's rules (a header of
+// spec.server.headers on both); any other host 404; an entry claiming production's host refused while production
+// keeps it; the closed request's host 404 again.
+func TestContractPreviewsServedFromTheOperatorsArguments(t *testing.T) {
+	srv, base := gittestserver.Start(t, "", "", "")
+	repo := srv.NewRepo(t, base, "docs.git", nil)
+	c1 := repo.Commit("production", map[string]gittestserver.File{"index.html": gittestserver.Regular("production\n")})
+	repo.Push("refs/heads/main", c1, false)
+
+	site := gitSite(v1alpha1.GitContent{URL: repo.URL, Ref: "main"})
+	site.Spec.Hostnames = []v1alpha1.Hostname{"Docs.Example.com"}
+	site.Spec.Previews = &v1alpha1.PreviewsSpec{Domain: "preview.example.com", PullRequests: true}
+	site.Spec.Server.Headers = []v1alpha1.Header{{Name: "X-Site-Rule", Value: "applied"}}
+	dir := t.TempDir()
+	valueFile := filepath.Join(dir, "site.json")
+	testenv.Must(t, os.WriteFile(valueFile, sitevalue.Render(site).Bytes, 0o644))
+	fetchAddr := runOperatorFetcher(t, site, dir)
+	pull := gitcontent.PullArgs(site)
+	if slices.Contains(pull, "--server-admin") {
+		t.Fatalf("the puller of a site with previews is given --server-admin (no reload count in --sites mode): %q", pull)
+	}
+	sites := filepath.Join(dir, "site")
+	pull = setArg(t, pull, "--fetcher", "http://"+fetchAddr)
+	pull = setArg(t, pull, "--dir", sites)
+	pull = setArg(t, pull, "--sites-dir", sites)
+	pull = setArg(t, pull, "--site-value", valueFile)
+	runPuller(t, pull, freePort(t))
+
+	bin := serverbin.Require(t)
+	args := desired.ServerArgs(site)
+	if slices.Contains(args, "--root") || slices.Contains(args, "--site") {
+		t.Fatalf("the server of a site with previews is given --root or --site: %q", args)
+	}
+	server := serverbin.Start(t, bin, serverbin.SetFlag(t, args, "--sites", sites))
+	get := func(host string) (int, string, string) {
+		req, err := http.NewRequest(http.MethodGet, "http://"+server.HTTPAddr+"/", nil)
+		testenv.Must(t, err)
+		req.Host = host
+		resp, err := http.DefaultTransport.RoundTrip(req)
+		testenv.Must(t, err)
+		defer resp.Body.Close()
+		body, err := io.ReadAll(resp.Body)
+		testenv.Must(t, err)
+		return resp.StatusCode, string(body), resp.Header.Get("X-Site-Rule")
+	}
+	serves := func(host, want string) {
+		t.Helper()
+		testenv.Eventually(t, host+" serves "+strings.TrimSpace(want), func() error {
+			if code, body, rule := get(host); code != http.StatusOK || body != want || rule != "applied" {
+				return fmt.Errorf("%s: %d %q, X-Site-Rule %q", host, code, body, rule)
+			}
+			return nil
+		})
+	}
+	production := func() {
+		t.Helper()
+		hosts := gitcontent.SitesHosts(site)
+		if want := []string{"docs.example.com", "docs", "docs.web", "docs.web.svc", "docs.web.svc.cluster.local"}; !slices.Equal(hosts, want) {
+			t.Fatalf("production's hosts %q, want %q", hosts, want)
+		}
+		for _, h := range append(hosts, "DOCS.example.com.:8080") {
+			serves(h, "production\n")
+		}
+	}
+	notFound := func(host string) {
+		t.Helper()
+		testenv.Eventually(t, host+" answers 404", func() error {
+			if code, body, _ := get(host); code != http.StatusNotFound {
+				return fmt.Errorf("%s: %d %q", host, code, body)
+			}
+			return nil
+		})
+	}
+	production()
+	notFound("127.0.0.1")
+	notFound("pr-1--docs.preview.example.com")
+
+	c2 := repo.Commit("pr one", map[string]gittestserver.File{"index.html": gittestserver.Regular("pr one\n")}, c1)
+	repo.Push("refs/heads/contrib", c2, false)
+	testenv.Must(t, srv.Pull("docs.git", gittestserver.PullEvent{Forge: gitwebhook.GitHub, Action: gittestserver.Opened, Number: 1, Head: c2}))
+	t.Run("an opened request's host serves its commit with the site's rules; production unchanged", func(t *testing.T) {
+		serves("pr-1--docs.preview.example.com", "pr one\n")
+		production()
+		notFound("pr-2--docs.preview.example.com")
+	})
+
+	t.Run("an entry claiming production's host is refused; production keeps it", func(t *testing.T) {
+		evil := []poolindex.Site{{ID: contentagent.PreviewID("evil"), Hosts: []string{"docs.example.com"},
+			Value: []byte(`{"version":1}`), Limits: poolindex.Limits{MaxFiles: 10, MaxBytes: 1 << 20}}}
+		data, err := poolindex.Render(2, evil)
+		testenv.Must(t, err)
+		tree := filepath.Join(sites, "content", contentagent.PreviewID("evil"), "0123456789abcdef")
+		testenv.Must(t, os.MkdirAll(tree, 0o755))
+		testenv.Must(t, os.WriteFile(filepath.Join(tree, "index.html"), []byte("evil\n"), 0o644))
+		testenv.Must(t, os.Symlink("0123456789abcdef", filepath.Join(filepath.Dir(tree), "current")))
+		testenv.Must(t, os.WriteFile(filepath.Join(sites, "index", "2-evil.json"), data, 0o644))
+		testenv.Eventually(t, "the server reports the refused entry", func() error {
+			resp, err := http.Get("http://" + server.AdminAddr + "/sites")
+			testenv.Must(t, err)
+			body, _ := io.ReadAll(resp.Body)
+			_ = resp.Body.Close()
+			if code := resp.StatusCode; code != http.StatusOK || !strings.Contains(string(body), "host docs.example.com is already site production.site's") {
+				return fmt.Errorf("/sites: %d %s", code, body)
+			}
+			return nil
+		})
+		production()
+		testenv.Must(t, os.Remove(filepath.Join(sites, "index", "2-evil.json")))
+	})
+
+	t.Run("the request's ref gone: its host 404, production unchanged", func(t *testing.T) {
+		testenv.Must(t, srv.DeletePullRef("docs.git", gitwebhook.GitHub, 1))
+		notFound("pr-1--docs.preview.example.com")
+		production()
+	})
+}
