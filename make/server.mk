@@ -80,7 +80,7 @@ H3_TRIXIE := $(CACHE_DIR)/trixie-h3
 
 .PHONY: h3-trixie-clients
 h3-trixie-clients: ## Debootstrap Debian 13 with curl (HTTP/3) and ngtcp2's client into the cache (once; minutes).
-	@$(ROOT)/hack/trixie-h3-clients.sh $(H3_TRIXIE)
+	@$(ROOT)/hack/trixie-root.sh $(H3_TRIXIE) curl,ngtcp2-client,ca-certificates
 
 .PHONY: h3-interop-trixie
 h3-interop-trixie: server-build h3-trixie-clients ## make h3-interop's aioquic part, then Debian 13's curl and gtlsclient over HTTP/3 (bodies byte-exact).
