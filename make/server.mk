@@ -74,6 +74,14 @@ H3LOAD := $(CACHE_DIR)/h3load
 h3load-build: ## Build $(H3LOAD): the HTTP/3 load client (quic-go) for h3 benchmark rows; `$(H3LOAD) -h` for its flags.
 	@cd $(SERVER_DIR)/h3interop/quicgo && go build -o $(H3LOAD) ./h3load
 
+# h3load's twin on quinn (h3interop/quinnload): the same flags and summary, a client that honours the server's
+# ACK_FREQUENCY frame (--http3-ack-every), which quic-go does not. Bench only: H3LOAD_BIN=$(H3LOAD_QUINN) make bench-ab ...
+H3LOAD_QUINN := $(CACHE_DIR)/h3load-quinn/release/h3load-quinn
+
+.PHONY: h3load-quinn-build
+h3load-quinn-build: ## Build $(H3LOAD_QUINN): h3load's twin on quinn, for the h3 rows with a client that honours ACK_FREQUENCY.
+	@cd $(SERVER_DIR)/h3interop/quinnload && CARGO_TARGET_DIR=$(CACHE_DIR)/h3load-quinn cargo build --release --locked -q
+
 # Debian 13 (trixie) minbase with its curl 8.14 (HTTP/3) and ngtcp2-client, debootstrapped into the cache from the
 # mirror apt uses: about 240 MB and minutes to make (582 s measured under load), so not part of `make test` yet.
 H3_TRIXIE := $(CACHE_DIR)/trixie-h3
