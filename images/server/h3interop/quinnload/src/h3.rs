@@ -57,8 +57,8 @@ fn status_of(section: &[u8]) -> Result<u16, String> {
         let (i, _) = prefix_int(line, 6).ok_or("truncated index")?;
         return static_status(i).ok_or_else(|| format!("static entry {i} is not a :status"));
     }
-    if first & 0xf0 == 0x50 {
-        // Literal with a static name reference; the value is the status's digits.
+    if first & 0xd0 == 0x50 {
+        // Literal with a static name reference (never-indexed or not); the value is the status's digits.
         let (i, k) = prefix_int(line, 4).ok_or("truncated name index")?;
         if !(24..=28).contains(&i) && !(63..=71).contains(&i) {
             return Err(format!("first field (static name {i}) is not :status"));
@@ -181,8 +181,8 @@ mod tests {
         assert_eq!(response(&r).unwrap(), (200, 3));
         // 404 indexed (27), no body.
         assert_eq!(response(&[0x01, 0x03, 0x00, 0x00, 0xdb]).unwrap(), (404, 0));
-        // 301 as a literal naming static entry 24, plain digits.
-        assert_eq!(response(&[0x01, 0x07, 0x00, 0x00, 0x58, 0x03, b'3', b'0', b'1']).unwrap().0, 300);
+        // 301 as a literal naming static entry 24 (4-bit prefix: 15 + 9), plain digits.
+        assert_eq!(response(&[0x01, 0x08, 0x00, 0x00, 0x5f, 0x09, 0x03, b'3', b'0', b'1']).unwrap().0, 300);
         // A truncated DATA frame is an error, not a short body.
         assert!(response(&[0x00, 0x05, b'a']).is_err());
     }
