@@ -148,6 +148,7 @@ fn transport(idle: Duration, gso: bool, ack_every: u32) -> quinn_proto::Transpor
 ///   larger of the RTT and 25 ms) and counts in our probe timeout, so a quiet tail is not mistaken for loss, and
 ///   a probe asks for an IMMEDIATE_ACK;
 /// - congestion control counts bytes acknowledged, not ACKs, so the window grows as before.
+///
 /// What it costs: fewer than N packets in flight (a response's tail with nothing after it, or a congestion window
 /// under N packets after a loss) are acknowledged only when the client's delay runs out. quinn-proto 0.11 does not
 /// lower the threshold with the window as the draft suggests, hence the cap on N and the default, off
