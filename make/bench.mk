@@ -13,10 +13,18 @@ BENCH_FLOOR ?= 1
 BENCH_OUT ?= $(ROOT)/_out/bench
 BENCH_ENV = BENCH_SECONDS=$(BENCH_SECONDS) REPS=$(REPS) WARMUP_SECONDS=$(WARMUP_SECONDS) \
   BENCH_CPU_QUOTA=$(BENCH_CPU_QUOTA) IDLE_CONNS=$(IDLE_CONNS) BENCH_WORKLOADS="$(BENCH_WORKLOADS)" BENCH_OUT="$(BENCH_OUT)" \
-  PEERS="$(PEERS)" BENCH_FLOOR=$(BENCH_FLOOR) CADDY=$(BIN)/caddy
+  PEERS="$(PEERS)" BENCH_FLOOR=$(BENCH_FLOOR) CADDY=$(BIN)/caddy NGINX_TRIXIE=$(NGINX_TRIXIE)
 # Caddy, the one peer not from Debian, is built from the Go module proxy first when PEERS names it
 comma := ,
 CADDY_IF_PEER = $(if $(filter caddy,$(subst $(comma), ,$(PEERS))),$(CADDY))
+# nginx 1.26 of Debian 13 (HTTP/3; Debian 12's 1.22 has none), an opt-in peer: its tree is debootstrapped into the
+# cache first, once (77 s measured on a busy machine), when PEERS names it (PEERS=nginx-1.26,caddy). CI runs no bench.
+NGINX_TRIXIE := $(CACHE_DIR)/trixie-nginx
+NGINX_TRIXIE_IF_PEER = $(if $(filter nginx-1.26,$(subst $(comma), ,$(PEERS))),nginx-trixie)
+
+.PHONY: nginx-trixie
+nginx-trixie: ## Debootstrap Debian 13 with nginx 1.26 (HTTP/3) into the cache, the opt-in bench peer nginx-1.26 (once; a minute or more).
+	@$(ROOT)/hack/trixie-root.sh $(NGINX_TRIXIE) nginx
 
 # `bench` runs every benchmark, one after the other. A benchmark in a make file of its own joins it with a line
 # `bench: bench-<name>` there; `make help` lists what bench runs, from every such line.
@@ -24,7 +32,7 @@ CADDY_IF_PEER = $(if $(filter caddy,$(subst $(comma), ,$(PEERS))),$(CADDY))
 bench: bench-server bench-site bench-rules bench-pool bench-access ## Run every benchmark there is, one after the other (each writes under _out/bench/).
 
 .PHONY: bench-server
-bench-server: $(CADDY_IF_PEER) ## Our server vs nginx, lighttpd, h2o, Caddy and a canned-response floor on loopback, pinned + CPU-capped: plain HTTP, HTTPS, HTTP/2 (h2load) and HTTP/3 (h3load, on the servers that have it) rows; writes _out/bench/ (≈40 min; PEERS=nginx REPS=1 BENCH_SECONDS=3 or BENCH_WORKLOADS=h2-100b-m10,... for less).
+bench-server: $(CADDY_IF_PEER) $(NGINX_TRIXIE_IF_PEER) ## Our server vs nginx, lighttpd, h2o, Caddy and a canned-response floor on loopback, pinned + CPU-capped: plain HTTP, HTTPS, HTTP/2 (h2load) and HTTP/3 (h3load, on the servers that have it) rows; writes _out/bench/ (≈40 min; PEERS=nginx REPS=1 BENCH_SECONDS=3 or BENCH_WORKLOADS=h2-100b-m10,... for less).
 	@$(call progress,building the server for the benchmark)
 	@bin="$$($(MAKE) -s server-build | tail -n 1)"; \
 	  if [ ! -x "$$bin" ]; then echo "make server-build did not print an executable path (got '$$bin')" >&2; exit 1; fi; \

@@ -74,13 +74,21 @@ H3LOAD := $(CACHE_DIR)/h3load
 h3load-build: ## Build $(H3LOAD): the HTTP/3 load client (quic-go) for h3 benchmark rows; `$(H3LOAD) -h` for its flags.
 	@cd $(SERVER_DIR)/h3interop/quicgo && go build -o $(H3LOAD) ./h3load
 
+# h3load's twin on quinn (h3interop/quinnload): the same flags and summary, a client that honours the server's
+# ACK_FREQUENCY frame (--http3-ack-every), which quic-go does not. Bench only: H3LOAD_BIN=$(H3LOAD_QUINN) make bench-ab ...
+H3LOAD_QUINN := $(CACHE_DIR)/h3load-quinn/release/h3load-quinn
+
+.PHONY: h3load-quinn-build
+h3load-quinn-build: ## Build $(H3LOAD_QUINN): h3load's twin on quinn, for the h3 rows with a client that honours ACK_FREQUENCY.
+	@cd $(SERVER_DIR)/h3interop/quinnload && CARGO_TARGET_DIR=$(CACHE_DIR)/h3load-quinn cargo build --release --locked -q
+
 # Debian 13 (trixie) minbase with its curl 8.14 (HTTP/3) and ngtcp2-client, debootstrapped into the cache from the
 # mirror apt uses: about 240 MB and minutes to make (582 s measured under load), so not part of `make test` yet.
 H3_TRIXIE := $(CACHE_DIR)/trixie-h3
 
 .PHONY: h3-trixie-clients
 h3-trixie-clients: ## Debootstrap Debian 13 with curl (HTTP/3) and ngtcp2's client into the cache (once; minutes).
-	@$(ROOT)/hack/trixie-h3-clients.sh $(H3_TRIXIE)
+	@$(ROOT)/hack/trixie-root.sh $(H3_TRIXIE) curl,ngtcp2-client,ca-certificates
 
 .PHONY: h3-interop-trixie
 h3-interop-trixie: server-build h3-trixie-clients ## make h3-interop's aioquic part, then Debian 13's curl and gtlsclient over HTTP/3 (bodies byte-exact).

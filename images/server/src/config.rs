@@ -71,6 +71,9 @@ pub struct Config {
     pub tls_listen: SocketAddr,
     /// `--alt-svc-port`: the port `Alt-Svc` names for HTTP/3 (the TLS listener's when unset; server/h3.rs).
     pub alt_svc_port: Option<u16>,
+    /// `--http3-ack-every`: the packets per ACK asked of clients that support the ACK frequency extension; 0 = none
+    /// asked (server/h3.rs).
+    pub http3_ack_every: u32,
     /// `--h2c`: the plain listener also speaks HTTP/2 to a connection that opens with the client preface.
     pub h2c: bool,
     /// `--proxy-protocol`: every TCP connection opens with a PROXY v2 header naming the client (server/proxy.rs).
@@ -121,6 +124,7 @@ impl Default for Config {
             tls: None,
             tls_listen: "[::]:8443".parse().unwrap(),
             alt_svc_port: None,
+            http3_ack_every: 0,
             h2c: false,
             proxy_protocol: false,
             sites: None,
@@ -204,6 +208,10 @@ const SITE_RULE_FLAGS: [&str; 13] = [
     "hsts",
 ];
 
+/// The most packets per acknowledgement `--http3-ack-every` may ask: one GSO message's worth (server/h3.rs sends up
+/// to 64 datagrams at once); past it the congestion controller would hear of a whole burst only after the next.
+const MAX_ACK_EVERY: u32 = 64;
+
 /// The rules are parsed here rather than by clap value parsers because, in the environment, one variable holds
 /// several of them; the error messages name the flag all the same.
 fn from_flags(f: Flags, matches: &ArgMatches) -> Result<Config, String> {
@@ -213,6 +221,12 @@ fn from_flags(f: Flags, matches: &ArgMatches) -> Result<Config, String> {
     let tls = tls_files(f.tls_cert, f.tls_key, f.https_redirect, (f.http2, f.http3), matches)?;
     if f.alt_svc_port.is_some() && !f.http3 {
         return Err("--alt-svc-port needs --http3: it is the port HTTP/3 is advertised on".into());
+    }
+    if f.http3_ack_every == 1 || f.http3_ack_every > MAX_ACK_EVERY {
+        return Err(format!(
+            "--http3-ack-every {}: 0 (ask clients nothing) or 2 to {MAX_ACK_EVERY} packets per acknowledgement",
+            f.http3_ack_every
+        ));
     }
     let site = match f.site {
         Some(path) => {
@@ -275,6 +289,7 @@ fn from_flags(f: Flags, matches: &ArgMatches) -> Result<Config, String> {
         access_log_sample: f.access_log_sample.max(1),
         tls_listen: f.tls_listen,
         alt_svc_port: f.alt_svc_port,
+        http3_ack_every: f.http3_ack_every,
         h2c: f.h2c,
         proxy_protocol: f.proxy_protocol,
         sites: f.sites,
@@ -616,6 +631,14 @@ mod tests {
             .contains("--alt-svc-port needs --http3"));
         assert!(error(&[&h3[..], &["--alt-svc-port", "0"]].concat()).contains("invalid port 0"));
         assert!(error(&[&h3[..], &["--alt-svc-port", "65536"]].concat()).contains("65536"));
+        assert_eq!(flags(&h3).unwrap().http3_ack_every, Config::default().http3_ack_every);
+        assert_eq!(flags(&[&h3[..], &["--http3-ack-every", "10"]].concat()).unwrap().http3_ack_every, 10);
+        assert_eq!(flags(&[&h3[..], &["--http3-ack-every", "0"]].concat()).unwrap().http3_ack_every, 0);
+        for bad in ["1", "65"] {
+            assert!(
+                error(&[&h3[..], &["--http3-ack-every", bad]].concat()).contains("0 (ask clients nothing) or 2 to 64")
+            );
+        }
         assert!(error(&["--tls-cert", "c", "--tls-key", "k", "--hsts", "a\u{1}b"]).contains("--hsts"));
         assert!(error(&["--tls-cert", "c", "--tls-key", "k", "--https-redirect-port", "70000"]).contains("70000"));
         let c = with_env(

@@ -463,6 +463,11 @@ fn read_readable(
 /// The response stream of one GET of `path` over a new HTTP/3 connection to `port` (quinn-proto as the client;
 /// waits follow its QUIC timers, a stall ends at its 10 s idle timeout and fails).
 fn h3_get(ca: &std::path::Path, port: u16, path: &str) -> Vec<u8> {
+    h3_exchange(ca, port, path).0
+}
+
+/// `h3_get`, and what the client's QUIC counted by the time the response ended.
+fn h3_exchange(ca: &std::path::Path, port: u16, path: &str) -> (Vec<u8>, quinn_proto::ConnectionStats) {
     let mut transport = quinn_proto::TransportConfig::default();
     transport.max_idle_timeout(Some(quinn_proto::VarInt::from_u32(10_000).into()));
     let (mut ep, h, mut conn) = client_with(ca, port, transport);
@@ -492,7 +497,7 @@ fn h3_get(ca: &std::path::Path, port: u16, path: &str) -> Vec<u8> {
                 quinn_proto::Event::Stream(quinn_proto::StreamEvent::Readable { id })
                     if read_readable(&mut conn, id, stream, &mut got) =>
                 {
-                    return got
+                    return (got, conn.stats())
                 }
                 quinn_proto::Event::ConnectionLost { reason } => panic!("connection lost: {reason}"),
                 _ => {}
@@ -503,6 +508,21 @@ fn h3_get(ca: &std::path::Path, port: u16, path: &str) -> Vec<u8> {
         let n = sock.recv(&mut rbuf).ok();
         client_input(&mut ep, h, &mut conn, server, n.map(|n| &rbuf[..n]), &mut resp);
     }
+}
+
+/// `--http3-ack-every N` asks a client whose QUIC supports the ACK frequency extension (quinn-proto's advertises
+/// min_ack_delay) for an ACK every N packets, with one ACK_FREQUENCY frame sent with the server's first 1-RTT packets,
+/// so it has arrived by the end of the response on loopback; by default none is sent (docs/bench/h3-ack-2026-12-03.md).
+#[test]
+fn ack_every_asks_a_client_that_supports_it_once_and_the_default_asks_nothing() {
+    let (srv, ca, _site, _tmp) = start("ack-every", &["--http3", "--http3-ack-every", "4"]);
+    let (got, stats) = h3_exchange(&ca, srv.https, "/100.html");
+    assert_eq!(response_body(&got), vec![b'a'; 100]);
+    assert_eq!(stats.frame_rx.ack_frequency, 1, "one ACK_FREQUENCY frame with --http3-ack-every 4");
+    let (srv, ca, _site, _tmp) = start("ack-default", &["--http3"]);
+    let (got, stats) = h3_exchange(&ca, srv.https, "/100.html");
+    assert_eq!(response_body(&got), vec![b'a'; 100]);
+    assert_eq!(stats.frame_rx.ack_frequency, 0, "none by default");
 }
 
 /// Access rules (src/guard/) answer HTTP/3 as they answer HTTP/1.1 and HTTP/2 (tests/access.rs): a path under a

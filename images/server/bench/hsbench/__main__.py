@@ -24,8 +24,8 @@ from . import content, h2load, h3load, load, measure, render, report, tls, tlslo
 from .cgroup import CgroupError, CpuQuota
 from .placement import Client
 from .progress import step, warn
-from .servers import (CADDY_BIN, H2O_BIN, LIGHTTPD, NGINX, Hyperstatic, Server, enable_h2c, enable_h3, free_port, lineup,
-                      parse_peers)
+from .servers import (CADDY_BIN, H2O_BIN, LIGHTTPD, NGINX, NGINX_TRIXIE, Hyperstatic, Server, enable_h2c, enable_h3,
+                      free_port, lineup, parse_peers)
 from .workloads import Workload, select
 
 
@@ -81,6 +81,8 @@ class Settings:
         out += [f"{p} not found at {b} (run.sh installs it)" for p, b in
                 (("nginx", NGINX), ("lighttpd", LIGHTTPD), ("h2o", H2O_BIN), ("caddy", CADDY_BIN))
                 if (p in self.peers or (p == "nginx" and self.ours == "nginx")) and not os.access(b, os.X_OK)]
+        if "nginx-1.26" in self.peers and not os.path.exists(NGINX_TRIXIE + ".complete"):
+            out.append(f"nginx-1.26: no Debian 13 tree at {NGINX_TRIXIE} (make nginx-trixie makes it)")
         if any(w.tls for w in self.workloads) and not shutil.which("openssl"):
             out.append("openssl not found: it makes the HTTPS rows' certificate and checks every server's TLS")
         if any(w.client == "tlsload" for w in self.workloads) and not tlsload.go_binary():

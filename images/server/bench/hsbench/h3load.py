@@ -17,6 +17,13 @@ MODULE = os.path.join(REPO, "images", "server", "h3interop", "quicgo")  # h3load
 
 
 def build(workdir: str) -> str:
+    """h3load built into workdir; or H3LOAD_BIN, another client with h3load's flags and summary (make
+    h3load-quinn-build: h3interop/quinnload, quinn's client, which honours ACK_FREQUENCY where quic-go does not)."""
+    given = os.environ.get("H3LOAD_BIN", "")
+    if given:
+        if not os.access(given, os.X_OK):
+            raise RuntimeError(f"H3LOAD_BIN={given} is not an executable")
+        return given
     go = go_binary()
     if go is None:
         raise RuntimeError("go not found: it builds the HTTP/3 rows' load client (h3interop/quicgo/h3load)")

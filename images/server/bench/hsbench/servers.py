@@ -273,6 +273,35 @@ class Nginx(Server):
         return (out.stderr or out.stdout).strip().replace("nginx version: ", "")
 
 
+# nginx 1.26 of Debian 13, built with HTTP/3 (make nginx-trixie debootstraps it into the cache; hack/trixie-root.sh):
+# run on the host through the tree's own dynamic loader and libraries, not in a chroot, so that the site, the
+# certificate and the config are the same host paths as for every other server.
+NGINX_TRIXIE = os.environ.get("NGINX_TRIXIE", os.path.expanduser("~/.cache/hyperstatic/trixie-nginx"))
+
+
+def trixie_argv(tree: str, binary: str) -> list[str]:
+    """argv that runs `binary` of a Debian tree with that tree's loader and libraries."""
+    libs = ":".join(os.path.join(tree, d) for d in ("lib/x86_64-linux-gnu", "usr/lib/x86_64-linux-gnu"))
+    return [os.path.join(tree, "lib64", "ld-linux-x86-64.so.2"), "--library-path", libs,
+            os.path.join(tree, binary.lstrip("/"))]
+
+
+class NginxTrixie(Nginx):
+    """nginx 1.26 (Debian 13), configured as Nginx, and with HTTP/3 in the h3 rows (nginx-h3.conf.in)."""
+
+    def __init__(self, **kw):
+        super().__init__(label="nginx-1.26", **kw)
+
+    def argv(self) -> list[str]:
+        self._write_conf()
+        return [*trixie_argv(NGINX_TRIXIE, "/usr/sbin/nginx"), "-c", self.conf, "-p", self.workdir,
+                "-e", os.path.join(self.workdir, "error.log")]
+
+    def version(self) -> str:
+        out = subprocess.run([*trixie_argv(NGINX_TRIXIE, "/usr/sbin/nginx"), "-v"], capture_output=True, text=True)
+        return (out.stderr or out.stdout).strip().replace("nginx version: ", "") + " (Debian 13)"
+
+
 LIGHTTPD = os.environ.get("LIGHTTPD", "/usr/sbin/lighttpd")
 H2O_BIN = os.environ.get("H2O", "/usr/bin/h2o")
 FLOOR_SRC = os.path.join(HERE, "floor.c")
@@ -392,13 +421,13 @@ def enable_h2c(servers: list[Server]) -> list[str]:
 
 def enable_h3(servers: list[Server]) -> list[str]:
     """Turns on HTTP/3 on the TLS port's UDP twin where the server has it (ours: --http3; Caddy: protocols h3, which
-    also makes it send Alt-Svc as ours does); returns the names of the servers that then serve it. Debian 12's nginx
-    (1.22), lighttpd and h2o (2.2) have no HTTP/3."""
+    also makes it send Alt-Svc as ours does; nginx-1.26: a quic listener, tls.attach); returns the names of the
+    servers that then serve it. Debian 12's nginx (1.22), lighttpd and h2o (2.2) have no HTTP/3."""
     for s in servers:
         if isinstance(s, Hyperstatic):
             s.extra_args = [*s.extra_args, "--http3"]
             s.h3 = True
-        elif isinstance(s, Caddy):
+        elif isinstance(s, (Caddy, NginxTrixie)):
             s.h3 = True
     return [s.name for s in servers if s.h3]
 
@@ -454,14 +483,17 @@ class Floor(Server):
 
 
 PEERS = ("nginx", "lighttpd", "h2o", "caddy")
+# Peers only when named: nginx-1.26 needs a Debian 13 tree made first (make nginx-trixie, a minute or more).
+OPT_IN_PEERS = ("nginx-1.26",)
 
 
 def parse_peers(text: str) -> list[str]:
-    """PEERS=nginx,h2o picks peers; empty means all four; "floor" may be named too (it is on by default)."""
+    """PEERS=nginx,h2o picks peers; empty means the four default ones; "floor" may be named too (it is on by
+    default), and so may the opt-in ones (OPT_IN_PEERS)."""
     names = [p.strip() for p in text.replace(" ", ",").split(",") if p.strip()] or list(PEERS)
-    unknown = [p for p in names if p not in PEERS + ("floor",)]
+    unknown = [p for p in names if p not in PEERS + OPT_IN_PEERS + ("floor",)]
     if unknown:
-        raise SystemExit(f"unknown peer(s) {unknown}; known: {list(PEERS)} and floor")
+        raise SystemExit(f"unknown peer(s) {unknown}; known: {list(PEERS + OPT_IN_PEERS)} and floor")
     return list(dict.fromkeys(names))
 
 
@@ -469,7 +501,7 @@ def lineup(ours: str, peers: list[str], floor: bool, root: str, cpu: int, quota_
            extra_args: list[str], tag: str) -> list[Server]:
     """Our server first, then each peer, then the floor: all pinned to the same CPU with the same quota."""
     out = [pair(ours, root, cpu, quota_pct, work, extra_args, tag)[0]]
-    kinds = {"nginx": Nginx, "lighttpd": Lighttpd, "h2o": H2O, "caddy": Caddy}
+    kinds = {"nginx": Nginx, "lighttpd": Lighttpd, "h2o": H2O, "caddy": Caddy, "nginx-1.26": NginxTrixie}
     for p in peers:
         if p == "floor":
             continue

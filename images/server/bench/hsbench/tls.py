@@ -64,6 +64,8 @@ def attach(servers: list[Server], tls: Setup) -> None:
                             "--tls-listen", f"127.0.0.1:{s.tls_port}"]
         elif isinstance(s, Nginx):
             s.http_extra += render_template("nginx-tls.conf.in", **values)
+            if s.h3:  # nginx-1.26 in the h3 rows (servers.enable_h3 runs first)
+                s.http_extra += render_template("nginx-h3.conf.in", **values)
         elif isinstance(s, Lighttpd):
             s.extra_conf += render_template("lighttpd-tls.conf.in", **values)
         elif isinstance(s, H2O):

@@ -1,6 +1,6 @@
 """Unit tests of the HTTP/3 rows' pure parts (run: make bench-test): h3load's summary parser, the pre-timing and
 per-run checks, its argv, which servers the h3 rows run on (enable_h3: ours with --http3, Caddy with protocols h3,
-no other peer), and the rows themselves."""
+nginx-1.26 with a quic listener, no other peer), and the rows themselves."""
 import json
 import os
 import tempfile
@@ -68,6 +68,23 @@ class Servers(unittest.TestCase):
         self.assertIn("protocols h1 h2 h3\n", caddy.config())
         servers.enable_h2c([caddy])
         self.assertIn("protocols h1 h2 h2c h3\n", caddy.config())
+
+    def test_nginx_126_serves_h3_through_its_tree(self):
+        """nginx-1.26 (Debian 13) is an h3 server; in the h3 rows tls.attach gives it a quic listener of its own
+        next to the TCP one, and it runs from the tree's loader, not the host's."""
+        from hsbench import tls
+        kw = dict(root="/r", port=1, cpu=0, quota=None, workdir=os.path.join(tempfile.mkdtemp(), "n126"))
+        ngx126, ngx = servers.NginxTrixie(**kw), servers.Nginx(**{**kw, "workdir": kw["workdir"] + "-old"})
+        self.assertEqual(servers.enable_h3([ngx, ngx126]), ["nginx-1.26"])
+        tls.attach([ngx, ngx126], tls.Setup(cert="/c.pem", key="/k.pem", openssl_conf="/o.cnf"))
+        self.assertIn(f"listen 127.0.0.1:{ngx126.tls_port} quic reuseport;", ngx126.http_extra)
+        self.assertIn("http3 on;", ngx126.http_extra)
+        self.assertIn(f"listen 127.0.0.1:{ngx126.tls_port} ssl", ngx126.http_extra)
+        self.assertNotIn("quic", ngx.http_extra)
+        argv = ngx126.argv()
+        self.assertEqual(argv[0], os.path.join(servers.NGINX_TRIXIE, "lib64", "ld-linux-x86-64.so.2"))
+        self.assertIn(os.path.join(servers.NGINX_TRIXIE, "usr/sbin/nginx"), argv)
+        self.assertNotIn("${", open(ngx126.conf).read())
 
     def test_rows(self):
         rows = select(",".join(H3_KEYS))

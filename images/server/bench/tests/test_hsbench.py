@@ -217,6 +217,9 @@ class Configs(unittest.TestCase):
         self.assertEqual(servers.parse_peers("h2o, nginx"), ["h2o", "nginx"])
         with self.assertRaises(SystemExit):
             servers.parse_peers("apache")
+        # nginx-1.26 needs a Debian 13 tree made first: only when named, never by default
+        self.assertEqual(servers.parse_peers("nginx-1.26,caddy"), ["nginx-1.26", "caddy"])
+        self.assertNotIn("nginx-1.26", servers.parse_peers(""))
 
     def test_close_workload_sends_the_header(self):
         wl = next(w for w in WORKLOADS if w.key == "100b-close")

@@ -260,6 +260,13 @@ pub(super) struct Flags {
     #[arg(long, allow_hyphen_values = true, env = "HYPERSTATIC_ALT_SVC_PORT", value_name = "N", value_parser = port)]
     pub alt_svc_port: Option<u16>,
 
+    /// With --http3: ask clients whose QUIC supports the ACK frequency extension (they advertise min_ack_delay) to
+    /// acknowledge every Nth packet instead of every second (a gap is still acknowledged at once). 0, the default,
+    /// asks nothing: with a client that honours it, transfers over a lossy path took longer
+    /// (docs/bench/h3-ack-2026-12-03.md)
+    #[arg(long, env = "HYPERSTATIC_HTTP3_ACK_EVERY", value_name = "N", default_value = "0", value_parser = number::<u32>)]
+    pub http3_ack_every: u32,
+
     /// Also accept HTTP/2 with prior knowledge (h2c) on --listen: a connection whose first bytes are the
     /// client preface speaks HTTP/2 (no `Upgrade: h2c`)
     #[arg(long, env = "HYPERSTATIC_H2C", value_name = "BOOL", num_args = 0..=1, require_equals = true,

@@ -120,8 +120,11 @@ fn server_config(
     Some(Arc::new(s))
 }
 
-fn transport(idle: Duration, gso: bool) -> quinn_proto::TransportConfig {
+fn transport(idle: Duration, gso: bool, ack_every: u32) -> quinn_proto::TransportConfig {
     let mut t = quinn_proto::TransportConfig::default();
+    if ack_every >= 2 {
+        t.ack_frequency_config(Some(ack_frequency(ack_every)));
+    }
     t.max_concurrent_bidi_streams(VarInt::from_u32(MAX_STREAMS))
         // The client's control stream and QPACK streams, and room for a few it may open and we ignore.
         .max_concurrent_uni_streams(VarInt::from_u32(8))
@@ -134,6 +137,28 @@ fn transport(idle: Duration, gso: bool) -> quinn_proto::TransportConfig {
     t
 }
 
+/// What `--http3-ack-every N` asks of a client whose QUIC supports the ACK frequency extension (it advertised
+/// `min_ack_delay`; quinn-proto sends nothing to the others): an ACK after N ack-eliciting packets instead of every
+/// second (RFC 9000 §13.2.2). Each ACK costs the server its whole processing (docs/bench/h3-cost-2026-12-03.md: the
+/// sent-packet map, loss detection, congestion control: 11–14 % of its CPU), and a response of 8 KiB is six
+/// packets. What keeps loss detection as it was:
+/// - the reordering threshold stays quinn-proto's 2 (its packet threshold, 3, minus one): a client that sees a gap
+///   acknowledges at once, so a lost packet is declared lost as soon as without the extension;
+/// - the delay is the client's own `max_ack_delay` (25 ms unless it says otherwise, capped by quinn-proto at the
+///   larger of the RTT and 25 ms) and counts in our probe timeout, so a quiet tail is not mistaken for loss, and
+///   a probe asks for an IMMEDIATE_ACK;
+/// - congestion control counts bytes acknowledged, not ACKs, so the window grows as before.
+///
+/// What it costs: fewer than N packets in flight (a response's tail with nothing after it, or a congestion window
+/// under N packets after a loss) are acknowledged only when the client's delay runs out. quinn-proto 0.11 does not
+/// lower the threshold with the window as the draft suggests, hence the cap on N and the default, off
+/// (docs/bench/h3-ack-2026-12-03.md: with quinn's client, 8 KiB transfers through a 3 %-loss relay took longer).
+fn ack_frequency(every: u32) -> quinn_proto::AckFrequencyConfig {
+    let mut a = quinn_proto::AckFrequencyConfig::default();
+    a.ack_eliciting_threshold(VarInt::from_u32(every - 1));
+    a
+}
+
 impl Worker {
     /// Makes this worker serve HTTP/3 on the UDP socket `fd` (bound to the TLS listener's address).
     pub fn with_http3(mut self, fd: RawFd) -> Worker {
@@ -142,7 +167,8 @@ impl Worker {
             return self;
         };
         let gso = udp::gso_supported(fd);
-        let transport = Arc::new(transport(self.shared.cfg.keepalive_timeout.max(Duration::from_secs(1)), gso));
+        let idle = self.shared.cfg.keepalive_timeout.max(Duration::from_secs(1));
+        let transport = Arc::new(transport(idle, gso, self.shared.cfg.http3_ack_every));
         let Some(config) = server_config(&tls, &transport) else {
             log::error("http3: the TLS configuration has no QUIC initial cipher suite", &[]);
             return self;
@@ -167,6 +193,7 @@ impl Worker {
                 ("udp_rcvbuf", V::U(rcv as u64)),
                 ("udp_sndbuf", V::U(snd as u64)),
                 ("max_connections", V::U(max_conns as u64)),
+                ("ack_every", V::U(self.shared.cfg.http3_ack_every as u64)),
             ],
         );
         self.h3 = Some(Box::new(Quic {
