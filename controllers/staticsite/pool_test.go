@@ -335,6 +335,14 @@ func TestMoveToPoolAndBack(t *testing.T) {
 	testenv.Must(t, k8s.Create(ctx, stale))
 	foreign := clusterSlice(ns, "mover-foreign", "10.0.0.10", "someone-else")
 	testenv.Must(t, k8s.Create(ctx, foreign))
+	// What the cluster's Endpoints controller kept for the Service and leaves behind, and the slice its
+	// EndpointSliceMirroring controller makes of it once the Service has no selector (seen in kind).
+	left := &corev1.Endpoints{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "mover"}, Subsets: []corev1.EndpointSubset{{ //nolint:staticcheck // the deprecated API is what the cluster leaves behind
+		Addresses: []corev1.EndpointAddress{{IP: "10.0.0.9"}}, Ports: []corev1.EndpointPort{{Name: "http", Port: 8080}}}}}
+	testenv.Must(t, k8s.Create(ctx, left))
+	mirrored := clusterSlice(ns, "mover-mirrored", "10.0.0.9", mirroredSliceManagedBy)
+	mirrored.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(svc, corev1.SchemeGroupVersion.WithKind("Service"))}
+	testenv.Must(t, k8s.Create(ctx, mirrored))
 
 	updateSite(t, site, func(s *v1alpha1.StaticSite) { s.Spec.Placement = inPool(pool) })
 	waitSite(t, ns, "mover", "moving to the pool, still served by its own pods", all(
@@ -358,7 +366,10 @@ func TestMoveToPoolAndBack(t *testing.T) {
 	testenv.Must(t, serviceSelects(ns, "mover", false)())
 	// The cluster's slice of the former pods went before them (the same pass, an earlier step); the other stays.
 	testenv.Must(t, gone(ns, "mover-stale", &discoveryv1.EndpointSlice{})())
+	testenv.Must(t, gone(ns, "mover-mirrored", &discoveryv1.EndpointSlice{})())
+	testenv.Must(t, gone(ns, "mover", &corev1.Endpoints{})()) //nolint:staticcheck // see above
 	testenv.Must(t, k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "mover-foreign"}, &discoveryv1.EndpointSlice{}))
+	waitEvent(t, ns, "mover", "Deleted Endpoints mover: the cluster's list of the site's former pods")
 	waitEvent(t, ns, "mover", "Deleted EndpointSlice mover-stale: the cluster's slice of the site's former pods")
 	testenv.Must(t, wantAddresses(ns, "mover", "10.3.0.1")())
 	// The same pass deletes the rest after the Deployment.

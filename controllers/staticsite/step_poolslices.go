@@ -11,12 +11,19 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"hyperstatic.dev/hyperstatic/api/v1alpha1"
 	"hyperstatic.dev/hyperstatic/controllers/staticsite/sitechild"
 )
 
 // clusterSliceManagedBy is the endpointslice.kubernetes.io/managed-by value of the EndpointSlices the cluster's
-// EndpointSlice controller makes for a Service with a selector.
-const clusterSliceManagedBy = "endpointslice-controller.k8s.io"
+// EndpointSlice controller makes for a Service with a selector; mirroredSliceManagedBy that of the slices its
+// EndpointSliceMirroring controller makes from an Endpoints object of a Service without one.
+const (
+	clusterSliceManagedBy  = "endpointslice-controller.k8s.io"
+	mirroredSliceManagedBy = "endpointslicemirroring-controller.k8s.io"
+)
+
+// +kubebuilder:rbac:groups="",resources=endpoints,verbs=get;delete
 
 // removeClusterSlices, a pool step right after the Service lost its selector, deletes the EndpointSlices the
 // cluster's EndpointSlice controller made for the site's own pods while the Service selected them.
@@ -36,6 +43,13 @@ const clusterSliceManagedBy = "endpointslice-controller.k8s.io"
 // out again). So while a pod of its own remains (terminating included: the manager's cache has the site's pods),
 // the pass looks again every sliceHandOverPoll; once they are all gone, the cluster's controller has long handled
 // the Service's change (it made the slices from those pods' updates).
+//
+// The same holds for the Service's Endpoints object: the cluster's Endpoints controller kept it while the Service
+// selected the site's pods, and leaves it with their addresses once the selector is gone. The EndpointSliceMirroring
+// controller then mirrors it, as it does an Endpoints object made by hand for a Service without a selector, into a
+// slice of its own listing the former pods as ready (seen in a local CI run, 2026-12-03: the first request after a
+// demotion timed out, kube-proxy having sent it to a mirrored slice's dead address beside the pool's slice). So the
+// pass deletes that Endpoints object, and the mirrored slices with the cluster's.
 func (r *Reconciler) removeClusterSlices(ctx context.Context, st *observation) error {
 	site, p := st.site, st.pool
 	if st.rejected != nil {
@@ -59,24 +73,48 @@ func (r *Reconciler) removeClusterSlices(ctx context.Context, st *observation) e
 			st.requeue(sliceHandOverPoll) // look again until its last pod is gone
 		}
 	}
-	list := &discoveryv1.EndpointSliceList{}
-	if err := r.directReader().List(ctx, list, client.InNamespace(site.Namespace), client.MatchingLabels{
-		discoveryv1.LabelServiceName: site.Name, discoveryv1.LabelManagedBy: clusterSliceManagedBy,
-	}); err != nil {
-		return fmt.Errorf("list the Service's EndpointSlices: %w", err)
+	if err := r.removeLeftEndpoints(ctx, site); err != nil {
+		return err
 	}
-	for i := range list.Items {
-		s := &list.Items[i]
-		if !ownedByService(s, site.Name) {
-			continue
+	for _, managedBy := range []string{clusterSliceManagedBy, mirroredSliceManagedBy} {
+		list := &discoveryv1.EndpointSliceList{}
+		if err := r.directReader().List(ctx, list, client.InNamespace(site.Namespace), client.MatchingLabels{
+			discoveryv1.LabelServiceName: site.Name, discoveryv1.LabelManagedBy: managedBy,
+		}); err != nil {
+			return fmt.Errorf("list the Service's EndpointSlices: %w", err)
 		}
-		uid := s.UID
-		if err := r.Delete(ctx, s, client.Preconditions{UID: &uid}); client.IgnoreNotFound(err) != nil {
-			return fmt.Errorf("delete EndpointSlice %s: %w", s.Name, err)
+		for i := range list.Items {
+			s := &list.Items[i]
+			if !ownedByService(s, site.Name) {
+				continue
+			}
+			uid := s.UID
+			if err := r.Delete(ctx, s, client.Preconditions{UID: &uid}); client.IgnoreNotFound(err) != nil {
+				return fmt.Errorf("delete EndpointSlice %s: %w", s.Name, err)
+			}
+			r.Recorder.Eventf(site, corev1.EventTypeNormal, eventDeleted,
+				"Deleted EndpointSlice %s: the cluster's slice of the site's former pods (the Service no longer selects them, and Kubernetes leaves it behind)", s.Name)
 		}
-		r.Recorder.Eventf(site, corev1.EventTypeNormal, eventDeleted,
-			"Deleted EndpointSlice %s: the cluster's slice of the site's former pods (the Service no longer selects them, and Kubernetes leaves it behind)", s.Name)
 	}
+	return nil
+}
+
+// removeLeftEndpoints deletes the Endpoints object of the site's Service, which only the cluster's Endpoints
+// controller makes (for the Service while it had a selector); the pool's slice is what serves the Service now.
+// Read as metadata: its addresses are not needed to know it must go.
+func (r *Reconciler) removeLeftEndpoints(ctx context.Context, site *v1alpha1.StaticSite) error {
+	ep := &metav1.PartialObjectMetadata{}
+	ep.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Endpoints"))
+	err := r.directReader().Get(ctx, types.NamespacedName{Namespace: site.Namespace, Name: site.Name}, ep)
+	if err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	uid := ep.UID
+	if err := r.Delete(ctx, ep, client.Preconditions{UID: &uid}); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("delete Endpoints %s: %w", site.Name, err)
+	}
+	r.Recorder.Eventf(site, corev1.EventTypeNormal, eventDeleted,
+		"Deleted Endpoints %s: the cluster's list of the site's former pods, which it leaves behind and mirrors into a slice once the Service has no selector", site.Name)
 	return nil
 }
 
