@@ -9,15 +9,13 @@ Environment: BENCH_SECONDS, REPS, WARMUP_SECONDS, BENCH_CPU_QUOTA, SERVER_CPU, C
 BENCH_OUT/rules), BENCH_KEEP_TMP; RULES_WORKLOADS (default 100b-c100,8k-set).
 """
 import argparse
-import json
 import os
 import shutil
 import statistics
 import sys
-import time
 
-from . import content, measure
-from .__main__ import _env_int, round_order, run_in_workdir
+from . import content, interleave, measure
+from .__main__ import run_in_workdir
 from .cgroup import CgroupError, CpuQuota
 from .placement import Client
 from .progress import step, warn
@@ -99,8 +97,7 @@ def markdown(rows: list[dict], meta: dict) -> str:
 
 
 def bench(ours: str, out: str, work: str, cleanup: list) -> int:
-    seconds, reps, warmup = _env_int("BENCH_SECONDS", 7), _env_int("REPS", 3), _env_int("WARMUP_SECONDS", 2)
-    quota, server_cpu, client_cpu = _env_int("BENCH_CPU_QUOTA", 40), _env_int("SERVER_CPU", 0), _env_int("CLIENT_CPU", 1)
+    knobs = interleave.Knobs.from_env()
     workloads = select(os.environ.get("RULES_WORKLOADS", "") or "100b-c100,8k-set")
     plain_root = os.path.join(work, "plain")
     site = content.generate(plain_root)
@@ -114,10 +111,11 @@ def bench(ours: str, out: str, work: str, cleanup: list) -> int:
     servers = []
     for name, root, args in (("plain", plain_root, []), ("rules", rules_root, header_args())):
         s = Hyperstatic(binary=binary, admin_port=free_port(), extra_args=args, port=free_port(), root=root,
-                        cpu=server_cpu, quota=CpuQuota(f"{tag}-{name}", quota), workdir=os.path.join(work, name))
+                        cpu=knobs.server_cpu, quota=CpuQuota(f"{tag}-{name}", knobs.quota),
+                        workdir=os.path.join(work, name))
         s.name = name
         servers.append(s)
-    client = Client(client_cpu, CpuQuota(f"{tag}-client", 0))
+    client = Client(knobs.client_cpu, CpuQuota(f"{tag}-client", 0))
     cleanup += [s.stop for s in servers] + [client.group.destroy]
     client.group.create()
     for s in servers:
@@ -128,35 +126,11 @@ def bench(ours: str, out: str, work: str, cleanup: list) -> int:
         raise RuntimeError(f"the rules site reports {n_rules} redirect rules, want {REDIRECT_RULES}")
     step(f"both sites serve the same bytes; the rules site has {n_rules:.0f} redirect rules and {HEADER_RULES} "
          f"header rules")
-    meta = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "seconds": seconds, "reps": reps,
-            "warmup_seconds": warmup, "cpu_quota_percent": quota, "server_cpu": server_cpu,
-            "client_cpu": client_cpu, "git": os.environ.get("BENCH_GIT", "") or _git(),
-            "loadavg_start": os.getloadavg()[0]}
-    runs, total, n = [], reps * len(workloads) * 2, 0
-    for rep in range(reps):
-        for wi, wl in enumerate(workloads):
-            for s in round_order(servers, rep, wi, True):
-                n += 1
-                r = measure.run_workload(s, wl, rep, seconds, warmup, client, quota)
-                runs.append(r)
-                note = f"  ⚠ {r.errors} errors, {r.non2xx} non-2xx" if r.errors or r.non2xx else ""
-                step(f"[{n}/{total}] rep {rep + 1} {wl.key:10} {s.name:6} {r.rps:10,.0f} req/s  "
-                     f"{r.req_per_cpu_s:9,.0f} req/CPU-s  cap use {r.cap_use:.0%}{note}")
-    meta["loadavg_end"] = os.getloadavg()[0]
+    meta = knobs.meta()
+    runs = interleave.rounds(servers, workloads, knobs, client, meta, strict=False)
     rows = ratios(runs, [w.key for w in workloads])
-    md = markdown(rows, meta)
-    os.makedirs(out, exist_ok=True)
-    with open(os.path.join(out, "summary.md"), "w") as f:
-        f.write(md)
-    with open(os.path.join(out, "results.json"), "w") as f:
-        json.dump({"meta": meta, "rows": rows, "runs": [r.row() for r in runs]}, f, indent=1, default=str)
-    print(md)
+    interleave.save(out, markdown(rows, meta), meta, rows, runs)
     return 0
-
-
-def _git() -> str:
-    from .__main__ import _git_rev
-    return _git_rev()
 
 
 def main() -> int:

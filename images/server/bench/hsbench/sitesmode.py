@@ -19,8 +19,8 @@ import statistics
 import sys
 import time
 
-from . import content, measure, pooltree
-from .__main__ import _env_int, _git_rev, round_order, run_in_workdir
+from . import content, interleave, measure, pooltree
+from .__main__ import run_in_workdir
 from .cgroup import CgroupError, CpuQuota
 from .placement import Client
 from .pool import PoolServer
@@ -96,8 +96,7 @@ def markdown(rows: list[dict], meta: dict) -> str:
 
 
 def bench(ours: str, out: str, work: str, cleanup: list) -> int:
-    seconds, reps, warmup = _env_int("BENCH_SECONDS", 7), _env_int("REPS", 3), _env_int("WARMUP_SECONDS", 2)
-    quota, server_cpu, client_cpu = _env_int("BENCH_CPU_QUOTA", 40), _env_int("SERVER_CPU", 0), _env_int("CLIENT_CPU", 1)
+    knobs = interleave.Knobs.from_env()
     workloads = select(os.environ.get("SITESMODE_WORKLOADS", "") or "100b-c100,8k-set")
     root = os.path.join(work, "root")
     site = content.generate(root)
@@ -106,44 +105,24 @@ def bench(ours: str, out: str, work: str, cleanup: list) -> int:
     binary = os.path.join(work, "hyperstatic-server")
     shutil.copy2(ours, binary)
     tag = f"hs-sitesmode-{os.getpid()}"
-    single = Hyperstatic(binary=binary, admin_port=free_port(), extra_args=[], port=free_port(), root=root, cpu=server_cpu,
-                         quota=CpuQuota(f"{tag}-root", quota), workdir=os.path.join(work, "root-run"))
-    single.name = "root"
-    pooled = PoolServer(binary=binary, admin_port=free_port(), extra_args=[], port=free_port(), root=pool_dir, cpu=server_cpu,
-                        quota=CpuQuota(f"{tag}-sites", quota), workdir=os.path.join(work, "sites-run"))
-    pooled.name = "sites"
-    servers = [single, pooled]
-    client = Client(client_cpu, CpuQuota(f"{tag}-client", 0))
+    servers = []
+    for kind, name, tree in ((Hyperstatic, "root", root), (PoolServer, "sites", pool_dir)):
+        s = kind(binary=binary, admin_port=free_port(), extra_args=[], port=free_port(), root=tree,
+                 cpu=knobs.server_cpu, quota=CpuQuota(f"{tag}-{name}", knobs.quota),
+                 workdir=os.path.join(work, f"{name}-run"))
+        s.name = name
+        servers.append(s)
+    client = Client(knobs.client_cpu, CpuQuota(f"{tag}-client", 0))
     cleanup += [s.stop for s in servers] + [client.group.destroy]
     client.group.create()
     for s in servers:
-        os.makedirs(s.workdir, exist_ok=True)
         s.start()
         s.validate(site.samples)
-    step(f"both modes serve the same bytes; the --sites server holds the site {in_memory(pooled, site.samples)}")
-    meta = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "seconds": seconds, "reps": reps,
-            "warmup_seconds": warmup, "cpu_quota_percent": quota, "server_cpu": server_cpu, "client_cpu": client_cpu,
-            "git": os.environ.get("BENCH_GIT", "") or _git_rev(), "loadavg_start": os.getloadavg()[0]}
-    runs, total, n = [], reps * len(workloads) * 2, 0
-    for rep in range(reps):
-        for wi, wl in enumerate(workloads):
-            for s in round_order(servers, rep, wi, True):
-                n += 1
-                r = measure.run_workload(s, wl, rep, seconds, warmup, client, quota)
-                runs.append(r)
-                if r.errors or r.non2xx:
-                    raise RuntimeError(f"{s.name} {wl.key}: {r.errors} errors, {r.non2xx} non-2xx answers")
-                step(f"[{n}/{total}] rep {rep + 1} {wl.key:10} {s.name:6} {r.rps:10,.0f} req/s  "
-                     f"{r.req_per_cpu_s:9,.0f} req/CPU-s  cap use {r.cap_use:.0%}")
-    meta["loadavg_end"] = os.getloadavg()[0]
+    step(f"both modes serve the same bytes; the --sites server holds the site {in_memory(servers[1], site.samples)}")
+    meta = knobs.meta()
+    runs = interleave.rounds(servers, workloads, knobs, client, meta, strict=True)
     rows = ratios(runs, [w.key for w in workloads])
-    md = markdown(rows, meta)
-    os.makedirs(out, exist_ok=True)
-    with open(os.path.join(out, "summary.md"), "w") as f:
-        f.write(md)
-    with open(os.path.join(out, "results.json"), "w") as f:
-        json.dump({"meta": meta, "rows": rows, "runs": [r.row() for r in runs]}, f, indent=1, default=str)
-    print(md)
+    interleave.save(out, markdown(rows, meta), meta, rows, runs)
     return 0
 
 
