@@ -139,6 +139,9 @@ func testSiteRulesLive(t *testing.T) {
 	if g := deploymentGeneration(); g != generationBefore {
 		t.Errorf("the Deployment's generation moved %d -> %d: a rule change changed the pod template", generationBefore, g)
 	}
+
+	// Single sign-on on the same content, once the load is over (sso_test.go).
+	checkSignInSite(ctx, t, ns)
 }
 
 // changeServerSpec applies change to the site's spec.server (a merge patch of spec.server, what `kubectl apply`

@@ -152,7 +152,7 @@ func TestE2E(t *testing.T) {
 		{name: "4-invalid-refused", run: testInvalidRefused},
 		{name: "2-baked-site-pinned", run: testBakedSite, requests: 1000},
 		{name: "3-configmap-live-reload", run: testConfigMapSite, requests: 250},
-		{name: "19-site-rules-live", run: testSiteRulesLive, requests: 700, load: 15},
+		{name: "19-site-rules-live", run: testSiteRulesLive, requests: 850, load: 15}, // 700 + the signIn site's 100m and its agent's 50m
 		{name: "12-routes-through-traefik", run: testRoutesThroughTraefik, requests: 150},
 		{name: "15-site-on-every-family", run: testSiteOnEveryFamilyOfCluster, requests: 200},
 		{name: "16-spread-over-workers", run: testSpreadOverWorkers, requests: 450},

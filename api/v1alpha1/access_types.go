@@ -1,5 +1,7 @@
 package v1alpha1
 
+import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 // Access rules (docs/security.md, "Access rules"): who may see which paths of a site, in the site value (access,
 // docs/design/site-value.md), so a change applies without a restart. The checks are the server's
 // (images/server/src/guard/): a block the API server admits is one the server loads.
@@ -9,6 +11,7 @@ const DefaultHtpasswdKey = "htpasswd"
 
 // AccessSpec restricts paths of the site to client addresses and to users with a password.
 // +kubebuilder:validation:XValidation:rule="!has(self.rules) || !self.rules.exists(r, has(r.basicAuth)) || has(self.htpasswdSecret)",message="spec.server.access.htpasswdSecret is required when a rule sets basicAuth"
+// +kubebuilder:validation:XValidation:rule="!has(self.rules) || !self.rules.exists(r, has(r.signIn)) || has(self.sso)",message="spec.server.access.sso is required when a rule sets signIn"
 type AccessSpec struct {
 	// rules restrict path prefixes: the longest prefix that covers a request's path (the path itself and everything
 	// under it, segment by segment) decides alone. A client in a deny block gets 403; else, when allow is not
@@ -45,6 +48,59 @@ type AccessSpec struct {
 	// setting (the server's --proxy-protocol), not part of the site value: changing it rolls the pods. Default: off.
 	// +optional
 	ProxyProtocol bool `json:"proxyProtocol,omitempty"`
+
+	// sso signs users in at the organisation's identity provider (OpenID Connect) for the rules with signIn
+	// (docs/design/sso.md): a login agent runs beside the server in every pod, the server itself checks only the
+	// signed session cookie it issues. The login's callback and cookie belong to the first of spec.hostnames.
+	// +optional
+	SSO *SSOSpec `json:"sso,omitempty"`
+}
+
+// Keys of the Secret of spec.server.access.sso.
+const (
+	// SSOClientSecretKey holds the client secret the IdP gave the site's client.
+	SSOClientSecretKey = "client-secret"
+	// SSOSessionKeysKey holds one or two lines of standard base64, 32 to 64 random bytes each: the first signs new
+	// session cookies, both are accepted (rotation: put the new key first, drop the old one once its cookies have
+	// expired).
+	SSOSessionKeysKey = "session-keys"
+)
+
+// SSOSpec is a site's OpenID Connect client.
+type SSOSpec struct {
+	// issuerURL is the IdP's issuer (https://dex.example.com): its /.well-known/openid-configuration says the rest.
+	// +kubebuilder:validation:MaxLength=512
+	// +kubebuilder:validation:Pattern=`^https?://[!$-~]+$`
+	// +required
+	IssuerURL string `json:"issuerURL"`
+
+	// clientID is the site's client at the IdP, registered with the redirect URI
+	// https://<first hostname>/.hyperstatic/sso/callback (with spec.route), or on the sso port without one.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=256
+	// +kubebuilder:validation:Pattern=`^[!-~]+$`
+	// +required
+	ClientID string `json:"clientID"`
+
+	// secretName names a Secret of the site's namespace with the keys client-secret and session-keys (one or two
+	// lines of base64, 32 to 64 random bytes each: head -c 32 /dev/urandom | base64). The pods mount it; the
+	// operator reads it to say whether it is usable (AccessApplied), never copies it.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +required
+	SecretName string `json:"secretName"`
+
+	// groupsClaim is the ID token claim holding the user's groups (default "groups").
+	// +kubebuilder:validation:MaxLength=128
+	// +kubebuilder:validation:Pattern=`^[!-~]+$`
+	// +optional
+	GroupsClaim string `json:"groupsClaim,omitempty"`
+
+	// sessionTTL is how long a session cookie is good for (default 8h, 5m to 7d): the server keeps no session list,
+	// so a stolen cookie or a user disabled at the IdP keeps access until then.
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('5m') && duration(self) <= duration('168h')",message="spec.server.access.sso.sessionTTL must be between 5m and 168h"
+	// +optional
+	SessionTTL *metav1.Duration `json:"sessionTTL,omitempty"`
 }
 
 // SecretKeyRef names one key of a Secret in the same namespace.
@@ -63,6 +119,7 @@ type SecretKeyRef struct {
 }
 
 // AccessRule is one path prefix's conditions.
+// +kubebuilder:validation:XValidation:rule="!has(self.basicAuth) || !has(self.signIn)",message="spec.server.access.rules[] asks for basicAuth or signIn, not both"
 type AccessRule struct {
 	// pathPrefix is a site path ("/docs/" or "/docs": the same paths); "/" covers the whole site.
 	// +kubebuilder:validation:MinLength=1
@@ -92,6 +149,32 @@ type AccessRule struct {
 	// use it over HTTPS only: the password crosses the network in every request).
 	// +optional
 	BasicAuth *BasicAuth `json:"basicAuth,omitempty"`
+
+	// signIn asks for a user signed in through spec.server.access.sso, in one of groups or with an e-mail address
+	// of one of emailDomains (both empty: any signed-in user). Without a good session a page load is sent to the
+	// login (302), anything else gets 401; a signed-in user the rule does not admit gets 403.
+	// +optional
+	SignIn *SignIn `json:"signIn,omitempty"`
+}
+
+// SignIn is who of the signed-in users a rule admits: a user in any of groups, or with a verified e-mail address
+// in any of emailDomains.
+type SignIn struct {
+	// groups as the IdP names them in the groups claim.
+	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:items:MinLength=1
+	// +kubebuilder:validation:items:MaxLength=256
+	// +listType=atomic
+	// +optional
+	Groups []string `json:"groups,omitempty"`
+
+	// emailDomains are domains of users' e-mail addresses (example.com: not its subdomains).
+	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:items:MaxLength=253
+	// +kubebuilder:validation:items:Pattern=`^[A-Za-z0-9]([-A-Za-z0-9.]*[A-Za-z0-9])?$`
+	// +listType=atomic
+	// +optional
+	EmailDomains []string `json:"emailDomains,omitempty"`
 }
 
 // BasicAuth is a rule's HTTP Basic authentication.

@@ -21,6 +21,11 @@ const (
 
 	// SiteRoot is where a site's files are found inside the server container.
 	SiteRoot = "/site"
+
+	// SSOPortName / SSOPort: the login agent beside the server with spec.server.access.sso (internal/ssosite), in
+	// the pod and on the site's Service.
+	SSOPortName = "sso"
+	SSOPort     = 8444
 )
 
 // Content from Git (spec.content.git, docs/staticsite.md "Content from Git"): the fetcher's objects are named

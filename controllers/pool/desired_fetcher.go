@@ -16,6 +16,7 @@ import (
 	rbacv1ac "k8s.io/client-go/applyconfigurations/rbac/v1"
 
 	"hyperstatic.dev/hyperstatic/api/v1alpha1"
+	"hyperstatic.dev/hyperstatic/controllers/staticsite/sitechild"
 	"hyperstatic.dev/hyperstatic/internal/poolplacement"
 )
 
@@ -82,7 +83,7 @@ func fetcherDeployment(pool *v1alpha1.StaticSitePool, agentImage string) *appsv1
 			WithRequests(corev1.ResourceList{corev1.ResourceCPU: fetcherCPURequest, corev1.ResourceMemory: fetcherMemory}).
 			WithLimits(corev1.ResourceList{corev1.ResourceCPU: fetcherCPULimit, corev1.ResourceMemory: fetcherMemory})).
 		WithReadinessProbe(httpProbe("/healthz", v1alpha1.GitFetcherPortName, 2, 2, 3)).
-		WithSecurityContext(containerSecurityContext()).
+		WithSecurityContext(sitechild.RestrictedContainer()).
 		WithVolumeMounts(
 			corev1ac.VolumeMount().WithName(indexVolumeName).WithMountPath(indexDir).WithReadOnly(true),
 			corev1ac.VolumeMount().WithName(fetcherWorkVolume).WithMountPath(fetcherWorkDir),

@@ -165,16 +165,6 @@ func podSecurityContext() *corev1ac.PodSecurityContextApplyConfiguration {
 		WithSeccompProfile(corev1ac.SeccompProfile().WithType(corev1.SeccompProfileTypeRuntimeDefault))
 }
 
-// containerSecurityContext is every pool container's: no privilege escalation, read-only root, no capabilities.
-func containerSecurityContext() *corev1ac.SecurityContextApplyConfiguration {
-	return corev1ac.SecurityContext().
-		WithRunAsNonRoot(true).
-		WithAllowPrivilegeEscalation(false).
-		WithReadOnlyRootFilesystem(true).
-		WithCapabilities(corev1ac.Capabilities().WithDrop("ALL")).
-		WithSeccompProfile(corev1ac.SeccompProfile().WithType(corev1.SeccompProfileTypeRuntimeDefault))
-}
-
 func serverContainer(pool *v1alpha1.StaticSitePool, serverImage string, memory resource.Quantity) *corev1ac.ContainerApplyConfiguration {
 	image := serverImage
 	if pool.Spec.ServerImage != "" {
@@ -194,7 +184,7 @@ func serverContainer(pool *v1alpha1.StaticSitePool, serverImage string, memory r
 		WithStartupProbe(httpProbe("/healthz", v1alpha1.AdminPortName, 1, 1, 120)).
 		WithReadinessProbe(httpProbe("/readyz", v1alpha1.AdminPortName, 2, 2, 3)).
 		WithLivenessProbe(httpProbe("/healthz", v1alpha1.AdminPortName, 10, 5, 3)).
-		WithSecurityContext(containerSecurityContext()).
+		WithSecurityContext(sitechild.RestrictedContainer()).
 		WithVolumeMounts(
 			corev1ac.VolumeMount().WithName(indexVolumeName).WithMountPath(indexDir).WithReadOnly(true),
 			corev1ac.VolumeMount().WithName(contentVolumeName).WithMountPath(contentDir).WithReadOnly(true),
@@ -215,7 +205,7 @@ func pullerContainer(pool *v1alpha1.StaticSitePool, agentImage string) *corev1ac
 		WithResources(corev1ac.ResourceRequirements().WithRequests(res).WithLimits(res)).
 		WithStartupProbe(httpProbe("/healthz", v1alpha1.ContentPortName, 1, 1, pullerStartupSeconds)).
 		WithReadinessProbe(httpProbe("/healthz", v1alpha1.ContentPortName, 2, 2, 3)).
-		WithSecurityContext(containerSecurityContext()).
+		WithSecurityContext(sitechild.RestrictedContainer()).
 		WithVolumeMounts(
 			corev1ac.VolumeMount().WithName(indexVolumeName).WithMountPath(indexDir).WithReadOnly(true),
 			corev1ac.VolumeMount().WithName(contentVolumeName).WithMountPath(contentDir))

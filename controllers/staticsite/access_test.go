@@ -4,11 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -139,4 +142,118 @@ func TestAccessHtpasswdSecretWiring(t *testing.T) {
 		}
 		return fmt.Errorf("volumes %+v", d.Spec.Template.Spec.Volumes)
 	})
+}
+
+// Single sign-on's fields are refused when they cannot work, naming the field; a good one is admitted.
+func TestAccessSSOValidation(t *testing.T) {
+	ns := namespace(t)
+	sso := &v1alpha1.SSOSpec{IssuerURL: "https://dex.example.com", ClientID: "docs", SecretName: "docs-sso"}
+	spec := func(a v1alpha1.AccessSpec, hostnames ...v1alpha1.Hostname) v1alpha1.StaticSiteSpec {
+		return v1alpha1.StaticSiteSpec{Content: v1alpha1.ContentSource{Image: "example/site:v1"}, Hostnames: hostnames,
+			Server: v1alpha1.ServerSpec{Access: &a}}
+	}
+	signIn := []v1alpha1.AccessRule{{PathPrefix: "/team/", SignIn: &v1alpha1.SignIn{Groups: []string{"eng"}}}}
+	for _, tc := range []struct {
+		name string
+		spec v1alpha1.StaticSiteSpec
+		want string
+	}{
+		{"signIn without sso", spec(v1alpha1.AccessSpec{Rules: signIn}, "docs.example.com"), "spec.server.access.sso is required when a rule sets signIn"},
+		{"basicAuth and signIn", spec(v1alpha1.AccessSpec{SSO: sso, HtpasswdSecret: &v1alpha1.SecretKeyRef{Name: "u"},
+			Rules: []v1alpha1.AccessRule{{PathPrefix: "/a", BasicAuth: &v1alpha1.BasicAuth{}, SignIn: &v1alpha1.SignIn{}}}}, "docs.example.com"),
+			"spec.server.access.rules[] asks for basicAuth or signIn, not both"},
+		{"no hostname", spec(v1alpha1.AccessSpec{SSO: sso, Rules: signIn}), "spec.server.access.sso needs spec.hostnames"},
+		{"wildcard first", spec(v1alpha1.AccessSpec{SSO: sso, Rules: signIn}, "*.example.com"), "spec.server.access.sso needs spec.hostnames, the first one not a wildcard"},
+		{"issuer not a URL", spec(v1alpha1.AccessSpec{SSO: &v1alpha1.SSOSpec{IssuerURL: "dex", ClientID: "c", SecretName: "s"}, Rules: signIn}, "docs.example.com"),
+			"spec.server.access.sso.issuerURL"},
+		{"session too long", spec(v1alpha1.AccessSpec{SSO: &v1alpha1.SSOSpec{IssuerURL: "https://dex", ClientID: "c", SecretName: "s",
+			SessionTTL: &metav1.Duration{Duration: 30 * 24 * time.Hour}}, Rules: signIn}, "docs.example.com"), "spec.server.access.sso.sessionTTL must be between 5m and 168h"},
+		{"e-mail domain with @", spec(v1alpha1.AccessSpec{SSO: sso, Rules: []v1alpha1.AccessRule{{PathPrefix: "/a",
+			SignIn: &v1alpha1.SignIn{EmailDomains: []string{"@example.com"}}}}}, "docs.example.com"), "spec.server.access.rules[0].signIn.emailDomains[0]"},
+	} {
+		t.Run(tc.name, func(t *testing.T) { expectRefused(t, ns, tc.spec, tc.want) })
+	}
+	good := &v1alpha1.StaticSite{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "good"},
+		Spec: spec(v1alpha1.AccessSpec{SSO: sso, Rules: append(signIn, v1alpha1.AccessRule{PathPrefix: "/corp/",
+			SignIn: &v1alpha1.SignIn{EmailDomains: []string{"example.com"}}})}, "docs.example.com")}
+	testenv.Must(t, k8s.Create(context.Background(), good))
+}
+
+func ssoSecret(ns, name string, data map[string]string) *corev1.Secret {
+	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Data: map[string][]byte{}}
+	for k, v := range data {
+		s.Data[k] = []byte(v)
+	}
+	return s
+}
+
+// The sso Secret is judged before pods mount it (AccessApplied, with the login URL once good), the Deployment
+// waits for a good one, and then the pod gets the login agent (its Secret mounted), the server the session keys
+// beside its value, the Service the sso port and the route the agent's prefix; the value names the login URL.
+func TestAccessSSOWiring(t *testing.T) {
+	ns := namespace(t)
+	class := "nginx"
+	spec := v1alpha1.StaticSiteSpec{Content: v1alpha1.ContentSource{Image: "example/site:v1"},
+		Hostnames: []v1alpha1.Hostname{"docs.example.com"},
+		Route:     &v1alpha1.RouteSpec{IngressClassName: &class},
+		Server: v1alpha1.ServerSpec{Access: &v1alpha1.AccessSpec{
+			SSO:   &v1alpha1.SSOSpec{IssuerURL: "https://dex.example.com", ClientID: "docs", SecretName: "docs-sso"},
+			Rules: []v1alpha1.AccessRule{{PathPrefix: "/team/", SignIn: &v1alpha1.SignIn{Groups: []string{"eng"}}}},
+		}}}
+	createSite(t, ns, "private", spec)
+	waitSite(t, ns, "private", "the missing Secret said", conditionWith(v1alpha1.ConditionAccessApplied, metav1.ConditionFalse,
+		v1alpha1.ReasonSSOSecretNotFound, `Secret "docs-sso" not found`))
+	if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "private"}, &appsv1.Deployment{}); err == nil {
+		t.Fatal("a Deployment without its sso Secret: its agent would not start")
+	}
+
+	key := "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=" // 32 bytes
+	secret := ssoSecret(ns, "docs-sso", map[string]string{"client-secret": "s3cret", "session-keys": "c2hvcnQ=\n"})
+	testenv.Must(t, k8s.Create(context.Background(), secret))
+	waitSite(t, ns, "private", "the short key refused", conditionWith(v1alpha1.ConditionAccessApplied, metav1.ConditionFalse,
+		v1alpha1.ReasonSSOSecretInvalid, "line 1: a key is 32 to 64 bytes, this one 5"))
+	secret.Data["session-keys"] = []byte(key + "\n")
+	testenv.Eventually(t, "fix the Secret", func() error { return k8s.Update(context.Background(), secret) })
+	waitSite(t, ns, "private", "the Secret accepted", conditionWith(v1alpha1.ConditionAccessApplied, metav1.ConditionTrue,
+		v1alpha1.ReasonSSOAccepted, "1 session key(s) of 32 bytes; users sign in at /.hyperstatic/sso/login"))
+	for _, c := range []string{"s3cret", key} {
+		s := &v1alpha1.StaticSite{}
+		testenv.Must(t, k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "private"}, s))
+		if b, _ := json.Marshal(s.Status); strings.Contains(string(b), c) {
+			t.Errorf("the status shows a secret: %s", b)
+		}
+	}
+
+	var d *appsv1.Deployment
+	testenv.Eventually(t, "the Deployment with the agent", func() error {
+		d = &appsv1.Deployment{}
+		return k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "private"}, d)
+	})
+	var agent *corev1.Container
+	for i, c := range d.Spec.Template.Spec.Containers {
+		if c.Name == "sso" {
+			agent = &d.Spec.Template.Spec.Containers[i]
+		}
+	}
+	if agent == nil || agent.Image != testAgentImage || !slices.Contains(agent.Args, "--issuer=https://dex.example.com") ||
+		!slices.Contains(agent.Args, "--site-url=http://docs.example.com") {
+		t.Fatalf("agent container %+v", agent)
+	}
+	value := siteValueOf(t, ns, "private").Data[sitevalue.Key] // applied before the Deployment
+	if !strings.Contains(value, `"sso":{"loginURL":"/.hyperstatic/sso/login","keysFile":"session-keys"}`) ||
+		!strings.Contains(value, `"signIn":{"groups":["eng"]}`) || strings.Contains(value, key) {
+		t.Errorf("site value %s", value)
+	}
+	svc := &corev1.Service{}
+	testenv.Must(t, k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "private"}, svc))
+	if !slices.ContainsFunc(svc.Spec.Ports, func(p corev1.ServicePort) bool { return p.Name == "sso" && p.Port == 8444 }) {
+		t.Errorf("Service ports %+v: no sso port", svc.Spec.Ports)
+	}
+	ing := &networkingv1.Ingress{}
+	testenv.Eventually(t, "the Ingress", func() error {
+		return k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "private"}, ing)
+	})
+	if paths := ing.Spec.Rules[0].HTTP.Paths; len(paths) != 2 || paths[1].Path != "/.hyperstatic/sso" || paths[1].Backend.Service.Port.Name != "sso" {
+		t.Errorf("Ingress paths %+v", paths)
+	}
 }

@@ -11,6 +11,7 @@ import (
 
 	"hyperstatic.dev/hyperstatic/api/v1alpha1"
 	"hyperstatic.dev/hyperstatic/controllers/staticsite/desired"
+	"hyperstatic.dev/hyperstatic/internal/sitevalue"
 )
 
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch
@@ -84,6 +85,9 @@ func (r *Reconciler) reconcileContent(ctx context.Context, st *observation) erro
 	default:
 		st.contentProblem = &problem{Reason: v1alpha1.ReasonNoContentSource, Message: "spec.content sets no source"}
 		st.skipDeployment = true
+	}
+	if sitevalue.UsesSSO(site) {
+		st.content.AgentImage = r.ContentAgentImage // the login agent beside the server (desired/sso.go)
 	}
 	st.memory = desired.MemoryFor(site, st.content)
 	return nil

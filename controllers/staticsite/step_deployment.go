@@ -18,6 +18,7 @@ import (
 	"hyperstatic.dev/hyperstatic/controllers/staticsite/gitcontent"
 	"hyperstatic.dev/hyperstatic/controllers/staticsite/sitechild"
 	"hyperstatic.dev/hyperstatic/internal/podstate"
+	"hyperstatic.dev/hyperstatic/internal/ssosite"
 )
 
 // +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch;create;patch
@@ -127,13 +128,13 @@ func hasImageVolume(vs []corev1.Volume) bool {
 	return false
 }
 
-// pullerImageWithTheQueue: a Git site's puller sidecar image (the operator's --content-agent-image) changes with an
-// operator upgrade, like the default server image. While the server-image queue keeps a site on its current server
-// image (serverimage.go), its pods keep their current puller image too, so the queue, not the puller, decides when
-// they roll; the site takes both new images on its turn.
+// pullerImageWithTheQueue: a Git site's puller sidecar image and an sso site's login agent image (both the
+// operator's --content-agent-image) change with an operator upgrade, like the default server image. While the
+// server-image queue keeps a site on its current server image (serverimage.go), its pods keep their current agent
+// image too, so the queue, not the agent, decides when they roll; the site takes both new images on its turn.
 func (r *Reconciler) pullerImageWithTheQueue(ctx context.Context, st *observation, serverImage string) (desired.Content, error) {
 	content := st.content
-	if content.Source != v1alpha1.ContentSourceGit || serverImage == r.ServerImage || !usesDefaultServerImage(st.site) {
+	if content.AgentImage == "" || serverImage == r.ServerImage || !usesDefaultServerImage(st.site) {
 		return content, nil
 	}
 	live := &appsv1.Deployment{}
@@ -141,6 +142,8 @@ func (r *Reconciler) pullerImageWithTheQueue(ctx context.Context, st *observatio
 		return content, ctrl.IgnoreNotFound(err)
 	}
 	if c := podstate.Container(live.Spec.Template.Spec.InitContainers, gitcontent.PullerContainerName); c != nil {
+		content.AgentImage = c.Image
+	} else if c := podstate.Container(live.Spec.Template.Spec.Containers, ssosite.ContainerName); c != nil {
 		content.AgentImage = c.Image
 	}
 	return content, nil

@@ -95,6 +95,12 @@ func Check(pool *v1alpha1.StaticSitePool, site *v1alpha1.StaticSite) *Refusal {
 		return not("spec.networkPolicy", "its traffic reaches the pool's pods, which every pool site shares: a per-site servingFrom cannot be enforced there (the platform's NetworkPolicies of the pool's namespace apply)")
 	case !podTemplateEmpty(s.PodTemplate):
 		return not("spec.podTemplate", "the pool's pods are the platform's")
+	case sitevalue.UsesHtpasswd(site):
+		// The pool's server refuses an index shard whose entry names an htpasswd file (a pool's index carries
+		// values, not files), and with it every other site of that shard: refused here, it never reaches the index.
+		return not("spec.server.access.htpasswdSecret", "a pool's index carries values, not files: no htpasswd file can sit beside the site's value (address rules are fine)")
+	case sitevalue.UsesSSO(site):
+		return not("spec.server.access.sso", "a pool's index carries values, not files: no session keys file can sit beside the site's value, and the pool's pods run no login agent")
 	}
 	return nil
 }

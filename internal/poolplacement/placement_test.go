@@ -46,6 +46,15 @@ func TestCheckRefusesNamingTheField(t *testing.T) {
 		"autoscaling":    {sharedPool("*"), func(s *v1alpha1.StaticSite) { s.Spec.Autoscaling = &v1alpha1.AutoscalingSpec{} }, ReasonFeatureNotPooled, "spec.autoscaling"},
 		"network policy": {sharedPool("*"), func(s *v1alpha1.StaticSite) { s.Spec.NetworkPolicy = &v1alpha1.NetworkPolicySpec{} }, ReasonFeatureNotPooled, "spec.networkPolicy"},
 		"pod template":   {sharedPool("*"), func(s *v1alpha1.StaticSite) { s.Spec.PodTemplate.NodeSelector = map[string]string{"a": "b"} }, ReasonFeatureNotPooled, "spec.podTemplate"},
+		"basic auth": {sharedPool("*"), func(s *v1alpha1.StaticSite) {
+			s.Spec.Server.Access = &v1alpha1.AccessSpec{HtpasswdSecret: &v1alpha1.SecretKeyRef{Name: "u"},
+				Rules: []v1alpha1.AccessRule{{PathPrefix: "/team/", BasicAuth: &v1alpha1.BasicAuth{}}}}
+		}, ReasonFeatureNotPooled, "spec.server.access.htpasswdSecret"},
+		"single sign-on": {sharedPool("*"), func(s *v1alpha1.StaticSite) {
+			s.Spec.Hostnames = []v1alpha1.Hostname{"docs.example.com"}
+			s.Spec.Server.Access = &v1alpha1.AccessSpec{SSO: &v1alpha1.SSOSpec{IssuerURL: "https://idp", ClientID: "c", SecretName: "s"},
+				Rules: []v1alpha1.AccessRule{{PathPrefix: "/team/", SignIn: &v1alpha1.SignIn{}}}}
+		}, ReasonFeatureNotPooled, "spec.server.access.sso"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			r := Check(tc.pool, poolSite(tc.mutate))
@@ -56,6 +65,12 @@ func TestCheckRefusesNamingTheField(t *testing.T) {
 	}
 	if r := Check(sharedPool("team-a"), poolSite(nil)); r != nil {
 		t.Fatalf("an admitted ConfigMap site refused: %v", r)
+	}
+	if r := Check(sharedPool("*"), poolSite(func(s *v1alpha1.StaticSite) {
+		s.Spec.Server.Access = &v1alpha1.AccessSpec{TrustedProxies: []string{"10.0.0.0/8"},
+			Rules: []v1alpha1.AccessRule{{PathPrefix: "/office/", Allow: []string{"192.0.2.0/24"}}}}
+	})); r != nil {
+		t.Fatalf("a site with address rules refused: %v", r)
 	}
 	if r := Check(sharedPool("*"), poolSite(func(s *v1alpha1.StaticSite) {
 		s.Spec.Content = v1alpha1.ContentSource{Git: &v1alpha1.GitContent{URL: "https://git.example/x.git", Ref: "main"}}

@@ -233,7 +233,7 @@ func Of(site *v1alpha1.StaticSite) Value {
 		v.ErrorPages = append(v.ErrorPages, out)
 	}
 	v.Limits = limits(s.Limits)
-	v.Access = access(s.Access)
+	v.Access = access(site)
 	if p := s.SkewProtection; p != nil {
 		v.SkewProtection = &SkewProtection{Window: strconv.FormatInt(int64(p.Window.Duration/time.Second), 10) + "s"}
 	}

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"hyperstatic.dev/hyperstatic/internal/ssokeys"
 )
 
 // CookieName is the session cookie the server reads.
@@ -30,27 +32,10 @@ func ReadKeys(path string) (Keys, error) {
 	return ParseKeys(string(b))
 }
 
-// ParseKeys parses the text of a keys file.
+// ParseKeys parses the text of a keys file (internal/ssokeys).
 func ParseKeys(text string) (Keys, error) {
-	var keys Keys
-	for i, line := range strings.Split(text, "\n") {
-		line = strings.TrimSpace(line)
-		if line == "" {
-			continue
-		}
-		k, err := base64.StdEncoding.DecodeString(line)
-		if err != nil {
-			return nil, fmt.Errorf("line %d: not standard base64", i+1)
-		}
-		if len(k) < 32 || len(k) > 64 {
-			return nil, fmt.Errorf("line %d: a key is 32 to 64 bytes, this one %d", i+1, len(k))
-		}
-		keys = append(keys, k)
-	}
-	if len(keys) == 0 || len(keys) > 2 {
-		return nil, fmt.Errorf("holds %d keys: one (current) or two (current, then previous)", len(keys))
-	}
-	return keys, nil
+	keys, err := ssokeys.Parse(text)
+	return Keys(keys), err
 }
 
 // Session is who signed in, as the cookie carries it.

@@ -57,6 +57,10 @@ func desiredPodTemplate(site *v1alpha1.StaticSite, serverImage string, content C
 			WithRunAsGroup(sitechild.ServerUID).
 			WithSeccompProfile(corev1ac.SeccompProfile().WithType(corev1.SeccompProfileTypeRuntimeDefault))).
 		WithContainers(serverContainer(site, serverImage, content, memory))
+	if c := ssoContainer(site, content.AgentImage); c != nil { // sso.go
+		spec.WithContainers(c)
+		spec.WithVolumes(ssoVolume(site))
+	}
 	if content.Source == v1alpha1.ContentSourceGit {
 		puller := gitcontent.PullerContainer(site, content.AgentImage)
 		if site.Spec.Previews != nil {
@@ -117,12 +121,7 @@ func serverContainer(site *v1alpha1.StaticSite, serverImage string, content Cont
 		WithStartupProbe(httpProbe("/healthz", 1, 1, 120)).
 		WithReadinessProbe(httpProbe("/readyz", 2, 2, 3)).
 		WithLivenessProbe(httpProbe("/healthz", 10, 5, 3)).
-		WithSecurityContext(corev1ac.SecurityContext().
-			WithRunAsNonRoot(true).
-			WithAllowPrivilegeEscalation(false).
-			WithReadOnlyRootFilesystem(true).
-			WithCapabilities(corev1ac.Capabilities().WithDrop("ALL")).
-			WithSeccompProfile(corev1ac.SeccompProfile().WithType(corev1.SeccompProfileTypeRuntimeDefault)))
+		WithSecurityContext(sitechild.RestrictedContainer())
 	if site.Spec.Server.ImagePullPolicy != "" {
 		c.WithImagePullPolicy(site.Spec.Server.ImagePullPolicy)
 	}

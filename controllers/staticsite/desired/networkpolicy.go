@@ -10,6 +10,7 @@ import (
 
 	"hyperstatic.dev/hyperstatic/api/v1alpha1"
 	"hyperstatic.dev/hyperstatic/controllers/staticsite/sitechild"
+	"hyperstatic.dev/hyperstatic/internal/sitevalue"
 )
 
 // namespaceNameLabel is the label the API server sets on every namespace to its own name.
@@ -40,6 +41,9 @@ func NetworkPolicy(site *v1alpha1.StaticSite, operatorNamespace string) *network
 		serving.WithPorts(port(v1alpha1.HTTPSPortName))
 	}
 	withHTTP3Policy(site, serving) // http3.go
+	if sitevalue.UsesSSO(site) {
+		serving.WithPorts(port(v1alpha1.SSOPortName)) // the login agent: browsers reach it like the site
+	}
 	for i := range np.ServingFrom {
 		serving.WithFrom(viaJSON[networkingv1ac.NetworkPolicyPeerApplyConfiguration](&np.ServingFrom[i]))
 	}

@@ -36,10 +36,14 @@ func Ingress(site *v1alpha1.StaticSite, hostnames []v1alpha1.Hostname) *networki
 		if !isPreviewsWildcard(site, h) {
 			hosts = append(hosts, string(h)) // the TLS section: the site's certificate names its hostnames only
 		}
-		spec.WithRules(networkingv1ac.IngressRule().WithHost(string(h)).WithHTTP(networkingv1ac.HTTPIngressRuleValue().WithPaths(
+		paths := networkingv1ac.HTTPIngressRuleValue().WithPaths(
 			networkingv1ac.HTTPIngressPath().WithPath("/").WithPathType(networkingv1.PathTypePrefix).WithBackend(
 				networkingv1ac.IngressBackend().WithService(networkingv1ac.IngressServiceBackend().WithName(site.Name).
-					WithPort(networkingv1ac.ServiceBackendPort().WithName(v1alpha1.ServerPortName)))))))
+					WithPort(networkingv1ac.ServiceBackendPort().WithName(v1alpha1.ServerPortName)))))
+		if p := ssoIngressPath(site); p != nil { // sso.go: the login agent's prefix
+			paths.WithPaths(p)
+		}
+		spec.WithRules(networkingv1ac.IngressRule().WithHost(string(h)).WithHTTP(paths))
 	}
 	if site.Spec.TLS != nil {
 		spec.WithTLS(networkingv1ac.IngressTLS().WithHosts(hosts...).WithSecretName(TLSSecretName(site)))
@@ -92,6 +96,9 @@ func HTTPRoute(site *v1alpha1.StaticSite, hostnames []v1alpha1.Hostname) *gatewa
 		WithMatches(gatewayv1ac.HTTPRouteMatch().WithPath(gatewayv1ac.HTTPPathMatch().WithType(gatewayv1.PathMatchPathPrefix).WithValue("/"))).
 		WithBackendRefs(gatewayv1ac.HTTPBackendRef().WithGroup("").WithKind("Service").WithName(gatewayv1.ObjectName(site.Name)).
 			WithPort(ServicePort(site)).WithWeight(1)))
+	if r := ssoHTTPRouteRule(site); r != nil { // sso.go: the login agent's prefix
+		spec.WithRules(r)
+	}
 	hr := gatewayv1ac.HTTPRoute(site.Name, site.Namespace).
 		WithLabels(sitechild.ObjectLabels(site)).
 		WithOwnerReferences(sitechild.OwnerReference(site)).

@@ -49,6 +49,9 @@ func service(site *v1alpha1.StaticSite, selectPods bool) *corev1ac.ServiceApplyC
 	if p := http3ServicePort(site); p != nil { // http3.go
 		spec.WithPorts(p)
 	}
+	if p := ssoServicePort(site); p != nil { // sso.go
+		spec.WithPorts(p)
+	}
 	svc := corev1ac.Service(site.Name, site.Namespace).
 		WithLabels(sitechild.ObjectLabels(site)).
 		WithOwnerReferences(sitechild.OwnerReference(site)).

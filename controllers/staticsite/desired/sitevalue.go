@@ -6,6 +6,7 @@ import (
 	"hyperstatic.dev/hyperstatic/api/v1alpha1"
 	"hyperstatic.dev/hyperstatic/controllers/staticsite/sitechild"
 	"hyperstatic.dev/hyperstatic/internal/sitevalue"
+	"hyperstatic.dev/hyperstatic/internal/ssosite"
 )
 
 // SiteValueVolumeName is the pod volume holding the site value's ConfigMap.
@@ -16,25 +17,35 @@ const SiteValueVolumeName = "site-value"
 // server watches the directory), it rolls no pod. Not optional: the operator applies the ConfigMap before the
 // Deployment, and a pod must not start without its rules.
 //
-// With basic authentication (sitevalue.UsesHtpasswd) the volume is projected: the ConfigMap and the key of the
-// htpasswd Secret as the file sitevalue.HtpasswdFile beside site.json, so the kubelet swaps both in one ..data
-// change and the server reads the value with the users it names. The Secret itself, never a copy: the hashes stay
-// in a Secret and the operator needs no right to write one. Turning basic authentication on or off rolls the pods
-// once (the volume's kind changes); changing users or rules does not.
+// With basic authentication (sitevalue.UsesHtpasswd) or single sign-on (sitevalue.UsesSSO) the volume is
+// projected: the ConfigMap and the key of the htpasswd Secret as the file sitevalue.HtpasswdFile, and the sso
+// Secret's session keys as ssosite.KeysFile, beside site.json, so the kubelet swaps them all in one ..data change and
+// the server reads the value with the users and keys it names. The Secrets themselves, never a copy: the hashes and
+// keys stay in Secrets and the operator needs no right to write one. Turning either on or off rolls the pods once
+// (the volume's sources change); changing users, keys or rules does not.
 func siteValueVolume(site *v1alpha1.StaticSite) *corev1ac.VolumeApplyConfiguration {
 	v := corev1ac.Volume().WithName(SiteValueVolumeName)
-	if !sitevalue.UsesHtpasswd(site) {
+	if !sitevalue.UsesHtpasswd(site) && !sitevalue.UsesSSO(site) {
 		return v.WithConfigMap(corev1ac.ConfigMapVolumeSource().WithName(sitevalue.ConfigMapName(site.Name)).WithDefaultMode(0o444))
 	}
-	ref := site.Spec.Server.Access.HtpasswdSecret
-	key := ref.Key
-	if key == "" {
-		key = v1alpha1.DefaultHtpasswdKey
-	}
-	return v.WithProjected(corev1ac.ProjectedVolumeSource().WithDefaultMode(0o444).WithSources(
+	sources := []*corev1ac.VolumeProjectionApplyConfiguration{
 		corev1ac.VolumeProjection().WithConfigMap(corev1ac.ConfigMapProjection().WithName(sitevalue.ConfigMapName(site.Name))),
-		corev1ac.VolumeProjection().WithSecret(corev1ac.SecretProjection().WithName(ref.Name).
-			WithItems(corev1ac.KeyToPath().WithKey(key).WithPath(sitevalue.HtpasswdFile)))))
+	}
+	if sitevalue.UsesHtpasswd(site) {
+		ref := site.Spec.Server.Access.HtpasswdSecret
+		key := ref.Key
+		if key == "" {
+			key = v1alpha1.DefaultHtpasswdKey
+		}
+		sources = append(sources, corev1ac.VolumeProjection().WithSecret(corev1ac.SecretProjection().WithName(ref.Name).
+			WithItems(corev1ac.KeyToPath().WithKey(key).WithPath(sitevalue.HtpasswdFile))))
+	}
+	if sitevalue.UsesSSO(site) {
+		sources = append(sources, corev1ac.VolumeProjection().WithSecret(corev1ac.SecretProjection().
+			WithName(site.Spec.Server.Access.SSO.SecretName).
+			WithItems(corev1ac.KeyToPath().WithKey(v1alpha1.SSOSessionKeysKey).WithPath(ssosite.KeysFile))))
+	}
+	return v.WithProjected(corev1ac.ProjectedVolumeSource().WithDefaultMode(0o444).WithSources(sources...))
 }
 
 // siteValueMount mounts it read-only at sitevalue.MountDir. A whole-directory mount, never subPath: the kubelet

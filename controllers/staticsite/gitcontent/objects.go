@@ -193,17 +193,6 @@ func TreeLimitArgs(g *v1alpha1.GitContent) []string {
 // portAddr is Go's "every address" form, ":PORT" (a dual-stack socket where the node has IPv6).
 func portAddr(port int) string { return ":" + strconv.Itoa(port) }
 
-// contentAgentSecurityContext is the server container's: non-root, no privilege escalation, read-only root, no
-// capabilities, RuntimeDefault seccomp (the restricted Pod Security Standard).
-func contentAgentSecurityContext() *corev1ac.SecurityContextApplyConfiguration {
-	return corev1ac.SecurityContext().
-		WithRunAsNonRoot(true).
-		WithAllowPrivilegeEscalation(false).
-		WithReadOnlyRootFilesystem(true).
-		WithCapabilities(corev1ac.Capabilities().WithDrop("ALL")).
-		WithSeccompProfile(corev1ac.SeccompProfile().WithType(corev1.SeccompProfileTypeRuntimeDefault))
-}
-
 // DesiredFetcher is the fetcher Deployment of a Git site: one pod, Recreate (two fetchers would publish
 // bundles into two volumes), the content-agent image, the credentials and webhook Secrets mounted (only these
 // keys, optional: a missing Secret is reported as GitSecretNotFound and does not keep the fetcher from running),
@@ -226,7 +215,7 @@ func DesiredFetcher(site *v1alpha1.StaticSite, agentImage string, tolerations []
 		WithReadinessProbe(corev1ac.Probe().
 			WithHTTPGet(corev1ac.HTTPGetAction().WithPath("/healthz").WithPort(intstr.FromString(v1alpha1.GitFetcherPortName))).
 			WithPeriodSeconds(2).WithTimeoutSeconds(2).WithFailureThreshold(3)).
-		WithSecurityContext(contentAgentSecurityContext()).
+		WithSecurityContext(sitechild.RestrictedContainer()).
 		WithVolumeMounts(
 			corev1ac.VolumeMount().WithName(gitWorkVolumeName).WithMountPath(gitWorkDir),
 			corev1ac.VolumeMount().WithName(gitTmpVolumeName).WithMountPath("/tmp"))
@@ -378,7 +367,7 @@ func PullerContainer(site *v1alpha1.StaticSite, agentImage string) *corev1ac.Con
 		WithStartupProbe(corev1ac.Probe().
 			WithHTTPGet(corev1ac.HTTPGetAction().WithPath("/healthz").WithPort(intstr.FromString(v1alpha1.ContentPortName))).
 			WithPeriodSeconds(1).WithTimeoutSeconds(1).WithFailureThreshold(gitPullerStartupSeconds)).
-		WithSecurityContext(contentAgentSecurityContext()).
+		WithSecurityContext(sitechild.RestrictedContainer()).
 		WithVolumeMounts(corev1ac.VolumeMount().WithName(sitechild.SiteVolumeName).WithMountPath(v1alpha1.SiteRoot))
 }
 
