@@ -105,5 +105,10 @@ func checkSignInSite(ctx context.Context, t *testing.T, ns string) {
 	if res, body := get(agent.addr(), "/healthz", ""); res.StatusCode != http.StatusOK {
 		t.Errorf("the agent on the Service's sso port: %d %q", res.StatusCode, body)
 	}
+	// A login reads the mounted session keys (500 if the agent cannot), then asks the IdP, which this issuer is
+	// not: 502 says the agent read its Secret as the non-root user it runs as.
+	if res, body := get(agent.addr(), ssosite.Prefix+"/login?rd=/page.html", ""); res.StatusCode != http.StatusBadGateway {
+		t.Errorf("a login with an unreachable IdP: %d %q, want 502 (the keys read, the IdP not reached)", res.StatusCode, body)
+	}
 	t.Logf("signIn site: agent running, 302 to the login without a session, 200 private with one, 403 for another group")
 }

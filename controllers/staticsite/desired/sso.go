@@ -93,11 +93,12 @@ func SSOArgs(site *v1alpha1.StaticSite) []string {
 	return args
 }
 
-// ssoVolume is the Secret's two keys for the agent. Not optional: a pod must not start an agent without them (the
+// ssoVolume is the Secret's two keys for the agent, readable by all (0444) since the pod sets no fsGroup: the files
+// stay root's, and the agent runs as the non-root user, alone in its container. Not optional: a pod must not start an agent without them (the
 // operator holds the Deployment back while the Secret is missing or bad: step_access.go).
 func ssoVolume(site *v1alpha1.StaticSite) *corev1ac.VolumeApplyConfiguration {
 	return corev1ac.Volume().WithName(ssoVolumeName).WithSecret(corev1ac.SecretVolumeSource().
-		WithSecretName(site.Spec.Server.Access.SSO.SecretName).WithDefaultMode(0o440).
+		WithSecretName(site.Spec.Server.Access.SSO.SecretName).WithDefaultMode(0o444).
 		WithItems(corev1ac.KeyToPath().WithKey(v1alpha1.SSOClientSecretKey).WithPath(v1alpha1.SSOClientSecretKey),
 			corev1ac.KeyToPath().WithKey(v1alpha1.SSOSessionKeysKey).WithPath(v1alpha1.SSOSessionKeysKey)))
 }

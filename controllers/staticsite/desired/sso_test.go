@@ -100,6 +100,10 @@ func TestSSOWiring(t *testing.T) {
 			}
 		})
 	}
+	// The pod sets no fsGroup: the Secret's files stay root's, so the non-root agent reads them only if all may.
+	if m := *ssoVolume(plain).Secret.DefaultMode; m&0o004 == 0 {
+		t.Errorf("the agent's Secret volume has mode %o: the agent, not root and without an fsGroup, cannot read it", m)
+	}
 	// The route sends the prefix to the agent; the catch-all stays first.
 	hr := HTTPRoute(routed, routed.Spec.Hostnames)
 	if len(hr.Spec.Rules) != 2 || *hr.Spec.Rules[1].Matches[0].Path.Value != ssosite.Prefix || *hr.Spec.Rules[1].BackendRefs[0].Port != v1alpha1.SSOPort {
