@@ -69,7 +69,7 @@ help: ## List targets, grouped, each with the targets it runs first ("first:").
 # suite (hack/ci-beside.sh), where the CPUs mostly wait, so that `make test` afterwards only runs. Test binaries
 # are compiled, never started: a test starved of CPU by the e2e suite beside it could miss a deadline of its own.
 .PHONY: test-build
-test-build: envtest-assets server-build content-agent-build k6-build $(H2SPEC) $(HELM) $(DEX) liburing-installed prometheus-installed server-test-tools ## Compile every test `make test` runs (Go test binaries, the server's test targets) and its tools, running none.
+test-build: envtest-assets server-build content-agent-build k6-build $(H2SPEC) $(HELM) $(DEX) bench-test-tools prometheus-installed server-test-tools ## Compile every test `make test` runs (Go test binaries, the server's test targets) and its tools, running none.
 	@$(call progress,test-build: Go test binaries (compiled and linked, not run))
 	@go test -count=1 -exec /bin/true $(GO_TEST_PACKAGES) >/dev/null
 	@go test -tags monitoring -count=1 -exec /bin/true ./hack/monitoring/ >/dev/null

@@ -124,17 +124,19 @@ bench-self-check: ## nginx against itself through the same harness: every ratio 
 	@$(BENCH_ENV) PEERS=nginx BENCH_FLOOR=0 images/server/bench/run.sh nginx
 
 # floor_uring.c (the floor on io_uring) links Debian's liburing and the floor tests build it: install the headers when
-# missing, refreshing the package lists only when the first attempt fails (a fresh machine has none).
+# missing (apt-ensure, make/verify.mk).
 .PHONY: liburing-installed
 liburing-installed: ## Install Debian's liburing-dev when its header is missing (bench-test needs it for floor_uring.c).
-	@[ -e /usr/include/liburing.h ] || { \
-	  $(call progress,installing liburing-dev (Debian package)); \
-	  apt="env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq liburing-dev"; \
-	  { $(call as-root,$$apt) ; } >/dev/null 2>&1 || \
-	  { { $(call as-root,apt-get update -qq) ; } && { $(call as-root,$$apt) ; } >/dev/null; }; }
+	@$(call apt-ensure,[ -e /usr/include/liburing.h ],liburing-dev)
+
+# The harness's tests run the real tools they drive: wrk (the pool's Lua replay) and htpasswd (bench-access's bcrypt
+# users, apache2-utils). A fresh machine has neither; without them those tests could only skip or fail.
+.PHONY: bench-test-tools
+bench-test-tools: liburing-installed ## Install the Debian tools the harness's tests run (wrk, htpasswd) when missing.
+	@$(call apt-ensure,command -v wrk && command -v htpasswd,wrk apache2-utils)
 
 .PHONY: bench-test
-bench-test: liburing-installed ## Unit tests of the benchmark harness (configs, parsers, medians, ratios, report, chart, floor responder, site URL list and checks, HTTPS setup and load client).
+bench-test: bench-test-tools ## Unit tests of the benchmark harness (configs, parsers, medians, ratios, report, chart, floor responder, site URL list and checks, HTTPS setup and load client).
 	@cd images/server/bench && python3 -m unittest discover -s tests -t . -v
 
 .PHONY: bench-profile

@@ -10,11 +10,7 @@ MONITORING_MANAGER_BIN := $(BIN)/manager-monitoring-test
 # lists only when the first attempt fails (a fresh machine has none).
 .PHONY: prometheus-installed
 prometheus-installed: ## Install Debian's prometheus (and promtool) when missing (monitoring-test needs them).
-	@{ command -v prometheus && command -v promtool; } >/dev/null 2>&1 || { \
-	  $(call progress,installing prometheus (Debian package: prometheus and promtool)); \
-	  apt="env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus"; \
-	  { $(call as-root,$$apt) ; } >/dev/null 2>&1 || \
-	  { { $(call as-root,apt-get update -qq) ; } && { $(call as-root,$$apt) ; } >/dev/null; }; }
+	@$(call apt-ensure,command -v prometheus && command -v promtool,prometheus)
 
 # The manager is built here (not bin/manager, which operator-build owns) so that the test always runs this tree's.
 .PHONY: monitoring-test

@@ -134,6 +134,13 @@ verify-generated: ## make generate manifests chart-sync changes nothing in api/ 
 
 # as-root runs a command as root: directly when we are root (CI, these machines), else through sudo.
 as-root = if [ "$$(id -u)" = 0 ]; then $(1); else sudo $(1); fi
+# apt-ensure installs Debian packages $(2) unless the shell test $(1) holds, refreshing the package lists only when
+# the first attempt fails (a fresh machine has none): what a test needs is installed by the test's own target.
+apt-ensure = { $(1); } >/dev/null 2>&1 || { \
+	  $(call progress,installing $(2) (Debian packages)); \
+	  apt="env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $(2)"; \
+	  { $(call as-root,$$apt) ; } >/dev/null 2>&1 || \
+	  { { $(call as-root,apt-get update -qq) ; } && { $(call as-root,$$apt) ; } >/dev/null; }; }
 
 # shellcheck comes from Debian (no Go or Rust build of it): install it when missing, refreshing the package
 # lists only when the first attempt fails (a fresh machine has none).
