@@ -22,7 +22,6 @@ Usage: python3 -m hsbench.access --ours PATH   (make bench-access)
 Environment: BENCH_SECONDS (access; fairshare: FAIRSHARE_SECONDS, default 25), REPS (default 7), WARMUP_SECONDS,
 BENCH_CPU_QUOTA, SERVER_CPU, CLIENT_CPU, BENCH_OUT (results in BENCH_OUT/access), ACCESS_CASES.
 """
-import argparse
 import base64
 import hashlib
 import hmac
@@ -34,11 +33,11 @@ import subprocess
 import sys
 import time
 
-from . import content, measure, procstat
-from .__main__ import _env_int, _git_rev, round_order, run_in_workdir
-from .cgroup import CgroupError, CpuQuota
+from . import content, interleave, measure, procstat
+from .__main__ import _env_int, _git_rev, round_order
+from .cgroup import CpuQuota
 from .placement import Client
-from .progress import step, warn
+from .progress import step
 from .servers import Hyperstatic, free_port, http_get
 from .workloads import LUA, Workload
 
@@ -249,20 +248,8 @@ def bench(ours: str, out: str, work: str, cleanup: list) -> int:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(prog="hsbench.access", description=__doc__,
-                                 formatter_class=argparse.RawTextHelpFormatter)
-    ap.add_argument("--ours", required=True, help="path of the hyperstatic-server binary")
-    ap.add_argument("--out", default=os.path.join(os.environ.get("BENCH_OUT", "_out/bench"), "access"))
-    args = ap.parse_args()
-    if not os.access(args.ours, os.X_OK):
-        warn(f"server binary {args.ours} is not executable")
-        return 2
-    if shutil.which("htpasswd") is None:
-        warn("htpasswd (Debian's apache2-utils) is needed for the basic-auth variant's bcrypt hash")
-        return 2
-    return run_in_workdir("hs-access-", "access benchmark",
-                          lambda work, cleanup: bench(args.ours, args.out, work, cleanup),
-                          (CgroupError, RuntimeError, OSError))
+    return interleave.main("access", __doc__, bench, tools=(
+        ("htpasswd", "htpasswd (Debian's apache2-utils) is needed for the basic-auth variant's bcrypt hash"),))
 
 
 if __name__ == "__main__":

@@ -1,15 +1,21 @@
 """Two or more instances of our server compared on the same workloads, interleaved: the knobs every such comparison
 reads from the environment, the rounds (the order rotating each round, so no instance always runs first or last
-on a machine whose state drifts), and where the results go. Used by make bench-rules (hsbench.rules) and make
-bench-sites-mode (hsbench.sitesmode); each keeps its own ratios, goal and table."""
+on a machine whose state drifts), the variants started beside one client, the command line, and where the results
+go. Used by make bench-rules (hsbench.rules), make bench-sites-mode (hsbench.sitesmode) and make bench-access
+(hsbench.access); each keeps its own variants, ratios, goal and table."""
+import argparse
 import json
 import os
+import shutil
 import time
 from dataclasses import dataclass
 
 from . import measure
-from .__main__ import _env_int, _git_rev, round_order
-from .progress import step
+from .__main__ import _env_int, _git_rev, round_order, run_in_workdir
+from .cgroup import CgroupError, CpuQuota
+from .placement import Client
+from .progress import step, warn
+from .servers import free_port
 
 
 @dataclass
@@ -62,3 +68,44 @@ def save(out: str, md: str, meta: dict, rows: list[dict], runs: list[measure.Run
     with open(os.path.join(out, "results.json"), "w") as f:
         json.dump({"meta": meta, "rows": rows, "runs": [r.row() for r in runs]}, f, indent=1, default=str)
     print(md)
+
+
+def start_variants(ours: str, work: str, tag: str, variants: list, knobs: Knobs, cleanup: list,
+                   samples) -> tuple[list, Client]:
+    """Starts one server per variant (kind, name, root, extra_args), each a copy of the binary ours in its own CPU
+    quota and run directory, and the client's cgroup; each server is checked to serve samples. Everything started
+    is appended to cleanup."""
+    binary = os.path.join(work, "hyperstatic-server")
+    shutil.copy2(ours, binary)
+    servers = []
+    for kind, name, root, extra_args in variants:
+        s = kind(binary=binary, admin_port=free_port(), extra_args=extra_args, port=free_port(),
+                 root=root, cpu=knobs.server_cpu, quota=CpuQuota(f"{tag}-{name}", knobs.quota),
+                 workdir=os.path.join(work, f"{name}-run"))
+        s.name = name
+        servers.append(s)
+    client = Client(knobs.client_cpu, CpuQuota(f"{tag}-client", 0))
+    cleanup += [s.stop for s in servers] + [client.group.destroy]
+    client.group.create()
+    for s in servers:
+        s.start()
+        s.validate(samples)
+    return servers, client
+
+
+def main(name: str, doc: str, bench, tools: tuple = ()) -> int:
+    """The command line of a variant benchmark hsbench.<name>: --ours (checked executable) and --out (default
+    $BENCH_OUT/<name>); each (tool, why) of tools must be on PATH; then bench(ours, out, work, cleanup) runs in a
+    fresh work directory. 2 for a bad invocation, 1 for an expected failure."""
+    ap = argparse.ArgumentParser(prog=f"hsbench.{name}", description=doc, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("--ours", required=True, help="path of the hyperstatic-server binary")
+    ap.add_argument("--out", default=os.path.join(os.environ.get("BENCH_OUT", "_out/bench"), name))
+    args = ap.parse_args()
+    problems = [] if os.access(args.ours, os.X_OK) else [f"server binary {args.ours} is not executable"]
+    problems += [why for tool, why in tools if shutil.which(tool) is None]
+    for p in problems:
+        warn(p)
+    if problems:
+        return 2
+    return run_in_workdir(f"hs-{name}-", f"{name} benchmark", lambda work, cleanup: bench(args.ours, args.out, work, cleanup),
+                          (CgroupError, RuntimeError, OSError))

@@ -8,18 +8,14 @@ Usage: python3 -m hsbench.rules --ours PATH_TO_hyperstatic-server   (make bench-
 Environment: BENCH_SECONDS, REPS, WARMUP_SECONDS, BENCH_CPU_QUOTA, SERVER_CPU, CLIENT_CPU, BENCH_OUT (results go to
 BENCH_OUT/rules), BENCH_KEEP_TMP; RULES_WORKLOADS (default 100b-c100,8k-set).
 """
-import argparse
 import os
 import shutil
 import statistics
 import sys
 
 from . import content, interleave, measure
-from .__main__ import run_in_workdir
-from .cgroup import CgroupError, CpuQuota
-from .placement import Client
-from .progress import step, warn
-from .servers import Hyperstatic, free_port
+from .progress import step
+from .servers import Hyperstatic
 from .workloads import select
 
 REDIRECT_RULES = 1000
@@ -105,22 +101,9 @@ def bench(ours: str, out: str, work: str, cleanup: list) -> int:
     shutil.copytree(plain_root, rules_root)
     with open(os.path.join(rules_root, "_redirects"), "w") as f:
         f.write(redirects_file())
-    binary = os.path.join(work, "hyperstatic-server")
-    shutil.copy2(ours, binary)
-    tag = f"hs-rules-{os.getpid()}"
-    servers = []
-    for name, root, args in (("plain", plain_root, []), ("rules", rules_root, header_args())):
-        s = Hyperstatic(binary=binary, admin_port=free_port(), extra_args=args, port=free_port(), root=root,
-                        cpu=knobs.server_cpu, quota=CpuQuota(f"{tag}-{name}", knobs.quota),
-                        workdir=os.path.join(work, name))
-        s.name = name
-        servers.append(s)
-    client = Client(knobs.client_cpu, CpuQuota(f"{tag}-client", 0))
-    cleanup += [s.stop for s in servers] + [client.group.destroy]
-    client.group.create()
-    for s in servers:
-        s.start()
-        s.validate(site.samples)
+    variants = [(Hyperstatic, "plain", plain_root, []), (Hyperstatic, "rules", rules_root, header_args())]
+    servers, client = interleave.start_variants(ours, work, f"hs-rules-{os.getpid()}", variants, knobs, cleanup,
+                                                site.samples)
     n_rules = servers[1].metrics().get("hyperstatic_redirect_rules", 0)
     if n_rules != REDIRECT_RULES:
         raise RuntimeError(f"the rules site reports {n_rules} redirect rules, want {REDIRECT_RULES}")
@@ -134,16 +117,7 @@ def bench(ours: str, out: str, work: str, cleanup: list) -> int:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(prog="hsbench.rules", description=__doc__,
-                                 formatter_class=argparse.RawTextHelpFormatter)
-    ap.add_argument("--ours", required=True, help="path of the hyperstatic-server binary")
-    ap.add_argument("--out", default=os.path.join(os.environ.get("BENCH_OUT", "_out/bench"), "rules"))
-    args = ap.parse_args()
-    if not os.access(args.ours, os.X_OK):
-        warn(f"server binary {args.ours} is not executable")
-        return 2
-    return run_in_workdir("hs-rules-", "rules benchmark", lambda work, cleanup: bench(args.ours, args.out, work, cleanup),
-                          (CgroupError, RuntimeError, OSError))
+    return interleave.main("rules", __doc__, bench)
 
 
 if __name__ == "__main__":

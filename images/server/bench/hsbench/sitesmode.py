@@ -11,7 +11,6 @@ Usage: python3 -m hsbench.sitesmode --ours PATH_TO_hyperstatic-server   (make be
 Environment: BENCH_SECONDS, REPS, WARMUP_SECONDS, BENCH_CPU_QUOTA, SERVER_CPU, CLIENT_CPU, BENCH_OUT (results go to
 BENCH_OUT/sitesmode), SITESMODE_WORKLOADS (default 100b-c100,8k-set).
 """
-import argparse
 import json
 import os
 import shutil
@@ -20,12 +19,9 @@ import sys
 import time
 
 from . import content, interleave, measure, pooltree
-from .__main__ import run_in_workdir
-from .cgroup import CgroupError, CpuQuota
-from .placement import Client
 from .pool import PoolServer
-from .progress import step, warn
-from .servers import Hyperstatic, free_port
+from .progress import step
+from .servers import Hyperstatic
 from .workloads import select
 
 GOAL = 0.95
@@ -102,22 +98,9 @@ def bench(ours: str, out: str, work: str, cleanup: list) -> int:
     site = content.generate(root)
     pool_dir = os.path.join(work, "pool")
     write_pool(pool_dir, root)
-    binary = os.path.join(work, "hyperstatic-server")
-    shutil.copy2(ours, binary)
-    tag = f"hs-sitesmode-{os.getpid()}"
-    servers = []
-    for kind, name, tree in ((Hyperstatic, "root", root), (PoolServer, "sites", pool_dir)):
-        s = kind(binary=binary, admin_port=free_port(), extra_args=[], port=free_port(), root=tree,
-                 cpu=knobs.server_cpu, quota=CpuQuota(f"{tag}-{name}", knobs.quota),
-                 workdir=os.path.join(work, f"{name}-run"))
-        s.name = name
-        servers.append(s)
-    client = Client(knobs.client_cpu, CpuQuota(f"{tag}-client", 0))
-    cleanup += [s.stop for s in servers] + [client.group.destroy]
-    client.group.create()
-    for s in servers:
-        s.start()
-        s.validate(site.samples)
+    variants = [(Hyperstatic, "root", root, []), (PoolServer, "sites", pool_dir, [])]
+    servers, client = interleave.start_variants(ours, work, f"hs-sitesmode-{os.getpid()}", variants, knobs, cleanup,
+                                                site.samples)
     step(f"both modes serve the same bytes; the --sites server holds the site {in_memory(servers[1], site.samples)}")
     meta = knobs.meta()
     runs = interleave.rounds(servers, workloads, knobs, client, meta, strict=True)
@@ -127,17 +110,7 @@ def bench(ours: str, out: str, work: str, cleanup: list) -> int:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(prog="hsbench.sitesmode", description=__doc__,
-                                 formatter_class=argparse.RawTextHelpFormatter)
-    ap.add_argument("--ours", required=True, help="path of the hyperstatic-server binary")
-    ap.add_argument("--out", default=os.path.join(os.environ.get("BENCH_OUT", "_out/bench"), "sitesmode"))
-    args = ap.parse_args()
-    if not os.access(args.ours, os.X_OK):
-        warn(f"server binary {args.ours} is not executable")
-        return 2
-    return run_in_workdir("hs-sitesmode-", "--sites mode benchmark",
-                          lambda work, cleanup: bench(args.ours, args.out, work, cleanup),
-                          (CgroupError, RuntimeError, OSError))
+    return interleave.main("sitesmode", __doc__, bench)
 
 
 if __name__ == "__main__":
