@@ -8,7 +8,8 @@ E2E_CHART ?= $(CHART_DIR)
 
 .PHONY: e2e
 e2e: ## End-to-end tests: the whole suite (TestE2E, scenarios side by side) on the cluster, and beside it the IPv6-only cluster's TestAddressFamilies (and E2E_BESIDE, if given).
-	@start=$$(date +%s); phase() { local s rc; $(call progress,$$1); s=$$(date +%s); shift; "$$@"; rc=$$?; \
+	@rm -f $(E2E_LOGS_DIR)/e2e-test.log $(E2E_LOGS_DIR)/e2e-ipv6-test.log; \
+	  start=$$(date +%s); phase() { local s rc; $(call progress,$$1); s=$$(date +%s); shift; "$$@"; rc=$$?; \
 	  echo "    ($$(( $$(date +%s) - s )) s)"; return $$rc; }; \
 	  phase "e2e 1/5: node image, tools" $(MAKE) node-image kubectl $(KIND) $(HELM) && \
 	  phase "e2e 2/5: the clusters (one after the other) and, beside them, the images" $(ROOT)/hack/together.sh \
@@ -28,7 +29,8 @@ e2e: ## End-to-end tests: the whole suite (TestE2E, scenarios side by side) on t
 	  if [ "$(E2E_KEEP_CLUSTERS)" != 1 ]; then \
 	    phase "e2e: delete both clusters (the node-loss scenario leaves a worker dead)" $(MAKE) kind-down kind-down-ipv6; fi; \
 	  if [ $$e2e_rc = 0 ]; then $(call progress,e2e passed in $$(( $$(date +%s) - start )) s); \
-	  else $(call progress,e2e FAILED after $$(( $$(date +%s) - start )) s); fi; exit $$e2e_rc
+	  else $(ROOT)/hack/e2e-why-failed.sh $(E2E_LOGS_DIR)/e2e-test.log $(E2E_LOGS_DIR)/e2e-ipv6-test.log; \
+	    $(call progress,e2e FAILED after $$(( $$(date +%s) - start )) s); fi; exit $$e2e_rc
 
 # The images the IPv6-only cluster needs (its TestAddressFamilies: a site, the autoscaler, a Benchmark).
 E2E_FAMILY_IMAGES = $(SERVER_IMAGE) $(OPERATOR_IMAGE) $(K6_IMAGE) $(FETCH_IMAGE) $(EXAMPLE_SITE_IMAGE)
@@ -40,6 +42,10 @@ E2E_IP_FAMILIES ?= IPv4$(comma)IPv6
 # directory with them), and `make e2e` fails if it fails: CI's static checks and test builds use the CPU the
 # scenarios leave idle (.ci/run, hack/ci-beside.sh). Its output is printed when the tests end.
 E2E_BESIDE ?=
+# Each run of the Go tests keeps its whole output in E2E_LOG; on a failure `make e2e` ends with the failed tests'
+# last lines from both runs' logs (hack/e2e-why-failed.sh), so the reason is in the tail CI shows.
+E2E_LOGS_DIR = $(ROOT)/_out/logs
+E2E_LOG ?= $(E2E_LOGS_DIR)/e2e-test.log
 # E2E_KEEP_CLUSTERS=1 keeps both clusters after the tests (for a look with kubectl; a worker of the main one is
 # dead after the node-loss scenario).
 E2E_KEEP_CLUSTERS ?= 0
@@ -53,11 +59,12 @@ e2e-ipv6: $(KIND) ## Only the IPv6-only cluster: create it, load its images, Tes
 
 .PHONY: e2e-ipv6-test
 e2e-ipv6-test: ## Only TestAddressFamilies on the IPv6-only cluster (up, images loaded).
-	@$(MAKE) --no-print-directory e2e-test E2E_KUBECONFIG=$(IPV6_KUBECONFIG) E2E_RUN='^TestAddressFamilies$$$$' E2E_IP_FAMILIES=IPv6
+	@$(MAKE) --no-print-directory e2e-test E2E_KUBECONFIG=$(IPV6_KUBECONFIG) E2E_RUN='^TestAddressFamilies$$$$' E2E_IP_FAMILIES=IPv6 \
+	  E2E_LOG=$(E2E_LOGS_DIR)/e2e-ipv6-test.log
 
 .PHONY: e2e-test
 e2e-test: $(HELM) kubectl ## Only the Go e2e tests (cluster up, images loaded); E2E_RUN=<regexp> (default ^TestE2E$$, the whole suite); E2E_MANY_PREVIEWS=1 adds 14j's 20 previews at once.
-	cd $(ROOT) && KUBECONFIG=$(E2E_KUBECONFIG) HELM=$(HELM) E2E_CHART=$(E2E_CHART) E2E_VERSION=$(VERSION) \
+	mkdir -p $(E2E_LOGS_DIR) && cd $(ROOT) && KUBECONFIG=$(E2E_KUBECONFIG) HELM=$(HELM) E2E_CHART=$(E2E_CHART) E2E_VERSION=$(VERSION) \
 	  E2E_KUBECTL=$(KUBECTL) E2E_IP_FAMILIES=$(E2E_IP_FAMILIES) \
 	  E2E_FETCH_IMAGE=$(FETCH_IMAGE) E2E_SITE_IMAGE=$(EXAMPLE_SITE_IMAGE) E2E_SITE_DIR=$(ROOT)/images/server/example/site \
 	  E2E_ROLLOUT_V1_IMAGE=$(ROLLOUT_V1_IMAGE) E2E_ROLLOUT_V2_IMAGE=$(ROLLOUT_V2_IMAGE) \
@@ -69,4 +76,5 @@ e2e-test: $(HELM) kubectl ## Only the Go e2e tests (cluster up, images loaded); 
 	  E2E_GITSERVER_IMAGE=$(GITSERVER_IMAGE) E2E_MANY_PREVIEWS=$(E2E_MANY_PREVIEWS) \
 	  E2E_TRAEFIK_IMAGE=$(if $(filter 1,$(E2E_ROUTES)),$(TRAEFIK_IMAGE)) \
 	  E2E_CERT_MANAGER_IMAGE=$(if $(filter 1,$(E2E_CERT_MANAGER)),$(CERT_MANAGER_IMAGE)) \
-	  go test -tags e2e ./e2e/ -count=1 -v -timeout 40m -run '$(or $(E2E_RUN),^TestE2E$$)'
+	  go test -tags e2e ./e2e/ -count=1 -v -timeout 40m -run '$(or $(E2E_RUN),^TestE2E$$)' 2>&1 | tee $(E2E_LOG) \
+	  || { rc=$$?; $(ROOT)/hack/e2e-why-failed.sh $(E2E_LOG); exit $$rc; }
