@@ -4,22 +4,16 @@ package sso
 
 import (
 	"context"
-	"fmt"
-	"html"
-	"io"
 	"net"
 	"net/http"
-	"net/http/cookiejar"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
 
-	"golang.org/x/crypto/bcrypt"
+	"hyperstatic.dev/hyperstatic/internal/dextest"
 )
 
 // The real Dex (built from the Go module proxy by make dex-build, handed over in HYPERSTATIC_DEX_BIN; make
@@ -53,121 +47,52 @@ func TestSignInThroughDex(t *testing.T) {
 	t.Cleanup(func() { _ = agent.Shutdown(context.Background()) })
 
 	// Jane (group eng) signs in and lands on the page she asked for, served by the server from the cookie.
-	jane := browser(t)
-	res := jane.signIn(site+"/team/doc.html?tab=1", "jane@example.com")
-	if res.status != 200 || res.body != "team doc" || res.url.String() != site+"/team/doc.html?tab=1" {
-		t.Fatalf("jane after signing in: %d at %s: %q", res.status, res.url, res.body)
+	jane := dextest.NewBrowser(t, nil)
+	res := jane.SignIn(site+"/team/doc.html?tab=1", dextest.Jane)
+	if res.Status != 200 || res.Body != "team doc" || res.URL.String() != site+"/team/doc.html?tab=1" {
+		t.Fatalf("jane after signing in: %d at %s: %q", res.Status, res.URL, res.Body)
 	}
-	if cc := res.header.Get("Cache-Control"); !strings.HasPrefix(cc, "private") {
+	if cc := res.Header.Get("Cache-Control"); !strings.HasPrefix(cc, "private") {
 		t.Errorf("a protected page's Cache-Control: %q", cc)
 	}
 	// A fetch (no navigation) with the cookie is served too; she is signed in with a cookie, not a server session.
-	if got := jane.status(site+"/team/doc.html", false); got != 200 {
+	if got := jane.Status(site+"/team/doc.html", false); got != 200 {
 		t.Errorf("jane's fetch: %d", got)
 	}
-	if got := jane.status(site+"/corp/page.html", false); got != 200 {
+	if got := jane.Status(site+"/corp/page.html", false); got != 200 {
 		t.Errorf("jane's e-mail domain: %d", got)
 	}
 	// Joe (group ops, example.org) signs in and gets the 403 page: no redirect, so no loop.
-	joe := browser(t)
-	res = joe.signIn(site+"/team/doc.html", "joe@example.org")
-	if res.status != 403 || !strings.Contains(res.body, "not allowed here") || res.url.Path != "/team/doc.html" {
-		t.Fatalf("joe: %d at %s: %q", res.status, res.url, res.body)
+	joe := dextest.NewBrowser(t, nil)
+	res = joe.SignIn(site+"/team/doc.html", dextest.Joe)
+	if res.Status != 403 || !strings.Contains(res.Body, "not allowed here") || res.URL.Path != "/team/doc.html" {
+		t.Fatalf("joe: %d at %s: %q", res.Status, res.URL, res.Body)
 	}
-	if got := joe.status(site+"/corp/page.html", false); got != 403 {
+	if got := joe.Status(site+"/corp/page.html", false); got != 403 {
 		t.Errorf("joe's e-mail domain: %d", got)
 	}
 	// Logout: the cookie is gone, a navigation is sent to sign in again, a fetch gets 401.
-	res = jane.get(agentURL+"/.hyperstatic/sso/logout?rd=/", false)
-	if res.status != 302 || res.header.Get("Location") != site+"/" {
-		t.Fatalf("logout: %d to %q", res.status, res.header.Get("Location"))
+	res = jane.Get(agentURL+"/.hyperstatic/sso/logout?rd=/", false)
+	if res.Status != 302 || res.Header.Get("Location") != site+"/" {
+		t.Fatalf("logout: %d to %q", res.Status, res.Header.Get("Location"))
 	}
-	if got := jane.status(site+"/team/doc.html", false); got != 401 {
+	if got := jane.Status(site+"/team/doc.html", false); got != 401 {
 		t.Errorf("after logout, a fetch: %d", got)
 	}
-	res = jane.get(site+"/team/doc.html", true)
-	if res.status != 302 || !strings.HasPrefix(res.header.Get("Location"), agentURL+"/.hyperstatic/sso/login?rd=") {
-		t.Errorf("after logout, a navigation: %d to %q", res.status, res.header.Get("Location"))
+	res = jane.Get(site+"/team/doc.html", true)
+	if res.Status != 302 || !strings.HasPrefix(res.Header.Get("Location"), agentURL+"/.hyperstatic/sso/login?rd=") {
+		t.Errorf("after logout, a navigation: %d to %q", res.Status, res.Header.Get("Location"))
 	}
 	// A callback this browser did not start is refused with a page, not a session.
-	res = jane.get(agentURL+"/.hyperstatic/sso/callback?code=x&state=AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA", false)
-	if res.status != 400 || len(res.header.Values("Set-Cookie")) != 0 {
-		t.Errorf("a forged callback: %d, cookies %v", res.status, res.header.Values("Set-Cookie"))
+	res = jane.Get(agentURL+"/.hyperstatic/sso/callback?code=x&state=AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA", false)
+	if res.Status != 400 || len(res.Header.Values("Set-Cookie")) != 0 {
+		t.Errorf("a forged callback: %d, cookies %v", res.Status, res.Header.Values("Set-Cookie"))
 	}
 	// An open redirect through rd is not possible: another host becomes "/".
-	res = jane.get(agentURL+"/.hyperstatic/sso/logout?rd=//evil.example/x", false)
-	if res.header.Get("Location") != site+"/" {
-		t.Errorf("rd to another host: %q", res.header.Get("Location"))
+	res = jane.Get(agentURL+"/.hyperstatic/sso/logout?rd=//evil.example/x", false)
+	if res.Header.Get("Location") != site+"/" {
+		t.Errorf("rd to another host: %q", res.Header.Get("Location"))
 	}
-}
-
-type client struct {
-	t *testing.T
-	c *http.Client
-}
-
-func browser(t *testing.T) *client {
-	t.Helper()
-	jar, _ := cookiejar.New(nil)
-	return &client{t, &http.Client{Jar: jar, Timeout: 30 * time.Second}}
-}
-
-// page is what a response left: its status, header, final URL (after redirects) and body.
-type page struct {
-	status int
-	header http.Header
-	url    *url.URL
-	body   string
-}
-
-func read(res *http.Response) page {
-	defer res.Body.Close()
-	b, _ := io.ReadAll(res.Body)
-	return page{res.StatusCode, res.Header, res.Request.URL, string(b)}
-}
-
-// get sends one request without following redirects; a navigation says Accept: text/html, as browsers do.
-func (b *client) get(u string, navigation bool) page {
-	b.t.Helper()
-	req, _ := http.NewRequest(http.MethodGet, u, nil)
-	if navigation {
-		req.Header.Set("Accept", "text/html,application/xhtml+xml,*/*;q=0.8")
-	}
-	res, err := noFollow(b.c.Jar).Do(req)
-	if err != nil {
-		b.t.Fatal(err)
-	}
-	return read(res)
-}
-
-func (b *client) status(u string, navigation bool) int { return b.get(u, navigation).status }
-
-var formAction = regexp.MustCompile(`<form method="post" action="([^"]+)"`)
-
-// signIn navigates to page, follows every redirect to Dex's login form, posts the user's password and follows
-// the redirects back: the last response.
-func (b *client) signIn(to, user string) page {
-	b.t.Helper()
-	req, _ := http.NewRequest(http.MethodGet, to, nil)
-	req.Header.Set("Accept", "text/html,application/xhtml+xml,*/*;q=0.8")
-	res, err := b.c.Do(req)
-	if err != nil {
-		b.t.Fatal(err)
-	}
-	form := read(res)
-	m := formAction.FindStringSubmatch(form.body)
-	if m == nil {
-		b.t.Fatalf("no login form at %s (%d): %s", form.url, form.status, form.body)
-	}
-	action, err := form.url.Parse(html.UnescapeString(m[1]))
-	if err != nil {
-		b.t.Fatal(err)
-	}
-	res, err = b.c.PostForm(action.String(), url.Values{"login": {user}, "password": {"password"}})
-	if err != nil {
-		b.t.Fatal(err)
-	}
-	return read(res)
 }
 
 // freeListener is a loopback listener whose port the test can name before anything serves on it.
@@ -188,23 +113,8 @@ func startDex(t *testing.T, bin, callback string) string {
 	l := freeListener(t)
 	addr := l.Addr().String()
 	_ = l.Close()
-	hash, err := bcrypt.GenerateFromPassword([]byte("password"), 10) // Dex refuses a cost under 10
-	if err != nil {
-		t.Fatal(err)
-	}
 	issuer := "http://" + addr + "/dex"
-	config := fmt.Sprintf(`issuer: %s
-storage: {type: memory}
-web: {http: %q}
-logger: {level: warn}
-oauth2: {skipApprovalScreen: true}
-enablePasswordDB: true
-staticClients:
-- {id: site, name: Site, secret: site-secret, redirectURIs: [%q]}
-staticPasswords:
-- {email: jane@example.com, hash: %q, username: jane, userID: "1", groups: [eng]}
-- {email: joe@example.org, hash: %q, username: joe, userID: "2", groups: [ops]}
-`, issuer, addr, callback, hash, hash)
+	config := dextest.Config(t, issuer, addr, dextest.Client{ID: "site", Secret: "site-secret", RedirectURI: callback})
 	path := filepath.Join(t.TempDir(), "dex.yaml")
 	if err := os.WriteFile(path, []byte(config), 0o600); err != nil {
 		t.Fatal(err)
