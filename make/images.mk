@@ -24,6 +24,8 @@ SLOWLORIS_IMAGE_CONTEXT := $(BIN)/slowloris-image-context
 GITSERVER_IMAGE ?= hyperstatic/e2e-gitserver:$(VERSION)
 GITSERVER_BIN := $(BIN)/gitserver
 SERVER_NEXT_IMAGE ?= $(SERVER_IMAGE)-next
+# Dex (make/sso.mk), the identity provider the signIn site of scenario 19 logs in through.
+DEX_IMAGE ?= hyperstatic/e2e-dex:$(VERSION)
 # cert-manager's controllers (make/certmanager.mk) for the certificate scenario (21).
 CERT_MANAGER_IMAGE ?= hyperstatic/e2e-cert-manager:$(VERSION)
 CERT_MANAGER_IMAGE_CONTEXT := $(BIN)/cert-manager-image-context
@@ -45,7 +47,7 @@ PYDOCS_PAGE ?= index.html
 PYDOCS_IMAGE ?= hyperstatic/pydocs-site:$(VERSION)
 PYDOCS_V2_IMAGE ?= hyperstatic/pydocs-site:v2-$(VERSION)
 E2E_IMAGES := $(FETCH_IMAGE) $(EXAMPLE_SITE_IMAGE) $(ROLLOUT_V1_IMAGE) $(ROLLOUT_V2_IMAGE) $(SLOWLORIS_IMAGE) $(SERVER_NEXT_IMAGE) \
-  $(CAPACITY_IMAGES) $(PYDOCS_IMAGE) $(PYDOCS_V2_IMAGE) $(TRAEFIK_IMAGE) $(GITSERVER_IMAGE) $(CERT_MANAGER_IMAGE)
+  $(CAPACITY_IMAGES) $(PYDOCS_IMAGE) $(PYDOCS_V2_IMAGE) $(TRAEFIK_IMAGE) $(GITSERVER_IMAGE) $(CERT_MANAGER_IMAGE) $(DEX_IMAGE)
 
 .PHONY: images
 images: server-image operator-image k6-image content-agent-image ## Build the server, operator, k6 and content-agent images ($(VERSION)), FROM scratch, nothing pulled.
@@ -86,7 +88,7 @@ k6-image: k6-build k6-runner docker-engine ## Build $(K6_IMAGE): FROM scratch, s
 	@$(call progress,built $(K6_IMAGE))
 
 .PHONY: e2e-images
-e2e-images: e2e-fetch-image e2e-slowloris-image e2e-gitserver-image $(if $(filter 1,$(E2E_ROUTES)),e2e-traefik-image) $(if $(filter 1,$(E2E_CERT_MANAGER)),e2e-cert-manager-image) server-image ## Build the e2e suite's images: the in-cluster fetch and slowloris clients, the Git server, Traefik with E2E_ROUTES=1 (make/traefik.mk), cert-manager with E2E_CERT_MANAGER=1 (make/certmanager.mk), baked test sites (the real one too: the Python docs), the server retagged -next.
+e2e-images: e2e-fetch-image e2e-slowloris-image e2e-gitserver-image e2e-dex-image $(if $(filter 1,$(E2E_ROUTES)),e2e-traefik-image) $(if $(filter 1,$(E2E_CERT_MANAGER)),e2e-cert-manager-image) server-image ## Build the e2e suite's images: the in-cluster fetch and slowloris clients, the Git server, Dex, Traefik with E2E_ROUTES=1 (make/traefik.mk), cert-manager with E2E_CERT_MANAGER=1 (make/certmanager.mk), baked test sites (the real one too: the Python docs), the server retagged -next.
 	docker tag $(SERVER_IMAGE) $(SERVER_NEXT_IMAGE)
 	@$(MAKE) site-image SITE_DIR=$(ROOT)/images/server/example/site SITE_IMAGE=$(EXAMPLE_SITE_IMAGE)
 	@$(MAKE) site-image SITE_DIR=$(ROOT)/e2e/testdata/rollout-v1 SITE_IMAGE=$(ROLLOUT_V1_IMAGE)
@@ -147,6 +149,13 @@ e2e-gitserver-image: e2e-gitserver-build docker-engine ## Build $(GITSERVER_IMAG
 	@ctx=$$(mktemp -d) && trap 'rm -rf "$$ctx"' EXIT && \
 	cp $(GITSERVER_BIN) "$$ctx/gitserver" && cp $(ROOT)/e2e/cmd/gitserver/Dockerfile "$$ctx/Dockerfile" && \
 	docker build --pull=false -q -t $(GITSERVER_IMAGE) "$$ctx"
+
+.PHONY: e2e-dex-image
+e2e-dex-image: dex-build docker-engine ## Build $(DEX_IMAGE): Dex (make/sso.mk) FROM scratch, user 65532 (scenario 19, the signIn site's login).
+	@$(call progress,building $(DEX_IMAGE))
+	@ctx=$$(mktemp -d) && trap 'rm -rf "$$ctx"' EXIT && \
+	cp $(DEX) "$$ctx/dex" && cp $(ROOT)/e2e/dex/Dockerfile "$$ctx/Dockerfile" && \
+	docker build --pull=false -q -t $(DEX_IMAGE) "$$ctx"
 
 .PHONY: e2e-traefik-image
 e2e-traefik-image: traefik-build docker-engine ## Build $(TRAEFIK_IMAGE): the static Traefik FROM scratch, user 65532.
