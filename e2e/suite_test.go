@@ -40,6 +40,7 @@ type env struct {
 	serverImage, k6Image                   string
 	traefikImage                           string // the ingress controller of the route scenario
 	certManagerImage                       string // cert-manager's controllers, for the certificate scenario
+	dexImage                               string // the identity provider of the signIn site (scenario 19)
 	releaseName, releaseNamespace, kubeCfg string
 }
 
@@ -86,6 +87,7 @@ func setup() error {
 		k6Image:             get("E2E_K6_IMAGE", "hyperstatic/k6:"+version),
 		traefikImage:        os.Getenv("E2E_TRAEFIK_IMAGE"),      // set by `make e2e` (E2E_ROUTES=1, the default)
 		certManagerImage:    os.Getenv("E2E_CERT_MANAGER_IMAGE"), // set by `make e2e` (E2E_CERT_MANAGER=1, the default)
+		dexImage:            get("E2E_DEX_IMAGE", "hyperstatic/e2e-dex:"+version),
 		releaseName:         "hyperstatic",
 		releaseNamespace:    "hyperstatic-system",
 		kubeCfg:             os.Getenv("KUBECONFIG"),
@@ -152,7 +154,7 @@ func TestE2E(t *testing.T) {
 		{name: "4-invalid-refused", run: testInvalidRefused},
 		{name: "2-baked-site-pinned", run: testBakedSite, requests: 1000},
 		{name: "3-configmap-live-reload", run: testConfigMapSite, requests: 250},
-		{name: "19-site-rules-live", run: testSiteRulesLive, requests: 850, load: 15}, // 700 + the signIn site's 100m and its agent's 50m
+		{name: "19-site-rules-live", run: testSiteRulesLive, requests: 900, load: 15}, // 700 + the signIn site's 100m, its agent's 50m and Dex's 50m
 		{name: "12-routes-through-traefik", run: testRoutesThroughTraefik, requests: 150},
 		{name: "15-site-on-every-family", run: testSiteOnEveryFamilyOfCluster, requests: 200},
 		{name: "16-spread-over-workers", run: testSpreadOverWorkers, requests: 450},
