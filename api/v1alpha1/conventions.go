@@ -22,6 +22,11 @@ const (
 	// SiteRoot is where a site's files are found inside the server container.
 	SiteRoot = "/site"
 
+	// SitesAccessDir is, for a site with previews (its server in --sites mode over SiteRoot), where the puller
+	// puts the access files the site value names (internal/contentagent/accessfiles.go: SiteRoot/AccessDirName)
+	// and the server's --sites-access-dir reads them.
+	SitesAccessDir = SiteRoot + "/access"
+
 	// SSOPortName / SSOPort: the login agent beside the server with spec.server.access.sso (internal/ssosite), in
 	// the pod and on the site's Service.
 	SSOPortName = "sso"

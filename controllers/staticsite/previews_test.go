@@ -161,6 +161,9 @@ func TestGitPreviewsValidation(t *testing.T) {
 	wild.Hostnames = []v1alpha1.Hostname{"docs.example.com", "*.docs.example.com"}
 	htpasswd := git(ok())
 	htpasswd.Server.Access = &v1alpha1.AccessSpec{HtpasswdSecret: &v1alpha1.SecretKeyRef{Name: "users"}}
+	sso := git(ok())
+	sso.Hostnames = []v1alpha1.Hostname{"docs.example.com"}
+	sso.Server.Access = &v1alpha1.AccessSpec{SSO: &v1alpha1.SSOSpec{IssuerURL: "https://idp.example.com", ClientID: "docs", SecretName: "docs-sso"}}
 	pooled := git(ok())
 	pooled.Placement = &v1alpha1.PlacementSpec{Mode: v1alpha1.PlacementPool, Pool: "shared"}
 	for _, tc := range []struct {
@@ -176,11 +179,14 @@ func TestGitPreviewsValidation(t *testing.T) {
 		{"a short ttl", git(&v1alpha1.PreviewsSpec{Domain: "p.example.com", PullRequests: true, TTL: &metav1.Duration{Duration: 30 * time.Second}}), "spec.previews.ttl must be between 1m and 720h"},
 		{"too many", git(&v1alpha1.PreviewsSpec{Domain: "p.example.com", PullRequests: true, Max: ptr.To[int32](51)}), "spec.previews.max"},
 		{"beside a wildcard hostname", wild, "spec.previews cannot be used with a wildcard in spec.hostnames"},
-		{"beside basic authentication", htpasswd, "spec.previews cannot be used with spec.server.access.htpasswdSecret"},
+		{"beside single sign-on", sso, "spec.previews cannot be used with spec.server.access.sso"},
 		{"an empty pattern", git(&v1alpha1.PreviewsSpec{Domain: "p.example.com", Branches: []string{""}}), "spec.previews.branches[0]"},
 	} {
 		t.Run(tc.name, func(t *testing.T) { expectRefused(t, ns, tc.spec, tc.want) })
 	}
+	// Basic authentication is admitted: the previews are served with the site's rules, its htpasswd file
+	// included (internal/contentagent/accessfiles.go).
+	createGitSite(t, ns, "private", htpasswd)
 	site := createGitSite(t, ns, "fine", git(&v1alpha1.PreviewsSpec{Domain: "preview.example.com", Branches: []string{"feature/*"}}))
 	if site.Spec.Previews.Max == nil || *site.Spec.Previews.Max != 10 {
 		t.Fatalf("spec.previews.max defaulted to %v, want 10", site.Spec.Previews.Max)

@@ -78,7 +78,7 @@ type servedPreview struct {
 // initLayout makes the directories and renders production's shard.
 func (p *Puller) initLayout() error {
 	l := p.Sites
-	for _, d := range []string{filepath.Join(l.Dir, "index"), filepath.Join(l.ContentDir(), ReadyDir)} {
+	for _, d := range []string{filepath.Join(l.Dir, "index"), filepath.Join(l.ContentDir(), ReadyDir), l.AccessDir()} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return err
 		}
@@ -192,6 +192,11 @@ func (p *Puller) renderIndex() error {
 	if !json.Valid(value) {
 		return fmt.Errorf("the site value %s is not JSON", l.ValueFile)
 	}
+	// The files the value names (htpasswd, session keys) go where the server's --sites-access-dir reads them.
+	value, accessFiles, err := withAccessFiles(value, filepath.Dir(l.ValueFile), l.AccessDir())
+	if err != nil {
+		return err
+	}
 	prod := []poolindex.Site{{ID: ProductionID, Hosts: l.Hosts, Value: value, Limits: l.Limits}}
 	var pvs []poolindex.Site
 	for name := range p.served {
@@ -214,6 +219,8 @@ func (p *Puller) renderIndex() error {
 			return err
 		}
 	}
+	pruneAccessFiles(l.AccessDir(), append(accessFiles, p.accessNamed...))
+	p.accessNamed = accessFiles
 	return nil
 }
 

@@ -70,6 +70,9 @@ type Puller struct {
 	// served are the previews installed, previewsHave the tag of the fetcher's list they follow (Run's goroutine).
 	served       map[string]*servedPreview
 	previewsHave string
+	// accessNamed are the access files the index written last names (accessfiles.go): kept through the next
+	// render, so a server still reading the shard before it finds its files.
+	accessNamed []string
 	// history is the commits of the fetcher's last deploys (at most MaxHistory): their trees are kept (the
 	// Store's Retain), so a pin flips to one on disk. Only Run's goroutine uses it.
 	history []string

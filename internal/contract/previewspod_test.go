@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"golang.org/x/crypto/bcrypt"
+
 	"hyperstatic.dev/hyperstatic/api/v1alpha1"
 	"hyperstatic.dev/hyperstatic/controllers/staticsite/desired"
 	"hyperstatic.dev/hyperstatic/controllers/staticsite/gitcontent"
@@ -27,21 +29,29 @@ import (
 // arguments (desired.ServerArgs: --sites, no --root nor --site), the site value the operator renders in the file
 // the puller embeds. Production answers the operator's hosts (the site's hostnames and its Service's names) with
 // production; an opened pull request's host <name>--<site>.<domain> its commit, with the site's rules (a header of
-// spec.server.headers on both); any other host 404; an entry claiming production's host refused while production
+// spec.server.headers on both, and a basicAuth rule whose htpasswd file the puller copies to where the server's
+// --sites-access-dir reads it: a preview of a private site is private); any other host 404; an entry claiming production's host refused while production
 // keeps it; the closed request's host 404 again.
 func TestContractPreviewsServedFromTheOperatorsArguments(t *testing.T) {
 	srv, base := gittestserver.Start(t, "", "", "")
 	repo := srv.NewRepo(t, base, "docs.git", nil)
-	c1 := repo.Commit("production", map[string]gittestserver.File{"index.html": gittestserver.Regular("production\n")})
+	c1 := repo.Commit("production", map[string]gittestserver.File{"index.html": gittestserver.Regular("production\n"),
+		"team/doc.html": gittestserver.Regular("team doc\n")})
 	repo.Push("refs/heads/main", c1, false)
 
 	site := gitSite(v1alpha1.GitContent{URL: repo.URL, Ref: "main"})
 	site.Spec.Hostnames = []v1alpha1.Hostname{"Docs.Example.com"}
 	site.Spec.Previews = &v1alpha1.PreviewsSpec{Domain: "preview.example.com", PullRequests: true}
 	site.Spec.Server.Headers = []v1alpha1.Header{{Name: "X-Site-Rule", Value: "applied"}}
+	site.Spec.Server.Access = &v1alpha1.AccessSpec{HtpasswdSecret: &v1alpha1.SecretKeyRef{Name: "users"},
+		Rules: []v1alpha1.AccessRule{{PathPrefix: "/team", BasicAuth: &v1alpha1.BasicAuth{}}}}
 	dir := t.TempDir()
 	valueFile := filepath.Join(dir, "site.json")
 	testenv.Must(t, os.WriteFile(valueFile, sitevalue.Render(site).Bytes, 0o644))
+	// The htpasswd Secret's key, where the operator's projected volume puts it: beside the value.
+	hash, err := bcrypt.GenerateFromPassword([]byte("secret"), 4)
+	testenv.Must(t, err)
+	testenv.Must(t, os.WriteFile(filepath.Join(dir, sitevalue.HtpasswdFile), []byte("jane:"+string(hash)+"\n"), 0o644))
 	fetchAddr := runOperatorFetcher(t, site, dir)
 	pull := gitcontent.PullArgs(site)
 	if slices.Contains(pull, "--server-admin") {
@@ -59,6 +69,14 @@ func TestContractPreviewsServedFromTheOperatorsArguments(t *testing.T) {
 	if slices.Contains(args, "--root") || slices.Contains(args, "--site") {
 		t.Fatalf("the server of a site with previews is given --root or --site: %q", args)
 	}
+	// The pod's paths: the puller's --sites-dir is the server's --sites, and its access files' directory (under
+	// that one) the server's --sites-access-dir.
+	if at := slices.Index(args, "--sites-access-dir"); at < 0 || args[at+1] != filepath.Join(v1alpha1.SiteRoot, contentagent.AccessDirName) ||
+		!slices.Contains(gitcontent.PullArgs(site), v1alpha1.SiteRoot) {
+		t.Fatalf("the server's --sites-access-dir is not the puller's %s/%s: server %q, puller %q",
+			v1alpha1.SiteRoot, contentagent.AccessDirName, args, gitcontent.PullArgs(site))
+	}
+	args = serverbin.SetFlag(t, args, "--sites-access-dir", filepath.Join(sites, contentagent.AccessDirName))
 	server := serverbin.Start(t, bin, serverbin.SetFlag(t, args, "--sites", sites))
 	get := func(host string) (int, string, string) {
 		req, err := http.NewRequest(http.MethodGet, "http://"+server.HTTPAddr+"/", nil)
@@ -90,6 +108,33 @@ func TestContractPreviewsServedFromTheOperatorsArguments(t *testing.T) {
 			serves(h, "production\n")
 		}
 	}
+	// private: the basicAuth rule on host's /team/doc.html, without, with a wrong and with jane's password.
+	private := func(host, want string) {
+		t.Helper()
+		status := func(user, password string) (int, string) {
+			req, err := http.NewRequest(http.MethodGet, "http://"+server.HTTPAddr+"/team/doc.html", nil)
+			testenv.Must(t, err)
+			req.Host = host
+			if user != "" {
+				req.SetBasicAuth(user, password)
+			}
+			resp, err := http.DefaultTransport.RoundTrip(req)
+			testenv.Must(t, err)
+			defer resp.Body.Close()
+			body, err := io.ReadAll(resp.Body)
+			testenv.Must(t, err)
+			return resp.StatusCode, string(body)
+		}
+		if code, _ := status("", ""); code != http.StatusUnauthorized {
+			t.Errorf("%s without a password: %d, want 401", host, code)
+		}
+		if code, _ := status("jane", "wrong"); code != http.StatusUnauthorized {
+			t.Errorf("%s with a wrong password: %d, want 401", host, code)
+		}
+		if code, body := status("jane", "secret"); code != http.StatusOK || body != want {
+			t.Errorf("%s with jane's password: %d %q", host, code, body)
+		}
+	}
 	notFound := func(host string) {
 		t.Helper()
 		testenv.Eventually(t, host+" answers 404", func() error {
@@ -100,14 +145,17 @@ func TestContractPreviewsServedFromTheOperatorsArguments(t *testing.T) {
 		})
 	}
 	production()
+	private("docs.example.com", "team doc\n")
 	notFound("127.0.0.1")
 	notFound("pr-1--docs.preview.example.com")
 
-	c2 := repo.Commit("pr one", map[string]gittestserver.File{"index.html": gittestserver.Regular("pr one\n")}, c1)
+	c2 := repo.Commit("pr one", map[string]gittestserver.File{"index.html": gittestserver.Regular("pr one\n"),
+		"team/doc.html": gittestserver.Regular("pr one's team doc\n")}, c1)
 	repo.Push("refs/heads/contrib", c2, false)
 	testenv.Must(t, srv.Pull("docs.git", gittestserver.PullEvent{Forge: gitwebhook.GitHub, Action: gittestserver.Opened, Number: 1, Head: c2}))
 	t.Run("an opened request's host serves its commit with the site's rules; production unchanged", func(t *testing.T) {
 		serves("pr-1--docs.preview.example.com", "pr one\n")
+		private("pr-1--docs.preview.example.com", "pr one's team doc\n")
 		production()
 		notFound("pr-2--docs.preview.example.com")
 	})

@@ -38,8 +38,9 @@ func ServerArgs(site *v1alpha1.StaticSite) []string {
 	args := []string{"--root", root}
 	if site.Spec.Previews != nil {
 		// The pool server's many-sites mode over the directory the puller lays out: production and each preview
-		// chosen by Host, every one with the site value (gitcontent/previews.go). --root and --site are the index's.
-		args = []string{"--sites", v1alpha1.SiteRoot}
+		// chosen by Host, every one with the site value (gitcontent/previews.go). --root and --site are the index's;
+		// the htpasswd and keys files the value names are where the puller copies them.
+		args = []string{"--sites", v1alpha1.SiteRoot, "--sites-access-dir", v1alpha1.SitesAccessDir}
 	}
 	args = append(args,
 		"--listen", listenAddr(v1alpha1.ServerPort),

@@ -80,6 +80,8 @@ pub struct Config {
     pub proxy_protocol: bool,
     /// `--sites DIR`: serve a shared pool (pool/) instead of `root` with `site`.
     pub sites: Option<PathBuf>,
+    /// `--sites-access-dir DIR`: where the index's entries may have their access files (pool/index.rs).
+    pub sites_access_dir: Option<PathBuf>,
 }
 
 /// The PEM files of the serving certificate (a `kubernetes.io/tls` Secret's `tls.crt` and `tls.key`).
@@ -128,12 +130,18 @@ impl Default for Config {
             h2c: false,
             proxy_protocol: false,
             sites: None,
+            sites_access_dir: None,
         }
     }
 }
 
 impl Config {
     /// What a load needs of the process settings (site/loader.rs): the core takes this, never `Config`.
+    /// How `--sites`'s index values are read: TLS or not, and `--sites-access-dir`.
+    pub fn index_reading(&self) -> crate::pool::index::Reading {
+        crate::pool::index::Reading { tls: self.tls.is_some(), access_dir: self.sites_access_dir.clone() }
+    }
+
     pub fn load_settings(&self) -> crate::site::loader::Settings {
         crate::site::loader::Settings {
             root: self.root.clone(),
@@ -217,6 +225,8 @@ const MAX_ACK_EVERY: u32 = 64;
 fn from_flags(f: Flags, matches: &ArgMatches) -> Result<Config, String> {
     if f.sites.is_some() {
         pool_exclusive(matches)?;
+    } else if f.sites_access_dir.is_some() {
+        return Err("--sites-access-dir needs --sites: it is where the index's entries have their access files".into());
     }
     let tls = tls_files(f.tls_cert, f.tls_key, f.https_redirect, (f.http2, f.http3), matches)?;
     if f.alt_svc_port.is_some() && !f.http3 {
@@ -293,6 +303,7 @@ fn from_flags(f: Flags, matches: &ArgMatches) -> Result<Config, String> {
         h2c: f.h2c,
         proxy_protocol: f.proxy_protocol,
         sites: f.sites,
+        sites_access_dir: f.sites_access_dir,
         tls,
     })
 }

@@ -71,8 +71,8 @@ fn check_tls(cfg: &Config) -> bool {
 
 /// `--check --sites DIR`: the pool's index as the server would read it (every shard, every site value), and
 /// which sites have a tree; fails when a shard or a site is refused. Trees are loaded when served, not here.
-fn check_pool(dir: &std::path::Path, tls: bool) -> i32 {
-    let merged = pool::index::Index::default().read(&dir.join("index"), tls);
+fn check_pool(dir: &std::path::Path, reading: &pool::index::Reading) -> i32 {
+    let merged = pool::index::Index::default().read(&dir.join("index"), reading);
     for s in &merged.sites {
         let tree = dir.join("content").join(&s.id).join("current");
         let has = if tree.exists() { "tree present" } else { "no tree yet" };
@@ -98,7 +98,7 @@ fn verdict(problems: &[String]) -> i32 {
 /// `--check`: load the site and the TLS material, print a report, fail on any problem.
 pub fn check(cfg: &Config) -> i32 {
     if let Some(dir) = &cfg.sites {
-        return check_pool(dir, cfg.tls.is_some());
+        return check_pool(dir, &cfg.index_reading());
     }
     // The load keeps open every file served from disk, as serving does: the same descriptor limit, or a site that
     // serves fine fails its check under a low soft limit.
@@ -274,7 +274,7 @@ pub fn serve(cfg: Config) -> i32 {
     // index now and loads each site when it is first asked for (pool/).
     let watcher = match (&shared.pool, &shared.cfg.sites) {
         (Some(p), Some(dir)) => {
-            pool::watch::start(p.clone(), dir, shared.cfg.load_settings(), workers, shared.tls.is_some());
+            pool::watch::start(p.clone(), dir, shared.cfg.load_settings(), workers, shared.cfg.index_reading());
             None
         }
         _ => control::reload(&shared, "start"),

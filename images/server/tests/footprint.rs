@@ -182,7 +182,7 @@ fn an_unloaded_pool_site_costs_under_two_kilobytes() {
     std::fs::write(dir.join("index/index-00.json"), format!(r#"{{"version": 1, "sites": [{}]}}"#, sites.join(",")))
         .unwrap();
     let pool = Pool::default();
-    let mut reg = Registry::new(&dir, loader::Settings::for_root(&dir), 2, false);
+    let mut reg = Registry::new(&dir, loader::Settings::for_root(&dir), 2, Default::default());
     let before = LIVE.load(Ordering::Relaxed);
     reg.read_index();
     reg.publish(&pool);

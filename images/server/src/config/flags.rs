@@ -126,6 +126,12 @@ pub(super) struct Flags {
     #[arg(long, allow_hyphen_values = true, env = "HYPERSTATIC_SITES", value_name = "DIR")]
     pub sites: Option<PathBuf>,
 
+    /// With --sites: the directory an index entry's access files (access.htpasswdFile, access.sso.keysFile) are
+    /// read from, by plain file name. A site's own pods with previews give it (the puller writes the files there);
+    /// a shared pool does not, and refuses every entry that names one
+    #[arg(long, allow_hyphen_values = true, env = "HYPERSTATIC_SITES_ACCESS_DIR", value_name = "DIR")]
+    pub sites_access_dir: Option<PathBuf>,
+
     /// Cache-Control for matching files; repeatable, first match wins (e.g. '/assets/**=public, max-age=31536000, immutable')
     #[arg(long, allow_hyphen_values = true, env = "HYPERSTATIC_CACHE_CONTROL", value_name = "GLOB=VALUE")]
     pub cache_control: Vec<String>,

@@ -12,9 +12,16 @@
 //! canonically and names each entry the same way (Go `poolindex.EntryRevision`); `/sites` reports it, so a pod
 //! counts as serving a site only once everything the operator placed, hostnames included, is in effect
 //! (internal/contract's pool test holds the two sides together).
+//!
+//! **Access files.** A value's `access.htpasswdFile` and `access.sso.keysFile` name files beside a `--site` file;
+//! an index has nothing beside it. A shared pool (no `--sites-access-dir`) refuses every entry that names one:
+//! its rule would refuse everyone, and the operator never places such a site in a pool. A site's own pods with
+//! previews (`--sites-access-dir DIR`) read them from DIR by plain file name; their puller writes each file under
+//! a name made of its content's digest (internal/contentagent), so an entry's bytes, hence its value's revision
+//! (under which checked values are shared), change whenever a file's content does.
 
 use std::collections::{BTreeMap, HashMap};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use serde_json::value::RawValue;
@@ -25,6 +32,14 @@ use crate::site_value::{revision_of, Revised, SiteValue};
 
 /// The largest shard file read (a ConfigMap holds 1 MiB).
 pub const MAX_SHARD_BYTES: u64 = 2 << 20;
+
+/// What the process brings to reading the index's values (process settings, not a site's): whether it serves TLS
+/// (`SiteValue::check_process`) and where an entry's access files are (module doc; none: refused).
+#[derive(Debug, Clone, Default)]
+pub struct Reading {
+    pub tls: bool,
+    pub access_dir: Option<PathBuf>,
+}
 
 /// A site's limits (all three required in the index).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -78,7 +93,7 @@ pub struct Merged {
 impl Index {
     /// Reads every `*.json` of `dir` (names starting with `.` are the kubelet's `..data` machinery). A shard whose
     /// bytes did not change is not parsed again; a refused one keeps its last good sites; a removed one is gone.
-    pub fn read(&mut self, dir: &Path, tls: bool) -> Merged {
+    pub fn read(&mut self, dir: &Path, reading: &Reading) -> Merged {
         let mut seen = Vec::new();
         let mut problems = Vec::new();
         if let Ok(rd) = std::fs::read_dir(dir) {
@@ -89,7 +104,7 @@ impl Index {
                 }
                 match read_capped(&e.path()) {
                     Ok(bytes) => {
-                        self.update(&name, bytes, tls);
+                        self.update(&name, bytes, reading);
                         seen.push(name);
                     }
                     Err(err) => {
@@ -113,12 +128,12 @@ impl Index {
     }
 
     /// Takes a shard's newest bytes (parsed only when they changed).
-    pub fn update(&mut self, name: &str, bytes: Vec<u8>, tls: bool) {
+    pub fn update(&mut self, name: &str, bytes: Vec<u8>, reading: &Reading) {
         let digest: [u8; 32] = Sha256::digest(&bytes).into();
         if self.shards.get(name).is_some_and(|s| s.digest == digest) {
             return;
         }
-        let parsed = parse_shard_with(&bytes, tls, &mut self.values);
+        let parsed = parse_shard_with(&bytes, reading, &mut self.values);
         let prev = self.shards.remove(name).and_then(|s| s.good);
         let shard = match parsed {
             Ok(sites) => Shard { digest, good: Some(sites.into_iter().map(Arc::new).collect()), refused: None },
@@ -191,12 +206,12 @@ fn join(path: &str, key: &str) -> String {
 }
 
 /// Parses one shard's bytes; errors name the JSON path (`sites[1].limits.maxFiles: required`).
-pub fn parse_shard(bytes: &[u8], tls: bool) -> Result<Vec<Site>, String> {
-    parse_shard_with(bytes, tls, &mut Values::new())
+pub fn parse_shard(bytes: &[u8], reading: &Reading) -> Result<Vec<Site>, String> {
+    parse_shard_with(bytes, reading, &mut Values::new())
 }
 
 /// `parse_shard`, taking values already checked from `values` (and adding the new ones).
-fn parse_shard_with(bytes: &[u8], tls: bool, values: &mut Values) -> Result<Vec<Site>, String> {
+fn parse_shard_with(bytes: &[u8], reading: &Reading, values: &mut Values) -> Result<Vec<Site>, String> {
     let root: Value = serde_json::from_slice(bytes).map_err(|e| format!("invalid JSON: {e}"))?;
     let top = object(&root, "", &["version", "shard", "sites"])?;
     match top.get("version") {
@@ -219,8 +234,33 @@ fn parse_shard_with(bytes: &[u8], tls: bool, values: &mut Values) -> Result<Vec<
     list.iter()
         .zip(raw)
         .enumerate()
-        .map(|(i, (v, r))| site(v, &format!("sites[{i}]"), tls, values, revision_of(r.get().as_bytes())))
+        .map(|(i, (v, r))| site(v, &format!("sites[{i}]"), reading, values, revision_of(r.get().as_bytes())))
         .collect()
+}
+
+/// Reads the value's access files from `dir` (module doc, "Access files"); without one, a value naming a file is
+/// refused: there is no htpasswd or keys file beside an index (guard/), and its rule would refuse everyone.
+fn access_files(v: &mut SiteValue, value_path: &str, dir: Option<&Path>) -> Result<(), String> {
+    let Some(a) = v.access.as_mut().filter(|a| a.htpasswd_file.is_some() || a.sso.is_some()) else { return Ok(()) };
+    match dir {
+        Some(dir) => {
+            // Plain names only: an entry's files are the directory's, never another path of the pod.
+            let names = [
+                ("access.htpasswdFile", a.htpasswd_file.as_deref()),
+                ("access.sso.keysFile", a.sso.as_ref().map(|s| &*s.keys_file)),
+            ];
+            for (field, name) in names {
+                if let Some(n) = name.filter(|n| n.contains('/') || n.starts_with('.')) {
+                    return Err(format!("{value_path}.{field}: {n:?} is not a plain file name of --sites-access-dir"));
+                }
+            }
+            Arc::make_mut(a).load_files(dir).map_err(|e| format!("{value_path}.{e}"))
+        }
+        None if a.htpasswd_file.is_some() => {
+            Err(format!("{value_path}.access.htpasswdFile: a pool site has no htpasswd file beside its value"))
+        }
+        None => Err(format!("{value_path}.access.sso: a pool site has no session keys file beside its value")),
+    }
 }
 
 /// The bytes of each entry of `sites`, as the shard holds them (the top level was checked from the parsed value).
@@ -230,7 +270,7 @@ fn raw_entries(bytes: &[u8]) -> Result<Vec<&RawValue>, String> {
     serde_json::from_str(sites.get()).map_err(|e| format!("sites: {e}"))
 }
 
-fn site(v: &Value, path: &str, tls: bool, values: &mut Values, entry_revision: String) -> Result<Site, String> {
+fn site(v: &Value, path: &str, reading: &Reading, values: &mut Values, entry_revision: String) -> Result<Site, String> {
     let m = object(v, path, &["id", "hosts", "value", "limits", "content"])?;
     let id = required(m, path, "id")?.as_str().ok_or_else(|| format!("{path}.id: expected a string"))?;
     if !is_site_id(id) {
@@ -256,8 +296,8 @@ fn site(v: &Value, path: &str, tls: bool, values: &mut Values, entry_revision: S
     let parsed = match values.get(&revision) {
         Some(v) => v.clone(),
         None => {
-            let v = SiteValue::parse(&bytes).map_err(|e| format!("{value_path}.{e}"))?;
-            v.check_process(tls).map_err(|e| format!("{value_path}.{e}"))?;
+            let mut v = SiteValue::parse(&bytes).map_err(|e| format!("{value_path}.{e}"))?;
+            v.check_process(reading.tls).map_err(|e| format!("{value_path}.{e}"))?;
             if v.per_client_handshakes.is_some() {
                 // The pool's TLS listener is shared: its handshakes come before the site is known
                 // (fairshare/handshake.rs).
@@ -265,17 +305,7 @@ fn site(v: &Value, path: &str, tls: bool, values: &mut Values, entry_revision: S
                     "{value_path}.limits.perClientHandshakes: a pool site has no TLS listener of its own to limit"
                 ));
             }
-            if v.access.as_ref().is_some_and(|a| a.htpasswd_file.is_some()) {
-                // A pool's index carries values, not files: there is no htpasswd beside it (guard/), and a rule
-                // asking for a password would refuse everyone.
-                return Err(format!(
-                    "{value_path}.access.htpasswdFile: a pool site has no htpasswd file beside its value"
-                ));
-            }
-            if v.access.as_ref().is_some_and(|a| a.sso.is_some()) {
-                // Likewise the session keys (guard/session.rs): a sign-in rule would refuse everyone.
-                return Err(format!("{value_path}.access.sso: a pool site has no session keys file beside its value"));
-            }
+            access_files(&mut v, &value_path, reading.access_dir.as_deref())?;
             let v = Arc::new(v);
             values.insert(revision.clone(), v.clone());
             v
@@ -321,7 +351,7 @@ mod tests {
 
     #[test]
     fn the_contract_example_parses() {
-        let sites = parse_shard(EXAMPLE.as_bytes(), false).unwrap();
+        let sites = parse_shard(EXAMPLE.as_bytes(), &Reading::default()).unwrap();
         assert_eq!(sites.len(), 2);
         assert_eq!(sites[0].id, "team-a.docs");
         assert_eq!(&*sites[0].hosts[0], "docs.example.com");
@@ -331,7 +361,7 @@ mod tests {
     }
 
     fn err(s: &str) -> String {
-        parse_shard(s.as_bytes(), false).unwrap_err()
+        parse_shard(s.as_bytes(), &Reading::default()).unwrap_err()
     }
 
     const LIM: &str = r#""limits":{"maxFiles":1,"maxBytes":1,"requestsPerSecond":1}"#;
@@ -345,7 +375,7 @@ mod tests {
         let s = format!(
             r#"{{"version":1,"sites":[{{"id":"a.b","hosts":[],"value":{{"version":1}},{LIM},"content":{{"anything":{{"goes":1}}}}}}]}}"#
         );
-        assert!(parse_shard(s.as_bytes(), false).is_ok());
+        assert!(parse_shard(s.as_bytes(), &Reading::default()).is_ok());
         let s = r#"{"version":1,"sites":[{"id":"a.b","hosts":[],"value":{"version":1},"limits":{"maxFiles":1,"maxBytes":1}}]}"#;
         assert_eq!(err(s), "sites[0].limits.requestsPerSecond: required");
         let s =
@@ -363,7 +393,7 @@ mod tests {
         let v = r#"{"version":1,"limits":{"perClientHandshakes":{"handshakes":1}}}"#;
         let s = format!(r#"{{"version":1,"sites":[{{"id":"a.b","hosts":[],"value":{v},{LIM}}}]}}"#);
         assert_eq!(
-            parse_shard(s.as_bytes(), true).unwrap_err(),
+            parse_shard(s.as_bytes(), &Reading { tls: true, access_dir: None }).unwrap_err(),
             "sites[0].value.limits.perClientHandshakes: a pool site has no TLS listener of its own to limit"
         );
         assert!(err(&s).contains("needs a TLS listener"), "without TLS, the site value's own check says why");
@@ -378,7 +408,34 @@ mod tests {
         let v =
             r#"{"version":1,"access":{"trustedProxies":["10.0.0.0/8"],"rules":[{"pathPrefix":"/a","allow":["::1"]}]}}"#;
         let s = format!(r#"{{"version":1,"sites":[{{"id":"a.b","hosts":[],"value":{v},{LIM}}}]}}"#);
-        assert!(parse_shard(s.as_bytes(), false).is_ok());
+        assert!(parse_shard(s.as_bytes(), &Reading::default()).is_ok());
+    }
+
+    /// A site's own pods with previews (--sites-access-dir): the files are read from that directory by plain
+    /// name, a missing or bad one refuses the shard naming it; a name with a path in it is the value's own error.
+    #[test]
+    fn with_an_access_dir_an_entry_reads_its_files_there() {
+        let dir = std::env::temp_dir().join(format!("hs-index-access-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let hash = bcrypt::hash("pw", 4).unwrap();
+        std::fs::write(dir.join("htpasswd-0123"), format!("jane:{hash}\n")).unwrap();
+        std::fs::write(dir.join("keys-4567"), "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=\n").unwrap();
+        let reading = Reading { tls: false, access_dir: Some(dir.clone()) };
+        let shard_of = |file: &str, keys: &str| {
+            let v = format!(
+                r#"{{"version":1,"access":{{"htpasswdFile":"{file}","sso":{{"loginURL":"/login","keysFile":"{keys}"}},"rules":[{{"pathPrefix":"/a","basicAuth":{{}}}},{{"pathPrefix":"/b","signIn":{{}}}}]}}}}"#
+            );
+            format!(r#"{{"version":1,"sites":[{{"id":"a.b","hosts":[],"value":{v},{LIM}}}]}}"#)
+        };
+        let sites = parse_shard(shard_of("htpasswd-0123", "keys-4567").as_bytes(), &reading).unwrap();
+        let a = sites[0].value.value.access.as_ref().unwrap();
+        assert_eq!(a.users.as_ref().map(|u| u.len()), Some(1));
+        assert!(a.sso.as_ref().unwrap().keys.is_some());
+        let e = parse_shard(shard_of("htpasswd-gone", "keys-4567").as_bytes(), &reading).unwrap_err();
+        assert!(e.starts_with("sites[0].value.access.htpasswdFile") && e.contains("htpasswd-gone"), "{e}");
+        let e = parse_shard(shard_of("htpasswd-0123", "../keys-4567").as_bytes(), &reading).unwrap_err();
+        assert!(e.starts_with("sites[0].value.access.sso.keysFile"), "{e}");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
@@ -402,10 +459,14 @@ mod tests {
 
     #[test]
     fn an_entry_revision_names_the_entry_bytes_so_a_new_host_changes_it() {
-        let before = parse_shard(&shard(&[("a.one", &["one.example"]), ("b.two", &["two.example"])]), false).unwrap();
-        let after =
-            parse_shard(&shard(&[("a.one", &["one.example", "www.one.example"]), ("b.two", &["two.example"])]), false)
+        let before =
+            parse_shard(&shard(&[("a.one", &["one.example"]), ("b.two", &["two.example"])]), &Reading::default())
                 .unwrap();
+        let after = parse_shard(
+            &shard(&[("a.one", &["one.example", "www.one.example"]), ("b.two", &["two.example"])]),
+            &Reading::default(),
+        )
+        .unwrap();
         assert_ne!(before[0].entry_revision, after[0].entry_revision, "a host added: a new entry");
         assert_eq!(before[0].value.revision, after[0].value.revision, "its value alone did not change");
         assert_eq!(before[1].entry_revision, after[1].entry_revision, "the other entry keeps its revision");
@@ -416,20 +477,24 @@ mod tests {
     #[test]
     fn a_refused_shard_keeps_its_last_good_form_and_a_duplicate_host_refuses_the_later_site() {
         let mut ix = Index::default();
-        ix.update("index-00.json", shard(&[("a.one", &["one.example"])]), false);
-        ix.update("index-01.json", shard(&[("b.two", &["two.example"]), ("c.three", &["one.example"])]), false);
+        ix.update("index-00.json", shard(&[("a.one", &["one.example"])]), &Reading::default());
+        ix.update(
+            "index-01.json",
+            shard(&[("b.two", &["two.example"]), ("c.three", &["one.example"])]),
+            &Reading::default(),
+        );
         let m = ix.merge();
         let ids: Vec<&str> = m.sites.iter().map(|s| s.id.as_str()).collect();
         assert_eq!(ids, ["a.one", "b.two"]);
         assert_eq!(m.problems.len(), 1);
         assert!(m.problems[0].contains("c.three") && m.problems[0].contains("one.example"), "{:?}", m.problems);
 
-        ix.update("index-00.json", b"{\"version\":1,\"oops\":true}".to_vec(), false);
+        ix.update("index-00.json", b"{\"version\":1,\"oops\":true}".to_vec(), &Reading::default());
         let m = ix.merge();
         assert_eq!(m.sites.iter().map(|s| s.id.as_str()).collect::<Vec<_>>(), ["a.one", "b.two"]);
         assert!(m.problems.iter().any(|p| p.contains("index-00.json refused") && p.contains("oops: unknown field")));
         assert!(Arc::ptr_eq(&m.sites[0].value.value, &m.sites[1].value.value), "one value for equal values");
-        ix.update("index-00.json", shard(&[]), false);
+        ix.update("index-00.json", shard(&[]), &Reading::default());
         assert_eq!(ix.merge().sites.iter().map(|s| s.id.as_str()).collect::<Vec<_>>(), ["b.two", "c.three"]);
     }
 }

@@ -21,7 +21,7 @@ use std::sync::Arc;
 use super::counters::SiteCounters;
 use super::full::{self, FullLoads};
 use super::hosts::Hosts;
-use super::index::{self, Index};
+use super::index::{self, Index, Reading};
 use super::report::{Report, SiteReport};
 pub use super::State;
 
@@ -101,7 +101,8 @@ pub struct Registry {
     /// The process's load settings; each load sets the root and the budget left.
     settings: Settings,
     workers: usize,
-    tls: bool,
+    /// How the index's values are read (TLS, access files).
+    reading: Reading,
     index: Index,
     entries: BTreeMap<String, Entry>,
     hosts: Arc<Hosts>,
@@ -123,13 +124,13 @@ pub struct Registry {
 
 impl Registry {
     /// `dir` holds `index/` and `content/`.
-    pub fn new(dir: &Path, settings: Settings, workers: usize, tls: bool) -> Registry {
+    pub fn new(dir: &Path, settings: Settings, workers: usize, reading: Reading) -> Registry {
         Registry {
             index_dir: dir.join("index"),
             content_dir: dir.join("content"),
             settings,
             workers,
-            tls,
+            reading,
             index: Index::default(),
             entries: BTreeMap::new(),
             hosts: Arc::new(Hosts::default()),
@@ -170,7 +171,7 @@ impl Registry {
     /// Reads the index again: new sites enter unloaded (or missing), sites gone are dropped with their tables,
     /// a site whose value or limits changed is reloaded if it was loaded; the others keep everything.
     pub fn read_index(&mut self) {
-        let merged = self.index.read(&self.index_dir, self.tls);
+        let merged = self.index.read(&self.index_dir, &self.reading);
         for p in &merged.problems {
             if !self.problems.contains(p) {
                 log::error("pool index problem", &[("problem", V::S(p))]);
@@ -707,7 +708,7 @@ mod tests {
     #[test]
     fn a_site_serves_its_quick_load_from_disk_then_its_full_load_from_memory() {
         let d = pool_dir("phases");
-        let mut r = Registry::new(&d, Settings::for_root(&d), 2, false);
+        let mut r = Registry::new(&d, Settings::for_root(&d), 2, Reading::default());
         r.read_index();
         assert_eq!((r.state("a.one"), r.state("b.two")), (Some(State::Unloaded), Some(State::Missing)));
         r.load("a.one", "test", Phase::Quick);
@@ -741,7 +742,7 @@ mod tests {
     #[test]
     fn the_first_request_of_an_unloaded_site_asks_for_its_load_once() {
         let d = pool_dir("want");
-        let mut r = Registry::new(&d, Settings::for_root(&d), 1, false);
+        let mut r = Registry::new(&d, Settings::for_root(&d), 1, Reading::default());
         r.read_index();
         let pool = Pool::default();
         r.publish(&pool);

@@ -155,8 +155,14 @@ pub fn run(pool: Arc<Pool>, mut reg: Registry, w: Watches) {
 }
 
 /// The first read of the index, before the workers start; then the pool thread.
-pub fn start(pool: Arc<Pool>, dir: &Path, settings: crate::site::loader::Settings, workers: usize, tls: bool) {
-    let mut reg = Registry::new(dir, settings, workers, tls);
+pub fn start(
+    pool: Arc<Pool>,
+    dir: &Path,
+    settings: crate::site::loader::Settings,
+    workers: usize,
+    reading: super::index::Reading,
+) {
+    let mut reg = Registry::new(dir, settings, workers, reading);
     reg.full_loads_on_a_thread(pool.wake_fd);
     let w = Watches::new(&reg);
     reg.read_index();
