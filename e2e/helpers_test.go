@@ -118,9 +118,14 @@ func deleteNamespace(t *testing.T, name string) {
 	t.Errorf("namespace %s still there 3 minutes after its deletion", name)
 }
 
+// postmortemMarker starts the lines a failed test logs after its failure (the namespace's state, container logs):
+// hack/e2e-why-failed.sh shows a failed test's last lines before it, which hold the failure itself.
+const postmortemMarker = "POSTMORTEM"
+
 // dumpNamespace logs what a person debugging a failure looks at first: StaticSites, Benchmarks, pods, events.
 func dumpNamespace(t *testing.T, ns string) {
 	t.Helper()
+	t.Logf("%s: namespace %s after the failure: its StaticSites, Benchmarks, pods and events", postmortemMarker, ns)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	var sites v1alpha1.StaticSiteList

@@ -250,8 +250,8 @@ func logContainer(t *testing.T, ns, pod, container string) {
 	defer cancel()
 	raw, err := cs.CoreV1().Pods(ns).GetLogs(pod, &corev1.PodLogOptions{Container: container, TailLines: ptr.To[int64](50)}).DoRaw(ctx)
 	if err != nil {
-		t.Logf("log of %s/%s %s: %v", ns, pod, container, err)
+		t.Logf("%s: log of %s/%s %s: %v", postmortemMarker, ns, pod, container, err)
 		return
 	}
-	t.Logf("log of %s/%s %s:\n%s", ns, pod, container, raw)
+	t.Logf("%s: log of %s/%s %s:\n%s", postmortemMarker, ns, pod, container, raw)
 }

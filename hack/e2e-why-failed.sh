@@ -6,7 +6,9 @@
 #
 # With -v, Go prints "=== RUN/NAME/CONT/PAUSE <test>" whenever the output switches to another test, and a test's
 # own lines are indented under it; "--- FAIL: <test>" says it failed. Only the innermost failed tests are shown (a
-# parent fails because a subtest did).
+# parent fails because a subtest did). What a test logs after a line with POSTMORTEM (e2e/helpers_test.go's
+# postmortemMarker: the namespace's state and container logs, written once it failed) is left out: the lines
+# before it hold the failure.
 set -uo pipefail
 if [ $# = 0 ]; then echo "usage: e2e-why-failed.sh LOG..." >&2; exit 2; fi
 for log in "$@"; do
@@ -15,7 +17,8 @@ for log in "$@"; do
     /^=== (RUN|NAME|CONT|PAUSE) / { cur = $3; next }
     /^ *--- FAIL: / { name = $3; failed[name] = 1; order[++n] = name; next }
     /^ *--- (PASS|SKIP): / { next }
-    /^    / && cur != "" {
+    /^    / && cur != "" && index($0, "POSTMORTEM") { after[cur] = 1 }
+    /^    / && cur != "" && !after[cur] {
       i = count[cur] % keep; last[cur, i] = $0; count[cur]++
     }
     END {
