@@ -552,9 +552,10 @@ type StaticSiteStatus struct {
 	// CertificateReady condition says whether it is issued.
 	// +optional
 	Certificate *CertificateStatus `json:"certificate,omitempty"`
-	// hostnames are the spec.hostnames this site holds (lower case, without a trailing dot): the operator's record
-	// of who claimed a hostname first. Its route carries only these; a hostname another site holds is left out
-	// (RouteApplied=False, reason HostnameConflict). Written by the operator only.
+	// hostnames are the spec.hostnames this site holds (lower case, without a trailing dot), and with
+	// spec.previews the previews' wildcard "*.<domain>" when it holds that: the operator's record of who claimed a
+	// hostname first. Its route carries only these; a hostname another site holds is left out (RouteApplied=False,
+	// reason HostnameConflict). Written by the operator only.
 	// +listType=atomic
 	// +optional
 	Hostnames []string `json:"hostnames,omitempty"`

@@ -28,13 +28,23 @@ const indexHostname = "hostnames"
 // siteHostnames is a site's index values: its claimed and held hostnames, normalised, each once.
 func siteHostnames(o client.Object) []string {
 	s := o.(*v1alpha1.StaticSite)
-	out := make([]string, 0, len(s.Spec.Hostnames)+len(s.Status.Hostnames))
+	out := append(specHostnames(s), s.Status.Hostnames...)
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// specHostnames are the hostnames a site's spec names, normalised: spec.hostnames and, with spec.previews, the
+// previews' wildcard "*.<domain>" its route carries (one site's previews per domain: another site with the same
+// domain would otherwise route, and serve, the same preview hosts).
+func specHostnames(s *v1alpha1.StaticSite) []string {
+	out := make([]string, 0, len(s.Spec.Hostnames)+1)
 	for _, h := range s.Spec.Hostnames {
 		out = append(out, hostclaim.Normalize(string(h)))
 	}
-	out = append(out, s.Status.Hostnames...)
-	slices.Sort(out)
-	return slices.Compact(out)
+	if s.Spec.Previews != nil {
+		out = append(out, hostclaim.Normalize(string(desired.PreviewsWildcard(s))))
+	}
+	return out
 }
 
 // claimantOf is a site as hostclaim sees it. A site claims its hostnames only with a spec.route that the policy
@@ -49,9 +59,7 @@ func (r *Reconciler) claimantOf(s *v1alpha1.StaticSite) hostclaim.Claimant {
 	// A site claims its hostnames when something answers for them or a certificate is issued for them
 	// (spec.tls.issuerRef: a certificate for a name another site holds would let the later site serve it).
 	if (answersForHostnames(s) || desired.WantsCertificate(s)) && len(r.policy().CheckSite(s)) == 0 {
-		for _, h := range s.Spec.Hostnames {
-			c.Claims = append(c.Claims, hostclaim.Normalize(string(h)))
-		}
+		c.Claims = specHostnames(s)
 	}
 	return c
 }

@@ -9,15 +9,18 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"hyperstatic.dev/hyperstatic/api/v1alpha1"
+	"hyperstatic.dev/hyperstatic/controllers/staticsite/desired"
 	"hyperstatic.dev/hyperstatic/internal/hostclaim"
 )
 
 // hostnameClaims is what the hostname step decided: the hostnames the site holds (status.hostnames), the spec's
-// spellings of them (what the route carries) and those another site keeps.
+// spellings of them, whether it holds its previews' wildcard (together what the route carries: RouteHosts) and
+// those another site keeps.
 type hostnameClaims struct {
-	held      []string
-	routed    []v1alpha1.Hostname
-	conflicts []hostclaim.Conflict
+	held         []string
+	routed       []v1alpha1.Hostname
+	previewsHeld bool
+	conflicts    []hostclaim.Conflict
 }
 
 // reconcileHostnames decides which of spec.hostnames the site holds (internal/hostclaim): the first site to claim
@@ -38,7 +41,8 @@ func (r *Reconciler) reconcileHostnames(ctx context.Context, st *observation) er
 		others = append(others, r.claimantOf(&sites[i]))
 	}
 	held, conflicts := hostclaim.Resolve(self, others)
-	st.hostnames = &hostnameClaims{held: held, conflicts: conflicts, routed: routedHostnames(site.Spec.Hostnames, held)}
+	st.hostnames = &hostnameClaims{held: held, conflicts: conflicts, routed: routedHostnames(site.Spec.Hostnames, held),
+		previewsHeld: site.Spec.Previews != nil && slices.Contains(held, hostclaim.Normalize(string(desired.PreviewsWildcard(site))))}
 	return nil
 }
 

@@ -30,19 +30,20 @@ import (
 // HostnameConflict, naming it and the holder, whether or not a route remains for the others.
 func (r *Reconciler) reconcileRoute(ctx context.Context, st *observation) error {
 	site := st.site
-	var routed []v1alpha1.Hostname
+	var routed, hosts []v1alpha1.Hostname
 	var conflicts string
 	if h := st.hostnames; h != nil {
 		routed = h.routed
+		hosts = desired.RouteHosts(site, h.routed, h.previewsHeld)
 		// A site that claims its hostnames for its certificate only has no route to report them on
 		// (CertificateReady does).
 		if len(h.conflicts) > 0 && answersForHostnames(site) {
 			conflicts = conflictMessage(h.conflicts)
 		}
 	}
-	ingress, httpRoute := desired.Ingress(site, routed), desired.HTTPRoute(site, routed)
+	ingress, httpRoute := desired.Ingress(site, hosts), desired.HTTPRoute(site, hosts)
 	noRoute := func(field string) string {
-		if site.Spec.Route != nil && len(routed) == 0 {
+		if site.Spec.Route != nil && len(hosts) == 0 {
 			return "the site holds none of its hostnames"
 		}
 		return "spec.route names no " + field
@@ -61,7 +62,7 @@ func (r *Reconciler) reconcileRoute(ctx context.Context, st *observation) error 
 	}
 	key := types.NamespacedName{Namespace: site.Namespace, Name: site.Name}
 	applied := func(reason, kind string) {
-		msg := fmt.Sprintf("%s %s routes %v to the Service's http port", kind, site.Name, routed)
+		msg := fmt.Sprintf("%s %s routes %v to the Service's http port", kind, site.Name, hosts)
 		st.route = &metav1.Condition{Type: v1alpha1.ConditionRouteApplied, Status: metav1.ConditionTrue, Reason: reason, Message: msg}
 		if conflicts != "" {
 			st.route = &metav1.Condition{Type: v1alpha1.ConditionRouteApplied, Status: metav1.ConditionFalse,

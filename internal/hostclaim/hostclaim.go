@@ -2,7 +2,8 @@
 //
 // The contract:
 //
-//   - A site claims the hostnames of its spec.hostnames while it has a spec.route or a pool, or asks cert-manager
+//   - A site claims the hostnames of its spec.hostnames (and, with spec.previews, the wildcard "*.<domain>" its
+//     route carries for the previews) while it has a spec.route or a pool, or asks cert-manager
 //     for a certificate for them (spec.tls.issuerRef), and the tenancy policy admits it; without any of these the
 //     operator neither routes a name to it nor has a certificate issued for one, so it takes nothing from anyone.
 //     Hostnames are compared normalised (Normalize): lower case, without a trailing dot.

@@ -21,8 +21,8 @@ import (
 // HTTPRouteGVK is the Gateway API kind the operator creates for spec.route.parentRefs.
 var HTTPRouteGVK = gatewayv1.SchemeGroupVersion.WithKind("HTTPRoute")
 
-// Ingress is the site's Ingress: every hostname of hostnames (the spec.hostnames the site holds, see
-// step_hostnames.go) "/" (prefix) to the Service's http port, with a TLS section for all of them naming the
+// Ingress is the site's Ingress: every host of hostnames (RouteHosts: the spec.hostnames the site holds, see
+// step_hostnames.go, and the previews' wildcard when held) "/" (prefix) to the Service's http port, with a TLS section for all of them naming the
 // site's TLS Secret (TLSSecretName) when spec.tls is set (the ingress controller terminates TLS with the same
 // certificate the server holds). Nil unless spec.route.ingressClassName is set and the site holds a hostname.
 func Ingress(site *v1alpha1.StaticSite, hostnames []v1alpha1.Hostname) *networkingv1ac.IngressApplyConfiguration {
@@ -32,7 +32,7 @@ func Ingress(site *v1alpha1.StaticSite, hostnames []v1alpha1.Hostname) *networki
 	}
 	spec := networkingv1ac.IngressSpec().WithIngressClassName(*route.IngressClassName)
 	hosts := make([]string, 0, len(hostnames))
-	for _, h := range routeHosts(site, hostnames) {
+	for _, h := range hostnames {
 		if !isPreviewsWildcard(site, h) {
 			hosts = append(hosts, string(h)) // the TLS section: the site's certificate names its hostnames only
 		}
@@ -58,7 +58,7 @@ func Ingress(site *v1alpha1.StaticSite, hostnames []v1alpha1.Hostname) *networki
 	return ing
 }
 
-// HTTPRoute is the site's HTTPRoute: hostnames (the spec.hostnames the site holds), attached to
+// HTTPRoute is the site's HTTPRoute: hostnames (RouteHosts), attached to
 // spec.route.parentRefs, every request to the Service's http port. Nil unless spec.route.parentRefs is set and the
 // site holds a hostname.
 //
@@ -89,7 +89,7 @@ func HTTPRoute(site *v1alpha1.StaticSite, hostnames []v1alpha1.Hostname) *gatewa
 		}
 		spec.WithParentRefs(ref)
 	}
-	for _, h := range routeHosts(site, hostnames) {
+	for _, h := range hostnames {
 		spec.WithHostnames(gatewayv1.Hostname(h))
 	}
 	spec.WithRules(gatewayv1ac.HTTPRouteRule().
@@ -109,13 +109,14 @@ func HTTPRoute(site *v1alpha1.StaticSite, hostnames []v1alpha1.Hostname) *gatewa
 	return hr
 }
 
-// routeHosts are the hosts a route carries: hostnames, then with spec.previews one wildcard "*.<domain>" covering
-// every preview's host (<name>--<site>.<domain>, one label under the domain; the pods choose the preview by Host).
-// The tenancy policy allows the wildcard as it would a claimed wildcard hostname (internal/tenancy/previews.go).
-// Only through the route's plain HTTP: the Ingress's TLS section and the site's certificate name the hostnames
-// alone, so a preview's URL is http:// (status.previews).
-func routeHosts(site *v1alpha1.StaticSite, hostnames []v1alpha1.Hostname) []v1alpha1.Hostname {
-	if site.Spec.Previews == nil {
+// RouteHosts are the hosts a route carries: the spec.hostnames the site holds, then, with spec.previews and when
+// the site holds it (a claim like a hostname's, internal/hostclaim: two sites cannot both route one previews
+// domain), one wildcard "*.<domain>" covering every preview's host (<name>--<site>.<domain>, one label under the
+// domain; the pods choose the preview by Host). The tenancy policy allows the wildcard as it would a wildcard
+// hostname (internal/tenancy/previews.go). Only through the route's plain HTTP: the Ingress's TLS section and the
+// site's certificate name the hostnames alone, so a preview's URL is http:// (status.previews).
+func RouteHosts(site *v1alpha1.StaticSite, hostnames []v1alpha1.Hostname, previewsHeld bool) []v1alpha1.Hostname {
+	if site.Spec.Previews == nil || !previewsHeld {
 		return hostnames
 	}
 	return append(slices.Clone(hostnames), PreviewsWildcard(site))
