@@ -29,20 +29,9 @@ func TestPreviewsDomainIsClaimedOnce(t *testing.T) {
 		spec.Previews = &v1alpha1.PreviewsSpec{Domain: domain, PullRequests: true}
 		return createGitSite(t, ns, name, spec)
 	}
-	ingressHosts := func(name string) ([]string, error) {
-		ing, err := getIngress(ns, name)
-		if err != nil {
-			return nil, err
-		}
-		var hosts []string
-		for _, r := range ing.Spec.Rules {
-			hosts = append(hosts, r.Host)
-		}
-		return hosts, nil
-	}
 	routes := func(name string, want ...string) func(*v1alpha1.StaticSite) error {
 		return func(s *v1alpha1.StaticSite) error {
-			hosts, err := ingressHosts(name)
+			hosts, err := ingressHosts(ns, name)
 			if err != nil {
 				return err
 			}
