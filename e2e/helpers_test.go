@@ -214,6 +214,8 @@ func helmInstallArgs() []string {
 		// Previews (scenario 14j) need their domain's wildcard: the default policy allows no wildcard hostname.
 		"--set", "tenancy.hostnames.wildcards=true",
 		"--set", "tenancy.previews.max=20", // scenario 14j opens 20 pull requests at once
+		// The signIn site's identity provider (sso_test.go): by default only public ones are allowed.
+		"--set", "tenancy.sso.issuers={" + dexIssuer + "}",
 		"--set", "operator.resources.cpu=50m",
 		// Scrape often so the autoscaling scenario reacts within the test's time.
 		"--set", "operator.autoscalerScrapeInterval=" + scrapeInterval,

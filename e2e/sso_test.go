@@ -26,11 +26,16 @@ import (
 	"hyperstatic.dev/hyperstatic/internal/ssosite"
 )
 
-// Dex, the identity provider of the signIn site: the e2e-dex image (make e2e-dex-image) in the scenario's
-// namespace, configured by internal/dextest as the host test against Dex is (make go-test-sso).
+// Dex, the identity provider of the signIn site: the e2e-dex image (make e2e-dex-image) in a namespace of its own,
+// configured by internal/dextest as the host test against Dex is (make go-test-sso). Its issuer is a fixed name
+// because the chart's tenancy policy must list it (tenancy.sso.issuers, helmInstallArgs): a site may use only the
+// identity providers the platform names.
 const (
-	dexName = "dex"
-	dexPort = 5556
+	dexNamespace = "e2e-dex"
+	dexName      = "dex"
+	dexPort      = 5556
+	dexHost      = "dex.e2e-dex.svc.cluster.local:5556"
+	dexIssuer    = "http://" + dexHost + "/dex"
 	// dexCPU is Dex's CPU request: scenario 19's requests count it.
 	dexCPU = "50m"
 )
@@ -46,7 +51,7 @@ const (
 var signInAgent = fmt.Sprintf("http://%s:%d%s", signInHost, v1alpha1.SSOPort, ssosite.Prefix)
 
 // checkSignInSite: a site with a signIn rule (spec.server.access.sso) in a real cluster, signing users in through a
-// real identity provider. Dex runs in the namespace with the site's client (the Secret's client-secret, the
+// real identity provider. Dex runs in its own namespace (e2e-dex) with the site's client (the Secret's client-secret, the
 // agent's callback on the sso port of the site's hostname as its redirect URI) and two users, jane (group eng)
 // and joe (group ops); the issuer is Dex's Service name, which the login agent in the site's pod (discovery, keys,
 // the code exchange) and the test's browser reach alike: the browser is a client in the test process whose
@@ -66,11 +71,10 @@ func checkSignInSite(ctx context.Context, t *testing.T, ns string) {
 	if err := k8s.Create(ctx, secret); err != nil {
 		t.Fatal(err)
 	}
-	dexHost := fmt.Sprintf("%s.%s.svc.cluster.local:%d", dexName, ns, dexPort)
-	issuer := "http://" + dexHost + "/dex"
+	issuer := dexIssuer
 	// The callback is written out, not taken from internal/ssosite: Dex refuses any other redirect URI, so a
 	// wrong one in the agent's flags fails the login.
-	deployDex(ctx, t, ns, dextest.Config(t, issuer, fmt.Sprintf("0.0.0.0:%d", dexPort),
+	deployDex(ctx, t, dexNamespace, dextest.Config(t, issuer, fmt.Sprintf("0.0.0.0:%d", dexPort),
 		dextest.Client{ID: "private", Secret: "client-secret", RedirectURI: signInAgent + "/callback"}))
 
 	site := newSite(ns, "private", v1alpha1.ContentSource{ConfigMaps: []v1alpha1.ConfigMapContent{{Name: "pages"}}}, "100m")
@@ -106,13 +110,13 @@ func checkSignInSite(ctx context.Context, t *testing.T, ns string) {
 			logContainer(t, ns, pods[0].Name, ssosite.ContainerName)
 		}
 	})
-	waitDexReady(t, ns)
+	waitDexReady(t, dexNamespace)
 
 	// The browser's connections: each host:port it dials goes to a loopback port-forward to its Service.
 	forwards := map[string]*portForward{
 		signInHost + ":80": startPortForward(t, ns, "svc/private", 80), // spec.service.port's default
 		fmt.Sprintf("%s:%d", signInHost, v1alpha1.SSOPort): startPortForward(t, ns, "svc/private", v1alpha1.SSOPort),
-		dexHost: startPortForward(t, ns, "svc/"+dexName, dexPort),
+		dexHost: startPortForward(t, dexNamespace, "svc/"+dexName, dexPort),
 	}
 	transport := &http.Transport{DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
 		pf, ok := forwards[addr]
@@ -183,6 +187,13 @@ func checkSignInSite(ctx context.Context, t *testing.T, ns string) {
 // binary), Ready once its discovery document answers.
 func deployDex(ctx context.Context, t *testing.T, ns, config string) {
 	t.Helper()
+	deleteNamespace(t, ns) // one left by an earlier run
+	namespace := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: map[string]string{
+		"pod-security.kubernetes.io/enforce": "restricted", "pod-security.kubernetes.io/warn": "restricted"}}}
+	if err := k8s.Create(ctx, namespace); err != nil {
+		t.Fatalf("create namespace %s: %v", ns, err)
+	}
+	t.Cleanup(func() { deleteNamespace(t, ns) })
 	c := restrictedContainer(dexName, cfg.dexImage, "serve", "/etc/dex/config.yaml")
 	c.Ports = []corev1.ContainerPort{{Name: "http", ContainerPort: dexPort}}
 	c.VolumeMounts = []corev1.VolumeMount{{Name: "config", MountPath: "/etc/dex", ReadOnly: true}}

@@ -257,3 +257,14 @@ func TestAccessSSOWiring(t *testing.T) {
 		t.Errorf("Ingress paths %+v", paths)
 	}
 }
+
+// An issuer the tenancy policy does not list is refused naming spec.server.access.sso.issuerURL: the site gets no
+// pod, so no login agent ever asks that address (an internal service, the cloud's metadata endpoint) anything.
+func TestSSOIssuerPolicy(t *testing.T) {
+	ns := namespace(t)
+	createSite(t, ns, "internal", v1alpha1.StaticSiteSpec{Content: v1alpha1.ContentSource{Image: "example/site:v1"},
+		Hostnames: []v1alpha1.Hostname{"internal.example.com"},
+		Server: v1alpha1.ServerSpec{Access: &v1alpha1.AccessSpec{
+			SSO: &v1alpha1.SSOSpec{IssuerURL: "http://169.254.169.254/latest", ClientID: "docs", SecretName: "docs-sso"}}}})
+	refusedNaming(t, ns, "internal", `spec.server.access.sso.issuerURL: identity provider "http://169.254.169.254/latest" is not an allowed issuer`)
+}

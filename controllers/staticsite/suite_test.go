@@ -110,6 +110,8 @@ var suitePolicy = func() tenancy.Policy {
 	p.Previews = tenancy.PreviewLimits{Max: 20}
 	// One ClusterIssuer (TestCertificatePolicy sees another refused).
 	p.Certificates = tenancy.CertificateLimits{ClusterIssuers: []string{suiteClusterIssuer}}
+	// The tests' identity providers (TestSSOIssuerPolicy sees another refused).
+	p.SSO = tenancy.SSOLimits{Issuers: []string{"https://dex.example.com", "https://idp.example.com"}}
 	return p
 }()
 

@@ -53,6 +53,9 @@ func (p Policy) CheckSite(site *v1alpha1.StaticSite) Violations {
 	if s.TLS != nil && s.TLS.IssuerRef != nil {
 		p.checkIssuer(&vs, s.TLS.IssuerRef)
 	}
+	if a := s.Server.Access; a != nil && a.SSO != nil {
+		p.checkSSO(&vs, a.SSO) // sso.go
+	}
 	return vs
 }
 

@@ -63,6 +63,8 @@ type Policy struct {
 	Certificates CertificateLimits `json:"certificates"`
 	// Previews bound spec.previews (previews.go); their wildcard domain is checked against Hostnames.
 	Previews PreviewLimits `json:"previews"`
+	// SSO bounds single sign-on's identity providers (spec.server.access.sso; sso.go).
+	SSO SSOLimits `json:"sso"`
 }
 
 // HostnameLimits say which hostnames a namespace's sites may claim. spec.hostnames go into an Ingress or HTTPRoute
@@ -124,7 +126,7 @@ func Unrestricted() Policy {
 	return Policy{ExtraArgs: all, Images: all, ServiceTypes: all, ServiceAccountName: true, ServiceAccountToken: true,
 		PriorityClasses: all, TolerationKeys: all, AnnotationKeys: all, Benchmark: BenchmarkLimits{URLTargets: true},
 		Git: GitLimits{URLs: all, RequireCredentialsLabel: ptr.To(false)}, Hostnames: HostnameLimits{Patterns: all, Wildcards: true},
-		Certificates: CertificateLimits{ClusterIssuers: all, ExternalIssuers: all}}
+		Certificates: CertificateLimits{ClusterIssuers: all, ExternalIssuers: all}, SSO: SSOLimits{Issuers: all}}
 }
 
 // DefaultGitURLs are the public forges over HTTPS and SSH (both SSH spellings): a platform adds its own forge.
@@ -150,7 +152,8 @@ const DefaultGitMaxSize = "1Gi"
 // (DefaultGitURLs) of at most 1Gi with credentials only from Secrets labelled for it, any exact hostname but no
 // wildcard (a hostname another site already holds is refused anyway: internal/hostclaim), certificates from the
 // namespace's own cert-manager Issuers only (the platform lists the ClusterIssuers it offers), at most
-// DefaultPreviewsMax previews a site (whose wildcard domain the hostname policy refuses until it allows wildcards).
+// DefaultPreviewsMax previews a site (whose wildcard domain the hostname policy refuses until it allows wildcards),
+// single sign-on through the public identity providers of DefaultSSOIssuers only.
 func Default() Policy {
 	return Policy{
 		ExtraArgs: []string{"access-log", "access-log-sample", "workers", "header-timeout", "keepalive-timeout",
@@ -165,6 +168,7 @@ func Default() Policy {
 		Hostnames:       HostnameLimits{Patterns: []string{Any}},
 		Certificates:    CertificateLimits{ClusterIssuers: []string{}, ExternalIssuers: []string{}},
 		Previews:        PreviewLimits{Max: DefaultPreviewsMax},
+		SSO:             SSOLimits{Issuers: slices.Clone(DefaultSSOIssuers)},
 	}
 }
 
@@ -196,6 +200,9 @@ func Parse(s string) (Policy, error) {
 		return Policy{}, err
 	}
 	if err := p.Hostnames.validate(); err != nil {
+		return Policy{}, err
+	}
+	if err := p.SSO.validate(); err != nil {
 		return Policy{}, err
 	}
 	if m := p.Previews.Max; m < 0 || m > v1alpha1.MaxPreviewsMax {
