@@ -6,11 +6,13 @@
 //     (NamespaceMissing) and nothing else is done (step_namespace.go);
 //   - the StaticSites that ask for the pool (a field index on spec.placement.pool) are admitted or refused by
 //     poolplacement.Check, the admitted ones become index entries (poolplacement.Entry) (step_sites.go);
+//   - each admitted ConfigMap site's ConfigMaps are mirrored into the pool namespace (poolindex.MirrorName), at most
+//     MirrorsPerPass writes a pass: a site whose mirrors do not all exist yet waits out of the index for a later
+//     pass, which runs at once, so a pool of many new sites starts serving the first of them after one batch
+//     instead of after every mirror (step_mirrors.go);
 //   - every index shard, empty ones included, is rendered (poolindex.Render, canonical) into its ConfigMap in the
 //     pool namespace; a shard whose bytes did not change is not written, so a site change costs one shard write
-//     (step_index.go);
-//   - each admitted ConfigMap site's ConfigMaps are mirrored into the pool namespace (poolindex.MirrorName), and
-//     the mirrors of sites that left are deleted (step_mirrors.go);
+//     (step_index.go); then the mirrors of sites that left the index are deleted (step_mirrors.go);
 //   - the fetcher (ServiceAccount, Role, RoleBinding, Deployment, Service, NetworkPolicy) and the server pods
 //     (Deployment, PodDisruptionBudget) are applied from pure builders (desired_*.go) (step_objects.go);
 //   - each ready pool pod's and the fetcher's GET /sites are read once (internal/poolread) and what each site is

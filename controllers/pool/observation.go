@@ -27,16 +27,18 @@ type observation struct {
 	// rejected is the first object the API server refused or that is not the pool's (Stalled).
 	rejected *reconcile.Problem
 
-	// admitted are the sites in the index with their entries, sorted by id; refused the sites that asked for the
-	// pool and were refused, with why.
+	// admitted are the sites admitted to the pool with their entries, sorted by id (in the index unless
+	// unmirrored); refused the sites that asked for the pool and were refused, with why.
 	admitted []admittedSite
 	refused  []refusedSite
 
 	// shardsWritten are the index shards this pass created or changed; indexRevision names the whole index.
 	shardsWritten []int
 	indexRevision string
-	// mirrorsWritten and mirrorsDeleted count this pass's mirror writes.
+	// mirrorsWritten and mirrorsDeleted count this pass's mirror writes; unmirrored are the admitted sites (by
+	// id) some of whose mirrors do not exist yet (a later batch writes them): out of the index until then.
 	mirrorsWritten, mirrorsDeleted int
+	unmirrored                     map[string]bool
 
 	deployment *appsv1.Deployment // the server Deployment as the cache has it; nil before it exists
 

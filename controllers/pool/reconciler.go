@@ -41,6 +41,10 @@ const (
 	DefaultServedRefresh = time.Minute
 	// DefaultStalledRetry: how often a Stalled pool is tried again (a namespace created, a foreign object removed).
 	DefaultStalledRetry = 30 * time.Second
+	// DefaultMirrorsPerPass bounds the mirrors one pass writes (step_mirrors.go): each costs two ConfigMap requests
+	// of the operator's 50/s, so a batch takes about 8 s, after which the pass publishes what it placed and the
+	// next batch follows at once.
+	DefaultMirrorsPerPass = 200
 )
 
 // Reconciler reconciles StaticSitePools.
@@ -68,6 +72,8 @@ type Reconciler struct {
 	Policy *tenancy.Policy
 	// ServedRetry, ServedRefresh, StalledRetry: see the defaults above (0: the default).
 	ServedRetry, ServedRefresh, StalledRetry time.Duration
+	// MirrorsPerPass: see DefaultMirrorsPerPass (0: the default).
+	MirrorsPerPass int
 	// Scraper reads the admin port of the own pods of a site placed automatically, for its traffic
 	// (step_traffic.go); nil: their traffic is unknown, so such a site is never demoted.
 	Scraper podmetrics.Scraper
@@ -87,6 +93,7 @@ type Reconciler struct {
 type tunables struct {
 	servedRetry, servedRefresh, stalledRetry, trafficInterval time.Duration
 	clusterDomain                                             string
+	mirrorsPerPass                                            int
 }
 
 func (r *Reconciler) tunables() tunables {
@@ -100,6 +107,7 @@ func (r *Reconciler) tunables() tunables {
 		stalledRetry:    reconcile.OrDefault(r.StalledRetry, DefaultStalledRetry),
 		trafficInterval: reconcile.OrDefault(r.TrafficInterval, DefaultTrafficInterval),
 		clusterDomain:   d,
+		mirrorsPerPass:  reconcile.OrDefault(r.MirrorsPerPass, DefaultMirrorsPerPass),
 	}
 }
 
@@ -148,8 +156,9 @@ func (r *Reconciler) steps() []step {
 	return []step{
 		r.reconcileNamespace, // spec.namespace exists (else Stalled, nothing else runs)
 		r.reconcileSites,     // the sites asking for the pool: admitted (entries) or refused
-		r.reconcileIndex,     // the index shards' ConfigMaps, only the changed ones written
-		r.reconcileMirrors,   // ConfigMap sites' content mirrored into the pool namespace
+		r.reconcileMirrors,   // ConfigMap sites' content mirrored into the pool namespace, a batch a pass
+		r.reconcileIndex,     // the index shards' ConfigMaps (sites mirrored), only the changed ones written
+		r.deleteLeftMirrors,  // the mirrors of sites no longer in the index
 		r.reconcileFetcher,   // the fetcher: its identity, Deployment, Service, NetworkPolicy
 		r.reconcileServer,    // the server pods: Deployment and PodDisruptionBudget
 		r.reconcileServed,    // what the pods and the fetcher serve, published to the Board

@@ -14,12 +14,16 @@ import (
 )
 
 // reconcileIndex renders every shard of the index, empty ones too (the server pods' projected volume names every
-// shard's ConfigMap), and applies each one's ConfigMap. poolindex.Render is canonical and the apply compares the
+// shard's ConfigMap), and applies each one's ConfigMap. An admitted site whose mirrors are not all written yet is
+// left out (o.unmirrored): in the index, the fetcher would report its content missing. poolindex.Render is canonical and the apply compares the
 // owned fields first, so only the shards whose sites changed are written: one site's change costs one write.
 func (r *Reconciler) reconcileIndex(ctx context.Context, o *observation) error {
 	n := shardsOf(o.pool)
 	shards := make([][]poolindex.Site, n)
 	for _, a := range o.admitted {
+		if o.unmirrored[a.entry.ID] {
+			continue // its content is not all in the pool namespace yet (step_mirrors.go)
+		}
 		i := poolindex.ShardOf(a.entry.ID, n)
 		shards[i] = append(shards[i], a.entry)
 	}

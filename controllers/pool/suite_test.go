@@ -129,6 +129,8 @@ func setupSuite(e *testenv.Env) (ctrl.Manager, error) {
 		ServedRetry:     200 * time.Millisecond,
 		ServedRefresh:   time.Second,
 		StalledRetry:    500 * time.Millisecond,
+		// One mirror a pass: every test with ConfigMap sites goes through the batches (step_mirrors.go).
+		MirrorsPerPass: 1,
 	}
 	err = r.SetupWithManager(mgr)
 	suiteReferenced = r.referenced
