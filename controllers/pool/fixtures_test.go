@@ -93,6 +93,20 @@ func shard(t *testing.T, pool *v1alpha1.StaticSitePool, i int) (poolindex.Shard,
 	return s, cm, err
 }
 
+// storedIndexRevision is the revision of the index as its shard ConfigMaps hold it ("" while one is unreadable).
+func storedIndexRevision(t *testing.T, pool *v1alpha1.StaticSitePool) string {
+	t.Helper()
+	shards := make([][]byte, *pool.Spec.IndexShards)
+	for i := range shards {
+		_, cm, err := shard(t, pool, i)
+		if err != nil {
+			return ""
+		}
+		shards[i] = []byte(cm.Data[poolplacement.IndexKey(i)])
+	}
+	return indexRevision(shards)
+}
+
 // indexIDs reads every shard and returns the site ids of the index, checking each is in its own shard.
 func indexIDs(t *testing.T, pool *v1alpha1.StaticSitePool) (map[string]poolindex.Site, error) {
 	t.Helper()

@@ -27,14 +27,13 @@ func (r *Reconciler) reconcileIndex(ctx context.Context, o *observation) error {
 		i := poolindex.ShardOf(a.entry.ID, n)
 		shards[i] = append(shards[i], a.entry)
 	}
-	sum := sha256.New()
+	all := make([][]byte, n)
 	for i := range n {
 		rendered, err := poolindex.Render(i, shards[i])
 		if err != nil {
 			return fmt.Errorf("render index shard %d: %w", i, err)
 		}
-		sum.Write(rendered)
-		sum.Write([]byte{'\n'})
+		all[i] = rendered
 		key := types.NamespacedName{Namespace: o.pool.Spec.Namespace, Name: poolplacement.IndexName(o.pool.Name, i)}
 		res, err := r.applyOrReject(ctx, o, "ConfigMap", &corev1.ConfigMap{}, indexConfigMap(o.pool, i, rendered), key, extractConfigMap)
 		if err != nil {
@@ -44,6 +43,16 @@ func (r *Reconciler) reconcileIndex(ctx context.Context, o *observation) error {
 			o.shardsWritten = append(o.shardsWritten, i)
 		}
 	}
-	o.indexRevision = hex.EncodeToString(sum.Sum(nil)[:8])
+	o.indexRevision = indexRevision(all)
 	return nil
+}
+
+// indexRevision names a whole index by its shards' rendered bytes, in order (status.indexRevision).
+func indexRevision(shards [][]byte) string {
+	sum := sha256.New()
+	for _, s := range shards {
+		sum.Write(s)
+		sum.Write([]byte{'\n'})
+	}
+	return hex.EncodeToString(sum.Sum(nil)[:8])
 }
