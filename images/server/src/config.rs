@@ -136,12 +136,12 @@ impl Default for Config {
 }
 
 impl Config {
-    /// What a load needs of the process settings (site/loader.rs): the core takes this, never `Config`.
     /// How `--sites`'s index values are read: TLS or not, and `--sites-access-dir`.
     pub fn index_reading(&self) -> crate::pool::index::Reading {
         crate::pool::index::Reading { tls: self.tls.is_some(), access_dir: self.sites_access_dir.clone() }
     }
 
+    /// What a load needs of the process settings (site/loader.rs): the core takes this, never `Config`.
     pub fn load_settings(&self) -> crate::site::loader::Settings {
         crate::site::loader::Settings {
             root: self.root.clone(),
