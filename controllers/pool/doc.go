@@ -8,8 +8,8 @@
 //     poolplacement.Check, the admitted ones become index entries (poolplacement.Entry) (step_sites.go);
 //   - each admitted ConfigMap site's ConfigMaps are mirrored into the pool namespace (poolindex.MirrorName), at most
 //     MirrorsPerPass writes a pass: a site whose mirrors do not all exist yet waits out of the index for a later
-//     pass, which runs at once, so a pool of many new sites starts serving the first of them after one batch
-//     instead of after every mirror (step_mirrors.go);
+//     pass, which runs a second later, so a pool of many new sites starts serving the first of them after one
+//     batch instead of after every mirror (step_mirrors.go);
 //   - every index shard, empty ones included, is rendered (poolindex.Render, canonical) into its ConfigMap in the
 //     pool namespace; a shard whose bytes did not change is not written, so a site change costs one shard write
 //     (step_index.go); then the mirrors of sites that left the index are deleted (step_mirrors.go);

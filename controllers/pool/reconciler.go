@@ -43,7 +43,7 @@ const (
 	DefaultStalledRetry = 30 * time.Second
 	// DefaultMirrorsPerPass bounds the mirrors one pass writes (step_mirrors.go): each costs two ConfigMap requests
 	// of the operator's 50/s, so a batch takes about 8 s, after which the pass publishes what it placed and the
-	// next batch follows at once.
+	// next batch follows a second later.
 	DefaultMirrorsPerPass = 200
 )
 

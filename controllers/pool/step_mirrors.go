@@ -33,7 +33,7 @@ import (
 // pass ended: at 10,000 sites no site was placed for nine minutes (docs/bench/operator-pools-2026-12-03.md). Now a
 // pass writes one batch (changed mirrors of sites already served first, then new ones, in site order), leaves the
 // sites whose mirrors do not all exist out of the index (o.unmirrored), publishes the rest, and the next pass runs
-// at once; a site already in the index stays there while its changed mirror waits for a batch.
+// a second later; a site already in the index stays there while its changed mirror waits for a batch.
 func (r *Reconciler) reconcileMirrors(ctx context.Context, o *observation) error {
 	pool := o.pool
 	have, err := r.mirrorsOf(ctx, pool)
@@ -72,11 +72,21 @@ func (r *Reconciler) reconcileMirrors(ctx context.Context, o *observation) error
 			o.unmirrored[w.site.entry.ID] = true
 		}
 	}
-	if len(later) > 0 {
-		o.requeue(time.Millisecond) // the next batch
+	if err := r.writeMirrors(ctx, o, now); err != nil {
+		return err
 	}
-	return r.writeMirrors(ctx, o, now)
+	// The next batch soon, but only after a batch that got somewhere: a pool whose writes are refused (a quota, a
+	// namespace being deleted) is Stalled and retried at its own pace, not in a loop. Not at once either: the next
+	// pass sees this batch's mirrors only once the referenced cache has them, and would write them again before.
+	if len(later) > 0 && o.mirrorsWritten > 0 && o.rejected == nil {
+		o.requeue(nextBatchAfter)
+	}
+	return nil
 }
+
+// nextBatchAfter is how soon the pass after a batch runs: time for the cache to hear of the batch's mirrors,
+// small beside a batch's own time (DefaultMirrorsPerPass writes take about 8 s at the ConfigMaps' request budget).
+const nextBatchAfter = time.Second
 
 // batchOf splits writes into this pass's (at most n) and the later ones: rewrites of existing mirrors first (their
 // sites are served, and a tenant waits for the change), then new mirrors, each group in the order given (sites by
