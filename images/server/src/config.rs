@@ -670,4 +670,14 @@ mod tests {
             (1443, Some(1443), Some("max-age=5"))
         );
     }
+
+    /// `--sites-access-dir` belongs to `--sites` (a site's own pods with previews): alone it is refused naming both;
+    /// with `--sites` it is where the index is read from for access files.
+    #[test]
+    fn sites_access_dir_needs_sites() {
+        assert!(error(&["--sites-access-dir", "/site/access"]).contains("--sites-access-dir needs --sites"));
+        let c = flags(&["--sites", "/site", "--sites-access-dir", "/site/access"]).unwrap();
+        assert_eq!(c.index_reading().access_dir.as_deref(), Some(std::path::Path::new("/site/access")));
+        assert_eq!(flags(&["--sites", "/site"]).unwrap().index_reading().access_dir, None);
+    }
 }
