@@ -142,6 +142,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrlreconcile.Request) (
 		}
 		return ctrlreconcile.Result{}, errors.Join(o.err, err)
 	}
+	r.keepScaleWindow(o) // only now: the decision it led to is published
 	if o.err != nil {
 		return ctrlreconcile.Result{}, o.err
 	}

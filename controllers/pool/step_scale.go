@@ -55,19 +55,36 @@ func (r *Reconciler) measureScale(o *observation, pods []poolPodCounts) {
 	rps, complete, read := st.meter.Rate(poolRateID)
 	spec := poolscale.Spec{Floor: floorOf(o.pool), Max: a.MaxReplicas, TargetRPSPerPod: a.TargetRPSPerPod,
 		ScaleDownDelay: scaleDownDelayOf(a)}
-	d := poolscale.Decide(spec, replicasOf(o.pool), poolscale.Reading{Known: read, RPS: rps, Measured: complete}, &st.window, o.now)
-	o.scale = &scaleObservation{rps: rps, measured: complete && read, decision: d}
+	// Decided on a copy: the window moves on only once the status carrying this decision is written
+	// (keepScaleWindow). A pass whose write is refused (a conflict: it read the pool before its previous pass'
+	// write) would otherwise leave behind a window that already spent a decision never published: a scale-down
+	// decided, its window closed, the status still at the old count, and the next pass opening a new window at the
+	// old count, a whole scaleDownDelay more.
+	window := st.window
+	d := poolscale.Decide(spec, replicasOf(o.pool), poolscale.Reading{Known: read, RPS: rps, Measured: complete}, &window, o.now)
+	o.scale = &scaleObservation{rps: rps, measured: complete && read, decision: d, window: window}
 	if d.Replicas != replicasOf(o.pool) {
 		o.requeue(time.Millisecond) // the next pass applies it
 	}
 	o.requeue(o.tun.trafficInterval) // the rate is read at least this often
 }
 
-// scaleObservation is the pass's reading and decision.
+// scaleObservation is the pass's reading and decision, and the window the decision leaves.
 type scaleObservation struct {
 	rps      float64
 	measured bool
 	decision poolscale.Decision
+	window   poolscale.Window
+}
+
+// keepScaleWindow keeps the pass's scale-down window once its status is written (or needed no write).
+func (r *Reconciler) keepScaleWindow(o *observation) {
+	if o.scale == nil {
+		return
+	}
+	if st := r.memoryOf(o.pool.Name).scale; st != nil {
+		st.window = o.scale.window
+	}
 }
 
 // autoscalingStatus is status.autoscaling from the pass's decision; the last scale time moves only when the
