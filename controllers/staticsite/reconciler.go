@@ -9,6 +9,7 @@ package staticsite
 import (
 	"context"
 	"errors"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -18,6 +19,7 @@ import (
 
 	"hyperstatic.dev/hyperstatic/api/v1alpha1"
 	"hyperstatic.dev/hyperstatic/internal/reconcile"
+	"hyperstatic.dev/hyperstatic/internal/retrybudget"
 )
 
 // +kubebuilder:rbac:groups=hyperstatic.dev,resources=staticsites,verbs=get;list;watch
@@ -54,7 +56,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrlreconcile.Request) (
 	}
 
 	status := deriveStatus(site, o)
-	retryStalled(o, status)
+	r.retryStalled(o, status)
 	changed := !equality.Semantic.DeepEqual(site.Status, status)
 	site.Status = status
 	if err := reconcile.WriteStatus(ctx, r, site, changed, func() {
@@ -114,11 +116,24 @@ func (r *Reconciler) stepsFor(o *observation) []step {
 
 // retryStalled: a Stalled site is tried again every StalledRetry, so a problem fixed outside the operator's watches
 // (a quota, a webhook, RBAC, a foreign object removed, a policy loosened by an operator restart) heals without an
-// edit.
-func retryStalled(o *observation, status v1alpha1.StaticSiteStatus) {
+// edit; less often when so many are Stalled that their retries would pass StalledRetriesPerSecond together
+// (internal/retrybudget).
+func (r *Reconciler) retryStalled(o *observation, status v1alpha1.StaticSiteStatus) {
+	key := o.site.Namespace + "/" + o.site.Name
 	if meta.IsStatusConditionTrue(status.Conditions, v1alpha1.ConditionStalled) {
-		o.requeue(o.tun.stalledRetry)
+		o.requeue(r.stalledBudget(o.tun.stalledRetry).Stuck(key))
+		return
 	}
+	r.stalledBudget(o.tun.stalledRetry).Unstuck(key)
+}
+
+// stalledBudget is the Stalled sites' retry budget, made on first use.
+func (r *Reconciler) stalledBudget(minimum time.Duration) *retrybudget.Budget {
+	r.stalledOnce.Do(func() {
+		r.stalled = &retrybudget.Budget{Min: minimum,
+			PerSecond: reconcile.OrDefault(r.StalledRetriesPerSecond, DefaultStalledRetriesPerSecond)}
+	})
+	return r.stalled
 }
 
 // newObservation starts a pass's observation of site: the clock read once, the tunables resolved once.

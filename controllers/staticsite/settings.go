@@ -20,6 +20,7 @@ import (
 	"hyperstatic.dev/hyperstatic/internal/podmetrics"
 	"hyperstatic.dev/hyperstatic/internal/poolstate"
 	"hyperstatic.dev/hyperstatic/internal/reconcile"
+	"hyperstatic.dev/hyperstatic/internal/retrybudget"
 	"hyperstatic.dev/hyperstatic/internal/tenancy"
 )
 
@@ -67,6 +68,10 @@ type Reconciler struct {
 	// StalledRetry is how often a Stalled site is tried again, so a problem fixed outside the operator's watches (a
 	// quota, an admission webhook, RBAC, a foreign object removed) heals without an edit (0: DefaultStalledRetry).
 	StalledRetry time.Duration
+	// StalledRetriesPerSecond bounds the periodic retries of all Stalled sites together (0:
+	// DefaultStalledRetriesPerSecond): past StalledRetry × this many Stalled sites, each is retried less often
+	// (internal/retrybudget), so that a problem stalling every site does not spend the operator's API budget.
+	StalledRetriesPerSecond float64
 	// ServerImageRolloutConcurrency is how many sites may roll to a new ServerImage at a time (operator flag
 	// --server-image-rollout-concurrency); 0 means no limit. See serverimage.go.
 	ServerImageRolloutConcurrency int
@@ -92,6 +97,9 @@ type Reconciler struct {
 
 	serverImageMu sync.Mutex // serializes the admissions of sites to a new ServerImage (chooseServerImage)
 
+	stalledOnce sync.Once
+	stalled     *retrybudget.Budget // the Stalled sites and their retries' budget (stalledBudget)
+
 	samplesMu sync.Mutex
 	samples   map[types.UID]cachedSample // a pod's CPU set never changes: scrape it once (and see settled.go)
 	// siteValues: readings of the site value a pod serves that hold until the ConfigMap changes (step_sitevalue.go).
@@ -113,6 +121,12 @@ type cachedSample struct {
 const (
 	// DefaultStalledRetry is how often a Stalled site is tried again when StalledRetry is not set.
 	DefaultStalledRetry = time.Minute
+	// DefaultStalledRetriesPerSecond is the most periodic retries a second of all Stalled sites together when
+	// StalledRetriesPerSecond is not set: a tenth of the manager's default API budget for one kind of object
+	// (--kube-api-qps 50) when every retry is refused the same kind of write (a quota on Services, a webhook on
+	// Deployments); its other writes find their objects unchanged in the cache.
+	// Up to 300 Stalled sites are each retried every StalledRetry (a minute); 10,000 every 33 minutes.
+	DefaultStalledRetriesPerSecond = 5
 	// DefaultContentRefresh is how often a site whose pod could be read is read again when ContentRefresh is not set.
 	DefaultContentRefresh = time.Minute
 	// defaultScrapeRetry is how soon a pod whose metrics could not be read is tried again.

@@ -2,6 +2,7 @@ package staticsite
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -150,23 +151,42 @@ func TestReadyAcrossTemplateChangesAndScaleUps(t *testing.T) {
 }
 
 // A Stalled site is retried on a timer: what stalls it (quota, webhook, a foreign object) may be fixed outside
-// anything the controller watches.
+// anything the controller watches. The timer is StalledRetry (plus the site's share of a tenth) while few are
+// Stalled; when so many are that their retries would pass StalledRetriesPerSecond together, each waits longer, and a
+// site no longer Stalled frees its share.
 func TestStalledSitesAreRetried(t *testing.T) {
 	r := &Reconciler{}
-	site := newSite(v1alpha1.ContentSource{Image: "x"})
-	o := healthy()
-	o.tun = r.tunables()
-	o.rejected = &problem{Reason: v1alpha1.ReasonServiceRejected, Message: "exceeded quota"}
-	derive(site, o)
-	retryStalled(o, site.Status)
-	if o.requeueAfter != DefaultStalledRetry {
-		t.Errorf("requeue after %v, want %v", o.requeueAfter, DefaultStalledRetry)
+	stalled := func(name string) *observation {
+		site := newSite(v1alpha1.ContentSource{Image: "x"})
+		site.Name = name
+		o := healthy()
+		o.site, o.tun = site, r.tunables()
+		o.rejected = &problem{Reason: v1alpha1.ReasonServiceRejected, Message: "exceeded quota"}
+		derive(site, o)
+		r.retryStalled(o, site.Status)
+		return o
 	}
-	o = healthy()
-	o.tun = r.tunables()
+	if o := stalled("a"); o.requeueAfter < DefaultStalledRetry || o.requeueAfter >= DefaultStalledRetry*11/10 {
+		t.Errorf("requeue after %v, want %v and at most a tenth more", o.requeueAfter, DefaultStalledRetry)
+	}
+	for i := range 1000 {
+		stalled(fmt.Sprintf("s-%d", i))
+	}
+	// 1,001 Stalled at 5 retries a second: each every 200 s at least.
+	if o := stalled("a"); o.requeueAfter < 200*time.Second {
+		t.Errorf("1,001 Stalled sites: requeue after %v, want at least 200 s", o.requeueAfter)
+	}
+
+	site := newSite(v1alpha1.ContentSource{Image: "x"})
+	site.Name = "a"
+	o := healthy()
+	o.site, o.tun = site, r.tunables()
 	derive(site, o)
-	retryStalled(o, site.Status)
+	r.retryStalled(o, site.Status)
 	if o.requeueAfter != 0 {
 		t.Errorf("a site that is not Stalled: requeue after %v", o.requeueAfter)
+	}
+	if n := r.stalled.Len(); n != 1000 {
+		t.Errorf("%d sites counted Stalled after one healed, want 1,000", n)
 	}
 }

@@ -155,7 +155,9 @@ func setupSuite(e *testenv.Env) (ctrl.Manager, error) {
 		GitRefresh:        time.Hour,
 		ScrapeRetry:       time.Second,
 		StalledRetry:      time.Second,
-		TLSRecheck:        time.Second,
+		// Tests leave Stalled sites behind; a test's own Stalled site still heals within its wait.
+		StalledRetriesPerSecond: 1000,
+		TLSRecheck:              time.Second,
 		// The NetworkPolicy's admin rule names it.
 		OperatorNamespace: testOperatorNamespace,
 		Policy:            &suitePolicy,
