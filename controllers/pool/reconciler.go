@@ -140,6 +140,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrlreconcile.Request) (
 		if apierrors.IsConflict(err) {
 			return ctrlreconcile.Result{RequeueAfter: 200 * time.Millisecond}, nil
 		}
+		if apierrors.IsNotFound(err) {
+			return ctrlreconcile.Result{}, nil // deleted during the pass: its deletion queues the pass that forgets it
+		}
 		return ctrlreconcile.Result{}, errors.Join(o.err, err)
 	}
 	r.keepScaleWindow(o) // only now: the decision it led to is published

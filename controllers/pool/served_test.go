@@ -187,7 +187,14 @@ func waitBoard(t *testing.T, id string, check func(poolstate.Served) error) pool
 		if s, ok = board.Get(id); !ok {
 			return fmt.Errorf("%s not on the board", id)
 		}
-		return check(s)
+		err := check(s)
+		if err != nil && s.Pool != "" { // what the pool's last pass saw: an unreadable pod, a refused write
+			p := &v1alpha1.StaticSitePool{}
+			if gerr := k8s.Get(context.Background(), client.ObjectKey{Name: s.Pool}, p); gerr == nil {
+				err = fmt.Errorf("%w; pool %s: %s", err, s.Pool, describe(p))
+			}
+		}
+		return err
 	})
 	return s
 }
