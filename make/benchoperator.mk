@@ -56,7 +56,7 @@ bench-operator: envtest-assets server-build operator-build $(KWOK) ## The operat
 	  $(call progress,building the harness (hack/bench-operator)); \
 	  go build -o $(BENCH_OPERATOR_BIN) ./hack/bench-operator; \
 	  mkdir -p $(BENCH_OPERATOR_OUT); \
-	  $(call progress,running: $(BENCH_OPERATOR_SITES) sites × $(BENCH_OPERATOR_REPLICAS) and $(BENCH_OPERATOR_POOL_SITES) pool sites on $(BENCH_OPERATOR_NODES) nodes (pod CIDR $(BENCH_OPERATOR_POD_CIDR)$(if $(BENCH_OPERATOR_WRAP), in a network namespace of its own)); \
+	  $(call progress,running: $(BENCH_OPERATOR_SITES) sites × $(BENCH_OPERATOR_REPLICAS) and $(BENCH_OPERATOR_POOL_SITES) pool sites on $(BENCH_OPERATOR_NODES) nodes: pod CIDR $(BENCH_OPERATOR_POD_CIDR)$(if $(BENCH_OPERATOR_WRAP), in a network namespace of its own)); \
 	  $(BENCH_OPERATOR_WRAP) $(BENCH_OPERATOR_BIN) -repo $(ROOT) -assets $(ENVTEST_ASSETS) -k8s-bin $(CACHE_DIR)/kube/k8s-$(K8S_VERSION) \
 	    -kwok $(KWOK) -kwok-stages "$$stages" -server-bin $(SERVER_BIN) -manager $(OPERATOR_BIN) \
 	    -sites $(BENCH_OPERATOR_SITES) -replicas $(BENCH_OPERATOR_REPLICAS) -nodes $(BENCH_OPERATOR_NODES) \

@@ -44,6 +44,12 @@ func startControlPlane(cfg *config, workDir string) (*cluster, error) {
 	apiserver.Set("service-cluster-ip-range", "10.0.0.0/16")
 	apiserver.Set("max-requests-inflight", "1000")
 	apiserver.Set("max-mutating-requests-inflight", "500")
+	if cfg.local.isolated {
+		// In the harness' own network namespace (netns.sh) there is no default route, from which kube-apiserver
+		// picks the address it advertises (the kubernetes Service's endpoint); without one it does not start. The
+		// node IP is proven local there; nothing here uses that endpoint (every client has the kubeconfig).
+		apiserver.Set("advertise-address", cfg.nodeIP)
+	}
 	restCfg, err := env.Start()
 	if err != nil {
 		return nil, fmt.Errorf("start envtest (kube-apiserver, etcd from %s): %w", cfg.assets, err)
