@@ -25,7 +25,7 @@ const kwokNodeAnnotation = "kwok.x-k8s.io/node"
 
 // cluster is the control plane the operator runs against: envtest's kube-apiserver and etcd, a
 // kube-controller-manager (Deployments → ReplicaSets → pods), a kube-scheduler (pods → nodes) and kwok (fake
-// nodes that report pods Running and Ready with an IP from a loopback CIDR).
+// nodes that report pods Running and Ready with an IP from a machine-local CIDR, machinelocal.go).
 type cluster struct {
 	env        *envtest.Environment
 	kubeconfig string // path of an admin kubeconfig
@@ -44,6 +44,12 @@ func startControlPlane(cfg *config, workDir string) (*cluster, error) {
 	apiserver.Set("service-cluster-ip-range", "10.0.0.0/16")
 	apiserver.Set("max-requests-inflight", "1000")
 	apiserver.Set("max-mutating-requests-inflight", "500")
+	if cfg.local.isolated {
+		// In the harness' own network namespace (netns.sh) there is no default route, from which kube-apiserver
+		// picks the address it advertises (the kubernetes Service's endpoint); without one it does not start. The
+		// node IP is proven local there; nothing here uses that endpoint (every client has the kubeconfig).
+		apiserver.Set("advertise-address", cfg.nodeIP)
+	}
 	restCfg, err := env.Start()
 	if err != nil {
 		return nil, fmt.Errorf("start envtest (kube-apiserver, etcd from %s): %w", cfg.assets, err)
@@ -98,8 +104,9 @@ leaderElection: {leaderElect: false}
 		"--config="+schedCfg, "--secure-port=0"); err != nil {
 		return err
 	}
-	// kwok: pod IPs from a loopback CIDR, so every scrape of a pod IP by the operator reaches this machine's
-	// loopback (the responder listens on 0.0.0.0); the nodes' own address is loopback too. Its stages are the
+	// kwok: pod IPs from a machine-local CIDR (loopback, or local in the harness' network namespace), so every
+	// scrape of a pod IP by the operator reaches this machine (the responder listens on 0.0.0.0); the nodes' own
+	// address is machine-local too. Its stages are the
 	// "fast" ones its module ships (nodes Ready at once, pods Running and Ready once bound).
 	// Flags, not a KwokConfiguration file: kwok applies its defaults (stage parallelism, ...) only to the
 	// configuration it makes itself when no file holds one.
@@ -165,7 +172,7 @@ func (c *cluster) createNodes(ctx context.Context, n int) error {
 }
 
 // startResponder runs the real hyperstatic-server (serving the dedicated sites' site value, siteFile) with its admin port (the one the operator scrapes) on adminAddr:
-// 0.0.0.0:v1alpha1.AdminPort, which every loopback address kwok gives a pod reaches, or, with a pool, a loopback
+// 0.0.0.0:v1alpha1.AdminPort, which every machine-local address kwok gives a pod reaches, or, with a pool, a loopback
 // port behind the admin proxy (poolserve.go), which owns 0.0.0.0:v1alpha1.AdminPort then.
 func startResponder(ctx context.Context, cfg *config, ps *procs, adminAddr, siteFile string) (*child, error) {
 	httpAddr, err := freeLoopbackAddr() // the server's content listener, loopback only
@@ -209,15 +216,15 @@ func httpOK(ctx context.Context, url string) error {
 	return nil
 }
 
-// preflight proves, before the operator runs, that kwok gives pods loopback IPs and that the server answers
-// the operator's scrape on such an IP: a pod is bound to a fake node directly, its IP checked and scraped.
-func (c *cluster) preflight(ctx context.Context) (string, error) {
+// preflight proves, before the operator runs, that kwok gives pods machine-local IPs (local) and that the server
+// answers the operator's scrape on such an IP: a pod is bound to a fake node directly, its IP checked and scraped.
+func (c *cluster) preflight(ctx context.Context, local machineLocal) (string, error) {
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "bench-preflight"}}
 	if _, err := c.clientset.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return "", err
 	}
 	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "loopback-check", Namespace: ns.Name},
+		ObjectMeta: metav1.ObjectMeta{Name: "machine-local-check", Namespace: ns.Name},
 		Spec: corev1.PodSpec{
 			NodeName:   "kwok-node-000",
 			Containers: []corev1.Container{{Name: "c", Image: "fake"}},
@@ -238,8 +245,8 @@ func (c *cluster) preflight(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("kwok gave the preflight pod no IP: %w", err)
 	}
-	if !isLoopbackIP(ip) {
-		return ip, fmt.Errorf("kwok gave a pod the non-loopback IP %s: refusing to run the operator, whose scrapes would leave the machine", ip)
+	if !local.contains(ip) {
+		return ip, fmt.Errorf("kwok gave a pod the IP %s, which is not machine-local (%s): refusing to run the operator, whose scrapes would leave the machine", ip, local)
 	}
 	if err := httpOK(ctx, "http://"+net.JoinHostPort(ip, strconv.Itoa(v1alpha1.AdminPort))+"/metrics"); err != nil {
 		return ip, fmt.Errorf("the server does not answer on the pod IP %s: %w", ip, err)

@@ -7,16 +7,20 @@
 // processes (poolserve.go), and reports when every pool site was Placed and Ready and what the pool's passes cost.
 // `make bench-operator` builds what it needs and runs it; docs/bench/operator-*.md holds results.
 //
-// Nothing leaves the machine: kwok gives pods IPs in a loopback CIDR (checked before the operator starts, and
-// for every pod while it runs), the real hyperstatic-server answers the operator's scrapes on 0.0.0.0:9090,
-// and the operator's sockets are checked with ss to have loopback peers only.
+// Nothing leaves the machine: kwok gives pods IPs in a machine-local CIDR (machinelocal.go), checked before any
+// process starts, on a preflight pod, and for every pod while it runs; the real hyperstatic-server answers the
+// operator's scrapes on 0.0.0.0:9090; and the operator's sockets are checked with ss to have machine-local peers
+// only. Machine-local is either loopback (127.0.0.0/8: the API server then refuses the pool sites'
+// EndpointSlices, so they are never Ready) or, `make bench-operator`'s default, addresses in the benchmarking
+// range 198.18.0.0/15 made local in a network namespace whose only interface is lo (netns.sh runs the harness
+// there): the harness refuses any other address, and those unless it finds itself in such a namespace.
 package main
 
 import (
 	"context"
 	"flag"
 	"fmt"
-	"net"
+	"net/netip"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -31,6 +35,7 @@ type config struct {
 	repo, assets, k8sBin, kwok, kwokStages         string
 	serverBin, siteRoot, manager                   string
 	podCIDR, nodeIP                                string
+	local                                          machineLocal // what podCIDR and nodeIP were proven to be
 	reconcileTimeout, settleQuiet, settleMax       time.Duration
 	quiet, autoscaleWarmup, autoscaleWindow        time.Duration
 	out                                            string
@@ -55,8 +60,8 @@ func bindFlags(fs *flag.FlagSet) *config {
 	fs.StringVar(&c.serverBin, "server-bin", "", "hyperstatic-server binary (answers the operator's scrapes)")
 	fs.StringVar(&c.siteRoot, "site-root", "", "directory the server serves (default: <repo>/images/server/example/site)")
 	fs.StringVar(&c.manager, "manager", "", "operator binary (go build ./cmd/manager)")
-	fs.StringVar(&c.podCIDR, "pod-cidr", "127.64.0.0/16", "kwok's pod CIDR: must be loopback")
-	fs.StringVar(&c.nodeIP, "node-ip", "127.0.0.2", "kwok's node IP: must be loopback")
+	fs.StringVar(&c.podCIDR, "pod-cidr", "127.64.0.0/16", "kwok's pod CIDR (IPv4): loopback, or local in a network namespace with only lo (netns.sh)")
+	fs.StringVar(&c.nodeIP, "node-ip", "127.0.0.2", "kwok's node IP: loopback, or local in a network namespace with only lo (netns.sh)")
 	fs.DurationVar(&c.reconcileTimeout, "reconcile-timeout", 10*time.Minute, "give up waiting for every site to be reconciled and available after this")
 	fs.DurationVar(&c.settleQuiet, "settle-quiet", 15*time.Second, "steady state: no write by the operator for this long")
 	fs.DurationVar(&c.settleMax, "settle-max", 3*time.Minute, "measure the steady state after this even if writes never stop")
@@ -86,28 +91,29 @@ func (c *config) validate() error {
 	if c.siteRoot == "" {
 		c.siteRoot = filepath.Join(c.repo, "images", "server", "example", "site")
 	}
-	prefix, err := parseLoopbackCIDR(c.podCIDR)
+	prefix, err := parsePodCIDR(c.podCIDR)
 	if err != nil {
 		return err
 	}
-	c.podCIDR = prefix
-	if !isLoopbackIP(c.nodeIP) {
-		return fmt.Errorf("-node-ip %s is not a loopback address", c.nodeIP)
+	c.podCIDR = prefix.String()
+	nodeIP, err := netip.ParseAddr(c.nodeIP)
+	if err != nil {
+		return fmt.Errorf("-node-ip: %w", err)
 	}
-	return nil
+	c.local, err = machineLocalFor(prefix, nodeIP.Unmap(), hostProbe)
+	return err
 }
 
-// parseLoopbackCIDR accepts a CIDR inside 127.0.0.0/8 only.
-func parseLoopbackCIDR(s string) (string, error) {
-	ip, n, err := net.ParseCIDR(s)
+// parsePodCIDR accepts an IPv4 CIDR no wider than /8 (whether it is machine-local is machineLocalFor's).
+func parsePodCIDR(s string) (netip.Prefix, error) {
+	p, err := netip.ParsePrefix(s)
 	if err != nil {
-		return "", fmt.Errorf("-pod-cidr: %w", err)
+		return netip.Prefix{}, fmt.Errorf("-pod-cidr: %w", err)
 	}
-	ones, _ := n.Mask.Size()
-	if ip.To4() == nil || !isLoopbackIP(n.IP.String()) || ones < 8 {
-		return "", fmt.Errorf("-pod-cidr %s is not inside 127.0.0.0/8: pods' IPs would not be on loopback", s)
+	if !p.Addr().Is4() || p.Bits() < 8 {
+		return netip.Prefix{}, fmt.Errorf("-pod-cidr %s is not an IPv4 CIDR of /8 or narrower", s)
 	}
-	return n.String(), nil
+	return p.Masked(), nil
 }
 
 func main() {

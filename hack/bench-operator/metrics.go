@@ -166,8 +166,8 @@ var apiserverWriteVerbs = map[string]bool{"POST": true, "PUT": true, "PATCH": tr
 var restClientWriteMethods = map[string]bool{"POST": true, "PUT": true, "PATCH": true, "DELETE": true}
 
 // refusedWrites is the operator's write requests (rest_client_requests_total) the API server answered with an
-// error (4xx, 5xx): they changed nothing. Here that is the pool sites' EndpointSlices, whose kwok (loopback)
-// addresses the API server refuses.
+// error (4xx, 5xx): they changed nothing. With loopback pod IPs that is the pool sites' EndpointSlices, whose
+// kwok addresses the API server refuses (machinelocal.go); in the isolated network namespace there should be none.
 func (f families) refusedWrites() float64 {
 	n := 0.0
 	mf := f["rest_client_requests_total"]

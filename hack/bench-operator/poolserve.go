@@ -25,7 +25,7 @@ import (
 )
 
 // The pool's processes, for real, on this machine. kwok's pool pods are fake: the operator reads GET /sites on
-// each ready pool pod's IP (admin port 9090) and on the fetcher pod's IP (port 8080), all loopback, so these
+// each ready pool pod's IP (admin port 9090) and on the fetcher pod's IP (port 8080), all machine-local, so these
 // processes answer there:
 //
 //   - the index: the harness follows the pool's index ConfigMaps and writes them into a directory the way the

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"errors"
 	"math"
+	"net/netip"
 	"strings"
 	"testing"
 
@@ -132,12 +134,23 @@ func TestProcParsers(t *testing.T) {
 	}
 }
 
-func TestLoopbackChecks(t *testing.T) {
-	for ip, want := range map[string]bool{"127.0.0.1": true, "127.64.3.9": true, "::1": true, "::ffff:127.0.0.5": true,
-		"10.0.0.1": false, "192.168.1.1": false, "fd00::1": false, "": false, "garbage": false} {
-		if got := isLoopbackIP(ip); got != want {
-			t.Errorf("isLoopbackIP(%q) = %v", ip, got)
+func TestMachineLocalChecks(t *testing.T) {
+	loop := machineLocal{}
+	netns := machineLocal{isolated: true, local: []netip.Prefix{netip.MustParsePrefix("198.18.0.0/16"), netip.MustParsePrefix("198.19.0.2/32")}}
+	for ip, want := range map[string][2]bool{ // loopback mode, isolated mode
+		"127.0.0.1": {true, true}, "127.64.3.9": {true, true}, "::1": {true, true}, "::ffff:127.0.0.5": {true, true},
+		"198.18.3.7": {false, true}, "::ffff:198.18.3.7": {false, true}, "198.19.0.2": {false, true}, "198.19.0.3": {false, false},
+		"10.0.0.1": {false, false}, "192.168.1.1": {false, false}, "fd00::1": {false, false}, "": {false, false}, "garbage": {false, false}} {
+		if got := loop.contains(ip); got != want[0] {
+			t.Errorf("loopback mode: contains(%q) = %v", ip, got)
 		}
+		if got := netns.contains(ip); got != want[1] {
+			t.Errorf("isolated mode: contains(%q) = %v", ip, got)
+		}
+	}
+	// Not isolated, a range is no help: only loopback counts.
+	if (machineLocal{local: netns.local}).contains("198.18.3.7") {
+		t.Error("a range counts only when isolated")
 	}
 	ss := strings.Join([]string{
 		`LISTEN 0 4096 127.0.0.1:41001 0.0.0.0:* users:(("manager",pid=77,fd=7))`,
@@ -147,20 +160,89 @@ func TestLoopbackChecks(t *testing.T) {
 		`ESTAB 0 0 10.1.1.1:50002 10.1.1.9:9090 users:(("other",pid=770,fd=3))`,
 		`TIME-WAIT 0 0 127.0.0.1:50003 127.64.0.13:9090`,
 	}, "\n")
-	if bad := nonLoopbackPeers(ss, 77); len(bad) != 0 {
+	if bad := nonLocalPeers(ss, 77, loop); len(bad) != 0 {
 		t.Fatalf("pid 77 has loopback peers only, got %v (pid 770's socket must not count)", bad)
+	}
+	inRange := ss + "\n" + `ESTAB 0 0 198.18.0.5:50006 198.18.0.9:9090 users:(("manager",pid=77,fd=13))`
+	if bad := nonLocalPeers(inRange, 77, netns); len(bad) != 0 {
+		t.Fatalf("isolated, a peer in the pod CIDR is machine-local, got %v", bad)
+	}
+	if bad := nonLocalPeers(inRange, 77, loop); len(bad) != 1 || bad[0] != "198.18.0.9:9090" {
+		t.Fatalf("loopback mode, a peer in 198.18.0.0/16 is not machine-local, got %v", bad)
 	}
 	ss += "\n" + `ESTAB 0 0 10.1.1.1:50004 10.0.3.7:9090 users:(("manager",pid=77,fd=11))` +
 		"\n" + `SYN-SENT 0 1 [fd00::2]:50005 [fd00::7]:9090 users:(("manager",pid=77,fd=12))`
-	if bad := nonLoopbackPeers(ss, 77); len(bad) != 2 || bad[0] != "10.0.3.7:9090" || bad[1] != "[fd00::7]:9090" {
-		t.Fatalf("non-loopback peers: %v", bad)
+	for _, m := range []machineLocal{loop, netns} {
+		if bad := nonLocalPeers(ss, 77, m); len(bad) != 2 || bad[0] != "10.0.3.7:9090" || bad[1] != "[fd00::7]:9090" {
+			t.Fatalf("%s: peers that are not machine-local: %v", m, bad)
+		}
 	}
 	if peers := peersOnPort(ss, "9090"); len(peers) != 5 || peers[0] != "127.64.0.12:9090" || peers[4] != "[fd00::7]:9090" {
 		t.Fatalf("peers on 9090: %v", peers)
 	}
-	for cidr, ok := range map[string]bool{"127.64.0.0/16": true, "127.0.0.0/8": true, "10.0.0.0/16": false, "0.0.0.0/0": false, "::1/128": false} {
-		if _, err := parseLoopbackCIDR(cidr); (err == nil) != ok {
-			t.Errorf("parseLoopbackCIDR(%s): %v", cidr, err)
+	for cidr, ok := range map[string]bool{"127.64.0.0/16": true, "127.0.0.0/8": true, "198.18.0.0/16": true, "10.0.0.0/16": true,
+		"0.0.0.0/0": false, "10.0.0.0/7": false, "::1/128": false, "fd00::/64": false, "garbage": false} {
+		if _, err := parsePodCIDR(cidr); (err == nil) != ok {
+			t.Errorf("parsePodCIDR(%s): %v", cidr, err)
+		}
+	}
+	if p, _ := parsePodCIDR("198.18.7.7/16"); p.String() != "198.18.0.0/16" {
+		t.Errorf("parsePodCIDR masks: %s", p)
+	}
+	if a := lastAddr(netip.MustParsePrefix("198.18.0.0/15")); a.String() != "198.19.255.255" {
+		t.Errorf("lastAddr: %s", a)
+	}
+}
+
+// fakeNet is a network namespace for machineLocalFor: its interfaces, and the addresses reachable in it.
+func fakeNet(ifaces []string, local ...string) netProbe {
+	return netProbe{
+		interfaces: func() ([]string, error) { return ifaces, nil },
+		reach: func(a netip.Addr) error {
+			for _, l := range local {
+				if netip.MustParsePrefix(l).Contains(a) {
+					return nil
+				}
+			}
+			return errors.New("cannot assign requested address")
+		},
+	}
+}
+
+func TestMachineLocalFor(t *testing.T) {
+	pods, node := netip.MustParsePrefix("198.18.0.0/16"), netip.MustParseAddr("198.19.0.2")
+	loPods, loNode := netip.MustParsePrefix("127.64.0.0/16"), netip.MustParseAddr("127.0.0.2")
+	onlyLo, host := []string{"lo"}, []string{"lo", "eth0"}
+	for _, tc := range []struct {
+		name       string
+		pods       netip.Prefix
+		node       netip.Addr
+		probe      netProbe
+		isolated   bool
+		refusalHas string // "" when accepted
+	}{
+		{"loopback anywhere, the probe unused", loPods, loNode, netProbe{}, false, ""},
+		{"the benchmarking range in a namespace with lo alone", pods, node, fakeNet(onlyLo, "198.18.0.0/15"), true, ""},
+		{"the benchmarking range beside eth0", pods, node, fakeNet(host, "198.18.0.0/15"), false, "not lo alone"},
+		{"loopback pods, a node IP that is not", loPods, node, fakeNet(host, "198.18.0.0/15"), false, "not lo alone"},
+		{"no interface at all", pods, node, fakeNet(nil, "198.18.0.0/15"), false, "not lo alone"},
+		{"no local route", pods, node, fakeNet(onlyLo), false, "198.18.0.0 (of 198.18.0.0/16) is not local"},
+		{"half of the CIDR local", pods, node, fakeNet(onlyLo, "198.18.0.0/17", "198.19.0.0/16"), false, "198.18.255.255 (of 198.18.0.0/16) is not local"},
+		{"the node IP outside the route", pods, netip.MustParseAddr("10.1.1.1"), fakeNet(onlyLo, "198.18.0.0/15"), false, "10.1.1.1 (of 10.1.1.1/32) is not local"},
+		{"everything reachable: the probe proves nothing", pods, node, fakeNet(onlyLo, "0.0.0.0/0"), false, "192.0.2.1, outside them, is reachable"},
+		{"the first control address inside the CIDR", netip.MustParsePrefix("192.0.2.0/24"), node, fakeNet(onlyLo, "192.0.2.0/24", "198.19.0.2/32"), true, ""},
+	} {
+		m, err := machineLocalFor(tc.pods, tc.node, tc.probe)
+		switch {
+		case tc.refusalHas == "" && err != nil:
+			t.Errorf("%s: refused: %v", tc.name, err)
+		case tc.refusalHas != "" && (err == nil || !strings.Contains(err.Error(), tc.refusalHas)):
+			t.Errorf("%s: want a refusal with %q, got %v", tc.name, tc.refusalHas, err)
+		case err == nil && m.isolated != tc.isolated:
+			t.Errorf("%s: isolated = %v", tc.name, m.isolated)
+		}
+		if err == nil && !m.contains(tc.pods.Addr().Next().String()) {
+			t.Errorf("%s: a pod IP is not machine-local once accepted", tc.name)
 		}
 	}
 }

@@ -159,9 +159,9 @@ func (r *report) markdown() string {
 		r.poolDetail(p)
 	}
 	p("")
-	p("Network: kwok's pod CIDR %s and node IP %s; %d pod IPs seen by the harness' watch, all loopback; the", c.podCIDR, c.nodeIP, r.podIPsChecked)
-	p("operator's TCP sockets (%d seen by `ss -tanp` in the steady state and mid-autoscaling) and every socket to the", r.sockets.operatorSockets)
-	p("admin port (%d, TIME-WAIT included: the scrapes) had loopback peers only.", r.sockets.scrapeSockets)
+	p("Network: machine-local is %s. kwok's pod CIDR %s and node IP %s; %d pod IPs seen by the harness' watch,", c.local, c.podCIDR, c.nodeIP, r.podIPsChecked)
+	p("all machine-local; the operator's TCP sockets (%d seen by `ss -tanp` in the steady state and mid-autoscaling)", r.sockets.operatorSockets)
+	p("and every socket to the admin port (%d, TIME-WAIT included: the scrapes) had machine-local peers only.", r.sockets.scrapeSockets)
 	return sb.String()
 }
 

@@ -151,17 +151,18 @@ func run(ctx context.Context, cfg *config) (err error) {
 		}
 		defer serving.stop()
 	}
-	ip, err := cl.preflight(ctx)
+	ip, err := cl.preflight(ctx, cfg.local)
 	if err != nil {
 		return err
 	}
-	say("preflight: kwok gave a pod %s (loopback) and the server answered a scrape on it", ip)
+	say("preflight: kwok gave a pod %s (machine-local: %s) and the server answered a scrape on it", ip, cfg.local)
 	b := &bench{cfg: cfg, cluster: cl, client: c, watched: watched}
 
-	// The tripwire: any pod IP outside loopback stops the operator at once (kwok's config already rules it out).
+	// The tripwire: any pod IP that is not machine-local stops the operator at once (kwok's config already rules
+	// it out).
 	var tripped error
 	var trippedOnce sync.Once
-	podIPsChecked, err := guardPodIPs(ctx, informers.NewSharedInformerFactory(cl.clientset, 0), func(e error) {
+	podIPsChecked, err := guardPodIPs(ctx, informers.NewSharedInformerFactory(cl.clientset, 0), cfg.local, func(e error) {
 		trippedOnce.Do(func() {
 			tripped = e
 			if b.operator != nil {
@@ -213,7 +214,7 @@ func run(ctx context.Context, cfg *config) (err error) {
 		return err
 	}
 	adminPort := strconv.Itoa(v1alpha1.AdminPort)
-	if r.sockets, err = checkLoopbackOnly(b.operator.Process.Pid, adminPort); err != nil {
+	if r.sockets, err = checkMachineLocalOnly(b.operator.Process.Pid, adminPort, cfg.local); err != nil {
 		return err
 	}
 
@@ -233,7 +234,7 @@ func run(ctx context.Context, cfg *config) (err error) {
 			return withTripped(err, tripped)
 		}
 		// Mid-window, while scrapes are in flight: the operator's sockets again.
-		n, err := checkLoopbackOnly(b.operator.Process.Pid, adminPort)
+		n, err := checkMachineLocalOnly(b.operator.Process.Pid, adminPort, cfg.local)
 		if err != nil {
 			return err
 		}
@@ -363,10 +364,12 @@ func (b *bench) waitReconciled(ctx context.Context, r *report) error {
 				r.poolReadyAt = now
 				say("every pool site Ready %.1f s after the operator started", since)
 			}
-			// Placed, not Ready: a pool site's EndpointSlice lists the pool pods' IPs, and the API server refuses
-			// kwok's loopback ones (poolserve.go), so a pool site here is never Ready.
+			// With loopback pod IPs, Placed, not Ready: a pool site's EndpointSlice lists the pool pods' IPs, and the
+			// API server refuses loopback ones (machinelocal.go), so a pool site is never Ready. Isolated (netns.sh),
+			// it takes Ready too.
 			r.poolReady = pp.ready
-			if !r.availableAt.IsZero() && (b.cfg.poolSites == 0 || !r.poolPlacedAt.IsZero()) {
+			poolDone := !r.poolPlacedAt.IsZero() && (!b.cfg.local.isolated || !r.poolReadyAt.IsZero())
+			if !r.availableAt.IsZero() && (b.cfg.poolSites == 0 || poolDone) {
 				return nil
 			}
 			if now.Sub(lastSay) >= 5*time.Second {
@@ -380,7 +383,7 @@ func (b *bench) waitReconciled(ctx context.Context, r *report) error {
 			}
 		}
 		if now.After(deadline) {
-			return fmt.Errorf("not every site reconciled and available (and every pool site placed) after %s", b.cfg.reconcileTimeout)
+			return fmt.Errorf("not every site reconciled and available (and every pool site placed, and Ready when isolated) after %s", b.cfg.reconcileTimeout)
 		}
 		if err := sleep(ctx, 250*time.Millisecond); err != nil {
 			return err
@@ -397,8 +400,8 @@ func (b *bench) waitSettled(ctx context.Context, quiet, maxWait time.Duration) (
 	last, lastChange := -1.0, time.Now()
 	for time.Since(start) < maxWait {
 		if f, err := b.operatorMetrics(ctx); err == nil {
-			// Writes the API server accepted: a refused one (a pool site's loopback EndpointSlice, retried) changes
-			// nothing, and is reported apart.
+			// Writes the API server accepted: a refused one (with loopback pod IPs, a pool site's EndpointSlice,
+			// retried) changes nothing, and is reported apart.
 			n := writes(f.sumBy("rest_client_requests_total", "method", nil), restClientWriteMethods) - f.refusedWrites()
 			if n != last {
 				last, lastChange = n, time.Now()

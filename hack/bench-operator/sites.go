@@ -143,9 +143,9 @@ func enableAutoscaling(ctx context.Context, c client.Client, cfg *config, n int)
 	})
 }
 
-// guardPodIPs watches every pod and calls abort with the first pod IP outside loopback: the operator would
-// scrape it. It returns how many pod IPs it checked so far (a func, read at any time).
-func guardPodIPs(ctx context.Context, f informers.SharedInformerFactory, abort func(error)) (func() int64, error) {
+// guardPodIPs watches every pod and calls abort with the first pod IP that is not machine-local (local): the
+// operator would scrape it. It returns how many pod IPs it checked so far (a func, read at any time).
+func guardPodIPs(ctx context.Context, f informers.SharedInformerFactory, local machineLocal, abort func(error)) (func() int64, error) {
 	var checked atomic.Int64
 	seen := sync.Map{}
 	check := func(obj any) {
@@ -154,8 +154,8 @@ func guardPodIPs(ctx context.Context, f informers.SharedInformerFactory, abort f
 			return
 		}
 		for _, ip := range append([]corev1.PodIP{{IP: p.Status.PodIP}}, p.Status.PodIPs...) {
-			if !isLoopbackIP(ip.IP) {
-				abort(fmt.Errorf("pod %s/%s got the non-loopback IP %s", p.Namespace, p.Name, ip.IP))
+			if !local.contains(ip.IP) {
+				abort(fmt.Errorf("pod %s/%s got the IP %s, which is not machine-local (%s)", p.Namespace, p.Name, ip.IP, local))
 				return
 			}
 		}
