@@ -62,6 +62,7 @@ type Revision struct {
 //
 //	Dir/<commit>/       a commit's served tree (Source.Path of it), never modified once published
 //	Dir/current         symbolic link to <commit>: what is served
+//	Dir/<commit>.files  the tree's file list (FileList), when its installer keeps one: removed with the tree
 //	Dir/.stage-*        a tree being written (removed on failure)
 //	Dir/.objects-*      the scratch object store of a fetch (always removed)
 //
@@ -81,6 +82,12 @@ type Store struct {
 	// beforeSwap, in tests only, runs when the new tree is complete and not yet published.
 	beforeSwap func(tree string)
 }
+
+// FileListPath is where the file list of the tree name is kept (a pod's puller writes it after the install, so
+// that the next install links this tree's files rather than download them: BuildTree).
+func (s *Store) FileListPath(name string) string { return filepath.Join(s.Dir, name+fileListSuffix) }
+
+const fileListSuffix = ".files"
 
 // Served returns the path to give the server as its root.
 func (s *Store) Served() string { return filepath.Join(s.Dir, CurrentLink) }
@@ -272,13 +279,16 @@ func (s *Store) prune(keep ...string) error {
 	var errs []error
 	for _, e := range entries {
 		name := e.Name()
+		if tree, ok := strings.CutSuffix(name, fileListSuffix); ok && TreeName(tree) {
+			name = tree // a tree's file list goes with its tree
+		}
 		if name == CurrentLink || slices.Contains(keep, name) {
 			continue
 		}
 		if !TreeName(name) && !strings.HasPrefix(name, ".") {
 			continue // not ours
 		}
-		if err := os.RemoveAll(filepath.Join(s.Dir, name)); err != nil {
+		if err := os.RemoveAll(filepath.Join(s.Dir, e.Name())); err != nil {
 			errs = append(errs, err)
 		}
 	}
