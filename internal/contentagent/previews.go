@@ -195,7 +195,9 @@ func (f *Fetcher) syncPreview(ctx context.Context, src gitsource.Source, c previ
 	if p.Commit == c.Commit && p.Bundle != "" || p.FailedCommit == c.Commit && p.Error != nil && lasting(p.Error.Reason) {
 		return p // published, or refused at this commit already: nothing to do until the ref moves
 	}
-	store := &gitsource.Store{Dir: filepath.Join(f.PreviewDir, c.Name), Check: f.Store.Check}
+	// LinkFrom: a preview's tree is mostly production's; those files are linked, not written again (a link to a
+	// tree production prunes meanwhile fails, and the file is written).
+	store := &gitsource.Store{Dir: filepath.Join(f.PreviewDir, c.Name), Check: f.Store.Check, LinkFrom: f.Store}
 	src.Ref = c.Ref
 	rev, _, err := store.SyncTo(ctx, src, gitsource.Target{Ref: c.Ref, Commit: plumbing.NewHash(c.Commit)})
 	var digest, files string

@@ -63,6 +63,7 @@ type Revision struct {
 //	Dir/<commit>/       a commit's served tree (Source.Path of it), never modified once published
 //	Dir/current         symbolic link to <commit>: what is served
 //	Dir/<commit>.files  the tree's file list (FileList), when its installer keeps one: removed with the tree
+//	Dir/<commit>.blobs  the Git blob of each of its files, when Sync wrote it (blobs.go): removed with the tree
 //	Dir/.stage-*        a tree being written (removed on failure)
 //	Dir/.objects-*      the scratch object store of a fetch (always removed)
 //
@@ -79,6 +80,9 @@ type Store struct {
 	// Retain, when set, names more trees that pruning keeps: a pod's puller keeps the trees of the fetcher's
 	// deploy history (docs/design/deploys.md), so a rollback is a flip to a tree already on disk (Activate).
 	Retain func() []string
+	// LinkFrom, when set, is another Store on the same file system whose current tree's files a Sync links when
+	// the new tree has them (blobs.go), beside this Store's own current tree: a preview's Store names production's.
+	LinkFrom *Store
 	// beforeSwap, in tests only, runs when the new tree is complete and not yet published.
 	beforeSwap func(tree string)
 }
@@ -142,10 +146,16 @@ func (s *Store) SyncTo(ctx context.Context, src Source, target Target) (Revision
 	if err != nil {
 		return Revision{}, false, err
 	}
-	err = s.Install(rev.Commit, func(dir string) error { return writeTree(tree, dir, src.Limits()) })
+	reuse := s.reusable()
+	var blobs []treeBlob
+	err = s.Install(rev.Commit, func(dir string) error {
+		blobs, err = writeTree(tree, dir, src.Limits(), reuse)
+		return err
+	})
 	if err != nil {
 		return Revision{}, false, err
 	}
+	s.writeBlobs(rev.Commit, blobs)
 	return rev, true, nil
 }
 
@@ -279,8 +289,8 @@ func (s *Store) prune(keep ...string) error {
 	var errs []error
 	for _, e := range entries {
 		name := e.Name()
-		if tree, ok := strings.CutSuffix(name, fileListSuffix); ok && TreeName(tree) {
-			name = tree // a tree's file list goes with its tree
+		if tree, _, ok := strings.Cut(name, "."); ok && TreeName(tree) {
+			name = tree // a tree's lists (.files, .blobs) go with it
 		}
 		if name == CurrentLink || slices.Contains(keep, name) {
 			continue
