@@ -203,6 +203,8 @@ func TestPullerFallsBackToTheWholeBundle(t *testing.T) {
 			altered[e.Offset] = 'X'
 		}
 	}
+	huge := bytes.Repeat([]byte(" "), 4<<20+1)
+	hugeSum := sha256.Sum256(huge)
 	cases := []struct {
 		name   string
 		bundle []byte
@@ -214,6 +216,8 @@ func TestPullerFallsBackToTheWholeBundle(t *testing.T) {
 		{"a list with another SHA-256", b2, append(bytes.Clone(l2), ' '), s2, "v2", false},
 		{"a list of another bundle", b2, lying, hex.EncodeToString(lyingSum[:]), "v2", false},
 		{"no list", b2, nil, s2, "v2", false},
+		// The puller's memory is bounded: a list over 4 MiB is not read.
+		{"a list over the bound", b2, huge, hex.EncodeToString(hugeSum[:]), "v2", false},
 		// The range of index.html is wrong, and so is the whole bundle: the tree before stays.
 		{"bytes that are not the list's", altered, l2, s2, "v2", true},
 	}
