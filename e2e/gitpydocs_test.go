@@ -25,8 +25,11 @@ import (
 // encoder has made it (a Git site carries no precompressed siblings).
 //
 // The push bound (gitPydocsBound) is a guard against a regression, not the goal: the goal is the 10 s,
-// which the log line's figure is compared with in docs/bench; the fetcher then fetches, checks and bundles 67 MB
-// and each puller (100m of CPU) downloads and extracts it, on a shared 2-core machine. It was 60 s until CI's run
+// which the log line's figure is compared with in docs/bench; the fetcher then fetches the whole 67 MB pack (depth
+// 1), writes the changed page (the others are linked from the tree before), checks and bundles the tree, and each
+// puller (100m of CPU) reads the bundle's file list and the page and links the rest (internal/contentagent/
+// filesinstall.go; before, it downloaded and extracted all 67 MB, about 3 s at 100m), on a shared 2-core machine.
+// It was 60 s until CI's run
 // of 3d64b6d (2026-12-03) failed this step after 95.6 s with every other scenario beside it, the time the steps
 // take with a push of just over 60 s; the same step took 17.9 s with two scenarios beside it. 120 s still catches
 // a pipeline that stalls or refetches in a loop.

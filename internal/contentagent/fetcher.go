@@ -250,14 +250,14 @@ func (f *Fetcher) syncOnce(ctx context.Context) (string, error) {
 	} else if i := indexOfDeploy(have.Deploys, rev.Commit); rev.Time.IsZero() && i >= 0 {
 		rev.Time = have.Deploys[i].Committed // Sync does not fetch an unchanged commit again to learn its time
 	}
-	digest, size, err := f.writeBundle(filepath.Join(f.Store.Dir, rev.Commit))
+	digest, size, files, err := f.writeBundle(filepath.Join(f.Store.Dir, rev.Commit))
 	if err != nil {
 		return "", fmt.Errorf("writing the bundle of %s: %w", rev.Commit, err)
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	cur, _ := f.board.get()
-	history := withDeploy(cur.Deploys, Deploy{Commit: rev.Commit, Bundle: digest, Size: size, Committed: rev.Time,
+	history := withDeploy(cur.Deploys, Deploy{Commit: rev.Commit, Bundle: digest, Size: size, Files: files, Committed: rev.Time,
 		Ref: rev.Ref}, f.History, cur.Pin)
 	if err := f.publish(publishing(cur, history, cur.Pin, f.Now())); err != nil {
 		return "", err
@@ -284,8 +284,8 @@ func (f *Fetcher) publish(next Revision) error {
 	return nil
 }
 
-func (f *Fetcher) writeBundle(tree string) (string, int64, error) {
-	return writeBundleFile(f.BundleDir, tree)
+func (f *Fetcher) writeBundle(tree string) (digest string, size int64, files string, err error) {
+	return writeBundleWithFiles(f.BundleDir, tree)
 }
 
 func (f *Fetcher) bundlePath(digest string) string { return bundleFile(f.BundleDir, digest) }

@@ -5,7 +5,8 @@ import (
 )
 
 // Handler serves the fetcher's port for the site's pods and the operator: GET /revision (long poll with
-// ?wait=<digest>), GET /bundles/<digest>, GET /healthz, GET /metrics, POST /pin (pin.go). The webhook is on WebhookServer, a port
+// ?wait=<digest>), GET /bundles/<digest> (ranges too: filesinstall.go), GET /bundles/<digest>/files (its file
+// list), GET /healthz, GET /metrics, POST /pin (pin.go). The webhook is on WebhookServer, a port
 // of its own, so a Service (and the user's route to it) can expose /hooks and nothing else.
 //
 // /healthz is 200 once a bundle is published (by a fetch, or restored from the state of an earlier run) and 503
@@ -15,6 +16,7 @@ func (f *Fetcher) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /revision", serveRevision(f.board, f.After, f.WaitTimeout))
 	mux.HandleFunc("GET /bundles/{digest}", f.serveBundle)
+	mux.HandleFunc("GET /bundles/{digest}/files", f.serveFiles)
 	mux.HandleFunc("POST /pin", f.servePin)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		if rev, _ := f.board.get(); rev.Digest == "" {
@@ -25,6 +27,20 @@ func (f *Fetcher) Handler() http.Handler {
 	})
 	mux.Handle("GET /metrics", f.metrics.handler())
 	return mux
+}
+
+// serveFiles answers a bundle's file list (bundlefiles.go), production's or a preview's, immutable as the bundle.
+func (f *Fetcher) serveFiles(w http.ResponseWriter, r *http.Request) {
+	digest := r.PathValue("digest")
+	if !validDigest(digest) {
+		http.Error(w, "not a sha256 digest", http.StatusBadRequest)
+		return
+	}
+	path := filesFile(f.BundleDir, digest)
+	if !exists(path) && f.Previews.Enabled() {
+		path = filesFile(f.previewBundleDir(), digest)
+	}
+	serveBundleFile(w, r, path, digest+"-files")
 }
 
 // serveBundle answers the bundle named by its digest. A digest names one content forever, so the answer is

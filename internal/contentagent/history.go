@@ -23,6 +23,9 @@ type Deploy struct {
 	// Bundle is the bundle's digest (GET /bundles/<bundle>); two commits with the same tree share one.
 	Bundle string `json:"bundle"`
 	Size   int64  `json:"size"`
+	// Files is the SHA-256 of the bundle's file list (GET /bundles/<bundle>/files); "" when it has none (a
+	// state written before the lists existed).
+	Files string `json:"files,omitempty"`
 	// Committed is the commit's committer time.
 	Committed time.Time `json:"committed,omitzero"`
 	// Ref is the full ref it was fetched from.
@@ -87,7 +90,7 @@ func publishing(rev Revision, history []Deploy, pin string, now time.Time) Revis
 		}
 		history[i].LastServed = time.Time{}
 	}
-	return Revision{Digest: d.Bundle, Size: d.Size, Commit: d.Commit, CommitTime: d.Committed, Ref: d.Ref,
+	return Revision{Digest: d.Bundle, Size: d.Size, Files: d.Files, Commit: d.Commit, CommitTime: d.Committed, Ref: d.Ref,
 		LastError: rev.LastError, Deploys: history, Pin: pin, Previews: rev.Previews, PreviewsSkipped: rev.PreviewsSkipped, PreviewsTag: rev.PreviewsTag}
 }
 

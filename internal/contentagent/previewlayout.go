@@ -149,7 +149,6 @@ func (p *Puller) syncPreviews(ctx context.Context, listed []Preview) error {
 		names = append(names, name)
 	}
 	slices.Sort(names)
-	lim := gitsource.Limits{MaxBytes: p.MaxBytes, MaxEntries: p.MaxEntries, MaxDepth: p.MaxDepth}
 	var firstErr error
 	for _, name := range names {
 		pv := want[name]
@@ -161,7 +160,8 @@ func (p *Puller) syncPreviews(ctx context.Context, listed []Preview) error {
 		if s == nil {
 			s = &servedPreview{store: &gitsource.Store{Dir: filepath.Join(p.Sites.ContentDir(), PreviewID(name))}}
 		}
-		err := installBundle(ctx, p.Client, s.store, pv.Commit, p.FetcherURL+"/bundles/"+pv.Bundle, pv.Bundle, lim, nil)
+		// A preview's tree is mostly production's, or its own before the push: those files are linked.
+		err := p.installTree(ctx, s.store, pv.Commit, pv.Bundle, pv.Files, pv.Size, []*gitsource.Store{s.store, p.Store}, nil)
 		if err == nil {
 			err = signalReady(p.Sites.ContentDir(), PreviewID(name))
 		}

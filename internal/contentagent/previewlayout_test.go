@@ -100,6 +100,12 @@ func TestPreviewsServedInSitesMode(t *testing.T) {
 	t.Run("the preview's host serves its commit byte for byte; production's hosts production", func(t *testing.T) {
 		served("pr-1--docs.preview.example.com", "pr one\n")
 		productionServed()
+		// The preview's tree is its own, its files equal to production's linked from production's tree
+		// (filesinstall.go); production's bytes are the same (productionServed).
+		in := func(id, commit string) string { return filepath.Join(layout.ContentDir(), id, commit, "_redirects") }
+		if inodeOf(t, in(contentagent.PreviewID("pr-1"), c2.String())) != inodeOf(t, in(contentagent.ProductionID, prod.Commit)) {
+			t.Error("the preview's _redirects, production's bytes, was not linked from production's tree")
+		}
 		// The tree's own rules apply under the preview's host (its _redirects).
 		req, err := http.NewRequest(http.MethodGet, "http://"+srv.HTTPAddr+"/old", nil)
 		testenv.Must(t, err)

@@ -45,6 +45,8 @@ type Preview struct {
 	Commit string `json:"commit,omitempty"`
 	Bundle string `json:"bundle,omitempty"`
 	Size   int64  `json:"size,omitempty"`
+	// Files is the SHA-256 of the bundle's file list (Revision.Files).
+	Files string `json:"files,omitempty"`
 	// Since is when Commit was first published.
 	Since time.Time `json:"since,omitzero"`
 	// Error is the last attempt's failure: a commit that failed is not published (FailedCommit names it).
@@ -193,13 +195,15 @@ func (f *Fetcher) syncPreview(ctx context.Context, src gitsource.Source, c previ
 	if p.Commit == c.Commit && p.Bundle != "" || p.FailedCommit == c.Commit && p.Error != nil && lasting(p.Error.Reason) {
 		return p // published, or refused at this commit already: nothing to do until the ref moves
 	}
-	store := &gitsource.Store{Dir: filepath.Join(f.PreviewDir, c.Name), Check: f.Store.Check}
+	// LinkFrom: a preview's tree is mostly production's; those files are linked, not written again (a link to a
+	// tree production prunes meanwhile fails, and the file is written).
+	store := &gitsource.Store{Dir: filepath.Join(f.PreviewDir, c.Name), Check: f.Store.Check, LinkFrom: f.Store}
 	src.Ref = c.Ref
 	rev, _, err := store.SyncTo(ctx, src, gitsource.Target{Ref: c.Ref, Commit: plumbing.NewHash(c.Commit)})
-	var digest string
+	var digest, files string
 	var size int64
 	if err == nil {
-		digest, size, err = writeBundleFile(f.previewBundleDir(), filepath.Join(store.Dir, rev.Commit))
+		digest, size, files, err = writeBundleWithFiles(f.previewBundleDir(), filepath.Join(store.Dir, rev.Commit))
 	}
 	if err != nil {
 		reason := string(gitsource.ReasonOf(err))
@@ -214,7 +218,7 @@ func (f *Fetcher) syncPreview(ctx context.Context, src gitsource.Source, c previ
 		f.Log.Warn("preview not published", "name", c.Name, "ref", c.Ref, "commit", c.Commit, "reason", reason, "error", err)
 		return p
 	}
-	p.Commit, p.Bundle, p.Size, p.Since, p.Error, p.FailedCommit = rev.Commit, digest, size, f.Now(), nil, ""
+	p.Commit, p.Bundle, p.Size, p.Files, p.Since, p.Error, p.FailedCommit = rev.Commit, digest, size, files, f.Now(), nil, ""
 	f.Log.Info("preview published", "name", c.Name, "ref", c.Ref, "commit", rev.Commit, "bundle", digest)
 	return p
 }

@@ -229,17 +229,9 @@ func (p *Puller) poll(ctx context.Context, have Revision) (Revision, error) {
 	}
 	u := p.FetcherURL + "/revision?" + q.Encode()
 	var rev Revision
-	body, err := p.get(ctx, u, maxRevisionBytes)
+	data, err := p.getAll(ctx, u, maxRevisionBytes, "the fetcher's revision")
 	if err != nil {
 		return rev, err
-	}
-	defer body.Close()
-	data, err := io.ReadAll(io.LimitReader(body, maxRevisionBytes+1))
-	if err != nil {
-		return rev, fmt.Errorf("reading the fetcher's revision: %w", err)
-	}
-	if len(data) > maxRevisionBytes {
-		return rev, fmt.Errorf("the fetcher's revision is over %d bytes", maxRevisionBytes)
 	}
 	if err := json.Unmarshal(data, &rev); err != nil {
 		return rev, fmt.Errorf("the fetcher's revision: %w", err)
@@ -250,10 +242,10 @@ func (p *Puller) poll(ctx context.Context, have Revision) (Revision, error) {
 	return rev, nil
 }
 
-// install downloads the bundle and installs it (installBundle). With ServerAdmin, it returns the server's reload
+// install installs the revision's tree: from its file list, linking what the tree it replaces holds, or from the
+// whole bundle (installTree). With ServerAdmin, it returns the server's reload
 // count read once the tree is written, just before the Store flips current to it.
 func (p *Puller) install(ctx context.Context, rev Revision) (reloadMark, error) {
-	lim := gitsource.Limits{MaxBytes: p.MaxBytes, MaxEntries: p.MaxEntries, MaxDepth: p.MaxDepth}
 	var before reloadMark
 	replaced, _ := p.Store.Current()
 	mark := func() {
@@ -277,7 +269,7 @@ func (p *Puller) install(ctx context.Context, rev Revision) (reloadMark, error) 
 			return before, err
 		}
 	}
-	err := installBundle(ctx, p.Client, p.Store, rev.Commit, p.FetcherURL+"/bundles/"+rev.Digest, rev.Digest, lim, mark)
+	err := p.installTree(ctx, p.Store, rev.Commit, rev.Digest, rev.Files, rev.Size, []*gitsource.Store{p.Store}, mark)
 	return before, err
 }
 
@@ -328,6 +320,23 @@ var errStatus = errors.New("unexpected status")
 // get returns the body of a 200 answer whose announced length is at most limit.
 func (p *Puller) get(ctx context.Context, u string, limit int64) (io.ReadCloser, error) {
 	return httpGet(ctx, p.Client, u, limit)
+}
+
+// getAll returns the body of a 200 answer of at most limit bytes, what it is named in the errors.
+func (p *Puller) getAll(ctx context.Context, u string, limit int64, what string) ([]byte, error) {
+	body, err := p.get(ctx, u, limit)
+	if err != nil {
+		return nil, err
+	}
+	defer body.Close()
+	data, err := io.ReadAll(io.LimitReader(body, limit+1))
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", what, err)
+	}
+	if int64(len(data)) > limit {
+		return nil, fmt.Errorf("%s is over %d bytes", what, limit)
+	}
+	return data, nil
 }
 
 // httpGet returns the body of a 200 answer whose announced length is at most limit.

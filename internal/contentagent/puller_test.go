@@ -16,8 +16,9 @@ import (
 	"hyperstatic.dev/hyperstatic/internal/gitsource"
 )
 
-// hostileFetcher answers /revision and /bundles/ with whatever the test sets: a fetcher that is broken,
-// truncated or lying, which a real one cannot be made to be.
+// hostileFetcher answers /revision and /bundles/ with whatever the test sets (bundles by the path after
+// /bundles/: "<digest>" or "<digest>/files"): a fetcher that is broken, truncated or lying, which a real one
+// cannot be made to be.
 type hostileFetcher struct {
 	mu       sync.Mutex
 	revision []byte
@@ -40,8 +41,9 @@ func (h *hostileFetcher) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.URL.Path == "/revision" {
 		rev, changed := h.revision, h.changed
 		h.mu.Unlock()
-		// A long poll, so the puller does not spin: a caller that has the digest waits for the next set.
-		if wait := r.URL.Query().Get("wait"); wait != "" && bytes.Contains(rev, []byte(wait)) {
+		// A long poll, so the puller does not spin: a caller that has the digest and commit waits for the next set.
+		q := r.URL.Query()
+		if wait := q.Get("wait"); wait != "" && bytes.Contains(rev, []byte(wait)) && bytes.Contains(rev, []byte(q.Get("commit"))) {
 			select {
 			case <-changed:
 			case <-r.Context().Done():
@@ -60,7 +62,7 @@ func (h *hostileFetcher) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.NotFound(w, r)
 		return
 	}
-	_, _ = w.Write(b)
+	http.ServeContent(w, r, "", time.Time{}, bytes.NewReader(b)) // ranges as the fetcher answers them
 }
 
 // bundleOf returns the bundle of a one-file tree and its digest.

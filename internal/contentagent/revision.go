@@ -15,7 +15,10 @@ type Revision struct {
 	// Digest is the hex SHA-256 of the bundle (GET /bundles/<digest>); "" while nothing was published.
 	Digest string `json:"digest,omitempty"`
 	// Size is the bundle's length in bytes.
-	Size   int64  `json:"size,omitempty"`
+	Size int64 `json:"size,omitempty"`
+	// Files is the SHA-256 of the bundle's file list (GET /bundles/<digest>/files), which a puller checks it
+	// against before it builds the tree from the files it has (filesinstall.go); "" when there is none.
+	Files  string `json:"files,omitempty"`
 	Commit string `json:"commit,omitempty"`
 	// CommitTime is the commit's committer time.
 	CommitTime time.Time `json:"commitTime,omitzero"`

@@ -29,6 +29,7 @@ type deployAnswer struct {
 	Commit      string    `json:"commit"`
 	Bundle      string    `json:"bundle"`
 	Size        int64     `json:"size"`
+	Files       string    `json:"files,omitempty"` // the bundle's file list, for the pullers: the operator ignores it
 	Committed   time.Time `json:"committed,omitzero"`
 	Ref         string    `json:"ref,omitempty"`
 	FirstServed time.Time `json:"firstServed,omitzero"`

@@ -98,6 +98,7 @@ var reasons = map[string]string{
 type answer struct {
 	Digest          string          `json:"digest,omitempty"`
 	Size            int64           `json:"size,omitempty"`
+	Files           string          `json:"files,omitempty"` // the bundle's file list, for the pullers
 	Commit          string          `json:"commit,omitempty"`
 	CommitTime      time.Time       `json:"commitTime,omitzero"`
 	Ref             string          `json:"ref,omitempty"`

@@ -34,6 +34,7 @@ type previewAnswer struct {
 	Commit       string    `json:"commit,omitempty"`
 	Bundle       string    `json:"bundle,omitempty"`
 	Size         int64     `json:"size,omitempty"`
+	Files        string    `json:"files,omitempty"`
 	Since        time.Time `json:"since,omitzero"`
 	Error        *failure  `json:"error,omitempty"`
 	FailedCommit string    `json:"failedCommit,omitempty"`

@@ -22,11 +22,21 @@ import (
 // WriteBundle writes the tree under dir (a published Dir/<commit>, or Store.Served()) to w and returns the
 // hex SHA-256 of what it wrote. Directories, regular files and symbolic links only.
 func WriteBundle(w io.Writer, dir string) (string, error) {
+	digest, _, err := WriteBundleFiles(w, dir)
+	return digest, err
+}
+
+// WriteBundleFiles is WriteBundle that also returns the bundle's file list (FileList): each entry in the tar's
+// order, each file with its SHA-256 and where its bytes start in the bundle. One pass over the tree: the files
+// are read once for both.
+func WriteBundleFiles(w io.Writer, dir string) (string, FileList, error) {
 	h := sha256.New()
-	tw := tar.NewWriter(io.MultiWriter(w, h))
+	out := &countingWriter{w: io.MultiWriter(w, h)}
+	tw := tar.NewWriter(out)
+	list := FileList{}
 	root, err := os.OpenRoot(dir)
 	if err != nil {
-		return "", err
+		return "", list, err
 	}
 	defer root.Close()
 	// fs.WalkDir visits names in lexical order: the order, and so the digest, depends on the tree alone.
@@ -56,7 +66,10 @@ func WriteBundle(w io.Writer, dir string) (string, error) {
 		if err := tw.WriteHeader(hdr); err != nil {
 			return err
 		}
+		// tar.Writer writes a header at once, so the count is where the file's bytes start.
+		entry := FileEntry{Name: p, Type: fileTypeOf(hdr.Typeflag), Size: hdr.Size, Link: hdr.Linkname, Offset: out.n}
 		if hdr.Typeflag != tar.TypeReg {
+			list.Entries = append(list.Entries, entry)
 			return nil
 		}
 		f, err := root.Open(p)
@@ -64,16 +77,34 @@ func WriteBundle(w io.Writer, dir string) (string, error) {
 			return err
 		}
 		defer f.Close()
-		_, err = io.Copy(tw, f)
-		return err
+		fh := sha256.New()
+		if _, err := io.Copy(io.MultiWriter(tw, fh), f); err != nil {
+			return err
+		}
+		entry.SHA256 = hex.EncodeToString(fh.Sum(nil))
+		list.Entries = append(list.Entries, entry)
+		return nil
 	})
 	if err != nil {
-		return "", err
+		return "", list, err
 	}
 	if err := tw.Close(); err != nil {
-		return "", err
+		return "", list, err
 	}
-	return hex.EncodeToString(h.Sum(nil)), nil
+	list.Bundle = hex.EncodeToString(h.Sum(nil))
+	return list.Bundle, list, nil
+}
+
+// countingWriter counts the bytes written through it.
+type countingWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
 }
 
 // ExtractBundle writes the bundle read from r into dir (empty), holding it to the rules of a fetched tree: safe

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
 )
@@ -45,25 +46,33 @@ func selectTree(c *object.Commit, subdir string) (*object.Tree, error) {
 // written earlier can make a later write land outside the directory.
 type treeWriter struct {
 	root  *os.Root
+	dir   string
 	b     *treeBudget
 	links []string // relative names of the symbolic links written, checked once the whole tree is there
+	// reuse names a file of an earlier tree by its blob (blobs.go): such a file is linked, not read from the pack
+	// again. blobs records every file written, for the next tree.
+	reuse map[plumbing.Hash]string
+	blobs []treeBlob
 }
 
 // writeTree writes tree into dir (which must exist and be empty) and checks the result. It fails on a
 // submodule, an LFS pointer, an unsafe name, a link that leaves dir or points nowhere, or a tree past lim: bytes,
 // entries or depth, each charged before the entry is created (so a large file is refused before its bytes hit
 // the disk, and a tree bomb after MaxEntries entries, not 10^9).
-func writeTree(tree *object.Tree, dir string, lim Limits) error {
+//
+// A file whose blob reuse names (a file of the tree before, blobs.go) is hard-linked rather than read; the files
+// written are returned by blob for the next tree.
+func writeTree(tree *object.Tree, dir string, lim Limits, reuse map[plumbing.Hash]string) ([]treeBlob, error) {
 	root, err := os.OpenRoot(dir)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer root.Close()
-	w := &treeWriter{root: root, b: newTreeBudget(lim, "the served tree")}
+	w := &treeWriter{root: root, dir: dir, b: newTreeBudget(lim, "the served tree"), reuse: reuse}
 	if err := w.write(tree, ""); err != nil {
-		return err
+		return nil, err
 	}
-	return checkLinks(dir, w.links)
+	return w.blobs, checkLinks(dir, w.links)
 }
 
 func (w *treeWriter) write(tree *object.Tree, rel string) error {
@@ -146,6 +155,12 @@ func (w *treeWriter) file(tree *object.Tree, e object.TreeEntry, name string) er
 	}
 	if err := w.b.entry(name, f.Size); err != nil {
 		return err
+	}
+	w.blobs = append(w.blobs, treeBlob{hash: e.Hash, name: name})
+	// The parents of name are directories this writer made (a Git tree has no entry under a link), so the link
+	// lands inside dir. A blob the tree before held passed the LFS check there.
+	if src := w.reuse[e.Hash]; src != "" && linkSame(src, filepath.Join(w.dir, filepath.FromSlash(name)), f.Size) {
+		return nil
 	}
 	r, err := f.Reader()
 	if err != nil {

@@ -62,6 +62,8 @@ type Revision struct {
 //
 //	Dir/<commit>/       a commit's served tree (Source.Path of it), never modified once published
 //	Dir/current         symbolic link to <commit>: what is served
+//	Dir/<commit>.files  the tree's file list (FileList), when its installer keeps one: removed with the tree
+//	Dir/<commit>.blobs  the Git blob of each of its files, when Sync wrote it (blobs.go): removed with the tree
 //	Dir/.stage-*        a tree being written (removed on failure)
 //	Dir/.objects-*      the scratch object store of a fetch (always removed)
 //
@@ -78,9 +80,18 @@ type Store struct {
 	// Retain, when set, names more trees that pruning keeps: a pod's puller keeps the trees of the fetcher's
 	// deploy history (docs/design/deploys.md), so a rollback is a flip to a tree already on disk (Activate).
 	Retain func() []string
+	// LinkFrom, when set, is another Store on the same file system whose current tree's files a Sync links when
+	// the new tree has them (blobs.go), beside this Store's own current tree: a preview's Store names production's.
+	LinkFrom *Store
 	// beforeSwap, in tests only, runs when the new tree is complete and not yet published.
 	beforeSwap func(tree string)
 }
+
+// FileListPath is where the file list of the tree name is kept (a pod's puller writes it after the install, so
+// that the next install links this tree's files rather than download them: BuildTree).
+func (s *Store) FileListPath(name string) string { return filepath.Join(s.Dir, name+fileListSuffix) }
+
+const fileListSuffix = ".files"
 
 // Served returns the path to give the server as its root.
 func (s *Store) Served() string { return filepath.Join(s.Dir, CurrentLink) }
@@ -135,10 +146,16 @@ func (s *Store) SyncTo(ctx context.Context, src Source, target Target) (Revision
 	if err != nil {
 		return Revision{}, false, err
 	}
-	err = s.Install(rev.Commit, func(dir string) error { return writeTree(tree, dir, src.Limits()) })
+	reuse := s.reusable()
+	var blobs []treeBlob
+	err = s.Install(rev.Commit, func(dir string) error {
+		blobs, err = writeTree(tree, dir, src.Limits(), reuse)
+		return err
+	})
 	if err != nil {
 		return Revision{}, false, err
 	}
+	s.writeBlobs(rev.Commit, blobs)
 	return rev, true, nil
 }
 
@@ -272,13 +289,16 @@ func (s *Store) prune(keep ...string) error {
 	var errs []error
 	for _, e := range entries {
 		name := e.Name()
+		if tree, _, ok := strings.Cut(name, "."); ok && TreeName(tree) {
+			name = tree // a tree's lists (.files, .blobs) go with it
+		}
 		if name == CurrentLink || slices.Contains(keep, name) {
 			continue
 		}
 		if !TreeName(name) && !strings.HasPrefix(name, ".") {
 			continue // not ours
 		}
-		if err := os.RemoveAll(filepath.Join(s.Dir, name)); err != nil {
+		if err := os.RemoveAll(filepath.Join(s.Dir, e.Name())); err != nil {
 			errs = append(errs, err)
 		}
 	}

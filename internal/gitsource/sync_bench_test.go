@@ -1,6 +1,9 @@
 package gitsource
 
 import (
+	"fmt"
+	"os"
+	"path/filepath"
 	"testing"
 
 	gts "hyperstatic.dev/hyperstatic/internal/gittestserver"
@@ -24,5 +27,42 @@ func BenchmarkSyncDocsSizedCommit(b *testing.B) {
 		if _, _, err := s.Sync(b.Context(), src); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkSyncOnePagePush times a Sync of a one-page change of the docs-sized tree on top of the tree before:
+// "link" links the unchanged files from it (blobs.go), "write" (its blob list removed first) writes every file
+// out of the pack as before. The fetch itself (the whole depth-1 pack, from the in-process test server) is in
+// both.
+//
+//	go test -run '^$' -bench SyncOnePagePush -benchtime 3x ./internal/gitsource
+func BenchmarkSyncOnePagePush(b *testing.B) {
+	srv, base := gts.Start(b, "", "", "")
+	r := srv.NewRepo(b, base, "docs.git", nil)
+	tree := gts.DocsSizedTree()
+	head := r.Commit("docs", tree)
+	r.Push("refs/heads/main", head, false)
+	src := Source{URL: r.URL, Ref: "main"}
+	for _, mode := range []string{"link", "write"} {
+		b.Run(mode, func(b *testing.B) {
+			s := &Store{Dir: b.TempDir()}
+			if _, _, err := s.Sync(b.Context(), src); err != nil {
+				b.Fatal(err)
+			}
+			b.ResetTimer()
+			for i := range b.N {
+				b.StopTimer()
+				tree["index.html"] = gts.Regular(fmt.Sprintf("%s %d", mode, i))
+				head = r.Commit(mode, tree, head)
+				r.Push("refs/heads/main", head, false)
+				if cur, _ := s.Current(); mode == "write" {
+					_ = os.Remove(filepath.Join(s.Dir, cur+blobsSuffix))
+				}
+				b.StartTimer()
+				if _, _, err := s.Sync(b.Context(), src); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }

@@ -92,7 +92,7 @@ func TestTreeBombWritesNoMoreThanTheLimit(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	err = writeTree(tree, dir, Limits{MaxEntries: maxEntries})
+	_, err = writeTree(tree, dir, Limits{MaxEntries: maxEntries}, nil)
 	if ReasonOf(err) != TooLarge {
 		t.Fatalf("writing the bomb: %v, want TooLarge", err)
 	}
