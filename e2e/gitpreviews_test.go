@@ -205,17 +205,24 @@ func podMemory(t *testing.T, pod *corev1.Pod) string {
 // moves refs/pull/<number>/head as GitHub does) and delivers the request's GitHub event to www's fetcher.
 func (sc *gitScenario) pull(t *testing.T, action gittestserver.Action, number int, head plumbing.Hash, branch string) {
 	t.Helper()
+	deliverPull(t, sc.srv, sc.repo.name, sc.hook, action, number, head, branch)
+}
+
+// deliverPull moves repo's refs/pull/<number>/head on the Git server (its /-/pulls) and delivers the pull request
+// event to the site's fetcher through hook, signed with the hook's secret.
+func deliverPull(t *testing.T, srv *gitServer, repo string, hook *webhook, action gittestserver.Action, number int, head plumbing.Hash, branch string) {
+	t.Helper()
 	pool := x509.NewCertPool()
-	pool.AppendCertsFromPEM(sc.srv.caPEM)
+	pool.AppendCertsFromPEM(srv.caPEM)
 	c := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}}
-	form := url.Values{"repo": {sc.repo.name}, "forge": {string(gitwebhook.GitHub)}, "number": {strconv.Itoa(number)},
+	form := url.Values{"repo": {repo}, "forge": {string(gitwebhook.GitHub)}, "number": {strconv.Itoa(number)},
 		"action": {string(action)}, "head": {head.String()}, "branch": {branch}}
-	req, err := http.NewRequest(http.MethodPost, fmt.Sprintf("https://localhost:%d/-/pulls", sc.srv.https.localPort), strings.NewReader(form.Encode()))
+	req, err := http.NewRequest(http.MethodPost, fmt.Sprintf("https://localhost:%d/-/pulls", srv.https.localPort), strings.NewReader(form.Encode()))
 	if err != nil {
 		t.Fatal(err)
 	}
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	req.SetBasicAuth(gitUsername, sc.srv.password)
+	req.SetBasicAuth(gitUsername, srv.password)
 	resp, err := c.Do(req)
 	if err != nil {
 		t.Fatalf("/-/pulls: %v", err)
@@ -226,12 +233,12 @@ func (sc *gitScenario) pull(t *testing.T, action gittestserver.Action, number in
 		t.Fatalf("/-/pulls %s #%d: %d %s", action, number, resp.StatusCode, body)
 	}
 	ev := gittestserver.PullEvent{Forge: gitwebhook.GitHub, Action: action, Number: number, Head: head, Branch: branch,
-		RepoURL: httpsURL(sc.repo.name)}
+		RepoURL: httpsURL(repo)}
 	var status int
-	err = withForward(t, sc.hook.pf, func(ctx context.Context) error {
+	err = withForward(t, hook.pf, func(ctx context.Context) error {
 		var err error
 		status, err = ev.Deliver(ctx, &http.Client{Timeout: 10 * time.Second},
-			gittestserver.Hook{URL: "http://" + sc.hook.pf.addr() + "/hooks", Secret: sc.token})
+			gittestserver.Hook{URL: "http://" + hook.pf.addr() + "/hooks", Secret: hook.secret})
 		return err
 	})
 	if err != nil || status/100 != 2 {
