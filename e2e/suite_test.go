@@ -159,7 +159,9 @@ func TestE2E(t *testing.T) {
 		{name: "15-site-on-every-family", run: testSiteOnEveryFamilyOfCluster, requests: 200},
 		{name: "16-spread-over-workers", run: testSpreadOverWorkers, requests: 450},
 
-		{name: "14-content-from-git", run: testContentFromGit, requests: 900, load: 15},
+		// At its peak, 14g's previews rollout: the docs' 2 pods of 250m with their 100m pullers, the surge pod and its
+		// puller (350m), the fetcher's 100m and the Git server's.
+		{name: "14-content-from-git", run: testContentFromGit, requests: 1250, load: 15},
 		// 200 pool sites created at once. It ran alone: beside the others, their passes and events held other
 		// scenarios' (12's route change, 14's Warning event, 2026-12-02). Now the site queue serves namespaces in
 		// turn (internal/fairqueue) and each namespace's events have their own lane (internal/eventlanes): in
