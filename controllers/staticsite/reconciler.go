@@ -9,7 +9,6 @@ package staticsite
 import (
 	"context"
 	"errors"
-	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -121,16 +120,16 @@ func (r *Reconciler) stepsFor(o *observation) []step {
 func (r *Reconciler) retryStalled(o *observation, status v1alpha1.StaticSiteStatus) {
 	key := o.site.Namespace + "/" + o.site.Name
 	if meta.IsStatusConditionTrue(status.Conditions, v1alpha1.ConditionStalled) {
-		o.requeue(r.stalledBudget(o.tun.stalledRetry).Stuck(key))
+		o.requeue(r.stalledBudget().Stuck(key))
 		return
 	}
-	r.stalledBudget(o.tun.stalledRetry).Unstuck(key)
+	r.stalledBudget().Unstuck(key)
 }
 
-// stalledBudget is the Stalled sites' retry budget, made on first use.
-func (r *Reconciler) stalledBudget(minimum time.Duration) *retrybudget.Budget {
+// stalledBudget is the Stalled sites' retry budget, made on first use from the Reconciler's settings.
+func (r *Reconciler) stalledBudget() *retrybudget.Budget {
 	r.stalledOnce.Do(func() {
-		r.stalled = &retrybudget.Budget{Min: minimum,
+		r.stalled = &retrybudget.Budget{Min: r.tunables().stalledRetry,
 			PerSecond: reconcile.OrDefault(r.StalledRetriesPerSecond, DefaultStalledRetriesPerSecond)}
 	})
 	return r.stalled

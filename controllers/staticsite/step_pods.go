@@ -211,7 +211,7 @@ func (r *Reconciler) forgetSite(site types.NamespacedName) {
 		r.gitWatch.Forget(site)
 	}
 	r.pins.Forget(site)
-	r.stalledBudget(r.tunables().stalledRetry).Unstuck(site.Namespace + "/" + site.Name)
+	r.stalledBudget().Unstuck(site.Namespace + "/" + site.Name)
 	r.contentMu.Lock()
 	delete(r.contentKnown, site)
 	delete(r.servedKnown, site)
