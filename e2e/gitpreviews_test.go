@@ -89,18 +89,7 @@ func (sc *gitScenario) previews(t *testing.T) {
 	pp.requireServeAs(t, prodHost, production...)
 
 	sc.pull(t, gittestserver.Closed, 1, commit, "feature")
-	eventually(t, time.Minute, "the closed request's preview gone", func(ctx context.Context) (bool, string, error) {
-		for _, p := range pods {
-			if code, _ := pp.getAs(ctx, p.Name, host, "/index.html"); code != http.StatusNotFound {
-				return false, fmt.Sprintf("pod %s: %d", p.Name, code), nil
-			}
-		}
-		s := &v1alpha1.StaticSite{}
-		if err := k8s.Get(ctx, types.NamespacedName{Namespace: sc.ns, Name: "www"}, s); err != nil {
-			return false, err.Error(), nil
-		}
-		return len(s.Status.Previews) == 0, fmt.Sprintf("status.previews %+v", s.Status.Previews), nil
-	})
+	waitPreviewsGone(t, pp, sc.ns, "www", []string{host}, "/index.html", time.Minute)
 	pp.requireServeAs(t, prodHost, production...)
 	t.Logf("closed: %s 404 on every pod, status.previews empty, production byte for byte %.1f s after the push", host, time.Since(start).Seconds())
 

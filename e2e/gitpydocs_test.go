@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"os"
 	"sort"
 	"strings"
 	"testing"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/andybalholm/brotli"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"hyperstatic.dev/hyperstatic/api/v1alpha1"
@@ -108,13 +110,15 @@ const gitPydocsPreviewGoal = 10 * time.Second
 // then a GitHub pull request changing one page: pushed, its event delivered, and the time until every pod serves
 // the page's new bytes under pr-1--pydocs.<domain> (MEASURED, goal gitPydocsPreviewGoal). The pods hold production's
 // tree, so a preview's tree links every file it shares with it and reads only the changed page (the fetcher's and
-// the pullers' file lists, docs/design/git-content.md). Production still serves the page's bytes of main.
+// the pullers' file lists, docs/design/git-content.md). Production still serves the page's bytes of main. Closed,
+// the preview answers 404 on every pod and leaves status.previews; with E2E_MANY_PREVIEWS=1, then
+// manyPydocsPreviews: 20 at once, every file of each checked, with the pods' memory.
 func pydocsPreview(t *testing.T, srv *gitServer, ns string, repo *gitRepo, hook *webhook, page siteFile) {
 	t.Helper()
 	ctx := ctxFor(t, 5*time.Minute)
 	site := getSite(t, ns, "pydocs")
 	orig := site.DeepCopy()
-	site.Spec.Previews = &v1alpha1.PreviewsSpec{Domain: gitPydocsPreviewsDomain, PullRequests: true}
+	site.Spec.Previews = &v1alpha1.PreviewsSpec{Domain: gitPydocsPreviewsDomain, PullRequests: true, Max: ptr.To[int32](gitManyPreviews)}
 	if err := k8s.Patch(ctx, site, client.MergeFrom(orig)); err != nil {
 		t.Fatalf("patch spec.previews: %v", err)
 	}
@@ -141,6 +145,16 @@ func pydocsPreview(t *testing.T, srv *gitServer, ns string, repo *gitRepo, hook 
 		t.Errorf("pull request -> preview served by every pod took %s, want at most %s", served.Round(100*time.Millisecond), gitPydocsBound)
 	}
 	pp.requireServeAs(t, prodHost, page)
+
+	closed := time.Now()
+	deliverPull(t, srv, repo.name, hook, gittestserver.Closed, 1, commit, "feature")
+	waitPreviewsGone(t, pp, ns, "pydocs", []string{host}, page.path, time.Minute)
+	pp.requireServeAs(t, prodHost, page)
+	t.Logf("closed: %s 404 on every pod, status.previews empty %.1f s after the close", host, time.Since(closed).Seconds())
+
+	if os.Getenv("E2E_MANY_PREVIEWS") == "1" {
+		manyPydocsPreviews(t, srv, ns, repo, hook, pp, page)
+	}
 }
 
 // smallestPage is the smallest HTML file of at least 1 KiB (the encoder's threshold).

@@ -15,12 +15,15 @@
 // prior knowledge (h2c), so a server that does not speak HTTP/2 there fails the fetch instead of answering over
 // HTTP/1.1. Every result reports the protocol of the response (Go's Response.Proto: "HTTP/1.1", "HTTP/2.0").
 //
+// With -tree it checks a whole tree under each base and prints one result per base (tree.go).
+//
 // With -host it sends that Host header instead of the URL's (a request to an ingress controller's Service for one
 // of the names it routes); -want-status polls the (single) URL until the server answers with that status (a route
 // that must go away answering 404).
 //
 //	fetch [-body] [-accept-encoding br] [-ca-pem PEM] [-http2] [-host NAME]
 //	      [-want-sha256 HEX | -want-serial HEX | -want-status CODE] [-poll 150s] URL...
+//	fetch -tree LINES BASE...
 package main
 
 import (
@@ -80,10 +83,14 @@ func main() {
 	http2Only := flag.Bool("http2", false, "speak HTTP/2 only: h2 over TLS, h2c with prior knowledge to http URLs")
 	wantSerial := flag.String("want-serial", "", "poll the (single) URL, one new connection each time, until the server's certificate has this serial (hex)")
 	connect := flag.String("connect", "", "dial this host:port for every URL (TLS still verifies the URL's host), like curl's --connect-to: a site's hostname without DNS for it")
+	treeLines := flag.String("tree", "", "check this whole tree (lines \"SHA256 SIZE PATH\") under each base argument (tree.go)")
 	flag.Parse()
 
 	out := json.NewEncoder(os.Stdout)
 	_ = out.Encode(Affinity{CPUsAllowedList: cpusAllowed()})
+	if *treeLines != "" {
+		os.Exit(runTree(out, *treeLines, flag.Args()))
+	}
 
 	// No Accept-Encoding (DisableCompression): the server must send the identity bytes we compare with the files.
 	transport := &http.Transport{DisableCompression: true, MaxIdleConnsPerHost: 4}
