@@ -145,6 +145,16 @@ func TestPreviewFetchBuildsOnProductions(t *testing.T) {
 	wantTree(t, served(t, preview), pr)
 	wantTree(t, served(t, prod), files)
 
+	// A branch at production's very commit: the store holds it, nothing new is sent.
+	k.repo.Push("refs/heads/same", c1, false)
+	same := &Store{Dir: filepath.Join(t.TempDir(), "previews", "same"), LinkFrom: prod, Objects: prod.Objects}
+	before = k.srv.Uploads()
+	mustSync(t, same, Source{URL: k.repo.URL, Ref: "same"})
+	if got := k.srv.Uploads().Sub(before); got.Objects != 0 {
+		t.Fatalf("a preview of production's commit was sent %d objects, want none", got.Objects)
+	}
+	wantTree(t, served(t, same), files)
+
 	files = with(files, map[string]gts.File{"index.html": gts.Regular("v2:index")})
 	k.push(files)
 	if got := k.sync(prod, files); got.Objects != 3 {
