@@ -123,7 +123,9 @@ func fetch(ctx context.Context, args []string) error {
 	if _, err := src.WithSecret(nil); err != nil {
 		return err // not a Git URL: no attempt could ever work
 	}
-	store := &gitsource.Store{Dir: filepath.Join(*dir, "trees")}
+	// The Git object store is kept between fetches (DIR/objects), so a push fetches what changed; the previews'
+	// Stores share it (gitsource.Objects).
+	store := &gitsource.Store{Dir: filepath.Join(*dir, "trees"), Objects: &gitsource.Objects{Dir: filepath.Join(*dir, "objects")}}
 	if *check != "" {
 		store.Check = contentagent.ServerCheck(*check, *checkTimeout, *maxEntries, *maxDepth)
 	}

@@ -64,8 +64,9 @@ func startFetcher(t testing.TB, src gitsource.Source, check func(string) error, 
 	t.Helper()
 	rf := &runningFetcher{ticks: make(chan time.Time), gaps: make(chan time.Time), timeouts: make(chan time.Time), events: make(chan syncEvent, 100)}
 	rf.f = &contentagent.Fetcher{
-		Source:        src,
-		Store:         &gitsource.Store{Dir: filepath.Join(dir, "trees"), Check: check},
+		Source: src,
+		Store: &gitsource.Store{Dir: filepath.Join(dir, "trees"), Check: check,
+			Objects: &gitsource.Objects{Dir: filepath.Join(dir, "objects")}},
 		BundleDir:     filepath.Join(dir, "bundles"),
 		Interval:      interval,
 		WebhookSecret: secret,

@@ -196,8 +196,10 @@ func (f *Fetcher) syncPreview(ctx context.Context, src gitsource.Source, c previ
 		return p // published, or refused at this commit already: nothing to do until the ref moves
 	}
 	// LinkFrom: a preview's tree is mostly production's; those files are linked, not written again (a link to a
-	// tree production prunes meanwhile fails, and the file is written).
-	store := &gitsource.Store{Dir: filepath.Join(f.PreviewDir, c.Name), Check: f.Store.Check, LinkFrom: f.Store}
+	// tree production prunes meanwhile fails, and the file is written). Objects: production's kept Git objects, so
+	// the fetch transfers what the preview changed.
+	store := &gitsource.Store{Dir: filepath.Join(f.PreviewDir, c.Name), Check: f.Store.Check, LinkFrom: f.Store,
+		Objects: f.Store.Objects}
 	src.Ref = c.Ref
 	rev, _, err := store.SyncTo(ctx, src, gitsource.Target{Ref: c.Ref, Commit: plumbing.NewHash(c.Commit)})
 	var digest, files string

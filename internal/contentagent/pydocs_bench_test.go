@@ -78,7 +78,8 @@ func (n noFileLists) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // the fetcher's part (resolve, depth-1 fetch from the in-process test Git server, write, check, bundle), pull the
 // puller's from the fetcher's publish to the pod serving the commit, pull-cpu the process's CPU time in that
 // window (the puller's alone: the fetcher waits) — a pod's puller has 100m, so its wall time there is about ten
-// times pull-cpu. read-bytes is what the puller read from the fetcher. "whole-bundle" hides the file lists.
+// times pull-cpu. read-bytes is what the puller read from the fetcher, git-bytes what the Git server sent the
+// fetcher. "whole-bundle" hides the file lists.
 //
 //	HYPERSTATIC_SERVER_BIN=... go test -run '^$' -bench PydocsOnePagePush -benchtime 5x ./internal/contentagent
 func BenchmarkPydocsOnePagePush(b *testing.B) {
@@ -107,17 +108,18 @@ func BenchmarkPydocsOnePagePush(b *testing.B) {
 			pod.waitCommit(b, rev.Commit)
 			proxy.take()
 			var fetch, pull, pullCPU time.Duration
-			var read int64
+			var read, gitBytes int64
 			b.ResetTimer()
 			for i := range b.N {
 				tree[page] = gts.Regular(tree[page].Data + fmt.Sprintf("<!-- %s %d -->\n", mode, i))
 				head = repo.Commit(fmt.Sprintf("%s %d", mode, i), tree, head)
 				repo.Push("refs/heads/main", head, false)
-				start := time.Now()
+				start, sent := time.Now(), srv.Uploads()
 				fetcher.ticks <- start
 				if e := fetcher.nextSync(b); e.rev.Commit != head.String() {
 					b.Fatalf("fetched %+v, want %s", e.rev, head)
 				}
+				gitBytes += srv.Uploads().Sub(sent).Bytes
 				published, cpu0 := time.Now(), cpuTime()
 				pod.waitCommit(b, head.String())
 				pull += time.Since(published)
@@ -132,6 +134,7 @@ func BenchmarkPydocsOnePagePush(b *testing.B) {
 			b.ReportMetric(per(pull), "pull-ms/op")
 			b.ReportMetric(per(pullCPU), "pull-cpu-ms/op")
 			b.ReportMetric(float64(read)/float64(b.N), "read-bytes/op")
+			b.ReportMetric(float64(gitBytes)/float64(b.N), "git-bytes/op")
 		})
 	}
 }

@@ -13,6 +13,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"hyperstatic.dev/hyperstatic/internal/countio"
 )
 
 // A bundle is a served tree as a tar stream, addressed by the SHA-256 of its bytes: the fetcher writes one per
@@ -31,7 +33,7 @@ func WriteBundle(w io.Writer, dir string) (string, error) {
 // are read once for both.
 func WriteBundleFiles(w io.Writer, dir string) (string, FileList, error) {
 	h := sha256.New()
-	out := &countingWriter{w: io.MultiWriter(w, h)}
+	out := &countio.Writer{W: io.MultiWriter(w, h)}
 	tw := tar.NewWriter(out)
 	list := FileList{}
 	root, err := os.OpenRoot(dir)
@@ -67,7 +69,7 @@ func WriteBundleFiles(w io.Writer, dir string) (string, FileList, error) {
 			return err
 		}
 		// tar.Writer writes a header at once, so the count is where the file's bytes start.
-		entry := FileEntry{Name: p, Type: fileTypeOf(hdr.Typeflag), Size: hdr.Size, Link: hdr.Linkname, Offset: out.n}
+		entry := FileEntry{Name: p, Type: fileTypeOf(hdr.Typeflag), Size: hdr.Size, Link: hdr.Linkname, Offset: out.N}
 		if hdr.Typeflag != tar.TypeReg {
 			list.Entries = append(list.Entries, entry)
 			return nil
@@ -93,18 +95,6 @@ func WriteBundleFiles(w io.Writer, dir string) (string, FileList, error) {
 	}
 	list.Bundle = hex.EncodeToString(h.Sum(nil))
 	return list.Bundle, list, nil
-}
-
-// countingWriter counts the bytes written through it.
-type countingWriter struct {
-	w io.Writer
-	n int64
-}
-
-func (c *countingWriter) Write(p []byte) (int, error) {
-	n, err := c.w.Write(p)
-	c.n += int64(n)
-	return n, err
 }
 
 // ExtractBundle writes the bundle read from r into dir (empty), holding it to the rules of a fetched tree: safe

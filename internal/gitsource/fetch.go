@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/go-git/go-billy/v5/osfs"
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/config"
 	"github.com/go-git/go-git/v5/plumbing"
@@ -20,7 +19,7 @@ import (
 	"golang.org/x/crypto/ssh/knownhosts"
 )
 
-// fetchedRef is where a fetch puts the wanted commit in the scratch object store.
+// fetchedRef is where a fetch puts the wanted commit in the object store.
 const fetchedRef = "refs/hyperstatic/fetched"
 
 // objectCacheSize bounds go-git's cache of decoded objects. Its default, 96 MiB, filled with the blobs of a
@@ -125,35 +124,30 @@ func commitHash(ref string) (plumbing.Hash, bool) {
 	return plumbing.NewHash(ref), true
 }
 
-// fetchCommit fetches target's commit at depth 1 into a scratch object store in dir (deleted by the caller) and
-// returns the commit. A branch or tag is fetched by name, so the commit is whatever the ref points at when the
-// server answers (a push after Resolve is taken, not refused); a commit is fetched by hash.
-func fetchCommit(ctx context.Context, src Source, target Target, dir string) (*object.Commit, error) {
-	b := &budget{max: src.maxBytes()}
-	st := filesystem.NewStorage(limitFS{Filesystem: osfs.New(dir, osfs.WithBoundOS()), b: b}, cache.NewObjectLRU(objectCacheSize))
-	repo, err := git.Init(st, nil)
-	if err != nil {
-		return nil, fmt.Errorf("creating the scratch object store: %w", err)
-	}
-	rem, err := repo.CreateRemote(&config.RemoteConfig{Name: "origin", URLs: []string{src.URL}})
-	if err != nil {
+// fetchCommit fetches target's commit at depth (1, or 2 into a kept store: objects.go) into st, whose writes b
+// counts, and returns the commit. A branch or tag is fetched by name, so the commit is whatever the ref points at
+// when the server answers (a push after Resolve is taken, not refused); a commit is fetched by hash. go-git sends
+// a have for each ref st holds (the commits Objects keeps) and a shallow line for each shallow commit.
+func fetchCommit(ctx context.Context, src Source, target Target, st *filesystem.Storage, b *budget, depth int) (*object.Commit, error) {
+	cfg := &config.RemoteConfig{Name: "origin", URLs: []string{src.URL}}
+	if err := cfg.Validate(); err != nil {
 		return nil, newError(InvalidSource, err, "url %q", redact(src.URL))
 	}
 	want := target.Ref
 	if want == "" {
 		want = target.Commit.String()
 	}
-	err = rem.FetchContext(ctx, &git.FetchOptions{
-		Auth: src.Auth, CABundle: src.CABundle, Depth: 1, Tags: git.NoTags,
+	err := git.NewRemote(st, cfg).FetchContext(ctx, &git.FetchOptions{
+		Auth: src.Auth, CABundle: src.CABundle, Depth: depth, Tags: git.NoTags,
 		RefSpecs: []config.RefSpec{config.RefSpec("+" + want + ":" + fetchedRef)},
 	})
 	if b.tripped.Load() {
 		return nil, newError(TooLarge, nil, "the fetch of %s passed the size limit of %d bytes", want, b.max)
 	}
-	if err != nil {
+	if err != nil && !errors.Is(err, git.NoErrAlreadyUpToDate) { // up to date: the store held the commit already
 		return nil, classify(err, src, "fetching %s from %s", want, redact(src.URL))
 	}
-	ref, err := repo.Reference(fetchedRef, true)
+	ref, err := st.Reference(fetchedRef)
 	if err != nil {
 		return nil, fmt.Errorf("the fetch stored no %s: %w", fetchedRef, err)
 	}

@@ -11,6 +11,8 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+
+	"hyperstatic.dev/hyperstatic/internal/countio"
 )
 
 // A bundle's file list names every entry of the bundle in its order, each file with the SHA-256 of its bytes and
@@ -162,13 +164,13 @@ func readFile(root *os.Root, e FileEntry, read func(FileEntry) (io.ReadCloser, e
 	}
 	defer r.Close()
 	h := sha256.New()
-	n := &countingWriter{w: h}
+	n := &countio.Writer{W: h}
 	err := writeFile(root, e.Name, io.TeeReader(io.LimitReader(r, e.Size), n))
 	if err != nil {
 		return err
 	}
-	if n.n != e.Size {
-		return newError(InvalidContent, nil, "%s: %d bytes read, want %d", e.Name, n.n, e.Size)
+	if n.N != e.Size {
+		return newError(InvalidContent, nil, "%s: %d bytes read, want %d", e.Name, n.N, e.Size)
 	}
 	if got := hex.EncodeToString(h.Sum(nil)); got != e.SHA256 {
 		return newError(InvalidContent, nil, "%s: SHA-256 %s, want %s", e.Name, got, e.SHA256)

@@ -65,7 +65,7 @@ type Revision struct {
 //	Dir/<commit>.files  the tree's file list (FileList), when its installer keeps one: removed with the tree
 //	Dir/<commit>.blobs  the Git blob of each of its files, when Sync wrote it (blobs.go): removed with the tree
 //	Dir/.stage-*        a tree being written (removed on failure)
-//	Dir/.objects-*      the scratch object store of a fetch (always removed)
+//	Dir/.objects-*      the scratch object store of a fetch without Objects (always removed)
 //
 // One Store per Source: a tree is named after its commit alone, so a changed Path needs a new Store (Dir).
 // A Store is not safe for concurrent Syncs; one goroutine per site owns it.
@@ -83,6 +83,10 @@ type Store struct {
 	// LinkFrom, when set, is another Store on the same file system whose current tree's files a Sync links when
 	// the new tree has them (blobs.go), beside this Store's own current tree: a preview's Store names production's.
 	LinkFrom *Store
+	// Objects, when set, is the Git object store a Sync fetches into and keeps for the next, so that a fetch
+	// transfers only what the commits it holds do not reach (objects.go): a preview's Store shares production's.
+	// nil: each Sync fetches into a scratch store of its own, deleted after.
+	Objects *Objects
 	// beforeSwap, in tests only, runs when the new tree is complete and not yet published.
 	beforeSwap func(tree string)
 }
@@ -129,34 +133,56 @@ func (s *Store) SyncTo(ctx context.Context, src Source, target Target) (Revision
 		// The commit time is in the tree's name only; an unchanged Sync does not fetch to learn it again.
 		return Revision{Commit: cur, Ref: target.Ref}, false, nil
 	}
-	objects, err := os.MkdirTemp(s.Dir, ".objects-")
-	if err != nil {
-		return Revision{}, false, err
+	objects := s.Objects
+	if objects == nil {
+		scratch, err := os.MkdirTemp(s.Dir, ".objects-")
+		if err != nil {
+			return Revision{}, false, err
+		}
+		defer os.RemoveAll(scratch)
+		objects = &Objects{Dir: scratch}
 	}
-	defer os.RemoveAll(objects)
-	commit, err := fetchCommit(ctx, src, target, objects)
-	if err != nil {
-		return Revision{}, false, err
+	rev, changed, incremental, err := s.syncFrom(ctx, objects, src, target, cur, false)
+	if err != nil && incremental && ReasonOf(err) == "" && ctx.Err() == nil {
+		// The kept store answered, but the tree could not be read out of it (an object lost or damaged on disk
+		// since its fetch; every failure of the content rules, the limits and the check has a Reason): once
+		// more from a fresh store.
+		rev, changed, _, err = s.syncFrom(ctx, objects, src, target, cur, true)
 	}
-	rev := Revision{Commit: commit.Hash.String(), Time: commit.Committer.When, Ref: target.Ref}
+	return rev, changed, err
+}
+
+// syncFrom fetches target into objects (a fresh store when fresh) and installs its tree unless it is cur.
+// incremental says the commit came into a kept store.
+func (s *Store) syncFrom(ctx context.Context, objects *Objects, src Source, target Target, cur string, fresh bool) (
+	rev Revision, changed, incremental bool, err error) {
+	f, err := objects.fetch(ctx, src, target, fresh)
+	if err != nil {
+		return Revision{}, false, false, err
+	}
+	defer f.release()
+	rev = Revision{Commit: f.commit.Hash.String(), Time: f.commit.Committer.When, Ref: target.Ref}
 	if rev.Commit == cur { // the ref moved back between Resolve and the fetch
-		return rev, false, nil
+		return rev, false, f.incremental, nil
 	}
-	tree, err := selectTree(commit, src.Path)
+	tree, err := selectTree(f.commit, src.Path)
 	if err != nil {
-		return Revision{}, false, err
+		return Revision{}, false, f.incremental, err
 	}
 	reuse := s.reusable()
 	var blobs []treeBlob
 	err = s.Install(rev.Commit, func(dir string) error {
+		// Once the tree is written the store is not read again: the next fetch (a preview's) may start while
+		// this one's check runs.
+		defer f.release()
 		blobs, err = writeTree(tree, dir, src.Limits(), reuse)
 		return err
 	})
 	if err != nil {
-		return Revision{}, false, err
+		return Revision{}, false, f.incremental, err
 	}
 	s.writeBlobs(rev.Commit, blobs)
-	return rev, true, nil
+	return rev, true, f.incremental, nil
 }
 
 // Install publishes a tree for commit that write puts into an empty directory: the Check runs on it, then it

@@ -45,10 +45,12 @@ func newRepo(t *testing.T) *gts.Repo {
 	return s.NewRepo(t, base, "site.git", nil)
 }
 
-// newStore is a Store in a fresh directory.
+// newStore is a Store in a fresh directory that keeps its object store beside it, as the fetcher's does: every
+// test of a Store also runs the incremental fetches (objects.go).
 func newStore(t *testing.T) *Store {
 	t.Helper()
-	return &Store{Dir: filepath.Join(t.TempDir(), "content")}
+	dir := t.TempDir()
+	return &Store{Dir: filepath.Join(dir, "content"), Objects: &Objects{Dir: filepath.Join(dir, "objects")}}
 }
 
 // servingV1 pushes site("v1") to refs/heads/<branch> of a fresh server and has a fresh Store serve it.

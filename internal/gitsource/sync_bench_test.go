@@ -32,8 +32,8 @@ func BenchmarkSyncDocsSizedCommit(b *testing.B) {
 
 // BenchmarkSyncOnePagePush times a Sync of a one-page change of the docs-sized tree on top of the tree before:
 // "link" links the unchanged files from it (blobs.go), "write" (its blob list removed first) writes every file
-// out of the pack as before. The fetch itself (the whole depth-1 pack, from the in-process test server) is in
-// both.
+// out of the pack as before. The Store keeps its object store (objects.go), as the fetcher's does, so the fetch
+// is of what changed; git-bytes and git-objects are what the in-process test server sent per push.
 //
 //	go test -run '^$' -bench SyncOnePagePush -benchtime 3x ./internal/gitsource
 func BenchmarkSyncOnePagePush(b *testing.B) {
@@ -45,10 +45,11 @@ func BenchmarkSyncOnePagePush(b *testing.B) {
 	src := Source{URL: r.URL, Ref: "main"}
 	for _, mode := range []string{"link", "write"} {
 		b.Run(mode, func(b *testing.B) {
-			s := &Store{Dir: b.TempDir()}
+			s := &Store{Dir: b.TempDir(), Objects: &Objects{Dir: b.TempDir()}}
 			if _, _, err := s.Sync(b.Context(), src); err != nil {
 				b.Fatal(err)
 			}
+			before := srv.Uploads()
 			b.ResetTimer()
 			for i := range b.N {
 				b.StopTimer()
@@ -63,6 +64,10 @@ func BenchmarkSyncOnePagePush(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
+			b.StopTimer()
+			sent := srv.Uploads().Sub(before)
+			b.ReportMetric(float64(sent.Bytes)/float64(b.N), "git-bytes/op")
+			b.ReportMetric(float64(sent.Objects)/float64(b.N), "git-objects/op")
 		})
 	}
 }

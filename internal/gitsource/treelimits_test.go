@@ -83,11 +83,12 @@ func TestTreeBombWritesNoMoreThanTheLimit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	commit, err := fetchCommit(t.Context(), src, target, t.TempDir())
+	f, err := (&Objects{Dir: t.TempDir()}).fetch(t.Context(), src, target, true)
 	if err != nil {
 		t.Fatal(err)
 	}
-	tree, err := selectTree(commit, "")
+	defer f.release()
+	tree, err := selectTree(f.commit, "")
 	if err != nil {
 		t.Fatal(err)
 	}

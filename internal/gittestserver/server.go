@@ -8,7 +8,9 @@
 // that asks for `--depth 1` or for an exact commit (what internal/gitsource does, and what GitHub, GitLab and
 // Gitea all allow) would then be tested against a server unlike any real one. This server answers both itself:
 // it sends only the commits within the asked depth (with the `shallow` lines) and accepts any commit reachable
-// from a ref (allow-reachable-sha1-in-want), answering `ERR ... not our ref` otherwise, as git does.
+// from a ref (allow-reachable-sha1-in-want), answering `ERR ... not our ref` otherwise, as git does. It honours
+// the client's haves, at a depth too, leaving out of the pack what they reach (negotiate.go), and counts what it
+// sends (Uploads).
 package gittestserver
 
 import (
@@ -44,8 +46,11 @@ type Server struct {
 
 	loader server.Loader
 	// mu serialises pushes against fetches: go-git's filesystem storage is not safe for a writer and readers at
-	// once, and a test server has no need for concurrent pushes.
-	mu sync.RWMutex
+	// once, and a test server has no need for concurrent pushes. It guards faults too.
+	mu     sync.RWMutex
+	faults Faults
+	// sent counts what upload-pack sent (Uploads).
+	sent uploadCounter
 }
 
 // New returns a server for the repositories under root; empty credentials mean no authentication.

@@ -136,8 +136,8 @@ func (s *Server) runGit(ch ssh.Channel, cmd string) uint32 {
 		}
 		return 0
 	}
-	// Stateful (protocol v0 over a connection): the shallow lines go out as soon as the wants are read, each
-	// flush of haves gets a NAK, and "done" gets the final NAK and the packfile.
+	// Stateful (protocol v0 over a connection): the shallow lines go out as soon as the wants are read, each have
+	// and flush is answered as it comes (negotiate.go), and "done" gets its answer and the packfile.
 	req := packp.NewUploadPackRequest()
 	if err := req.UploadRequest.Decode(in); err != nil {
 		fmt.Fprintf(ch.Stderr(), "fatal: decoding the upload request: %v\n", err)
@@ -153,10 +153,11 @@ func (s *Server) runGit(ch ssh.Channel, cmd string) uint32 {
 	if up.refuse(ch) || up.writeShallows(ch) != nil {
 		return 128
 	}
-	done, err := readHaves(pktline.NewScanner(in), req, func() error { return writeNAK(ch) })
+	n := up.negotiation()
+	done, err := readHaves(pktline.NewScanner(in), func(l haveLine) error { return n.answer(ch, l) })
 	if err != nil || !done {
 		return 128
 	}
-	up.writePack(ch)
+	up.writePack(ch, n)
 	return 0
 }

@@ -1,7 +1,6 @@
 package gittestserver
 
 import (
-	"bytes"
 	"fmt"
 	"io"
 	"net/http"
@@ -13,9 +12,10 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/plumbing/protocol/packp"
 	"github.com/go-git/go-git/v5/plumbing/protocol/packp/capability"
-	"github.com/go-git/go-git/v5/plumbing/revlist"
 	"github.com/go-git/go-git/v5/plumbing/storer"
 	"github.com/go-git/go-git/v5/plumbing/transport"
+
+	"hyperstatic.dev/hyperstatic/internal/countio"
 )
 
 // maxRequestBytes bounds an upload-pack request body (wants, haves, capabilities): far above any test's.
@@ -32,8 +32,8 @@ func advertiseShallowAndWants(c *capability.List) error {
 
 // uploadPack answers POST git-upload-pack (stateless: the whole negotiation state is in each request). Git
 // sends a depth fetch in two requests: wants + deepen + flush first, answered by the shallow lines only; then
-// the same with "done", answered by the shallow lines, a NAK and the packfile. go-git sends "done"
-// in its first request. This server never ACKs a have (it negotiates no common commits).
+// the same with its haves and "done", answered by the shallow lines, the ACK or NAK of the haves (negotiate.go)
+// and the packfile. go-git sends its haves and "done" in its first request.
 func (s *Server) uploadPack(w http.ResponseWriter, r *http.Request, ep *transport.Endpoint) {
 	body := io.LimitReader(r.Body, maxRequestBytes)
 	req := packp.NewUploadPackRequest()
@@ -41,8 +41,9 @@ func (s *Server) uploadPack(w http.ResponseWriter, r *http.Request, ep *transpor
 		http.Error(w, "decoding the upload request: "+err.Error(), http.StatusBadRequest)
 		return
 	}
-	flushes := 0
-	done, err := readHaves(pktline.NewScanner(body), req, func() error { flushes++; return nil })
+	// The haves are read whole before anything is answered, so a malformed request still gets its 400.
+	var lines []haveLine
+	done, err := readHaves(pktline.NewScanner(body), func(l haveLine) error { lines = append(lines, l); return nil })
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
@@ -59,42 +60,53 @@ func (s *Server) uploadPack(w http.ResponseWriter, r *http.Request, ep *transpor
 	if up.refuse(w) || up.writeShallows(w) != nil {
 		return
 	}
-	if !done {
-		// A round without "done": each block of haves gets a NAK (git's upload-pack answers the same), and a
-		// request that ended right after the wants (git's first round of a depth fetch) gets only the shallow
-		// lines above: git's client reads them, then sends the next request.
-		for range flushes {
-			_ = writeNAK(w)
+	// A request that ended right after the wants (git's first round of a depth fetch) gets only the shallow
+	// lines above: git's client reads them, then sends the next request.
+	n := up.negotiation()
+	for _, l := range lines {
+		if n.answer(w, l) != nil {
+			return
 		}
-		return
 	}
-	up.writePack(w)
+	if done {
+		up.writePack(w, n)
+	}
 }
 
 // upload is one upload-pack answer being written.
 type upload struct {
-	st       storer.Storer
-	req      *packp.UploadPackRequest
-	objs     []plumbing.Hash
+	st     storer.Storer
+	req    *packp.UploadPackRequest
+	faults Faults
+	sent   *uploadCounter
+	// shallows are, for a fetch with a depth, the deepest commits within it.
 	shallows []plumbing.Hash
 	err      string // a refusal for the client (an ERR line), or ""
 }
 
-// prepare opens the repository and works out the answer; an error means the repository could not be opened.
+// prepare opens the repository and works out what can be known before the haves: whether the wants may be
+// served, and the shallow lines. An error means the repository could not be opened. Call with s.mu held.
 func (s *Server) prepare(ep *transport.Endpoint, req *packp.UploadPackRequest) (*upload, error) {
 	st, err := s.loader.Load(ep)
 	if err != nil {
 		return nil, err
 	}
-	up := &upload{st: st, req: req}
+	up := &upload{st: st, req: req, faults: s.faults, sent: &s.sent}
 	if missing, err := firstUnreachable(st, req.Wants); err != nil {
 		up.err = "upload-pack: " + err.Error()
 	} else if !missing.IsZero() {
 		up.err = fmt.Sprintf("upload-pack: not our ref %s", missing)
-	} else if up.objs, up.shallows, err = objectsToSend(st, req); err != nil {
-		up.err = "upload-pack: " + err.Error()
+	} else if depth, ok := fetchDepth(req); ok {
+		if up.shallows, err = shallowsAt(st, req.Wants, depth); err != nil {
+			up.err = "upload-pack: " + err.Error()
+		}
 	}
 	return up, nil
+}
+
+// negotiation starts the answers to the client's haves.
+func (up *upload) negotiation() *negotiation {
+	return &negotiation{st: up.st, ignore: up.faults.IgnoreHaves}
 }
 
 // refuse writes the ERR line and reports true when the request cannot be served.
@@ -115,42 +127,22 @@ func (up *upload) writeShallows(w io.Writer) error {
 	return su.Encode(w)
 }
 
-// writePack writes the final NAK and streams the packfile.
-func (up *upload) writePack(w io.Writer) {
-	if writeNAK(w) != nil {
+// writePack answers "done" and streams the packfile of what the client lacks.
+func (up *upload) writePack(w io.Writer, n *negotiation) {
+	if n.done(w) != nil {
+		return
+	}
+	objs, err := up.objectsToSend(n.common)
+	if err != nil {
+		_ = (&pktline.ErrorLine{Text: "upload-pack: " + err.Error()}).Encode(w)
 		return
 	}
 	// Window 0: no delta search. A forge sends the deltas already in its stored packs; searching them here cost
 	// 86% of a 67 MB fetch's CPU (BenchmarkSyncDocsSizedCommit's profile), which would time this server, not the
 	// fetcher.
-	_, _ = packfile.NewEncoder(w, up.st, false).Encode(up.objs, 0)
-}
-
-func writeNAK(w io.Writer) error {
-	return pktline.NewEncoder(w).EncodeString("NAK\n")
-}
-
-// readHaves reads "have" lines up to "done" (true) or the end of the input (false, a stateless round that
-// continues in another request). onFlush, for a stateful connection, answers each flush (a NAK).
-func readHaves(sc *pktline.Scanner, req *packp.UploadPackRequest, onFlush func() error) (bool, error) {
-	for sc.Scan() {
-		line := bytes.TrimSuffix(sc.Bytes(), []byte("\n"))
-		switch {
-		case len(line) == 0:
-			if onFlush != nil {
-				if err := onFlush(); err != nil {
-					return false, err
-				}
-			}
-		case bytes.Equal(line, []byte("done")):
-			return true, nil
-		default:
-			if h, ok := bytes.CutPrefix(line, []byte("have ")); ok {
-				req.Haves = append(req.Haves, plumbing.NewHash(string(h)))
-			}
-		}
-	}
-	return false, sc.Err()
+	cw := &countio.Writer{W: w}
+	_, _ = packfile.NewEncoder(cw, up.st, false).Encode(objs, 0)
+	up.sent.add(len(objs), cw.N)
 }
 
 // firstUnreachable returns the first want that no ref reaches (the zero hash when all are reachable): the rule
@@ -202,49 +194,114 @@ func firstUnreachable(st storer.Storer, wants []plumbing.Hash) (plumbing.Hash, e
 	return plumbing.ZeroHash, nil
 }
 
-// objectsToSend lists the objects of the answer. Without a depth: everything the wants reach that the haves do
-// not. With depth n: the commits at most n-1 parents below a want, their trees and blobs, and as shallows the
-// deepest of those commits (whose parents are not sent).
-func objectsToSend(st storer.Storer, req *packp.UploadPackRequest) (objs, shallows []plumbing.Hash, err error) {
+// fetchDepth is the depth in commits a request asks for (false for none: everything the wants reach).
+func fetchDepth(req *packp.UploadPackRequest) (int, bool) {
 	depth, ok := req.Depth.(packp.DepthCommits)
 	if req.Depth.IsZero() || !ok || depth <= 0 {
-		haves, err := revlist.Objects(st, req.Haves, nil)
-		if err != nil {
-			return nil, nil, err
-		}
-		objs, err := revlist.Objects(st, req.Wants, haves)
-		return objs, nil, err
+		return 0, false
 	}
+	return int(depth), true
+}
+
+// shallowsAt returns the shallow lines of a fetch of depth: the commits depth-1 parents below a want (an annotated
+// tag peeled) that have parents, which are not sent. Like git, it looks at the wants only, not the haves.
+func shallowsAt(st storer.EncodedObjectStorer, wants []plumbing.Hash, depth int) ([]plumbing.Hash, error) {
+	var shallows []plumbing.Hash
 	seen := map[plumbing.Hash]bool{}
-	level := req.Wants
-	for d := 1; d <= int(depth) && len(level) > 0; d++ {
+	level := wants
+	for d := 1; d <= depth && len(level) > 0; d++ {
 		var next []plumbing.Hash
 		for _, h := range level {
-			if seen[h] {
+			c, err := peeledCommit(st, h)
+			if err != nil {
+				return nil, err
+			}
+			if seen[c.Hash] {
 				continue
 			}
-			seen[h] = true
-			// An annotated tag is sent with what it names, which is at the same depth.
-			for t, err := object.GetTag(st, h); err == nil; t, err = object.GetTag(st, h) {
-				objs = append(objs, h)
-				h = t.Target
-			}
-			objs = append(objs, h)
-			c, err := object.GetCommit(st, h)
-			if err != nil {
-				return nil, nil, err
-			}
-			if objs, err = appendTree(st, c.TreeHash, objs, seen); err != nil {
-				return nil, nil, err
-			}
-			if d == int(depth) && len(c.ParentHashes) > 0 {
-				shallows = append(shallows, h)
+			seen[c.Hash] = true
+			if d == depth && len(c.ParentHashes) > 0 {
+				shallows = append(shallows, c.Hash)
 			}
 			next = append(next, c.ParentHashes...)
 		}
 		level = next
 	}
-	return objs, shallows, nil
+	return shallows, nil
+}
+
+// peeledCommit follows annotated tags from h to the commit they name.
+func peeledCommit(st storer.EncodedObjectStorer, h plumbing.Hash) (*object.Commit, error) {
+	for t, err := object.GetTag(st, h); err == nil; t, err = object.GetTag(st, h) {
+		h = t.Target
+	}
+	return object.GetCommit(st, h)
+}
+
+// objectsToSend lists the objects of the pack as git's upload-pack does for a client that asks for no thin pack
+// (go-git never does): the commits from the wants down to the depth (all of them without one) that the common
+// haves do not reach, with the annotated tags wanted; and their trees, less what the trees of the edges hold.
+// An edge is a commit the haves reach that is the parent of a commit sent. Only edges save anything: on a depth-1
+// fetch the commit sent has no parent in the walk (it is shallow), so everything is sent however many haves were
+// ACKed; at depth 2 the have that is the new commit's parent is an edge.
+func (up *upload) objectsToSend(common []plumbing.Hash) ([]plumbing.Hash, error) {
+	reached, err := reachedByHaves(up.st, up.req, common, up.faults)
+	if err != nil {
+		return nil, err
+	}
+	depth, limited := fetchDepth(up.req)
+	var objs []plumbing.Hash
+	var trees, edges []plumbing.Hash
+	seen := map[plumbing.Hash]bool{}
+	level := up.req.Wants
+	for d := 1; len(level) > 0 && (!limited || d <= depth); d++ {
+		var next []plumbing.Hash
+		for _, h := range level {
+			for t, err := object.GetTag(up.st, h); err == nil; t, err = object.GetTag(up.st, h) {
+				if !seen[h] {
+					seen[h] = true
+					objs = append(objs, h)
+				}
+				h = t.Target
+			}
+			if seen[h] || reached[h] {
+				continue
+			}
+			seen[h] = true
+			c, err := object.GetCommit(up.st, h)
+			if err != nil {
+				return nil, err
+			}
+			objs, trees = append(objs, h), append(trees, c.TreeHash)
+			if limited && d == depth {
+				continue // shallow: its parents are not in the walk
+			}
+			for _, p := range c.ParentHashes {
+				if reached[p] {
+					edges = append(edges, p)
+				} else {
+					next = append(next, p)
+				}
+			}
+		}
+		level = next
+	}
+	has := map[plumbing.Hash]bool{}
+	for _, e := range edges {
+		c, err := object.GetCommit(up.st, e)
+		if err != nil {
+			return nil, err
+		}
+		if _, err := appendTree(up.st, c.TreeHash, nil, has); err != nil {
+			return nil, err
+		}
+	}
+	for _, t := range trees {
+		if objs, err = appendTree(up.st, t, objs, has); err != nil {
+			return nil, err
+		}
+	}
+	return objs, nil
 }
 
 // appendTree appends a tree and everything below it, once each. Submodule entries name a commit of another
