@@ -51,13 +51,17 @@ func (g *gitServer) repo(t *testing.T, name string) *gitRepo {
 		heads: map[string]plumbing.Hash{}, trees: map[string]map[string]gittestserver.File{}}
 }
 
-// push commits files (the whole tree) on branch, child of its last commit, and pushes it; it returns the commit and
-// how long the push took.
+// push commits files (the whole tree) on branch, child of its last commit (a new branch's: of main's head), and
+// pushes it; it returns the commit and how long the push took.
 func (r *gitRepo) push(t *testing.T, branch, msg string, files map[string]gittestserver.File) (plumbing.Hash, time.Duration) {
 	t.Helper()
 	r.tb.TB = t
 	var parents []plumbing.Hash
 	if h, ok := r.heads[branch]; ok {
+		parents = append(parents, h)
+	} else if h, ok := r.heads["main"]; ok {
+		// A new branch starts at main's head, as `git switch -c` makes one: a pull request's first commit has
+		// production's as its parent, which the fetcher's kept store holds (internal/gitsource/objects.go).
 		parents = append(parents, h)
 	}
 	c := r.repo.Commit(msg, files, parents...)

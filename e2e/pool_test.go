@@ -72,7 +72,7 @@ func testPool(t *testing.T) {
 	git.pushSites(t, sites)
 	created := time.Now()
 	createPoolSites(ctx, t, pool.Name, sites)
-	waitPoolSitesServed(t, sites, 5*time.Minute)
+	waitPoolSitesServed(t, sites, 0, 5*time.Minute)
 	t.Logf("MEASURED pool: %d sites (%d Git of %d files, the Python docs from Git, %d ConfigMap of %d files) created -> served by both pool pods: %.1f s",
 		len(sites), poolGitSites, poolFilesPerSite, len(sites)-poolGitSites-1, poolFilesPerSite, time.Since(created).Seconds())
 	after := podsIn(ctx, t, involved)
@@ -94,6 +94,8 @@ func testPool(t *testing.T) {
 	}
 	// On the same pool, already serving: automatic placement costs the step alone (poolauto_test.go).
 	t.Run("auto-placement", func(t *testing.T) { testPoolAutoPlacement(t, pool, tenants[0]) })
+	// Last: it leaves the pool at one pod (poolscale_test.go).
+	t.Run("autoscaling", func(t *testing.T) { testPoolAutoscaling(t, pool.Name, sites) })
 }
 
 // poolSite is one site of the scenario and the files it must serve.
@@ -212,12 +214,14 @@ func waitPoolReady(t *testing.T, name string, timeout time.Duration) *v1alpha1.S
 	return pool
 }
 
-// waitPoolSitesServed waits until every site says Placed=True with every ready pool pod serving it.
-func waitPoolSitesServed(t *testing.T, sites []poolSite, timeout time.Duration) {
+// waitPoolSitesServed waits until every site says Placed=True with every ready pool pod serving it, and (pods > 0)
+// with that many ready pool pods.
+func waitPoolSitesServed(t *testing.T, sites []poolSite, pods int32, timeout time.Duration) {
 	t.Helper()
-	namespaces := map[string]bool{}
+	namespaces, ours := map[string]bool{}, map[string]bool{}
 	for _, s := range sites {
 		namespaces[s.ns] = true
+		ours[s.key()] = true
 	}
 	eventually(t, timeout, fmt.Sprintf("%d pool sites served", len(sites)), func(ctx context.Context) (bool, string, error) {
 		served, example := 0, ""
@@ -228,10 +232,13 @@ func waitPoolSitesServed(t *testing.T, sites []poolSite, timeout time.Duration) 
 			}
 			for i := range list.Items {
 				s := &list.Items[i]
+				if !ours[s.Namespace+"/"+s.Name] { // another step's site (auto-placement's)
+					continue
+				}
 				p := s.Status.Placement
 				c := meta.FindStatusCondition(s.Status.Conditions, v1alpha1.ConditionPlaced)
 				if p != nil && p.Mode == v1alpha1.PlacementPool && p.ReadyPods > 0 && p.ServedBy == p.ReadyPods &&
-					c != nil && c.Status == metav1.ConditionTrue {
+					(pods == 0 || p.ReadyPods == pods) && c != nil && c.Status == metav1.ConditionTrue {
 					served++
 				} else if example == "" {
 					example = fmt.Sprintf("%s/%s: placement %+v, Placed %s", s.Namespace, s.Name, p, condString(c))
