@@ -25,7 +25,7 @@ import (
 	"hyperstatic.dev/hyperstatic/internal/gittestserver"
 )
 
-// manyPydocsPreviews (end of 14g, with E2E_MANY_PREVIEWS=1): issue 41's "20 previews of the docs site at once, each
+// manyPydocsPreviews (end of 14g; E2E_MANY_PREVIEWS=0 leaves it out): issue 41's "20 previews of the docs site at once, each
 // byte-exact, with the pods' memory". gitManyPreviews pull requests are opened one after the other (2 to 21, each
 // the docs with one page of its own), then: every pod serves each one's page under its host and status.previews
 // lists them all ready (MEASURED: from the first push); one fetch pod per server pod reads every file of every
