@@ -66,7 +66,7 @@ func TestKeepOwnManagedFieldsWithNoneOfOurs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// nil, not an empty list: an Update carrying [] would be taken by the API server as a wish to clear them.
+	// nil: an Update of the main resource that carries no managed fields leaves the live ones to the API server.
 	if mf := out.(*corev1.Pod).ManagedFields; mf != nil {
 		t.Errorf("kept %+v, want nil", mf)
 	}
