@@ -19,7 +19,6 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -77,6 +76,9 @@ type options struct {
 	// skipNameValidation lets a process build the manager more than once (tests): controller-runtime otherwise
 	// refuses a second controller of the same name, whose metrics would mix with the first's.
 	skipNameValidation bool
+	// pprofAddr serves Go's /debug/pprof/ (heap, CPU, goroutine profiles: issue 40's memory); "0", the default,
+	// serves nothing: the endpoint has no authentication.
+	pprofAddr string
 }
 
 // policy parses --tenancy-policy: the multi-tenant default when it is not given.
@@ -113,6 +115,8 @@ func bindFlags(fs *flag.FlagSet) *options {
 	o := &options{}
 	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", "Address of the controller-runtime Prometheus metrics endpoint; \"0\" turns it off.")
 	fs.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "Address of the /healthz and /readyz endpoints.")
+	fs.StringVar(&o.pprofAddr, "pprof-bind-address", "0",
+		"Address of Go's /debug/pprof/ endpoints (heap, CPU and goroutine profiles: make bench-operator's BENCH_OPERATOR_HEAP_PROFILE); \"0\", the default, turns them off. Unauthenticated: bind it to loopback.")
 	fs.BoolVar(&o.leaderElect, "leader-elect", false, "Elect a leader, so only one of several replicas reconciles.")
 	fs.StringVar(&o.leaderElectNS, "leader-election-namespace", "", "Namespace of the leader election Lease (default: the pod's namespace).")
 	fs.StringVar(&o.serverImage, "server-image", "hyperstatic/server:"+version, "Default hyperstatic server image of StaticSite pods.")
@@ -210,10 +214,11 @@ func newManager(cfg *rest.Config, o *options) (ctrl.Manager, *eventlanes.Lanes, 
 
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                        scheme,
-		Cache:                         cache.Options{ByObject: managercache.OwnedObjectsOnly()},
+		Cache:                         managercache.ManagerOptions(sitechild.FieldOwner, benchmark.FieldOwner),
 		Controller:                    controllerOptions(o),
 		Metrics:                       metricsserver.Options{BindAddress: o.metricsAddr},
 		HealthProbeBindAddress:        o.probeAddr,
+		PprofBindAddress:              o.pprofAddr,
 		LeaderElection:                o.leaderElect,
 		LeaderElectionID:              "operator.hyperstatic.dev",
 		LeaderElectionNamespace:       o.leaderElectNS,

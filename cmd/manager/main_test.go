@@ -41,7 +41,8 @@ func TestFlagDefaults(t *testing.T) {
 	}
 	if o.serverImage != "hyperstatic/server:"+version || o.leaderElect || o.probeAddr != ":8081" || o.metricsAddr != ":8080" ||
 		o.staticSiteConcurrency != defaultStaticSiteConcurrency || o.contentAgentImage != "hyperstatic/content-agent:"+version ||
-		o.kubeAPIQPS != defaultKubeAPIQPS || o.kubeAPIBurst != defaultKubeAPIBurst || o.skipNameValidation {
+		o.kubeAPIQPS != defaultKubeAPIQPS || o.kubeAPIBurst != defaultKubeAPIBurst || o.skipNameValidation ||
+		o.pprofAddr != "0" { // profiles are opt-in: an unauthenticated endpoint
 		t.Errorf("defaults %+v", o)
 	}
 }

@@ -20,11 +20,11 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"hyperstatic.dev/hyperstatic/api/v1alpha1"
+	"hyperstatic.dev/hyperstatic/controllers/benchmark"
 	"hyperstatic.dev/hyperstatic/controllers/staticsite/gitcontent"
 	"hyperstatic.dev/hyperstatic/controllers/staticsite/sitechild"
 	"hyperstatic.dev/hyperstatic/internal/managercache"
@@ -140,7 +140,9 @@ func TestRolloutWorld(t *testing.T) {
 // stops it (and waits until it has); the test's cleanup stops it too.
 func startOperator(t *testing.T, env *testenv.Env, image string, limit int, options ...func(*Reconciler)) (stop func()) {
 	t.Helper()
-	mgr, err := env.NewManager(func(o *ctrl.Options) { o.Cache = cache.Options{ByObject: managercache.OwnedObjectsOnly()} })
+	mgr, err := env.NewManager(func(o *ctrl.Options) {
+		o.Cache = managercache.ManagerOptions(sitechild.FieldOwner, benchmark.FieldOwner)
+	})
 	testenv.Must(t, err)
 	r := &Reconciler{
 		Client:                        mgr.GetClient(),

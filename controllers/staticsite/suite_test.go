@@ -18,11 +18,11 @@ import (
 	"k8s.io/client-go/discovery"
 	clocktesting "k8s.io/utils/clock/testing"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"hyperstatic.dev/hyperstatic/api/v1alpha1"
+	"hyperstatic.dev/hyperstatic/controllers/benchmark"
 	"hyperstatic.dev/hyperstatic/controllers/staticsite/sitechild"
 	"hyperstatic.dev/hyperstatic/internal/managercache"
 	"hyperstatic.dev/hyperstatic/internal/podmetrics"
@@ -132,7 +132,9 @@ func TestMain(m *testing.M) {
 func setupSuite(e *testenv.Env) (ctrl.Manager, error) {
 	k8s = e.Client
 	// The production cache: children the operator did not label are invisible to it, as in a real cluster.
-	mgr, err := e.NewManager(func(o *ctrl.Options) { o.Cache = cache.Options{ByObject: managercache.OwnedObjectsOnly()} })
+	mgr, err := e.NewManager(func(o *ctrl.Options) {
+		o.Cache = managercache.ManagerOptions(sitechild.FieldOwner, benchmark.FieldOwner)
+	})
 	if err != nil {
 		return nil, fmt.Errorf("manager: %w", err)
 	}

@@ -24,6 +24,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -40,6 +41,8 @@ type config struct {
 	quiet, autoscaleWarmup, autoscaleWindow        time.Duration
 	out                                            string
 	operatorArgs                                   string
+	operatorEnv                                    []string // KEY=VALUE, the operator's alone
+	heapProfile                                    bool
 }
 
 func bindFlags(fs *flag.FlagSet) *config {
@@ -70,6 +73,18 @@ func bindFlags(fs *flag.FlagSet) *config {
 	fs.DurationVar(&c.autoscaleWindow, "autoscale-window", time.Minute, "length of the autoscaling window")
 	fs.StringVar(&c.out, "out", "", "also write the report (markdown) to this file")
 	fs.StringVar(&c.operatorArgs, "operator-args", "", "more flags for the operator, space-separated (e.g. --staticsite-max-concurrent-reconciles=1)")
+	fs.Func("operator-env", "environment for the operator alone, space-separated KEY=VALUE (e.g. GOMEMLIMIT=160MiB GOGC=50); the other processes keep the harness'",
+		func(v string) error {
+			for _, kv := range strings.Fields(v) {
+				if k, _, ok := strings.Cut(kv, "="); !ok || k == "" {
+					return fmt.Errorf("%q is not KEY=VALUE", kv)
+				}
+				c.operatorEnv = append(c.operatorEnv, kv)
+			}
+			return nil
+		})
+	fs.BoolVar(&c.heapProfile, "heap-profile", false,
+		"serve the operator's /debug/pprof/ on loopback and, at the end of the steady-state window, save its heap profile (operator-heap.pb.gz, beside -out) and report its Go heap figures")
 	return c
 }
 

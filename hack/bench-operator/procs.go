@@ -38,12 +38,20 @@ func (c *child) exited() bool {
 
 // start runs bin with args; its stdout and stderr go to <logDir>/<name>.log.
 func (p *procs) start(name, bin string, args ...string) (*child, error) {
+	return p.startWithEnv(name, bin, nil, args...)
+}
+
+// startWithEnv is start with env (KEY=VALUE) added to the harness' own environment, for this child alone.
+func (p *procs) startWithEnv(name, bin string, env []string, args ...string) (*child, error) {
 	logf, err := os.Create(filepath.Join(p.logDir, name+".log"))
 	if err != nil {
 		return nil, err
 	}
 	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = logf, logf
+	if len(env) > 0 {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		_ = logf.Close()

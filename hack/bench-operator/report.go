@@ -32,6 +32,7 @@ type report struct {
 	sockets                   socketCheck
 	loadAtStart, loadAtEnd    string // /proc/loadavg: the machine is shared, say how busy it was
 	podIPsChecked             int64
+	heap                      *heapProfile // with -heap-profile
 }
 
 // window is what changed between two snapshots, per minute where it is a rate.
@@ -100,6 +101,10 @@ func (r *report) markdown() string {
 		p("Operator flags added: `%s`.", c.operatorArgs)
 		p("")
 	}
+	if len(c.operatorEnv) > 0 {
+		p("Operator environment added: `%s`.", strings.Join(c.operatorEnv, " "))
+		p("")
+	}
 	p("Machine: %s; load average (1, 5, 15 min) when the operator started %s, at the end %s.", machine(), r.loadAtStart, r.loadAtEnd)
 	p("")
 	p("| Figure | Measured | Goal | |")
@@ -142,6 +147,9 @@ func (r *report) markdown() string {
 	p("- kube-apiserver, every client (controller-manager, scheduler, kwok's node leases, the harness' metric reads), requests per minute by verb: %s.", formatCounts(steady.apiRequests, steady.minutes))
 	p("- kube-apiserver writes per minute by resource, every client: %s.", formatCounts(steady.apiWrites, steady.minutes))
 	p("- Operator CPU %.4f, RSS %s (peak %s).", steady.cpu, mib(steady.rss), mib(r.quietAfter.proc.hwmBytes))
+	if r.heap != nil {
+		r.heap.heapLines(p)
+	}
 	if c.autoscaled > 0 {
 		as := between(r.scaleBefore, r.scaleAfter)
 		p("")

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -45,6 +46,7 @@ type bench struct {
 	watched    client.Reader // StaticSites and the operator's Deployments, from watches
 	operator   *child
 	metricsURL string
+	pprofURL   string // the operator's /debug/pprof/ with -heap-profile
 }
 
 func run(ctx context.Context, cfg *config) (err error) {
@@ -213,6 +215,16 @@ func run(ctx context.Context, cfg *config) (err error) {
 	if r.quietAfter, err = b.snapshot(ctx); err != nil {
 		return err
 	}
+	if cfg.heapProfile { // after the window, so that its forced GC changes none of the window's figures
+		dir := workDir
+		if cfg.out != "" {
+			dir = filepath.Dir(cfg.out)
+		}
+		if r.heap, err = b.takeHeapProfile(ctx, dir); err != nil {
+			return err
+		}
+		say("the operator's heap profile: %s", r.heap.file)
+	}
 	adminPort := strconv.Itoa(v1alpha1.AdminPort)
 	if r.sockets, err = checkMachineLocalOnly(b.operator.Process.Pid, adminPort, cfg.local); err != nil {
 		return err
@@ -327,7 +339,15 @@ func (b *bench) startOperator(ps *procs) error {
 		"--leader-elect=false",
 		"--operator-namespace=hyperstatic-system",
 	}, strings.Fields(b.cfg.operatorArgs)...)
-	b.operator, err = ps.start("operator", b.cfg.manager, args...)
+	if b.cfg.heapProfile {
+		pprofAddr, err := freeLoopbackAddr()
+		if err != nil {
+			return err
+		}
+		b.pprofURL = "http://" + pprofAddr + "/debug/pprof/"
+		args = append(args, "--pprof-bind-address="+pprofAddr)
+	}
+	b.operator, err = ps.startWithEnv("operator", b.cfg.manager, b.cfg.operatorEnv, args...)
 	return err
 }
 

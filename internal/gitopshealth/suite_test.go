@@ -84,7 +84,8 @@ type operator struct {
 func startOperator(t *testing.T, ns string) *operator {
 	t.Helper()
 	mgr, err := env.NewManager(func(o *ctrl.Options) {
-		o.Cache = cache.Options{ByObject: managercache.OwnedObjectsOnly(), DefaultNamespaces: map[string]cache.Config{ns: {}}}
+		o.Cache = managercache.ManagerOptions(sitechild.FieldOwner, benchmark.FieldOwner)
+		o.Cache.DefaultNamespaces = map[string]cache.Config{ns: {}}
 	})
 	testenv.Must(t, err)
 	disco, err := discovery.NewDiscoveryClientForConfig(env.Config)

@@ -17,6 +17,13 @@ import (
 	"hyperstatic.dev/hyperstatic/api/v1alpha1"
 )
 
+// ManagerOptions is the manager's cache: the kinds the operator creates limited to its own objects
+// (OwnedObjectsOnly), and every object with only the managed fields of ownManagers, the operator's field managers
+// (KeepOwnManagedFields).
+func ManagerOptions(ownManagers ...string) cache.Options {
+	return cache.Options{ByObject: OwnedObjectsOnly(), DefaultTransform: KeepOwnManagedFields(ownManagers...)}
+}
+
 // OwnedObjectsOnly limits the manager's cache of the kinds the operator creates (pods through Deployments, Jobs
 // and the Benchmarks' script and results ConfigMaps, pool sites' EndpointSlices; a pool's pods carry the label
 // too, see internal/poolplacement) to the objects it labelled as its own, so the operator's
