@@ -63,10 +63,7 @@ e2e-ipv6-test: ## Only TestAddressFamilies on the IPv6-only cluster (up, images 
 	  E2E_LOG=$(E2E_LOGS_DIR)/e2e-ipv6-test.log
 
 .PHONY: e2e-test
-# 20 previews at once of the Python docs and of www (scenario 14): on unless 0.
-E2E_MANY_PREVIEWS ?= 1
-
-e2e-test: $(HELM) kubectl ## Only the Go e2e tests (cluster up, images loaded); E2E_RUN=<regexp> (default ^TestE2E$$, the whole suite); E2E_MANY_PREVIEWS=0 leaves out the 20 previews at once of 14g (the Python docs) and 14j (www).
+e2e-test: $(HELM) kubectl ## Only the Go e2e tests (cluster up, images loaded); E2E_RUN=<regexp> (default ^TestE2E$$, the whole suite); E2E_MANY_PREVIEWS=1 adds 20 previews at once to 14g (the Python docs) and 14j (www).
 	mkdir -p $(E2E_LOGS_DIR) && cd $(ROOT) && KUBECONFIG=$(E2E_KUBECONFIG) HELM=$(HELM) E2E_CHART=$(E2E_CHART) E2E_VERSION=$(VERSION) \
 	  E2E_KUBECTL=$(KUBECTL) E2E_IP_FAMILIES=$(E2E_IP_FAMILIES) \
 	  E2E_FETCH_IMAGE=$(FETCH_IMAGE) E2E_SITE_IMAGE=$(EXAMPLE_SITE_IMAGE) E2E_SITE_DIR=$(ROOT)/images/server/example/site \
