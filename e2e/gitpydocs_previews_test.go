@@ -27,9 +27,9 @@ import (
 
 // manyPydocsPreviews (end of 14g, with E2E_MANY_PREVIEWS=1): issue 41's "20 previews of the docs site at once, each
 // byte-exact, with the pods' memory". Opt-in: its every-file check reads 2.7 GB from the docs' pods in about 25 s, a
-// load burst scenario 14's declared load does not cover; in the one local CI run with it on by default
-// (2026-12-04), 13a's capacity measurement beside it failed ("no server sample fell inside the run"), most likely
-// starved by it. gitManyPreviews pull requests are opened one after the other (2 to 21, each
+// load burst scenario 14's declared load does not cover. (In the one local CI run with it on, 2026-12-04, scenario
+// 13a failed its capacity measurement after this check had ended, beside scenario 20's autoscaling step: the cause
+// is not shown, and both stay opt-in until the suite declares their load.) gitManyPreviews pull requests are opened one after the other (2 to 21, each
 // the docs with one page of its own), then: every pod serves each one's page under its host and status.previews
 // lists them all ready (MEASURED: from the first push); one fetch pod per server pod reads every file of every
 // preview and of production (21 × 1,065 files per pod) and compares each with its commit's bytes (fetch -tree);

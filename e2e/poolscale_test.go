@@ -30,6 +30,12 @@ import (
 // site's EndpointSlice dropping it is measured (not asserted: below, and docs/design/pools.md).
 // MEASURED: load start -> 2 pods serving the site; load end -> 1 pod; the slice's lag.
 //
+// Opt-in (E2E_POOL_AUTOSCALING=1): in the one local CI run with it on (2026-12-04), scenario 13a, which ran beside
+// it, failed its capacity measurement ("no server sample fell inside the run": the operator's sample passes came
+// more than 1.5 s late). Each pool pod the step adds or removes fans out to every one of the pool's 200 sites'
+// passes in the operator: a likely cause, not shown. It runs by default once the scale-down drains first and the
+// suite keeps load-measuring scenarios apart from it.
+//
 // The requests at the step's peak (2 pool pods, the fetcher, the Git server, k6) stay within the scenario's
 // declared peak (the auto-placement step's, suite_test.go).
 const (
