@@ -540,7 +540,13 @@ impl Registry {
                 let e = self.entries.get_mut(id).expect("looked up above");
                 (e.error, e.content_revision, e.report) = (Some(why_refused), rev, None);
             }
-            (None, Ok((table, r))) => {
+            (None, Ok((mut table, r))) => {
+                // Skew protection, as for a single site (skew/attach.rs): the previous trees listed in
+                // `deploys.json` beside the entry's `current`. Only production's Store in a site's own pods has
+                // one (the puller writes none for a preview, the pool puller none for a pool site).
+                if let Some(window) = value.value.skew_window {
+                    table.skew = crate::skew::attach::previous_deploys(&self.tree(id), window, why, Some(id));
+                }
                 let state = if r.memory_bytes > 0 { State::Memory } else { State::Disk };
                 let table_bytes = table.table_bytes;
                 let cost = r.memory_bytes.saturating_add(table_bytes);
