@@ -16,8 +16,10 @@ import (
 // old assets). The puller writes it before each flip of Dir/current, with a rename, so the server's reload that
 // the flip causes reads the list that goes with the new tree. Times are the fetcher's (firstServed, lastServed):
 // the same on every pod and across a puller's restart. The tree being replaced is listed even when the fetcher's
-// history no longer names it (history 1), ending now. Only the dedicated puller writes it: a pool site serves
-// without skew protection (its puller keeps one tree per site).
+// history no longer names it (history 1), ending now. Only the dedicated puller writes it, for production: in the
+// --sites layout of a site with previews (previewlayout.go) production's Store is DIR/content/production.site and
+// the same install writes the list there, while a preview gets none (one commit, nothing before it to protect).
+// A pool site serves without skew protection (the pool puller keeps one tree per site).
 
 // DeploysFile is the file's name in the Store's Dir.
 const DeploysFile = "deploys.json"

@@ -19,7 +19,7 @@ import (
 //
 //	DIR/index/0-production.json   one shard: production, with the hosts the operator gave (--host)
 //	DIR/index/1-previews.json     one shard: a preview per entry, with the one host <name>--<site>.<domain>
-//	DIR/content/production.site/  production's trees and current (the puller's Store)
+//	DIR/content/production.site/  production's trees, current and deploys.json (the puller's Store; skew protection)
 //	DIR/content/preview.<name>/   each preview's trees and current
 //	DIR/content/.ready/<id>       created after each flip or removal: the server reloads that site
 //

@@ -9,8 +9,10 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/crypto/bcrypt"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"hyperstatic.dev/hyperstatic/api/v1alpha1"
 	"hyperstatic.dev/hyperstatic/controllers/staticsite/desired"
@@ -30,19 +32,25 @@ import (
 // the puller embeds. Production answers the operator's hosts (the site's hostnames and its Service's names) with
 // production; an opened pull request's host <name>--<site>.<domain> its commit, with the site's rules (a header of
 // spec.server.headers on both, and a basicAuth rule whose htpasswd file the puller copies to where the server's
-// --sites-access-dir reads it: a preview of a private site is private); any other host 404; an entry claiming production's host refused while production
-// keeps it; the closed request's host 404 again.
+// --sites-access-dir reads it: a preview of a private site is private); any other host 404; with
+// spec.server.skewProtection, after a deploy production's hosts answer the deploy before's asset marked with its
+// commit and the preview's host does not; an entry claiming production's host refused while production keeps it;
+// the closed request's host 404 again.
 func TestContractPreviewsServedFromTheOperatorsArguments(t *testing.T) {
 	srv, base := gittestserver.Start(t, "", "", "")
 	repo := srv.NewRepo(t, base, "docs.git", nil)
-	c1 := repo.Commit("production", map[string]gittestserver.File{"index.html": gittestserver.Regular("production\n"),
-		"team/doc.html": gittestserver.Regular("team doc\n")})
+	prodFiles := func(asset string) map[string]gittestserver.File {
+		return map[string]gittestserver.File{"index.html": gittestserver.Regular("production\n"),
+			"team/doc.html": gittestserver.Regular("team doc\n"), "assets/" + asset: gittestserver.Regular(asset)}
+	}
+	c1 := repo.Commit("production", prodFiles("app-1.js"))
 	repo.Push("refs/heads/main", c1, false)
 
 	site := gitSite(v1alpha1.GitContent{URL: repo.URL, Ref: "main"})
 	site.Spec.Hostnames = []v1alpha1.Hostname{"Docs.Example.com"}
 	site.Spec.Previews = &v1alpha1.PreviewsSpec{Domain: "preview.example.com", PullRequests: true}
 	site.Spec.Server.Headers = []v1alpha1.Header{{Name: "X-Site-Rule", Value: "applied"}}
+	site.Spec.Server.SkewProtection = &v1alpha1.SkewProtection{Window: metav1.Duration{Duration: time.Hour}}
 	site.Spec.Server.Access = &v1alpha1.AccessSpec{HtpasswdSecret: &v1alpha1.SecretKeyRef{Name: "users"},
 		Rules: []v1alpha1.AccessRule{{PathPrefix: "/team", BasicAuth: &v1alpha1.BasicAuth{}}}}
 	dir := t.TempDir()
@@ -79,15 +87,8 @@ func TestContractPreviewsServedFromTheOperatorsArguments(t *testing.T) {
 	args = serverbin.SetFlag(t, args, "--sites-access-dir", filepath.Join(sites, contentagent.AccessDirName))
 	server := serverbin.Start(t, bin, serverbin.SetFlag(t, args, "--sites", sites))
 	get := func(host string) (int, string, string) {
-		req, err := http.NewRequest(http.MethodGet, "http://"+server.HTTPAddr+"/", nil)
-		testenv.Must(t, err)
-		req.Host = host
-		resp, err := http.DefaultTransport.RoundTrip(req)
-		testenv.Must(t, err)
-		defer resp.Body.Close()
-		body, err := io.ReadAll(resp.Body)
-		testenv.Must(t, err)
-		return resp.StatusCode, string(body), resp.Header.Get("X-Site-Rule")
+		code, body, h := server.Ask(t, host, "/")
+		return code, body, h.Get("X-Site-Rule")
 	}
 	serves := func(host, want string) {
 		t.Helper()
@@ -158,6 +159,28 @@ func TestContractPreviewsServedFromTheOperatorsArguments(t *testing.T) {
 		private("pr-1--docs.preview.example.com", "pr one's team doc\n")
 		production()
 		notFound("pr-2--docs.preview.example.com")
+	})
+
+	t.Run("skew protection: production's deploy before answers its asset, a preview's host never", func(t *testing.T) {
+		c3 := repo.Commit("production, app-3", prodFiles("app-3.js"), c1)
+		repo.Push("refs/heads/main", c3, false)
+		asset := func(host, path string) (int, string) {
+			code, _, h := server.Ask(t, host, path, "Sec-Fetch-Dest", "script")
+			return code, h.Get("X-Hyperstatic-Deploy")
+		}
+		testenv.Eventually(t, "production serving the new deploy", func() error {
+			if code, deployed := asset("docs.example.com", "/assets/app-3.js"); code != http.StatusOK || deployed != "" {
+				return fmt.Errorf("app-3.js: %d %q", code, deployed)
+			}
+			return nil
+		})
+		if code, deployed := asset("docs.example.com", "/assets/app-1.js"); code != http.StatusOK || deployed != c1.String() {
+			t.Errorf("the deploy before's asset on production's host: %d %q, want 200 from %s", code, deployed, c1)
+		}
+		if code, deployed := asset("pr-1--docs.preview.example.com", "/assets/app-1.js"); code != http.StatusNotFound || deployed != "" {
+			t.Errorf("production's previous asset on the preview's host: %d %q, want 404", code, deployed)
+		}
+		production()
 	})
 
 	t.Run("an entry claiming production's host is refused; production keeps it", func(t *testing.T) {

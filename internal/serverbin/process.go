@@ -175,12 +175,29 @@ func (b *LockedBuffer) String() string {
 // by it) and returns the status and body; redirects are followed.
 func (p *Process) GetByHost(tb testing.TB, host, path string) (int, string) {
 	tb.Helper()
+	code, body, _ := p.ask(tb, http.DefaultClient.Do, host, path)
+	return code, body
+}
+
+// Ask asks the server's HTTP port for path with Host host and the header fields given as name, value pairs, and
+// returns the answer as it is (a redirect is not followed): its status, body and header.
+func (p *Process) Ask(tb testing.TB, host, path string, header ...string) (int, string, http.Header) {
+	tb.Helper()
+	return p.ask(tb, http.DefaultTransport.RoundTrip, host, path, header...)
+}
+
+func (p *Process) ask(tb testing.TB, do func(*http.Request) (*http.Response, error), host, path string,
+	header ...string) (int, string, http.Header) {
+	tb.Helper()
 	req, err := http.NewRequest(http.MethodGet, "http://"+p.HTTPAddr+path, nil)
 	if err != nil {
 		tb.Fatal(err)
 	}
 	req.Host = host
-	resp, err := http.DefaultClient.Do(req)
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	resp, err := do(req)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -189,5 +206,5 @@ func (p *Process) GetByHost(tb testing.TB, host, path string) (int, string) {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	return resp.StatusCode, string(body)
+	return resp.StatusCode, string(body), resp.Header
 }

@@ -193,7 +193,7 @@ pub fn reload(shared: &Shared, why: &str) -> Option<Watcher> {
         refuse_value(shared, why, e);
     }
     if let (Ok((table, _)), Some(window)) = (&mut r, value.value.skew_window) {
-        table.skew = previous_deploys(shared, window, why);
+        table.skew = crate::skew::attach::previous_deploys(&shared.cfg.root, window, why, None);
     }
     match r {
         Ok((_, report)) if !first && report.unreadable > 0 => {
@@ -288,35 +288,6 @@ pub fn reload(shared: &Shared, why: &str) -> Option<Watcher> {
                 &[("reason", V::S(why)), ("error", V::S(&e))],
             );
             Some(w) // keep watching: the tree may be fixed later
-        }
-    }
-}
-
-/// Skew protection's previous trees for the table being loaded (skew/): read from `deploys.json` beside the root
-/// with the tree, so they change with it. A file that cannot be read or is malformed leaves the site serving
-/// without skew protection (nothing else depends on it) and says why in the log; the next load reads it again.
-fn previous_deploys(shared: &Shared, window: u64, why: &str) -> Option<Arc<crate::skew::Previous>> {
-    match crate::skew::load(&shared.cfg.root, window, crate::skew::now()) {
-        Ok(Some(p)) => {
-            log::info(
-                "skew protection",
-                &[("reason", V::S(why)), ("window_s", V::U(window)), ("previous_trees", V::U(p.trees.len() as u64))],
-            );
-            Some(Arc::new(p))
-        }
-        Ok(None) => {
-            log::info(
-                "skew protection is on but the root has no deploys beside it (content not from Git): nothing to serve from",
-                &[("reason", V::S(why))],
-            );
-            None
-        }
-        Err(e) => {
-            log::error(
-                "deploys refused: the site serves without skew protection until a good file comes",
-                &[("reason", V::S(why)), ("error", V::S(&e))],
-            );
-            None
         }
     }
 }

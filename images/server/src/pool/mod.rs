@@ -30,6 +30,9 @@
 //! - **Per-site limits**: `maxFiles`/`maxBytes` refuse a larger tree at load (the site answers 503; `/sites` says
 //!   why); `requestsPerSecond` is a per-worker share (limits.rs) → 429.
 //! - **Counters** per site per worker (counters.rs) feed `/sites` and the two Prometheus families (report.rs).
+//! - **Skew protection** (skew/attach.rs): a load of a site whose value sets a window attaches the previous trees
+//!   listed in `deploys.json` beside its `current`, as the single site's load does. Only a previews site's
+//!   production has such a list (its puller keeps its deploys' trees); a preview and a pool site have none.
 
 pub mod counters;
 pub mod full;

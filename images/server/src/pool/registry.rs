@@ -540,7 +540,13 @@ impl Registry {
                 let e = self.entries.get_mut(id).expect("looked up above");
                 (e.error, e.content_revision, e.report) = (Some(why_refused), rev, None);
             }
-            (None, Ok((table, r))) => {
+            (None, Ok((mut table, r))) => {
+                // Skew protection, as for a single site (skew/attach.rs): the previous trees listed in
+                // `deploys.json` beside the entry's `current`. Only production's Store in a site's own pods has
+                // one (the puller writes none for a preview, the pool puller none for a pool site).
+                if let Some(window) = value.value.skew_window {
+                    table.skew = crate::skew::attach::previous_deploys(&self.tree(id), window, why, Some(id));
+                }
                 let state = if r.memory_bytes > 0 { State::Memory } else { State::Disk };
                 let table_bytes = table.table_bytes;
                 let cost = r.memory_bytes.saturating_add(table_bytes);
@@ -736,6 +742,52 @@ mod tests {
         assert!(matches!(snap.route(&pool, Some(b"one.example"), 0, 1), crate::pool::Route::Site(..)));
         assert!(matches!(snap.route(&pool, Some(b"two.example"), 0, 1), crate::pool::Route::Status(Some(_), 503)));
         assert!(matches!(snap.route(&pool, Some(b"three.example"), 0, 1), crate::pool::Route::Status(None, 404)));
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    /// Skew protection per entry (skew/attach.rs): an entry whose value sets a window gets the previous trees
+    /// listed beside its own `current`, in quick and full loads alike; an entry with no list (a preview, a pool
+    /// site) gets none, and neither does one whose value sets no window, list or not.
+    #[test]
+    fn an_entry_gets_the_previous_trees_listed_beside_its_own_tree_only() {
+        let d = pool_dir("skew");
+        let hex = |c: char| std::iter::repeat_n(c, 40).collect::<String>();
+        let (cur, old) = (hex('b'), hex('a'));
+        for (id, tree) in [("a.one", &cur), ("a.one", &old), ("b.two", &cur)] {
+            std::fs::create_dir_all(d.join("content").join(id).join(tree)).unwrap();
+            std::fs::write(d.join("content").join(id).join(tree).join("index.html"), "x").unwrap();
+        }
+        for id in ["a.one", "b.two"] {
+            let _ = std::fs::remove_file(d.join("content").join(id).join("current"));
+            symlink(&cur, d.join("content").join(id).join("current")).unwrap();
+        }
+        let list = format!(
+            r#"{{"deploys":[{{"tree":"{cur}","commit":"{cur}"}},{{"tree":"{old}","commit":"{old}","servedUntil":"2999-01-01T00:00:00Z"}}]}}"#
+        );
+        std::fs::write(d.join("content/a.one/deploys.json"), list).unwrap();
+        let site = |id: &str, host: &str, value: &str| {
+            format!(
+                r#"{{"id":"{id}","hosts":["{host}"],"value":{value},"limits":{{"maxFiles":10,"maxBytes":1000,"requestsPerSecond":10}}}}"#
+            )
+        };
+        let shard = |value: &str| {
+            let sites = [site("a.one", "one.example", value), site("b.two", "two.example", value)];
+            format!(r#"{{"version":1,"sites":[{}]}}"#, sites.join(","))
+        };
+        let trees = |r: &Registry, id: &str| r.entries[id].table.as_ref().unwrap().skew.as_ref().map(|p| p.trees.len());
+        std::fs::write(d.join("index/index-00.json"), shard(r#"{"version":1,"skewProtection":{"window":"1h"}}"#))
+            .unwrap();
+        let mut r = Registry::new(&d, Settings::for_root(&d), 1, Reading::default());
+        r.read_index();
+        for phase in [Phase::Quick, Phase::Full] {
+            r.load("a.one", "test", phase);
+            r.load("b.two", "test", phase);
+            assert_eq!(trees(&r, "a.one"), Some(1), "{phase:?}: the tree before, not the current one");
+            assert_eq!(trees(&r, "b.two"), None, "{phase:?}: no list beside its tree");
+        }
+        std::fs::write(d.join("index/index-00.json"), shard(r#"{"version":1}"#)).unwrap();
+        r.read_index();
+        assert_eq!(trees(&r, "a.one"), None, "no window: reloaded without");
         let _ = std::fs::remove_dir_all(&d);
     }
 

@@ -6,10 +6,12 @@
 //! path (answer/stale.rs) opens a file beneath one of these directories per request, so no table is built for
 //! a previous tree and its files are never read into memory.
 //!
-//! `load` runs with the content load (control.rs), so the list changes with the tree (the puller writes the file
-//! before it flips `DIR/current`) and with the site value's window. Imports nothing of site/: the content table
+//! `load` runs with the content load (attach.rs, from control.rs for the single site and from pool/registry.rs for
+//! each entry of the many-sites mode), so the list changes with the tree (the puller writes the file before it
+//! flips `DIR/current`) and with the site value's window. Imports nothing of site/: the content table
 //! holds a `Previous` (site/content.rs).
 
+pub mod attach;
 pub mod deploys;
 
 use std::fs::File;
