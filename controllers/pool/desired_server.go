@@ -108,15 +108,15 @@ func PullArgs(pool *v1alpha1.StaticSitePool) []string {
 		"--listen", ":" + strconv.Itoa(v1alpha1.ContentPort)}
 }
 
-// serverDeployment is the pool's server Deployment: spec.replicas pods labelled PodSelector, rolled by surge (a
-// new pod is ready before an old one stops).
-func serverDeployment(pool *v1alpha1.StaticSitePool, serverImage, agentImage string) *appsv1ac.DeploymentApplyConfiguration {
+// serverDeployment is the pool's server Deployment: replicas pods (replicasOf, held while a scale-down drains:
+// step_drain.go) labelled PodSelector, rolled by surge (a new pod is ready before an old one stops).
+func serverDeployment(pool *v1alpha1.StaticSitePool, replicas int32, serverImage, agentImage string) *appsv1ac.DeploymentApplyConfiguration {
 	maxUnavailable, maxSurge := intstr.FromInt32(0), intstr.FromInt32(1)
 	return appsv1ac.Deployment(poolplacement.ServerName(pool.Name), pool.Spec.Namespace).
 		WithLabels(serverLabels(pool.Name)).
 		WithOwnerReferences(ownerReference(pool)).
 		WithSpec(appsv1ac.DeploymentSpec().
-			WithReplicas(replicasOf(pool)).
+			WithReplicas(replicas).
 			WithSelector(metav1ac.LabelSelector().WithMatchLabels(poolplacement.PodSelector(pool.Name))).
 			WithRevisionHistoryLimit(5).
 			WithProgressDeadlineSeconds(600).

@@ -4,10 +4,12 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
 	"hyperstatic.dev/hyperstatic/api/v1alpha1"
+	"hyperstatic.dev/hyperstatic/internal/poolplacement"
 	"hyperstatic.dev/hyperstatic/internal/reconcile"
 )
 
@@ -21,6 +23,12 @@ const (
 	EventIndexUpdated = "IndexUpdated"
 	// EventPoolScaled (Normal): the autoscaler changed the pool's pod count; the message says why.
 	EventPoolScaled = "PoolScaled"
+	// EventPodsDraining (Normal): a scale-down marked the pods it removes (step_drain.go); EventPodsDrained
+	// (Normal) they left every site's slice and the replicas go down; EventDrainTimedOut (Warning) some slices
+	// still listed them after poolplacement.DrainTimeout, and the replicas go down anyway.
+	EventPodsDraining  = "PodsDraining"
+	EventPodsDrained   = "PodsDrained"
+	EventDrainTimedOut = "DrainTimedOut"
 	// maxNamed bounds the sites an event names.
 	maxNamed = 5
 )
@@ -74,4 +82,48 @@ func namedRefusals(refused []refusedSite) string {
 		parts = append(parts, fmt.Sprintf("%s/%s (%s)", s.namespace, s.name, s.refusal.Reason))
 	}
 	return strings.Join(parts, ", ")
+}
+
+// drainEvents are the events of a pass's scale-down (nil d: none): pods marked, or the replicas going down.
+func drainEvents(d *drainObservation, now time.Time) []pendingEvent {
+	switch {
+	case d == nil:
+		return nil
+	case len(d.marked) > 0:
+		return []pendingEvent{{corev1.EventTypeNormal, EventPodsDraining, fmt.Sprintf(
+			"draining %s before scaling down from %d to %d pool pods: every site's EndpointSlice drops them first",
+			strings.Join(d.marked, ", "), d.from, d.to)}}
+	case d.timedOut:
+		return []pendingEvent{{corev1.EventTypeWarning, EventDrainTimedOut, fmt.Sprintf(
+			"%d of %d site EndpointSlices still list %s after %s: scaling down to %d pool pods anyway",
+			d.listing, d.slices, strings.Join(d.pods, ", "), poolplacement.DrainTimeout, d.to)}}
+	case d.done:
+		return []pendingEvent{{corev1.EventTypeNormal, EventPodsDrained, fmt.Sprintf(
+			"%s left all %d site EndpointSlices after %s: scaling down from %d to %d pool pods",
+			strings.Join(d.pods, ", "), d.slices, now.Sub(d.since).Round(time.Second), d.from, d.to)}}
+	}
+	return nil
+}
+
+// pendingEvent is an event of what a pass did to objects other than the pool (a pod marked, the replicas lowered),
+// kept in the pool's memory until a pass's status write went through (or needed none). Unlike the status
+// transitions, the pass after a refused write cannot tell them again: the pods are marked and the replicas
+// lowered by then.
+type pendingEvent struct{ typ, reason, message string }
+
+// keepEvents adds a pass's events to the pool's pending ones.
+func (r *Reconciler) keepEvents(pool string, evs []pendingEvent) {
+	if len(evs) > 0 {
+		m := r.memoryOf(pool)
+		m.events = append(m.events, evs...)
+	}
+}
+
+// flushEvents records the pool's pending events, once its status is written.
+func (r *Reconciler) flushEvents(pool *v1alpha1.StaticSitePool) {
+	m := r.memoryOf(pool.Name)
+	for _, e := range m.events {
+		r.Recorder.Event(pool, e.typ, e.reason, e.message)
+	}
+	m.events = nil
 }

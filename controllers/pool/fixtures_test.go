@@ -214,3 +214,56 @@ func (s *sitesServer) answer(sites ...map[string]any) {
 	}
 	s.body = map[string]any{"sites": sites}
 }
+
+// scaledPool is a pool with spec.autoscaling (spec.replicas 1, 100 req/s per pod, up to maxReplicas, the given
+// scale-down delay) and two Git sites a and b; its server Deployment, created at 1 replica, rolled out, and its first
+// pod running, whose /sites the test writes (counts).
+type scaledPool struct {
+	pool       *v1alpha1.StaticSitePool
+	ns, server string // the pool namespace and the server Deployment's name
+	a, b       string // the sites' index ids
+	s          *sitesServer
+	first      *corev1.Pod
+}
+
+func newScaledPool(t *testing.T, maxReplicas, scaleDownDelaySeconds int32) *scaledPool {
+	t.Helper()
+	ctx := context.Background()
+	poolNS := namespace(t, uniqueName("pool"))
+	tenant := namespace(t, uniqueName("tenant"))
+	pool := &v1alpha1.StaticSitePool{ObjectMeta: metav1.ObjectMeta{Name: uniqueName("pool")},
+		Spec: v1alpha1.StaticSitePoolSpec{Namespace: poolNS, Namespaces: []string{tenant}, IndexShards: ptr.To[int32](1),
+			Replicas: ptr.To[int32](1),
+			Autoscaling: &v1alpha1.PoolAutoscalingSpec{MaxReplicas: maxReplicas, TargetRPSPerPod: 100,
+				ScaleDownDelaySeconds: ptr.To(scaleDownDelaySeconds)}}}
+	testenv.Must(t, k8s.Create(ctx, pool))
+	t.Cleanup(func() { _ = k8s.Delete(context.Background(), pool) })
+	gitSite(t, tenant, "a", pool.Name)
+	gitSite(t, tenant, "b", pool.Name)
+	p := &scaledPool{pool: pool, ns: poolNS, server: poolplacement.ServerName(pool.Name),
+		a: poolindex.ID(tenant, "a"), b: poolindex.ID(tenant, "b")}
+	d := getDeployment(t, poolNS, p.server)
+	if *d.Spec.Replicas != 1 {
+		t.Fatalf("a new autoscaled pool has %d replicas, want spec.replicas 1", *d.Spec.Replicas)
+	}
+	completeRollout(t, d)
+	p.first = runPod(t, d, pool.Name+"-1")
+	p.s = newSitesServer(t, poolNS, p.first.Name)
+	return p
+}
+
+// counts is what the first pod's /sites says of the sites' requests.
+func (p *scaledPool) counts(na, nb int) {
+	p.s.answer(map[string]any{"id": p.a, "state": "memory", "requests": na}, map[string]any{"id": p.b, "state": "memory", "requests": nb})
+}
+
+// replicas waits for the server Deployment's replicas.
+func (p *scaledPool) replicas(t *testing.T, want int32) {
+	t.Helper()
+	testenv.Eventually(t, fmt.Sprintf("the server Deployment at %d replicas", want), func() error {
+		if got := getDeployment(t, p.ns, p.server); *got.Spec.Replicas != want {
+			return fmt.Errorf("replicas %d", *got.Spec.Replicas)
+		}
+		return nil
+	})
+}

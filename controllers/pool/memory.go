@@ -7,11 +7,14 @@ import (
 
 // poolMemory is what the controller keeps of one pool between its passes (one pool's passes are serial; the map
 // holding these is shared by every pool's): the last counters of its Auto sites (step_traffic.go) and, with
-// spec.autoscaling, its rate and scale-down window (step_scale.go). Forgotten with the pool; an operator restart
+// spec.autoscaling, its rate and scale-down window (step_scale.go), and the events of its scale-downs not yet
+// recorded (events.go). Forgotten with the pool; an operator restart
 // starts them again, which only delays a demotion or a scale-down.
 type poolMemory struct {
 	traffic pooltraffic.Meter
 	scale   *scaleState // nil without spec.autoscaling
+	// events: what passes did beyond the pool's status, to record once a status write goes through (events.go).
+	events []pendingEvent
 }
 
 // scaleState is the pool autoscaler's memory.

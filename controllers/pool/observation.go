@@ -41,6 +41,10 @@ type observation struct {
 	unmirrored                     map[string]bool
 
 	deployment *appsv1.Deployment // the server Deployment as the cache has it; nil before it exists
+	// serverReplicas is the server Deployment's replicas this pass applies (step_drain.go); drain its scale-down
+	// waiting for the pool sites' slices, nil when the pass removes no pod.
+	serverReplicas int32
+	drain          *drainObservation
 
 	// served: what the pods and the fetcher said, per site id (step_served.go); nil until that step ran.
 	served map[string]poolstate.Served

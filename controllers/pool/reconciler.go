@@ -136,6 +136,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrlreconcile.Request) (
 	status := deriveStatus(pool, o)
 	changed := !equality.Semantic.DeepEqual(pool.Status, status)
 	pool.Status = status
+	if o.err == nil {
+		r.keepEvents(pool.Name, drainEvents(o.drain, o.now))
+	}
 	if err := reconcile.WriteStatus(ctx, r, pool, changed, func() { r.recordEvents(before, pool, o) }); err != nil {
 		if apierrors.IsConflict(err) {
 			return ctrlreconcile.Result{RequeueAfter: 200 * time.Millisecond}, nil
@@ -146,6 +149,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrlreconcile.Request) (
 		return ctrlreconcile.Result{}, errors.Join(o.err, err)
 	}
 	r.keepScaleWindow(o) // only now: the decision it led to is published
+	r.flushEvents(pool)
 	if o.err != nil {
 		return ctrlreconcile.Result{}, o.err
 	}
@@ -164,6 +168,7 @@ func (r *Reconciler) steps() []step {
 		r.reconcileIndex,     // the index shards' ConfigMaps (sites mirrored), only the changed ones written
 		r.deleteLeftMirrors,  // the mirrors of sites no longer in the index
 		r.reconcileFetcher,   // the fetcher: its identity, Deployment, Service, NetworkPolicy
+		r.reconcileDrain,     // the server replicas: a scale-down waits until the sites' slices drop its pods
 		r.reconcileServer,    // the server pods: Deployment and PodDisruptionBudget
 		r.reconcileServed,    // what the pods and the fetcher serve, published to the Board
 	}

@@ -11,9 +11,6 @@ import (
 	"k8s.io/utils/ptr"
 
 	"hyperstatic.dev/hyperstatic/api/v1alpha1"
-	"hyperstatic.dev/hyperstatic/internal/poolindex"
-	"hyperstatic.dev/hyperstatic/internal/poolplacement"
-	"hyperstatic.dev/hyperstatic/internal/testenv"
 )
 
 // The pool autoscaler (spec.autoscaling) on the pool pods' per-site counters (/sites): a rate over all its sites
@@ -21,47 +18,8 @@ import (
 // pod that cannot be read holds the count (its share is unknown, never 0); once the rate has needed fewer pods for
 // scaleDownDelaySeconds, down to the most that window needed, never below spec.replicas.
 func TestPoolScalesOnItsSitesTraffic(t *testing.T) {
-	ctx := context.Background()
-	poolNS := namespace(t, uniqueName("pool"))
-	tenant := namespace(t, uniqueName("tenant"))
-	pool := &v1alpha1.StaticSitePool{ObjectMeta: metav1.ObjectMeta{Name: uniqueName("pool")},
-		Spec: v1alpha1.StaticSitePoolSpec{Namespace: poolNS, Namespaces: []string{tenant}, IndexShards: ptr.To[int32](1),
-			Replicas: ptr.To[int32](1),
-			Autoscaling: &v1alpha1.PoolAutoscalingSpec{MaxReplicas: 4, TargetRPSPerPod: 100,
-				ScaleDownDelaySeconds: ptr.To[int32](60)}}}
-	testenv.Must(t, k8s.Create(ctx, pool))
-	t.Cleanup(func() { _ = k8s.Delete(context.Background(), pool) })
-	gitSite(t, tenant, "a", pool.Name)
-	gitSite(t, tenant, "b", pool.Name)
-	a, b := poolindex.ID(tenant, "a"), poolindex.ID(tenant, "b")
-	testenv.Eventually(t, "both sites in the index", func() error {
-		index, err := indexIDs(t, pool)
-		if err == nil && len(index) != 2 {
-			err = fmt.Errorf("index holds %v", keys(index))
-		}
-		return err
-	})
-	name := poolplacement.ServerName(pool.Name)
-	d := getDeployment(t, poolNS, name)
-	if *d.Spec.Replicas != 1 {
-		t.Fatalf("a new autoscaled pool has %d replicas, want spec.replicas 1", *d.Spec.Replicas)
-	}
-	completeRollout(t, d)
-	pod := runPod(t, d, pool.Name+"-1")
-	s := newSitesServer(t, poolNS, pod.Name)
-	counts := func(na, nb int) {
-		s.answer(map[string]any{"id": a, "state": "memory", "requests": na}, map[string]any{"id": b, "state": "memory", "requests": nb})
-	}
-	replicas := func(want int32) {
-		t.Helper()
-		testenv.Eventually(t, fmt.Sprintf("the server Deployment at %d replicas", want), func() error {
-			got := getDeployment(t, poolNS, name)
-			if *got.Spec.Replicas != want {
-				return fmt.Errorf("replicas %d", *got.Spec.Replicas)
-			}
-			return nil
-		})
-	}
+	p := newScaledPool(t, 4, 60)
+	pool, s, counts, replicas := p.pool, p.s, p.counts, func(want int32) { t.Helper(); p.replicas(t, want) }
 	status := func(what string, check func(*v1alpha1.PoolAutoscalingStatus) error) {
 		t.Helper()
 		waitPool(t, pool.Name, what, func(p *v1alpha1.StaticSitePool) error {

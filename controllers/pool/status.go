@@ -2,6 +2,7 @@ package pool
 
 import (
 	"fmt"
+	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -15,6 +16,7 @@ const (
 	ReasonRollingOut   = "RollingOut"
 	ReasonSitesPending = "SitesPending"
 	ReasonPodsUnread   = "PodsUnreadable"
+	ReasonDraining     = "Draining"
 )
 
 // deriveStatus is the whole status of a pool from one pass's observation, in one place. A pass stopped by a
@@ -63,9 +65,12 @@ func deriveStatus(pool *v1alpha1.StaticSitePool, o *observation) v1alpha1.Static
 func progress(pool *v1alpha1.StaticSitePool, o *observation) (reason, message string) {
 	want := replicasOf(pool)
 	d := o.deployment
-	switch {
+	switch dr := o.drain; {
 	case d == nil:
 		return ReasonRollingOut, "the server Deployment is being created"
+	case dr != nil && !dr.done:
+		return ReasonDraining, fmt.Sprintf("scaling down from %d to %d pool pods: %s leaving the sites' EndpointSlices first (%d of %d still list them)",
+			dr.from, dr.to, strings.Join(dr.pods, ", "), dr.listing, dr.slices)
 	case d.Status.ObservedGeneration < d.Generation || d.Status.UpdatedReplicas < want || d.Status.ReadyReplicas < want ||
 		d.Status.AvailableReplicas < want || d.Status.Replicas > want:
 		return ReasonRollingOut, fmt.Sprintf("%d of %d pool pods updated and ready", min(d.Status.UpdatedReplicas, d.Status.ReadyReplicas), want)

@@ -52,7 +52,7 @@ func (r *Reconciler) reconcileServer(ctx context.Context, o *observation) error 
 	p, name := o.pool, poolplacement.ServerName(o.pool.Name)
 	d := &appsv1.Deployment{}
 	if err := r.applyAll(ctx, o, []object{
-		{"Deployment", d, serverDeployment(p, r.ServerImage, r.ContentAgentImage), name, extractDeployment},
+		{"Deployment", d, serverDeployment(p, o.serverReplicas, r.ServerImage, r.ContentAgentImage), name, extractDeployment},
 		{"PodDisruptionBudget", &policyv1.PodDisruptionBudget{}, disruptionBudget(p), name, extractPodDisruptionBudget},
 	}); err != nil {
 		return err

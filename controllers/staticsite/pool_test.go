@@ -75,6 +75,24 @@ func setPoolPodReady(t *testing.T, p *corev1.Pod, ip string, ready bool) {
 	})
 }
 
+// markPoolPodDraining plays the pool controller's scale-down: p marked draining, or the mark taken off.
+func markPoolPodDraining(t *testing.T, p *corev1.Pod, draining bool) {
+	t.Helper()
+	testenv.Eventually(t, "pool pod "+p.Name+" mark", func() error {
+		if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(p), p); err != nil {
+			return err
+		}
+		if p.Annotations == nil {
+			p.Annotations = map[string]string{}
+		}
+		delete(p.Annotations, poolplacement.AnnotationDraining)
+		if draining {
+			p.Annotations[poolplacement.AnnotationDraining] = "2026-12-04T06:00:00Z"
+		}
+		return k8s.Update(context.Background(), p)
+	})
+}
+
 // publish plays the pool controller's pass: what pool serves of each site.
 func publish(pool *v1alpha1.StaticSitePool, sites map[string]poolstate.Served) {
 	pools.Publish(pool.Name, sites)
@@ -222,6 +240,13 @@ func TestPoolSiteHasNoPodOfItsOwn(t *testing.T) {
 	// A third pool pod becomes ready: the slice follows.
 	setPoolPodReady(t, late, "10.1.0.3", true)
 	testenv.Eventually(t, "the slice lists the new ready pod", wantAddresses(ns, "pooled", "10.1.0.1", "10.1.0.2", "10.1.0.3"))
+
+	// The pool controller marks a pod it is about to remove (internal/poolplacement/drain.go): the slice drops it
+	// while it is still ready, and lists it again once the mark comes off.
+	markPoolPodDraining(t, late, true)
+	testenv.Eventually(t, "the slice drops the draining pod", wantAddresses(ns, "pooled", "10.1.0.1", "10.1.0.2"))
+	markPoolPodDraining(t, late, false)
+	testenv.Eventually(t, "the slice lists the pod again", wantAddresses(ns, "pooled", "10.1.0.1", "10.1.0.2", "10.1.0.3"))
 
 	// The fetcher fails and no pod serves the site: Placed False naming the error, Stalled.
 	publish(pool, map[string]poolstate.Served{poolindex.ID(ns, "pooled"): {ServedBy: 0, ReadyPods: 3, FetchError: "mirror unreadable"}})

@@ -51,8 +51,9 @@ func (r *Reconciler) sitesInPool(ctx context.Context, pool string) []reconcile.R
 }
 
 // poolPodEndpointChanged passes the events of pool server pods that can change an EndpointSlice: created,
-// deleted, or an update of readiness, addresses or deletion. A pool pod's other status updates (every probe
-// change of a container, for instance) would wake each of the pool's sites for nothing.
+// deleted, or an update of readiness, addresses, deletion or the pool's drain mark (poolplacement.Draining). A
+// pool pod's other status updates (every probe change of a container, for instance) would wake each of the pool's
+// sites for nothing.
 var poolPodEndpointChanged = predicate.Funcs{
 	CreateFunc:  func(e event.CreateEvent) bool { return isPoolServerPod(e.Object) },
 	DeleteFunc:  func(e event.DeleteEvent) bool { return isPoolServerPod(e.Object) },
@@ -64,7 +65,7 @@ var poolPodEndpointChanged = predicate.Funcs{
 		was, now := e.ObjectOld.(*corev1.Pod), e.ObjectNew.(*corev1.Pod)
 		return podstate.Ready(was) != podstate.Ready(now) || was.Status.PodIP != now.Status.PodIP ||
 			len(was.Status.PodIPs) != len(now.Status.PodIPs) || was.DeletionTimestamp.IsZero() != now.DeletionTimestamp.IsZero() ||
-			was.Spec.NodeName != now.Spec.NodeName
+			was.Spec.NodeName != now.Spec.NodeName || poolplacement.Draining(was) != poolplacement.Draining(now)
 	},
 }
 

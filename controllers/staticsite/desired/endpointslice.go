@@ -31,14 +31,15 @@ type PoolEndpoint struct {
 	Address, Pod, Namespace, Node string
 }
 
-// PoolEndpointsOf picks the ready, not terminating pool pods with an address: the IP family is the first such
-// pod's primary address's (IPv4 when there is none), and a dual-stack pod contributes its address of that family.
+// PoolEndpointsOf picks the ready pool pods with an address that are neither terminating nor draining (the pool
+// controller is removing them: poolplacement.AnnotationDraining): the IP family is the first such pod's primary
+// address's (IPv4 when there is none), and a dual-stack pod contributes its address of that family.
 func PoolEndpointsOf(pods []corev1.Pod) PoolEndpoints {
 	out := PoolEndpoints{AddressType: discoveryv1.AddressTypeIPv4}
 	family := ""
 	for i := range pods {
 		p := &pods[i]
-		if !p.DeletionTimestamp.IsZero() || !podReady(p) {
+		if !p.DeletionTimestamp.IsZero() || poolplacement.Draining(p) || !podReady(p) {
 			continue
 		}
 		for _, ip := range podIPs(p) {

@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"hyperstatic.dev/hyperstatic/api/v1alpha1"
+	"hyperstatic.dev/hyperstatic/internal/poolplacement"
 )
 
 func pod(name string, ready bool, ips ...string) corev1.Pod {
@@ -27,13 +28,15 @@ func pod(name string, ready bool, ips ...string) corev1.Pod {
 	return p
 }
 
-// Only ready pods that are not terminating, of the first one's family, sorted; a dual-stack pod gives the address
-// of that family.
+// Only ready pods that are neither terminating nor draining, of the first one's family, sorted; a dual-stack pod
+// gives the address of that family.
 func TestPoolEndpointsOf(t *testing.T) {
 	terminating := pod("gone", true, "10.0.0.9")
 	now := metav1.Now()
 	terminating.DeletionTimestamp = &now
-	eps := PoolEndpointsOf([]corev1.Pod{pod("b", true, "10.0.0.2"), pod("late", false, "10.0.0.3"), terminating,
+	draining := pod("leaving", true, "10.0.0.0")
+	draining.Annotations = map[string]string{poolplacement.AnnotationDraining: "2026-12-04T06:00:00Z"}
+	eps := PoolEndpointsOf([]corev1.Pod{pod("b", true, "10.0.0.2"), pod("late", false, "10.0.0.3"), terminating, draining,
 		pod("dual", true, "10.0.0.1", "fd00::1"), pod("none", true), pod("v6", true, "fd00::2")})
 	var got []string
 	for _, e := range eps.Pods {
