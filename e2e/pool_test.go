@@ -9,7 +9,6 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -95,10 +94,8 @@ func testPool(t *testing.T) {
 	}
 	// On the same pool, already serving: automatic placement costs the step alone (poolauto_test.go).
 	t.Run("auto-placement", func(t *testing.T) { testPoolAutoPlacement(t, pool, tenants[0]) })
-	// Last: it leaves the pool at one pod (poolscale_test.go). Opt-in for now: see there.
-	if os.Getenv("E2E_POOL_AUTOSCALING") == "1" {
-		t.Run("autoscaling", func(t *testing.T) { testPoolAutoscaling(t, pool.Name, sites) })
-	}
+	// Last: it leaves the pool at one pod (poolscale_test.go).
+	t.Run("autoscaling", func(t *testing.T) { testPoolAutoscaling(t, pool.Name, sites) })
 }
 
 // poolSite is one site of the scenario and the files it must serve.

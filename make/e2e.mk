@@ -63,7 +63,7 @@ e2e-ipv6-test: ## Only TestAddressFamilies on the IPv6-only cluster (up, images 
 	  E2E_LOG=$(E2E_LOGS_DIR)/e2e-ipv6-test.log
 
 .PHONY: e2e-test
-e2e-test: $(HELM) kubectl ## Only the Go e2e tests (cluster up, images loaded); E2E_RUN=<regexp> (default ^TestE2E$$, the whole suite); E2E_MANY_PREVIEWS=1 adds 20 previews at once to 14g (the Python docs) and 14j (www); E2E_POOL_AUTOSCALING=1 adds 20's autoscaling step.
+e2e-test: $(HELM) kubectl ## Only the Go e2e tests (cluster up, images loaded); E2E_RUN=<regexp> (default ^TestE2E$$, the whole suite); E2E_MANY_PREVIEWS=1 adds 20 previews at once to 14g (the Python docs) and 14j (www);
 	mkdir -p $(E2E_LOGS_DIR) && cd $(ROOT) && KUBECONFIG=$(E2E_KUBECONFIG) HELM=$(HELM) E2E_CHART=$(E2E_CHART) E2E_VERSION=$(VERSION) \
 	  E2E_KUBECTL=$(KUBECTL) E2E_IP_FAMILIES=$(E2E_IP_FAMILIES) \
 	  E2E_FETCH_IMAGE=$(FETCH_IMAGE) E2E_SITE_IMAGE=$(EXAMPLE_SITE_IMAGE) E2E_SITE_DIR=$(ROOT)/images/server/example/site \
@@ -73,7 +73,7 @@ e2e-test: $(HELM) kubectl ## Only the Go e2e tests (cluster up, images loaded); 
 	  E2E_PYDOCS_DIR=$(PYDOCS_DIR) E2E_PYDOCS_V2_DIR=$(PYDOCS_V2_DIR) \
 	  E2E_SERVER_IMAGE=$(SERVER_IMAGE) E2E_K6_IMAGE=$(K6_IMAGE) \
 	  E2E_SLOWLORIS_IMAGE=$(SLOWLORIS_IMAGE) E2E_SERVER_NEXT_IMAGE=$(SERVER_NEXT_IMAGE) \
-	  E2E_GITSERVER_IMAGE=$(GITSERVER_IMAGE) E2E_DEX_IMAGE=$(DEX_IMAGE) E2E_MANY_PREVIEWS=$(E2E_MANY_PREVIEWS) E2E_POOL_AUTOSCALING=$(E2E_POOL_AUTOSCALING) \
+	  E2E_GITSERVER_IMAGE=$(GITSERVER_IMAGE) E2E_DEX_IMAGE=$(DEX_IMAGE) E2E_MANY_PREVIEWS=$(E2E_MANY_PREVIEWS) \
 	  E2E_TRAEFIK_IMAGE=$(if $(filter 1,$(E2E_ROUTES)),$(TRAEFIK_IMAGE)) \
 	  E2E_CERT_MANAGER_IMAGE=$(if $(filter 1,$(E2E_CERT_MANAGER)),$(CERT_MANAGER_IMAGE)) \
 	  go test -tags e2e ./e2e/ -count=1 -v -timeout 40m -run '$(or $(E2E_RUN),^TestE2E$$)' 2>&1 | tee $(E2E_LOG) \
