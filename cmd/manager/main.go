@@ -35,6 +35,7 @@ import (
 	"hyperstatic.dev/hyperstatic/internal/eventlanes"
 	"hyperstatic.dev/hyperstatic/internal/gitrevision"
 	"hyperstatic.dev/hyperstatic/internal/managercache"
+	"hyperstatic.dev/hyperstatic/internal/memlimit"
 	"hyperstatic.dev/hyperstatic/internal/podmetrics"
 	"hyperstatic.dev/hyperstatic/internal/poolread"
 	"hyperstatic.dev/hyperstatic/internal/poolstate"
@@ -151,6 +152,12 @@ func main() {
 		return
 	}
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zo)))
+	// Before anything allocates much: the runtime collects within the container's memory limit (internal/memlimit).
+	if msg, err := memlimit.Apply("/"); err != nil {
+		ctrl.Log.WithName("setup").Error(err, "no soft memory limit")
+	} else {
+		ctrl.Log.WithName("setup").Info(msg)
+	}
 	if err := run(ctrl.SetupSignalHandler(), ctrl.GetConfigOrDie(), o); err != nil {
 		ctrl.Log.WithName("setup").Error(err, "the manager stopped with an error")
 		os.Exit(1)
