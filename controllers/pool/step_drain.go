@@ -182,7 +182,9 @@ func (r *Reconciler) markDraining(ctx context.Context, p *corev1.Pod, since stri
 		p.Annotations[poolplacement.AnnotationDraining] = since
 		p.Annotations[poolplacement.AnnotationDeletionCost] = poolplacement.DrainingDeletionCost
 	}
-	if err := r.Patch(ctx, p, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
+	// A merge patch of the two keys alone, without a resourceVersion: nothing else of the pod is sent, so the
+	// kubelet's status writes cannot make it conflict.
+	if err := r.Patch(ctx, p, client.MergeFrom(before)); err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil // gone already
 		}
