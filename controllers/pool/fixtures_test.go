@@ -216,8 +216,8 @@ func (s *sitesServer) answer(sites ...map[string]any) {
 }
 
 // scaledPool is a pool with spec.autoscaling (spec.replicas 1, 100 req/s per pod, up to maxReplicas, the given
-// scale-down delay) and two Git sites a and b; its server Deployment, created at 1 replica, rolled out, and its first
-// pod running, whose /sites the test writes (counts).
+// scale-down delay) and two Git sites a and b, both in the index; its server Deployment, created at 1 replica,
+// rolled out, and its first pod running, whose /sites the test writes (counts).
 type scaledPool struct {
 	pool       *v1alpha1.StaticSitePool
 	ns, server string // the pool namespace and the server Deployment's name
@@ -242,6 +242,13 @@ func newScaledPool(t *testing.T, maxReplicas, scaleDownDelaySeconds int32) *scal
 	gitSite(t, tenant, "b", pool.Name)
 	p := &scaledPool{pool: pool, ns: poolNS, server: poolplacement.ServerName(pool.Name),
 		a: poolindex.ID(tenant, "a"), b: poolindex.ID(tenant, "b")}
+	testenv.Eventually(t, "both sites in the index", func() error {
+		index, err := indexIDs(t, pool)
+		if err == nil && len(index) != 2 {
+			err = fmt.Errorf("index holds %v", keys(index))
+		}
+		return err
+	})
 	d := getDeployment(t, poolNS, p.server)
 	if *d.Spec.Replicas != 1 {
 		t.Fatalf("a new autoscaled pool has %d replicas, want spec.replicas 1", *d.Spec.Replicas)
