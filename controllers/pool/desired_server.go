@@ -193,7 +193,8 @@ func serverContainer(pool *v1alpha1.StaticSitePool, serverImage string, memory r
 }
 
 // pullerContainer is the native sidecar (an init container that restarts Always): it starts, and is ready (every
-// site of the index has a tree or a reported failure), before the server starts, and runs beside it.
+// site of the index has a tree or a reported failure), before the server starts, and runs beside it. Its
+// readiness then holds for the life of the container (contentagent.PoolPuller.Ready says why).
 func pullerContainer(pool *v1alpha1.StaticSitePool, agentImage string) *corev1ac.ContainerApplyConfiguration {
 	res := corev1.ResourceList{corev1.ResourceCPU: pullerCPU, corev1.ResourceMemory: pullerMemory}
 	return corev1ac.Container().

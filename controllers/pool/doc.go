@@ -15,6 +15,8 @@
 //     (step_index.go); then the mirrors of sites that left the index are deleted (step_mirrors.go);
 //   - the fetcher (ServiceAccount, Role, RoleBinding, Deployment, Service, NetworkPolicy) and the server pods
 //     (Deployment, PodDisruptionBudget) are applied from pure builders (desired_*.go) (step_objects.go);
+//   - every server pod and the fetcher pod not yet told of the index revision get it in an annotation, which makes
+//     their kubelet remount the index at once instead of at its next resync, up to 90 s later (step_deliver.go);
 //   - each ready pool pod's and the fetcher's GET /sites are read once (internal/poolread) and what each site is
 //     served with is published to the poolstate.Board the site controller reads (step_served.go), with the
 //     traffic of each site placed automatically, measured on the pool's pods and its own (step_traffic.go,

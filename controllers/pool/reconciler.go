@@ -170,6 +170,7 @@ func (r *Reconciler) steps() []step {
 		r.reconcileFetcher,   // the fetcher: its identity, Deployment, Service, NetworkPolicy
 		r.reconcileDrain,     // the server replicas: a scale-down waits until the sites' slices drop its pods
 		r.reconcileServer,    // the server pods: Deployment and PodDisruptionBudget
+		r.deliverIndex,       // the pods that read the index told of a new one (their kubelet remounts it)
 		r.reconcileServed,    // what the pods and the fetcher serve, published to the Board
 	}
 }

@@ -171,23 +171,12 @@ func cmpBool(a, b bool) int {
 
 // markDraining marks p as draining since the given time, with the lowest deletion cost; "" takes both off.
 func (r *Reconciler) markDraining(ctx context.Context, p *corev1.Pod, since string) error {
-	before := p.DeepCopy()
-	if since == "" {
-		delete(p.Annotations, poolplacement.AnnotationDraining)
-		delete(p.Annotations, poolplacement.AnnotationDeletionCost)
-	} else {
-		if p.Annotations == nil {
-			p.Annotations = map[string]string{}
-		}
-		p.Annotations[poolplacement.AnnotationDraining] = since
-		p.Annotations[poolplacement.AnnotationDeletionCost] = poolplacement.DrainingDeletionCost
+	cost := ""
+	if since != "" {
+		cost = poolplacement.DrainingDeletionCost
 	}
-	// A merge patch of the two keys alone, without a resourceVersion: nothing else of the pod is sent, so the
-	// kubelet's status writes cannot make it conflict.
-	if err := r.Patch(ctx, p, client.MergeFrom(before)); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil // gone already
-		}
+	if err := r.patchPodAnnotations(ctx, p, map[string]string{poolplacement.AnnotationDraining: since,
+		poolplacement.AnnotationDeletionCost: cost}); err != nil {
 		return fmt.Errorf("mark pod %s draining (%q): %w", p.Name, since, err)
 	}
 	return nil

@@ -228,6 +228,51 @@ func TestPoolFetcherAndPullers(t *testing.T) {
 	})
 }
 
+// TestPoolPullerReadiness: a pool pod's readiness (the puller's /healthz, its sidecar's readiness probe) waits
+// for every site of the index when the pod starts, and then holds: a site added to the index later, whose tree
+// is not here yet, must not take a serving pod out of every pool site's slice (e2e scenario 20 saw a pool of two
+// pods unready for minutes while one new site's first fetch went on). The pod's index names a site the fetcher
+// does not know (never fetched, no failure to report): its tree never comes, so each answer below is final.
+func TestPoolPullerReadiness(t *testing.T) {
+	srv, base := gts.Start(t, "", "", "")
+	repo := srv.NewRepo(t, base, "site.git", nil)
+	repo.Push("refs/heads/main", repo.Commit("v1", map[string]gts.File{"index.html": gts.Regular("v1\n")}), false)
+	site := poolGitSite("a.site", repo.URL, "")
+	pending := poolGitSite("a.pending", repo.URL, "")
+	fetcher := startPoolFetcher(t, writtenIndex(t, site))
+	bundle := fetcher.fetched(t, site.ID, func(e contentagent.PoolSite) bool { return e.Bundle != "" }).Bundle
+
+	podIndex := writtenIndex(t, site)
+	pod := startPoolPuller(t, podIndex, fetcher.url)
+	eventually(t, func() string { return "the pod with every tree not ready" }, func() bool {
+		code, _ := get(t, pod.url+"/healthz")
+		return code == http.StatusOK
+	})
+	writeIndex(t, podIndex, []poolindex.Site{site, pending})
+	eventually(t, func() string { return "the pod has not read the index with the new site" }, func() bool {
+		_, ok := pod.p.Index.Sites()[pending.ID]
+		return ok
+	})
+	if code, body := get(t, pod.url+"/healthz"); code != http.StatusOK {
+		t.Errorf("a ready pod whose index gained a site without a tree: /healthz %d %q, want 200", code, body)
+	}
+
+	// A pod starting with that index has a tree still to get: not ready.
+	fresh := startPoolPuller(t, writtenIndex(t, site, pending), fetcher.url)
+	fresh.installed(t, site.ID, bundle)
+	if code, _ := get(t, fresh.url+"/healthz"); code != http.StatusServiceUnavailable {
+		t.Errorf("a new pod without the tree of a site of its index: /healthz %d, want 503", code)
+	}
+}
+
+// writtenIndex is a new index directory holding sites in one shard.
+func writtenIndex(t testing.TB, sites ...poolindex.Site) string {
+	t.Helper()
+	dir := t.TempDir()
+	writeIndex(t, dir, sites)
+	return dir
+}
+
 // Limits: a tree past the site's maxFiles or maxBytes is refused by the fetcher (TooLarge, nothing published), and
 // a pod whose index gives a site lower limits than the bundle needs refuses it too, reporting the failure (its
 // /healthz still turns ready: every site has a tree or a reported failure).

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"hyperstatic.dev/hyperstatic/internal/gitsource"
@@ -55,6 +56,7 @@ type PoolPuller struct {
 	state   map[string]*pullSite
 	fetched map[string]PoolSite // the fetcher's last /sites, by id
 	polled  bool                // fetched holds an answer
+	ready   atomic.Bool         // Ready was true once
 	kick    chan struct{}
 	queue   *workQueue
 	table   *siteTable
@@ -413,9 +415,17 @@ func signalReady(dir, id string) error {
 	return nil
 }
 
-// Ready is /healthz's answer: true once every site of the index has a tree here or a reported failure (its
-// own, or the fetcher's for a site with no bundle).
+// Ready is /healthz's answer, the sidecar's startup and readiness probe and so a part of the pod's readiness:
+// true once every site of the index has a tree here or a reported failure (its own, or the fetcher's for a site
+// with no bundle), and from then on for the life of the process. A new pod joins the pool's slices only with every
+// tree it must serve; a running one stays in them while a site added later is pulled: the pod's readiness is
+// every pool site's, so a new site still being pulled (for as long as its first fetch takes) must not take the
+// whole pool out of every site's slice. Whether a pod serves that site yet is the pool controller's to read from
+// /sites, per site.
 func (p *PoolPuller) Ready() bool {
+	if p.ready.Load() {
+		return true
+	}
 	if !p.Index.Loaded() {
 		return false
 	}
@@ -435,6 +445,7 @@ func (p *PoolPuller) Ready() bool {
 			return false
 		}
 	}
+	p.ready.Store(true)
 	return true
 }
 
