@@ -35,8 +35,6 @@ type observation struct {
 	// shardsWritten are the index shards this pass created or changed; indexRevision names the whole index.
 	shardsWritten []int
 	indexRevision string
-	// podsTold: the pods this pass told of the index revision (step_deliver.go).
-	podsTold int
 	// mirrorsWritten and mirrorsDeleted count this pass's mirror writes; unmirrored are the admitted sites (by
 	// id) some of whose mirrors do not exist yet (a later batch writes them): out of the index until then.
 	mirrorsWritten, mirrorsDeleted int

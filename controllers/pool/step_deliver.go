@@ -40,7 +40,6 @@ func (r *Reconciler) deliverIndex(ctx context.Context, o *observation) error {
 			if err := r.patchPodAnnotations(ctx, p, map[string]string{annotationIndexRevision: o.indexRevision}); err != nil {
 				return fmt.Errorf("tell pod %s of index %s: %w", p.Name, o.indexRevision, err)
 			}
-			o.podsTold++
 		}
 	}
 	return nil
