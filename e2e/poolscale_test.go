@@ -29,9 +29,12 @@ import (
 // the second one Ready only once it holds every site's tree (its puller gates readiness), and the site is served by
 // both. Then k6 drops to poolScaleLow req/s, one pod's worth: after scaleDownDelaySeconds the pool drains one pod
 // (internal/poolplacement/drain.go: marked, out of every site's EndpointSlice, only then removed) and is back at 1.
-// Across both moves: zero failed requests and every answer the site's page; the loaded site's slice drops the
-// removed pod before it begins terminating.
-// MEASURED: load start -> 2 pods serving the site; load down -> 1 pod; mark -> slice drop -> termination.
+// Between the two, still under the high load, the oldest pool pod is evicted (poolevict_test.go): it serves until
+// no slice lists it, then the operator releases its drain. Across the three moves: zero failed requests and every
+// answer the site's page; the loaded site's slice drops the removed pod before it begins terminating, and the
+// evicted pod before it stops.
+// MEASURED: load start -> 2 pods serving the site; eviction -> slice drop -> release -> gone; load down -> 1 pod;
+// mark -> slice drop -> termination.
 //
 // It runs last in the scenario, which declares a load that keeps scenario 13a from running beside it
 // (suite_test.go): in the one local CI run with both side by side (2026-12-04), 13a failed its capacity
@@ -39,14 +42,16 @@ import (
 // most likely from this step's fan-out (each pool pod added, marked or removed wakes every one of the pool's 200
 // sites' passes in the operator).
 //
-// The requests at the step's peak (2 pool pods, the fetcher, the Git server, k6) stay within the scenario's
-// declared peak (the auto-placement step's, suite_test.go).
+// The requests at the step's peak (3 pool pods during the eviction, the fetcher, the Git server, k6) are the
+// scenario's declared peak (suite_test.go).
 const (
-	poolScaleTarget = 10                // req/s per pod
-	poolScaleHigh   = 30                // req/s: needs 3 pods at the target, 2 at most
-	poolScaleDelay  = 10                // scaleDownDelaySeconds
-	poolScaleLow    = 5                 // req/s: one pod's worth
-	poolScaleHold   = 150 * time.Second // at poolScaleHigh: the reading, the new pod, its trees, Ready, the site's pass
+	poolScaleTarget = 10 // req/s per pod
+	poolScaleHigh   = 30 // req/s: needs 3 pods at the target, 2 at most
+	poolScaleDelay  = 10 // scaleDownDelaySeconds
+	poolScaleLow    = 5  // req/s: one pod's worth
+	// at poolScaleHigh: the reading, the new pod, its trees, Ready, the site's pass; then the eviction of a pod
+	// (every site's slice rewritten, the release, the replacement's trees)
+	poolScaleHold = 210 * time.Second
 	// at poolScaleLow: the window, the reading, the drain (every site's slice rewritten: 27-33 s for the pool's
 	// sites, measured 2026-12-04), the pod's removal
 	poolScaleDown = 150 * time.Second
@@ -69,7 +74,7 @@ const poolScaleScenarios = `{
 
 func testPoolAutoscaling(t *testing.T, poolName string, sites []poolSite) {
 	t.Helper()
-	ctx := ctxFor(t, 8*time.Minute)
+	ctx := ctxFor(t, 10*time.Minute)
 	pool := &v1alpha1.StaticSitePool{}
 	if err := k8s.Get(ctx, client.ObjectKey{Name: poolName}, pool); err != nil {
 		t.Fatal(err)
@@ -107,6 +112,11 @@ func testPoolAutoscaling(t *testing.T, poolName string, sites []poolSite) {
 	t.Logf("MEASURED pool autoscaling: %d req/s on one site (target %d per pod) -> 2 ready pool pods, the site served by both: %.1f s after the load began (%s)",
 		poolScaleHigh, poolScaleTarget, time.Since(started).Seconds(), autoscalingString(t, poolName))
 
+	// Still at the high load: the oldest pool pod is evicted (a node drain), the Deployment replaces it.
+	evictPoolPod(t, poolName, site, 2*time.Minute)
+	waitPoolScaled(t, poolName, 2, max(time.Until(started.Add(poolScaleHold)), 30*time.Second))
+	t.Logf("MEASURED pool eviction: 2 ready pool pods again %.1f s after the load began", time.Since(started).Seconds())
+
 	// The load goes down to one pod's worth: the pool drains a pod, then removes it.
 	gone := watchSliceDrop(t, site.ns, site.name+"-pool", poolName) // poolplacement.EndpointSliceName
 	time.Sleep(time.Until(started.Add(poolScaleHold + 4*time.Second)))
@@ -120,7 +130,7 @@ func testPoolAutoscaling(t *testing.T, poolName string, sites []poolSite) {
 	}
 	t.Logf("MEASURED pool autoscaling: the drain of every site's slice: %s", poolEvent(t, poolName, "PodsDrained"))
 	r := loadResult(t, site.ns, "pool-scale", poolScaleHold+poolScaleDown+2*time.Minute)
-	t.Logf("MEASURED pool autoscaling: k6 across the scale-up and the scale-down: %d requests, %d failed, %d dropped, p99 %.1f ms", r.Requests, r.Failed, r.Dropped, r.P99ms)
+	t.Logf("MEASURED pool autoscaling: k6 across the scale-up, the eviction and the scale-down: %d requests, %d failed, %d dropped, p99 %.1f ms", r.Requests, r.Failed, r.Dropped, r.P99ms)
 	if r.Requests == 0 || r.Failed != 0 || r.V1 != r.Requests {
 		t.Errorf("k6 across the pool's scale-up and scale-down: %+v; want no failed request and every answer the site's page", r)
 	}

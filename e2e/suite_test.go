@@ -167,13 +167,14 @@ func TestE2E(t *testing.T) {
 		// turn (internal/fairqueue) and each namespace's events have their own lane (internal/eventlanes): in
 		// envtest another namespace's status waits for ~10 pool sites' instead of all queued before it, its event
 		// follows within 0.1 s (docs/bench/fairqueue-2026-12-03.md). Not run in kind beside the others yet.
-		// Requests at its peak, the auto-placement step: two pool pods of 250m with a 100m puller each, the pool's
-		// fetcher 100m, the Git server 50m, the Auto site's own pod 100m and k6 400m. Load: the pool pods, capped
+		// Requests at its peak, the autoscaling step's eviction: three pool pods of 250m with a 100m puller each
+		// (the evicted one serves until no slice lists it, beside its replacement and the other), the pool's
+		// fetcher 100m, the Git server 50m and k6 400m (the auto-placement step: 1350). Load: the pool pods, capped
 		// at 250m each, serve the clients' 15,135 requests; the ramp is 40 req/s. Declared 51, more than its
 		// clients need, so that 13a (50) never runs beside it: its autoscaling step's pool pods each wake all 200
 		// pool sites' passes in the operator, and 13a, beside it once, failed its capacity measurement
 		// (e2e/poolscale_test.go).
-		{name: "20-pool", run: testPool, requests: 1350, load: 51},
+		{name: "20-pool", run: testPool, requests: 1600, load: 51},
 		{name: "10c-pydocs-rollout-under-load", run: testPydocsRolloutUnderLoad, requests: 1150, load: 25},
 		{name: "10b-pydocs-autoscaling", run: testPydocsAutoscaling, requests: 900, load: 20},
 		{name: "10a-pydocs-baked-start", run: testPydocsBakedStart, requests: 1000, load: 10},

@@ -269,6 +269,8 @@ func newManager(cfg *rest.Config, o *options) (ctrl.Manager, *eventlanes.Lanes, 
 	}).SetupWithManager(mgr); err != nil {
 		return nil, nil, fmt.Errorf("set up the StaticSite controller: %w", err)
 	}
+	// One client reads the pool pods' /sites and releases their held drains.
+	poolReader := poolread.NewHTTPReader(v1alpha1.AdminPort, v1alpha1.GitFetcherPort)
 	if err := (&pool.Reconciler{
 		Client:            mgr.GetClient(),
 		Recorder:          events.For(sitechild.FieldOwner),
@@ -277,7 +279,8 @@ func newManager(cfg *rest.Config, o *options) (ctrl.Manager, *eventlanes.Lanes, 
 		ContentAgentImage: o.contentAgentImage,
 		OperatorNamespace: o.operatorNamespace,
 		ClusterDomain:     o.clusterDomain,
-		Reader:            poolread.NewHTTPReader(v1alpha1.AdminPort, v1alpha1.GitFetcherPort),
+		Reader:            poolReader,
+		Releaser:          poolReader,
 		Scraper:           podmetrics.NewHTTPScraper(), // the own pods of sites placed automatically, for their traffic
 		Board:             pools,
 		Policy:            &policy,

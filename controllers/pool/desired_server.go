@@ -39,11 +39,12 @@ const (
 	// pullerContainerName is the server pods' content-agent sidecar.
 	pullerContainerName = "content"
 
-	// drainDelay and shutdownTimeout are a site's defaults (controllers/staticsite/desired): a terminating pool
-	// pod keeps serving while the EndpointSlices drop it, then finishes the responses in flight.
+	// A terminating pool pod holds its drain until the pool controller released it, once no site's EndpointSlice
+	// lists it (step_release.go; at most poolplacement.DrainHold), then serves for drainDelay more (the proxies'
+	// lag, a site's default) and finishes the responses in flight within shutdownTimeout.
 	drainDelay      = 5 * time.Second
 	shutdownTimeout = 10 * time.Second
-	terminationWait = drainDelay + shutdownTimeout + 5*time.Second
+	terminationWait = poolplacement.DrainHold + drainDelay + shutdownTimeout + 5*time.Second
 
 	// pullerStartupSeconds is how long the puller may take to be ready at a pod's start (period 1 s): every site of
 	// the index has a tree or a reported failure, the trees pulled from the fetcher.
@@ -83,15 +84,16 @@ func quantityOr(q *resource.Quantity, def resource.Quantity) resource.Quantity {
 	return def
 }
 
-// serverArgs are the pool server's process settings: the site's listeners, drain and shutdown (the same flags a
+// ServerArgs are the pool server's process settings: the site's listeners, drain and shutdown (the same flags a
 // site passes, in the same form: "[::]:PORT" is dual-stack, and the server's listen flags are socket addresses,
 // which ":PORT" is not) and --sites instead of --root and --site.
-func serverArgs() []string {
+func ServerArgs() []string {
 	return []string{
 		"--sites", poolDir,
 		"--listen", net.JoinHostPort("::", strconv.Itoa(v1alpha1.ServerPort)),
 		"--admin-listen", net.JoinHostPort("::", strconv.Itoa(v1alpha1.AdminPort)),
 		"--drain-delay", sitechild.FormatDuration(drainDelay),
+		"--drain-hold", sitechild.FormatDuration(poolplacement.DrainHold),
 		"--shutdown-timeout", sitechild.FormatDuration(shutdownTimeout),
 	}
 }
@@ -175,7 +177,7 @@ func serverContainer(pool *v1alpha1.StaticSitePool, serverImage string, memory r
 	return corev1ac.Container().
 		WithName(sitechild.ContainerName).
 		WithImage(image).
-		WithArgs(serverArgs()...).
+		WithArgs(ServerArgs()...).
 		WithPorts(
 			corev1ac.ContainerPort().WithName(v1alpha1.ServerPortName).WithContainerPort(v1alpha1.ServerPort).WithProtocol(corev1.ProtocolTCP),
 			corev1ac.ContainerPort().WithName(v1alpha1.AdminPortName).WithContainerPort(v1alpha1.AdminPort).WithProtocol(corev1.ProtocolTCP)).

@@ -13,11 +13,14 @@
 //   - every index shard, empty ones included, is rendered (poolindex.Render, canonical) into its ConfigMap in the
 //     pool namespace; a shard whose bytes did not change is not written, so a site change costs one shard write
 //     (step_index.go); then the mirrors of sites that left the index are deleted (step_mirrors.go);
+//   - the server Deployment's replicas: a scale-down first marks the pods it removes and waits until no site's
+//     EndpointSlice lists them (step_drain.go); every terminating server pod, which holds its drain (--drain-hold),
+//     is released once no slice lists it, or at once when the pool is deleted (step_release.go);
 //   - the fetcher (ServiceAccount, Role, RoleBinding, Deployment, Service, NetworkPolicy) and the server pods
 //     (Deployment, PodDisruptionBudget) are applied from pure builders (desired_*.go) (step_objects.go);
 //   - every server pod and the fetcher pod not yet told of the index revision get it in an annotation, which makes
 //     their kubelet remount the index at once instead of at its next resync, up to 90 s later (step_deliver.go);
-//   - each ready pool pod's and the fetcher's GET /sites are read once (internal/poolread) and what each site is
+//   - each ready pool pod's (and, for its traffic only, each held pod's) and the fetcher's GET /sites are read once (internal/poolread) and what each site is
 //     served with is published to the poolstate.Board the site controller reads (step_served.go), with the
 //     traffic of each site placed automatically, measured on the pool's pods and its own (step_traffic.go,
 //     internal/pooltraffic).

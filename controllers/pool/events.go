@@ -29,6 +29,9 @@ const (
 	EventPodsDraining  = "PodsDraining"
 	EventPodsDrained   = "PodsDrained"
 	EventDrainTimedOut = "DrainTimedOut"
+	// EventPodReleased (Normal): a terminating pool pod left every site's slice and its held drain was released
+	// (step_release.go).
+	EventPodReleased = "PodReleased"
 	// maxNamed bounds the sites an event names.
 	maxNamed = 5
 )
@@ -103,6 +106,17 @@ func drainEvents(d *drainObservation, now time.Time) []pendingEvent {
 			strings.Join(d.pods, ", "), d.slices, now.Sub(d.since).Round(time.Second), d.from, d.to)}}
 	}
 	return nil
+}
+
+// releaseEvents are the events of a pass's releases (step_release.go).
+func releaseEvents(released []releasedPod) []pendingEvent {
+	out := make([]pendingEvent, 0, len(released))
+	for _, p := range released {
+		out = append(out, pendingEvent{corev1.EventTypeNormal, EventPodReleased, fmt.Sprintf(
+			"pod %s left every site's EndpointSlice %s after its deletion: drain released, it stops accepting %s later",
+			p.name, p.after.Round(100*time.Millisecond), drainDelay)})
+	}
+	return out
 }
 
 // pendingEvent is an event of what a pass did to objects other than the pool (a pod marked, the replicas lowered),

@@ -22,6 +22,7 @@ import (
 	"hyperstatic.dev/hyperstatic/api/v1alpha1"
 	"hyperstatic.dev/hyperstatic/internal/poolindex"
 	"hyperstatic.dev/hyperstatic/internal/poolplacement"
+	"hyperstatic.dev/hyperstatic/internal/poolread"
 	"hyperstatic.dev/hyperstatic/internal/testenv"
 )
 
@@ -179,18 +180,28 @@ func markRunning(t *testing.T, p *corev1.Pod, ip string) {
 	})
 }
 
-// sitesServer answers GET /sites with whatever JSON it is given, as a pool pod's admin port or the fetcher would.
+// sitesServer answers GET /sites with whatever JSON it is given, as a pool pod's admin port or the fetcher would,
+// and POST /drain/release with releaseStatus (200 unless a test says otherwise: a deleted pod has had its SIGTERM).
 type sitesServer struct {
 	mu    sync.Mutex
 	body  any
 	srv   *httptest.Server
 	calls int
+	// releases counts the POST /drain/release it was sent; releaseStatus is its answer.
+	releases, releaseStatus int
 }
 
 func newSitesServer(t *testing.T, ns, pod string) *sitesServer {
 	t.Helper()
-	s := &sitesServer{body: map[string]any{"sites": []any{}}}
+	s := &sitesServer{body: map[string]any{"sites": []any{}}, releaseStatus: http.StatusOK}
 	s.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost && r.URL.Path == poolread.ReleasePath {
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			s.releases++
+			w.WriteHeader(s.releaseStatus)
+			return
+		}
 		if r.URL.Path != "/sites" {
 			http.NotFound(w, r)
 			return

@@ -45,6 +45,8 @@ type observation struct {
 	// waiting for the pool sites' slices, nil when the pass removes no pod.
 	serverReplicas int32
 	drain          *drainObservation
+	// released: the terminating pods whose held drain this pass released (step_release.go), for the events.
+	released []releasedPod
 
 	// served: what the pods and the fetcher said, per site id (step_served.go); nil until that step ran.
 	served map[string]poolstate.Served

@@ -65,6 +65,9 @@ type Reconciler struct {
 	ClusterDomain string
 	// Reader reads the pool pods' and the fetcher's /sites (poolread.HTTPReader).
 	Reader poolread.Reader
+	// Releaser ends the held drain of a terminating pool pod no slice lists any more (step_release.go;
+	// poolread.HTTPReader); nil: none is released, each pod's hold (poolplacement.DrainHold) ends it.
+	Releaser poolread.Releaser
 	// Board receives what the pool serves, per site, for the site controller; nil: nothing is published.
 	Board *poolstate.Board
 	// Policy is the tenancy policy (operator flag --tenancy-policy), the StaticSite controller's: a site that breaks
@@ -119,12 +122,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrlreconcile.Request) (
 		if apierrors.IsNotFound(err) {
 			r.publish(req.Name, nil) // its sites are no longer served by it
 			r.forget(req.Name)
-			return ctrlreconcile.Result{}, nil
+			return r.releaseAll(ctx, req.Name)
 		}
 		return ctrlreconcile.Result{}, err
 	}
 	if !pool.DeletionTimestamp.IsZero() {
-		return ctrlreconcile.Result{}, nil // the garbage collector deletes its objects through their owner references
+		// The garbage collector deletes its objects through their owner references; its pods need not wait.
+		return r.releaseAll(ctx, pool.Name)
 	}
 	before := pool.DeepCopy()
 	o := &observation{pool: pool, now: reconcile.Now(r.Clock), tun: r.tunables()}
@@ -138,6 +142,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrlreconcile.Request) (
 	pool.Status = status
 	if o.err == nil {
 		r.keepEvents(pool.Name, drainEvents(o.drain, o.now))
+		r.keepEvents(pool.Name, releaseEvents(o.released))
 	}
 	if err := reconcile.WriteStatus(ctx, r, pool, changed, func() { r.recordEvents(before, pool, o) }); err != nil {
 		if apierrors.IsConflict(err) {
@@ -169,6 +174,7 @@ func (r *Reconciler) steps() []step {
 		r.deleteLeftMirrors,  // the mirrors of sites no longer in the index
 		r.reconcileFetcher,   // the fetcher: its identity, Deployment, Service, NetworkPolicy
 		r.reconcileDrain,     // the server replicas: a scale-down waits until the sites' slices drop its pods
+		r.releaseDrained,     // terminating server pods no slice lists: their held drain released
 		r.reconcileServer,    // the server pods: Deployment and PodDisruptionBudget
 		r.deliverIndex,       // the pods that read the index told of a new one (their kubelet remounts it)
 		r.reconcileServed,    // what the pods and the fetcher serve, published to the Board

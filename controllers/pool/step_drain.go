@@ -15,7 +15,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"hyperstatic.dev/hyperstatic/controllers/staticsite/desired"
 	"hyperstatic.dev/hyperstatic/internal/podstate"
 	"hyperstatic.dev/hyperstatic/internal/poolplacement"
 )
@@ -184,10 +183,9 @@ func (r *Reconciler) markDraining(ctx context.Context, p *corev1.Pod, since stri
 
 // slicesListing counts the pool sites' EndpointSlices (every namespace) and those that still list one of pods.
 func (r *Reconciler) slicesListing(ctx context.Context, pool, ns string, pods []string) (listing, total int, err error) {
-	list := &discoveryv1.EndpointSliceList{}
-	if err := r.List(ctx, list, client.MatchingLabels{poolplacement.LabelPool: pool,
-		discoveryv1.LabelManagedBy: desired.EndpointSliceManagedBy}); err != nil {
-		return 0, 0, fmt.Errorf("list the pool sites' EndpointSlices: %w", err)
+	list, err := r.poolSlices(ctx, pool)
+	if err != nil {
+		return 0, 0, err
 	}
 	for i := range list.Items {
 		if slices.ContainsFunc(list.Items[i].Endpoints, func(e discoveryv1.Endpoint) bool {

@@ -59,6 +59,13 @@ func (r *Reconciler) reconcileServed(ctx context.Context, o *observation) error 
 	for i := range pods.Items {
 		p := &pods.Items[i]
 		if !podstate.Serving(p) {
+			// A terminating pod holding its drain still serves what the slices not yet rewritten send it: its
+			// traffic counts (else an eviction or a rollout reads as the pool going quiet and scales it down),
+			// nothing else of it does (step_release.go).
+			if holdingDrain(p) && r.Reader != nil && len(ids) > 0 {
+				sites, _ := r.Reader.ServerSites(ctx, p, keep) // unreadable: its share unknown, as for a ready pod
+				counts = append(counts, poolPodCounts{uid: string(p.UID), sites: sites})
+			}
 			continue
 		}
 		o.readyPods++

@@ -114,6 +114,8 @@ func setupSuite(e *testenv.Env) (ctrl.Manager, error) {
 	if err != nil {
 		return nil, fmt.Errorf("manager: %w", err)
 	}
+	podReader := &poolread.HTTPReader{Client: &http.Client{Timeout: 2 * time.Second},
+		AdminPort: v1alpha1.AdminPort, FetcherPort: v1alpha1.GitFetcherPort, Addr: podAddrs.addr}
 	r := &Reconciler{
 		Client:            mgr.GetClient(),
 		Recorder:          mgr.GetEventRecorderFor(sitechild.FieldOwner),
@@ -121,8 +123,8 @@ func setupSuite(e *testenv.Env) (ctrl.Manager, error) {
 		ServerImage:       testServerImage,
 		ContentAgentImage: testAgentImage,
 		OperatorNamespace: testOperatorNamespace,
-		Reader: &poolread.HTTPReader{Client: &http.Client{Timeout: 2 * time.Second},
-			AdminPort: v1alpha1.AdminPort, FetcherPort: v1alpha1.GitFetcherPort, Addr: podAddrs.addr},
+		Reader:            podReader,
+		Releaser:          podReader,
 		Scraper: &podmetrics.HTTPScraper{Client: &http.Client{Timeout: 2 * time.Second,
 			Transport: &http.Transport{DialContext: dialPodIP}}},
 		Board:           board,

@@ -27,6 +27,19 @@ import (
 //
 // A mark whose scale-down was cancelled (the traffic came back before the replicas went down) or whose pod the
 // ReplicaSet controller spared is taken off again, and the pod is back in every slice.
+//
+// Pods end for other reasons too, and the pool is not asked first: a rollout of the pool's pods (the Deployment
+// controller picks which old pod goes), an eviction (a node drained), a deletion by hand. Their sites' slices
+// drop such a pod only once N passes ran, as above, so a pool pod holds its drain instead of timing it:
+//
+//  4. A pool server pod runs with --drain-hold DrainHold: after its SIGTERM it keeps serving until the pool
+//     controller releases its drain (POST /drain/release on its admin port) or DrainHold passed; only then does
+//     its drain delay run (the proxies' own lag), then its shutdown. Its termination grace covers the hold.
+//  5. The pool controller releases a terminating pod once no slice of the pool lists it (the marked pods of
+//     1-3 included: they terminate out of every slice already), and marks it AnnotationDrainReleased so it is
+//     released once. A release the pod refuses (its SIGTERM not come yet) or cannot be sent is tried again.
+//
+// The release is unauthenticated: all it can do is end a drain already begun as a pod without a hold ends it.
 const (
 	// AnnotationDraining on a pool server pod: the pool controller is removing it (the value: when it began).
 	AnnotationDraining = "hyperstatic.dev/draining"
@@ -36,6 +49,11 @@ const (
 	DrainingDeletionCost = "-2147483648"
 	// DrainTimeout bounds how long a scale-down waits for the slices.
 	DrainTimeout = 5 * time.Minute
+	// DrainHold bounds how long a terminating pool pod waits for its release (its --drain-hold): as long as a
+	// scale-down waits for the slices, for the same reason.
+	DrainHold = DrainTimeout
+	// AnnotationDrainReleased on a terminating pool server pod: its held drain was released (the value: when).
+	AnnotationDrainReleased = "hyperstatic.dev/drain-released"
 )
 
 // Draining reports whether p is marked for removal: no slice should list it.

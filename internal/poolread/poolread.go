@@ -191,14 +191,9 @@ func parseFetcher(a fetcherAnswer, keep Keep) (map[string]FetcherSite, error) {
 
 // get reads and decodes one bounded answer.
 func (h *HTTPReader) get(ctx context.Context, pod *corev1.Pod, port int, into any) error {
-	addr := ""
-	if h.Addr != nil {
-		addr = h.Addr(pod, port)
-	} else {
-		if pod.Status.PodIP == "" {
-			return fmt.Errorf("pod %s has no IP yet", pod.Name)
-		}
-		addr = net.JoinHostPort(pod.Status.PodIP, strconv.Itoa(port))
+	addr, err := h.addr(pod, port)
+	if err != nil {
+		return err
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+Path, nil)
 	if err != nil {
@@ -227,6 +222,17 @@ func (h *HTTPReader) get(ctx context.Context, pod *corev1.Pod, port int, into an
 		return fmt.Errorf("read %s of pod %s: %s", Path, pod.Name, podtext.Clean(err.Error(), 200))
 	}
 	return nil
+}
+
+// addr is where port of pod is reached.
+func (h *HTTPReader) addr(pod *corev1.Pod, port int) (string, error) {
+	if h.Addr != nil {
+		return h.Addr(pod, port), nil
+	}
+	if pod.Status.PodIP == "" {
+		return "", fmt.Errorf("pod %s has no IP yet", pod.Name)
+	}
+	return net.JoinHostPort(pod.Status.PodIP, strconv.Itoa(port)), nil
 }
 
 // validRevision: "sha256:" and 16 lower-case hex digits (sitevalue.Revision, poolindex.EntryRevision).

@@ -22,7 +22,21 @@ type Process struct {
 	HTTPAddr  string
 	AdminAddr string
 	Stderr    *LockedBuffer
+
+	cmd    *exec.Cmd
+	exited chan struct{}
 }
+
+// Signal sends sig to the server (a kubelet's SIGTERM).
+func (p *Process) Signal(tb testing.TB, sig os.Signal) {
+	tb.Helper()
+	if err := p.cmd.Process.Signal(sig); err != nil {
+		tb.Fatalf("signal the server: %v", err)
+	}
+}
+
+// Exited is closed once the server's process has ended.
+func (p *Process) Exited() <-chan struct{} { return p.exited }
 
 // Start runs bin with args, their --listen and --admin-listen values (each present once, as the operator writes
 // them) replaced by free loopback ports, in this process's environment without HYPERSTATIC_* variables plus env
@@ -60,6 +74,7 @@ func tryStart(tb testing.TB, bin string, args, env []string) (p *Process, exited
 		return nil, false, err
 	}
 	exited := make(chan struct{})
+	p.cmd, p.exited = cmd, exited
 	go func() { _ = cmd.Wait(); close(exited) }()
 	stop := func() {
 		_ = cmd.Process.Kill()

@@ -44,6 +44,8 @@ pub struct Config {
     pub max_connections_per_worker: usize,
     pub max_connection_age: Duration,
     pub drain_delay: Duration,
+    /// After SIGTERM, the longest the drain waits for its release before the shutdown (0: no hold; control.rs).
+    pub drain_hold: Duration,
     pub shutdown_timeout: Duration,
     pub check: bool,
     /// The site value: its file, or the one the site-rule flags built.
@@ -109,6 +111,7 @@ impl Default for Config {
             max_connections_per_worker: 16_384,
             max_connection_age: Duration::from_secs(60),
             drain_delay: Duration::from_secs(5),
+            drain_hold: Duration::ZERO,
             shutdown_timeout: Duration::from_secs(20),
             check: false,
             site: SiteSource::Flags(Default::default()),
@@ -281,6 +284,7 @@ fn from_flags(f: Flags, matches: &ArgMatches) -> Result<Config, String> {
         max_connections_per_worker: f.max_connections_per_worker as usize,
         max_connection_age: f.max_connection_age,
         drain_delay: f.drain_delay,
+        drain_hold: f.drain_hold,
         shutdown_timeout: f.shutdown_timeout,
         check: f.check,
         site,

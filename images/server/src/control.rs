@@ -29,6 +29,8 @@ use crate::sys::inotify::Inotify;
 use crate::sys::signal::{self, PollFd};
 
 const DEBOUNCE: Duration = Duration::from_millis(150);
+/// How often a held drain looks for its release (the admin thread sets a flag; nothing wakes this loop).
+const HOLD_POLL: Duration = Duration::from_millis(100);
 
 pub use crate::sys::signal::block_signals;
 
@@ -327,7 +329,9 @@ fn table_over_budget(m: &crate::site::memory::Summary) -> String {
 }
 
 /// Runs the control loop until the process should exit; returns after SIGTERM's drain delay has passed
-/// and workers were told to stop accepting.
+/// and workers were told to stop accepting. With `--drain-hold` the drain delay runs from the drain's release
+/// (POST /drain/release, admin/mod.rs), the hold bounding the whole wait: a pool pod is released by the operator
+/// once no EndpointSlice lists it (internal/poolplacement/drain.go), however long its sites' N slices take.
 /// `cert_watch` checks the TLS files once a second (tls/watch.rs).
 pub fn run(
     shared: Arc<Shared>,
@@ -338,6 +342,8 @@ pub fn run(
     let sfd = signal::signalfd(&sigset);
     let mut dirty_since: Option<Instant> = None;
     let mut drain_deadline: Option<Instant> = None;
+    // While a held drain waits for its release (--drain-hold): polled every HOLD_POLL.
+    let mut holding = false;
     loop {
         let wfd = watcher.as_ref().map_or(-1, |w| w.ino.fd());
         let mut fds = [
@@ -354,6 +360,9 @@ pub fn run(
         if let Some(d) = drain_deadline {
             timeout = timeout.min(d.saturating_duration_since(Instant::now()).as_millis() as i32);
         }
+        if holding {
+            timeout = timeout.min(HOLD_POLL.as_millis() as i32);
+        }
         signal::poll(&mut fds, timeout.max(0));
         if fds[0].revents & libc::POLLIN != 0 {
             while let Some(signo) = signal::next_signal(sfd) {
@@ -368,12 +377,24 @@ pub fn run(
                             std::process::exit(0);
                         }
                         shared.draining.store(true, Ordering::Release);
-                        let delay = shared.cfg.drain_delay;
-                        log::info(
-                            "draining: readiness fails now, accepting stops after the drain delay",
-                            &[("signal", V::U(s as u64)), ("drain_delay_ms", V::U(delay.as_millis() as u64))],
-                        );
-                        drain_deadline = Some(Instant::now() + delay);
+                        let (delay, hold) = (shared.cfg.drain_delay, shared.cfg.drain_hold);
+                        holding = !hold.is_zero();
+                        if holding {
+                            log::info(
+                                "draining: readiness fails now, serving goes on until the drain is released (POST /drain/release), then for the drain delay",
+                                &[
+                                    ("signal", V::U(s as u64)),
+                                    ("drain_hold_ms", V::U(hold.as_millis() as u64)),
+                                    ("drain_delay_ms", V::U(delay.as_millis() as u64)),
+                                ],
+                            );
+                        } else {
+                            log::info(
+                                "draining: readiness fails now, accepting stops after the drain delay",
+                                &[("signal", V::U(s as u64)), ("drain_delay_ms", V::U(delay.as_millis() as u64))],
+                            );
+                        }
+                        drain_deadline = Some(Instant::now() + if holding { hold } else { delay });
                     }
                 }
             }
@@ -394,8 +415,20 @@ pub fn run(
         if let (Some(w), Some(p)) = (cert_watch.as_mut(), shared.tls.as_ref()) {
             w.poll(p);
         }
+        if holding && shared.drain_released.load(Ordering::Acquire) {
+            holding = false;
+            let delay = shared.cfg.drain_delay;
+            log::info(
+                "drain released: accepting stops after the drain delay",
+                &[("drain_delay_ms", V::U(delay.as_millis() as u64))],
+            );
+            drain_deadline = drain_deadline.map(|d| d.min(Instant::now() + delay));
+        }
         if let Some(d) = drain_deadline {
             if Instant::now() >= d {
+                if holding {
+                    log::warn("drain hold over without a release: closing listeners", &[]);
+                }
                 log::info("drain delay over: closing listeners, finishing open connections", &[]);
                 shared.stop_accepting.store(true, Ordering::Release);
                 return;

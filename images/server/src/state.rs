@@ -112,6 +112,8 @@ pub struct Shared {
     pub loaded: AtomicBool,
     /// SIGTERM received: /readyz fails.
     pub draining: AtomicBool,
+    /// POST /drain/release came while draining with a hold (--drain-hold): the drain delay runs from then.
+    pub drain_released: AtomicBool,
     /// Drain delay over: workers stop accepting and close connections after their next response.
     pub stop_accepting: AtomicBool,
     pub reloads_ok: AtomicU64,
@@ -156,6 +158,7 @@ impl Shared {
             table: Published::new(Arc::new(Table::default())),
             loaded: AtomicBool::new(false),
             draining: AtomicBool::new(false),
+            drain_released: AtomicBool::new(false),
             stop_accepting: AtomicBool::new(false),
             reloads_ok: AtomicU64::new(0),
             reloads_failed: AtomicU64::new(0),

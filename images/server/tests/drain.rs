@@ -103,3 +103,52 @@ fn sigterm_drains_with_zero_failed_requests() {
     assert!(closes.load(Ordering::Relaxed) >= 8, "every connection was told to close");
     assert!(TcpStream::connect(("127.0.0.1", port)).is_err(), "nothing listens after exit");
 }
+
+/// POST on the admin port; the response.
+fn admin_post(s: &Server, path: &str) -> Response {
+    let mut c = TcpStream::connect(("127.0.0.1", s.admin)).unwrap();
+    c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    c.write_all(format!("POST {path} HTTP/1.1\r\nHost: t\r\nContent-Length: 0\r\n\r\n").as_bytes()).unwrap();
+    parse_responses(&read_to_close(&mut c), false).0.remove(0)
+}
+
+/// With --drain-hold the drain outlasts the drain delay until POST /drain/release (what the operator sends a pool
+/// pod once no EndpointSlice lists it), then accepting stops after the drain delay and the process exits 0. A
+/// release before the SIGTERM is refused, not remembered.
+#[test]
+fn a_held_drain_serves_until_released() {
+    let site = make_site("drain-hold");
+    let mut s = Server::start(&site, &["--drain-delay", "1s", "--drain-hold", "120s"]);
+    assert_eq!(s.admin_get("/readyz").status, 200);
+    assert_eq!(admin_post(&s, "/drain/release").status, 409, "not draining yet");
+    s.signal(libc::SIGTERM);
+    wait_for("/readyz fails", || s.admin_get("/readyz").status == 503);
+    // Three drain delays later a new connection is still served: the hold, not the delay, bounds the drain.
+    std::thread::sleep(Duration::from_secs(3));
+    let r = s.get("/100.html", &[]);
+    assert_eq!((r.status, r.body.len()), (200, 100), "served while the drain is held");
+    assert!(s.wait_exit(Duration::from_millis(10)).is_none(), "still running while held");
+    let t0 = Instant::now();
+    let released = admin_post(&s, "/drain/release");
+    assert_eq!((released.status, released.text()), (200, "released\n".to_string()));
+    let code = s.wait_exit(Duration::from_secs(30));
+    assert_eq!(code, Some(0), "clean exit after the release");
+    wait_for("the release logged", || s.log_contains("drain released"));
+    assert!(t0.elapsed() >= Duration::from_secs(1), "the drain delay runs from the release: {:?}", t0.elapsed());
+    assert!(TcpStream::connect(("127.0.0.1", s.port)).is_err(), "nothing listens after exit");
+}
+
+/// Without a release the hold bounds the drain; without --drain-hold there is nothing to release.
+#[test]
+fn an_unreleased_hold_ends_at_its_bound() {
+    let site = make_site("drain-hold-bound");
+    let mut s = Server::start(&site, &["--drain-delay", "1s", "--drain-hold", "2s"]);
+    let t0 = Instant::now();
+    s.signal(libc::SIGTERM);
+    assert_eq!(s.wait_exit(Duration::from_secs(30)), Some(0));
+    assert!(t0.elapsed() >= Duration::from_secs(2), "exited before the hold: {:?}", t0.elapsed());
+    wait_for("the unreleased end logged", || s.log_contains("drain hold over without a release"));
+
+    let plain = Server::start(&site, &["--drain-delay", "1s"]);
+    assert_eq!(admin_post(&plain, "/drain/release").status, 404);
+}

@@ -1,4 +1,4 @@
-//! The admin listener: /healthz, /readyz, /metrics, /content, /load-error. One thread that never touches the workers' hot
+//! The admin listener: /healthz, /readyz, /metrics, /content, /load-error, /sites, POST /drain/release. One thread that never touches the workers' hot
 //! path: nonblocking sockets and poll(2).
 //!
 //! Its first duty is to answer kubelet's probes (timeouts of 1 to 5 s, see controllers/staticsite/deployment.go)
@@ -135,6 +135,22 @@ pub fn route(shared: &Shared, dropped: &Dropped, path: &[u8]) -> (u16, &'static 
     }
 }
 
+/// POST /drain/release: a held drain (--drain-hold) may end, the drain delay running from now. The operator sends
+/// it once no EndpointSlice lists the pod. Nobody authenticates it, which is safe because all it can do is end a
+/// drain that has begun (a SIGTERM came) as a pod without a hold ends it: a release before the SIGTERM is refused,
+/// not remembered. Not found without a hold.
+pub fn release_drain(shared: &Shared) -> (u16, &'static str) {
+    use std::sync::atomic::Ordering;
+    if shared.cfg.drain_hold.is_zero() {
+        (404, "not found\n")
+    } else if !shared.draining.load(Ordering::Acquire) {
+        (409, "not draining\n")
+    } else {
+        shared.drain_released.store(true, Ordering::Release);
+        (200, "released\n")
+    }
+}
+
 /// One /content line: the URL path, then tab-separated `memory` or `disk` (where its identity body is served
 /// from) and its encodings (`identity,br,gzip,zstd`).
 fn content_line(out: &mut String, e: &crate::site::content::FileEntry) {
@@ -187,6 +203,12 @@ impl Answers {
                         self.shared.pool.as_ref().map(|p| p.report.lock().unwrap_or_else(|e| e.into_inner()).clone());
                     let body = report.map_or(String::new(), |r| r.sites_json(crate::pool::report::top_of(req.query)));
                     response(200, "application/json", &body, req.method == Method::Head).into()
+                }
+                // No body is read: a POST with one is answered and its connection closed like any other.
+                // (The parser splits only GET, HEAD and OPTIONS targets into a path: the whole target is compared.)
+                Method::Other if req.method_raw == b"POST" && req.target == b"/drain/release" => {
+                    let (status, body) = release_drain(&self.shared);
+                    response(status, TEXT, body, false).into()
                 }
                 Method::Get | Method::Head => {
                     let (status, ctype, body) = route(&self.shared, &self.dropped, req.path);
@@ -429,6 +451,23 @@ mod tests {
     }
 
     #[test]
+    fn a_drain_is_released_only_with_a_hold_and_once_begun() {
+        let s = Shared::new(Config::default(), 1, "0".into(), false);
+        assert_eq!(release_drain(&s).0, 404, "no hold: nothing to release");
+        let held = Shared::new(
+            Config { drain_hold: std::time::Duration::from_secs(60), ..Config::default() },
+            1,
+            "0".into(),
+            false,
+        );
+        assert_eq!(release_drain(&held), (409, "not draining\n"), "before the SIGTERM");
+        assert!(!held.drain_released.load(Ordering::Acquire), "a release before the drain is not remembered");
+        held.draining.store(true, Ordering::Release);
+        assert_eq!(release_drain(&held), (200, "released\n"));
+        assert!(held.drain_released.load(Ordering::Acquire));
+    }
+
+    #[test]
     fn metrics_count_dropped_connections_by_reason() {
         let s = Shared::new(Config::default(), 1, "0".into(), false);
         let text = route(&s, &Dropped { deadline: 3, overflow: 7 }, b"/metrics").2;
@@ -458,6 +497,11 @@ mod tests {
         assert!(a.answer(&long).unwrap().starts_with(b"HTTP/1.1 400 "));
         long.truncate(MAX_REQUEST - 1);
         assert_eq!(a.answer(&long), None, "one byte short of the limit may still complete");
+        let post = |a: &mut Answers, target: &str| {
+            a.answer(format!("POST {target} HTTP/1.1\r\nHost: t\r\n\r\n").as_bytes()).unwrap()
+        };
+        assert!(post(&mut a, "/drain/release").starts_with(b"HTTP/1.1 404 "), "routed to the release, no hold here");
+        assert!(post(&mut a, "/healthz").starts_with(b"HTTP/1.1 405 "), "no other POST");
     }
 
     #[test]

@@ -29,7 +29,8 @@ Serves the static site under --root over HTTP/1.1, and over HTTPS when --tls-cer
 whole site is read into memory at start (files above --max-memory-file-size or beyond the memory budget are sent \
 from disk), every response header is prepared then, and changed files are picked up live (inotify, or SIGHUP). \
 /healthz, /readyz and /metrics are on --admin-listen. SIGTERM drains: readiness fails, serving goes on for \
---drain-delay, then open connections get up to --shutdown-timeout to finish.
+--drain-delay (with --drain-hold: until POST /drain/release, then --drain-delay), then open connections get up to \
+--shutdown-timeout to finish.
 
 hyperstatic-server --check --root DIR loads and validates a site, prints a report and exits 1 on problems. \
 hyperstatic-server precompress [--force] DIR writes .br, .zst and .gz siblings next to the files worth it, for \
@@ -106,6 +107,12 @@ pub(super) struct Flags {
     /// After SIGTERM: /readyz fails at once, serving goes on this long before accepting stops
     #[arg(long, allow_hyphen_values = true, env = "HYPERSTATIC_DRAIN_DELAY", value_name = "DUR", default_value = "5s", value_parser = parse_duration)]
     pub drain_delay: Duration,
+
+    /// After SIGTERM, hold the drain: serving goes on until the drain is released (POST /drain/release on the
+    /// admin listener) and the drain delay after that, or this long at most (0: no hold). A pool pod's operator
+    /// releases it once no EndpointSlice lists the pod any more
+    #[arg(long, allow_hyphen_values = true, env = "HYPERSTATIC_DRAIN_HOLD", value_name = "DUR", default_value = "0s", value_parser = parse_duration)]
+    pub drain_hold: Duration,
 
     /// After the drain delay: longest wait for open connections to finish
     #[arg(long, allow_hyphen_values = true, env = "HYPERSTATIC_SHUTDOWN_TIMEOUT", value_name = "DUR", default_value = "20s", value_parser = parse_duration)]
