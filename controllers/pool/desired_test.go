@@ -53,7 +53,7 @@ func TestDesiredObjects(t *testing.T) {
 	}
 	server, puller := pod.Containers[0], pod.InitContainers[0]
 	if server.Image != testServerImage || strings.Join(server.Args, " ") !=
-		"--sites /pool --listen [::]:8080 --admin-listen [::]:9090 --drain-delay 5s --shutdown-timeout 10s" {
+		"--sites /pool --listen [::]:8080 --admin-listen [::]:9090 --drain-delay 5s --drain-hold 300s --shutdown-timeout 10s" {
 		t.Errorf("server %s %q", server.Image, server.Args)
 	}
 	wantPull := "pool-pull --index /pool/index --dir /pool/content --fetcher http://" + pool.Name + "-fetcher." + poolNS + ".svc:8080 --listen :8082"

@@ -145,6 +145,9 @@ func TestHeldPodsTrafficCounts(t *testing.T) {
 		return nil
 	})
 	p.replicas(t, 2)
+	// Gone, as its kubelet would make it: a deleted pool releases what is left, and this pod's server is closed
+	// with the test.
+	testenv.Must(t, k8s.Delete(ctx, p.first, client.GracePeriodSeconds(0)))
 }
 
 // A pool deleted while a pod of it holds its drain releases it at once, listed or not: its passes no longer run,
