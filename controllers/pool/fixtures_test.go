@@ -217,6 +217,27 @@ func newSitesServer(t *testing.T, ns, pod string) *sitesServer {
 	return s
 }
 
+// reads is how many times its /sites was read.
+func (s *sitesServer) reads() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.calls
+}
+
+// releasesSent is how many POST /drain/release it was sent.
+func (s *sitesServer) releasesSent() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.releases
+}
+
+// answerReleases makes it answer POST /drain/release with status from now on.
+func (s *sitesServer) answerReleases(status int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.releaseStatus = status
+}
+
 func (s *sitesServer) answer(sites ...map[string]any) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

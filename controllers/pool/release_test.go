@@ -42,16 +42,10 @@ func TestTerminatingPoolPodReleasedOnceNoSliceListsIt(t *testing.T) {
 	first := p.first
 	sliceA := poolSiteSlice(t, tenant, "a", p.pool.Name, first, second)
 	sliceB := poolSiteSlice(t, tenant, "b", p.pool.Name, first, second)
-	p.s.mu.Lock()
-	p.s.releaseStatus = http.StatusConflict // its SIGTERM has not come yet
-	p.s.mu.Unlock()
+	p.s.answerReleases(http.StatusConflict) // its SIGTERM has not come yet
 	testenv.Must(t, k8s.Delete(ctx, first))
 
-	releases := func() int {
-		p.s.mu.Lock()
-		defer p.s.mu.Unlock()
-		return p.s.releases
-	}
+	releases := p.s.releasesSent
 	// Passes run while it is listed (each reads the second pod's /sites): none releases it.
 	passes(t, s2, 3)
 	setSlicePods(t, sliceA, second)
@@ -68,9 +62,7 @@ func TestTerminatingPoolPodReleasedOnceNoSliceListsIt(t *testing.T) {
 		}
 		return nil
 	})
-	p.s.mu.Lock()
-	p.s.releaseStatus = http.StatusOK
-	p.s.mu.Unlock()
+	p.s.answerReleases(http.StatusOK)
 	testenv.Eventually(t, "the pod marked released", func() error {
 		got := &corev1.Pod{}
 		if err := k8s.Get(ctx, client.ObjectKeyFromObject(first), got); err != nil {
@@ -90,7 +82,7 @@ func TestTerminatingPoolPodReleasedOnceNoSliceListsIt(t *testing.T) {
 	if again := releases(); again != n {
 		t.Fatalf("released again after it was marked: %d releases, then %d", n, again)
 	}
-	if got := func() int { s2.mu.Lock(); defer s2.mu.Unlock(); return s2.releases }(); got != 0 {
+	if got := s2.releasesSent(); got != 0 {
 		t.Fatalf("the pod that stays was sent %d releases", got)
 	}
 }
@@ -98,14 +90,9 @@ func TestTerminatingPoolPodReleasedOnceNoSliceListsIt(t *testing.T) {
 // passes waits until n more passes read s, a ready pool pod's /sites.
 func passes(t *testing.T, s *sitesServer, n int) {
 	t.Helper()
-	reads := func() int {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		return s.calls
-	}
-	from := reads()
+	from := s.reads()
 	testenv.Eventually(t, fmt.Sprintf("%d passes", n), func() error {
-		if got := reads() - from; got < n {
+		if got := s.reads() - from; got < n {
 			return fmt.Errorf("%d reads of /sites so far", got)
 		}
 		return nil

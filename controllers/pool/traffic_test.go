@@ -32,15 +32,10 @@ func stepClock(t *testing.T, s *sitesServer, d time.Duration) time.Time {
 	t.Helper()
 	poolClock.SetTime(poolClock.Now().Add(d))
 	at := poolClock.Now()
-	reads := func() int {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		return s.calls
-	}
-	from := reads()
-	for deadline := time.Now().Add(stepTimeout); reads() < from+2; time.Sleep(50 * time.Millisecond) {
+	from := s.reads()
+	for deadline := time.Now().Add(stepTimeout); s.reads() < from+2; time.Sleep(50 * time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Fatalf("%d reads of the pool pod in %v since the clock moved, want 2", reads()-from, stepTimeout)
+			t.Fatalf("%d reads of the pool pod in %v since the clock moved, want 2", s.reads()-from, stepTimeout)
 		}
 	}
 	return at
