@@ -160,12 +160,14 @@ fn the_table_and_the_load_cost_no_more_than_they_are_charged() {
 
 /// A pool site that is in the index but not loaded: everything the index, the registry, the published snapshot
 /// (host map, slot, counters for 2 workers) and the `/sites` report keep for it, with the contract's four hosts
-/// per site and the value most sites have (shared). Measured 2026-12-02: 1,585 bytes — the contract's goal is "a
-/// few hundred"; what is left is the site's record (its id three times, its four host names once, shared with the
-/// host map), the host map's buckets, the registry's entry and the per-worker counter lines (64 bytes each). The
-/// bound keeps it from growing unnoticed.
+/// per site and the value most sites have (shared). Measured 2026-12-04: 2,159 bytes (1,860 before the host map
+/// held each name in a cache line of its own and the slot its counters: +299 bytes for a route that touches three
+/// cache lines instead of seven, docs/bench/pools-route-2026-12-04.md) — the contract's goal is "a few hundred";
+/// what is left is the site's record (its id three times, its four host names), the host map's buckets (96 bytes
+/// a name), the registry's entry, the slot and the per-worker counter lines (64 bytes each). The bound keeps it
+/// from growing unnoticed.
 #[test]
-fn an_unloaded_pool_site_costs_under_two_kilobytes() {
+fn an_unloaded_pool_site_costs_under_two_and_a_quarter_kilobytes() {
     use hyperstatic_server::pool::{registry::Registry, Pool};
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     const N: usize = 2000;
@@ -188,6 +190,6 @@ fn an_unloaded_pool_site_costs_under_two_kilobytes() {
     reg.publish(&pool);
     let per_site = (LIVE.load(Ordering::Relaxed) - before) / N as u64;
     eprintln!("an unloaded pool site keeps {per_site} bytes");
-    assert!(per_site <= 2048, "{per_site} bytes per unloaded site");
+    assert!(per_site <= 2304, "{per_site} bytes per unloaded site");
     drop((reg, pool));
 }

@@ -548,6 +548,39 @@ fn a_pool_with_more_files_than_descriptors_serves_every_file() {
     assert!(fds < 64, "descriptors stay bounded whatever the files: {fds} open");
 }
 
+/// Disk-served files of every size in one pipelined batch: the small ones are read beside their heads (one
+/// pread each, the file closed at once), a range of one too, the big one goes by sendfile between them, and every
+/// body arrives whole and in order.
+#[test]
+fn disk_served_files_small_ranged_and_big_pipelined_arrive_byte_exact() {
+    let p = Pool::new("disk-batch");
+    let big: Vec<u8> = (0..40_000u32).map(|i| (i % 251) as u8).collect();
+    let small: Vec<u8> = (0..16_384u32).map(|i| (i % 241) as u8).collect();
+    p.tree("a.site", "r1", &[("index.html", b"home"), ("small.bin", &small), ("big.bin", &big)]);
+    p.index(&[("index-00.json", p.shard(&[site_json("a.site", &["a.example"], r#"{"version": 1}"#, LIMITS)]))]);
+    // No content budget: every body is served from disk.
+    let s = Server::start_pool(&p.dir, &["--memory-limit", "0", "--memory-budget", "0"]);
+    served(&s, "a.example", "/");
+    wait_for("a.site on disk after its full load", || site_of(&sites(&s, ""), "a.site")["state"] == "disk");
+    let req = |path: &str, extra: &str| format!("GET {path} HTTP/1.1\r\nHost: a.example\r\n{extra}\r\n");
+    let batch = [
+        req("/small.bin", ""),
+        req("/big.bin", ""),
+        req("/small.bin", "Range: bytes=100-199\r\n"),
+        req("/index.html", ""),
+        req("/big.bin", "Range: bytes=39990-\r\n"),
+        req("/small.bin", "Connection: close\r\n"),
+    ]
+    .concat();
+    let bytes = s.raw(batch.as_bytes());
+    let (rs, _) = parse_responses(&bytes, false);
+    let got: Vec<(u16, &[u8])> = rs.iter().map(|r| (r.status, &r.body[..])).collect();
+    let want: Vec<(u16, &[u8])> =
+        vec![(200, &small), (200, &big), (206, &small[100..200]), (200, b"home"), (206, &big[39_990..]), (200, &small)];
+    assert!(got == want, "{:?}", rs.iter().map(|r| (r.status, r.body.len())).collect::<Vec<_>>());
+    assert!(open_fds(&s) < 32, "every file closed once sent");
+}
+
 /// A disk-served file changed since its load (another length, or the same length written again) is answered
 /// 503 with `Retry-After`, never with the length the load saw and other bytes.
 #[test]

@@ -8,7 +8,9 @@ on one of those sites, in the same interleaved run:
   (poolprobe.py): the first answer's status and time, the time to the first 200, the next request's time;
 - req/s and requests per server CPU-second on the mix of poolmix.py (90 % of requests on a tenth of the sites, 10 %
   on the rest) replayed by wrk (lua/pool.lua), the single-site server getting the same paths with one fixed Host;
-  REPS rounds with the order rotating, medians and min–max; pool ÷ single per CPU-second against the goal 0.9.
+  REPS rounds with the order rotating, medians and min–max; pool ÷ single per CPU-second against the goal 0.9;
+- with POOL_BASELINE=BINARY, that build as a second pool in the same rounds: this build ÷ that one (a change to the
+  server measured on the pool mix, not across runs whose machine differs).
 
 Pinned and capped as every other benchmark here: servers on SERVER_CPU under BENCH_CPU_QUOTA, wrk and this harness
 on CLIENT_CPU in a high-weight cgroup at nice -20. Usage: python3 -m hsbench.pool --ours PATH --out DIR; knobs in
@@ -73,6 +75,8 @@ class Settings:
     docs: str
     trees: str
     memory_limit: str = ""
+    # POOL_BASELINE: another build of the server, run as a second pool in the same rounds (this build ÷ that one).
+    baseline: str = ""
 
     @classmethod
     def from_env(cls, ours: str, out: str) -> "Settings":
@@ -90,7 +94,8 @@ class Settings:
                    cases=cases, extra_args=shlex.split(os.environ.get("BENCH_SERVER_ARGS", "")),
                    docs=os.environ.get("SITE_DOCS") or DOCS,
                    trees=os.environ.get("POOL_TREES") or os.path.join(out, "trees"),
-                   memory_limit=os.environ.get("POOL_MEMORY_LIMIT", MEMORY_LIMIT).strip())
+                   memory_limit=os.environ.get("POOL_MEMORY_LIMIT", MEMORY_LIMIT).strip(),
+                   baseline=os.environ.get("POOL_BASELINE", "").strip())
 
     def server_args(self) -> list[str]:
         """The flags both servers get beside servers.Hyperstatic's."""
@@ -98,8 +103,9 @@ class Settings:
         return COMMON_ARGS + limit + self.extra_args
 
     def estimate_seconds(self) -> float:
-        per_case = (self.reps * 2 * (self.seconds + self.warmup + 1.5) + self.startup_reps * 2 * 3
-                    + self.cold_probes * 0.1 + 2 * self.prime_seconds + 20)
+        servers = 3 if self.baseline else 2
+        per_case = (self.reps * servers * (self.seconds + self.warmup + 1.5) + self.startup_reps * 2 * 3
+                    + self.cold_probes * 0.1 + servers * self.prime_seconds + 20)
         return len(self.cases) * per_case
 
 
@@ -157,6 +163,11 @@ class PoolServer(Hyperstatic):
         return json.loads(body)
 
 
+class BaselinePoolServer(PoolServer):
+    """Another build with `--sites` (POOL_BASELINE): measured in the same rounds as this build's pool."""
+    name = "baseline"
+
+
 def version_of(binary: str) -> str:
     try:
         out = subprocess.run([binary, "--version"], capture_output=True, text=True, timeout=5)
@@ -165,7 +176,8 @@ def version_of(binary: str) -> str:
         return "unknown"
 
 
-def servers_for(cfg: Settings, pool: pooltree.Pool, work: str, tag: str) -> tuple[PoolServer, SingleServer]:
+def servers_for(cfg: Settings, pool: pooltree.Pool, work: str, tag: str) -> list[Hyperstatic]:
+    """The pool and the single site, both this build; with POOL_BASELINE, a third: the pool on that build."""
     binary = os.path.join(work, "hyperstatic-server")
     if not os.path.exists(binary):
         shutil.copy2(cfg.ours, binary)  # a private copy: a rebuild during the run cannot swap it underneath
@@ -177,7 +189,15 @@ def servers_for(cfg: Settings, pool: pooltree.Pool, work: str, tag: str) -> tupl
     s = SingleServer(binary=binary, admin_port=free_port(), extra_args=args,
                      root=pooltree.tree_of(pool.dir, pool.ids[0]), port=free_port(), cpu=cfg.server_cpu,
                      quota=CpuQuota(f"{tag}-{kind}-single", cfg.quota_pct), workdir=os.path.join(work, kind, "single"))
-    return p, s
+    if not cfg.baseline:
+        return [p, s]
+    other = os.path.join(work, "baseline-hyperstatic-server")
+    if not os.path.exists(other):
+        shutil.copy2(cfg.baseline, other)
+    b = BaselinePoolServer(binary=other, admin_port=free_port(), extra_args=args, root=pool.dir, port=free_port(),
+                           cpu=cfg.server_cpu, quota=CpuQuota(f"{tag}-{kind}-baseline", cfg.quota_pct),
+                           workdir=os.path.join(work, kind, "baseline"))
+    return [p, s, b]
 
 
 def startup_phase(cfg: Settings, servers, host: str) -> list[dict]:
@@ -329,13 +349,13 @@ def case(cfg: Settings, prep: Prepared, client: Client, work: str, cleanup: list
     kind, pool, hosts, hot, entries, list_file, mix = (prep.kind, prep.pool, prep.hosts, prep.hot, prep.entries,
                                                        prep.list_file, prep.mix)
     tag = f"hs-pool-{os.getpid()}"
-    pool_server, single = servers_for(cfg, pool, work, tag)
-    servers = [pool_server, single]
+    servers = servers_for(cfg, pool, work, tag)
+    pool_server, single = servers[0], servers[1]
     cleanup += [s.stop for s in servers]
     single_host = hosts[0]
 
     step(f"{kind}: spawn → first 200 for {single_host}{PAGE}, {cfg.startup_reps} × each server")
-    startup = startup_phase(cfg, servers, single_host)
+    startup = startup_phase(cfg, [pool_server, single], single_host)
 
     for s in servers:
         s.start()
@@ -343,13 +363,14 @@ def case(cfg: Settings, prep: Prepared, client: Client, work: str, cleanup: list
     step(f"{kind}: RSS after start {', '.join(f'{n} {b / 1e6:.1f} MB' for n, b in rss_start.items())}")
     cold_ids = pool.ids[len(hot):]  # split() keeps the order: the hot sites first
     cold_rows = cold_phase(cfg, pool, pool_server, cold_ids)
-    checked = check_phase(pool, servers, entries, single_host)
+    checked = check_phase(pool, (pool_server, single), entries, single_host)
     step(f"{kind}: {checked} requests of the mix checked on both servers (200, the file's bytes)")
 
     wl = {"pool": Workload(f"pool-{kind}", f"{kind} pool mix, c={cfg.connections}", "/", cfg.connections, GOAL,
                            os.path.join(LUA, "pool.lua"), [list_file, "-"], floor=False),
           "single": Workload(f"pool-{kind}", f"{kind} pool mix, c={cfg.connections}", "/", cfg.connections, GOAL,
                              os.path.join(LUA, "pool.lua"), [list_file, single_host], floor=False)}
+    wl["baseline"] = wl["pool"]
     for s in servers:  # untimed: the pool loads its hot sites, both reach their steady state
         if cfg.prime_seconds:
             load.warm(s, wl[s.name], cfg.prime_seconds, client, load.Clients())
@@ -392,6 +413,8 @@ def bench(cfg: Settings, work: str, cleanup: list) -> int:
             "server_args": cfg.server_args(), "memory_limit": cfg.memory_limit, "kernel": os.uname().release, "goal": GOAL,
             "version": version_of(cfg.ours),
             "loadavg_start": os.getloadavg()[0]}
+    if cfg.baseline:
+        meta["baseline"] = {"binary": cfg.baseline, "version": version_of(cfg.baseline)}
     cases = {}
     for prep in prepared:
         cases[prep.kind] = case(cfg, prep, client, work, cleanup)

@@ -151,6 +151,12 @@ def case_markdown(kind: str, case: dict, meta: dict) -> str:
         row("wrk CPU, share of its core", f"{p['client_share']:.0%}", f"{s['client_share']:.0%}", "",
             f"< {CLIENT_BOUND:.0%} (client not the limit)")
         row("RSS, peak during the runs", _mb(p["rss_peak"]), _mb(s["rss_peak"]))
+        b = side(case["runs"], "baseline")
+        if b:
+            # The same pool on another build (POOL_BASELINE), in the same rounds: what a change to the server did.
+            row("pool on the baseline build (POOL_BASELINE): answered requests per server CPU-second",
+                f"{b['ok_per_cpu_s']:,.0f} ({b['ok_min']:,.0f}–{b['ok_max']:,.0f})", "",
+                f"this build ÷ baseline: **{p['ok_per_cpu_s'] / b['ok_per_cpu_s']:.2f}×**" if b["ok_per_cpu_s"] else "")
     row("RSS after the runs", _mb(case["rss_end"].get("pool")), _mb(case["rss_end"].get("single")))
     fds = case.get("open_files_end") or {}
     if fds:
@@ -207,7 +213,9 @@ def markdown(data: dict) -> str:
             f"{meta['date']}, git {meta['git']}, {meta.get('version', '')}; server on CPU {meta['server_cpu']} at "
             f"{meta['cpu_quota_percent'] or 100}% of a core, wrk and the probes on CPU {meta['client_cpu']}; flags "
             f"beside the benchmark's usual ones: `{' '.join(meta.get('server_args', []))}`; load average "
-            f"{meta.get('loadavg_start', 0):.1f} → {meta.get('loadavg_end', 0):.1f}.",
+            f"{meta.get('loadavg_start', 0):.1f} → {meta.get('loadavg_end', 0):.1f}."
+            + (f" Baseline build (a second pool in the same rounds): {meta['baseline']['version']}, "
+               f"`{meta['baseline']['binary']}`." if meta.get("baseline") else ""),
             "", ""]
     return "\n".join(head) + "\n".join(case_markdown(k, c, meta) + "\n" for k, c in data["cases"].items())
 

@@ -347,6 +347,19 @@ class Report(unittest.TestCase):
         self.assertIn("memory 1,200, unloaded 8,800", md)
         self.assertIn("| 19,990 of 20,000 | 40 of 20,000 |", md)
 
+    def test_a_baseline_build_gets_its_ratio_row_and_no_other_changes(self):
+        d = _data()
+        self.assertNotIn("baseline", poolreport.markdown(d))
+        d["cases"]["small"]["runs"] += [_run("baseline", i, r, 2.8) for i, r in enumerate((7000, 8000, 7500))]
+        d["meta"]["baseline"] = {"binary": "/tmp/old-server", "version": "hyperstatic-server old"}
+        md = poolreport.markdown(d)
+        # 9,400 ÷ 7,500 answered per CPU-second (medians; the same CPU time in every run).
+        self.assertIn("this build ÷ baseline: **1.25×**", md)
+        self.assertIn("Baseline build (a second pool in the same rounds): hyperstatic-server old, `/tmp/old-server`.",
+                      md)
+        # The pool ÷ single ratio is this build's pool, not the baseline's.
+        self.assertIn("**0.94×**", md)
+
     def test_sites_summary_reads_the_error(self):
         r = {"sites": [{"id": "a.b", "state": "memory", "requests": 5, "rateLimited": 1, "memoryBytes": 10,
                         "error": None},

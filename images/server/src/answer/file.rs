@@ -48,9 +48,11 @@ pub struct FileReply<'t> {
 /// Decides the answer to `ask` for file `e` of `table`. Allocates nothing.
 #[inline]
 pub fn decide<'t>(table: &'t Table, ask: &FileAsk, e: &'t FileEntry) -> FileReply<'t> {
-    let cors = match (ask.origin, e.headers.cors) {
-        (Some(origin), Some(i)) => table.cors[i as usize].allow_line(origin),
-        _ => None,
+    // The file's headers are read only for a request with an Origin: they sit behind one more pointer, a cache
+    // miss per request where a pool's hot files outgrow the CPU's caches.
+    let cors = match ask.origin {
+        Some(origin) => e.headers.cors.and_then(|i| table.cors[i as usize].allow_line(origin)),
+        None => None,
     };
     let enc = if e.negotiable() { encoding::negotiate(ask.accept_encoding, e.available()) } else { Encoding::Identity };
     let v = e.variant(enc);

@@ -4,7 +4,7 @@
 //! the answer; only the connection's fate (`close`, HTTP/1.0 keep-alive) is HTTP/1.1's own.
 
 use crate::answer::reply::{self, Body, Head, Reply};
-use crate::http1::out::Out;
+use crate::http1::out::{Out, COPY_BODY_MAX};
 use crate::site::content;
 use std::os::fd::AsRawFd;
 
@@ -84,7 +84,7 @@ pub fn frame(out: &mut Out, r: &Reply, c: Conn) -> Resp {
             None => return frame(out, &Reply::later(503, false), c),
         }
     }
-    let start = out.buf.len();
+    let response_start = out.buf.len();
     let mut cors = None;
     match r.head {
         Head::File { v, cors: line } => {
@@ -200,7 +200,7 @@ pub fn frame(out: &mut Out, r: &Reply, c: Conn) -> Resp {
         out.bytes(line);
     }
     end_head(out, c);
-    let head = (out.buf.len() - start) as u64;
+    let head = (out.buf.len() - response_start) as u64;
     match r.body {
         Body::None => {}
         Body::Static(b) => out.bytes(b),
@@ -209,7 +209,14 @@ pub fn frame(out: &mut Out, r: &Reply, c: Conn) -> Resp {
             content::Body::Disk(f) => out.file(f.as_raw_fd(), start, len),
             content::Body::Path(_) => {
                 if let Some(f) = opened {
-                    out.own_file(f, start, len);
+                    // A small one is read beside its head: one pread, one iovec, the file closed now. A file that
+                    // shrank since the check above leaves nothing behind and gets the 503 that check would give.
+                    if len as usize > COPY_BODY_MAX {
+                        out.own_file(f, start, len);
+                    } else if !out.file_copy(&f, start, len) {
+                        out.buf.truncate(response_start);
+                        return frame(out, &Reply::later(503, false), c);
+                    }
                 }
             }
         },

@@ -97,6 +97,29 @@ impl Out {
         }
     }
 
+    /// A small file range read into the buffer beside its head (a pool's disk body up to `COPY_BODY_MAX`): one
+    /// `pread` instead of a `sendfile` after the head (which also had to leave apart, with MSG_MORE), and the file
+    /// closes at once. False, with nothing added, when the file gives fewer bytes than asked (it shrank since its
+    /// metadata was checked) or fails.
+    pub fn file_copy(&mut self, f: &std::fs::File, off: u64, len: u64) -> bool {
+        use std::os::fd::AsRawFd;
+        let (at, want) = (self.buf.len(), len as usize);
+        let mut got = 0;
+        while got < want {
+            match io::pread_append(f.as_raw_fd(), &mut self.buf, off + got as u64, want - got) {
+                Ok(0) => break,
+                Ok(n) => got += n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(_) => break,
+            }
+        }
+        if got < want {
+            self.buf.truncate(at);
+            return false;
+        }
+        true
+    }
+
     /// A file range from a file opened for this response, which the batch keeps open until it is sent.
     pub fn own_file(&mut self, f: std::fs::File, off: u64, len: u64) {
         use std::os::fd::AsRawFd;
@@ -266,6 +289,24 @@ mod tests {
         assert!(matches!(o.segs[2], Seg::Buf { .. }));
         let Seg::Buf { end, .. } = o.segs[0] else { panic!() };
         assert_eq!(&o.buf[..end], b"HTTP/1.1 200 OK\r\n\r\nhelloHTTP/1.1 200 OK\r\n\r\nworldH");
+    }
+
+    #[test]
+    fn a_small_file_range_is_read_beside_its_head_and_a_short_file_adds_nothing() {
+        let path = std::env::temp_dir().join(format!("hs-out-copy-{}", std::process::id()));
+        std::fs::write(&path, b"0123456789").unwrap();
+        let f = std::fs::File::open(&path).unwrap();
+        let mut o = Out::default();
+        o.bytes(b"HEAD:");
+        assert!(o.file_copy(&f, 2, 5));
+        o.finish();
+        assert_eq!((o.segs.len(), &o.buf[..]), (1, &b"HEAD:23456"[..]), "one buffer run, no file segment");
+        assert!(o.files.is_empty(), "nothing kept open for the send");
+        // The file ends before the range does (it shrank since its metadata was read): nothing is added.
+        assert!(!o.file_copy(&f, 8, 5));
+        assert!(!o.file_copy(&f, 11, 1));
+        assert_eq!(&o.buf[..], b"HEAD:23456");
+        std::fs::remove_file(path).unwrap();
     }
 
     /// Segments the kernel has sent on a TCP socket (tcp_info), pure ACKs included.

@@ -4,6 +4,7 @@
 //! 64 bytes per worker per site: the bulk of an unloaded site's memory.
 
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
 use super::limits::Window;
 use crate::counters::bump;
@@ -21,9 +22,11 @@ pub struct WorkerSite {
     pub window: Window,
 }
 
-/// Every worker's counters of one site.
+/// Every worker's counters of one site. A clone shares them: the site's `Cell` and its published `Slot` hold the
+/// same lines, so that a request reaches its worker's line from the slot in one step (pool/mod.rs `route`).
+#[derive(Clone)]
 pub struct SiteCounters {
-    per_worker: Box<[WorkerSite]>,
+    per_worker: Arc<[WorkerSite]>,
 }
 
 /// The sums over the workers.

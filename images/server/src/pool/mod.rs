@@ -4,7 +4,9 @@
 //! - **What the workers read** is one immutable `Snapshot`, published as the single site's table is
 //!   (`publish::Published`, one atomic load per loop iteration): the index's hosts → a slot (hosts.rs), and per
 //!   slot what it serves now (`Slot`: a table, "load me", or "unavailable"). A request costs one hash of its
-//!   normalised host over a stack buffer, whatever the number of sites; nothing is locked or allocated.
+//!   normalised host over a stack buffer, whatever the number of sites, and three cache lines before the site's
+//!   table (the host's bucket, the slot in its chunk, the worker's counters of the site); nothing is locked or
+//!   allocated.
 //! - **What the pool thread owns** (watch.rs) is the registry (registry.rs): the index as read (index.rs, strict,
 //!   a refused shard keeping its last good form), each site's state and table. It rebuilds and republishes the
 //!   snapshot on a change; a site's change replaces that site's slot only, the other slots (and their tables) are
@@ -88,6 +90,7 @@ impl State {
 }
 
 /// What a slot serves now.
+#[derive(Clone)]
 pub enum Serve {
     Table(Arc<Table>),
     /// In the index with a tree, not loaded: the first request asks for a load.
@@ -96,12 +99,25 @@ pub enum Serve {
     Unavailable,
 }
 
-/// One site as the workers see it.
+/// One site as the workers see it: held by value in the snapshot's chunks, with what every request reads of the
+/// site (its counters' lines, what it serves, its rate share) one pointer away at most, not behind its `Cell`.
+#[derive(Clone)]
 pub struct Slot {
     pub cell: Arc<Cell>,
+    /// The cell's counters (the same lines).
+    pub counters: counters::SiteCounters,
     pub serve: Serve,
     /// This worker's share of `requestsPerSecond` (limits.rs).
     pub rps_share: u32,
+}
+
+impl Slot {
+    /// What names the site in a worker's per-client buckets (answer/limit.rs): its cell's address, the site's
+    /// while it is in the pool, across reloads of its table, and needing no hashing of the site's id.
+    #[inline]
+    pub fn key(&self) -> u64 {
+        Arc::as_ptr(&self.cell) as u64
+    }
 }
 
 /// What the workers read: every host → slot, and the slots.
@@ -114,10 +130,11 @@ pub struct Snapshot {
 /// The slots of a snapshot in chunks of `CHUNK`: a site's change rebuilds its chunk and the list of chunks (a
 /// pointer per `CHUNK` sites), not a list of every site. A pool of 10,000 sites whose sites load one after the
 /// other publishes a snapshot per load, and the worker that drops the last copy of the one before pays for its
-/// list: with chunks, a publish copies and drops 157 pointers and one chunk instead of 10,000 pointers.
+/// list: with chunks, a publish copies and drops 157 pointers and one chunk instead of 10,000 pointers. A chunk
+/// holds its slots by value (a slot is a few pointers), so the host map's answer leads to the slot directly.
 #[derive(Default, Clone)]
 pub struct Slots {
-    chunks: Vec<Arc<[Arc<Slot>]>>,
+    chunks: Vec<Arc<[Slot]>>,
 }
 
 /// Sites per chunk of `Slots`.
@@ -137,7 +154,7 @@ impl Slots {
             .enumerate()
             .map(|(c, part)| match self.chunks.get(c) {
                 Some(old) if !dirty.get(c).copied().unwrap_or(true) && old.len() == part.len() => old.clone(),
-                _ => Arc::from(part),
+                _ => part.iter().map(|s| Slot::clone(s)).collect(),
             })
             .collect();
         Slots { chunks }
@@ -146,13 +163,13 @@ impl Slots {
 
 /// Where a request goes.
 pub enum Route<'s> {
-    /// Answer it from this table, counting it on this cell.
-    Site(&'s Cell, &'s Table),
-    /// Answer it with this status (404 for an unknown host, no cell; 503 or 429 with `Retry-After: 1`).
-    Status(Option<&'s Cell>, u16),
+    /// Answer it from this table, counting it on this slot's counters.
+    Site(&'s Slot, &'s Table),
+    /// Answer it with this status (404 for an unknown host, no site; 503 or 429 with `Retry-After: 1`).
+    Status(Option<&'s Slot>, u16),
     /// The site is being loaded (its quick load is a walk away): a worker may hold the request a moment for it,
     /// else it is a 503 with `Retry-After: 1`.
-    Load(&'s Cell),
+    Load(&'s Slot),
 }
 
 /// The pool as the process shares it: the snapshot, the wake flag, and the registry's report for the admin port.
@@ -204,22 +221,22 @@ impl Snapshot {
     pub fn route(&self, pool: &Pool, host: Option<&[u8]>, worker: usize, now_s: u32) -> Route<'_> {
         let Some(i) = self.hosts.find(host) else { return Route::Status(None, 404) };
         let slot = self.slots.get(i as usize);
-        let cell = &*slot.cell;
-        let w = cell.counters.of(worker);
+        let w = slot.counters.of(worker);
         if !w.window.admit(now_s, slot.rps_share) {
             crate::counters::bump(&w.rate_limited, 1);
-            return Route::Status(Some(cell), 429);
+            return Route::Status(Some(slot), 429);
         }
         match &slot.serve {
-            Serve::Table(t) => Route::Site(cell, t),
+            Serve::Table(t) => Route::Site(slot, t),
             Serve::Load => {
+                let cell = &*slot.cell;
                 if !cell.want.load(Ordering::Relaxed) {
                     cell.want.store(true, Ordering::Release);
                     pool.wake();
                 }
-                Route::Load(cell)
+                Route::Load(slot)
             }
-            Serve::Unavailable => Route::Status(Some(cell), 503),
+            Serve::Unavailable => Route::Status(Some(slot), 503),
         }
     }
 }

@@ -254,7 +254,8 @@ impl Registry {
     }
 
     fn slot(&self, cell: &Arc<Cell>, l: index::Limits, serve: Serve) -> Arc<Slot> {
-        Arc::new(Slot { cell: cell.clone(), serve, rps_share: limits::share(l.requests_per_second, self.workers) })
+        let rps_share = limits::share(l.requests_per_second, self.workers);
+        Arc::new(Slot { cell: cell.clone(), counters: cell.counters.clone(), serve, rps_share })
     }
 
     fn set(&mut self, id: &str, state: State, table: Option<Arc<Table>>) {

@@ -264,33 +264,30 @@ fn pooled(
     let (pathbuf, verified) = scratch;
     let head = req.method == Method::Head;
     let r = match route {
-        Route::Site(cell, table) => {
+        Route::Site(slot, table) => {
             let ctx = Ctx { table, spa_fallback: table.spa_fallback, ..*ctx };
             let client = guard::client(table.access.as_deref(), peer, || req.forwarded_for);
-            // The cell names the site in the worker's buckets: it stays the site's while the site is in the pool,
-            // across reloads of its table, and its address needs no hashing of the site's id.
-            let site = cell as *const crate::pool::Cell as u64;
-            if let Some(refused) = limit::check(limiter, table.per_client.as_ref(), site, client, head) {
+            if let Some(refused) = limit::check(limiter, table.per_client.as_ref(), slot.key(), client, head) {
                 let r = respond::reply(out, &ctx, req, &refused);
-                cell.counters.count(worker, r.status, r.bytes);
+                slot.counters.count(worker, r.status, r.bytes);
                 return (r, true, client);
             }
             let r = match table.https_redirect {
                 Some(port) if plain => respond::https_redirect(out, &ctx, req, port),
                 _ => respond::respond(out, &ctx, req, pathbuf, client.map(|a| a.ip()), verified),
             };
-            cell.counters.count(worker, r.status, r.bytes);
+            slot.counters.count(worker, r.status, r.bytes);
             return (r, false, client);
         }
         Route::Status(None, status) => respond::reply(out, ctx, req, &Reply::plain(status, false, head)),
-        Route::Load(cell) => {
+        Route::Load(slot) => {
             let r = respond::reply(out, ctx, req, &Reply::later(503, head));
-            cell.counters.count(worker, r.status, r.bytes);
+            slot.counters.count(worker, r.status, r.bytes);
             r
         }
-        Route::Status(Some(cell), status) => {
+        Route::Status(Some(slot), status) => {
             let r = respond::reply(out, ctx, req, &Reply::later(status, head));
-            cell.counters.count(worker, r.status, r.bytes);
+            slot.counters.count(worker, r.status, r.bytes);
             r
         }
     };

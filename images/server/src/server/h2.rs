@@ -215,18 +215,18 @@ impl Worker {
             // A pool routes by `:authority` (else `host`): the same answers as HTTP/1.1's (h1.rs `pooled`).
             let routed =
                 pool.map(|(p, snap)| snap.route(p, Some(r.authority()).filter(|h| !h.is_empty()), self.id, now_s));
-            let (reply, cell) = match routed {
+            let (reply, slot) = match routed {
                 Some(Route::Status(None, status)) => (Reply::plain(status, false, head), None),
-                Some(Route::Status(Some(cell), status)) => (Reply::later(status, head), Some(cell)),
+                Some(Route::Status(Some(slot), status)) => (Reply::later(status, head), Some(slot)),
                 // A stream is not held for a loading site (HTTP/1.1 holds its connection, h1.rs): 503 at once.
-                Some(Route::Load(cell)) => (Reply::later(503, head), Some(cell)),
+                Some(Route::Load(slot)) => (Reply::later(503, head), Some(slot)),
                 routed => {
-                    let (table, cell) = match routed {
-                        Some(Route::Site(cell, t)) => (t, Some(cell)),
+                    let (table, slot) = match routed {
+                        Some(Route::Site(slot, t)) => (t, Some(slot)),
                         _ => (table, None),
                     };
-                    // A pool site is named in the buckets by its cell, as HTTP/1.1 names it (h1.rs `pooled`).
-                    let key = cell.map_or(0, |c| c as *const crate::pool::Cell as u64);
+                    // A pool site is named in the buckets as HTTP/1.1 names it (h1.rs `pooled`).
+                    let key = slot.map_or(0, |s| s.key());
                     let mut l = Limiter { clients: &mut self.clients, counters: &stats.fair, now_ms: self.now_ms };
                     let site = Site { table, spa_fallback: table.spa_fallback };
                     client = guard::client(table.access.as_deref(), c.peer, || forwarded_for(&r));
@@ -246,7 +246,7 @@ impl Worker {
                             }
                         },
                     };
-                    (reply, cell)
+                    (reply, slot)
                 }
             };
             let f = respond::frame(&mut self.h2_head, &mut self.h2_loc, &reply);
@@ -278,8 +278,8 @@ impl Worker {
             bump(&stats.requests[code_index(f.status)], 1);
             let bytes = (self.h2_head.len() + date.len()) as u64 + f.body_len;
             bump(&stats.response_bytes, bytes);
-            if let Some(cell) = cell {
-                cell.counters.count(self.id, f.status, bytes);
+            if let Some(slot) = slot {
+                slot.counters.count(self.id, f.status, bytes);
             }
             bump(&stats.h2_streams[h.transport], 1);
             if c.requests >= self.max_requests {

@@ -27,6 +27,19 @@ pub fn pread(fd: RawFd, buf: &mut [u8], off: u64) -> io::Result<usize> {
     result(unsafe { libc::pread(fd, buf.as_mut_ptr() as *mut libc::c_void, buf.len(), off as i64) })
 }
 
+/// pread(2) of up to `len` bytes of `fd` at `off`, appended to `buf` (its length grows by what was read; nothing
+/// is zero-filled first). A short count is the file's end.
+#[inline]
+pub fn pread_append(fd: RawFd, buf: &mut Vec<u8>, off: u64, len: usize) -> io::Result<usize> {
+    buf.reserve(len);
+    let at = buf.len();
+    // SAFETY: the kernel writes at most `len` bytes into the reserved spare capacity past `at`; the length grows
+    // by exactly the count it reports written, so no byte that was not written becomes part of the vector.
+    let n = result(unsafe { libc::pread(fd, buf.as_mut_ptr().add(at) as *mut libc::c_void, len, off as i64) })?;
+    unsafe { buf.set_len(at + n) };
+    Ok(n)
+}
+
 /// write(2) of one buffer.
 #[inline]
 pub fn write(fd: RawFd, buf: &[u8]) -> io::Result<usize> {
