@@ -160,8 +160,8 @@ fn the_table_and_the_load_cost_no_more_than_they_are_charged() {
 
 /// A pool site that is in the index but not loaded: everything the index, the registry, the published snapshot
 /// (host map, slot, counters for 2 workers) and the `/sites` report keep for it, with the contract's four hosts
-/// per site and the value most sites have (shared). Measured 2026-12-04: 2,159 bytes (1,860 before the host map
-/// held each name in a cache line of its own and the slot its counters: +299 bytes for a route that touches three
+/// per site and the value most sites have (shared). Measured 2026-12-04: 2,104 bytes (1,860 before the host map
+/// held each name in a cache line of its own and the slot its counters: +244 bytes for a route that touches three
 /// cache lines instead of seven, docs/bench/pools-route-2026-12-04.md) — the contract's goal is "a few hundred";
 /// what is left is the site's record (its id three times, its four host names), the host map's buckets (96 bytes
 /// a name), the registry's entry, the slot and the per-worker counter lines (64 bytes each). The bound keeps it

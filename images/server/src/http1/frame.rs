@@ -4,7 +4,7 @@
 //! the answer; only the connection's fate (`close`, HTTP/1.0 keep-alive) is HTTP/1.1's own.
 
 use crate::answer::reply::{self, Body, Head, Reply};
-use crate::http1::out::{Out, COPY_BODY_MAX};
+use crate::http1::out::Out;
 use crate::site::content;
 use std::os::fd::AsRawFd;
 
@@ -207,23 +207,18 @@ pub fn frame(out: &mut Out, r: &Reply, c: Conn) -> Resp {
         Body::Variant { v, start, len } => match &v.body {
             content::Body::Mem(b) => out.body(&b[start as usize..(start + len) as usize]),
             content::Body::Disk(f) => out.file(f.as_raw_fd(), start, len),
-            content::Body::Path(_) => {
-                if let Some(f) = opened {
-                    // A small one is read beside its head: one pread, one iovec, the file closed now. A file that
-                    // shrank since the check above leaves nothing behind and gets the 503 that check would give.
-                    if len as usize > COPY_BODY_MAX {
-                        out.own_file(f, start, len);
-                    } else if !out.file_copy(&f, start, len) {
-                        out.buf.truncate(response_start);
-                        return frame(out, &Reply::later(503, false), c);
-                    }
-                }
-            }
+            content::Body::Path(_) => {} // the file opened above, below
         },
-        Body::Stale(s) => {
-            if let Some(f) = opened {
-                out.own_file(f, 0, s.len);
-            }
+        Body::Stale(_) => {} // likewise
+    }
+    // A pool's disk body or a previous deploy's file, opened above: a small one is copied beside its head
+    // (`Out::own_file`). A file that shrank since the check at its open leaves nothing behind and gets the 503
+    // that check would have given.
+    if let Some(f) = opened {
+        let off = if let Body::Variant { start, .. } = r.body { start } else { 0 };
+        if !out.own_file(f, off, r.body.bytes()) {
+            out.buf.truncate(response_start);
+            return frame(out, &Reply::later(503, false), c);
         }
     }
     let body = r.body.bytes();

@@ -97,12 +97,18 @@ impl Out {
         }
     }
 
-    /// A small file range read into the buffer beside its head (a pool's disk body up to `COPY_BODY_MAX`): one
-    /// `pread` instead of a `sendfile` after the head (which also had to leave apart, with MSG_MORE), and the file
-    /// closes at once. False, with nothing added, when the file gives fewer bytes than asked (it shrank since its
-    /// metadata was checked) or fails.
-    pub fn file_copy(&mut self, f: &std::fs::File, off: u64, len: u64) -> bool {
+    /// A file range from a file opened for this response (a pool's disk body, a previous deploy's file). As `body`
+    /// does for memory, up to `COPY_BODY_MAX` is copied beside its head: one `pread`, and the file closes at once
+    /// (instead of a `sendfile` after a head that had to leave apart, with MSG_MORE); a bigger range is sent with
+    /// sendfile from the file, which the batch keeps open until sent. False, with nothing added, when a copied
+    /// file gives fewer bytes than asked (it shrank since its metadata was checked) or fails.
+    pub fn own_file(&mut self, f: std::fs::File, off: u64, len: u64) -> bool {
         use std::os::fd::AsRawFd;
+        if len as usize > COPY_BODY_MAX {
+            self.file(f.as_raw_fd(), off, len);
+            self.files.push(f);
+            return true;
+        }
         let (at, want) = (self.buf.len(), len as usize);
         let mut got = 0;
         while got < want {
@@ -118,13 +124,6 @@ impl Out {
             return false;
         }
         true
-    }
-
-    /// A file range from a file opened for this response, which the batch keeps open until it is sent.
-    pub fn own_file(&mut self, f: std::fs::File, off: u64, len: u64) {
-        use std::os::fd::AsRawFd;
-        self.file(f.as_raw_fd(), off, len);
-        self.files.push(f);
     }
 
     fn seal_and_push(&mut self, s: Seg) {
@@ -295,17 +294,20 @@ mod tests {
     fn a_small_file_range_is_read_beside_its_head_and_a_short_file_adds_nothing() {
         let path = std::env::temp_dir().join(format!("hs-out-copy-{}", std::process::id()));
         std::fs::write(&path, b"0123456789").unwrap();
-        let f = std::fs::File::open(&path).unwrap();
+        let open = || std::fs::File::open(&path).unwrap();
         let mut o = Out::default();
         o.bytes(b"HEAD:");
-        assert!(o.file_copy(&f, 2, 5));
+        assert!(o.own_file(open(), 2, 5));
         o.finish();
         assert_eq!((o.segs.len(), &o.buf[..]), (1, &b"HEAD:23456"[..]), "one buffer run, no file segment");
         assert!(o.files.is_empty(), "nothing kept open for the send");
         // The file ends before the range does (it shrank since its metadata was read): nothing is added.
-        assert!(!o.file_copy(&f, 8, 5));
-        assert!(!o.file_copy(&f, 11, 1));
+        assert!(!o.own_file(open(), 8, 5));
+        assert!(!o.own_file(open(), 11, 1));
         assert_eq!(&o.buf[..], b"HEAD:23456");
+        // Past COPY_BODY_MAX the range is a file segment and the batch keeps the file until it is sent.
+        assert!(o.own_file(open(), 0, COPY_BODY_MAX as u64 + 1));
+        assert!(matches!(o.segs.last(), Some(Seg::File { .. })) && o.files.len() == 1);
         std::fs::remove_file(path).unwrap();
     }
 

@@ -63,29 +63,17 @@ impl Hosts {
         for (h, slot) in pairs {
             let name = h.as_bytes();
             if name.len() > INLINE {
-                if hosts.long.insert(name.into(), slot).is_none() {
-                    hosts.len += 1;
-                }
+                hosts.long.insert(name.into(), slot);
                 continue;
             }
-            let (tag, mut i) = hosts.start(name);
-            loop {
-                let b = &mut hosts.buckets[i];
-                if b.tag == 0 {
-                    b.tag = tag;
-                    b.slot = slot;
-                    b.len = name.len() as u8;
-                    b.name[..name.len()].copy_from_slice(name);
-                    hosts.len += 1;
-                    break;
-                }
-                if b.tag == tag && &b.name[..b.len as usize] == name {
-                    b.slot = slot;
-                    break;
-                }
-                i = hosts.next(i);
-            }
+            // Its own bucket again (a name given twice), else the empty one its probe ended at.
+            let (Ok(i) | Err(i)) = hosts.probe(name);
+            let tag = hosts.start(name).0;
+            let b = &mut hosts.buckets[i];
+            (b.tag, b.slot, b.len) = (tag, slot, name.len() as u8);
+            b.name[..name.len()].copy_from_slice(name);
         }
+        hosts.len = hosts.buckets.iter().filter(|b| b.tag != 0).count() + hosts.long.len();
         hosts
     }
 
@@ -99,12 +87,19 @@ impl Hosts {
         ((h as u32) | 1, i as usize)
     }
 
+    /// The bucket holding `name` (a short one; the table is not empty), or the empty bucket that ends its probe.
     #[inline]
-    fn next(&self, i: usize) -> usize {
-        if i + 1 == self.buckets.len() {
-            0
-        } else {
-            i + 1
+    fn probe(&self, name: &[u8]) -> Result<usize, usize> {
+        let (tag, mut i) = self.start(name);
+        loop {
+            let b = &self.buckets[i];
+            if b.tag == 0 {
+                return Err(i);
+            }
+            if b.tag == tag && &b.name[..b.len as usize] == name {
+                return Ok(i);
+            }
+            i = if i + 1 == self.buckets.len() { 0 } else { i + 1 };
         }
     }
 
@@ -120,17 +115,7 @@ impl Hosts {
         if self.buckets.is_empty() {
             return None;
         }
-        let (tag, mut i) = self.start(name);
-        loop {
-            let b = &self.buckets[i];
-            if b.tag == 0 {
-                return None;
-            }
-            if b.tag == tag && b.len as usize == n && &b.name[..n] == name {
-                return Some(b.slot);
-            }
-            i = self.next(i);
-        }
+        self.probe(name).ok().map(|i| self.buckets[i].slot)
     }
 
     pub fn len(&self) -> usize {

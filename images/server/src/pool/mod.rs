@@ -148,13 +148,13 @@ impl Slots {
     }
 
     /// These slots with the chunks marked in `dirty` rebuilt from `all` (the same sites in the same order).
-    pub fn with_changes(&self, all: &[Arc<Slot>], dirty: &[bool]) -> Slots {
+    pub fn with_changes(&self, all: &[Slot], dirty: &[bool]) -> Slots {
         let chunks = all
             .chunks(CHUNK)
             .enumerate()
             .map(|(c, part)| match self.chunks.get(c) {
                 Some(old) if !dirty.get(c).copied().unwrap_or(true) && old.len() == part.len() => old.clone(),
-                _ => part.iter().map(|s| Slot::clone(s)).collect(),
+                _ => Arc::from(part),
             })
             .collect();
         Slots { chunks }

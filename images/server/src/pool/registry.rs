@@ -2,8 +2,9 @@
 //! state (`unloaded`, `disk`, `memory`, `refused`, `missing`), its table while loaded, and what `/sites` reports.
 //! Only the pool thread holds a `Registry`; the workers see what `publish` makes of it.
 //!
-//! A site's entry keeps its `Cell` (counters) and its published `Slot` across reloads; an index change that
-//! leaves a site's value and limits alone leaves its table alone, and a reload of one site replaces one slot.
+//! A site's entry keeps its `Cell` (counters) across reloads, and its slot is made from the entry (`slot_of`)
+//! whenever the entry changes; an index change that leaves a site's value and limits alone leaves its table
+//! alone, and a reload of one site replaces one slot.
 //!
 //! **Who gets memory** (the budget, site/memory.rs). A site's first request makes its quick load (served from
 //! disk). Its full load (bodies in memory) follows at once only while the budget has room for it beside the loaded
@@ -44,7 +45,6 @@ use crate::site_value::Revised;
 struct Entry {
     site: Arc<index::Site>,
     cell: Arc<Cell>,
-    slot: Arc<Slot>,
     /// Its slot's place in the snapshot (the order of `entries` at the last index read).
     index: usize,
     state: State,
@@ -114,7 +114,7 @@ pub struct Registry {
     /// The sum of the entries' `memory_bytes`.
     total: u64,
     /// Every entry's slot by `index`, the snapshot last published, and its chunks changed since.
-    slots: Vec<Arc<Slot>>,
+    slots: Vec<Slot>,
     published: Slots,
     dirty: Vec<bool>,
     /// The full loads' thread (None: full loads are made on the calling thread, as the unit tests want).
@@ -185,13 +185,9 @@ impl Registry {
             match old.remove(&id) {
                 Some(mut e) => {
                     let changed = e.site.value.revision != site.value.revision || e.site.limits != site.limits;
-                    let rps = e.site.limits.requests_per_second != site.limits.requests_per_second;
                     e.site = site;
                     if changed && matches!(e.state, State::Disk | State::Memory | State::Refused) {
                         reload.push(id.clone());
-                    }
-                    if rps {
-                        e.slot = self.slot(&e.cell, e.site.limits, serve_of(e.state, &e.table));
                     }
                     self.entries.insert(id, e);
                 }
@@ -202,7 +198,6 @@ impl Registry {
                         want: Default::default(),
                     });
                     let state = if self.tree(&id).exists() { State::Unloaded } else { State::Missing };
-                    let slot = self.slot(&cell, site.limits, serve_of(state, &None));
                     let content_revision = self.content_revision(&id);
                     log::info("pool site added", &[("site", V::S(&id)), ("state", V::S(state.name()))]);
                     self.entries.insert(
@@ -210,7 +205,6 @@ impl Registry {
                         Entry {
                             site,
                             cell,
-                            slot,
                             index: 0,
                             state,
                             table: None,
@@ -242,7 +236,8 @@ impl Registry {
             (e.index, e.report) = (i, None);
         }
         self.total = self.entries.values().map(|e| e.memory_bytes).sum();
-        self.slots = self.entries.values().map(|e| e.slot.clone()).collect();
+        // Every slot made anew from its entry: a changed requestsPerSecond changes its share.
+        self.slots = self.entries.values().map(|e| slot_of(e, self.workers)).collect();
         self.published = Slots::default();
         self.dirty = vec![true; self.slots.len().div_ceil(CHUNK)];
         let pairs =
@@ -253,19 +248,12 @@ impl Registry {
         }
     }
 
-    fn slot(&self, cell: &Arc<Cell>, l: index::Limits, serve: Serve) -> Arc<Slot> {
-        let rps_share = limits::share(l.requests_per_second, self.workers);
-        Arc::new(Slot { cell: cell.clone(), counters: cell.counters.clone(), serve, rps_share })
-    }
-
     fn set(&mut self, id: &str, state: State, table: Option<Arc<Table>>) {
-        let Some(e) = self.entries.get(id) else { return };
-        let slot = self.slot(&e.cell, e.site.limits, serve_of(state, &table));
-        let e = self.entries.get_mut(id).expect("looked up above");
-        (e.state, e.table, e.slot) = (state, table, slot);
+        let Some(e) = self.entries.get_mut(id) else { return };
+        (e.state, e.table) = (state, table);
         (e.gen, e.report) = (e.gen + 1, None);
         if let Some(s) = self.slots.get_mut(e.index) {
-            *s = e.slot.clone();
+            *s = slot_of(e, self.workers);
             self.dirty[e.index / CHUNK] = true;
         }
         if state == State::Unloaded {
@@ -671,6 +659,12 @@ fn report_of(e: &Entry) -> SiteReport {
         loads: e.loads,
         error: e.error.clone(),
     }
+}
+
+/// What the workers see of `e`: its slot, made from its cell, limits, state and table.
+fn slot_of(e: &Entry, workers: usize) -> Slot {
+    let rps_share = limits::share(e.site.limits.requests_per_second, workers);
+    Slot { cell: e.cell.clone(), counters: e.cell.counters.clone(), serve: serve_of(e.state, &e.table), rps_share }
 }
 
 fn serve_of(state: State, table: &Option<Arc<Table>>) -> Serve {
