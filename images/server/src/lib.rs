@@ -24,6 +24,7 @@ pub mod headers;
 pub mod http1;
 pub mod http2;
 pub mod http3;
+pub mod linemap;
 pub mod log;
 pub mod pool;
 pub mod proxy_v2;

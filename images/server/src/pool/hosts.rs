@@ -3,104 +3,25 @@
 //! is immutable once built (the registry builds a new one when the index changes) and keyed by the normal form,
 //! so a lookup normalises into a stack buffer and hashes those bytes: no String, no allocation, no lock.
 //!
-//! The map is its own open-addressing table of one cache line per name, the name inside it: a pool's hot sites
-//! are spread over far more memory than the CPU's caches hold, so what a lookup costs is the lines it touches, and
-//! a general hash map touched three (its control bytes, its bucket, the name the bucket pointed to) where this
-//! touches one (and its neighbour on a collision). A name longer than a line holds (rare) is in a plain map.
-//! The price is memory: 64 bytes a bucket, three buckets for every two names (not rounded to a power of two: the
-//! hash is mapped onto any size), about 2.2 MB more than a hash map of shared names for 10,000 sites of four names.
+//! The map is a `LineMap` (linemap.rs): one cache line per name, the name inside it, because a pool's hot sites
+//! are spread over far more memory than the CPU's caches hold and a lookup's cost is the lines it touches.
 
-use std::hash::Hasher;
 use std::sync::Arc;
 
-use crate::fxhash::FxMap;
+use crate::linemap::LineMap;
 
 /// The longest host name looked up (a DNS name is at most 253 characters; a longer one names no site).
 pub const MAX_HOST: usize = 253;
 
-/// Names up to this length are held in their bucket.
-const INLINE: usize = 54;
-
-/// One name and its slot: 64 bytes, one cache line.
-#[repr(C, align(64))]
-#[derive(Clone, Copy)]
-struct Bucket {
-    /// Bits of the name's hash, never 0; 0 marks an empty bucket.
-    tag: u32,
-    slot: u32,
-    len: u8,
-    name: [u8; INLINE],
-}
-
-const EMPTY: Bucket = Bucket { tag: 0, slot: 0, len: 0, name: [0; INLINE] };
-
 /// Every host of the index → the site's slot in the snapshot.
 #[derive(Default)]
-pub struct Hosts {
-    /// Two thirds full at most (so a probe always ends at an empty one), probed linearly from the bucket the
-    /// hash's top half maps to.
-    buckets: Box<[Bucket]>,
-    /// Names longer than `INLINE`.
-    long: FxMap<Box<[u8]>, u32>,
-    len: usize,
-}
-
-#[inline]
-fn hash(name: &[u8]) -> u64 {
-    let mut h = crate::fxhash::FxHasher::default();
-    h.write(name);
-    h.finish()
-}
+pub struct Hosts(LineMap);
 
 impl Hosts {
     /// Builds the map from (host, slot) pairs whose hosts are already in normal form (the index checks it, and
     /// that no two sites share a host; a name given twice keeps its last slot).
     pub fn build<'a>(pairs: impl Iterator<Item = (&'a Arc<str>, u32)>) -> Hosts {
-        let pairs: Vec<_> = pairs.collect();
-        let short = pairs.iter().filter(|(h, _)| h.len() <= INLINE).count();
-        let size = if short == 0 { 0 } else { short + short / 2 + 1 };
-        let mut hosts = Hosts { buckets: vec![EMPTY; size].into_boxed_slice(), long: FxMap::default(), len: 0 };
-        for (h, slot) in pairs {
-            let name = h.as_bytes();
-            if name.len() > INLINE {
-                hosts.long.insert(name.into(), slot);
-                continue;
-            }
-            // Its own bucket again (a name given twice), else the empty one its probe ended at.
-            let (Ok(i) | Err(i)) = hosts.probe(name);
-            let tag = hosts.start(name).0;
-            let b = &mut hosts.buckets[i];
-            (b.tag, b.slot, b.len) = (tag, slot, name.len() as u8);
-            b.name[..name.len()].copy_from_slice(name);
-        }
-        hosts.len = hosts.buckets.iter().filter(|b| b.tag != 0).count() + hosts.long.len();
-        hosts
-    }
-
-    /// The tag and first bucket of `name` (the table is not empty).
-    #[inline]
-    fn start(&self, name: &[u8]) -> (u32, usize) {
-        let h = hash(name);
-        // The top half chooses the bucket (FxHash's last multiply mixes it best), scaled onto the table by a
-        // multiply and a shift (no division, any size); the low half is the tag.
-        let i = ((h >> 32) * self.buckets.len() as u64) >> 32;
-        ((h as u32) | 1, i as usize)
-    }
-
-    /// The bucket holding `name` (a short one; the table is not empty), or the empty bucket that ends its probe.
-    #[inline]
-    fn probe(&self, name: &[u8]) -> Result<usize, usize> {
-        let (tag, mut i) = self.start(name);
-        loop {
-            let b = &self.buckets[i];
-            if b.tag == 0 {
-                return Err(i);
-            }
-            if b.tag == tag && &b.name[..b.len as usize] == name {
-                return Ok(i);
-            }
-            i = if i + 1 == self.buckets.len() { 0 } else { i + 1 };
-        }
+        Hosts(LineMap::build(pairs.map(|(h, slot)| (h.as_bytes(), slot))))
     }
 
     /// The slot of the site `raw` names (a Host value as sent), None for an unknown, missing or malformed host.
@@ -108,22 +29,15 @@ impl Hosts {
     pub fn find(&self, raw: Option<&[u8]>) -> Option<u32> {
         let mut buf = [0u8; MAX_HOST];
         let n = normalize(raw?, &mut buf)?;
-        let name = &buf[..n];
-        if n > INLINE {
-            return self.long.get(name).copied();
-        }
-        if self.buckets.is_empty() {
-            return None;
-        }
-        self.probe(name).ok().map(|i| self.buckets[i].slot)
+        self.0.get(&buf[..n])
     }
 
     pub fn len(&self) -> usize {
-        self.len
+        self.0.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.len == 0
+        self.0.is_empty()
     }
 }
 

@@ -48,11 +48,7 @@ pub fn apply(t: &mut Table) {
             moved.push((slash.into_bytes().into(), k));
         }
     }
-    let map = std::sync::Arc::make_mut(&mut t.map);
-    for (p, i) in served {
-        map.insert(p, Target::File(i));
-    }
-    for (p, k) in moved {
-        map.insert(p, Target::Moved(k));
-    }
+    let served = served.iter().map(|(p, i)| (&**p, Target::File(*i)));
+    let moved = moved.iter().map(|(p, k)| (&**p, Target::Moved(*k)));
+    t.map = t.map.rebuilt_with(served.chain(moved));
 }

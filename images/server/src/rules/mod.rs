@@ -26,10 +26,12 @@ pub const REDIRECTS_FILE: &str = "/_redirects";
 pub const MAX_RULES: usize = 100_000;
 
 #[derive(Default, Clone, Debug)]
+#[repr(C)]
 pub struct Site {
-    rules: Vec<Rule>,
-    /// Only the forced (`!`) rules: consulted before the file lookup.
+    /// Only the forced (`!`) rules: consulted before the file lookup, by every request (first: the content
+    /// table places it in the cache line it reads for every request, site/content.rs).
     forced: Matcher,
+    rules: Vec<Rule>,
     /// Every rule: consulted when no file matches.
     all: Matcher,
     /// `Target::Moved`'s canonical Location (percent-encoded) and the file it names (clean URLs).
@@ -39,6 +41,10 @@ pub struct Site {
 }
 
 impl Site {
+    /// Where `forced` is, for the content table's layout test.
+    pub const FORCED_OFFSET: usize = std::mem::offset_of!(Site, forced);
+    pub const FORCED_SIZE: usize = std::mem::size_of::<Matcher>();
+
     pub fn rule_count(&self) -> usize {
         self.rules.len()
     }

@@ -116,18 +116,44 @@ pub enum Target {
     Moved(u32),
 }
 
+/// `repr(C)` and cache-line aligned, its fields in the order a request reads them: the map, the entries and the
+/// SPA index in the first line, the limits, access, skew, redirect and SPA flags and the forced rules' emptiness
+/// (rules::Site keeps `forced` first) in the second. In a pool most tables are cold in the CPU's caches, and left to
+/// the compiler these fields spread over five of the table's six lines (docs/bench/pools-route-2026-12-04.md).
 #[derive(Default, Clone)]
+#[repr(C, align(64))]
 pub struct Table {
+    /// Path → target (paths.rs; its buckets shared for the same reason as `entries`: the encoder's copies of the
+    /// table keep the paths they had).
+    pub map: crate::site::paths::PathMap,
     /// Each entry behind its own `Arc`: the background encoder publishes a copy of the table with a few entries
     /// replaced, and a copy must not duplicate every file's header blocks (issue 38: 33,000 files are ~100 MB of
     /// blocks). Entries are never mutated once built; the hot path reads them through one more pointer.
     pub entries: Vec<Arc<FileEntry>>,
-    /// Shared for the same reason as `entries`: the encoder's copies of the table keep the paths they had.
-    pub map: Arc<FxMap<Box<[u8]>, Target>>,
     /// `/index.html`, for the SPA fallback.
     pub spa_index: Option<u32>,
+    /// The site value's `limits.perClient` (fairshare/): checked before a request is answered (answer/limit.rs).
+    pub per_client: Option<crate::fairshare::Rate>,
+    /// The site value's `access` (guard/): checked in the core before a path is looked up (answer/request.rs),
+    /// and its trusted proxies by the protocols when they name the client (guard/forwarded.rs).
+    pub access: Option<Arc<crate::guard::Access>>,
+    /// The previous deploys a request this table has no file for may be answered from (skew protection: skew/,
+    /// answer/stale.rs); None when the site value's `skewProtection` is off or the content is not from Git.
+    pub skew: Option<Arc<crate::skew::Previous>>,
+    /// The site value's `httpsRedirect`, `spaFallback` and `hsts` (below): read by the workers from the table
+    /// they serve, so a reloaded value applies with its table (site_value/).
+    pub https_redirect: Option<u16>,
+    pub spa_fallback: bool,
+    /// Redirects, rewrites, clean-URL redirects and error pages (rules/).
+    pub rules: crate::rules::Site,
     /// The custom 404 page.
     pub not_found: Option<u32>,
+    pub hsts: Option<Box<str>>,
+    /// `--cors` rules, indexed by `Resolved::cors`.
+    pub cors: Arc<[crate::headers::cors::CorsRule]>,
+    /// The site value's `limits.perClientHandshakes` (fairshare/handshake.rs): checked when a TLS connection is
+    /// accepted, before its handshake begins (server/accept.rs).
+    pub per_client_handshakes: Option<crate::fairshare::Rate>,
     /// Sum of identity sizes.
     pub bytes: u64,
     /// Bytes of content held in memory, all variants.
@@ -137,32 +163,12 @@ pub struct Table {
     pub table_bytes: u64,
     /// Memory limit, budget, bytes served from disk, fit limit (memory.rs).
     pub memory: crate::site::memory::Summary,
-    /// The site value's `spaFallback`, `httpsRedirect` and `hsts`: read by the workers from the table they
-    /// serve, so a reloaded value applies with its table (site_value/).
-    pub spa_fallback: bool,
-    pub https_redirect: Option<u16>,
-    pub hsts: Option<Box<str>>,
-    /// The site value's `limits.perClient` (fairshare/): checked before a request is answered (answer/limit.rs).
-    pub per_client: Option<crate::fairshare::Rate>,
-    /// The site value's `limits.perClientHandshakes` (fairshare/handshake.rs): checked when a TLS connection is
-    /// accepted, before its handshake begins (server/accept.rs).
-    pub per_client_handshakes: Option<crate::fairshare::Rate>,
-    /// The site value's `access` (guard/): checked in the core before a path is looked up (answer/request.rs),
-    /// and its trusted proxies by the protocols when they name the client (guard/forwarded.rs).
-    pub access: Option<Arc<crate::guard::Access>>,
-    /// `--cors` rules, indexed by `Resolved::cors`.
-    pub cors: Arc<[crate::headers::cors::CorsRule]>,
-    /// Redirects, rewrites, clean-URL redirects and error pages (rules/).
-    pub rules: crate::rules::Site,
-    /// The previous deploys a request this table has no file for may be answered from (skew protection: skew/,
-    /// answer/stale.rs); None when the site value's `skewProtection` is off or the content is not from Git.
-    pub skew: Option<Arc<crate::skew::Previous>>,
 }
 
 impl Table {
     #[inline]
     pub fn lookup(&self, path: &[u8]) -> Option<Target> {
-        self.map.get(path).copied()
+        self.map.get(path)
     }
     pub fn entry(&self, i: u32) -> &FileEntry {
         &self.entries[i as usize]
@@ -189,5 +195,27 @@ mod tests {
         let mut m: FxMap<Box<[u8]>, Target> = FxMap::default();
         m.insert(Box::from(&b"/x"[..]), Target::Redirect);
         assert_eq!(m.get(&b"/x"[..]).copied(), Some(Target::Redirect));
+    }
+
+    #[test]
+    fn what_a_request_reads_is_in_the_tables_first_two_cache_lines() {
+        use std::mem::{offset_of, size_of};
+        let end = |offset: usize, size: usize| offset + size;
+        assert_eq!(std::mem::align_of::<Table>(), 64);
+        let line0 = [
+            end(offset_of!(Table, map), size_of::<crate::site::paths::PathMap>()),
+            end(offset_of!(Table, entries), size_of::<Vec<Arc<FileEntry>>>()),
+            end(offset_of!(Table, spa_index), size_of::<Option<u32>>()),
+        ];
+        assert!(line0.iter().all(|&e| e <= 64), "{line0:?}");
+        let line1 = [
+            end(offset_of!(Table, per_client), size_of::<Option<crate::fairshare::Rate>>()),
+            end(offset_of!(Table, access), 8),
+            end(offset_of!(Table, skew), 8),
+            end(offset_of!(Table, https_redirect), size_of::<Option<u16>>()),
+            end(offset_of!(Table, spa_fallback), 1),
+            end(offset_of!(Table, rules) + crate::rules::Site::FORCED_OFFSET, crate::rules::Site::FORCED_SIZE),
+        ];
+        assert!(line1.iter().all(|&e| e <= 128), "{line1:?}");
     }
 }

@@ -12,7 +12,7 @@ use std::mem::size_of;
 use std::sync::Arc;
 
 use crate::headers::resolved::Resolved;
-use crate::site::content::{Body, FileEntry, Target, Variant};
+use crate::site::content::{Body, FileEntry, Variant};
 
 /// glibc malloc's chunk for a request of `n` bytes (8 bytes of size header, 16-byte alignment, 32 at least); 0 for
 /// no allocation (an empty `Box<[u8]>`, `String::new()`).
@@ -36,9 +36,9 @@ pub const fn map_slot(slot: usize) -> u64 {
     ((slot + 1) * 16).div_ceil(7) as u64
 }
 
-/// One path in the table's map (`FxMap<Box<[u8]>, Target>`): its slot and its copy of the key.
+/// One path in the table's map (site/paths.rs).
 pub fn path_key(len: usize) -> u64 {
-    map_slot(size_of::<(Box<[u8]>, Target)>()) + chunk(len)
+    crate::site::paths::cost(len)
 }
 
 /// The header blocks of one variant (its body is content, charged apart).

@@ -27,6 +27,7 @@ use crate::site::entry::{build_entry, Loaded};
 use crate::site::footprint;
 use crate::site::memory;
 use crate::site::mime;
+use crate::site::paths::PathMap;
 use crate::site_value::SiteValue;
 
 /// What a load needs of the process settings (`Config::load_settings` builds it).
@@ -301,7 +302,11 @@ pub fn load(
         access: site.access.clone(),
         ..Table::default()
     };
-    let mut map = FxMap::with_capacity_and_hasher(entries.len() + 2 * dirs.len(), Default::default());
+    // The paths first in a plain map (a directory's `/d` only where no file is, its `/d/` its index's), borrowing
+    // the entries' and directories' names, then the table's own map built from it (paths.rs).
+    let slashes: Vec<String> = dirs.iter().map(|d| format!("{d}/")).collect();
+    let mut map: FxMap<&[u8], Target> =
+        FxMap::with_capacity_and_hasher(entries.len() + 2 * dirs.len(), Default::default());
     for (i, e) in entries.iter().enumerate() {
         report.files += 1;
         report.bytes += e.identity().len;
@@ -318,26 +323,26 @@ pub fn load(
             }
         }
         report.compressed_variants += e.variants[1..].iter().flatten().count();
-        map.insert(e.path.as_bytes().into(), Target::File(i as u32));
+        map.insert(e.path.as_bytes(), Target::File(i as u32));
     }
-    t.entries = entries;
-    t.map = Arc::new(map);
-    for d in &dirs {
-        let slash = format!("{d}/");
+    for (d, slash) in dirs.iter().zip(&slashes) {
         if !d.is_empty() {
-            Arc::make_mut(&mut t.map).entry(d.as_bytes().into()).or_insert(Target::Redirect);
+            map.entry(d.as_bytes()).or_insert(Target::Redirect);
         }
-        if let Some(Target::File(i)) = t.map.get(format!("{slash}index.html").as_bytes()).copied() {
-            Arc::make_mut(&mut t.map).insert(slash.as_bytes().into(), Target::File(i));
+        if let Some(&Target::File(i)) = map.get(format!("{slash}index.html").as_bytes()) {
+            map.insert(slash.as_bytes(), Target::File(i));
         }
     }
-    t.spa_index = match t.map.get(&b"/index.html"[..]) {
-        Some(Target::File(i)) => Some(*i),
+    t.map = PathMap::build(map.iter().map(|(&p, &target)| (p, target)));
+    drop(map);
+    t.entries = entries;
+    t.spa_index = match t.map.get(b"/index.html") {
+        Some(Target::File(i)) => Some(i),
         _ => None,
     };
     if let Some(p) = &site.not_found_page {
         match t.map.get(p.as_bytes()) {
-            Some(Target::File(i)) => t.not_found = Some(*i),
+            Some(Target::File(i)) => t.not_found = Some(i),
             _ => {
                 report.errors.push(format!("--not-found-page {p}: no such file in the site"));
                 report.missing_pages.push(format!("notFoundPage: {p} is not a file in the content"));

@@ -13,5 +13,6 @@ pub mod load_error;
 pub mod loader;
 pub mod memory;
 pub mod mime;
+pub mod paths;
 pub mod report;
 pub mod walk;
