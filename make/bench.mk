@@ -90,7 +90,7 @@ POOL_CASES ?= small,docs
 POOL_MEMORY_LIMIT ?= 2GiB
 
 .PHONY: bench-pool
-bench-pool: ## One server, many sites (issue 40): --sites on 10,000 small sites and on 100 Python docs copies vs --root on one, interleaved: RSS, start to first 200, a cold site's first request, req/CPU-s on a mix hot on 10 % (goal ≥ 0.9×); writes _out/bench/pool/ (≈4 min, +3 min to write the trees on the first run; POOL_SITES=1000 REPS=1 BENCH_SECONDS=3 for less).
+bench-pool: ## One server, many sites (issue 40): --sites on 10,000 small sites and on 100 Python docs copies vs --root on one, interleaved: RSS, start to first 200, a cold site's first request, req/CPU-s on a mix hot on 10 % (goal ≥ 0.9×) and where the gap goes (POOL_BREAKDOWN); writes _out/bench/pool/ (≈8 min, +3 min to write the trees on the first run; POOL_SITES=1000 REPS=1 BENCH_SECONDS=3 for less).
 	@$(call progress,building the server for the pool benchmark)
 	@bin="$$($(MAKE) -s server-build | tail -n 1)"; \
 	  if [ ! -x "$$bin" ]; then echo "make server-build did not print an executable path (got '$$bin')" >&2; exit 1; fi; \

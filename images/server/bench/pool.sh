@@ -4,6 +4,7 @@
 # ("One server, many sites").
 #   images/server/bench/pool.sh PATH/TO/hyperstatic-server
 # Knobs (environment): POOL_SITES POOL_DOCS_SITES POOL_CASES POOL_COLD_PROBES POOL_CONNECTIONS POOL_PRIME_SECONDS POOL_MEMORY_LIMIT POOL_BASELINE
+#                      POOL_BREAKDOWN
 #                      POOL_TREES BENCH_SECONDS REPS WARMUP_SECONDS STARTUP_REPS BENCH_CPU_QUOTA SERVER_CPU CLIENT_CPU
 #                      BENCH_SERVER_ARGS BENCH_OUT BENCH_KEEP_TMP SITE_DOCS.
 set -euo pipefail

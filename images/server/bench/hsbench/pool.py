@@ -10,7 +10,12 @@ on one of those sites, in the same interleaved run:
   on the rest) replayed by wrk (lua/pool.lua), the single-site server getting the same paths with one fixed Host;
   REPS rounds with the order rotating, medians and min–max; pool ÷ single per CPU-second against the goal 0.9;
 - with POOL_BASELINE=BINARY, that build as a second pool in the same rounds: this build ÷ that one (a change to the
-  server measured on the pool mix, not across runs whose machine differs).
+  server measured on the pool mix, not across runs whose machine differs);
+- the breakdown of pool ÷ single (POOL_BREAKDOWN, on unless 0), two more servers in the same rounds: a second pool
+  given only the mix's hot requests ("pool-hot"), and a single-site server holding the hot sites' files side by
+  side under one root, given the same requests by path ("single-hot"). pool-hot ÷ single-hot is what serving many
+  sites costs over one site with the same files; single-hot ÷ single what the hot set's size costs any server (the
+  CPU's caches); pool ÷ pool-hot what the cold tenth costs (served from disk). Their product is pool ÷ single.
 
 Pinned and capped as every other benchmark here: servers on SERVER_CPU under BENCH_CPU_QUOTA, wrk and this harness
 on CLIENT_CPU in a high-weight cgroup at nice -20. Usage: python3 -m hsbench.pool --ours PATH --out DIR; knobs in
@@ -77,6 +82,8 @@ class Settings:
     memory_limit: str = ""
     # POOL_BASELINE: another build of the server, run as a second pool in the same rounds (this build ÷ that one).
     baseline: str = ""
+    # POOL_BREAKDOWN: the pool-hot and single-hot servers (module documentation).
+    breakdown: bool = True
 
     @classmethod
     def from_env(cls, ours: str, out: str) -> "Settings":
@@ -95,7 +102,8 @@ class Settings:
                    docs=os.environ.get("SITE_DOCS") or DOCS,
                    trees=os.environ.get("POOL_TREES") or os.path.join(out, "trees"),
                    memory_limit=os.environ.get("POOL_MEMORY_LIMIT", MEMORY_LIMIT).strip(),
-                   baseline=os.environ.get("POOL_BASELINE", "").strip())
+                   baseline=os.environ.get("POOL_BASELINE", "").strip(),
+                   breakdown=os.environ.get("POOL_BREAKDOWN", "1").strip() not in ("0", ""))
 
     def server_args(self) -> list[str]:
         """The flags both servers get beside servers.Hyperstatic's."""
@@ -103,7 +111,7 @@ class Settings:
         return COMMON_ARGS + limit + self.extra_args
 
     def estimate_seconds(self) -> float:
-        servers = 3 if self.baseline else 2
+        servers = 2 + bool(self.baseline) + 2 * self.breakdown
         per_case = (self.reps * servers * (self.seconds + self.warmup + 1.5) + self.startup_reps * 2 * 3
                     + self.cold_probes * 0.1 + servers * self.prime_seconds + 20)
         return len(self.cases) * per_case
@@ -168,6 +176,21 @@ class BaselinePoolServer(PoolServer):
     name = "baseline"
 
 
+class HotPoolServer(PoolServer):
+    """This build's pool again, given only the mix's hot requests (the breakdown)."""
+    name = "pool-hot"
+
+
+class HotSetServer(SingleServer):
+    """This build with `--root` on the hot sites' files side by side (pooltree.hot_set_tree; the breakdown)."""
+    name = "single-hot"
+
+    def ready(self) -> bool:
+        # Its root has no page of its own: ready when its admin port says so.
+        status, _ = http_get(self.admin_port, "/readyz")
+        return status == 200
+
+
 def version_of(binary: str) -> str:
     try:
         out = subprocess.run([binary, "--version"], capture_output=True, text=True, timeout=5)
@@ -176,8 +199,10 @@ def version_of(binary: str) -> str:
         return "unknown"
 
 
-def servers_for(cfg: Settings, pool: pooltree.Pool, work: str, tag: str) -> list[Hyperstatic]:
-    """The pool and the single site, both this build; with POOL_BASELINE, a third: the pool on that build."""
+def servers_for(cfg: Settings, prep: "Prepared", work: str, tag: str) -> list[Hyperstatic]:
+    """The pool and the single site, both this build; with POOL_BASELINE, the pool on that build; with
+    POOL_BREAKDOWN, pool-hot and single-hot (this build)."""
+    pool = prep.pool
     binary = os.path.join(work, "hyperstatic-server")
     if not os.path.exists(binary):
         shutil.copy2(cfg.ours, binary)  # a private copy: a rebuild during the run cannot swap it underneath
@@ -189,15 +214,25 @@ def servers_for(cfg: Settings, pool: pooltree.Pool, work: str, tag: str) -> list
     s = SingleServer(binary=binary, admin_port=free_port(), extra_args=args,
                      root=pooltree.tree_of(pool.dir, pool.ids[0]), port=free_port(), cpu=cfg.server_cpu,
                      quota=CpuQuota(f"{tag}-{kind}-single", cfg.quota_pct), workdir=os.path.join(work, kind, "single"))
-    if not cfg.baseline:
-        return [p, s]
-    other = os.path.join(work, "baseline-hyperstatic-server")
-    if not os.path.exists(other):
-        shutil.copy2(cfg.baseline, other)
-    b = BaselinePoolServer(binary=other, admin_port=free_port(), extra_args=args, root=pool.dir, port=free_port(),
-                           cpu=cfg.server_cpu, quota=CpuQuota(f"{tag}-{kind}-baseline", cfg.quota_pct),
-                           workdir=os.path.join(work, kind, "baseline"))
-    return [p, s, b]
+    out: list[Hyperstatic] = [p, s]
+    if cfg.baseline:
+        other = os.path.join(work, "baseline-hyperstatic-server")
+        if not os.path.exists(other):
+            shutil.copy2(cfg.baseline, other)
+        out.append(BaselinePoolServer(binary=other, admin_port=free_port(), extra_args=args, root=pool.dir,
+                                      port=free_port(), cpu=cfg.server_cpu,
+                                      quota=CpuQuota(f"{tag}-{kind}-baseline", cfg.quota_pct),
+                                      workdir=os.path.join(work, kind, "baseline")))
+    if cfg.breakdown:
+        out.append(HotPoolServer(binary=binary, admin_port=free_port(), extra_args=args, root=pool.dir,
+                                 port=free_port(), cpu=cfg.server_cpu,
+                                 quota=CpuQuota(f"{tag}-{kind}-pool-hot", cfg.quota_pct),
+                                 workdir=os.path.join(work, kind, "pool-hot")))
+        out.append(HotSetServer(binary=binary, admin_port=free_port(), extra_args=args, root=prep.hot_set_root,
+                                port=free_port(), cpu=cfg.server_cpu,
+                                quota=CpuQuota(f"{tag}-{kind}-single-hot", cfg.quota_pct),
+                                workdir=os.path.join(work, kind, "single-hot")))
+    return out
 
 
 def startup_phase(cfg: Settings, servers, host: str) -> list[dict]:
@@ -263,6 +298,25 @@ def check_phase(pool: pooltree.Pool, servers, entries: list[tuple[str, str]], si
     return len(picked)
 
 
+def check_breakdown(pool: pooltree.Pool, pool_hot: PoolServer, single_hot: HotSetServer,
+                    hot: list[tuple[str, str]], by_path: list[tuple[str, str]], samples: int = 30) -> int:
+    """Before timing: evenly spaced hot requests, by Host from pool-hot and by path from single-hot (the same
+    request in both lists at the same place), must be 200 with the file's bytes: a 404 would be fast."""
+    host_to_id = {pooltree.hosts_of(i)[0]: i for i in pool.ids}
+    step_n = max(1, len(hot) // samples)
+    picked = list(range(0, len(hot), step_n))[:samples]
+    for k in picked:
+        (host, path), (one_host, one_path) = hot[k], by_path[k]
+        with open(sitemap.file_of(pooltree.tree_of(pool.dir, host_to_id[host]), path), "rb") as f:
+            want = f.read()
+        for name, port, h, p in (("pool-hot", pool_hot.port, host, path), ("single-hot", single_hot.port, one_host,
+                                                                            one_path)):
+            status, body = poolprobe.fetch_until_200(port, h, p)
+            if status != 200 or body != want:
+                raise RuntimeError(f"{name}: {h}{p} -> {status}, {len(body)} bytes (want 200, {len(want)})")
+    return len(picked)
+
+
 def open_files(pid: int) -> dict:
     """The process's open descriptors and its RLIMIT_NOFILE: a pool serving files from disk keeps them open
     (site/memory.rs charges each), so many sites on disk meet the limit (servers.raise_nofile gives it the hard
@@ -314,6 +368,10 @@ class Prepared:
     entries: list[tuple[str, str]]
     list_file: str
     mix: dict
+    # The breakdown's (POOL_BREAKDOWN): the hot requests by Host, the same by path, and the tree that serves those.
+    hot_list_file: str = ""
+    hot_set_list_file: str = ""
+    hot_set_root: str = ""
 
 
 def prepare(cfg: Settings, kind: str) -> Prepared:
@@ -341,7 +399,18 @@ def prepare(cfg: Settings, kind: str) -> Prepared:
     mix = {**poolmix.shares(entries, hot), **paths_meta}
     step(f"{kind} mix: {mix['requests']:,} requests per pass, {mix['hot_share']:.0%} on {mix['hot_sites']:,} hot "
          f"sites, the rest on {mix['cold_sites']:,} cold ones; {list_file}")
-    return Prepared(kind, pool, hosts, hot, entries, list_file, mix)
+    prep = Prepared(kind, pool, hosts, hot, entries, list_file, mix)
+    if cfg.breakdown:
+        hot_entries = poolmix.hot_only(entries, hot)
+        site_of = dict(zip(hosts, pool.ids))
+        prep.hot_list_file = poolmix.write(hot_entries, os.path.join(cfg.out, f"{kind}-hot-requests.txt"))
+        prep.hot_set_list_file = poolmix.write(poolmix.in_one_root(hot_entries, site_of, hosts[0]),
+                                               os.path.join(cfg.out, f"{kind}-hot-set-requests.txt"))
+        t0 = time.monotonic()
+        prep.hot_set_root = pooltree.hot_set_tree(os.path.join(trees, f"{kind}-hot-set"), pool, pool.ids[:len(hot)])
+        step(f"{kind} breakdown: {len(hot_entries):,} hot requests; the {len(hot):,} hot sites side by side in "
+             f"{prep.hot_set_root} ({time.monotonic() - t0:.1f} s)")
+    return prep
 
 
 def case(cfg: Settings, prep: Prepared, client: Client, work: str, cleanup: list) -> dict:
@@ -349,7 +418,7 @@ def case(cfg: Settings, prep: Prepared, client: Client, work: str, cleanup: list
     kind, pool, hosts, hot, entries, list_file, mix = (prep.kind, prep.pool, prep.hosts, prep.hot, prep.entries,
                                                        prep.list_file, prep.mix)
     tag = f"hs-pool-{os.getpid()}"
-    servers = servers_for(cfg, pool, work, tag)
+    servers = servers_for(cfg, prep, work, tag)
     pool_server, single = servers[0], servers[1]
     cleanup += [s.stop for s in servers]
     single_host = hosts[0]
@@ -365,12 +434,24 @@ def case(cfg: Settings, prep: Prepared, client: Client, work: str, cleanup: list
     cold_rows = cold_phase(cfg, pool, pool_server, cold_ids)
     checked = check_phase(pool, (pool_server, single), entries, single_host)
     step(f"{kind}: {checked} requests of the mix checked on both servers (200, the file's bytes)")
+    by_name = {x.name: x for x in servers}
+    if cfg.breakdown:
+        n = check_breakdown(pool, by_name["pool-hot"], by_name["single-hot"], poolmix.read(prep.hot_list_file),
+                            poolmix.read(prep.hot_set_list_file))
+        step(f"{kind}: {n} hot requests checked on pool-hot and single-hot (200, the file's bytes)")
 
     wl = {"pool": Workload(f"pool-{kind}", f"{kind} pool mix, c={cfg.connections}", "/", cfg.connections, GOAL,
                            os.path.join(LUA, "pool.lua"), [list_file, "-"], floor=False),
           "single": Workload(f"pool-{kind}", f"{kind} pool mix, c={cfg.connections}", "/", cfg.connections, GOAL,
                              os.path.join(LUA, "pool.lua"), [list_file, single_host], floor=False)}
     wl["baseline"] = wl["pool"]
+    if cfg.breakdown:
+        wl["pool-hot"] = Workload(f"pool-{kind}", f"{kind} pool mix, hot requests only, c={cfg.connections}", "/",
+                                  cfg.connections, GOAL, os.path.join(LUA, "pool.lua"), [prep.hot_list_file, "-"],
+                                  floor=False)
+        wl["single-hot"] = Workload(f"pool-{kind}", f"{kind} pool mix, hot requests by path, c={cfg.connections}",
+                                    "/", cfg.connections, GOAL, os.path.join(LUA, "pool.lua"),
+                                    [prep.hot_set_list_file, single_host], floor=False)
     for s in servers:  # untimed: the pool loads its hot sites, both reach their steady state
         if cfg.prime_seconds:
             load.warm(s, wl[s.name], cfg.prime_seconds, client, load.Clients())
@@ -444,7 +525,8 @@ def main() -> int:
         warn(p)
     if problems:
         return 2
-    step(f"plan: {', '.join(cfg.cases)} × (pool, single site) × {cfg.reps} reps of {cfg.seconds} s "
+    names = ["pool", "single site"] + ["baseline"] * bool(cfg.baseline) + ["pool-hot", "single-hot"] * cfg.breakdown
+    step(f"plan: {', '.join(cfg.cases)} × ({', '.join(names)}) × {cfg.reps} reps of {cfg.seconds} s "
          f"(+{cfg.warmup} s warm-up), {cfg.startup_reps} startups each, {cfg.cold_probes} cold sites ≈ "
          f"{cfg.estimate_seconds() / 60:.1f} min (+ writing the trees on the first run); servers on CPU "
          f"{cfg.server_cpu} at {cfg.quota_pct or 100}% of a core, wrk on CPU {cfg.client_cpu}")

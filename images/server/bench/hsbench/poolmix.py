@@ -48,6 +48,18 @@ def build(hot_hosts: list[str], cold_hosts: list[str], paths: list[str], hot_sha
     return out
 
 
+def hot_only(entries: list[tuple[str, str]], hot_hosts: list[str]) -> list[tuple[str, str]]:
+    """The mix without its cold requests: the hot sites' requests, in the same order."""
+    hot = set(hot_hosts)
+    return [(h, p) for h, p in entries if h in hot]
+
+
+def in_one_root(entries: list[tuple[str, str]], site_of: dict[str, str], host: str) -> list[tuple[str, str]]:
+    """The same requests for one server holding every site under `/<site id>` (pooltree.hot_set_tree), all with
+    `host`: the same files asked for in the same order, by path instead of by Host."""
+    return [(host, f"/{site_of[h]}{p}") for h, p in entries]
+
+
 def split(hosts: list[str], hot_share_of_sites: float = 0.1) -> tuple[list[str], list[str]]:
     """The hot sites (the first tenth, at least one) and the rest."""
     n = max(1, round(len(hosts) * hot_share_of_sites))

@@ -94,6 +94,49 @@ def verdicts(case: dict, quota_pct: int) -> dict:
     return out
 
 
+def breakdown(runs: list[dict]) -> dict | None:
+    """pool ÷ single as three factors (hsbench/pool.py, POOL_BREAKDOWN), from answered requests per server
+    CPU-second: serving many sites (pool-hot ÷ single-hot: the same hot files by Host and by path), the hot set's
+    size (single-hot ÷ single) and the cold tenth (pool ÷ pool-hot). None when the run had no breakdown."""
+    sides = {n: side(runs, n) for n in ("pool", "single", "pool-hot", "single-hot")}
+    if not all(x and x["ok_per_cpu_s"] > 0 for x in sides.values()):
+        return None
+    ok = {n: x["ok_per_cpu_s"] for n, x in sides.items()}
+    out = {"sides": sides, "many_sites": ok["pool-hot"] / ok["single-hot"], "hot_set": ok["single-hot"] / ok["single"],
+           "cold_tenth": ok["pool"] / ok["pool-hot"]}
+    out["product"] = out["many_sites"] * out["hot_set"] * out["cold_tenth"]
+    return out
+
+
+def breakdown_markdown(runs: list[dict], p: dict, s: dict) -> list[str]:
+    b = breakdown(runs)
+    if not b:
+        return []
+    ph, sh = b["sides"]["pool-hot"], b["sides"]["single-hot"]
+
+    def ok(x):
+        return f"{x['ok_per_cpu_s']:,.0f} ({x['ok_min']:,.0f}–{x['ok_max']:,.0f})"
+
+    lines = ["", "Where pool ÷ single goes (answered requests per server CPU-second, medians; two more servers in the "
+             "same rounds: `pool-hot`, this pool given only the mix's hot requests, and `single-hot`, one `--root` "
+             "holding the hot sites' files side by side, given the same requests by path):", "",
+             "| factor | compares | ratio |", "|---|---|--:|",
+             f"| serving many sites | pool-hot {ok(ph)} ÷ single-hot {ok(sh)}: the same files, by Host in the pool, "
+             f"by path in one site | **{b['many_sites']:.2f}×** |",
+             f"| the hot set's size | single-hot {ok(sh)} ÷ single {ok(s)}: the hot sites' files against one site's, "
+             f"both one `--root` | **{b['hot_set']:.2f}×** |",
+             f"| the cold tenth | pool {ok(p)} ÷ pool-hot {ok(ph)}: the whole mix against its hot requests | "
+             f"**{b['cold_tenth']:.2f}×** |",
+             f"| product | = pool ÷ single | {b['product']:.2f}× |"]
+    # Every one of their answers must be a 200 (a 404 is fast) and each run must hold its server at its cap.
+    non2xx = {n: sum(r["non2xx"] for r in runs if r["server"] == n) for n in ("pool-hot", "single-hot")}
+    bad = [f"{n}: {non2xx[n]:,} non-2xx, {x['not_saturated']} of {x['runs']} runs below {SATURATED:.0%} of the cap"
+           for n, x in (("pool-hot", ph), ("single-hot", sh)) if non2xx[n] or x["not_saturated"]]
+    if bad:
+        lines += ["", "⚠ breakdown servers: " + "; ".join(bad) + "."]
+    return lines + [""]
+
+
 def _mb(b) -> str:
     return f"{b / 1e6:,.1f} MB" if b is not None else "–"
 
@@ -167,6 +210,7 @@ def case_markdown(kind: str, case: dict, meta: dict) -> str:
             "below the limit (each file served from disk holds one)")
     lines.append("")
     lines.append(f"Client: {v['client']}.")
+    lines += breakdown_markdown(case["runs"], p, s)
     sa = case.get("sites_after") or {}
     if sa:
         states = ", ".join(f"{k} {n:,}" for k, n in sorted(sa.get("states", {}).items()))

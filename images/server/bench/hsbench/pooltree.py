@@ -285,3 +285,21 @@ def docs_pool(pool_dir: str, source: str, sites: int) -> Pool:
     write_index(pool_dir, ids)
     _finish(pool_dir, want)
     return pool
+
+
+def hot_set_tree(dest: str, pool: Pool, ids: list[str]) -> str:
+    """One tree holding the sites `ids` side by side (`dest/<id>/…`, every file a hard link to the pool's): what a
+    single-site server serves so that it holds the same files as the pool's hot sites (make bench-pool's breakdown:
+    poolmix.in_one_root gives it the hot requests). Kept between runs while the pool and the ids are the same."""
+    want = {"pool": os.path.abspath(pool.dir), "pool_stamp": _kept(pool.dir, {}) or {}, "ids": len(ids),
+            "first": ids[:1], "last": ids[-1:]}
+    if _kept(dest, want):
+        return dest
+    shutil.rmtree(dest, ignore_errors=True)
+    os.makedirs(dest)
+    for site_id in ids:
+        # copytree with os.link: the tree's directories made, its files linked (the pool's `current` resolved).
+        shutil.copytree(os.path.realpath(tree_of(pool.dir, site_id)), os.path.join(dest, site_id),
+                        copy_function=os.link)
+    _finish(dest, want)
+    return dest

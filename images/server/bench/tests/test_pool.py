@@ -118,6 +118,28 @@ class SmallPool(unittest.TestCase):
         self.assertEqual(len(os.listdir(os.path.join(d, "content"))), 3 + 1)  # + .ready
 
 
+class HotSet(unittest.TestCase):
+    def test_the_hot_sites_side_by_side_as_hard_links_kept_between_runs(self):
+        tmp = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, tmp)
+        p = pooltree.small_pool(os.path.join(tmp, "pool"), 3)
+        dest = os.path.join(tmp, "hot")
+        self.assertEqual(pooltree.hot_set_tree(dest, p, p.ids[:2]), dest)
+        self.assertEqual(sorted(n for n in os.listdir(dest) if not n.startswith(".")), p.ids[:2])
+        for site_id in p.ids[:2]:
+            for path in p.paths:
+                a = os.stat(os.path.join(pooltree.tree_of(p.dir, site_id), path.lstrip("/")))
+                b = os.stat(os.path.join(dest, site_id, path.lstrip("/")))
+                self.assertEqual(a.st_ino, b.st_ino, path)  # a hard link, not a copy
+        marker = os.path.join(dest, p.ids[0], "kept")
+        open(marker, "w").close()
+        pooltree.hot_set_tree(dest, p, p.ids[:2])
+        self.assertTrue(os.path.exists(marker))  # the same pool and sites: kept
+        pooltree.hot_set_tree(dest, p, p.ids[:3])
+        self.assertFalse(os.path.exists(marker))  # other sites: written again
+        self.assertIn(p.ids[2], os.listdir(dest))
+
+
 class DocsPool(unittest.TestCase):
     def test_copies_are_hard_links(self):
         tmp = tempfile.mkdtemp()
@@ -162,6 +184,18 @@ class Mix(unittest.TestCase):
         e = poolmix.build(hot, cold, [f"/p{i}" for i in range(20)])
         self.assertEqual(len(e), 90_000)
         self.assertEqual(poolmix.shares(e, hot)["cold_sites"], 9_000)
+
+    def test_the_breakdowns_lists_are_the_hot_requests_by_host_and_by_path(self):
+        hosts = [f"h{i}" for i in range(20)]
+        hot, cold = poolmix.split(hosts)
+        e = poolmix.build(hot, cold, ["/", "/a/b.css"])
+        only = poolmix.hot_only(e, hot)
+        self.assertEqual(only, [x for x in e if x[0] in ("h0", "h1")])  # the same order, no cold host
+        self.assertEqual(len(only), len(e) - sum(1 for k in range(len(e)) if poolmix.is_cold(k)))
+        site_of = {h: f"site.{h}" for h in hosts}
+        one = poolmix.in_one_root(only, site_of, "h0")
+        self.assertEqual(one[:3], [("h0", "/site.h0/"), ("h0", "/site.h1/"), ("h0", "/site.h0/a/b.css")])
+        self.assertEqual(len(one), len(only))
 
     def test_file_round_trip(self):
         with tempfile.TemporaryDirectory() as d:
@@ -360,6 +394,28 @@ class Report(unittest.TestCase):
         # The pool ÷ single ratio is this build's pool, not the baseline's.
         self.assertIn("**0.94×**", md)
 
+    def test_the_breakdown_multiplies_to_pool_over_single(self):
+        d = _data()
+        self.assertNotIn("Where pool ÷ single goes", poolreport.markdown(d))
+        self.assertIsNone(poolreport.breakdown(d["cases"]["small"]["runs"]))
+        # Answered per CPU-second (2.8 s each run): pool 9,400×7/2.8, single 10,000×7/2.8; pool-hot 9,800,
+        # single-hot 9,900.
+        d["cases"]["small"]["runs"] += [_run("pool-hot", i, 9800, 2.8) for i in range(3)]
+        d["cases"]["small"]["runs"] += [_run("single-hot", i, 9900, 2.8) for i in range(3)]
+        b = poolreport.breakdown(d["cases"]["small"]["runs"])
+        self.assertAlmostEqual(b["many_sites"], 9800 / 9900)
+        self.assertAlmostEqual(b["hot_set"], 9900 / 10000)
+        self.assertAlmostEqual(b["cold_tenth"], 9400 / 9800)
+        self.assertAlmostEqual(b["product"], 0.94)
+        md = poolreport.markdown(d)
+        self.assertIn("| serving many sites | pool-hot 24,500 (24,500–24,500) ÷ single-hot 24,750", md)
+        self.assertIn("**0.99×** |", md)
+        self.assertIn("**0.96×** |", md)
+        self.assertIn("| product | = pool ÷ single | 0.94× |", md)
+        self.assertNotIn("⚠ breakdown servers", md)
+        d["cases"]["small"]["runs"][-1]["non2xx"] = 700  # a 404 would be fast: the report says so
+        self.assertIn("⚠ breakdown servers: single-hot:", poolreport.markdown(d))
+
     def test_sites_summary_reads_the_error(self):
         r = {"sites": [{"id": "a.b", "state": "memory", "requests": 5, "rateLimited": 1, "memoryBytes": 10,
                         "error": None},
@@ -446,6 +502,12 @@ class Settings(unittest.TestCase):
         self.assertEqual((cfg.small_sites, cfg.cases, cfg.reps, cfg.startup_reps, cfg.cold_probes),
                          (100, ["small"], 1, 1, 5))
         self.assertEqual(cfg.trees, "/tmp/out/trees")
+        self.assertTrue(cfg.breakdown)
+        os.environ["POOL_BREAKDOWN"] = "0"
+        try:
+            self.assertFalse(pool.Settings.from_env("/bin/hs", "/tmp/out").breakdown)
+        finally:
+            os.environ.pop("POOL_BREAKDOWN")
         self.assertEqual(cfg.server_args(), ["--compress=false", "--memory-limit=2GiB"])
         cfg.memory_limit = "0"
         self.assertEqual(cfg.server_args(), ["--compress=false"])
