@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -16,31 +17,43 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"hyperstatic.dev/hyperstatic/api/v1alpha1"
+	"hyperstatic.dev/hyperstatic/internal/podstate"
 	"hyperstatic.dev/hyperstatic/internal/poolplacement"
 )
 
 // evictPoolPod evicts the oldest ready pool pod while the autoscaling step's load runs (the way a node drain ends
-// it: the pool is not asked first, internal/poolplacement/drain.go steps 4 and 5): the pod must go on serving
-// until the loaded site's EndpointSlice (one of the pool's 200) dropped it, be released by the operator once no
-// slice lists it, and then end: its server must stop only after every pool site's slice dropped it (without the
-// hold it stopped 5 s after the eviction while the 200 slices took about a minute). The load's zero failed
-// requests, asserted by the step, cover the eviction.
-// MEASURED: eviction -> out of the loaded site's slice -> out of every slice -> released -> stopped -> gone.
-func evictPoolPod(t *testing.T, poolName string, site poolSite, wait time.Duration) {
+// it: the pool is not asked first, internal/poolplacement/drain.go steps 4 and 5) and follows it until it is gone.
+// Whatever the pool's size: the pod must be released only once every pool site's slice dropped it, its server
+// must stop only after that (without the hold it stopped 5 s after the eviction while the 200 slices took about a
+// minute), the loaded site's slice must never be seen without a serving endpoint, and the load (which ends at
+// loadEnds) must still run when the last slice dropped it, so the step's zero failed requests cover the eviction.
+// With other ready pods the slices drop it at once; the pool's only pod stays in every slice, serving and
+// terminating, until its replacement is ready (step 4): the loaded site's slice must not drop it, nor the operator
+// release it, before that.
+// MEASURED: eviction -> replacement ready -> out of the loaded site's slice -> out of every slice -> released ->
+// stopped -> gone.
+func evictPoolPod(t *testing.T, poolName string, site poolSite, wait time.Duration, loadEnds time.Time) {
 	t.Helper()
 	ctx := ctxFor(t, wait+time.Minute)
 	pool := &v1alpha1.StaticSitePool{}
 	if err := k8s.Get(ctx, client.ObjectKey{Name: poolName}, pool); err != nil {
 		t.Fatal(err)
 	}
+	inPool := []client.ListOption{client.InNamespace(pool.Spec.Namespace),
+		client.MatchingLabelsSelector{Selector: labels.SelectorFromSet(poolplacement.PodSelector(poolName))}}
 	var pods corev1.PodList
-	if err := k8s.List(ctx, &pods, client.InNamespace(pool.Spec.Namespace),
-		client.MatchingLabelsSelector{Selector: labels.SelectorFromSet(poolplacement.PodSelector(poolName))}); err != nil {
+	if err := k8s.List(ctx, &pods, inPool...); err != nil {
 		t.Fatal(err)
 	}
 	var victim *corev1.Pod
+	before := map[string]bool{}
+	ready := 0
 	for i := range pods.Items {
 		p := &pods.Items[i]
+		before[p.Name] = true
+		if p.DeletionTimestamp == nil && podstate.Ready(p) {
+			ready++
+		}
 		if p.DeletionTimestamp == nil && p.Status.PodIP != "" && (victim == nil || p.CreationTimestamp.Before(&victim.CreationTimestamp)) {
 			victim = p
 		}
@@ -48,56 +61,111 @@ func evictPoolPod(t *testing.T, poolName string, site poolSite, wait time.Durati
 	if victim == nil {
 		t.Fatalf("no running pool pod to evict among %d", len(pods.Items))
 	}
-	evicted := time.Now()
+	ev := poolEviction{pod: victim.Name, alone: ready == 1, evicted: time.Now(), loadEnds: loadEnds}
 	eviction := &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: victim.Name, Namespace: victim.Namespace}}
 	if err := k8s.SubResource("eviction").Create(ctx, victim, eviction); err != nil {
 		t.Fatalf("evict pool pod %s: %v", victim.Name, err)
 	}
-	// dropped: the loaded site's slice no longer lists it; unlisted: no pool site's slice does (0: not yet).
-	var dropped, unlisted, released, stopped, gone time.Duration
 	sliceKey := client.ObjectKey{Namespace: site.ns, Name: site.name + "-pool"} // poolplacement.EndpointSliceName
 	poolSlices := client.MatchingLabels{poolplacement.LabelPool: poolName}
-	for deadline := evicted.Add(wait); gone == 0; time.Sleep(200 * time.Millisecond) {
+	for deadline := ev.evicted.Add(wait); ev.gone == 0; time.Sleep(200 * time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Fatalf("pool pod %s evicted %.0f s ago: out of the loaded site's slice after %.1f s, released after %.1f s, a container stopped after %.1f s, still there (0: not yet)",
-				victim.Name, time.Since(evicted).Seconds(), dropped.Seconds(), released.Seconds(), stopped.Seconds())
+			t.Fatalf("pool pod %s evicted%s %.0f s ago and still there: %s", ev.pod, ev.what(), time.Since(ev.evicted).Seconds(), ev.times())
 		}
-		now := time.Since(evicted)
+		now := time.Since(ev.evicted)
+		// The slices first, then the pods: a slice that dropped the pod for its ready replacement is read before
+		// the replacement's readiness, which came first, so the two are never seen the wrong way round.
+		var es discoveryv1.EndpointSlice
+		if k8s.Get(ctx, sliceKey, &es) == nil {
+			if ev.dropped == 0 && !sliceLists(&es, victim.Status.PodIP) {
+				ev.dropped = now
+			}
+			if ev.empty == 0 && !slices.ContainsFunc(es.Endpoints, func(e discoveryv1.Endpoint) bool {
+				return e.Conditions.Serving == nil || *e.Conditions.Serving
+			}) {
+				ev.empty = now
+			}
+		}
+		var all discoveryv1.EndpointSliceList
+		if ev.unlisted == 0 && k8s.List(ctx, &all, poolSlices) == nil && len(all.Items) > 0 &&
+			!slices.ContainsFunc(all.Items, func(es discoveryv1.EndpointSlice) bool { return sliceLists(&es, victim.Status.PodIP) }) {
+			ev.unlisted = now
+		}
+		var list corev1.PodList
+		if ev.replaced == 0 && k8s.List(ctx, &list, inPool...) == nil && slices.ContainsFunc(list.Items, func(p corev1.Pod) bool {
+			return !before[p.Name] && p.DeletionTimestamp == nil && podstate.Ready(&p)
+		}) {
+			ev.replaced = now
+		}
 		p := &corev1.Pod{}
 		if err := k8s.Get(ctx, client.ObjectKeyFromObject(victim), p); apierrors.IsNotFound(err) {
-			gone = now
+			ev.gone = now
 			continue
 		} else if err != nil {
 			continue
 		}
-		var es discoveryv1.EndpointSlice
-		if dropped == 0 && k8s.Get(ctx, sliceKey, &es) == nil && !sliceLists(&es, victim.Status.PodIP) {
-			dropped = now
+		if _, ok := p.Annotations[poolplacement.AnnotationDrainReleased]; ok && ev.released == 0 {
+			ev.released = now
 		}
-		var all discoveryv1.EndpointSliceList
-		if unlisted == 0 && k8s.List(ctx, &all, poolSlices) == nil && len(all.Items) > 0 &&
-			!slices.ContainsFunc(all.Items, func(es discoveryv1.EndpointSlice) bool { return sliceLists(&es, victim.Status.PodIP) }) {
-			unlisted = now
-		}
-		if _, ok := p.Annotations[poolplacement.AnnotationDrainReleased]; ok && released == 0 {
-			released = now
-		}
-		if stopped == 0 && slices.ContainsFunc(p.Status.ContainerStatuses, func(c corev1.ContainerStatus) bool {
+		if ev.stopped == 0 && slices.ContainsFunc(p.Status.ContainerStatuses, func(c corev1.ContainerStatus) bool {
 			return c.Name == "server" && c.State.Terminated != nil
 		}) {
-			stopped = now
+			ev.stopped = now
 		}
 	}
-	t.Logf("MEASURED pool eviction: pod %s evicted under load -> out of the loaded site's EndpointSlice %.1f s, out of every pool site's slice %.1f s, drain released %.1f s, server stopped %.1f s, pod gone %.1f s after the eviction; %s",
-		victim.Name, dropped.Seconds(), unlisted.Seconds(), released.Seconds(), stopped.Seconds(), gone.Seconds(), poolEvent(t, poolName, "PodReleased"))
-	switch {
-	case dropped == 0 || unlisted == 0 || released == 0 || stopped == 0:
-		t.Errorf("pool pod %s gone without being seen out of the loaded site's slice (%.1f s), out of every slice (%.1f s), released (%.1f s) or stopped (%.1f s)",
-			victim.Name, dropped.Seconds(), unlisted.Seconds(), released.Seconds(), stopped.Seconds())
-	case released < unlisted:
-		t.Errorf("pool pod %s released %.1f s before every pool site's slice dropped it", victim.Name, (unlisted - released).Seconds())
-	case stopped < unlisted:
-		t.Errorf("pool pod %s's server stopped %.1f s before every pool site's slice dropped it (proxies could still send it new connections)",
-			victim.Name, (unlisted - stopped).Seconds())
+	t.Logf("MEASURED pool eviction%s: pod %s evicted under load -> %s after the eviction; %s",
+		ev.what(), ev.pod, ev.times(), poolEvent(t, poolName, "PodReleased"))
+	for _, err := range ev.errors() {
+		t.Error(err)
 	}
+}
+
+// poolEviction is what evictPoolPod saw of one eviction: the pod, whether it was the pool's only ready pod, when it
+// was evicted and when the load ends; then how long after the eviction (0: not seen) a pool pod that was not there
+// before was ready (replaced), the loaded site's slice no longer listed the pod (dropped), no pool site's slice
+// did (unlisted), it was released, its server stopped, it was gone, and the loaded site's slice was first seen
+// without a serving endpoint (empty).
+type poolEviction struct {
+	pod                                                         string
+	alone                                                       bool
+	evicted, loadEnds                                           time.Time
+	replaced, dropped, unlisted, released, stopped, gone, empty time.Duration
+}
+
+// what names the case in the MEASURED line.
+func (ev *poolEviction) what() string {
+	if ev.alone {
+		return " (one pod)"
+	}
+	return ""
+}
+
+func (ev *poolEviction) times() string {
+	return fmt.Sprintf("replacement ready %.1f s, out of the loaded site's EndpointSlice %.1f s, out of every pool site's slice %.1f s, drain released %.1f s, server stopped %.1f s, pod gone %.1f s",
+		ev.replaced.Seconds(), ev.dropped.Seconds(), ev.unlisted.Seconds(), ev.released.Seconds(), ev.stopped.Seconds(), ev.gone.Seconds())
+}
+
+// errors are what the eviction's times say went wrong.
+func (ev *poolEviction) errors() []error {
+	var errs []error
+	switch {
+	case ev.dropped == 0 || ev.unlisted == 0 || ev.released == 0 || ev.stopped == 0:
+		errs = append(errs, fmt.Errorf("pool pod %s gone without being seen out of the loaded site's slice, out of every slice, released or stopped: %s", ev.pod, ev.times()))
+	case ev.released < ev.unlisted:
+		errs = append(errs, fmt.Errorf("pool pod %s released %.1f s before every pool site's slice dropped it", ev.pod, (ev.unlisted-ev.released).Seconds()))
+	case ev.stopped < ev.unlisted:
+		errs = append(errs, fmt.Errorf("pool pod %s's server stopped %.1f s before every pool site's slice dropped it (proxies could still send it new connections)",
+			ev.pod, (ev.unlisted-ev.stopped).Seconds()))
+	}
+	if ev.empty != 0 {
+		errs = append(errs, fmt.Errorf("the loaded site's slice had no serving endpoint %.1f s after pool pod %s was evicted", ev.empty.Seconds(), ev.pod))
+	}
+	if ev.alone && (ev.replaced == 0 || ev.dropped < ev.replaced || ev.released < ev.replaced) {
+		errs = append(errs, fmt.Errorf("the pool's only pod %s left the loaded site's slice or was released before its replacement was ready: %s", ev.pod, ev.times()))
+	}
+	if ev.unlisted != 0 && ev.evicted.Add(ev.unlisted).After(ev.loadEnds) {
+		errs = append(errs, fmt.Errorf("the load ended %.1f s before every pool site's slice dropped pool pod %s: the step's zero failed requests do not cover the eviction (lengthen its load)",
+			ev.evicted.Add(ev.unlisted).Sub(ev.loadEnds).Seconds(), ev.pod))
+	}
+	return errs
 }

@@ -30,11 +30,13 @@ import (
 // both. Then k6 drops to poolScaleLow req/s, one pod's worth: after scaleDownDelaySeconds the pool drains one pod
 // (internal/poolplacement/drain.go: marked, out of every site's EndpointSlice, only then removed) and is back at 1.
 // Between the two, still under the high load, the oldest pool pod is evicted (poolevict_test.go): it serves until
-// no slice lists it, then the operator releases its drain. Across the three moves: zero failed requests and every
-// answer the site's page; the loaded site's slice drops the removed pod before it begins terminating, and the
-// evicted pod before it stops.
+// no slice lists it, then the operator releases its drain. Last, still under the low load, the pool's one pod is
+// evicted too: with no other pod to list, every site's slice keeps it as a serving, terminating endpoint (kube-proxy
+// falls back to it) until its replacement is ready, and only then is it released. Across the four moves: zero
+// failed requests and every answer the site's page; the loaded site's slice drops the removed pod before it begins
+// terminating, and each evicted pod before it stops, and never has no serving endpoint.
 // MEASURED: load start -> 2 pods serving the site; eviction -> slice drop -> release -> gone; load down -> 1 pod;
-// mark -> slice drop -> termination.
+// mark -> slice drop -> termination; the one pod's eviction -> replacement ready -> slice drop -> release -> gone.
 //
 // It runs last in the scenario, which declares a load that keeps scenario 13a from running beside it
 // (suite_test.go): in the one local CI run with both side by side (2026-12-04), 13a failed its capacity
@@ -53,8 +55,12 @@ const (
 	// (every site's slice rewritten, the release, the replacement's trees)
 	poolScaleHold = 210 * time.Second
 	// at poolScaleLow: the window, the reading, the drain (every site's slice rewritten: 27-33 s for the pool's
-	// sites, measured 2026-12-04), the pod's removal
-	poolScaleDown = 150 * time.Second
+	// sites, measured 2026-12-04), the pod's removal (87 s in all, one focused run); then the eviction of the last
+	// pod until every slice dropped it: its replacement ready (it pulls every site's tree: 35-46 s for the second
+	// pod of the scale-up) and every site's slice rewritten once more (27-33 s). 60 s more than the scale-down
+	// alone needed (150 s): the step's whole cost, the eviction's wait beyond the load included, checked by the
+	// step (evictPoolPod fails when the load ended before the last slice dropped the pod).
+	poolScaleDown = 210 * time.Second
 )
 
 // poolScaleScenarios is one k6 run at RATE req/s for HOLD, then LOW req/s for LOW_HOLD (options.scenarios of
@@ -113,7 +119,8 @@ func testPoolAutoscaling(t *testing.T, poolName string, sites []poolSite) {
 		poolScaleHigh, poolScaleTarget, time.Since(started).Seconds(), autoscalingString(t, poolName))
 
 	// Still at the high load: the oldest pool pod is evicted (a node drain), the Deployment replaces it.
-	evictPoolPod(t, poolName, site, 2*time.Minute)
+	loadEnds := started.Add(poolScaleHold + poolScaleDown) // k6's stages, less the ramps: a little early
+	evictPoolPod(t, poolName, site, 2*time.Minute, loadEnds)
 	waitPoolScaled(t, poolName, 2, max(time.Until(started.Add(poolScaleHold)), 30*time.Second))
 	t.Logf("MEASURED pool eviction: 2 ready pool pods again %.1f s after the load began", time.Since(started).Seconds())
 
@@ -129,10 +136,14 @@ func testPoolAutoscaling(t *testing.T, poolName string, sites []poolSite) {
 		t.Error(err)
 	}
 	t.Logf("MEASURED pool autoscaling: the drain of every site's slice: %s", poolEvent(t, poolName, "PodsDrained"))
+
+	// Still at the low load: the pool's one pod is evicted. It serves every site until its replacement is ready.
+	evictPoolPod(t, poolName, site, 3*time.Minute, loadEnds)
+	waitPoolScaled(t, poolName, 1, time.Minute)
 	r := loadResult(t, site.ns, "pool-scale", poolScaleHold+poolScaleDown+2*time.Minute)
-	t.Logf("MEASURED pool autoscaling: k6 across the scale-up, the eviction and the scale-down: %d requests, %d failed, %d dropped, p99 %.1f ms", r.Requests, r.Failed, r.Dropped, r.P99ms)
+	t.Logf("MEASURED pool autoscaling: k6 across the scale-up, the eviction, the scale-down and the one pod's eviction: %d requests, %d failed, %d dropped, p99 %.1f ms", r.Requests, r.Failed, r.Dropped, r.P99ms)
 	if r.Requests == 0 || r.Failed != 0 || r.V1 != r.Requests {
-		t.Errorf("k6 across the pool's scale-up and scale-down: %+v; want no failed request and every answer the site's page", r)
+		t.Errorf("k6 across the pool's scale-up, scale-down and evictions: %+v; want no failed request and every answer the site's page", r)
 	}
 }
 

@@ -40,8 +40,8 @@ const (
 	pullerContainerName = "content"
 
 	// A terminating pool pod holds its drain until the pool controller released it, once no site's EndpointSlice
-	// lists it (step_release.go; at most poolplacement.DrainHold), then serves for drainDelay more (the proxies'
-	// lag, a site's default) and finishes the responses in flight within shutdownTimeout.
+	// may send it a new connection (step_release.go; at most poolplacement.DrainHold), then serves for drainDelay
+	// more (the proxies' lag, a site's default) and finishes the responses in flight within shutdownTimeout.
 	drainDelay      = 5 * time.Second
 	shutdownTimeout = 10 * time.Second
 	terminationWait = poolplacement.DrainHold + drainDelay + shutdownTimeout + 5*time.Second

@@ -15,7 +15,8 @@
 //     (step_index.go); then the mirrors of sites that left the index are deleted (step_mirrors.go);
 //   - the server Deployment's replicas: a scale-down first marks the pods it removes and waits until no site's
 //     EndpointSlice lists them (step_drain.go); every terminating server pod, which holds its drain (--drain-hold),
-//     is released once no slice lists it, or at once when the pool is deleted (step_release.go);
+//     is released once no slice may send it a new connection (none lists it, or each lists it not ready beside a
+//     ready pod), or at once when the pool is deleted (step_release.go, release_rule.go);
 //   - the fetcher (ServiceAccount, Role, RoleBinding, Deployment, Service, NetworkPolicy) and the server pods
 //     (Deployment, PodDisruptionBudget) are applied from pure builders (desired_*.go) (step_objects.go);
 //   - every server pod and the fetcher pod not yet told of the index revision get it in an annotation, which makes

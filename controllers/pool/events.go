@@ -29,7 +29,8 @@ const (
 	EventPodsDraining  = "PodsDraining"
 	EventPodsDrained   = "PodsDrained"
 	EventDrainTimedOut = "DrainTimedOut"
-	// EventPodReleased (Normal): a terminating pool pod left every site's slice and its held drain was released
+	// EventPodReleased (Normal): no site's slice sends a terminating pool pod new connections any more (it left
+	// every one, or each that lists it lists it not ready beside a ready pod), and its held drain was released
 	// (step_release.go).
 	EventPodReleased = "PodReleased"
 	// maxNamed bounds the sites an event names.
@@ -112,9 +113,13 @@ func drainEvents(d *drainObservation, now time.Time) []pendingEvent {
 func releaseEvents(released []releasedPod) []pendingEvent {
 	out := make([]pendingEvent, 0, len(released))
 	for _, p := range released {
+		what := fmt.Sprintf("left every site's EndpointSlice %s after its deletion", p.after.Round(100*time.Millisecond))
+		if p.listing > 0 {
+			what = fmt.Sprintf("is ready in no site's EndpointSlice %s after its deletion (%d list it not ready beside a ready pod)",
+				p.after.Round(100*time.Millisecond), p.listing)
+		}
 		out = append(out, pendingEvent{corev1.EventTypeNormal, EventPodReleased, fmt.Sprintf(
-			"pod %s left every site's EndpointSlice %s after its deletion: drain released, it stops accepting %s later",
-			p.name, p.after.Round(100*time.Millisecond), drainDelay)})
+			"pod %s %s: drain released, it stops accepting %s later", p.name, what, drainDelay)})
 	}
 	return out
 }

@@ -12,6 +12,7 @@ import (
 	"net/http/httptest"
 	"sync"
 	"testing"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -156,26 +157,39 @@ func completeRollout(t *testing.T, d *appsv1.Deployment) {
 // checks it: the namespaces enforce the restricted Pod Security Standard), then running and ready.
 func runPod(t *testing.T, d *appsv1.Deployment, name string) *corev1.Pod {
 	t.Helper()
-	ctx := context.Background()
+	return startPod(t, d, name, corev1.ConditionTrue)
+}
+
+// startPod is runPod with the pod's Ready condition as given, since it started: a pod that runs but is not ready
+// (its puller still pulling the sites' trees) is ConditionFalse. Started a minute ago, so that its condition
+// turned before any deletion the test asks for, in whole seconds as the API keeps them.
+func startPod(t *testing.T, d *appsv1.Deployment, name string, ready corev1.ConditionStatus) *corev1.Pod {
+	t.Helper()
 	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: d.Namespace, Name: name, Labels: d.Spec.Template.Labels},
 		Spec: *d.Spec.Template.Spec.DeepCopy()}
 	p.Spec.NodeName = "node-1"
-	testenv.Must(t, k8s.Create(ctx, p))
-	markRunning(t, p, "127.0.0.1")
+	testenv.Must(t, k8s.Create(context.Background(), p))
+	setRunning(t, p, "127.0.0.1", ready, metav1.NewTime(time.Now().Add(-time.Minute)))
 	return p
 }
 
 // markRunning plays the kubelet: the pod runs at ip and is ready.
 func markRunning(t *testing.T, p *corev1.Pod, ip string) {
 	t.Helper()
+	setRunning(t, p, ip, corev1.ConditionTrue, metav1.Now())
+}
+
+// setRunning plays the kubelet: the pod runs at ip, its Ready condition as given, turned at since.
+func setRunning(t *testing.T, p *corev1.Pod, ip string, ready corev1.ConditionStatus, since metav1.Time) {
+	t.Helper()
 	ctx := context.Background()
-	testenv.Eventually(t, "pod "+p.Name+" running and ready", func() error {
+	testenv.Eventually(t, fmt.Sprintf("pod %s running, Ready %s", p.Name, ready), func() error {
 		if err := k8s.Get(ctx, client.ObjectKeyFromObject(p), p); err != nil {
 			return err
 		}
 		p.Status.Phase = corev1.PodRunning
 		p.Status.PodIP = ip
-		p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: metav1.Now()}}
+		p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: ready, LastTransitionTime: since}}
 		return k8s.Status().Update(ctx, p)
 	})
 }

@@ -65,7 +65,7 @@ type Reconciler struct {
 	ClusterDomain string
 	// Reader reads the pool pods' and the fetcher's /sites (poolread.HTTPReader).
 	Reader poolread.Reader
-	// Releaser ends the held drain of a terminating pool pod no slice lists any more (step_release.go;
+	// Releaser ends the held drain of a terminating pool pod no slice sends new connections (step_release.go;
 	// poolread.HTTPReader); nil: none is released, each pod's hold (poolplacement.DrainHold) ends it.
 	Releaser poolread.Releaser
 	// Board receives what the pool serves, per site, for the site controller; nil: nothing is published.
@@ -174,7 +174,7 @@ func (r *Reconciler) steps() []step {
 		r.deleteLeftMirrors,  // the mirrors of sites no longer in the index
 		r.reconcileFetcher,   // the fetcher: its identity, Deployment, Service, NetworkPolicy
 		r.reconcileDrain,     // the server replicas: a scale-down waits until the sites' slices drop its pods
-		r.releaseDrained,     // terminating server pods no slice lists: their held drain released
+		r.releaseDrained,     // terminating server pods no slice sends to: their held drain released
 		r.reconcileServer,    // the server pods: Deployment and PodDisruptionBudget
 		r.deliverIndex,       // the pods that read the index told of a new one (their kubelet remounts it)
 		r.reconcileServed,    // what the pods and the fetcher serve, published to the Board

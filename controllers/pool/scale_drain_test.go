@@ -169,11 +169,17 @@ func poolSiteSlice(t *testing.T, ns, site, pool string, pods ...*corev1.Pod) *di
 
 func setSlicePods(t *testing.T, s *discoveryv1.EndpointSlice, pods ...*corev1.Pod) {
 	t.Helper()
+	setSliceEndpoints(t, s, endpointsOf(pods))
+}
+
+// setSliceEndpoints writes s's endpoints.
+func setSliceEndpoints(t *testing.T, s *discoveryv1.EndpointSlice, eps []discoveryv1.Endpoint) {
+	t.Helper()
 	testenv.Eventually(t, "slice "+s.Name+" updated", func() error {
 		if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(s), s); err != nil {
 			return err
 		}
-		s.Endpoints = endpointsOf(pods)
+		s.Endpoints = eps
 		return k8s.Update(context.Background(), s)
 	})
 }

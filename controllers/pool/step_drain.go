@@ -181,7 +181,9 @@ func (r *Reconciler) markDraining(ctx context.Context, p *corev1.Pod, since stri
 	return nil
 }
 
-// slicesListing counts the pool sites' EndpointSlices (every namespace) and those that still list one of pods.
+// slicesListing counts the pool sites' EndpointSlices (every namespace) and those that still list one of pods, in
+// any condition: a site's pass leaves a marked pod out of its slice whatever else the pool has (PoolEndpointsOf),
+// so a slice that lists one has not been rewritten since the mark.
 func (r *Reconciler) slicesListing(ctx context.Context, pool, ns string, pods []string) (listing, total int, err error) {
 	list, err := r.poolSlices(ctx, pool)
 	if err != nil {
@@ -189,8 +191,7 @@ func (r *Reconciler) slicesListing(ctx context.Context, pool, ns string, pods []
 	}
 	for i := range list.Items {
 		if slices.ContainsFunc(list.Items[i].Endpoints, func(e discoveryv1.Endpoint) bool {
-			t := e.TargetRef
-			return t != nil && t.Kind == "Pod" && t.Namespace == ns && slices.Contains(pods, t.Name)
+			return slices.ContainsFunc(pods, func(name string) bool { return isPod(e, ns, name) })
 		}) {
 			listing++
 		}

@@ -22,17 +22,21 @@ import (
 // a second later, and its hold ends it anyway).
 const releaseTimeout = time.Second
 
-// releasedPod is a terminating pod whose drain a pass released, and how long after its deletion.
+// releasedPod is a terminating pod whose drain a pass released, how long after its deletion, and how many pool
+// site slices still listed it (not ready, beside a ready pod).
 type releasedPod struct {
-	name  string
-	after time.Duration
+	name    string
+	after   time.Duration
+	listing int
 }
 
-// releaseDrained ends the held drain of every terminating pool server pod that no pool site's EndpointSlice
-// lists any more (internal/poolplacement/drain.go, steps 4 and 5): however it ends (a rollout, an eviction, a
-// scale-down, a deletion by hand), a pool pod keeps serving until the proxies no longer send it anything new,
-// which for N sites takes N slice writes. Each pod is released once (AnnotationDrainReleased); one still listed,
-// or whose release failed, is looked at again after drainPoll.
+// releaseDrained ends the held drain of every terminating pool server pod that no pool site's EndpointSlice sends
+// new connections any more (releasable; internal/poolplacement/drain.go, steps 4 and 5): however it ends (a
+// rollout, an eviction, a scale-down, a deletion by hand), a pool pod keeps serving until the proxies no longer
+// send it anything new, which for N sites takes N slice writes, and for a pool of one pod also its replacement's
+// readiness. Each pod is released once (AnnotationDrainReleased); one that must wait, or whose release failed, is
+// looked at again after drainPoll. The slices are polled, not watched: a watch would wake the pool for each of its
+// N sites' writes, each pass reading every pod's /sites, where a poll costs one pass a second while a pod waits.
 func (r *Reconciler) releaseDrained(ctx context.Context, o *observation) error {
 	if r.Releaser == nil {
 		return nil
@@ -46,12 +50,13 @@ func (r *Reconciler) releaseDrained(ctx context.Context, o *observation) error {
 	if len(waiting) == 0 {
 		return nil
 	}
-	listed, err := r.podsListed(ctx, o.pool.Name, ns)
+	list, err := r.poolSlices(ctx, o.pool.Name)
 	if err != nil {
 		return err
 	}
 	for _, p := range waiting {
-		if listed[p.Name] {
+		ok, listing := releasable(p, list.Items)
+		if !ok {
 			o.requeue(drainPoll)
 			continue
 		}
@@ -63,7 +68,7 @@ func (r *Reconciler) releaseDrained(ctx context.Context, o *observation) error {
 			o.requeue(drainPoll)
 			continue
 		}
-		o.released = append(o.released, releasedPod{name: p.Name, after: o.now.Sub(deletionRequested(p))})
+		o.released = append(o.released, releasedPod{name: p.Name, after: o.now.Sub(poolplacement.DeletionRequested(p)), listing: listing})
 	}
 	return nil
 }
@@ -116,45 +121,11 @@ func (r *Reconciler) release(ctx context.Context, p *corev1.Pod, now time.Time) 
 func podsToRelease(pods []corev1.Pod) []*corev1.Pod {
 	var out []*corev1.Pod
 	for i := range pods {
-		if holdingDrain(&pods[i]) {
+		if poolplacement.HoldingDrain(&pods[i]) {
 			out = append(out, &pods[i])
 		}
 	}
 	return out
-}
-
-// holdingDrain says p is terminating, not released yet, and may still run (a pod that never got an IP never
-// served).
-func holdingDrain(p *corev1.Pod) bool {
-	_, released := p.Annotations[poolplacement.AnnotationDrainReleased]
-	return !p.DeletionTimestamp.IsZero() && !released && p.Status.PodIP != "" &&
-		p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed
-}
-
-// deletionRequested is when p's deletion was asked for: its deletion timestamp is that moment plus its grace.
-func deletionRequested(p *corev1.Pod) time.Time {
-	t := p.DeletionTimestamp.Time
-	if g := p.DeletionGracePeriodSeconds; g != nil {
-		t = t.Add(-time.Duration(*g) * time.Second)
-	}
-	return t
-}
-
-// podsListed are the names of the pool's pods (in ns) that some pool site's EndpointSlice lists.
-func (r *Reconciler) podsListed(ctx context.Context, pool, ns string) (map[string]bool, error) {
-	list, err := r.poolSlices(ctx, pool)
-	if err != nil {
-		return nil, err
-	}
-	listed := map[string]bool{}
-	for i := range list.Items {
-		for _, e := range list.Items[i].Endpoints {
-			if t := e.TargetRef; t != nil && t.Kind == "Pod" && t.Namespace == ns {
-				listed[t.Name] = true
-			}
-		}
-	}
-	return listed, nil
 }
 
 // poolSlices are the pool sites' EndpointSlices (every namespace), from the manager's cache (they are the

@@ -59,10 +59,11 @@ func (r *Reconciler) reconcileServed(ctx context.Context, o *observation) error 
 	for i := range pods.Items {
 		p := &pods.Items[i]
 		if !podstate.Serving(p) {
-			// A terminating pod holding its drain still serves what the slices not yet rewritten send it: its
-			// traffic counts (else an eviction or a rollout reads as the pool going quiet and scales it down),
-			// nothing else of it does (step_release.go).
-			if holdingDrain(p) && r.Reader != nil && len(ids) > 0 {
+			// A terminating pod holding its drain still serves what the slices not yet rewritten send it (and, in
+			// a pool with no ready pod, every request: the slices list it as serving): its traffic counts (else an
+			// eviction or a rollout reads as the pool going quiet and scales it down), nothing else of it does
+			// (step_release.go).
+			if poolplacement.HoldingDrain(p) && r.Reader != nil && len(ids) > 0 {
 				sites, _ := r.Reader.ServerSites(ctx, p, keep) // unreadable: its share unknown, as for a ready pod
 				counts = append(counts, poolPodCounts{uid: string(p.UID), sites: sites})
 			}

@@ -112,8 +112,8 @@ func pagesSite(t *testing.T, ns string) v1alpha1.StaticSiteSpec {
 	return v1alpha1.StaticSiteSpec{Content: v1alpha1.ContentSource{ConfigMaps: []v1alpha1.ConfigMapContent{{Name: "pages"}}}}
 }
 
-// sliceAddresses is the site's pool EndpointSlice's addresses, or an error when it is not as the contract says.
-func sliceAddresses(ns, site string) ([]string, error) {
+// poolSliceOf is the site's pool EndpointSlice, or an error when it is not as the contract says.
+func poolSliceOf(ns, site string) (*discoveryv1.EndpointSlice, error) {
 	s := &discoveryv1.EndpointSlice{}
 	if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: site + "-pool"}, s); err != nil {
 		return nil, err
@@ -123,6 +123,15 @@ func sliceAddresses(ns, site string) ([]string, error) {
 	}
 	if len(s.Ports) != 1 || ptr.Deref(s.Ports[0].Name, "") != v1alpha1.ServerPortName || ptr.Deref(s.Ports[0].Port, 0) != v1alpha1.ServerPort {
 		return nil, fmt.Errorf("slice ports %+v", s.Ports)
+	}
+	return s, nil
+}
+
+// sliceAddresses is the site's pool EndpointSlice's addresses, or an error when it is not as the contract says.
+func sliceAddresses(ns, site string) ([]string, error) {
+	s, err := poolSliceOf(ns, site)
+	if err != nil {
+		return nil, err
 	}
 	var addrs []string
 	for _, e := range s.Endpoints {

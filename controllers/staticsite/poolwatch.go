@@ -16,7 +16,8 @@ import (
 )
 
 // What wakes a pool site besides its own objects (setup.go): its pool's spec, its pool's server pods becoming
-// ready or not (its EndpointSlice lists them), and the Board's announcements (a channel source).
+// ready or not, ending or released (its EndpointSlice lists them), and the Board's announcements (a channel
+// source).
 
 // sitePools is the indexPool value of a site: the pool it asks for and the pool its status says it runs in.
 func sitePools(o client.Object) []string {
@@ -51,9 +52,10 @@ func (r *Reconciler) sitesInPool(ctx context.Context, pool string) []reconcile.R
 }
 
 // poolPodEndpointChanged passes the events of pool server pods that can change an EndpointSlice: created,
-// deleted, or an update of readiness, addresses, deletion or the pool's drain mark (poolplacement.Draining). A
-// pool pod's other status updates (every probe change of a container, for instance) would wake each of the pool's
-// sites for nothing.
+// deleted, or an update of readiness, addresses, deletion, the pool's drain mark (poolplacement.Draining) or
+// whether it holds its drain (its release, or its end: poolplacement.HoldingDrain; a held pod is listed while the
+// pool has no ready pod, desired.PoolEndpointsOf). A pool pod's other status updates (every probe change of a
+// container, for instance) would wake each of the pool's sites for nothing.
 var poolPodEndpointChanged = predicate.Funcs{
 	CreateFunc:  func(e event.CreateEvent) bool { return isPoolServerPod(e.Object) },
 	DeleteFunc:  func(e event.DeleteEvent) bool { return isPoolServerPod(e.Object) },
@@ -65,7 +67,8 @@ var poolPodEndpointChanged = predicate.Funcs{
 		was, now := e.ObjectOld.(*corev1.Pod), e.ObjectNew.(*corev1.Pod)
 		return podstate.Ready(was) != podstate.Ready(now) || was.Status.PodIP != now.Status.PodIP ||
 			len(was.Status.PodIPs) != len(now.Status.PodIPs) || was.DeletionTimestamp.IsZero() != now.DeletionTimestamp.IsZero() ||
-			was.Spec.NodeName != now.Spec.NodeName || poolplacement.Draining(was) != poolplacement.Draining(now)
+			was.Spec.NodeName != now.Spec.NodeName || poolplacement.Draining(was) != poolplacement.Draining(now) ||
+			poolplacement.HoldingDrain(was) != poolplacement.HoldingDrain(now)
 	},
 }
 

@@ -40,7 +40,7 @@ func (r *Reconciler) poolSteps() []step {
 	return []step{
 		r.reconcileHostnames,   // which of spec.hostnames the site holds: the pool's index carries them
 		r.reconcilePoolContent, // the ConfigMaps exist; a Git site's revision from the Board
-		r.reconcilePoolService, // the EndpointSlice of the pool's ready pods, then the Service without a selector
+		r.reconcilePoolService, // the EndpointSlice of the pool's pods, then the Service without a selector
 		r.removeClusterSlices,  // the cluster's slices of the site's former pods, which Kubernetes leaves behind
 		r.reconcileRoute,       // Ingress or HTTPRoute to the Service, as for any site
 		r.removeOwnPods,        // the site's own children, once the Service no longer reaches them
@@ -115,9 +115,10 @@ func (r *Reconciler) reconcilePoolService(ctx context.Context, st *observation) 
 	return nil
 }
 
-// applyPoolSlice applies the site's EndpointSlice of its pool's ready server pods; false when it was refused or
-// is not the site's (recorded: Stalled), and the Service must wait. A pool that does not exist (a site leaving a
-// deleted pool) leaves the slice as it is.
+// applyPoolSlice applies the site's EndpointSlice of its pool's server pods (desired.PoolEndpointsOf: the ready
+// ones, or while there is none those holding their drain); false when it was refused or is not the site's
+// (recorded: Stalled), and the Service must wait. A pool that does not exist (a site leaving a deleted pool) leaves
+// the slice as it is.
 func (r *Reconciler) applyPoolSlice(ctx context.Context, st *observation) (bool, error) {
 	site, p := st.site, st.pool
 	if p.pool == nil {
@@ -130,9 +131,13 @@ func (r *Reconciler) applyPoolSlice(ctx context.Context, st *observation) (bool,
 	eps := desired.PoolEndpointsOf(pods)
 	key := types.NamespacedName{Namespace: site.Namespace, Name: poolplacement.EndpointSliceName(site)}
 	live := &discoveryv1.EndpointSlice{}
-	if err := r.Get(ctx, key, live); err == nil && metav1.IsControlledBy(live, site) && live.AddressType != eps.AddressType && len(eps.Pods) > 0 {
-		// An EndpointSlice's address type cannot change: the pool's pods changed IP family, the slice is replaced.
-		if err := r.deleteOwnedNamed(ctx, r.Client, site, "EndpointSlice", key.Name, &discoveryv1.EndpointSlice{}, "the pool's pods use "+string(eps.AddressType)); err != nil {
+	if err := r.Get(ctx, key, live); err == nil && metav1.IsControlledBy(live, site) && live.AddressType != eps.AddressType {
+		// An EndpointSlice's address type cannot change. The pool's pods changed IP family: the slice is replaced.
+		// No pod to list has no family: the slice keeps its own (an IPv6 slice refuses IPv4, and the site would be
+		// stalled until a pod is ready again).
+		if len(eps.Pods) == 0 {
+			eps.AddressType = live.AddressType
+		} else if err := r.deleteOwnedNamed(ctx, r.Client, site, "EndpointSlice", key.Name, &discoveryv1.EndpointSlice{}, "the pool's pods use "+string(eps.AddressType)); err != nil {
 			return false, err
 		}
 	}

@@ -3,7 +3,7 @@ package poolplacement
 import "hyperstatic.dev/hyperstatic/api/v1alpha1"
 
 // The pool's objects, as both controllers name and select them: the pool controller creates them in the pool's
-// spec.namespace; the site controller lists the pool's ready server pods (by PodSelector) to fill each pool site's
+// spec.namespace; the site controller lists the pool's server pods (by PodSelector) to fill each pool site's
 // EndpointSlice, whose ports are the pool pods' v1alpha1.ServerPort (HTTP), as a dedicated site's pods'.
 //
 // Every object of a pool, its server pods included, also carries v1alpha1.LabelManagedBy=ManagedByValue: the
