@@ -114,7 +114,7 @@ func evictPoolPod(t *testing.T, poolName string, site poolSite, wait time.Durati
 		}
 	}
 	t.Logf("MEASURED pool eviction%s: pod %s evicted under load -> %s after the eviction; %s",
-		ev.what(), ev.pod, ev.times(), poolEvent(t, poolName, "PodReleased"))
+		ev.what(), ev.pod, ev.times(), poolEventAbout(t, poolName, "PodReleased", ev.pod))
 	for _, err := range ev.errors() {
 		t.Error(err)
 	}

@@ -264,14 +264,33 @@ func autoscalingString(t *testing.T, name string) string {
 // poolEvent is the message of the pool's latest event of reason (a pool's events are in namespace default).
 func poolEvent(t *testing.T, name, reason string) string {
 	t.Helper()
+	return poolEventAbout(t, name, reason, "")
+}
+
+// poolEventAbout is the pool's latest event of reason whose message names about (any, when ""): two pods released
+// in one run give two PodReleased events, and the line measuring one pod must quote that pod's.
+func poolEventAbout(t *testing.T, name, reason, about string) string {
+	t.Helper()
 	evs, err := cs.CoreV1().Events(metav1.NamespaceDefault).List(ctxFor(t, 30*time.Second),
 		metav1.ListOptions{FieldSelector: "involvedObject.name=" + name + ",reason=" + reason})
 	if err != nil {
 		return "events unreadable: " + err.Error()
 	}
+	// When: the last time it was seen, else when it happened (an event written through events.k8s.io has only
+	// its eventTime), else when it was stored.
+	when := func(e *corev1.Event) time.Time {
+		for _, t := range []time.Time{e.LastTimestamp.Time, e.EventTime.Time, e.CreationTimestamp.Time} {
+			if !t.IsZero() {
+				return t
+			}
+		}
+		return time.Time{}
+	}
 	var last *corev1.Event
 	for i := range evs.Items {
-		if e := &evs.Items[i]; e.InvolvedObject.Kind == "StaticSitePool" && (last == nil || e.LastTimestamp.After(last.LastTimestamp.Time)) {
+		e := &evs.Items[i]
+		if e.InvolvedObject.Kind == "StaticSitePool" && strings.Contains(e.Message, about) &&
+			(last == nil || when(e).After(when(last))) {
 			last = e
 		}
 	}

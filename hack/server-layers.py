@@ -48,7 +48,7 @@ LAYERS = [
     # rate, the core checks it.
     # `guard` (a site's access rules: path prefixes, address lists, basic-auth checks and their per-worker cache;
     # imports nothing ours: the site value's parser builds them, the core asks them) is one too.
-    ("util", ["log", "dates", "datecache", "timing", "counters", "publish", "cpus", "fxhash", "fairshare", "guard"]),
+    ("util", ["log", "dates", "datecache", "timing", "counters", "publish", "cpus", "fxhash", "linemap", "fairshare", "guard"]),
     # The content as files: the tree walk, opening beneath the root, MIME types, globs, the memory budget, the
     # last load's failure (everything in site/ but the table and its loader, which are named below); and the
     # request path's normal form (answer/path: percent-decoding and normalising, pure), which the rules'

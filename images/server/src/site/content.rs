@@ -107,14 +107,8 @@ impl FileEntry {
     }
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Target {
-    File(u32),
-    /// A directory named without its trailing slash: 301 to the slash form.
-    Redirect,
-    /// A clean URL's other forms (rules/clean.rs): 301 to `rules.moved[k]`.
-    Moved(u32),
-}
+/// What a path serves (defined with the path map, site/paths.rs).
+pub use crate::site::paths::Target;
 
 /// `repr(C)` and cache-line aligned, its fields in the order a request reads them: the map, the entries and the
 /// SPA index in the first line, the limits, access, skew, redirect and SPA flags and the forced rules' emptiness

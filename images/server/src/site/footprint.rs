@@ -36,9 +36,14 @@ pub const fn map_slot(slot: usize) -> u64 {
     ((slot + 1) * 16).div_ceil(7) as u64
 }
 
-/// One path in the table's map (site/paths.rs).
+/// One path in the table's map (site/paths.rs, a `LineMap`): its share of the buckets when it fits in one, else a
+/// plain map's slot and its copy of the key.
 pub fn path_key(len: usize) -> u64 {
-    crate::site::paths::cost(len)
+    if len <= crate::linemap::INLINE {
+        crate::linemap::COST_PER_KEY
+    } else {
+        map_slot(size_of::<(Box<[u8]>, u32)>()) + chunk(len)
+    }
 }
 
 /// The header blocks of one variant (its body is content, charged apart).

@@ -4,8 +4,17 @@
 //! to; docs/bench/pools-route-2026-12-04.md). Built once from every path of a load (loader.rs), rebuilt whole when
 //! the clean-URL rules add theirs (rules/clean.rs); shared by the copies of the table the encoder publishes.
 
-use crate::linemap::{self, LineMap};
-use crate::site::content::Target;
+use crate::linemap::LineMap;
+
+/// What a path in the table serves.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Target {
+    File(u32),
+    /// A directory named without its trailing slash: 301 to the slash form.
+    Redirect,
+    /// A clean URL's other forms (rules/clean.rs): 301 to `rules.moved[k]`.
+    Moved(u32),
+}
 
 /// A `Target` in the map's `u32`: the kind in the top two bits, the file or redirect index below.
 const KIND: u32 = 0b11 << 30;
@@ -57,16 +66,6 @@ impl PathMap {
 
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
-    }
-}
-
-/// What one path costs in the map (site/footprint.rs charges it per path): its share of the buckets when it fits
-/// in one, else a plain map's slot and its copy of the key.
-pub fn cost(len: usize) -> u64 {
-    if len <= linemap::INLINE {
-        linemap::COST_PER_KEY
-    } else {
-        crate::site::footprint::map_slot(std::mem::size_of::<(Box<[u8]>, u32)>()) + crate::site::footprint::chunk(len)
     }
 }
 
