@@ -7,7 +7,6 @@ import (
 	"crypto/x509"
 	"encoding/base64"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -15,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"hyperstatic.dev/hyperstatic/internal/serverbin"
 	"hyperstatic.dev/hyperstatic/internal/testcerts"
 )
 
@@ -35,12 +35,7 @@ func TestSSOAgentServesTLSWithTheSitesCertificate(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	_ = l.Close() // the agent listens on it (a port just freed on loopback)
+	addr := serverbin.FreeAddr(t) // the agent listens on it
 	args := []string{"--issuer", "https://idp.example.com", "--client-id", "docs", "--client-secret-file", filepath.Join(dir, "client-secret"),
 		"--keys-file", filepath.Join(dir, "keys"), "--site-url", "https://docs.example.com", "--listen", addr}
 
@@ -66,6 +61,7 @@ func TestSSOAgentServesTLSWithTheSitesCertificate(t *testing.T) {
 	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
 		TLSClientConfig: &tls.Config{RootCAs: roots, ServerName: "docs.example.com"}}}
 	var resp *http.Response
+	var err error
 	for i := 0; i < 100; i++ { // until the agent listens: a refused connection is retried, nothing else
 		if resp, err = client.Get("https://" + addr + "/healthz"); err == nil || !strings.Contains(err.Error(), "refused") {
 			break

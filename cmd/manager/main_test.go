@@ -5,7 +5,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -29,6 +28,7 @@ import (
 	"hyperstatic.dev/hyperstatic/api/v1alpha1"
 	"hyperstatic.dev/hyperstatic/controllers/autoscaling"
 	"hyperstatic.dev/hyperstatic/internal/managercache"
+	"hyperstatic.dev/hyperstatic/internal/serverbin"
 	"hyperstatic.dev/hyperstatic/internal/tenancy"
 	"hyperstatic.dev/hyperstatic/internal/testenv"
 )
@@ -49,12 +49,7 @@ func TestFlagDefaults(t *testing.T) {
 
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
+	return serverbin.FreeAddr(t)
 }
 
 // operatorNamespace and operatorUser are where config/rbac installs the operator and who it runs as.

@@ -171,12 +171,7 @@ func TestContractContentAgentRejectsUnknownFlags(t *testing.T) {
 // freePort returns a loopback address whose port was free a moment ago.
 func freePort(t *testing.T) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
+	return serverbin.FreeAddr(t)
 }
 
 // runAgent starts `content-agent ARGS` (stopped at the end of the test) and waits until addr answers.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -157,15 +158,42 @@ func QuoteArgs(args []string) string {
 }
 
 // FreeAddr returns a loopback address whose port was free a moment ago (another listener of a test's server,
-// such as --tls-listen, is picked the same way).
+// such as --tls-listen, is picked the same way). The port is not one the kernel picks for port 0: those come from
+// the ephemeral range every outgoing connection on the machine draws from, so any of them could take it before the
+// server binds it (a CI run lost its browser check that way). Below that range only an explicit bind can.
 func FreeAddr(tb testing.TB) string {
 	tb.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatal(err)
+	low := ephemeralLow()
+	for range 200 {
+		port := 10000 + rand.IntN(max(1, low-10000))
+		l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+		if err != nil {
+			continue
+		}
+		addr := l.Addr().String()
+		_ = l.Close()
+		return addr
 	}
-	defer l.Close()
-	return l.Addr().String()
+	tb.Fatalf("no free loopback port in 10000..%d", low)
+	return ""
+}
+
+// ephemeralLow is the first port of the kernel's ephemeral range (32768 when it cannot be read or leaves no room
+// below it).
+func ephemeralLow() int {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return 32768
+	}
+	f := strings.Fields(string(b))
+	if len(f) != 2 {
+		return 32768
+	}
+	low, err := strconv.Atoi(f[0])
+	if err != nil || low <= 10000 {
+		return 32768
+	}
+	return low
 }
 
 // LockedBuffer collects a child's stderr while the test reads it.

@@ -39,17 +39,25 @@ cleanup() { [ -z "$pid" ] || kill "$pid" 2>/dev/null || true; rm -rf "$work"; }
 trap cleanup EXIT
 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$work/key.pem" -out "$work/cert.pem" \
   -days 2 -subj /CN=127.0.0.1 -addext subjectAltName=IP:127.0.0.1 2>/dev/null
-# free loopback ports, picked by the kernel
-read -r port tls_port admin_port < <(/usr/bin/python3 -c '
-import socket
-ss = [socket.socket() for _ in range(3)]
-for s in ss: s.bind(("127.0.0.1", 0))
-print(*[s.getsockname()[1] for s in ss])')
+# Every listener on port 0: the server binds them and names them in its "listening" line (the HTTP/3 socket takes
+# the TLS port). Ports picked here and bound later could be taken in between by any outgoing connection.
 # shellcheck disable=SC2086 # BROWSER_SERVER_ARGS is a list of flags
-"$server" --root "$docs" --listen "127.0.0.1:$port" --admin-listen "127.0.0.1:$admin_port" \
-  --tls-cert "$work/cert.pem" --tls-key "$work/key.pem" --tls-listen "127.0.0.1:$tls_port" --http3 \
+"$server" --root "$docs" --listen 127.0.0.1:0 --admin-listen 127.0.0.1:0 \
+  --tls-cert "$work/cert.pem" --tls-key "$work/key.pem" --tls-listen 127.0.0.1:0 --http3 \
   ${BROWSER_SERVER_ARGS:-} >"$work/server.log" 2>&1 &
 pid=$!
+listening=""
+for _ in $(seq 1 300); do
+  listening="$(grep -m 1 '"msg":"listening"' "$work/server.log" || true)"
+  [ -z "$listening" ] || break
+  kill -0 "$pid" 2>/dev/null || { cat "$work/server.log" >&2; echo "the server exited at start" >&2; exit 1; }
+  sleep 0.1
+done
+[ -n "$listening" ] || { cat "$work/server.log" >&2; echo "the server did not log \"listening\" in 30 s" >&2; exit 1; }
+read -r tls_port admin_port < <(/usr/bin/python3 -c '
+import json, sys
+line = json.loads(sys.argv[1])
+print(line["https"].rsplit(":", 1)[1], line["admin"].rsplit(":", 1)[1])' "$listening")
 for _ in $(seq 1 300); do
   curl -fsS -o /dev/null "http://127.0.0.1:$admin_port/readyz" 2>/dev/null && break
   kill -0 "$pid" 2>/dev/null || { cat "$work/server.log" >&2; echo "the server exited at start" >&2; exit 1; }

@@ -5,6 +5,7 @@ import grp
 import http.client
 import os
 import pwd
+import random
 import resource
 import shutil
 import signal
@@ -36,9 +37,30 @@ def raise_nofile() -> int:
 
 
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A loopback port free now, for a server started a moment later. Not one the kernel picks (port 0): those come
+    from the ephemeral range every outgoing connection on the machine draws from, so one of them could take it
+    before our server binds it (a CI run lost its browser check that way). Below that range only an explicit bind
+    can take it."""
+    low, _ = _ephemeral_range()
+    rng = random.Random()
+    for _ in range(200):
+        port = rng.randrange(10000, max(10001, low))
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise RuntimeError(f"no free loopback port in 10000..{low}")
+
+
+def _ephemeral_range() -> tuple[int, int]:
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            low, high = (int(x) for x in f.read().split())
+            return low, high
+    except (OSError, ValueError):
+        return 32768, 60999
 
 
 def pair(ours: str, root: str, cpu: int, quota_pct: int, work: str, extra_args: list[str], tag: str):

@@ -12,7 +12,7 @@ import threading
 import time
 import unittest
 
-from hsbench import pool, poolmix, poolprobe, poolreport, pooltree
+from hsbench import pool, poolmix, poolprobe, poolreport, pooltree, servers
 from hsbench.workloads import LUA
 
 # FNV-1a 32 and ShardOf(id, 16) / ShardOf(id, 7), printed by Go's hash/fnv New32a and internal/poolindex.ShardOf
@@ -309,9 +309,7 @@ class Probes(unittest.TestCase):
             poolprobe.cold(port, "x.y", "x.bench.test", "/index.html", b"other bytes")
 
     def test_first_200_waits_for_listening_and_200(self):
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port = s.getsockname()[1]
+        port = servers.free_port()
         t0 = time.monotonic()
         handler = type("F", (_Flaky,), {"count": [0]})
 
