@@ -58,7 +58,8 @@ func TestIndexRevisionToldToThePods(t *testing.T) {
 	}
 }
 
-// podsBehind: the pods not terminating whose annotation names another revision, or none.
+// podsBehind: the pods not terminating whose annotation names another revision, or none; a pod told the revision
+// again (step_retell.go) is not behind.
 func TestPodsBehind(t *testing.T) {
 	pod := func(name, told string, terminating bool) corev1.Pod {
 		p := corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name}}
@@ -71,12 +72,13 @@ func TestPodsBehind(t *testing.T) {
 		}
 		return p
 	}
-	pods := []corev1.Pod{pod("new", "", false), pod("old", "r1", false), pod("current", "r2", false), pod("leaving", "r1", true)}
+	pods := []corev1.Pod{pod("new", "", false), pod("old", "r1", false), pod("current", "r2", false), pod("leaving", "r1", true),
+		pod("retold", "r2/2", false), pod("retold-old", "r1/3", false)}
 	var got []string
 	for _, p := range podsBehind(pods, "r2") {
 		got = append(got, p.Name)
 	}
-	if want := []string{"new", "old"}; !slices.Equal(got, want) {
+	if want := []string{"new", "old", "retold-old"}; !slices.Equal(got, want) {
 		t.Errorf("podsBehind = %v, want %v", got, want)
 	}
 }

@@ -24,7 +24,10 @@
 //   - each ready pool pod's (and, for its traffic only, each held pod's) and the fetcher's GET /sites are read once (internal/poolread) and what each site is
 //     served with is published to the poolstate.Board the site controller reads (step_served.go), with the
 //     traffic of each site placed automatically, measured on the pool's pods and its own (step_traffic.go,
-//     internal/pooltraffic).
+//     internal/pooltraffic);
+//   - a pod told of the index revision whose /sites still lacks sites of it 10 s later (its kubelet synced before it
+//     had the new ConfigMap) is told again with "<revision>/<n>", at most three times per revision; the pool
+//     counts them in hyperstatic_pool_index_retells_total (step_retell.go, retell_rule.go).
 //
 // The status is derived from the observation in one pure function (status.go) and written only when it changed;
 // the events of the pass are recorded after that write (events.go). Every object is applied server-side only when

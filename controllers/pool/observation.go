@@ -53,6 +53,10 @@ type observation struct {
 	// readyPods: ready pool server pods; unreadable: those (and the fetcher) whose /sites could not be read.
 	readyPods  int32
 	unreadable []string
+	// indexLags: the pods that read the index whose /sites this pass read (ready server pods, the running
+	// fetcher), with how many sites of the index each answer lacks (step_served.go), for the re-tell
+	// (step_retell.go).
+	indexLags []indexLag
 	// scale: the pool autoscaler's reading and decision (step_scale.go); nil without spec.autoscaling or before
 	// reconcileServed ran.
 	scale *scaleObservation

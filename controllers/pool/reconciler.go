@@ -178,6 +178,7 @@ func (r *Reconciler) steps() []step {
 		r.reconcileServer,    // the server pods: Deployment and PodDisruptionBudget
 		r.deliverIndex,       // the pods that read the index told of a new one (their kubelet remounts it)
 		r.reconcileServed,    // what the pods and the fetcher serve, published to the Board
+		r.retellIndex,        // the pods told of the index that still lack part of it told again, a bounded few times
 	}
 }
 

@@ -24,9 +24,10 @@ import (
 // site when it reports the revision of the whole entry the operator rendered into the index
 // (poolindex.EntryRevision: hostnames, value, limits and content source, so a pod whose host map lacks a new
 // hostname does not count) and the content revision of the fetcher's current bundle, and has not refused the
-// site's tree. The pass runs again soon while a site is not served by every ready pod, and slowly
-// otherwise (a new commit reaches the fetcher and the pods without a Kubernetes event), and at least every
-// TrafficInterval while the pool has sites placed automatically (their traffic is measured from the same answers).
+// site's tree; and, per pod read, how many sites of the index its answer lacks, for the re-tell (step_retell.go).
+// The pass runs again soon while a site is not served by every ready pod, and slowly otherwise (a new commit
+// reaches the fetcher and the pods without a Kubernetes event), and at least every TrafficInterval while the pool
+// has sites placed automatically (their traffic is measured from the same answers).
 func (r *Reconciler) reconcileServed(ctx context.Context, o *observation) error {
 	ns := o.pool.Spec.Namespace
 	pods := &corev1.PodList{}
@@ -42,12 +43,17 @@ func (r *Reconciler) reconcileServed(ctx context.Context, o *observation) error 
 		ids[a.entry.ID] = true
 	}
 	keep := func(id string) bool { return ids[id] }
+	entries := indexEntries(o)
 
 	var fetched map[string]poolread.FetcherSite
 	if f := runningPod(fetchers.Items); f != nil && r.Reader != nil && len(ids) > 0 {
 		var err error
 		if fetched, err = r.Reader.FetcherSites(ctx, f, keep); err != nil {
 			o.unreadable = append(o.unreadable, podtext.Clean(err.Error(), 256))
+		} else {
+			// It lists every site of the index it read, bundle or none, without entry revisions: a site absent is
+			// an entry it has not read.
+			o.indexLags = append(o.indexLags, indexLag{pod: f, lacking: lacking(entries, fetched, func(poolread.FetcherSite) string { return "" })})
 		}
 	}
 	type podSites struct {
@@ -81,6 +87,7 @@ func (r *Reconciler) reconcileServed(ctx context.Context, o *observation) error 
 			continue
 		}
 		read = append(read, podSites{p.Name, sites})
+		o.indexLags = append(o.indexLags, indexLag{pod: p, lacking: lacking(entries, sites, func(s poolread.ServerSite) string { return s.EntryRevision })})
 	}
 	slices.SortFunc(read, func(a, b podSites) int { return strings.Compare(a.name, b.name) })
 
@@ -88,8 +95,7 @@ func (r *Reconciler) reconcileServed(ctx context.Context, o *observation) error 
 	for _, a := range o.admitted {
 		f := fetched[a.entry.ID]
 		s := poolstate.Served{ReadyPods: o.readyPods, Bundle: f.Bundle, Commit: f.Commit, FetchError: f.Error}
-		// An entry Render could not encode was never written: "" matches no pod.
-		entry, _ := poolindex.EntryRevision(a.entry)
+		entry := entries[a.entry.ID] // "" (not in the index) matches no pod
 		content := poolread.ContentRevision(f.Bundle)
 		for _, p := range read {
 			got, ok := p.sites[a.entry.ID]
@@ -112,6 +118,21 @@ func (r *Reconciler) reconcileServed(ctx context.Context, o *observation) error 
 		o.requeue(o.tun.servedRefresh)
 	}
 	return nil
+}
+
+// indexEntries are the entry revisions (poolindex.EntryRevision) of the sites in the index, by id: the admitted
+// sites whose mirrors all exist (step_index.go). An entry Render could not encode was never written: it is left out.
+func indexEntries(o *observation) map[string]string {
+	out := make(map[string]string, len(o.admitted))
+	for _, a := range o.admitted {
+		if o.unmirrored[a.entry.ID] {
+			continue
+		}
+		if entry, err := poolindex.EntryRevision(a.entry); err == nil && entry != "" {
+			out[a.entry.ID] = entry
+		}
+	}
+	return out
 }
 
 // stateRefused is a pool pod's /sites state of a site whose tree (or value with it) it refused: it answers 503.
