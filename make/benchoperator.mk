@@ -37,6 +37,10 @@ BENCH_OPERATOR_HEAP_PROFILE ?= 0
 # Environment for the operator process alone, e.g. BENCH_OPERATOR_ENV="GOMEMLIMIT=160MiB" (the Go runtime's
 # memory levers; set in the harness' own environment they would reach kube-apiserver, etcd and kwok too).
 BENCH_OPERATOR_ENV ?=
+# The operator in a memory cgroup with this limit, shown to it where a container shows it (e.g. 512Mi, the chart's
+# advice for 10,000 pool sites; hack/bench-operator/memcg.go): its soft limit follows, the kernel enforces it, and
+# the report gives the cgroup's peak, limit hits and OOM kills. Empty: no cgroup.
+BENCH_OPERATOR_MEMORY_LIMIT ?=
 BENCH_OPERATOR_BIN := $(BIN)/bench-operator
 # 1: the harness in its own network namespace (lo alone), pod IPs in the benchmarking range; 0: loopback pod IPs.
 BENCH_OPERATOR_NETNS ?= 1
@@ -70,7 +74,7 @@ bench-operator: envtest-assets server-build operator-build $(KWOK) ## The operat
 	    -pool-sites $(BENCH_OPERATOR_POOL_SITES) -pool-replicas $(BENCH_OPERATOR_POOL_REPLICAS) -reconcile-timeout $(BENCH_OPERATOR_RECONCILE_TIMEOUT) \
 	    -autoscaled $(BENCH_OPERATOR_AUTOSCALED) -quiet $(BENCH_OPERATOR_QUIET) -autoscale-window $(BENCH_OPERATOR_AUTOSCALE_WINDOW) \
 	    -pod-cidr $(BENCH_OPERATOR_POD_CIDR) -node-ip $(BENCH_OPERATOR_NODE_IP) \
-	    -operator-args "$(BENCH_OPERATOR_ARGS)" -operator-env "$(BENCH_OPERATOR_ENV)" -heap-profile=$(if $(filter 1,$(BENCH_OPERATOR_HEAP_PROFILE)),true,false) -out $(BENCH_OPERATOR_OUT)/report.md
+	    -operator-args "$(BENCH_OPERATOR_ARGS)" -operator-env "$(BENCH_OPERATOR_ENV)" $(if $(BENCH_OPERATOR_MEMORY_LIMIT),-operator-memory-limit $(BENCH_OPERATOR_MEMORY_LIMIT)) -heap-profile=$(if $(filter 1,$(BENCH_OPERATOR_HEAP_PROFILE)),true,false) -out $(BENCH_OPERATOR_OUT)/report.md
 
 # `make bench` runs every benchmark (make/bench.mk); this one joins it here so bench.mk needs no knowledge of kwok.
 bench: bench-operator

@@ -27,6 +27,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"k8s.io/apimachinery/pkg/api/resource"
 )
 
 // config is the harness's flags.
@@ -42,6 +44,7 @@ type config struct {
 	out                                            string
 	operatorArgs                                   string
 	operatorEnv                                    []string // KEY=VALUE, the operator's alone
+	operatorMemoryLimit                            int64    // bytes; 0: the operator runs with no memory cgroup
 	heapProfile                                    bool
 }
 
@@ -81,6 +84,15 @@ func bindFlags(fs *flag.FlagSet) *config {
 				}
 				c.operatorEnv = append(c.operatorEnv, kv)
 			}
+			return nil
+		})
+	fs.Func("operator-memory-limit", "run the operator in a memory cgroup with this limit (a Kubernetes quantity, e.g. 512Mi), shown to it where a container shows it (memcg.go; needs root); empty: no cgroup",
+		func(v string) error {
+			q, err := resource.ParseQuantity(v)
+			if err != nil || q.Value() <= 0 {
+				return fmt.Errorf("%q is not a positive quantity of bytes", v)
+			}
+			c.operatorMemoryLimit = q.Value()
 			return nil
 		})
 	fs.BoolVar(&c.heapProfile, "heap-profile", false,

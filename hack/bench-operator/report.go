@@ -33,6 +33,8 @@ type report struct {
 	loadAtStart, loadAtEnd    string // /proc/loadavg: the machine is shared, say how busy it was
 	podIPsChecked             int64
 	heap                      *heapProfile // with -heap-profile
+	softLimit                 string       // with -operator-memory-limit: what the operator logged of it
+	memcg                     *memcgStats  // with -operator-memory-limit: the cgroup's figures after the window
 }
 
 // window is what changed between two snapshots, per minute where it is a rate.
@@ -103,6 +105,10 @@ func (r *report) markdown() string {
 	}
 	if len(c.operatorEnv) > 0 {
 		p("Operator environment added: `%s`.", strings.Join(c.operatorEnv, " "))
+		p("")
+	}
+	if r.memcg != nil {
+		r.memoryLimitLines(p)
 		p("")
 	}
 	p("Machine: %s; load average (1, 5, 15 min) when the operator started %s, at the end %s.", machine(), r.loadAtStart, r.loadAtEnd)
@@ -198,4 +204,14 @@ func loadAverage() string {
 		return "unknown"
 	}
 	return strings.Join(f[:3], " ")
+}
+
+// memoryLimitLines: the operator's cgroup (-operator-memory-limit), the kernel's figures after the steady state.
+func (r *report) memoryLimitLines(p func(string, ...any)) {
+	logged := r.softLimit
+	if logged == "" {
+		logged = "no line about it in its log"
+	}
+	p("Operator in a memory cgroup limited to %s, shown to it as its container's: it logged \"%s\". The cgroup after the steady-state window: peak usage %s (its page cache included), %d charges refused at the limit, %d OOM kills.",
+		mib(r.cfg.operatorMemoryLimit), logged, mib(r.memcg.peak), r.memcg.limitHit, r.memcg.oomKills)
 }

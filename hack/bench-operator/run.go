@@ -47,6 +47,8 @@ type bench struct {
 	operator   *child
 	metricsURL string
 	pprofURL   string // the operator's /debug/pprof/ with -heap-profile
+	memcg      *memcg // with -operator-memory-limit: the operator's cgroup
+	logDir     string // the children's logs
 }
 
 func run(ctx context.Context, cfg *config) (err error) {
@@ -58,6 +60,12 @@ func run(ctx context.Context, cfg *config) (err error) {
 	}
 	say("work directory (logs, kubeconfig): %s", workDir)
 	ps := &procs{logDir: workDir}
+	var cgroup *memcg // removed last, once the operator in it has stopped (deferred before ps.stopAll)
+	defer func() {
+		if cgroup != nil {
+			cgroup.remove()
+		}
+	}()
 
 	say("starting kube-apiserver and etcd (%s)", cfg.assets)
 	cl, err := startControlPlane(cfg, workDir)
@@ -158,7 +166,7 @@ func run(ctx context.Context, cfg *config) (err error) {
 		return err
 	}
 	say("preflight: kwok gave a pod %s (machine-local: %s) and the server answered a scrape on it", ip, cfg.local)
-	b := &bench{cfg: cfg, cluster: cl, client: c, watched: watched}
+	b := &bench{cfg: cfg, cluster: cl, client: c, watched: watched, logDir: workDir}
 
 	// The tripwire: any pod IP that is not machine-local stops the operator at once (kwok's config already rules
 	// it out).
@@ -191,6 +199,7 @@ func run(ctx context.Context, cfg *config) (err error) {
 	if err := b.startOperator(ps); err != nil {
 		return err
 	}
+	cgroup = b.memcg
 	r.operatorStart = time.Now()
 	r.loadAtStart = loadAverage()
 	say("operator started (pid %d); waiting for every site to be reconciled", b.operator.Process.Pid)
@@ -213,6 +222,9 @@ func run(ctx context.Context, cfg *config) (err error) {
 		return withTripped(err, tripped)
 	}
 	if r.quietAfter, err = b.snapshot(ctx); err != nil {
+		return err
+	}
+	if err := b.memoryLimitFigures(r); err != nil {
 		return err
 	}
 	if cfg.heapProfile { // after the window, so that its forced GC changes none of the window's figures
@@ -347,8 +359,34 @@ func (b *bench) startOperator(ps *procs) error {
 		b.pprofURL = "http://" + pprofAddr + "/debug/pprof/"
 		args = append(args, "--pprof-bind-address="+pprofAddr)
 	}
-	b.operator, err = ps.startWithEnv("operator", b.cfg.manager, b.cfg.operatorEnv, args...)
+	bin := b.cfg.manager
+	if b.cfg.operatorMemoryLimit > 0 {
+		if b.memcg, err = newMemcg(b.cfg.operatorMemoryLimit); err != nil {
+			return err
+		}
+		bin, args = b.memcg.wrap(filepath.Join(b.cfg.repo, "hack", "bench-operator", "memcg.sh"), bin, args)
+	}
+	b.operator, err = ps.startWithEnv("operator", bin, b.cfg.operatorEnv, args...)
 	return err
+}
+
+// memoryLimitFigures reads, with -operator-memory-limit, the soft limit the operator logged and its cgroup's
+// figures (after the steady-state window, while it still runs).
+func (b *bench) memoryLimitFigures(r *report) error {
+	if b.memcg == nil {
+		return nil
+	}
+	log, err := os.ReadFile(filepath.Join(b.logDir, "operator.log"))
+	if err != nil {
+		return err
+	}
+	r.softLimit = softLimitLogged(log)
+	s, err := b.memcg.stats()
+	if err != nil {
+		return fmt.Errorf("the operator's memory cgroup: %w", err)
+	}
+	r.memcg = &s
+	return nil
 }
 
 // waitReconciled polls until every dedicated site is reconciled (recording when) and every Deployment is
