@@ -17,7 +17,12 @@
 //     without a namespace (a StaticSitePool) have a lane of their own (their events are written to "default", as
 //     client-go does).
 //   - Each lane keeps client-go's correlator: the aggregation of similar events and the spam filter. Both are keyed
-//     by the involved object, so what one object's events become does not change.
+//     by the involved object, so what one object's events become does not depend on the lane. The spam filter's
+//     budget (client-go's: 25 events, then one per 5 minutes) is one per object, type and **reason**
+//     (spamKey), not client-go's per object and type: a StaticSitePool's Normal events (index updates, scaling,
+//     drains, releases) passed 25 within ten minutes in e2e, and the filter then dropped, silently, the PodReleased
+//     that said its last pod was let go. Keyed by reason, a controller that repeats one piece of news is still
+//     held to the budget, but every other kind of news about the object keeps its own.
 //   - Lanes share the API client and its rate limiter. The limiter hands tokens out in the order they are asked
 //     for, and a lane asks for one at a time, so an event of a quiet namespace waits for at most one write of each
 //     busy lane, never for their queues.
@@ -36,6 +41,7 @@ package eventlanes
 import (
 	"fmt"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -190,7 +196,10 @@ func (l *Lanes) record(obj runtime.Object, component string, emit func(record.Ev
 
 // open starts a lane: its broadcaster and writer, through a sink that keeps the lane's activity.
 func (l *Lanes) open() *lane {
-	ln := &lane{broadcaster: record.NewBroadcaster(), recorders: map[string]record.EventRecorder{}}
+	ln := &lane{
+		broadcaster: record.NewBroadcaster(record.WithCorrelatorOptions(record.CorrelatorOptions{SpamKeyFunc: spamKey})),
+		recorders:   map[string]record.EventRecorder{},
+	}
 	ln.broadcaster.StartRecordingToSink(activitySink{inner: l.sink, lane: ln, clock: l.clock})
 	return ln
 }
@@ -277,4 +286,14 @@ func (r recorder) log(obj runtime.Object, eventtype, reason, message string) {
 		kv = append(kv, "namespace", m.GetNamespace(), "name", m.GetName())
 	}
 	r.lanes.log.V(1).Info(message, kv...)
+}
+
+// spamKey is what the spam filter counts events by: client-go's key (the source and the involved object, and the
+// event's type) and the reason (the contract above says why).
+func spamKey(e *corev1.Event) string {
+	return strings.Join([]string{
+		e.Source.Component, e.Source.Host,
+		e.InvolvedObject.Kind, e.InvolvedObject.Namespace, e.InvolvedObject.Name, string(e.InvolvedObject.UID),
+		e.InvolvedObject.APIVersion, e.Type, e.Reason,
+	}, "\x00")
 }

@@ -132,6 +132,9 @@ func TestIdleLanesClose(t *testing.T) {
 	clk.SetTime(clk.Now().Add(time.Minute))
 	rec.Event(pod("c", "p"), corev1.EventTypeNormal, "Later", "after a minute")
 	s.next(t, "c's event")
+	// c's write is over (its end touches the lane at the clock's time then): else it could end after the clock
+	// moves on below, and c would look active two minutes on.
+	waitWrites(t, l, "c", false)
 	if open := lanesOpen(l); open != "b,c" {
 		t.Fatalf("lanes open after a minute: %s, want b (its write in flight) and c", open)
 	}
@@ -226,4 +229,43 @@ func lanesOpen(l *Lanes) string {
 	}
 	slices.Sort(names)
 	return strings.Join(names, ",")
+}
+
+// The spam filter counts an object's events per reason: past client-go's budget of 25 for one reason, that
+// reason's events are dropped, but another reason's news about the same object is still written (with client-go's
+// key, object and type alone, it was dropped too: e2e lost a pool's PodReleased that way).
+func TestTheSpamBudgetIsPerReason(t *testing.T) {
+	s := newSink()
+	l := New(s, scheme.Scheme, Options{})
+	defer l.Stop()
+	rec := l.For("test")
+	p := pod("ns", "p")
+	const budget = 25 // client-go's defaultSpamBurst; its refill (one per 5 minutes) does not come within the test
+	for i := range budget + 5 {
+		rec.Eventf(p, corev1.EventTypeNormal, "Repeated", "news %d", i)
+	}
+	rec.Event(p, corev1.EventTypeNormal, "Released", "other news")
+	// A marker after both, about another object: once it is written, everything recorded before it was written
+	// or dropped (one lane writes in the order recorded).
+	rec.Event(pod("ns", "marker"), corev1.EventTypeNormal, "Marker", "the end")
+	var repeated int
+	released := false
+	for {
+		e := s.next(t, "the events recorded")
+		switch e.Reason {
+		case "Repeated":
+			repeated++
+		case "Released":
+			released = true
+		}
+		if e.Reason == "Marker" {
+			break
+		}
+	}
+	if repeated != budget {
+		t.Errorf("%d events of the repeated reason written, want the budget of %d (the rest dropped)", repeated, budget)
+	}
+	if !released {
+		t.Errorf("the other reason's event was dropped with the repeated one's")
+	}
 }
