@@ -196,10 +196,11 @@ func run(ctx context.Context, cfg *config) (err error) {
 	if r.apiAtStart, err = b.apiMetrics(ctx); err != nil {
 		return err
 	}
-	if err := b.startOperator(ps); err != nil {
+	err = b.startOperator(ps)
+	cgroup = b.memcg // made even when the start then failed
+	if err != nil {
 		return err
 	}
-	cgroup = b.memcg
 	r.operatorStart = time.Now()
 	r.loadAtStart = loadAverage()
 	say("operator started (pid %d); waiting for every site to be reconciled", b.operator.Process.Pid)
