@@ -15,6 +15,10 @@ pub enum Malformed {
     ConnectionSpecific,
     MissingPseudo,
     EmptyPath,
+    /// `:method` not a token (RFC 9110 §9.1), the empty one included.
+    InvalidMethod,
+    /// `:scheme` not a URI scheme (RFC 3986 §3.1: a letter, then letters, digits, `+`, `-`, `.`).
+    InvalidScheme,
     BadContentLength,
     PseudoInTrailers,
 }
@@ -33,30 +37,14 @@ pub(crate) struct Pseudo {
     regular: u16,
 }
 
+/// RFC 9110 §5.6.2: the token characters that are neither letters nor digits.
+fn tchar_symbol(b: u8) -> bool {
+    matches!(b, b'!' | b'#' | b'$' | b'%' | b'&' | b'\'' | b'*' | b'+' | b'-' | b'.' | b'^' | b'_' | b'`' | b'|' | b'~')
+}
+
 fn valid_name(n: &[u8]) -> bool {
     // RFC 9113 §8.2.1: no uppercase, no separators or controls; tchar only (the colon of pseudo-headers aside).
-    !n.is_empty()
-        && n.iter().all(|&b| {
-            b.is_ascii_lowercase()
-                || b.is_ascii_digit()
-                || matches!(
-                    b,
-                    b'!' | b'#'
-                        | b'$'
-                        | b'%'
-                        | b'&'
-                        | b'\''
-                        | b'*'
-                        | b'+'
-                        | b'-'
-                        | b'.'
-                        | b'^'
-                        | b'_'
-                        | b'`'
-                        | b'|'
-                        | b'~'
-                )
-        })
+    !n.is_empty() && n.iter().all(|&b| b.is_ascii_lowercase() || b.is_ascii_digit() || tchar_symbol(b))
 }
 
 fn valid_value(v: &[u8]) -> bool {
@@ -64,6 +52,16 @@ fn valid_value(v: &[u8]) -> bool {
     !v.iter().any(|&b| b == 0 || b == b'\r' || b == b'\n')
         && !matches!(v.first(), Some(b' ' | b'\t'))
         && !matches!(v.last(), Some(b' ' | b'\t'))
+}
+
+fn valid_method(m: &[u8]) -> bool {
+    // RFC 9110 §9.1: method = token. Upper case is allowed (methods are case-sensitive, GET is one).
+    !m.is_empty() && m.iter().all(|&b| b.is_ascii_alphanumeric() || tchar_symbol(b))
+}
+
+fn valid_scheme(s: &[u8]) -> bool {
+    s.first().is_some_and(u8::is_ascii_alphabetic)
+        && s.iter().all(|&b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'-' | b'.'))
 }
 
 fn content_length(v: &[u8]) -> Option<u64> {
@@ -124,6 +122,14 @@ pub(crate) fn check_request(l: &FieldList) -> Result<Pseudo, Malformed> {
         }
     }
     let Some(m) = p.method else { return Err(Malformed::MissingPseudo) };
+    // §8.3.1: a request whose pseudo-header values are not what their grammar allows is malformed (an empty
+    // :method reached the core as a request before: the h2_frames fuzz target found it).
+    if !valid_method(l.get(m as usize).1) {
+        return Err(Malformed::InvalidMethod);
+    }
+    if p.scheme.is_some_and(|s| !valid_scheme(l.get(s as usize).1)) {
+        return Err(Malformed::InvalidScheme);
+    }
     if l.get(m as usize).1 == b"CONNECT" {
         // §8.5: only :method and :authority.
         if p.scheme.is_some() || p.path.is_some() || p.authority.is_none() {
@@ -279,8 +285,20 @@ mod tests {
             (vec![(":method", "GET"), (":scheme", "https")], MissingPseudo),
             (vec![(":scheme", "https"), (":path", "/")], MissingPseudo),
             (vec![(":method", "GET"), (":scheme", "https"), (":path", "")], EmptyPath),
+            (vec![(":method", ""), (":scheme", "https"), (":path", "/")], InvalidMethod),
+            (vec![(":method", "GE T"), (":scheme", "https"), (":path", "/")], InvalidMethod),
+            (vec![(":method", "GET/"), (":scheme", "https"), (":path", "/")], InvalidMethod),
+            (vec![(":method", "GET"), (":scheme", ""), (":path", "/")], InvalidScheme),
+            (vec![(":method", "GET"), (":scheme", "1http"), (":path", "/")], InvalidScheme),
+            (vec![(":method", "GET"), (":scheme", "ht tp"), (":path", "/")], InvalidScheme),
         ] {
             assert_eq!(check_request(&list(&fields)).err(), Some(want), "{fields:?}");
+        }
+        for (method, scheme) in [("M-SEARCH", "https"), ("PURGE", "http"), ("GET", "svn+ssh")] {
+            assert!(
+                check_request(&list(&[(":method", method), (":scheme", scheme), (":path", "/")])).is_ok(),
+                "{method} {scheme}"
+            );
         }
         assert_eq!(check_trailers(&list(&[(":path", "/")])), Err(PseudoInTrailers));
         assert_eq!(check_trailers(&list(&[("x-checksum", "1")])), Ok(()));
