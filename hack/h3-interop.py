@@ -413,10 +413,20 @@ async def run(port, cert, files):
         check("a dynamic-table reference: connection closed QPACK_DECOMPRESSION_FAILED",
               ev is not None and ev.error_code == 0x200, str(ev))
 
-    # A handshake flood: 80 clients send their Initial and never answer. Past 64 handshakes in progress the server
-    # asks new clients to prove their address first (a Retry); a real client still gets its answer.
+    # Every worker serves HTTP/3 (each its own socket of the port; the kernel spreads clients by address): 24
+    # clients, each from its own port, one GET each. main() reads which workers answered from the access log; all
+    # 24 on one of the two workers would happen by chance once in 8 million runs.
+    for _ in range(24):
+        async with connect("127.0.0.1", port, configuration=cfg, create_protocol=Client) as c:
+            s, _, b = await c.request("GET", "/small.txt")
+            check("spread: one GET from a new client port", s == 200 and b == files["small.txt"], f"{s}")
+
+    # A handshake flood: 200 clients send their Initial and never answer. Past 64 handshakes in progress on its
+    # worker the server asks new clients to prove their address first (a Retry); a real client still gets its
+    # answer. The kernel spreads the 200 over the two workers (about 100 each: fewer than 64 on the real client's
+    # worker is a seven-standard-deviation event).
     socks = []
-    for _ in range(80):
+    for _ in range(200):
         q = QuicConnection(configuration=QuicConfiguration(is_client=True, alpn_protocols=H3_ALPN,
                                                            server_name="localhost"))
         q.connect(("127.0.0.1", port), now=time.time())
@@ -598,6 +608,11 @@ def main():
         check("access log lines for HTTP/3 requests", any(r["target"] == "/small.txt" and r["status"] == 200
                                                            and r["client"].startswith("127.0.0.1:") for r in logged),
               f"{len(logged)} lines")
+        workers = sorted({r["worker"] for r in logged})
+        on = sorted(json.loads(line)["worker"] for line in open(log_path, "rb").read().decode().splitlines()
+                    if '"msg":"http3 on"' in line)
+        check("both workers serve HTTP/3: each logged its socket, and each answered some of the clients",
+              on == [0, 1] and workers == [0, 1], f"http3 on: workers {on}; answered by workers {workers}")
         stop(p, "aioquic's server")
         if FAILURES:
             print(open(log_path).read()[-3000:])

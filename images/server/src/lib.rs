@@ -218,11 +218,19 @@ pub fn serve(cfg: Config) -> i32 {
         let Some((fds, a)) = listen_all(cfg.tls_listen, workers, "cannot listen (https)") else { return 1 };
         (tls_listeners, tls_addr) = (fds, a);
     }
-    // HTTP/3: UDP on the TLS port, owned by the first worker (server/h3.rs).
-    let mut udp = -1;
+    // HTTP/3: UDP on the TLS port, a socket per worker steered by connection ID (server/h3.rs, sys/steer.rs).
+    let mut udp = Vec::new();
     if cfg.tls.as_ref().is_some_and(|t| t.http3) {
-        match server::listen::udp(tls_addr) {
-            Ok(fd) => udp = fd,
+        match server::listen::udp_all(tls_addr, workers) {
+            Ok(u) => {
+                if let Some(e) = &u.unsteered {
+                    log::warn(
+                        "http3: cannot steer datagrams to their worker, HTTP/3 on one worker only",
+                        &[("error", V::S(&e.to_string()))],
+                    );
+                }
+                udp = u.fds;
+            }
             Err(e) => {
                 log::error(
                     "cannot listen (http3)",
@@ -294,11 +302,13 @@ pub fn serve(cfg: Config) -> i32 {
     }
     // Alt-Svc names the port visitors reach (--alt-svc-port, e.g. a Service's 443), else the TLS listener's.
     let advertised = shared.cfg.alt_svc_port.unwrap_or(tls_addr.port());
+    let quic_keys = Arc::new(quic::keys::Keys::new());
     let mut handles = Vec::with_capacity(workers);
     for (i, fd) in listeners.into_iter().enumerate() {
         let s = shared.clone();
         let tls_fd = tls_listeners.get(i).copied().unwrap_or(-1);
         let cpu = if pinned { Some(mask[i]) } else { None };
+        let (udp_fd, http3, keys) = (udp.get(i).copied(), !udp.is_empty(), quic_keys.clone());
         let h = std::thread::Builder::new()
             .name(format!("worker-{i}"))
             .spawn(move || {
@@ -308,8 +318,12 @@ pub fn serve(cfg: Config) -> i32 {
                     }
                 }
                 let w = server::Worker::new(i, s, fd, tls_fd);
-                let w = if udp >= 0 { w.advertise_http3(advertised) } else { w };
-                if i == 0 && udp >= 0 { w.with_http3(udp) } else { w }.run();
+                let w = if http3 { w.advertise_http3(advertised) } else { w };
+                match udp_fd {
+                    Some(fd) => w.with_http3(fd, keys),
+                    None => w,
+                }
+                .run();
             })
             .expect("spawn worker thread");
         handles.push(h);

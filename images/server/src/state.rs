@@ -91,7 +91,7 @@ pub struct WorkerStats {
     pub h3_retries: AtomicU64,
     pub h3_refused: AtomicU64,
     /// hyperstatic_http3_connections_open: connections the worker holds (handshaking, open, or closing until
-    /// drained); stored by the worker that owns the UDP socket.
+    /// drained); stored by the worker, each of which has its own HTTP/3 socket and connections.
     pub h3_open: AtomicU64,
     /// hyperstatic_requests_limited_total and hyperstatic_client_table_evictions_total (fairshare/).
     pub fair: crate::fairshare::table::Counters,

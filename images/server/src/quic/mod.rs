@@ -23,8 +23,11 @@
 //! * `addr::canonical(a)` / `addr::for_socket(a, v6)`: the client address quinn-proto is given (an IPv4-mapped IPv6
 //!   address from the dual-stack socket as plain IPv4, so that quinn-proto can tell a NAT rebinding from a move to
 //!   another host) and the form the socket takes back.
-//! * `cid::Ids`: our connection IDs, for quinn-proto's endpoint: 8 random bytes and a 4-byte keyed hash of them
-//!   (`validate` tells ours from noise, which then gets no stateless reset).
+//! * `cid::Ids`: our connection IDs, for each worker's quinn-proto endpoint: the worker's index (the byte the kernel
+//!   steers short-header packets by: sys/steer.rs), 8 random bytes and a 4-byte keyed hash of both (`validate`
+//!   tells ours from noise, which then gets no stateless reset).
+//! * `keys::Keys`: the secrets all workers' endpoints share (token, stateless-reset and ID-hash keys), so that what
+//!   one worker issued every other can check.
 //!
 //! They run once per received datagram: a short header (every datagram after the handshake) costs one byte test,
 //! a client address one comparison.
@@ -33,3 +36,4 @@ pub mod addr;
 pub mod amplification;
 pub mod cid;
 pub mod datagram;
+pub mod keys;

@@ -5,10 +5,12 @@
 //! and timers, transmits gathered into one `sendmmsg` per turn, drain. What happens on a connection's streams
 //! (requests answered by the core, the control stream) is h3_conn.rs.
 //!
-//! One worker owns the socket (the first): every packet of every connection reaches it, so connection migration
-//! and NAT rebinding need nothing more. Spreading connections over the workers (a socket each with
-//! SO_REUSEPORT, the worker id in the connection IDs, a cBPF program steering short-header packets by it) is the
-//! next step in docs/design/http3.md; until then HTTP/3 uses one core.
+//! Every worker has its own socket, endpoint and connections: the sockets are one SO_REUSEPORT group, a
+//! connection's IDs name the worker that accepted it (quic/cid.rs), and a classic BPF program on the group steers
+//! each short-header packet to the socket its ID names (sys/steer.rs), so a client whose address changes (NAT
+//! rebinding, migration) still reaches its worker; handshakes go by the kernel's 4-tuple hash. The workers share
+//! only the keys that must agree (quic/keys.rs). Where the program cannot be attached, the first worker alone
+//! serves HTTP/3 (server/listen.rs: `udp_all`).
 //!
 //! Memory is bounded per connection by quinn-proto's windows (`transport`: what a client can make us buffer,
 //! what we keep unacknowledged) and in count by the worker's connection memory budget divided by that bound
@@ -36,6 +38,7 @@ use super::Worker;
 use crate::counters::bump;
 use crate::log::{self, V};
 use crate::quic::amplification::Budget;
+use crate::quic::keys::Keys;
 use crate::quic::{addr, cid, datagram};
 use crate::sys::udp::{self, Outgoing, Received, MAX_BATCH};
 
@@ -69,13 +72,14 @@ const DRAIN_MS: u64 = 1000;
 /// (RFC 9000 §8.1; quic/amplification.rs).
 const CID_LEN: usize = cid::LEN;
 
-/// The HTTP/3 state of the worker that owns the UDP socket.
+/// A worker's HTTP/3 state: its UDP socket of the group, its endpoint and its connections.
 pub(super) struct Quic {
     fd: RawFd,
     pub(super) endpoint: Endpoint,
     /// The TLS configuration the QUIC one was made from: a rotated certificate makes a new one.
     tls_from: Arc<rustls::ServerConfig>,
     transport: Arc<quinn_proto::TransportConfig>,
+    keys: Arc<Keys>,
     /// Connections by handle (quinn-proto's handles are slab indices: small and reused).
     conns: Vec<Option<Box<H3Conn>>>,
     live: usize,
@@ -105,15 +109,17 @@ pub(super) struct Quic {
 
 /// The QUIC server configuration from the serving TLS one: the same certificate, ticketer and session cache,
 /// ALPN `h3` only, no 0-RTT (TLS 1.3 is QUIC's own: rustls negotiates nothing older on a QUIC connection).
+/// The token key is the process's (`Keys`): a Retry or NEW_TOKEN token from one worker is valid at every other.
 fn server_config(
     tls: &Arc<rustls::ServerConfig>,
     transport: &Arc<quinn_proto::TransportConfig>,
+    keys: &Keys,
 ) -> Option<Arc<quinn_proto::ServerConfig>> {
     let mut c = (**tls).clone();
     c.alpn_protocols = vec![b"h3".to_vec()];
     c.max_early_data_size = 0;
     let crypto = QuicServerConfig::try_from(c).ok()?;
-    let mut s = quinn_proto::ServerConfig::with_crypto(Arc::new(crypto));
+    let mut s = quinn_proto::ServerConfig::new(Arc::new(crypto), keys.token.clone());
     s.transport_config(transport.clone());
     // Initial packets waiting for accept/retry/refuse: we decide each at once, so little ever waits.
     s.max_incoming(1024).incoming_buffer_size(16 * 1024).incoming_buffer_size_total(1 << 20);
@@ -160,8 +166,9 @@ fn ack_frequency(every: u32) -> quinn_proto::AckFrequencyConfig {
 }
 
 impl Worker {
-    /// Makes this worker serve HTTP/3 on the UDP socket `fd` (bound to the TLS listener's address).
-    pub fn with_http3(mut self, fd: RawFd) -> Worker {
+    /// Makes this worker serve HTTP/3 on the UDP socket `fd` (its own of the group on the TLS listener's address,
+    /// at the worker's index in it: sys/steer.rs), with the process's shared `keys`.
+    pub fn with_http3(mut self, fd: RawFd, keys: Arc<Keys>) -> Worker {
         let Some(tls) = self.tls_config.as_ref().map(|l| l.value.clone()) else {
             log::error("http3 needs the TLS listener", &[]);
             return self;
@@ -169,12 +176,13 @@ impl Worker {
         let gso = udp::gso_supported(fd);
         let idle = self.shared.cfg.keepalive_timeout.max(Duration::from_secs(1));
         let transport = Arc::new(transport(idle, gso, self.shared.cfg.http3_ack_every));
-        let Some(config) = server_config(&tls, &transport) else {
+        let Some(config) = server_config(&tls, &transport, &keys) else {
             log::error("http3: the TLS configuration has no QUIC initial cipher suite", &[]);
             return self;
         };
-        let mut endpoint_config = EndpointConfig::default();
-        endpoint_config.cid_generator(|| Box::new(cid::Ids::new()));
+        let mut endpoint_config = EndpointConfig::new(keys.reset.clone());
+        let (worker, cid_key) = (self.id as u8, keys.cid.clone());
+        endpoint_config.cid_generator(move || Box::new(cid::Ids::new(worker, cid_key.clone())));
         let endpoint = Endpoint::new(Arc::new(endpoint_config), Some(config), true, None);
         let budget = self.shared.conn_budget_per_worker.unwrap_or(u64::MAX);
         let max_conns = ((budget / CONN_CHARGE) as usize).clamp(16, self.max_conns.max(16));
@@ -201,6 +209,7 @@ impl Worker {
             endpoint,
             tls_from: tls,
             transport,
+            keys,
             conns: Vec::new(),
             live: 0,
             handshaking: 0,
@@ -252,7 +261,7 @@ impl Worker {
         let now = Instant::now();
         if let Some(local) = &self.tls_config {
             if !Arc::ptr_eq(&q.tls_from, &local.value) {
-                if let Some(c) = server_config(&local.value, &q.transport) {
+                if let Some(c) = server_config(&local.value, &q.transport, &q.keys) {
                     q.endpoint.set_server_config(Some(c));
                 }
                 q.tls_from = local.value.clone();

@@ -76,9 +76,35 @@ pub fn listen_all(addr: SocketAddr, workers: usize) -> io::Result<(Vec<RawFd>, S
     Ok((fds, addr))
 }
 
-/// HTTP/3's UDP socket on the TLS listener's address (already resolved: `[::]` or its `0.0.0.0` fallback).
-pub fn udp(addr: SocketAddr) -> io::Result<RawFd> {
-    crate::sys::udp::socket(addr)
+/// HTTP/3's UDP sockets on the TLS listener's address (already resolved: `[::]` or its `0.0.0.0` fallback).
+pub struct Udp {
+    /// Worker i's socket is `fds[i]`, its index in the SO_REUSEPORT group (what sys/steer.rs steers by).
+    pub fds: Vec<RawFd>,
+    /// Why the steering program could not be attached, when it could not: then only the first worker has a socket.
+    pub unsteered: Option<io::Error>,
+}
+
+/// One UDP socket per worker (at most `cid::MAX_WORKERS`: an ID names its worker in one byte), bound in worker
+/// order, and the steering program on their group. Without the program a client whose address changes would land
+/// on a worker that does not know its connection, so where it cannot be attached (an old kernel, a seccomp profile
+/// that refuses it) the other sockets are closed and the first worker alone serves HTTP/3.
+pub fn udp_all(addr: SocketAddr, workers: usize) -> io::Result<Udp> {
+    let n = workers.clamp(1, crate::quic::cid::MAX_WORKERS);
+    let mut fds = Vec::with_capacity(n);
+    for _ in 0..n {
+        match crate::sys::udp::socket(addr) {
+            Ok(fd) => fds.push(fd),
+            Err(e) => {
+                fds.into_iter().for_each(crate::sys::close);
+                return Err(e);
+            }
+        }
+    }
+    let unsteered = if n > 1 { crate::sys::steer::attach(fds[0], n as u32).err() } else { None };
+    if unsteered.is_some() {
+        fds.drain(1..).for_each(crate::sys::close);
+    }
+    Ok(Udp { fds, unsteered })
 }
 
 /// The admin listener: same address rules as the workers' (dual-stack `[::]`, `0.0.0.0` without IPv6), one socket.

@@ -121,7 +121,7 @@ pub struct Worker {
     /// Where the next search for a connection to evict starts (a clock hand over the slots: the connection
     /// evicted is the next in slot order after the last one, so a refilled slot is the last to go again).
     evict_from: usize,
-    /// HTTP/3 (`--http3`, the worker that owns the UDP socket: server/h3.rs), and for every worker the
+    /// HTTP/3 (`--http3`: the worker's own UDP socket and connections, server/h3.rs), and for every worker the
     /// `Alt-Svc` line HTTPS responses advertise it with (empty when off).
     h3: Option<Box<h3::Quic>>,
     alt_svc: Vec<u8>,

@@ -13,6 +13,7 @@ pub mod mem;
 pub mod process;
 pub mod signal;
 pub mod socket;
+pub mod steer;
 pub mod udp;
 
 /// The calling thread's errno (0 when none is set).

@@ -1,8 +1,9 @@
-//! UDP for QUIC (server/h3.rs): one non-blocking socket on the TLS listener's address, datagrams received and sent
-//! in batches (`recvmmsg`, `sendmmsg`: one system call for up to `MAX_BATCH` messages), and UDP GSO on send: a
-//! message of several equal-sized datagrams (quinn-proto's `Transmit::segment_size`) goes to the kernel as one
-//! buffer with a `UDP_SEGMENT` control message, which the kernel (or the NIC) cuts into datagrams. A device that
-//! cannot checksum the segments answers `EIO`; the caller turns GSO off for the socket then (`Sent::gso_failed`).
+//! UDP for QUIC (server/h3.rs): a non-blocking socket per worker on the TLS listener's address (one `SO_REUSEPORT`
+//! group, steered by connection ID: steer.rs), datagrams received and sent in batches (`recvmmsg`, `sendmmsg`: one
+//! system call for up to `MAX_BATCH` messages), and UDP GSO on send: a message of several equal-sized datagrams
+//! (quinn-proto's `Transmit::segment_size`) goes to the kernel as one buffer with a `UDP_SEGMENT` control message,
+//! which the kernel (or the NIC) cuts into datagrams. A device that cannot checksum the segments answers `EIO`; the
+//! caller turns GSO off for the socket then (`Sent::gso_failed`).
 //!
 //! Not here (yet): GRO on receive (a receive slot holds one datagram), `IP_PKTINFO` (a wildcard bind answers from
 //! the address the kernel's routing picks, which is the one the client reached on a single-address pod), ECN.
@@ -28,8 +29,8 @@ const IPV6_MTU_DISCOVER: libc::c_int = 23;
 /// Don't-fragment set, the kernel's path-MTU cache not applied: quinn-proto probes the path MTU itself.
 const PMTUDISC_PROBE: libc::c_int = 3;
 
-/// A non-blocking UDP socket bound to `addr` (dual-stack on `[::]`, as the TCP listeners), with large buffers
-/// asked for and the DF bit set on everything sent. Closed on failure.
+/// A non-blocking UDP socket bound to `addr` (dual-stack on `[::]`, as the TCP listeners) with `SO_REUSEPORT`,
+/// large buffers asked for and the DF bit set on everything sent. Closed on failure.
 pub fn socket(addr: SocketAddr) -> io::Result<RawFd> {
     let family = if addr.is_ipv4() { libc::AF_INET } else { libc::AF_INET6 };
     // SAFETY: no pointers.
@@ -52,6 +53,8 @@ pub fn socket(addr: SocketAddr) -> io::Result<RawFd> {
         if set_int(fd, libc::SOL_SOCKET, libc::SO_SNDBUFFORCE, BUFFER).is_err() {
             let _ = set_int(fd, libc::SOL_SOCKET, libc::SO_SNDBUF, BUFFER);
         }
+        // One socket per worker on the port, in one group the kernel spreads datagrams over (sys/steer.rs).
+        set_int(fd, libc::SOL_SOCKET, libc::SO_REUSEPORT, 1)?;
         if bind(fd, addr) != 0 {
             return Err(io::Error::last_os_error());
         }
