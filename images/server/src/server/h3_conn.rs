@@ -31,6 +31,7 @@ use crate::answer::request::{self, Site};
 use crate::counters::bump;
 use crate::fxhash::FxMap;
 use crate::http2::hpack::FieldList;
+use crate::http2::priority::Priority;
 use crate::http2::request::{check_request, RequestHead};
 use crate::http2::respond::BodyRef;
 use crate::http3::control::{self, ControlStream};
@@ -402,8 +403,9 @@ fn pump(conn: &mut Connection, id: StreamId, r: &mut Resp) {
 
 /// What a request head gets.
 enum Answer {
-    /// `Quic::head` holds the HEADERS frame (and the DATA frame's head); the body, if any.
-    Respond(Option<(BodyRef, u64, u64)>),
+    /// `Quic::head` holds the HEADERS frame (and the DATA frame's head); the body, if any; the request's urgency
+    /// (RFC 9218: 0 most urgent, 7 least; 3 without a `priority` field).
+    Respond(Option<(BodyRef, u64, u64)>, u8),
     /// Not a valid request: the stream is reset with H3_MESSAGE_ERROR.
     Malformed,
 }
@@ -523,7 +525,10 @@ impl Worker {
                         c.refuse_stream(id, Code::MessageError);
                         resp.done = true;
                     }
-                    Answer::Respond(body) => {
+                    Answer::Respond(body, urgency) => {
+                        // quinn-proto sends the higher priority first; within one, streams in the order they were
+                        // written, one after another (`send_fairness` off: server/h3.rs says why).
+                        let _ = c.conn.send_stream(id).set_priority(7 - i32::from(urgency));
                         resp.push(q.frozen_head());
                         match body {
                             Some((BodyRef::Static(s), start, end)) => {
@@ -635,6 +640,7 @@ impl Worker {
         bump(&stats.requests[code_index(f.status)], 1);
         bump(&stats.response_bytes, q.head.len() as u64 + f.body_len);
         bump(&stats.h3_streams, 1);
-        Ok(Answer::Respond(f.body.filter(|_| f.body_len > 0)))
+        let urgency = head.as_ref().map_or(Priority::default().urgency, |r| r.priority().urgency);
+        Ok(Answer::Respond(f.body.filter(|_| f.body_len > 0), urgency))
     }
 }
