@@ -48,7 +48,7 @@ from aioquic.h3.connection import H3_ALPN, H3Connection, encode_frame
 from aioquic.h3.events import DataReceived, HeadersReceived
 from aioquic.quic.configuration import QuicConfiguration
 from aioquic.quic.connection import QuicConnection
-from aioquic.quic.events import StreamReset
+from aioquic.quic.events import StreamDataReceived, StreamReset
 
 KEY_HEADERS = [
     "content-type",
@@ -93,6 +93,10 @@ class Client(QuicConnectionProtocol):
         super().__init__(*a, **kw)
         self.http = HeadAware(self._quic)
         self.pending = {}
+        # The server's control stream (its first unidirectional stream, id 3) as received: aioquic reads GOAWAY
+        # and drops it, so the checks below parse it themselves (`goaway_id`).
+        self.control = b""
+        self.control_changed = asyncio.Event()
 
     def connection_made(self, transport):
         # A Python client drains its socket slower than the server fills it: the kernel's default receive buffer
@@ -103,6 +107,9 @@ class Client(QuicConnectionProtocol):
         super().connection_made(transport)
 
     def quic_event_received(self, event):
+        if isinstance(event, StreamDataReceived) and event.stream_id == 3:
+            self.control += event.data
+            self.control_changed.set()
         if isinstance(event, StreamReset) and event.stream_id in self.pending:
             fut, r = self.pending.pop(event.stream_id)
             if not fut.done():
@@ -130,6 +137,37 @@ class Client(QuicConnectionProtocol):
         self._quic.send_stream_data(sid, data, end_stream=True)
         self.transmit()
         return await asyncio.wait_for(fut, 30)
+
+    def goaway_id(self):
+        """The id of the server's GOAWAY frame on its control stream (RFC 9114 §7.2.6), or None."""
+        def varint(b, i):
+            n = 1 << (b[i] >> 6)
+            v = b[i] & 0x3F
+            for k in range(1, n):
+                v = (v << 8) | b[i + k]
+            return v, i + n
+        i = 1 if self.control[:1] == b"\x00" else len(self.control)  # the stream type: control
+        try:
+            while i < len(self.control):
+                kind, i = varint(self.control, i)
+                length, i = varint(self.control, i)
+                if i + length > len(self.control):
+                    return None
+                if kind == 0x7:
+                    return varint(self.control, i)[0]
+                i += length
+        except IndexError:
+            return None
+        return None
+
+    async def until_goaway(self, within=30):
+        """Waits for the server's GOAWAY; its id."""
+        async def wait():
+            while self.goaway_id() is None:
+                self.control_changed.clear()
+                await self.control_changed.wait()
+            return self.goaway_id()
+        return await asyncio.wait_for(wait(), within)
 
     async def together(self, asks, files):
         """GETs of (path, priority) sent in one datagram (one transmit); the paths in the order their answers
@@ -483,6 +521,41 @@ async def limited(port, cert):
         return [await c.request(m, "/small.txt") for m in ("GET", "GET", "GET", "HEAD")]
 
 
+async def retired(port, cert, files, gets):
+    """`gets` GETs on one connection, then the server's GOAWAY awaited, then one more GET on the same connection
+    and one on a new connection: (statuses of the first ones, GOAWAY id, what the next GET got, the new one's)."""
+    cfg = QuicConfiguration(is_client=True, alpn_protocols=H3_ALPN, server_name="localhost")
+    cfg.load_verify_locations(cert)
+    async with connect("127.0.0.1", port, configuration=cfg, create_protocol=Client) as c:
+        first = [(await c.request("GET", "/small.txt"))[0] for _ in range(gets)]
+        goaway = await c.until_goaway()
+        try:
+            s, _, b = await c.request("GET", "/small.txt")
+            after = f"{s} {b!r}"
+        except RuntimeError as e:
+            after = str(e)
+    async with connect("127.0.0.1", port, configuration=cfg, create_protocol=Client) as c:
+        s, _, b = await c.request("GET", "/small.txt")
+        fresh = s == 200 and b == files["small.txt"]
+    return first, goaway, after, fresh
+
+
+def run_retire(binary, work, site, files):
+    """--max-requests-per-connection and --max-connection-age over HTTP/3: GOAWAY naming the first stream not
+    served (RFC 9114 §5.2), a request after it refused with H3_REQUEST_REJECTED (so a client may retry it), and a new
+    connection served: what keeps long-lived connections moving to replicas the autoscaler adds."""
+    for flag, value, gets, want_id in (("--max-requests-per-connection", "2", 2, 8), ("--max-connection-age", "1s", 1, 4)):
+        p, port, _, cert, _ = start(binary, work, site, "127.0.0.1:0", name="retire", extra=(flag, value))
+        try:
+            first, goaway, after, fresh = asyncio.run(retired(port, cert, files, gets))
+            check(f"{flag} {value}: GOAWAY {want_id} after {gets} answered, the next request refused, a new "
+                  "connection served", first == [200] * gets and goaway == want_id
+                  and after == "stream reset, code 0x10b" and fresh, f"{first}, GOAWAY {goaway}, then {after}")
+        except Exception as e:
+            check(f"{flag} {value}: the exchanges completed", False, repr(e))
+        stop(p, f"the {flag} server")
+
+
 def run_limits(binary, work, site):
     """Fair share over HTTP/3 (limits.perClient in the site value): past its burst a client gets 429 with
     Retry-After, the same reply HTTP/1.1 and HTTP/2 give (answer/limit.rs), counted and access-logged as limited."""
@@ -649,6 +722,7 @@ def main():
         if FAILURES:
             print(open(log_path).read()[-3000:])
         run_limits(binary, work, site)
+        run_retire(binary, work, site, files)
         run_sso(binary, work)
         if client is not None:
             run_quic_go(binary, client, work)

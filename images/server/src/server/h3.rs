@@ -435,7 +435,8 @@ impl Worker {
                 if q.conns.len() <= h.0 {
                     q.conns.resize_with(h.0 + 1, || None);
                 }
-                q.conns[h.0] = Some(Box::new(H3Conn::new(conn, now, budget)));
+                let max_age = Duration::from_millis(self.max_age_ms);
+                q.conns[h.0] = Some(Box::new(H3Conn::new(conn, now, budget, max_age)));
                 q.live += 1;
                 q.handshaking += 1;
                 // The gauge before the total: a reader that sees this connection counted sees it held.
@@ -491,7 +492,7 @@ impl Worker {
             q.tx_meta[q.ntx] = (t.destination, t.segment_size.map(|s| s as u16));
             q.ntx += 1;
         }
-        c.timeout = c.conn.poll_timeout();
+        c.timeout = c.wake();
         if c.handshaking && !c.conn.is_handshaking() {
             c.handshaking = false;
             q.handshaking -= 1;

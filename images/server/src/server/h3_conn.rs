@@ -17,7 +17,7 @@ use std::fs::File;
 use std::net::SocketAddr;
 use std::os::unix::fs::FileExt;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use bytes::{Bytes, BytesMut};
 use quinn_proto::{Connection, Dir, Event, ReadError, StreamEvent, StreamId, VarInt, WriteError};
@@ -164,10 +164,14 @@ pub(super) struct H3Conn {
     /// The id after the highest request stream accepted (a GOAWAY's id).
     next_bidi: u64,
     goaway: Option<u64>,
+    /// Requests answered, against `--max-requests-per-connection`.
+    requests: u64,
+    /// When `--max-connection-age` retires the connection (GOAWAY, as for HTTP/2).
+    retire_at: Option<Instant>,
 }
 
 impl H3Conn {
-    pub(super) fn new(conn: Connection, now: Instant, budget: Option<Budget>) -> H3Conn {
+    pub(super) fn new(conn: Connection, now: Instant, budget: Option<Budget>, max_age: Duration) -> H3Conn {
         H3Conn {
             conn,
             born: now,
@@ -181,6 +185,28 @@ impl H3Conn {
             control_out: Vec::new(),
             next_bidi: 0,
             goaway: None,
+            requests: 0,
+            retire_at: now.checked_add(max_age),
+        }
+    }
+
+    /// The next time the worker must look at this connection: quinn-proto's next timer, or its retirement by age
+    /// until its GOAWAY is sent.
+    pub(super) fn wake(&mut self) -> Option<Instant> {
+        let retire = self.retire_at.filter(|_| self.goaway.is_none());
+        match (self.conn.poll_timeout(), retire) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// Past `--max-connection-age` or `--max-requests-per-connection`: GOAWAY (RFC 9114 §5.2), so the client takes
+    /// its next requests to a new connection, which the kernel may give another worker or a new pod; the requests
+    /// already accepted are answered, and the connection ends when the client closes it or at the idle timeout.
+    /// Like HTTP/2's, what spreads long-lived connections over replicas the autoscaler added.
+    pub(super) fn retire_if_due(&mut self, now: Instant, max_requests: u64) {
+        if self.goaway.is_none() && (self.requests >= max_requests || self.retire_at.is_some_and(|t| now >= t)) {
+            self.goaway(now);
         }
     }
 
@@ -454,6 +480,7 @@ impl Worker {
                 c.close(now, e.code, e.why);
             }
         }
+        c.retire_if_due(now, self.max_requests);
     }
 
     /// A client stream just accepted.
@@ -526,6 +553,7 @@ impl Worker {
                         resp.done = true;
                     }
                     Answer::Respond(body, urgency) => {
+                        c.requests += 1;
                         // quinn-proto sends the higher priority first; within one, streams in the order they were
                         // written, one after another (`send_fairness` off: server/h3.rs says why).
                         let _ = c.conn.send_stream(id).set_priority(7 - i32::from(urgency));
