@@ -543,8 +543,11 @@ async def retired(port, cert, files, gets):
 def run_retire(binary, work, site, files):
     """--max-requests-per-connection and --max-connection-age over HTTP/3: GOAWAY naming the first stream not
     served (RFC 9114 §5.2), a request after it refused with H3_REQUEST_REJECTED (so a client may retry it), and a new
-    connection served: what keeps long-lived connections moving to replicas the autoscaler adds."""
-    for flag, value, gets, want_id in (("--max-requests-per-connection", "2", 2, 8), ("--max-connection-age", "1s", 1, 4)):
+    connection served: what keeps long-lived connections moving to replicas the autoscaler adds. An age of 0s still
+    answers the first request (as HTTP/1.1's "the next response after this age"), 1s retires by the timer."""
+    cases = (("--max-requests-per-connection", "2", 2, 8), ("--max-connection-age", "1s", 1, 4),
+             ("--max-connection-age", "0s", 1, 4))
+    for flag, value, gets, want_id in cases:
         p, port, _, cert, _ = start(binary, work, site, "127.0.0.1:0", name="retire", extra=(flag, value))
         try:
             first, goaway, after, fresh = asyncio.run(retired(port, cert, files, gets))

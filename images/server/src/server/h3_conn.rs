@@ -191,9 +191,9 @@ impl H3Conn {
     }
 
     /// The next time the worker must look at this connection: quinn-proto's next timer, or its retirement by age
-    /// until its GOAWAY is sent.
+    /// while it may be retired.
     pub(super) fn wake(&mut self) -> Option<Instant> {
-        let retire = self.retire_at.filter(|_| self.goaway.is_none());
+        let retire = self.retire_at.filter(|_| self.retirable());
         match (self.conn.poll_timeout(), retire) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
@@ -205,9 +205,17 @@ impl H3Conn {
     /// already accepted are answered, and the connection ends when the client closes it or at the idle timeout.
     /// Like HTTP/2's, what spreads long-lived connections over replicas the autoscaler added.
     pub(super) fn retire_if_due(&mut self, now: Instant, max_requests: u64) {
-        if self.goaway.is_none() && (self.requests >= max_requests || self.retire_at.is_some_and(|t| now >= t)) {
+        if self.retirable() && (self.requests >= max_requests || self.retire_at.is_some_and(|t| now >= t)) {
             self.goaway(now);
         }
+    }
+
+    /// Whether age or count may retire the connection now: not yet sent GOAWAY, our control stream open, and at
+    /// least one request answered. As HTTP/1.1's "the next response after this age", so a connection always
+    /// serves something (`--max-connection-age 0s` does not turn every client away); one that never asks is the
+    /// idle timeout's. Outside it, a passed retirement is left out of `wake` (else the loop would spin on it).
+    fn retirable(&self) -> bool {
+        self.goaway.is_none() && self.control.is_some() && self.requests > 0
     }
 
     /// A datagram of `len` bytes from `from`, its first packet naming `dcid`, was routed here: counted against the
