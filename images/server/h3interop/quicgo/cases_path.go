@@ -127,7 +127,7 @@ func rebindAddr(ctx context.Context, e *env) result {
 }
 
 // connectionMigration: the runner's case has the client move to the server's preferred_address, which this
-// server does not offer (one socket on one address). What is checked instead is the client's own migration
+// server does not offer (it listens on one address). What is checked instead is the client's own migration
 // (RFC 9000 §9): a new socket probed (PATH_CHALLENGE answered) and switched to, then requests on it.
 func connectionMigration(ctx context.Context, e *env) result {
 	// Through a relay: it sees the client's new address, and counts what the server sends to each one.
