@@ -494,7 +494,7 @@ async def run(port, cert, files):
     # A handshake flood: 200 clients send their Initial and never answer. Past 64 handshakes in progress on its
     # worker the server asks new clients to prove their address first (a Retry); a real client still gets its
     # answer. The kernel spreads the 200 over the two workers (about 100 each: fewer than 64 on the real client's
-    # worker is a seven-standard-deviation event).
+    # worker is five standard deviations out).
     socks = []
     for _ in range(200):
         q = QuicConnection(configuration=QuicConfiguration(is_client=True, alpn_protocols=H3_ALPN,
