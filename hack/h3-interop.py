@@ -43,6 +43,7 @@ import tempfile
 import time
 
 from aioquic.asyncio.client import connect
+from aioquic.buffer import Buffer, BufferReadError
 from aioquic.asyncio.protocol import QuicConnectionProtocol
 from aioquic.h3.connection import H3_ALPN, H3Connection, encode_frame
 from aioquic.h3.events import DataReceived, HeadersReceived
@@ -139,24 +140,17 @@ class Client(QuicConnectionProtocol):
         return await asyncio.wait_for(fut, 30)
 
     def goaway_id(self):
-        """The id of the server's GOAWAY frame on its control stream (RFC 9114 §7.2.6), or None."""
-        def varint(b, i):
-            n = 1 << (b[i] >> 6)
-            v = b[i] & 0x3F
-            for k in range(1, n):
-                v = (v << 8) | b[i + k]
-            return v, i + n
-        i = 1 if self.control[:1] == b"\x00" else len(self.control)  # the stream type: control
+        """The id of the server's GOAWAY frame on its control stream (RFC 9114 §7.2.6), or None (yet)."""
+        if self.control[:1] != b"\x00":  # the stream type: control
+            return None
+        buf = Buffer(data=self.control[1:])
         try:
-            while i < len(self.control):
-                kind, i = varint(self.control, i)
-                length, i = varint(self.control, i)
-                if i + length > len(self.control):
-                    return None
+            while not buf.eof():
+                kind, length = buf.pull_uint_var(), buf.pull_uint_var()
+                payload = buf.pull_bytes(length)
                 if kind == 0x7:
-                    return varint(self.control, i)[0]
-                i += length
-        except IndexError:
+                    return Buffer(data=payload).pull_uint_var()
+        except BufferReadError:  # a frame not all here yet
             return None
         return None
 
