@@ -98,6 +98,10 @@ fn verdict(problems: &[String]) -> i32 {
 
 /// `--check`: load the site and the TLS material, print a report, fail on any problem.
 pub fn check(cfg: &Config) -> i32 {
+    // What serving would charge (serve below).
+    if cfg.tls.as_ref().is_some_and(|t| t.http3) {
+        site::footprint::charge_http3_heads();
+    }
     if let Some(dir) = &cfg.sites {
         return check_pool(dir, &cfg.index_reading());
     }
@@ -189,6 +193,10 @@ fn listen_all(addr: std::net::SocketAddr, workers: usize, what: &str) -> Option<
 pub fn serve(cfg: Config) -> i32 {
     let sigset = control::block_signals();
     raise_fd_limit();
+    if cfg.tls.as_ref().is_some_and(|t| t.http3) {
+        // Before the first load: every variant may get its HTTP/3 head (site/footprint.rs).
+        site::footprint::charge_http3_heads();
+    }
     let mask = cpus::affinity();
     let quota = cpus::cgroup_quota();
     let workers = if cfg.workers > 0 { cfg.workers } else { cpus::worker_count(mask.len(), quota) };

@@ -247,6 +247,7 @@ mod tests {
             head_200: format!("HTTP/1.1 200 OK\r\nContent-Length: 10\r\n{FIELDS}").into_bytes().into(),
             fields_304: Box::from(&b"ETag: \"e\"\r\n"[..]),
             h2_200: Box::default(),
+            h3_200: Default::default(),
         }
     }
 

@@ -4,11 +4,12 @@
 //! are exactly HTTP/2's: `http2::respond::frame_with` decides them once for both protocols, with QPACK's field
 //! encoder (`Qpack`) in place of HPACK's.
 //!
-//! A file's 200 section is not encoded at load time (there is no `Variant::h3_200` beside `h2_200`: every site
-//! would pay its memory, with or without `--http3`). Each worker remembers the sections of the files it served
-//! lately instead (`Qpack`, a cache it owns: no lock), checked against the variant's length and fields, so a hit
-//! is a compare and a copy where framing the head (mostly encoding those fields, Huffman included) took 6–9 % of
-//! the server's CPU on the h3 rows (docs/bench/h3-cost-2026-12-03.md).
+//! A file's 200 section is encoded once per variant, by the first worker that serves the variant over HTTP/3,
+//! and kept in it (`Variant::h3_200`): a hit is a copy, where framing the head (mostly encoding those fields,
+//! Huffman included) took 6–9 % of the server's CPU on the h3 rows (docs/bench/h3-cost-2026-12-03.md). It is not
+//! encoded at load time as `h2_200` is: a process without `--http3` would pay its bytes for every file of every
+//! site. (A worker's direct-mapped cache of sections came first; with 1,000 files in its 1,024 slots, a third of
+//! the requests still encoded: docs/bench/h3-head-2026-12-05.md.)
 
 use super::frame;
 use super::qpack::encode;
@@ -16,42 +17,8 @@ use crate::answer::reply::Reply;
 use crate::http2::respond::{self, Coder, Framed};
 use crate::site::content::Variant;
 
-/// QPACK with the static table only (http3/qpack/encode.rs), and a worker's cache of files' 200 sections.
-///
-/// The cache is direct-mapped: `SLOTS` slots, a variant's slot chosen by its address. The address only picks the
-/// slot; a hit needs the same length and the same field bytes, which are all the section is made of, so a variant
-/// freed by a reload whose address is reused by another can never get the old one's section. A slot's buffers are
-/// reused when another file takes it, so once warm a miss encodes without allocating. Memory: at most `SLOTS` ×
-/// (`MAX_FIELDS` + its section), about 1 MiB per worker at the very worst, ~300 KiB for typical fields; only
-/// workers serving HTTP/3 have one.
-pub struct Qpack {
-    slots: Vec<Section>,
-}
-
-#[derive(Default)]
-struct Section {
-    len: u64,
-    fields: Vec<u8>,
-    block: Vec<u8>,
-}
-
-/// Slots in the cache (a power of two).
-const SLOTS: usize = 1024;
-/// Variants with more field bytes than this are encoded every time (rare: custom header rules).
-const MAX_FIELDS: usize = 512;
-
-impl Qpack {
-    /// An empty cache: the slot table (56 KiB) now, each slot's buffers when a file first lands in it.
-    pub fn new() -> Qpack {
-        Qpack { slots: (0..SLOTS).map(|_| Section::default()).collect() }
-    }
-}
-
-impl Default for Qpack {
-    fn default() -> Qpack {
-        Qpack::new()
-    }
-}
+/// QPACK with the static table only (http3/qpack/encode.rs); a file's 200 section is the variant's own.
+pub struct Qpack;
 
 impl Coder for Qpack {
     #[inline]
@@ -62,26 +29,25 @@ impl Coder for Qpack {
     fn field(out: &mut Vec<u8>, name: &[u8], value: &[u8]) {
         encode::field(out, name, value);
     }
+    #[inline]
     fn file_200(&mut self, out: &mut Vec<u8>, v: &Variant) {
-        // Fibonacci hashing of the address: allocations are 16-byte aligned and close together.
-        let at = (v as *const Variant as usize as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - SLOTS.ilog2());
-        let s = &mut self.slots[at as usize];
-        if s.len == v.len && !s.block.is_empty() && s.fields[..] == v.fields[..] {
-            out.extend_from_slice(&s.block);
-            return;
-        }
-        let from = out.len();
-        encode::status(out, 200);
-        respond::length::<Qpack>(out, v.len);
-        respond::text_fields_with::<Qpack>(out, &v.fields);
-        if v.fields.len() <= MAX_FIELDS {
-            s.len = v.len;
-            s.fields.clear();
-            s.fields.extend_from_slice(&v.fields);
-            s.block.clear();
-            s.block.extend_from_slice(&out[from..]);
-        }
+        // Once per variant: the first HTTP/3 answer encodes (and allocates), every later one copies. Workers
+        // racing on a new variant both encode, and the one that loses frees its own: no worker waits.
+        out.extend_from_slice(v.h3_200.get_or_init(|| Box::new(variant_section(v.len, &v.fields))));
     }
+}
+
+/// The 200 section of a whole variant (`:status`, `content-length`, its fields), without the section prefix:
+/// what `Variant::h3_200` keeps. At most one byte per field line longer than the variant's HPACK block
+/// (`h2_200`): the same Huffman strings, name references no longer (QPACK's static table has every name HPACK's
+/// has, at an index at most as long), a literal name one byte longer at most (a 3-bit length prefix against 7).
+/// site/footprint.rs charges it by that bound.
+pub fn variant_section(len: u64, fields: &[u8]) -> Box<[u8]> {
+    let mut out = Vec::with_capacity(fields.len());
+    encode::status(&mut out, 200);
+    respond::length::<Qpack>(&mut out, len);
+    respond::text_fields_with::<Qpack>(&mut out, fields);
+    out.into_boxed_slice()
 }
 
 /// The per-second field lines after every head (`Date`, and `Strict-Transport-Security` with `--hsts`), from
@@ -92,19 +58,11 @@ pub fn date_block(out: &mut Vec<u8>, lines: &[u8]) {
 }
 
 /// Writes into `out` (cleared) the HEADERS frame of `r` with `date` as its last field lines, and when the reply
-/// has body bytes, the head of the DATA frame that carries them. `section` and `loc` are the worker's scratch,
-/// `q` its cache of files' sections.
-pub fn frame(
-    q: &mut Qpack,
-    out: &mut Vec<u8>,
-    section: &mut Vec<u8>,
-    loc: &mut Vec<u8>,
-    r: &Reply,
-    date: &[u8],
-) -> Framed {
+/// has body bytes, the head of the DATA frame that carries them. `section` and `loc` are the worker's scratch.
+pub fn frame(out: &mut Vec<u8>, section: &mut Vec<u8>, loc: &mut Vec<u8>, r: &Reply, date: &[u8]) -> Framed {
     section.clear();
     encode::prefix(section);
-    let f = respond::frame_with(q, section, loc, r);
+    let f = respond::frame_with(&mut Qpack, section, loc, r);
     out.clear();
     frame::put_head(out, frame::HEADERS, (section.len() + date.len()) as u64);
     out.extend_from_slice(section);
@@ -159,6 +117,7 @@ mod tests {
             head_200: Box::default(),
             fields_304: Box::default(),
             h2_200: Box::default(),
+            h3_200: Default::default(),
         }
     }
 
@@ -166,49 +125,48 @@ mod tests {
         Reply { private: false, status: 200, head: Head::File { v, cors: None }, body: Body::None }
     }
 
-    /// The cache gives the bytes encoding gives, and a variant whose fields or length differ at the same address
-    /// (a reload reusing freed memory) gets its own section, not the cached one.
+    /// A file's 200 section is encoded by the first answer, kept in the variant, and copied by the next.
     #[test]
-    fn cached_file_sections_are_the_encoded_ones_and_follow_the_variant() {
+    fn a_file_section_is_encoded_once_and_kept_in_the_variant() {
         let (mut out, mut sec, mut loc) = (Vec::new(), Vec::new(), Vec::new());
-        let mut q = Qpack::new();
-        let mut v = variant(10, "Content-Type: text/css\r\nETag: \"e\"\r\n");
-        frame(&mut q, &mut out, &mut sec, &mut loc, &file_reply(&v), &[]);
-        let first = out.clone();
-        frame(&mut q, &mut out, &mut sec, &mut loc, &file_reply(&v), &[]);
-        assert_eq!(out, first, "a hit copies what the miss encoded");
-        let fields = |v: &Variant, q: &mut Qpack, out: &mut Vec<u8>| {
-            frame(q, out, &mut Vec::new(), &mut Vec::new(), &file_reply(v), &[]);
-            read_back(out).0
-        };
+        let v = variant(10, "Content-Type: text/css\r\nETag: \"e\"\r\n");
+        assert!(v.h3_200.get().is_none(), "nothing encoded at load");
+        frame(&mut out, &mut sec, &mut loc, &file_reply(&v), &[]);
         assert_eq!(
-            fields(&v, &mut q, &mut out),
+            read_back(&out).0,
             pairs(&[(":status", "200"), ("content-length", "10"), ("content-type", "text/css"), ("etag", "\"e\"")])
         );
-        // Same address, other fields; then other length.
-        v.fields = b"Content-Type: text/html\r\n"[..].into();
-        assert_eq!(
-            fields(&v, &mut q, &mut out),
-            pairs(&[(":status", "200"), ("content-length", "10"), ("content-type", "text/html")])
-        );
-        v.len = 11;
-        assert_eq!(
-            fields(&v, &mut q, &mut out),
-            pairs(&[(":status", "200"), ("content-length", "11"), ("content-type", "text/html")])
-        );
-        // A fresh cache encodes the same bytes.
-        let mut fresh = Vec::new();
-        frame(&mut Qpack::new(), &mut fresh, &mut Vec::new(), &mut Vec::new(), &file_reply(&v), &[]);
-        frame(&mut q, &mut out, &mut Vec::new(), &mut Vec::new(), &file_reply(&v), &[]);
-        assert_eq!(out, fresh);
+        let kept = v.h3_200.get().expect("kept after the first answer").as_ptr();
+        let first = out.clone();
+        frame(&mut out, &mut sec, &mut loc, &file_reply(&v), &[]);
+        assert_eq!(out, first, "the second answer copies what the first encoded");
+        assert_eq!(v.h3_200.get().unwrap().as_ptr(), kept, "not encoded again");
+    }
+
+    /// The bound site/footprint.rs charges a section by: the variant's HPACK block plus one byte per field line,
+    /// over typical files, an encoded variant and custom header rules with long literal names.
+    #[test]
+    fn a_section_is_at_most_the_hpack_block_and_a_byte_per_field() {
+        let cases = [
+            "Content-Type: text/html; charset=utf-8\r\nETag: \"0123456789abcdef0123\"\r\nLast-Modified: Wed, 02 Dec 2026 08:00:00 GMT\r\nCache-Control: public, max-age=0, must-revalidate\r\nAccept-Ranges: bytes\r\n",
+            "Content-Type: application/javascript\r\nContent-Encoding: br\r\nVary: Accept-Encoding\r\nETag: \"0123456789abcdef0123-br\"\r\n",
+            "Content-Type: image/png\r\nX-Frame-Options: DENY\r\nX-Content-Type-Options: nosniff\r\nPermissions-Policy: geolocation=()\r\nX-Custom-Header-With-A-Long-Name: v\r\nAbcdefg: 1\r\nAbcdef: 2\r\n",
+        ];
+        for fields in cases {
+            for len in [0, 100, 8192, 1 << 40] {
+                let h3 = variant_section(len, fields.as_bytes());
+                let h2 = crate::http2::respond::variant_block(len, fields.as_bytes());
+                let lines = fields.matches('\n').count() + 2; // :status and content-length too
+                assert!(h3.len() <= h2.len() + lines, "{fields:?} {len}: {} > {} + {lines}", h3.len(), h2.len());
+            }
+        }
     }
 
     #[test]
     fn plain_and_redirect_heads_with_the_date_lines() {
         let (mut out, mut sec, mut loc, mut date) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-        let mut q = Qpack::new();
         date_block(&mut date, b"Date: Wed, 02 Dec 2026 08:00:00 GMT\r\n");
-        let f = frame(&mut q, &mut out, &mut sec, &mut loc, &Reply::plain(404, false, false), &date);
+        let f = frame(&mut out, &mut sec, &mut loc, &Reply::plain(404, false, false), &date);
         assert_eq!((f.status, f.body_len), (404, 14));
         let (fields, data) = read_back(&out);
         assert_eq!(
@@ -222,17 +180,17 @@ mod tests {
         );
         assert_eq!(data, Some(14));
         // HEAD: the same head, no DATA frame.
-        frame(&mut q, &mut out, &mut sec, &mut loc, &Reply::plain(404, false, true), &date);
+        frame(&mut out, &mut sec, &mut loc, &Reply::plain(404, false, true), &date);
         assert_eq!(read_back(&out).1, None);
         let r = Reply::redirect(301, Location::Slash { path: b"/docs", query: None });
-        frame(&mut q, &mut out, &mut sec, &mut loc, &r, &[]);
+        frame(&mut out, &mut sec, &mut loc, &r, &[]);
         assert_eq!(
             read_back(&out),
             (pairs(&[(":status", "301"), ("location", "/docs/"), ("content-length", "0")]), None)
         );
         let r =
             Reply { private: false, status: 416, head: Head::Unsatisfiable { len: 9, vary: false }, body: Body::None };
-        frame(&mut q, &mut out, &mut sec, &mut loc, &r, &[]);
+        frame(&mut out, &mut sec, &mut loc, &r, &[]);
         assert_eq!(
             read_back(&out).0,
             pairs(&[(":status", "416"), ("content-range", "bytes */9"), ("content-length", "0")])

@@ -39,7 +39,6 @@ use crate::http3::frame::{self, Limits};
 use crate::http3::qpack::decode::{decode, DecodeError};
 use crate::http3::qpack::streams::{DecoderStream, EncoderStream};
 use crate::http3::request::{End, Event as ReqEvent, RequestStream};
-use crate::http3::respond::Qpack;
 use crate::http3::uni::{self, Critical, Kind, TypeReader};
 use crate::http3::{settings, Code, ConnError};
 use crate::quic::amplification::{Budget, Seen};
@@ -69,8 +68,6 @@ pub(super) struct Scratch {
     pub(super) chunks: Vec<Bytes>,
     /// Where framed heads are cut from (`frozen_head`).
     arena: BytesMut,
-    /// Files' 200 sections, encoded once per worker (http3/respond.rs).
-    qpack: Qpack,
     /// When the first request of the batch being answered was read (its duration's start).
     pub(super) batch_start: Option<u64>,
 }
@@ -85,7 +82,6 @@ impl Scratch {
             fields: FieldList::new(crate::http2::Limits::default().max_header_list as usize),
             chunks: Vec::new(),
             arena: BytesMut::new(),
-            qpack: Qpack::new(),
             batch_start: None,
         }
     }
@@ -648,7 +644,7 @@ impl Worker {
                 }
             }
         };
-        let f = crate::http3::respond::frame(&mut q.qpack, &mut q.head, &mut q.section, &mut q.loc, &reply, &q.date);
+        let f = crate::http3::respond::frame(&mut q.head, &mut q.section, &mut q.loc, &reply, &q.date);
         let cfg = &self.shared.cfg;
         let log_from = self.batch_log.len() as u32;
         if cfg.access_log {

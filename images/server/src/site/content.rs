@@ -69,6 +69,10 @@ pub struct Variant {
     pub fields_304: Box<[u8]>,
     /// HTTP/2: `head_200` as an HPACK block (`:status`, `content-length`, `fields`), encoded once here.
     pub h2_200: Box<[u8]>,
+    /// HTTP/3: the same head as a QPACK section (static table only), encoded by the first worker that serves
+    /// this variant over HTTP/3 and kept (http3/respond.rs). Not at load time like `h2_200`: a process without
+    /// `--http3` pays only this empty pointer. With `--http3`, charged (site/footprint.rs) as if filled.
+    pub h3_200: once_cell::race::OnceBox<Box<[u8]>>,
 }
 
 #[derive(Clone)]
@@ -189,6 +193,15 @@ mod tests {
         let mut m: FxMap<Box<[u8]>, Target> = FxMap::default();
         m.insert(Box::from(&b"/x"[..]), Target::Redirect);
         assert_eq!(m.get(&b"/x"[..]).copied(), Some(Target::Redirect));
+    }
+
+    /// The HTTP/3 head's cell is one pointer: a variant stays in malloc's 128-byte chunk, as before it had one
+    /// (std's `OnceLock<Box<[u8]>>`, 24 bytes, took it to 144, and the h2 8 KiB row lost 6 %:
+    /// docs/bench/h3-head-2026-12-05.md).
+    #[test]
+    fn a_variant_stays_in_its_128_byte_chunk() {
+        assert_eq!(size_of::<once_cell::race::OnceBox<Box<[u8]>>>(), 8);
+        assert!(crate::site::footprint::chunk(size_of::<Variant>()) <= 128, "{} bytes", size_of::<Variant>());
     }
 
     #[test]

@@ -53,6 +53,7 @@ pub(crate) fn build_entry(hdrs: Arc<Resolved>, mut l: Loaded) -> FileEntry {
             body,
             len,
             h2_200,
+            h3_200: Default::default(),
             etag: etag.into_bytes().into_boxed_slice(),
             fields: fields.into_boxed_slice(),
             head_200: head_200.into_boxed_slice(),

@@ -9,6 +9,7 @@
 //! allocator (live bytes after a load, peak bytes during one) so a field added to an entry cannot go uncharged.
 
 use std::mem::size_of;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use crate::headers::resolved::Resolved;
@@ -47,8 +48,30 @@ pub fn path_key(len: usize) -> u64 {
 }
 
 /// The header blocks of one variant (its body is content, charged apart).
+/// Whether this process serves HTTP/3: then any variant's `h3_200` may be filled (by its first HTTP/3 answer),
+/// and every variant is charged as if it were. A process setting, not a site's: set once at start (lib.rs),
+/// before the first load, and never cleared. Without `--http3` nothing is charged for the sections, which are
+/// then never made.
+static HTTP3_HEADS: AtomicBool = AtomicBool::new(false);
+
+/// Charges every variant loaded from now on its HTTP/3 head (lib.rs, when `--http3` is on).
+pub fn charge_http3_heads() {
+    HTTP3_HEADS.store(true, Ordering::Relaxed);
+}
+
+/// The header blocks of one variant (its body is content, charged apart).
 pub fn variant_blocks(v: &Variant) -> u64 {
-    [v.etag.len(), v.fields.len(), v.head_200.len(), v.fields_304.len(), v.h2_200.len()].into_iter().map(chunk).sum()
+    variant_blocks_with(v, HTTP3_HEADS.load(Ordering::Relaxed))
+}
+
+/// `variant_blocks`, with `h3_200` charged as filled when `http3`, by its bound (http3/respond.rs
+/// `variant_section`): the HPACK block and a byte per field line (`:status` and `content-length` too).
+pub fn variant_blocks_with(v: &Variant, http3: bool) -> u64 {
+    let h3_200 = if http3 { v.h2_200.len() + v.fields.iter().filter(|&&b| b == b'\n').count() + 2 } else { 0 };
+    [v.etag.len(), v.fields.len(), v.head_200.len(), v.fields_304.len(), v.h2_200.len(), h3_200]
+        .into_iter()
+        .map(chunk)
+        .sum()
 }
 
 /// A memory body's handle besides its bytes (which are content): the `Arc<[u8]>` counters and malloc's header and
@@ -110,5 +133,27 @@ mod tests {
         assert_eq!(chunk(25), 48);
         assert_eq!(chunk(100), 112);
         assert_eq!(map_slot(24), 58);
+    }
+
+    /// With HTTP/3 a variant is charged its QPACK head by the bound, and that bound holds for what the first
+    /// HTTP/3 answer actually keeps; without, nothing.
+    #[test]
+    fn the_http3_head_is_charged_only_with_http3_and_covers_the_real_one() {
+        let fields =
+            "Content-Type: text/html; charset=utf-8\r\nETag: \"0123456789abcdef0123\"\r\nX-Long-Custom-Name: v\r\n";
+        let v = Variant {
+            body: Body::Mem(Arc::from(vec![0u8; 10])),
+            len: 10,
+            etag: Box::from(&b"\"0123456789abcdef0123\""[..]),
+            fields: fields.as_bytes().into(),
+            head_200: Box::default(),
+            fields_304: Box::default(),
+            h2_200: crate::http2::respond::variant_block(10, fields.as_bytes()),
+            h3_200: Default::default(),
+        };
+        let real = crate::http3::respond::variant_section(v.len, &v.fields).len();
+        let extra = variant_blocks_with(&v, true) - variant_blocks_with(&v, false);
+        assert!(extra >= chunk(real), "charged {extra} for a {real}-byte section");
+        assert!(extra <= chunk(v.h2_200.len() + 5), "no more than the bound's chunk");
     }
 }
