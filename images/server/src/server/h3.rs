@@ -31,7 +31,9 @@ use std::time::{Duration, Instant};
 
 use bytes::BytesMut;
 use quinn_proto::crypto::rustls::QuicServerConfig;
-use quinn_proto::{ConnectionHandle, DatagramEvent, Endpoint, EndpointConfig, Incoming, Transmit, VarInt};
+use quinn_proto::{
+    ConnectionHandle, DatagramEvent, EcnCodepoint, Endpoint, EndpointConfig, Incoming, Transmit, VarInt,
+};
 
 use super::h3_conn::{H3Conn, Scratch, MAX_STREAMS};
 use super::Worker;
@@ -89,11 +91,14 @@ pub(super) struct Quic {
     meta: [Received; MAX_BATCH],
     /// Transmits of this turn, one buffer each, sent together by `flush`.
     tx: Vec<Vec<u8>>,
-    tx_meta: Vec<(SocketAddr, Option<u16>)>,
+    /// Each transmit's destination, GSO segment size and ECN bits (0: none).
+    tx_meta: Vec<(SocketAddr, Option<u16>, u8)>,
     ntx: usize,
     /// An endpoint's own answers (stateless resets, Retry, version negotiation, refusals) are written here.
     scratch: Vec<u8>,
     gso: bool,
+    /// Datagrams carry the ECN bits quinn-proto asks for (sys/udp.rs); off once the kernel refuses them.
+    ecn: bool,
     /// The socket is IPv6 (dual-stack): IPv4 clients are sent to as IPv4-mapped addresses (quic/addr.rs).
     v6: bool,
     /// The buffers requests are answered with (h3_conn.rs), and the Date line their Date block was made from.
@@ -223,10 +228,11 @@ impl Worker {
             rx: BytesMut::new(),
             meta: [Received::default(); MAX_BATCH],
             tx: (0..MAX_BATCH).map(|_| Vec::new()).collect(),
-            tx_meta: vec![(SocketAddr::from(([0, 0, 0, 0], 0)), None); MAX_BATCH],
+            tx_meta: vec![(SocketAddr::from(([0, 0, 0, 0], 0)), None, 0); MAX_BATCH],
             ntx: 0,
             scratch: Vec::new(),
             gso,
+            ecn: true,
             v6: crate::sys::socket::local_addr(fd).is_some_and(|a| a.is_ipv6()),
             s: Scratch::new(),
             date_of: Vec::new(),
@@ -359,7 +365,7 @@ impl Worker {
                 let from = addr::canonical(m.from);
                 let mut scratch = std::mem::take(&mut q.scratch);
                 scratch.clear();
-                match q.endpoint.handle(now, from, None, None, d, &mut scratch) {
+                match q.endpoint.handle(now, from, None, EcnCodepoint::from_bits(m.ecn), d, &mut scratch) {
                     Some(DatagramEvent::ConnectionEvent(h, ev)) => {
                         if let Some(c) = q.conns.get_mut(h.0).and_then(|c| c.as_mut()) {
                             c.received(m.len, from, dcid_len.map(|n| &dcid[..n]));
@@ -489,7 +495,7 @@ impl Worker {
             if let Some(b) = &mut c.budget {
                 b.sent(t.size);
             }
-            q.tx_meta[q.ntx] = (t.destination, t.segment_size.map(|s| s as u16));
+            q.tx_meta[q.ntx] = meta(&t);
             q.ntx += 1;
         }
         c.timeout = c.wake();
@@ -515,13 +521,20 @@ impl Quic {
             return;
         }
         let msgs: [Outgoing; MAX_BATCH] = std::array::from_fn(|i| {
-            let (to, segment) = self.tx_meta[i];
-            Outgoing { to: addr::for_socket(to, self.v6), data: if i < self.ntx { &self.tx[i] } else { &[] }, segment }
+            let (to, segment, ecn) = self.tx_meta[i];
+            let data = if i < self.ntx { &self.tx[i][..] } else { &[] };
+            Outgoing { to: addr::for_socket(to, self.v6), data, segment, ecn: if self.ecn { ecn } else { 0 } }
         });
         let sent = udp::send_batch(self.fd, &msgs[..self.ntx]);
         if sent.gso_failed && self.gso {
             self.gso = false;
             log::warn("http3: UDP GSO refused by the device, off from now on", &[]);
+        }
+        if sent.ecn_failed && self.ecn {
+            // quinn-proto sees the path lose its marks and stops counting on ECN there, as over a network that
+            // clears them.
+            self.ecn = false;
+            log::warn("http3: ECN marks refused by the kernel, datagrams unmarked from now on", &[]);
         }
         self.ntx = 0;
     }
@@ -534,9 +547,14 @@ impl Quic {
         let b = &mut self.tx[self.ntx];
         b.clear();
         b.extend_from_slice(&data[..t.size]);
-        self.tx_meta[self.ntx] = (t.destination, t.segment_size.map(|s| s as u16));
+        self.tx_meta[self.ntx] = meta(t);
         self.ntx += 1;
     }
+}
+
+/// What `flush` needs of a transmit besides its bytes.
+fn meta(t: &Transmit) -> (SocketAddr, Option<u16>, u8) {
+    (t.destination, t.segment_size.map(|s| s as u16), t.ecn.map_or(0, |e| e as u8))
 }
 
 /// Datagrams of `mtu` bytes one GSO message may carry.

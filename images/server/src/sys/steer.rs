@@ -94,7 +94,7 @@ mod tests {
     }
 
     fn send(from: RawFd, to: SocketAddr, data: &[u8]) {
-        assert_eq!(send_batch(from, &[Outgoing { to, data, segment: None }]).sent, 1);
+        assert_eq!(send_batch(from, &[Outgoing { to, data, segment: None, ecn: 0 }]).sent, 1);
     }
 
     /// A short-header packet reaches the socket its DCID's first byte names, from whatever port it comes: the

@@ -5,8 +5,13 @@
 //! which the kernel (or the NIC) cuts into datagrams. A device that cannot checksum the segments answers `EIO`; the
 //! caller turns GSO off for the socket then (`Sent::gso_failed`).
 //!
+//! ECN (RFC 9000 §13.4): each datagram's two ECN bits are read on receive (`IP_RECVTOS`/`IPV6_RECVTCLASS`: a
+//! control message per datagram) for quinn-proto to count in its ACKs, and set on send (an `IP_TOS` or
+//! `IPV6_TCLASS` control message per message) as quinn-proto asks: ECT(0) while the path validates it. A kernel
+//! that refuses the send-side message answers `EINVAL`; the caller stops marking then (`Sent::ecn_failed`).
+//!
 //! Not here (yet): GRO on receive (a receive slot holds one datagram), `IP_PKTINFO` (a wildcard bind answers from
-//! the address the kernel's routing picks, which is the one the client reached on a single-address pod), ECN.
+//! the address the kernel's routing picks, which is the one the client reached on a single-address pod).
 //! The socket's buffers are asked for (`BUFFER`); the kernel caps them at `net.core.rmem_max`/`wmem_max`, which
 //! are per node: `buffer_sizes` says what was granted, for the log.
 
@@ -28,6 +33,15 @@ const IP_MTU_DISCOVER: libc::c_int = 10;
 const IPV6_MTU_DISCOVER: libc::c_int = 23;
 /// Don't-fragment set, the kernel's path-MTU cache not applied: quinn-proto probes the path MTU itself.
 const PMTUDISC_PROBE: libc::c_int = 3;
+const IP_TOS: libc::c_int = 1;
+const IP_RECVTOS: libc::c_int = 13;
+const IPV6_RECVTCLASS: libc::c_int = 66;
+const IPV6_TCLASS: libc::c_int = 67;
+/// The ECN field: the low two bits of the IPv4 TOS byte and of the IPv6 Traffic Class.
+const ECN_MASK: u8 = 0b11;
+/// Control bytes per message, u64-aligned as cmsghdr needs: room for `UDP_SEGMENT` (a u16) and `IP_TOS` or
+/// `IPV6_TCLASS` (an int) on send, and the one TOS or Traffic Class message received (24 bytes each).
+const CONTROL: usize = 8;
 
 /// A non-blocking UDP socket bound to `addr` (dual-stack on `[::]`, as the TCP listeners) with `SO_REUSEPORT`,
 /// large buffers asked for and the DF bit set on everything sent. Closed on failure.
@@ -45,6 +59,12 @@ pub fn socket(addr: SocketAddr) -> io::Result<RawFd> {
         }
         // On a dual-stack socket the IPv4 option applies to IPv4 peers; an IPv6-only kernel refuses it harmlessly.
         let _ = set_int(fd, libc::IPPROTO_IP, IP_MTU_DISCOVER, PMTUDISC_PROBE);
+        // Each datagram's ECN bits with it; refused, datagrams read as Not-ECT and quinn-proto's ECN validation
+        // of the path fails, as without ECN.
+        let _ = set_int(fd, libc::IPPROTO_IP, IP_RECVTOS, 1);
+        if addr.is_ipv6() {
+            let _ = set_int(fd, libc::IPPROTO_IPV6, IPV6_RECVTCLASS, 1);
+        }
         // The FORCE options pass the node's cap (they need CAP_NET_ADMIN, which a pod normally lacks); the plain
         // ones are capped at net.core.rmem_max / wmem_max (`buffers_capped` tells, for the log).
         if set_int(fd, libc::SOL_SOCKET, libc::SO_RCVBUFFORCE, BUFFER).is_err() {
@@ -87,18 +107,19 @@ pub fn gso_supported(fd: RawFd) -> bool {
     super::socket::int_opt(fd, SOL_UDP, UDP_SEGMENT).is_ok()
 }
 
-/// One received datagram: its length in its slot, where it came from, and whether it was longer than the slot
-/// (then cut: the caller drops it).
+/// One received datagram: its length in its slot, where it came from, whether it was longer than the slot (then
+/// cut: the caller drops it), and its ECN bits (0 Not-ECT, 1 ECT(1), 2 ECT(0), 3 CE).
 #[derive(Clone, Copy, Debug)]
 pub struct Received {
     pub len: usize,
     pub from: SocketAddr,
     pub truncated: bool,
+    pub ecn: u8,
 }
 
 impl Default for Received {
     fn default() -> Received {
-        Received { len: 0, from: SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, 0).into(), truncated: false }
+        Received { len: 0, from: SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, 0).into(), truncated: false, ecn: 0 }
     }
 }
 
@@ -115,6 +136,7 @@ pub fn recv_batch(fd: RawFd, buf: &mut [u8], slot: usize, out: &mut [Received]) 
     let mut iovs: [libc::iovec; MAX_BATCH] = unsafe { std::mem::zeroed() };
     // SAFETY: as above.
     let mut msgs: [libc::mmsghdr; MAX_BATCH] = unsafe { std::mem::zeroed() };
+    let mut control = [[0u64; CONTROL]; MAX_BATCH];
     let base = buf.as_mut_ptr();
     for i in 0..n {
         // SAFETY: i * slot + slot <= buf.len() (n is bounded by buf.len() / slot), so the pointer stays inside buf.
@@ -124,6 +146,8 @@ pub fn recv_batch(fd: RawFd, buf: &mut [u8], slot: usize, out: &mut [Received]) 
         h.msg_namelen = std::mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
         h.msg_iov = &mut iovs[i];
         h.msg_iovlen = 1;
+        h.msg_control = control[i].as_mut_ptr() as *mut libc::c_void;
+        h.msg_controllen = std::mem::size_of_val(&control[i]);
     }
     let got = loop {
         // SAFETY: n message headers, each naming one iovec into `buf` and one address storage, all of which
@@ -146,18 +170,44 @@ pub fn recv_batch(fd: RawFd, buf: &mut [u8], slot: usize, out: &mut [Received]) 
             len: (m.msg_len as usize).min(slot),
             from: sockaddr(&addrs[i]).unwrap_or_else(|| Received::default().from),
             truncated: m.msg_hdr.msg_flags & libc::MSG_TRUNC != 0,
+            ecn: ecn_of(&m.msg_hdr),
         };
     }
     Ok(got)
 }
 
+/// The ECN bits among a received message's control messages: `IP_TOS` (one byte, an IPv4 datagram, on a
+/// dual-stack socket too) or `IPV6_TCLASS` (an int). 0 when neither came (or the kernel cut them: MSG_CTRUNC).
+fn ecn_of(h: &libc::msghdr) -> u8 {
+    // SAFETY: the kernel filled msg_control up to msg_controllen (at most the buffer recv_batch gave it, which
+    // outlives this call); CMSG_FIRSTHDR/NXTHDR stay within that length, and each data read is within its cmsg.
+    unsafe {
+        let mut c = libc::CMSG_FIRSTHDR(h);
+        while !c.is_null() {
+            let (level, ty, len) = ((*c).cmsg_level, (*c).cmsg_type, (*c).cmsg_len as usize);
+            let data = libc::CMSG_DATA(c);
+            let have = len.saturating_sub(libc::CMSG_LEN(0) as usize);
+            match (level, ty) {
+                (libc::IPPROTO_IP, IP_TOS) if have >= 1 => return *data & ECN_MASK,
+                (libc::IPPROTO_IPV6, IPV6_TCLASS) if have >= 4 => {
+                    return (std::ptr::read_unaligned(data as *const libc::c_int) as u8) & ECN_MASK
+                }
+                _ => {}
+            }
+            c = libc::CMSG_NXTHDR(h, c);
+        }
+    }
+    0
+}
+
 /// One message to send: `data` to `to`, cut into datagrams of `segment` bytes (the last may be shorter) when
-/// set and shorter than `data` (GSO).
+/// set and shorter than `data` (GSO), each marked with the ECN bits `ecn` (0: left Not-ECT).
 #[derive(Clone, Copy)]
 pub struct Outgoing<'a> {
     pub to: SocketAddr,
     pub data: &'a [u8],
     pub segment: Option<u16>,
+    pub ecn: u8,
 }
 
 /// What a `send_batch` did.
@@ -170,6 +220,9 @@ pub struct Sent {
     pub dropped: usize,
     /// A GSO message was refused with EIO: the device cannot offload, turn GSO off.
     pub gso_failed: bool,
+    /// A message with ECN bits was refused with EINVAL: the kernel takes no TOS control message here, stop
+    /// marking.
+    pub ecn_failed: bool,
 }
 
 /// Sends `msgs` with as few `sendmmsg` calls as the kernel allows. Never blocks: what does not fit is dropped.
@@ -196,6 +249,9 @@ pub fn send_batch(fd: RawFd, msgs: &[Outgoing]) -> Sent {
                 if errno == libc::EIO && chunk[0].segment.is_some() {
                     report.gso_failed = true;
                 }
+                if errno == libc::EINVAL && chunk[0].ecn != 0 {
+                    report.ecn_failed = true;
+                }
                 // This message is refused (EMSGSIZE, ECONNREFUSED from an earlier ICMP, ...): skip it.
                 report.dropped += 1;
                 at += 1;
@@ -214,8 +270,7 @@ fn send_some(fd: RawFd, chunk: &[Outgoing]) -> io::Result<usize> {
     let mut iovs: [libc::iovec; MAX_BATCH] = unsafe { std::mem::zeroed() };
     // SAFETY: as above.
     let mut msgs: [libc::mmsghdr; MAX_BATCH] = unsafe { std::mem::zeroed() };
-    // Room for one control message carrying a u16 per message, u64-aligned as cmsghdr needs.
-    let mut cmsgs = [[0u64; 4]; MAX_BATCH];
+    let mut control = [[0u64; CONTROL]; MAX_BATCH];
     for (i, o) in chunk.iter().take(n).enumerate() {
         let (ss, len) = raw_sockaddr(o.to);
         addrs[i] = ss;
@@ -225,22 +280,42 @@ fn send_some(fd: RawFd, chunk: &[Outgoing]) -> io::Result<usize> {
         h.msg_namelen = len;
         h.msg_iov = &mut iovs[i];
         h.msg_iovlen = 1;
-        if let Some(seg) = o.segment.filter(|&s| (s as usize) < o.data.len()) {
-            // SAFETY: CMSG_SPACE is a pure computation.
-            let space = unsafe { libc::CMSG_SPACE(std::mem::size_of::<u16>() as u32) } as usize;
-            debug_assert!(space <= std::mem::size_of_val(&cmsgs[i]));
-            h.msg_control = cmsgs[i].as_mut_ptr() as *mut libc::c_void;
-            h.msg_controllen = space;
-            // SAFETY: msg_control points at `space` zeroed, aligned bytes that outlive the call, so the first
-            // header exists and its data has room for the u16 CMSG_LEN(2) announces.
-            unsafe {
-                let c = libc::CMSG_FIRSTHDR(h);
+        let segment = o.segment.filter(|&s| (s as usize) < o.data.len());
+        if segment.is_none() && o.ecn == 0 {
+            continue;
+        }
+        h.msg_control = control[i].as_mut_ptr() as *mut libc::c_void;
+        h.msg_controllen = std::mem::size_of_val(&control[i]);
+        // An IPv4 peer (on a dual-stack socket: an IPv4-mapped address) is sent to by the IPv4 path, which reads
+        // IP_TOS and ignores IPV6_TCLASS.
+        let v4 = match o.to {
+            SocketAddr::V4(_) => true,
+            SocketAddr::V6(a) => a.ip().to_ipv4_mapped().is_some(),
+        };
+        let mut used = 0;
+        // SAFETY: msg_control points at CONTROL zeroed, aligned u64s that outlive the call, room for both
+        // messages (CMSG_SPACE(2) + CMSG_SPACE(4) = 48 bytes of 64): the first header exists, and NXTHDR of a
+        // header whose length is set stays inside msg_controllen while room for the next one remains.
+        unsafe {
+            let mut c = libc::CMSG_FIRSTHDR(h);
+            if let Some(seg) = segment {
                 (*c).cmsg_level = SOL_UDP;
                 (*c).cmsg_type = UDP_SEGMENT;
                 (*c).cmsg_len = libc::CMSG_LEN(std::mem::size_of::<u16>() as u32) as usize;
                 std::ptr::write_unaligned(libc::CMSG_DATA(c) as *mut u16, seg);
+                used += libc::CMSG_SPACE(std::mem::size_of::<u16>() as u32) as usize;
+                c = libc::CMSG_NXTHDR(h, c);
+            }
+            if o.ecn != 0 {
+                debug_assert!(!c.is_null());
+                (*c).cmsg_level = if v4 { libc::IPPROTO_IP } else { libc::IPPROTO_IPV6 };
+                (*c).cmsg_type = if v4 { IP_TOS } else { IPV6_TCLASS };
+                (*c).cmsg_len = libc::CMSG_LEN(std::mem::size_of::<libc::c_int>() as u32) as usize;
+                std::ptr::write_unaligned(libc::CMSG_DATA(c) as *mut libc::c_int, (o.ecn & ECN_MASK) as libc::c_int);
+                used += libc::CMSG_SPACE(std::mem::size_of::<libc::c_int>() as u32) as usize;
             }
         }
+        h.msg_controllen = used;
     }
     // SAFETY: n headers whose names, iovecs (over the callers' slices) and control buffers outlive the call; the
     // kernel only reads them (and writes msg_len).
@@ -263,6 +338,10 @@ mod tests {
     }
 
     fn recv_all(fd: RawFd, want: usize) -> Vec<(Vec<u8>, SocketAddr)> {
+        recv_all_ecn(fd, want).into_iter().map(|(d, from, _)| (d, from)).collect()
+    }
+
+    fn recv_all_ecn(fd: RawFd, want: usize) -> Vec<(Vec<u8>, SocketAddr, u8)> {
         let slot = 2048;
         let mut buf = vec![0u8; slot * MAX_BATCH];
         let mut meta = [Received::default(); MAX_BATCH];
@@ -271,7 +350,7 @@ mod tests {
             let n = recv_batch(fd, &mut buf, slot, &mut meta).unwrap();
             for (i, m) in meta[..n].iter().enumerate() {
                 assert!(!m.truncated);
-                got.push((buf[i * slot..i * slot + m.len].to_vec(), m.from));
+                got.push((buf[i * slot..i * slot + m.len].to_vec(), m.from, m.ecn));
             }
             if got.len() >= want {
                 break;
@@ -285,9 +364,9 @@ mod tests {
     fn a_batch_goes_out_and_comes_back_in_order() {
         let (a, aa, b, ba) = pair();
         let payloads: Vec<Vec<u8>> = (0..40u8).map(|i| vec![i; 100 + i as usize]).collect();
-        let out: Vec<Outgoing> = payloads.iter().map(|p| Outgoing { to: ba, data: p, segment: None }).collect();
+        let out: Vec<Outgoing> = payloads.iter().map(|p| Outgoing { to: ba, data: p, segment: None, ecn: 0 }).collect();
         let s = send_batch(a, &out);
-        assert_eq!(s, Sent { sent: 40, dropped: 0, gso_failed: false });
+        assert_eq!(s, Sent { sent: 40, dropped: 0, gso_failed: false, ecn_failed: false });
         let got = recv_all(b, 40);
         assert_eq!(got.len(), 40);
         for (i, (d, from)) in got.iter().enumerate() {
@@ -310,7 +389,7 @@ mod tests {
         }
         // 3 segments of 1000 and a last one of 500.
         let data: Vec<u8> = (0..3500u32).map(|i| (i / 1000) as u8).collect();
-        let s = send_batch(a, &[Outgoing { to: ba, data: &data, segment: Some(1000) }]);
+        let s = send_batch(a, &[Outgoing { to: ba, data: &data, segment: Some(1000), ecn: 0 }]);
         assert_eq!((s.sent, s.gso_failed), (1, false));
         let got = recv_all(b, 4);
         let lens: Vec<usize> = got.iter().map(|(d, _)| d.len()).collect();
@@ -322,10 +401,42 @@ mod tests {
         super::super::close(b);
     }
 
+    /// The ECN bits asked for are the ones the peer reads, per message and per GSO segment, over IPv4, IPv6
+    /// and a dual-stack socket's IPv4-mapped peer (sent with IP_TOS, which the IPv4 path reads), both ways.
+    #[test]
+    fn ecn_bits_go_out_and_come_back() {
+        for (a_at, b_at, b_to) in [
+            ("127.0.0.1:0", "127.0.0.1:0", "127.0.0.1"),
+            ("[::1]:0", "[::1]:0", "::1"),
+            ("127.0.0.1:0", "[::]:0", "127.0.0.1"),
+        ] {
+            let a = socket(a_at.parse().unwrap()).unwrap();
+            let b = socket(b_at.parse().unwrap()).unwrap();
+            let port = super::super::socket::local_addr(b).unwrap().port();
+            let ba = SocketAddr::new(b_to.parse().unwrap(), port);
+            let gso = vec![9u8; 2500];
+            let mut out: Vec<Outgoing> =
+                (0..4u8).map(|e| Outgoing { to: ba, data: &[1, 2, 3], segment: None, ecn: e }).collect();
+            out.push(Outgoing { to: ba, data: &gso, segment: Some(1000), ecn: 2 });
+            let s = send_batch(a, &out);
+            assert_eq!((s.sent, s.ecn_failed), (5, false), "{b_at}");
+            let got = recv_all_ecn(b, 7);
+            let ecn: Vec<u8> = got.iter().map(|g| g.2).collect();
+            assert_eq!(ecn, [0, 1, 2, 3, 2, 2, 2], "{a_at} → {b_at}");
+            // Back to where a's datagrams came from (on the dual-stack socket, an IPv4-mapped address).
+            let from = got[0].1;
+            let s = send_batch(b, &[Outgoing { to: from, data: &[4], segment: None, ecn: 3 }]);
+            assert_eq!((s.sent, s.ecn_failed), (1, false));
+            assert_eq!(recv_all_ecn(a, 1).iter().map(|g| g.2).collect::<Vec<_>>(), [3], "{b_at} → {a_at}");
+            super::super::close(a);
+            super::super::close(b);
+        }
+    }
+
     #[test]
     fn oversized_datagrams_are_marked_truncated() {
         let (a, _, b, ba) = pair();
-        send_batch(a, &[Outgoing { to: ba, data: &[7u8; 3000], segment: None }]);
+        send_batch(a, &[Outgoing { to: ba, data: &[7u8; 3000], segment: None, ecn: 0 }]);
         let mut buf = vec![0u8; 2048];
         let mut meta = [Received::default(); 1];
         let mut n = 0;
