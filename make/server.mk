@@ -29,7 +29,7 @@ SERVER_TEST_JOBS ?= 3
 .PHONY: server-test
 server-test: h2spec h3-interop server-test-tools ## The server's Rust tests: unit tests per module and integration tests against the real binary, SERVER_TEST_JOBS binaries at a time; h2spec; HTTP/3 against aioquic and quic-go.
 	@$(call progress,server tests)
-	@CARGO_TARGET_DIR=$(SERVER_CARGO_TARGET) $(ROOT)/hack/server-tests.sh $(SERVER_DIR) $(SERVER_TEST_JOBS)
+	@HYPERSTATIC_H3CURL=$(H3_CURL) CARGO_TARGET_DIR=$(SERVER_CARGO_TARGET) $(ROOT)/hack/server-tests.sh $(SERVER_DIR) $(SERVER_TEST_JOBS)
 
 # Debian packages the server's tests run as real clients and peers, installed when missing (refreshing the package
 # lists only when the first attempt fails: a fresh machine has none): h2load (nghttp2-client) drives HTTP/2 and
@@ -57,13 +57,15 @@ h2spec: server-build $(H2SPEC) ## h2spec (145 cases) against the release server 
 H3_VENV ?= $(CACHE_DIR)/h3-interop-venv
 AIOQUIC_VERSION ?= 1.7.2
 H3_QUICGO := $(CACHE_DIR)/h3-interop-quicgo
+# tests/h2.rs's HTTP/3 client (h3interop/quicgo/h3curl: one request, curl's -D/-o output), built beside it.
+H3_CURL := $(CACHE_DIR)/h3curl
 
 .PHONY: h3-interop
 h3-interop: server-build ## HTTP/3 against aioquic (GETs byte-exact, 404, HEAD, 304, 206, 300 streams, the same answers as HTTP/2, Alt-Svc, drain) and quic-go (the interop runner's cases).
 	@$(call progress,HTTP/3 against aioquic $(AIOQUIC_VERSION) and quic-go)
 	@test -x $(H3_VENV)/bin/python || python3 -m venv $(H3_VENV)
 	@$(H3_VENV)/bin/python -c 'import aioquic' 2>/dev/null || $(H3_VENV)/bin/pip install -q aioquic==$(AIOQUIC_VERSION)
-	@cd $(SERVER_DIR)/h3interop/quicgo && go build -o $(H3_QUICGO) .
+	@cd $(SERVER_DIR)/h3interop/quicgo && go build -o $(H3_QUICGO) . && go build -o $(H3_CURL) ./h3curl
 	@$(H3_VENV)/bin/python $(ROOT)/hack/h3-interop.py $(SERVER_BIN) --quic-go $(H3_QUICGO)
 
 # The HTTP/3 load client of issue 42's benchmark rows (images/server/h3interop/quicgo/h3load; h2load's shape), in

@@ -3,8 +3,11 @@
 //! `_headers`, clean URLs, SPA navigations, CORS and OPTIONS, error pages, security headers, HSTS, HEAD, 405,
 //! bad paths, a large file served from disk) is sent by curl (libcurl's nghttp2, a real HTTP/2 client) over
 //! HTTP/1.1 and over HTTP/2, both on TLS (ALPN `h2`) and on the plain port with `--h2c` (prior knowledge); the
-//! status, every header field but `date` (in order) and the body must match. Also: ALPN and h2c are off when
-//! asked, the metrics and the access log say HTTP/2, and one connection multiplexes many requests.
+//! status, every header field but `date` (in order) and the body must match. The same table goes over HTTP/3 too
+//! (`--http3`; h3curl, quic-go's client: images/server/h3interop/quicgo/h3curl), against HTTP/1.1 over TLS: the
+//! status, the body and every field but `date` and `alt-svc`, sorted (that client keeps fields in a map). Also:
+//! ALPN and h2c are off when asked, the metrics and the access log say HTTP/2 (and HTTP/3), and one connection
+//! multiplexes many requests.
 
 mod common;
 
@@ -48,7 +51,32 @@ fn curl(proto: &str, ca: Option<&Path>, url: &str, method: &str, headers: &[(&st
     c.arg(url);
     let out = run(&mut c);
     assert!(out.status.success(), "curl {proto} {method} {url}: {}", String::from_utf8_lossy(&out.stderr));
-    let head = std::fs::read_to_string(&head).unwrap();
+    read_answer(&head, &body, method)
+}
+
+/// One request over HTTP/3 with h3curl (images/server/h3interop/quicgo/h3curl: quic-go's client, curl's `-D`/`-o`
+/// output), to 127.0.0.1 with `localhost` as the certificate's name and `:authority`, as curl sends for
+/// `https://localhost:PORT`. `make server-test` builds it and names it in HYPERSTATIC_H3CURL.
+fn h3curl(ca: &Path, port: u16, path: &str, method: &str, headers: &[(&str, &str)]) -> Answer {
+    let bin = std::env::var("HYPERSTATIC_H3CURL")
+        .expect("HYPERSTATIC_H3CURL names h3curl: run through `make server-test`, which builds it");
+    static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let dir = tempdir(&format!("h3-curl-{}", N.fetch_add(1, std::sync::atomic::Ordering::Relaxed)));
+    let (head, body) = (dir.join("head"), dir.join("body"));
+    let mut c = Command::new(bin);
+    c.arg("-ca-pem").arg(ca).args(["-server-name", "localhost", "-X", method, "-D"]).arg(&head).arg("-o").arg(&body);
+    for (k, v) in headers {
+        c.args(["-H", &format!("{k}: {v}")]);
+    }
+    c.arg(format!("https://127.0.0.1:{port}{path}"));
+    let out = run(&mut c);
+    assert!(out.status.success(), "h3curl {method} {path}: {}", String::from_utf8_lossy(&out.stderr));
+    read_answer(&head, &body, method)
+}
+
+/// An answer from curl's (or h3curl's) `-D` head file and `-o` body file.
+fn read_answer(head: &Path, body: &Path, method: &str) -> Answer {
+    let head = std::fs::read_to_string(head).unwrap();
     let mut lines = head.lines();
     let status_line = lines.next().unwrap();
     let mut parts = status_line.split(' ');
@@ -63,7 +91,7 @@ fn curl(proto: &str, ca: Option<&Path>, url: &str, method: &str, headers: &[(&st
         .filter(|(n, _)| n != "date")
         .collect();
     // With --head curl writes the head to the body file too: a HEAD answer has no body.
-    let body = if method == "HEAD" { Vec::new() } else { std::fs::read(&body).unwrap_or_default() };
+    let body = if method == "HEAD" { Vec::new() } else { std::fs::read(body).unwrap_or_default() };
     Answer { version, status, fields, body }
 }
 
@@ -198,6 +226,33 @@ fn every_answer_is_the_same_over_h2_as_over_http1() {
     assert_eq!(s.metric("hyperstatic_http2_connections_total{transport=\"tls\"}"), rows);
     common::wait_for("HTTP/2.0 in the access log", || s.log_contains("\"protocol\":\"HTTP/2.0\""));
     assert!(s.log_contains("\"protocol\":\"HTTP/1.1\""));
+}
+
+/// The same table over HTTP/3 (issue 42) against HTTP/1.1 over TLS: status, body and every field but `date` and
+/// `alt-svc` (answers over HTTP/3 do not advertise HTTP/3), compared sorted: quic-go's client keeps a response's
+/// fields in a map. The requests are counted as HTTP/3 and access-logged so.
+#[test]
+fn every_answer_is_the_same_over_h3_as_over_http1() {
+    let site = site("h2-site-same-h3");
+    let certs = tempdir("h3-certs");
+    let (s, ca) = start(&site, &certs, &["--http3"]);
+    s.wait_encoded();
+    let sorted = |a: &Answer| {
+        let mut f: Vec<_> = a.fields.iter().filter(|(n, _)| n != "alt-svc").cloned().collect();
+        f.sort();
+        f
+    };
+    for (method, path, headers) in table() {
+        let a = curl("--http1.1", Some(&ca), &format!("https://localhost:{}{path}", s.https), method, &headers);
+        let b = h3curl(&ca, s.https, path, method, &headers);
+        let what = format!("{method} {path} {headers:?}");
+        assert_eq!(b.version, "HTTP/3", "{what}");
+        assert_eq!(a.status, b.status, "{what}");
+        assert_eq!(sorted(&a), sorted(&b), "{what}");
+        assert!(a.fields.iter().any(|(n, _)| n == "alt-svc"), "{what}: HTTP/1.1 over TLS advertises HTTP/3");
+        assert_eq!(a.body, b.body, "{what}: bodies differ ({} vs {} bytes)", a.body.len(), b.body.len());
+    }
+    common::wait_for("HTTP/3.0 in the access log", || s.log_contains("\"protocol\":\"HTTP/3.0\""));
 }
 
 #[test]
