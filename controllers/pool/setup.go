@@ -39,7 +39,7 @@ const (
 // SetupWithManager registers the controller: it watches the pools, the objects they own, the StaticSites that ask
 // for a pool (spec changes and the hostnames they hold), the pools' pods, and every ConfigMap's metadata (the
 // tenants' sources and the pool's mirrors, from a metadata-only cache: their data never enters the operator's
-// memory; managercache.NewReferencedMetadata).
+// memory; managercache.ReferencedMetadata, shared with the StaticSite controller).
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	ctx := context.Background()
 	idx := mgr.GetFieldIndexer()
@@ -67,7 +67,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.APIReader == nil {
 		r.APIReader = mgr.GetAPIReader()
 	}
-	referenced, err := managercache.NewReferencedMetadata(mgr)
+	referenced, err := managercache.ReferencedMetadata(mgr)
 	if err != nil {
 		return err
 	}

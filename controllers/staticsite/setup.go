@@ -44,8 +44,8 @@ const (
 // and those CRDs themselves by name (optionalcrds.go).
 //
 // The referenced ConfigMaps and claims are the user's, unlabelled, anywhere in the cluster: they are watched as
-// metadata only, from a cache of their own (managercache.NewReferencedMetadata), so that the operator's memory
-// does not hold the cluster's ConfigMap data; reconcileContent reads the few a site names directly.
+// metadata only, from a cache apart from the manager's (managercache.ReferencedMetadata, one per manager, shared
+// with the pool controller), so that the operator's memory does not hold the cluster's ConfigMap data; reconcileContent reads the few a site names directly.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	ctx := context.Background()
 	idx := mgr.GetFieldIndexer()
@@ -81,7 +81,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.APIReader == nil {
 		r.APIReader = mgr.GetAPIReader()
 	}
-	referenced, err := managercache.NewReferencedMetadata(mgr)
+	referenced, err := managercache.ReferencedMetadata(mgr)
 	if err != nil {
 		return err
 	}

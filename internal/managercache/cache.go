@@ -32,7 +32,7 @@ func ManagerOptions(ownManagers ...string) cache.Options {
 // ConfigMaps are filtered too, although StaticSites serve the user's own: a cluster's ConfigMaps can add up to
 // gigabytes, and any full-object informer (a Get through the manager's client, an Owns or Watches of
 // corev1.ConfigMap) would hold them all. The StaticSite controller follows the ConfigMaps and claims that sites
-// name through a separate metadata-only cache (NewReferencedMetadata) and reads their data directly, by name.
+// name through a separate metadata-only cache (ReferencedMetadata) and reads their data directly, by name.
 // The filter applies to every informer of the kind in this cache, metadata-only ones included: that is why the
 // referenced objects need a cache of their own.
 //

@@ -33,7 +33,7 @@ func TestMain(m *testing.M) {
 // startManager runs a manager with the production cache settings and the referenced objects' cache.
 func startManager(t *testing.T) (ctrl.Manager, cache.Cache) {
 	t.Helper()
-	return startManagerWith(t, NewReferencedMetadata)
+	return startManagerWith(t, ReferencedMetadata)
 }
 
 // startManagerWith runs a manager with the production cache settings and the extra cache newCache adds to it.
@@ -118,6 +118,47 @@ func TestReferencedMetadataHoldsMetadataOnly(t *testing.T) {
 		if !errors.Is(err, errNotMetadata) {
 			t.Errorf("%s of a full ConfigMap: %v, want refused", what, err)
 		}
+	}
+}
+
+// Every controller of one manager that asks for the referenced objects' cache gets the same one (one informer, one
+// watch per kind, each ConfigMap's metadata held once); another manager gets its own; a stopped manager's entry
+// is dropped.
+func TestReferencedMetadataIsOnePerManager(t *testing.T) {
+	count := func() int { referenced.Lock(); defer referenced.Unlock(); return len(referenced.of) }
+	before := count()
+	mgr, first := startManager(t)
+	again, err := ReferencedMetadata(mgr)
+	testenv.Must(t, err)
+	if again != first {
+		t.Errorf("a second ask of one manager made a second cache")
+	}
+	_, other := startManager(t)
+	if other == first {
+		t.Errorf("two managers share one cache")
+	}
+	if n := count(); n != before+2 {
+		t.Errorf("%d managers' caches held, want %d", n, before+2)
+	}
+	// A manager of its own, stopped here, so that its cache's end can be waited for.
+	stop, err := env.NewManager(func(o *ctrl.Options) { o.Cache = cache.Options{ByObject: OwnedObjectsOnly()} })
+	testenv.Must(t, err)
+	_, err = ReferencedMetadata(stop)
+	testenv.Must(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- stop.Start(ctx) }()
+	testenv.Eventually(t, "the third manager's cache synced", func() error {
+		c, _ := ReferencedMetadata(stop)
+		if !c.WaitForCacheSync(ctx) {
+			return errors.New("not synced")
+		}
+		return nil
+	})
+	cancel()
+	testenv.Must(t, <-done)
+	if n := count(); n != before+2 {
+		t.Errorf("after a manager stopped, %d managers' caches held, want %d", n, before+2)
 	}
 }
 

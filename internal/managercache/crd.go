@@ -15,7 +15,7 @@ import (
 // list and watch against RBAC's resourceNames: the operator needs no permission on the cluster's other CRDs.
 func NewCRDMetadata(mgr manager.Manager, name string) (cache.Cache, error) {
 	return newMetadataCache(mgr, cache.Options{DefaultFieldSelector: fields.OneTermEqualSelector("metadata.name", name)},
-		"the metadata cache of CRD "+name)
+		"the metadata cache of CRD "+name, nil)
 }
 
 // CRDMetadata is the metadata-only form of a CustomResourceDefinition, the object a NewCRDMetadata cache watches

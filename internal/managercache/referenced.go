@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -12,19 +13,44 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 )
 
-// NewReferencedMetadata adds to the manager, and returns, a cache of object metadata only, for the user's objects
-// that StaticSites reference by name (ConfigMaps, PersistentVolumeClaims): their watch events tell the controller
-// when to look again, and the controller then reads the named objects directly. It is unfiltered (the user's
-// objects carry no label of ours) and holds, per object, its metadata without managed fields: a few hundred
-// bytes, whatever the object's data.
+// ReferencedMetadata returns the manager's cache of object metadata only, for the user's objects that StaticSites
+// reference by name (ConfigMaps, PersistentVolumeClaims), adding it to the manager on the first call: their watch
+// events tell the controllers when to look again, and the controllers then read the named objects directly. It is
+// unfiltered (the user's objects carry no label of ours) and holds, per object, its metadata without managed fields:
+// a few hundred bytes, whatever the object's data.
+//
+// One per manager, whoever asks: the StaticSite and the pool controllers both follow tenants' ConfigMaps (the pool's
+// mirrors among them), and a cache each held every ConfigMap's metadata twice and watched them twice (about half of
+// the 14.5 MB these caches took at 3,000 pool sites; docs/bench/operator-memory-2026-12-04.md). The manager's entry
+// is dropped when the cache stops, so a process that runs many managers (the test suites) does not keep them.
 //
 // It refuses full objects (see metadataOnly): a structured informer here would cache every ConfigMap of the
 // cluster, data included, which is what OwnedObjectsOnly keeps out of the manager's cache.
 //
 // The manager starts it with its own caches, before the controllers, and waits for it to sync.
-func NewReferencedMetadata(mgr manager.Manager) (cache.Cache, error) {
-	return newMetadataCache(mgr, cache.Options{}, "the referenced objects' metadata cache")
+func ReferencedMetadata(mgr manager.Manager) (cache.Cache, error) {
+	referenced.Lock()
+	defer referenced.Unlock()
+	if c, ok := referenced.of[mgr]; ok {
+		return c, nil
+	}
+	c, err := newMetadataCache(mgr, cache.Options{}, "the referenced objects' metadata cache", func() {
+		referenced.Lock()
+		defer referenced.Unlock()
+		delete(referenced.of, mgr)
+	})
+	if err != nil {
+		return nil, err
+	}
+	referenced.of[mgr] = c
+	return c, nil
 }
+
+// referenced holds each running (or not yet started) manager's referenced-objects cache.
+var referenced = struct {
+	sync.Mutex
+	of map[manager.Manager]cache.Cache
+}{of: map[manager.Manager]cache.Cache{}}
 
 // NewOwnedMetadata adds to the manager, and returns, a cache of object metadata only for the children whose CRDs
 // may be missing (HTTPRoutes, PodMonitors, Certificates), restricted to the objects the operator labelled as its
@@ -32,11 +58,12 @@ func NewReferencedMetadata(mgr manager.Manager) (cache.Cache, error) {
 // created, and fails when a CRD is not installed. Here an informer starts only when a controller first watches the
 // kind (after it has found the CRD), with the same label filter.
 func NewOwnedMetadata(mgr manager.Manager) (cache.Cache, error) {
-	return newMetadataCache(mgr, cache.Options{DefaultLabelSelector: ownedSelector()}, "the owned optional children's metadata cache")
+	return newMetadataCache(mgr, cache.Options{DefaultLabelSelector: ownedSelector()}, "the owned optional children's metadata cache", nil)
 }
 
-// newMetadataCache adds to the manager, and returns, a metadata-only cache narrowed by the selectors of narrow.
-func newMetadataCache(mgr manager.Manager, narrow cache.Options, what string) (cache.Cache, error) {
+// newMetadataCache adds to the manager, and returns, a metadata-only cache narrowed by the selectors of narrow;
+// stopped (if not nil) is called when the cache has stopped.
+func newMetadataCache(mgr manager.Manager, narrow cache.Options, what string, stopped func()) (cache.Cache, error) {
 	c, err := cache.New(mgr.GetConfig(), cache.Options{
 		HTTPClient:           mgr.GetHTTPClient(),
 		Scheme:               mgr.GetScheme(),
@@ -49,7 +76,7 @@ func newMetadataCache(mgr manager.Manager, narrow cache.Options, what string) (c
 		return nil, fmt.Errorf("create %s: %w", what, err)
 	}
 	mc := metadataOnly{c}
-	if err := mgr.Add(startWithCaches{mc}); err != nil {
+	if err := mgr.Add(startWithCaches{mc, stopped}); err != nil {
 		return nil, err
 	}
 	return mc, nil
@@ -57,9 +84,19 @@ func newMetadataCache(mgr manager.Manager, narrow cache.Options, what string) (c
 
 // startWithCaches puts a cache in the manager's group of caches (the manager recognises them by GetCache), which
 // start on every replica before any controller and are waited for, rather than with the leader's controllers.
-type startWithCaches struct{ cache.Cache }
+type startWithCaches struct {
+	cache.Cache
+	stopped func() // if not nil, called once the cache has stopped
+}
 
 func (s startWithCaches) GetCache() cache.Cache { return s.Cache }
+
+func (s startWithCaches) Start(ctx context.Context) error {
+	if s.stopped != nil {
+		defer s.stopped()
+	}
+	return s.Cache.Start(ctx)
+}
 
 // metadataOnly is a cache that serves and watches metav1.PartialObjectMetadata(List) only.
 type metadataOnly struct{ cache.Cache }
