@@ -16,7 +16,8 @@ a self-signed P-256 certificate (openssl), starts the server with --http3 on loo
   for a client arriving during a flood of half-open handshakes (and none without one).
   Finally SIGTERM: the server must drain and exit 0. Then a second server whose site value limits each client to 2
   requests per 600 s: the third request gets 429 with Retry-After over HTTP/3 too, counted and access-logged. Then
-  a third whose /team/ needs a signed-in member of group eng (access.sso): without a session cookie a navigation
+  0-RTT: off by default (no ticket offers early data), and with --http3-early-data GET and HEAD sent in 0-RTT are
+  answered, a POST in it gets 425 Too Early, and a ticket used twice resumes only once. Then a third whose /team/ needs a signed-in member of group eng (access.sso): without a session cookie a navigation
   is redirected to sign in and a fetch gets 401, a good cookie (whole or in split cookie fields) gets the page with
   Cache-Control private, an expired, tampered or unknown-key cookie is no session, a wrong group gets 403.
 
@@ -348,9 +349,11 @@ def run_quic_go(binary, client, work):
     # The drain is aioquic's part. The handshake limit is raised to the client's own (30 s): through 30 % loss each
     # way, PTO backoff can take a handshake past the default 10 s (once in about nine runs, 2026-12-05: connection
     # 5 of handshakeloss closed by the server with an application error after 13.97 s), and those cases test loss
-    # recovery, not the slow-handshake defence (tests/h3.rs holds that one).
+    # recovery, not the slow-handshake defence (tests/h3.rs holds that one). 0-RTT is on for the zerortt case
+    # (run_early_data checks it off by default).
     p, port, admin, cert, log_path = start(binary, work, site, "[::]:0", "server-quic-go", padding_names=200,
-                                           extra=("--drain-delay", "0s", "--header-timeout", "30s"))
+                                           extra=("--drain-delay", "0s", "--header-timeout", "30s",
+                                                  "--http3-early-data"))
     t = time.time()
     try:
         out = subprocess.run([client, "-addr", f"127.0.0.1:{port}", "-addr6", f"[::1]:{port}",
@@ -553,6 +556,76 @@ def run_retire(binary, work, site, files):
         stop(p, f"the {flag} server")
 
 
+async def resumed_early(port, cert, ticket, asks):
+    """A connection resuming `ticket` whose requests `asks` ((method, path) each) go out before its handshake
+    ends: in 0-RTT when the ticket allows it. Then one POST after the handshake. ((status, body) of each ask, of the
+    POST, whether it resumed, whether the server accepted early data)."""
+    cfg = QuicConfiguration(is_client=True, alpn_protocols=H3_ALPN, server_name="localhost", session_ticket=ticket)
+    cfg.load_verify_locations(cert)
+    async with connect("127.0.0.1", port, configuration=cfg, create_protocol=Client, wait_connected=False) as c:
+        answers = [(s, b) for s, _, b in await asyncio.gather(*(c.request(m, p) for m, p in asks))]
+        # Not c.wait_connected(): aioquic 1.7.2 marks the connection connected only for a waiter present when the
+        # handshake completes, and waits forever after it.
+        for _ in range(1000):
+            if c._quic._handshake_complete:
+                break
+            await asyncio.sleep(0.01)
+        s, _, b = await c.request("POST", "/small.txt")
+        return answers, (s, b), c._quic.tls.session_resumed, bool(c._quic.tls.early_data_accepted)
+
+
+async def ticket_from(port, cert):
+    """The session ticket a first connection (one GET) is given."""
+    tickets = []
+    cfg = QuicConfiguration(is_client=True, alpn_protocols=H3_ALPN, server_name="localhost")
+    cfg.load_verify_locations(cert)
+    async with connect("127.0.0.1", port, configuration=cfg, create_protocol=Client,
+                       session_ticket_handler=tickets.append) as c:
+        await c.request("GET", "/small.txt")
+        for _ in range(100):  # the ticket comes after the handshake, perhaps after the answer
+            if tickets:
+                break
+            await asyncio.sleep(0.05)
+    return tickets[0] if tickets else None
+
+
+def run_early_data(binary, work, site, files):
+    """0-RTT: off by default (the ticket offers no early data, a client that tries gets its requests answered
+    over 1-RTT); with --http3-early-data, GET and HEAD sent in 0-RTT are answered, a POST in it gets 425 Too Early
+    (RFC 8470) and after the handshake the usual 405, and a ticket is good once: a second connection with the same
+    ticket (a replay of the first flight) resumes nothing and sends nothing early."""
+    asks = (("GET", "/small.txt"), ("HEAD", "/small.txt"), ("POST", "/small.txt"))
+    for extra in ((), ("--http3-early-data",)):
+        on = bool(extra)
+        p, port, admin, cert, log_path = start(binary, work, site, "127.0.0.1:0", name="early" + str(on), extra=extra)
+        try:
+            ticket = asyncio.run(ticket_from(port, cert))
+            offered = ticket is not None and ticket.max_early_data_size is not None
+            check(f"0-RTT {'on' if on else 'off by default'}: the session ticket "
+                  f"{'offers' if on else 'does not offer'} early data", ticket is not None and offered == on,
+                  f"ticket {ticket and ticket.max_early_data_size}")
+            answers, post, resumed, early = asyncio.run(resumed_early(port, cert, ticket, asks))
+            small = files["small.txt"]
+            want = [(200, small), (200, b""), (425, b"425 Too Early\n") if on else (405, b"405 Method Not Allowed\n")]
+            check(f"0-RTT {'on' if on else 'off'}: a resumed connection's GET, HEAD and POST sent before its "
+                  f"handshake ended {'in 0-RTT: 200, 200, 425' if on else 'over 1-RTT: 200, 200, 405'}; a POST after "
+                  "it 405", resumed and early == on and answers == want and post[0] == 405,
+                  f"resumed {resumed}, early data accepted {early}, answers {answers}, then POST {post[0]}")
+            if on:
+                answers, _, resumed, early = asyncio.run(resumed_early(port, cert, ticket, asks[:1]))
+                check("0-RTT on: the same ticket again (a replay) resumes nothing and sends nothing early; its GET "
+                      "is answered after a full handshake", not resumed and not early and answers == [(200, small)],
+                      f"resumed {resumed}, early data accepted {early}, answers {answers}")
+                metrics = subprocess.run(["curl", "-s", f"http://127.0.0.1:{admin}/metrics"], capture_output=True,
+                                         text=True).stdout
+                check("0-RTT on: the 425 counted in hyperstatic_requests_total",
+                      'hyperstatic_requests_total{code="425"} 1\n' in metrics,
+                      [m for m in metrics.splitlines() if m.startswith("hyperstatic_requests_total")])
+        except Exception as e:
+            check(f"0-RTT {'on' if on else 'off'}: the exchanges completed", False, repr(e))
+        stop(p, f"the 0-RTT {'on' if on else 'off'} server")
+
+
 def run_limits(binary, work, site):
     """Fair share over HTTP/3 (limits.perClient in the site value): past its burst a client gets 429 with
     Retry-After, the same reply HTTP/1.1 and HTTP/2 give (answer/limit.rs), counted and access-logged as limited."""
@@ -720,6 +793,7 @@ def main():
             print(open(log_path).read()[-3000:])
         run_limits(binary, work, site)
         run_retire(binary, work, site, files)
+        run_early_data(binary, work, site, files)
         run_sso(binary, work)
         if client is not None:
             run_quic_go(binary, client, work)

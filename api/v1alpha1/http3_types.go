@@ -29,6 +29,13 @@ type HTTP3Spec struct {
 	// +kubebuilder:validation:Maximum=65535
 	// +optional
 	AdvertisedPort *int32 `json:"advertisedPort,omitempty"`
+
+	// earlyData accepts QUIC 0-RTT from a visitor coming back: its first requests travel with its first packets,
+	// a round trip sooner. Early data can be replayed, so a request that arrives in it is answered only for GET and
+	// HEAD, and any other method gets 425 Too Early (browsers retry it after the handshake); each session ticket is
+	// good for one resumption with the pod that issued it. Default off.
+	// +optional
+	EarlyData *bool `json:"earlyData,omitempty"`
 }
 
 // HTTP3On says the site's server serves HTTP/3: spec.tls is set and spec.http3.enabled is true (the default is off

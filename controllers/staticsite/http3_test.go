@@ -41,6 +41,11 @@ func TestDesiredHTTP3(t *testing.T) {
 			[]string{"--http3", "--alt-svc-port", "9443"}, "h3,h2,http/1.1"},
 		{"on: the load balancer's port", tls, &v1alpha1.HTTP3Spec{Enabled: ptr.To(true), AdvertisedPort: ptr.To[int32](30443)}, 9443,
 			[]string{"--http3", "--alt-svc-port", "30443"}, "h3,h2,http/1.1"},
+		{"on with 0-RTT", tls, &v1alpha1.HTTP3Spec{Enabled: ptr.To(true), EarlyData: ptr.To(true)}, 0,
+			[]string{"--http3", "--alt-svc-port", "443", "--http3-early-data"}, "h3,h2,http/1.1"},
+		{"on, 0-RTT off as written", tls, &v1alpha1.HTTP3Spec{Enabled: ptr.To(true), EarlyData: ptr.To(false)}, 0,
+			[]string{"--http3", "--alt-svc-port", "443"}, "h3,h2,http/1.1"},
+		{"off: 0-RTT with it", tls, &v1alpha1.HTTP3Spec{Enabled: ptr.To(false), EarlyData: ptr.To(true)}, 0, nil, "h2,http/1.1"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			site := newSite(v1alpha1.ContentSource{Image: "x"})
@@ -178,7 +183,7 @@ func h3Args(args []string) []string {
 	var out []string
 	for i, a := range args {
 		switch a {
-		case "--http3":
+		case "--http3", "--http3-early-data":
 			out = append(out, a)
 		case "--alt-svc-port":
 			out = append(out, args[i:min(i+2, len(args))]...)

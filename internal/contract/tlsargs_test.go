@@ -17,7 +17,8 @@ import (
 )
 
 // The TLS contract: what spec.tls (and spec.service.httpsPort, spec.http3) make the operator pass the server
-// (serverargs.go: --tls-listen, --tls-cert, --tls-key, --http2; http3.go: --http3, --alt-svc-port; the site value:
+// (serverargs.go: --tls-listen, --tls-cert, --tls-key, --http2; http3.go: --http3, --alt-svc-port,
+// --http3-early-data; the site value:
 // httpsRedirect with the port, hsts, and spec.server.limits.perClientHandshakes, which needs spec.tls) is accepted
 // by the real server. --check loads the certificate, so the Secret's mount path is swapped for a real pair, as
 // --root is for a real site; the check must then report the certificate it loaded.
@@ -54,6 +55,8 @@ func TestContractTLSArgsAcceptedByServer(t *testing.T) {
 		{name: "http3 on, a load balancer's port advertised, with http2 off", tls: v1alpha1.TLSSpec{SecretName: "site-tls",
 			HTTP2: ptr.To(false)}, service: v1alpha1.ServiceSpec{HTTPSPort: 8443},
 			http3: &v1alpha1.HTTP3Spec{Enabled: ptr.To(true), AdvertisedPort: ptr.To[int32](65535)}},
+		{name: "http3 on with 0-RTT", tls: v1alpha1.TLSSpec{SecretName: "site-tls"},
+			http3: &v1alpha1.HTTP3Spec{Enabled: ptr.To(true), EarlyData: ptr.To(true)}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

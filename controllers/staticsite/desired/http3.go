@@ -28,13 +28,18 @@ func HTTP3AdvertisedPort(site *v1alpha1.StaticSite) int32 {
 	return HTTPSServicePort(site)
 }
 
-// http3Args are the server flags for HTTP/3: --http3 and --alt-svc-port, or none when it is off. The advertised
-// port is always passed: the server's own default, the pod's port (8443), is never the one visitors reach.
+// http3Args are the server flags for HTTP/3: --http3 and --alt-svc-port, and --http3-early-data when
+// spec.http3.earlyData is true; none when it is off. The advertised port is always passed: the server's own
+// default, the pod's port (8443), is never the one visitors reach.
 func http3Args(site *v1alpha1.StaticSite) []string {
 	if !site.HTTP3On() {
 		return nil
 	}
-	return []string{"--http3", "--alt-svc-port", strconv.Itoa(int(HTTP3AdvertisedPort(site)))}
+	args := []string{"--http3", "--alt-svc-port", strconv.Itoa(int(HTTP3AdvertisedPort(site)))}
+	if e := site.Spec.HTTP3.EarlyData; e != nil && *e {
+		args = append(args, "--http3-early-data")
+	}
+	return args
 }
 
 // withHTTP3Port adds the server container's UDP port h3 (the https port's number) when HTTP/3 is on.

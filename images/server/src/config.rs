@@ -76,6 +76,8 @@ pub struct Config {
     /// `--http3-ack-every`: the packets per ACK asked of clients that support the ACK frequency extension; 0 = none
     /// asked (server/h3.rs).
     pub http3_ack_every: u32,
+    /// `--http3-early-data`: 0-RTT accepted, GET and HEAD served from it, `425 Too Early` otherwise (server/h3.rs).
+    pub http3_early_data: bool,
     /// `--h2c`: the plain listener also speaks HTTP/2 to a connection that opens with the client preface.
     pub h2c: bool,
     /// `--proxy-protocol`: every TCP connection opens with a PROXY v2 header naming the client (server/proxy.rs).
@@ -130,6 +132,7 @@ impl Default for Config {
             tls_listen: "[::]:8443".parse().unwrap(),
             alt_svc_port: None,
             http3_ack_every: 0,
+            http3_early_data: false,
             h2c: false,
             proxy_protocol: false,
             sites: None,
@@ -235,6 +238,9 @@ fn from_flags(f: Flags, matches: &ArgMatches) -> Result<Config, String> {
     if f.alt_svc_port.is_some() && !f.http3 {
         return Err("--alt-svc-port needs --http3: it is the port HTTP/3 is advertised on".into());
     }
+    if f.http3_early_data && !f.http3 {
+        return Err("--http3-early-data needs --http3: it is HTTP/3's 0-RTT".into());
+    }
     if f.http3_ack_every == 1 || f.http3_ack_every > MAX_ACK_EVERY {
         return Err(format!(
             "--http3-ack-every {}: 0 (ask clients nothing) or 2 to {MAX_ACK_EVERY} packets per acknowledgement",
@@ -304,6 +310,7 @@ fn from_flags(f: Flags, matches: &ArgMatches) -> Result<Config, String> {
         tls_listen: f.tls_listen,
         alt_svc_port: f.alt_svc_port,
         http3_ack_every: f.http3_ack_every,
+        http3_early_data: f.http3_early_data,
         h2c: f.h2c,
         proxy_protocol: f.proxy_protocol,
         sites: f.sites,
@@ -649,6 +656,10 @@ mod tests {
         assert_eq!(flags(&h3).unwrap().http3_ack_every, Config::default().http3_ack_every);
         assert_eq!(flags(&[&h3[..], &["--http3-ack-every", "10"]].concat()).unwrap().http3_ack_every, 10);
         assert_eq!(flags(&[&h3[..], &["--http3-ack-every", "0"]].concat()).unwrap().http3_ack_every, 0);
+        assert!(!flags(&h3).unwrap().http3_early_data, "0-RTT is off by default");
+        assert!(flags(&[&h3[..], &["--http3-early-data"]].concat()).unwrap().http3_early_data);
+        assert!(error(&["--tls-cert", "c", "--tls-key", "k", "--http3-early-data"])
+            .contains("--http3-early-data needs --http3"));
         for bad in ["1", "65"] {
             assert!(
                 error(&[&h3[..], &["--http3-ack-every", bad]].concat()).contains("0 (ask clients nothing) or 2 to 64")

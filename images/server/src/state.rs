@@ -13,9 +13,9 @@ use crate::site::content::Table;
 /// Status codes counted in hyperstatic_requests_total.
 /// 204 (OPTIONS, cors.rs), 308 (--https-redirect, redirect rules), 302 and 307 (redirect rules, rules/) came
 /// later and sit at the end, so the older slots keep their indexes; so did 429 (a pool site past its requests per
-/// second, pool/limits.rs).
-pub const CODES: [u16; 21] =
-    [200, 206, 301, 304, 400, 404, 405, 408, 412, 414, 416, 431, 500, 501, 503, 505, 204, 308, 302, 307, 429];
+/// second, pool/limits.rs), and 425 (a request in HTTP/3 early data other than GET or HEAD, server/h3_conn.rs).
+pub const CODES: [u16; 22] =
+    [200, 206, 301, 304, 400, 404, 405, 408, 412, 414, 416, 431, 500, 501, 503, 505, 204, 308, 302, 307, 429, 425];
 
 #[inline]
 pub fn code_index(status: u16) -> usize {
@@ -40,6 +40,7 @@ pub fn code_index(status: u16) -> usize {
         302 => 18,
         307 => 19,
         429 => 20,
+        425 => 21,
         _ => 12,
     }
 }

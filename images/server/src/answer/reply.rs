@@ -268,6 +268,7 @@ statuses! {
     412 "Precondition Failed",
     414 "URI Too Long",
     416 "Range Not Satisfiable",
+    425 "Too Early",
     429 "Too Many Requests",
     431 "Request Header Fields Too Large",
     501 "Not Implemented",

@@ -2,7 +2,9 @@
 //! socket (server/h3.rs, sys/steer.rs), and what one issues another must be able to check.
 //! * the Retry and NEW_TOKEN token key: a client's next connection, from another port, may reach another worker;
 //! * the stateless-reset key: the token a client was given with an ID is the one any worker's reset carries;
-//! * the connection-ID hash key (quic/cid.rs): each worker recognizes the others' IDs.
+//! * the connection-ID hash key (quic/cid.rs): each worker recognizes the others' IDs;
+//! * with `--http3-early-data`, the sessions 0-RTT resumes (`sessions`): a client's next connection may reach
+//!   another worker.
 
 use std::collections::hash_map::RandomState;
 use std::sync::Arc;
@@ -10,11 +12,18 @@ use std::sync::Arc;
 use quinn_proto::crypto::{HandshakeTokenKey, HmacKey};
 use ring::rand::{SecureRandom, SystemRandom};
 use ring::{hkdf, hmac};
+use rustls::server::{ServerSessionMemoryCache, StoresServerSessions};
+
+/// Sessions kept for 0-RTT: the newest 8,192 tickets (one per connection), each a few hundred bytes; a client whose
+/// ticket was pushed out resumes nothing and makes a full handshake, as on a replica that never saw it.
+const EARLY_DATA_SESSIONS: usize = 8192;
 
 pub struct Keys {
     pub token: Arc<dyn HandshakeTokenKey>,
     pub reset: Arc<dyn HmacKey>,
     pub cid: RandomState,
+    /// The sessions HTTP/3 resumes when 0-RTT is on (server/h3.rs says why they are kept here and not in tickets).
+    pub sessions: Arc<dyn StoresServerSessions>,
 }
 
 impl Keys {
@@ -26,7 +35,12 @@ impl Keys {
         let token = hkdf::Salt::new(hkdf::HKDF_SHA256, &[]).extract(&secret);
         rng.fill(&mut secret).expect("the system random source");
         let reset = hmac::Key::new(hmac::HMAC_SHA256, &secret);
-        Keys { token: Arc::new(token), reset: Arc::new(reset), cid: RandomState::new() }
+        Keys {
+            token: Arc::new(token),
+            reset: Arc::new(reset),
+            cid: RandomState::new(),
+            sessions: ServerSessionMemoryCache::new(EARLY_DATA_SESSIONS),
+        }
     }
 }
 

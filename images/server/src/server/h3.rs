@@ -112,23 +112,59 @@ pub(super) struct Quic {
     drain_since: Option<Instant>,
 }
 
-/// The QUIC server configuration from the serving TLS one: the same certificate, ticketer and session cache,
-/// ALPN `h3` only, no 0-RTT (TLS 1.3 is QUIC's own: rustls negotiates nothing older on a QUIC connection).
-/// The token key is the process's (`Keys`): a Retry or NEW_TOKEN token from one worker is valid at every other.
+/// The QUIC server configuration from the serving TLS one: the same certificate, ALPN `h3` only (TLS 1.3 is
+/// QUIC's own: rustls negotiates nothing older on a QUIC connection). The token key is the process's (`Keys`): a
+/// Retry or NEW_TOKEN token from one worker is valid at every other.
+///
+/// Without `early_data`: the serving configuration's ticketer and session cache, and no 0-RTT. With it, 0-RTT is
+/// accepted from a client resuming a session of this process, and sessions are kept in the process (`Keys`'
+/// cache) instead of encrypted into tickets: rustls accepts early data only from such a session, because a stored
+/// session is taken out when it is resumed, so a ticket (and the early data sent with it) is good once. A
+/// replayed copy of the first flight, to this process or a replica, resumes nothing. Early data can still be
+/// replayed within the connection's own first flight by the network, which is why a request arriving in it is
+/// served only for GET and HEAD (server/h3_conn.rs: `425 Too Early` otherwise).
 fn server_config(
     tls: &Arc<rustls::ServerConfig>,
     transport: &Arc<quinn_proto::TransportConfig>,
     keys: &Keys,
+    early_data: bool,
 ) -> Option<Arc<quinn_proto::ServerConfig>> {
     let mut c = (**tls).clone();
     c.alpn_protocols = vec![b"h3".to_vec()];
     c.max_early_data_size = 0;
+    if early_data {
+        // QUIC allows no other size (RFC 9001 §4.6.1).
+        c.max_early_data_size = u32::MAX;
+        c.ticketer = Arc::new(InProcessSessions);
+        c.session_storage = keys.sessions.clone();
+        // One ticket per connection: each is good once, and a client keeps one per origin.
+        c.send_tls13_tickets = 1;
+    }
     let crypto = QuicServerConfig::try_from(c).ok()?;
     let mut s = quinn_proto::ServerConfig::new(Arc::new(crypto), keys.token.clone());
     s.transport_config(transport.clone());
     // Initial packets waiting for accept/retry/refuse: we decide each at once, so little ever waits.
     s.max_incoming(1024).incoming_buffer_size(16 * 1024).incoming_buffer_size_total(1 << 20);
     Some(Arc::new(s))
+}
+
+/// A ticketer that makes no tickets: rustls then stores each session in `session_storage` and hands out its key.
+#[derive(Debug)]
+struct InProcessSessions;
+
+impl rustls::server::ProducesTickets for InProcessSessions {
+    fn enabled(&self) -> bool {
+        false
+    }
+    fn lifetime(&self) -> u32 {
+        0
+    }
+    fn encrypt(&self, _: &[u8]) -> Option<Vec<u8>> {
+        None
+    }
+    fn decrypt(&self, _: &[u8]) -> Option<Vec<u8>> {
+        None
+    }
 }
 
 fn transport(idle: Duration, gso: bool, ack_every: u32) -> quinn_proto::TransportConfig {
@@ -187,7 +223,7 @@ impl Worker {
         let gso = udp::gso_supported(fd);
         let idle = self.shared.cfg.keepalive_timeout.max(Duration::from_secs(1));
         let transport = Arc::new(transport(idle, gso, self.shared.cfg.http3_ack_every));
-        let Some(config) = server_config(&tls, &transport, &keys) else {
+        let Some(config) = server_config(&tls, &transport, &keys, self.shared.cfg.http3_early_data) else {
             log::error("http3: the TLS configuration has no QUIC initial cipher suite", &[]);
             return self;
         };
@@ -273,7 +309,7 @@ impl Worker {
         let now = Instant::now();
         if let Some(local) = &self.tls_config {
             if !Arc::ptr_eq(&q.tls_from, &local.value) {
-                if let Some(c) = server_config(&local.value, &q.transport, &q.keys) {
+                if let Some(c) = server_config(&local.value, &q.transport, &q.keys, self.shared.cfg.http3_early_data) {
                     q.endpoint.set_server_config(Some(c));
                 }
                 q.tls_from = local.value.clone();

@@ -551,7 +551,11 @@ impl Worker {
                     continue;
                 }
                 *answered = true;
-                match self.h3_answer(q, head, c.conn.remote_address())? {
+                // Still handshaking with a whole request head: it came in 0-RTT (the client's 1-RTT packets
+                // follow its Finished, which ends the handshake). A head only begun in 0-RTT is answered once the
+                // handshake ends, and a replay of the first flight cannot end it.
+                let early = c.conn.is_handshaking();
+                match self.h3_answer(q, head, c.conn.remote_address(), early)? {
                     Answer::Malformed => {
                         c.refuse_stream(id, Code::MessageError);
                         resp.done = true;
@@ -600,8 +604,16 @@ impl Worker {
     }
 
     /// Decodes and answers one request head (`None`: over our size bound, 431) into `q.head`; counted, timed and
-    /// access-logged as HTTP/1.1 and HTTP/2 requests are.
-    fn h3_answer(&mut self, q: &mut Scratch, section: Option<&[u8]>, peer: SocketAddr) -> Result<Answer, ConnError> {
+    /// access-logged as HTTP/1.1 and HTTP/2 requests are. `early`: it arrived in 0-RTT, which may be a replay, so
+    /// only GET and HEAD are answered; any other method gets `425 Too Early` and its client retries it after the
+    /// handshake (RFC 8470 §5.2; RFC 9114 §4.2.2's rule that a request the server did not process may be retried).
+    fn h3_answer(
+        &mut self,
+        q: &mut Scratch,
+        section: Option<&[u8]>,
+        peer: SocketAddr,
+        early: bool,
+    ) -> Result<Answer, ConnError> {
         let table = sys::mem::detach(&self.table.value);
         let site = Site { table, spa_fallback: table.spa_fallback };
         let start_ns = *q.batch_start.get_or_insert_with(timing::now_ns);
@@ -634,6 +646,7 @@ impl Worker {
                         limited = true;
                         refused
                     }
+                    None if early && !(is_head || r.method() == b"GET") => Reply::plain(425, false, false),
                     None => match super::h2::ask(r) {
                         None => Reply::plain(400, false, is_head),
                         Some(a) => {
