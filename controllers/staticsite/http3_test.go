@@ -94,16 +94,17 @@ func TestDesiredHTTP3(t *testing.T) {
 }
 
 // Against the API server: spec.http3 on a running TLS site adds the UDP port to the Service (beside the TCP ones)
-// and the flags and UDP port to the pods, and status.protocols says h3; turning it off, then removing the field,
-// takes every piece back through server-side apply.
+// and the flags and UDP port to the pods, and status.protocols says h3; earlyData adds 0-RTT's flag and taking it
+// away removes it; turning it off, then removing the field, takes every piece back through server-side apply.
 func TestHTTP3ReachesTheServiceAndPods(t *testing.T) {
 	ctx := context.Background()
 	ns := namespace(t)
 	site := createSite(t, ns, "quic", v1alpha1.StaticSiteSpec{Content: v1alpha1.ContentSource{Image: "example/quic:v1"},
 		TLS: &v1alpha1.TLSSpec{SecretName: "quic-tls"}, Service: v1alpha1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer},
 		HTTP3: &v1alpha1.HTTP3Spec{Enabled: ptr.To(true)}})
-	// served waits until the Service and the Deployment say on (or off) with HTTP/3, both at once.
-	served := func(on bool, advertised string) {
+	// served waits until the Service and the Deployment say on (or off) with HTTP/3, both at once; early: with
+	// 0-RTT (spec.http3.earlyData).
+	served := func(on bool, advertised string, early ...bool) {
 		t.Helper()
 		testenv.Eventually(t, fmt.Sprintf("HTTP/3 on=%v advertised %s", on, advertised), func() error {
 			svc := &corev1.Service{}
@@ -130,7 +131,11 @@ func TestHTTP3ReachesTheServiceAndPods(t *testing.T) {
 			}
 			c := d.Spec.Template.Spec.Containers[0]
 			args := h3Args(c.Args)
-			if on && !slices.Equal(args, []string{"--http3", "--alt-svc-port", advertised}) || !on && len(args) != 0 {
+			want := []string{"--http3", "--alt-svc-port", advertised}
+			if len(early) == 1 && early[0] {
+				want = append(want, "--http3-early-data")
+			}
+			if on && !slices.Equal(args, want) || !on && len(args) != 0 {
 				return fmt.Errorf("args %q", c.Args)
 			}
 			hasUDP := slices.ContainsFunc(c.Ports, func(p corev1.ContainerPort) bool {
@@ -151,6 +156,11 @@ func TestHTTP3ReachesTheServiceAndPods(t *testing.T) {
 	waitSite(t, ns, "quic", "protocols h3,h2,http/1.1", protocolsAre("h3,h2,http/1.1"))
 
 	updateSite(t, site, func(s *v1alpha1.StaticSite) { s.Spec.HTTP3.AdvertisedPort = ptr.To[int32](30443) })
+	served(true, "30443")
+
+	updateSite(t, site, func(s *v1alpha1.StaticSite) { s.Spec.HTTP3.EarlyData = ptr.To(true) })
+	served(true, "30443", true)
+	updateSite(t, site, func(s *v1alpha1.StaticSite) { s.Spec.HTTP3.EarlyData = nil })
 	served(true, "30443")
 
 	updateSite(t, site, func(s *v1alpha1.StaticSite) { s.Spec.HTTP3.Enabled = ptr.To(false) })
