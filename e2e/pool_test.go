@@ -81,6 +81,15 @@ func testPool(t *testing.T) {
 	if len(after) != len(before) {
 		t.Errorf("adding %d pool sites changed the pod count from %d to %d: %v", len(sites), len(before), len(after), after)
 	}
+	// One more site on a pool already serving the others: what a tenant waits for when adding a site (the batch
+	// above measures the pool's start). Its files are fetched with the others' below.
+	one := smallPoolSite(rand.New(rand.NewPCG(40, 2)), tenants[1], "s-added")
+	added := time.Now()
+	createPoolSites(ctx, t, pool.Name, []poolSite{one})
+	waitPoolSitesServed(t, []poolSite{one}, 0, 2*time.Minute)
+	t.Logf("MEASURED pool: one more ConfigMap site (%d files) on the pool serving %d -> served by both pool pods: %.1f s (status polled each second)",
+		poolFilesPerSite, len(sites), time.Since(added).Seconds())
+	sites = append(sites, one)
 
 	t.Run("by-service-name", func(t *testing.T) { poolFetchByService(t, tenants[0], sites) })
 	pods := poolServerPods(ctx, t, pool)
@@ -118,38 +127,44 @@ func poolSiteSet(t *testing.T, tenants []string) []poolSite {
 	docs.hostname = "pydocs." + docs.ns + ".pool.e2e.test"
 	out = append(out, docs)
 	for i := range poolSites - 1 {
-		s := poolSite{ns: tenants[i%len(tenants)], name: fmt.Sprintf("s-%03d", i)}
-		s.hostname = fmt.Sprintf("%s.%s.pool.e2e.test", s.name, s.ns)
+		s := smallPoolSite(rng, tenants[i%len(tenants)], fmt.Sprintf("s-%03d", i))
 		if i < poolGitSites {
 			s.gitRepo, s.branch = poolSitesRepo, s.name
-		}
-		for f := range poolFilesPerSite {
-			var path string
-			switch f % 4 {
-			case 0:
-				path = fmt.Sprintf("/page-%02d.html", f)
-			case 1:
-				path = fmt.Sprintf("/style-%02d.css", f)
-			case 2:
-				path = fmt.Sprintf("/data-%02d.json", f)
-			default:
-				path = fmt.Sprintf("/blob-%02d.bin", f)
-			}
-			if f == 0 {
-				path = "/index.html"
-			}
-			size := 64 + rng.IntN(12<<10)
-			data := make([]byte, size)
-			head := fmt.Sprintf("%s %s %s\n", s.ns, s.name, path)
-			for j := range data {
-				data[j] = byte('a' + rng.IntN(26))
-			}
-			copy(data, head)
-			s.files = append(s.files, siteFile{path: path, data: data})
 		}
 		out = append(out, s)
 	}
 	return out
+}
+
+// smallPoolSite is a site of poolFilesPerSite files of its own bytes (each starts with the site's namespace, name
+// and the file's path), from 64 bytes to 12 KiB, an index among them.
+func smallPoolSite(rng *rand.Rand, ns, name string) poolSite {
+	s := poolSite{ns: ns, name: name, hostname: fmt.Sprintf("%s.%s.pool.e2e.test", name, ns)}
+	for f := range poolFilesPerSite {
+		var path string
+		switch f % 4 {
+		case 0:
+			path = fmt.Sprintf("/page-%02d.html", f)
+		case 1:
+			path = fmt.Sprintf("/style-%02d.css", f)
+		case 2:
+			path = fmt.Sprintf("/data-%02d.json", f)
+		default:
+			path = fmt.Sprintf("/blob-%02d.bin", f)
+		}
+		if f == 0 {
+			path = "/index.html"
+		}
+		size := 64 + rng.IntN(12<<10)
+		data := make([]byte, size)
+		head := fmt.Sprintf("%s %s %s\n", s.ns, s.name, path)
+		for j := range data {
+			data[j] = byte('a' + rng.IntN(26))
+		}
+		copy(data, head)
+		s.files = append(s.files, siteFile{path: path, data: data})
+	}
+	return s
 }
 
 // createPoolSites creates each site's ConfigMap and StaticSite (placement Pool), eight at a time.
