@@ -31,9 +31,9 @@ type HTTP3Spec struct {
 	AdvertisedPort *int32 `json:"advertisedPort,omitempty"`
 
 	// earlyData accepts QUIC 0-RTT from a visitor coming back: its first requests travel with its first packets,
-	// a round trip sooner. Early data can be replayed, so a request that arrives in it is answered only for GET and
-	// HEAD, and any other method gets 425 Too Early (browsers retry it after the handshake); each session ticket is
-	// good for one resumption with the pod that issued it. Default off.
+	// a round trip sooner. Each session ticket is good for one resumption with the pod that issued it, and a request
+	// that arrives in early data (which a client may send twice) is answered only for GET and HEAD; any other method
+	// gets 425 Too Early (browsers retry it after the handshake). Default off.
 	// +optional
 	EarlyData *bool `json:"earlyData,omitempty"`
 }

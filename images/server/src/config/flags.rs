@@ -281,9 +281,10 @@ pub(super) struct Flags {
     pub http3_ack_every: u32,
 
     /// With --http3: accept 0-RTT (early data) from a client resuming a session of this process, saving it a round
-    /// trip; early data can be replayed, so a request that arrives in it is served only for GET and HEAD, anything
-    /// else gets `425 Too Early` (RFC 8470) and is retried by the client after the handshake. Each session ticket is
-    /// good for one resumption (kept in the process, not encrypted into the ticket)
+    /// trip. Each session ticket is good for one resumption (kept in the process, not encrypted into the ticket), so a
+    /// replayed first flight resumes nothing; a request sent early may still arrive twice, so one that arrives in
+    /// early data is served only for GET and HEAD, anything else gets `425 Too Early` (RFC 8470) and is retried by
+    /// the client after the handshake
     #[arg(long, env = "HYPERSTATIC_HTTP3_EARLY_DATA", value_name = "BOOL", num_args = 0..=1, require_equals = true,
           default_value = "false", default_missing_value = "true", value_parser = parse_bool, action = ArgAction::Set)]
     pub http3_early_data: bool,

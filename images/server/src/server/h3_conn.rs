@@ -604,8 +604,8 @@ impl Worker {
     }
 
     /// Decodes and answers one request head (`None`: over our size bound, 431) into `q.head`; counted, timed and
-    /// access-logged as HTTP/1.1 and HTTP/2 requests are. `early`: it arrived in 0-RTT, which may be a replay, so
-    /// only GET and HEAD are answered; any other method gets `425 Too Early` and its client retries it after the
+    /// access-logged as HTTP/1.1 and HTTP/2 requests are. `early`: it arrived in 0-RTT, which a client may send
+    /// again over 1-RTT (server/h3.rs: `server_config`), so only GET and HEAD are answered; any other method gets `425 Too Early` and its client retries it after the
     /// handshake (RFC 8470 §5.2; RFC 9114 §4.2.2's rule that a request the server did not process may be retried).
     fn h3_answer(
         &mut self,
