@@ -422,6 +422,12 @@ fn resolve_all<'a>(
     (map, bytes)
 }
 
+/// The digest of `table_cost`'s probe entry. The ETag's hex is Huffman-coded in the HTTP/2 block, 5 or 6 bits a
+/// digit by which digit it is: 0xff bytes ("ff…", 6 bits each) make the longest block any real digest can, so the
+/// plan is an upper bound. Zeros (5 bits) made the shortest: a real ETag's block could then cross a malloc chunk
+/// the plan had not counted (a quick load's measured charge came out 16 bytes over its plan in one CI run).
+const PROBE_DIGEST: [u8; 32] = [0xff; 32];
+
 /// memory: what a file's place in the table costs, measured on the real structure: its entry built as the load
 /// will build it (its header blocks for its size and sibling variants, an ETag of the real length), with empty
 /// bodies; with `--clean-urls`, the extra paths it may get.
@@ -431,7 +437,7 @@ fn table_cost(clean_urls: bool, f: &Found, hdrs: &Arc<Resolved>, siblings: [Opti
         url: f.url.clone(),
         content_type: mime::for_name(&f.url),
         mtime: f.mtime,
-        digest: [0; 32],
+        digest: PROBE_DIGEST,
         identity: (Body::Mem(empty.clone()), f.len),
         encoded: siblings.map(|n| n.map(|n| (Body::Mem(empty.clone()), n))),
     };
@@ -576,8 +582,9 @@ mod tests {
     }
 
     /// A pool's quick load measures its table instead of planning it: the same files, every body the same path,
-    /// and a charge that agrees with the plan's (the plan rounds each sibling's path up to its longest extension,
-    /// so it may only be a little higher). tests/footprint.rs holds the measured charge against the heap.
+    /// and a charge that agrees with the plan's (the plan rounds each sibling's path up to its longest extension
+    /// and codes the longest ETag, so it may only be a little higher). tests/footprint.rs holds the measured charge
+    /// against the heap.
     #[test]
     fn a_quick_load_measures_what_the_plan_would_charge() {
         let d = site("quick");
@@ -598,6 +605,57 @@ mod tests {
         let (p, m) = (planned.table_bytes, measured.table_bytes);
         assert!(m <= p && m * 100 >= p * 95, "measured {m} B, planned {p} B");
         assert!(rm.load_bytes > 0 && !rm.memory.table_over_budget);
+    }
+
+    /// The plan's probe entry costs at least what the entry of any real digest does, whatever the file's type,
+    /// size and variants: the digest is the only input a probe makes up. The sizes and types move each header
+    /// block's length across malloc's 16-byte steps, where one more byte of Huffman-coded ETag costs 16.
+    #[test]
+    fn the_probe_digest_makes_the_costliest_entry() {
+        let entry_with = |url: &str, len: u64, siblings: usize, digest: [u8; 32]| {
+            let mem = |n| (Body::Mem(Arc::from(&[][..])), n);
+            let mut encoded: [Option<(Body, u64)>; encoding::COUNT] = Default::default();
+            for (i, slot) in encoded.iter_mut().enumerate().skip(1).take(siblings) {
+                *slot = Some(mem(len / 2 + i as u64));
+            }
+            let l = Loaded {
+                url: url.into(),
+                content_type: mime::for_name(url),
+                mtime: 1_700_000_000,
+                digest,
+                identity: mem(len),
+                encoded,
+            };
+            footprint::entry(&build_entry(Arc::new(Default::default()), l))
+        };
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let digests: Vec<[u8; 32]> = (0..100)
+            .map(|_| {
+                std::array::from_fn(|_| {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    x as u8
+                })
+            })
+            .collect();
+        let mut checked = 0;
+        for url in ["/index.html", "/a/style.css", "/data.json", "/blob.bin", "/logo.png", "/app.js"] {
+            for len in (0..12).map(|k| 7 * 10u64.pow(k) / 3) {
+                for siblings in 0..encoding::COUNT {
+                    let probe = entry_with(url, len, siblings, PROBE_DIGEST);
+                    for d in &digests {
+                        let real = entry_with(url, len, siblings, *d);
+                        assert!(
+                            real <= probe,
+                            "{url} {len} B {siblings} siblings: {real} B over the probe's {probe} B"
+                        );
+                        checked += 1;
+                    }
+                }
+            }
+        }
+        assert!(checked > 10_000);
     }
 
     #[test]
