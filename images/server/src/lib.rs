@@ -310,7 +310,7 @@ pub fn serve(cfg: Config) -> i32 {
     }
     // Alt-Svc names the port visitors reach (--alt-svc-port, e.g. a Service's 443), else the TLS listener's.
     let advertised = shared.cfg.alt_svc_port.unwrap_or(tls_addr.port());
-    let quic_keys = Arc::new(quic::keys::Keys::new());
+    let quic_keys = Arc::new(quic::keys::Keys::new(shared.cfg.http3_early_data));
     let mut handles = Vec::with_capacity(workers);
     for (i, fd) in listeners.into_iter().enumerate() {
         let s = shared.clone();

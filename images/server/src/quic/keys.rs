@@ -22,12 +22,15 @@ pub struct Keys {
     pub token: Arc<dyn HandshakeTokenKey>,
     pub reset: Arc<dyn HmacKey>,
     pub cid: RandomState,
-    /// The sessions HTTP/3 resumes when 0-RTT is on (server/h3.rs says why they are kept here and not in tickets).
-    pub sessions: Arc<dyn StoresServerSessions>,
+    /// The sessions HTTP/3 resumes, made only when 0-RTT is on (server/h3.rs says why they are kept here and not
+    /// in tickets): rustls reserves the whole cache up front (about 1 MB of address space for 8,192 sessions), which
+    /// a process without 0-RTT should not carry.
+    pub sessions: Option<Arc<dyn StoresServerSessions>>,
 }
 
 impl Keys {
-    pub fn new() -> Keys {
+    /// The process's keys; `early_data` (`--http3-early-data`) adds the session cache 0-RTT resumes from.
+    pub fn new(early_data: bool) -> Keys {
         let rng = SystemRandom::new();
         let mut secret = [0u8; 64];
         // The system's random source failing leaves nothing safe to do: the process restarts.
@@ -39,13 +42,8 @@ impl Keys {
             token: Arc::new(token),
             reset: Arc::new(reset),
             cid: RandomState::new(),
-            sessions: ServerSessionMemoryCache::new(EARLY_DATA_SESSIONS),
+            sessions: early_data
+                .then(|| ServerSessionMemoryCache::new(EARLY_DATA_SESSIONS) as Arc<dyn StoresServerSessions>),
         }
-    }
-}
-
-impl Default for Keys {
-    fn default() -> Keys {
-        Keys::new()
     }
 }

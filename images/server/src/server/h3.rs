@@ -116,9 +116,9 @@ pub(super) struct Quic {
 /// QUIC's own: rustls negotiates nothing older on a QUIC connection). The token key is the process's (`Keys`): a
 /// Retry or NEW_TOKEN token from one worker is valid at every other.
 ///
-/// Without `early_data`: the serving configuration's ticketer and session cache, and no 0-RTT. With it, 0-RTT is
-/// accepted from a client resuming a session of this process, and sessions are kept in the process (`Keys`'
-/// cache) instead of encrypted into tickets: rustls accepts early data only from such a session, because a stored
+/// Without 0-RTT (`keys` hold no session cache: `--http3-early-data` is off): the serving configuration's ticketer
+/// and session cache. With it, 0-RTT is accepted from a client resuming a session of this process, and sessions
+/// are kept in the process (`Keys`' cache) instead of encrypted into tickets: rustls accepts early data only from such a session, because a stored
 /// session is taken out when it is resumed, so a ticket (and the early data sent with it) is good once. A
 /// replayed copy of the first flight, to this process or a replica, resumes nothing. A request sent early can
 /// still arrive twice (a client whose early attempt went unanswered sends it again over 1-RTT), which is why a
@@ -127,16 +127,15 @@ fn server_config(
     tls: &Arc<rustls::ServerConfig>,
     transport: &Arc<quinn_proto::TransportConfig>,
     keys: &Keys,
-    early_data: bool,
 ) -> Option<Arc<quinn_proto::ServerConfig>> {
     let mut c = (**tls).clone();
     c.alpn_protocols = vec![b"h3".to_vec()];
     c.max_early_data_size = 0;
-    if early_data {
+    if let Some(sessions) = &keys.sessions {
         // QUIC allows no other size (RFC 9001 §4.6.1).
         c.max_early_data_size = u32::MAX;
         c.ticketer = Arc::new(InProcessSessions);
-        c.session_storage = keys.sessions.clone();
+        c.session_storage = sessions.clone();
         // One ticket per connection: each is good once, and a client keeps one per origin.
         c.send_tls13_tickets = 1;
     }
@@ -223,7 +222,7 @@ impl Worker {
         let gso = udp::gso_supported(fd);
         let idle = self.shared.cfg.keepalive_timeout.max(Duration::from_secs(1));
         let transport = Arc::new(transport(idle, gso, self.shared.cfg.http3_ack_every));
-        let Some(config) = server_config(&tls, &transport, &keys, self.shared.cfg.http3_early_data) else {
+        let Some(config) = server_config(&tls, &transport, &keys) else {
             log::error("http3: the TLS configuration has no QUIC initial cipher suite", &[]);
             return self;
         };
@@ -309,7 +308,7 @@ impl Worker {
         let now = Instant::now();
         if let Some(local) = &self.tls_config {
             if !Arc::ptr_eq(&q.tls_from, &local.value) {
-                if let Some(c) = server_config(&local.value, &q.transport, &q.keys, self.shared.cfg.http3_early_data) {
+                if let Some(c) = server_config(&local.value, &q.transport, &q.keys) {
                     q.endpoint.set_server_config(Some(c));
                 }
                 q.tls_from = local.value.clone();
