@@ -34,7 +34,8 @@ const DefaultClusterDomain = "cluster.local"
 
 // Defaults of the tunables.
 const (
-	// DefaultServedRetry: how soon a pass runs again while a site is not yet served by every ready pool pod.
+	// DefaultServedRetry: how soon a pass runs again, at the latest, while a site is not yet served by every ready
+	// pool pod (sooner in the seconds after the pods were told of a new index: served_retry.go).
 	DefaultServedRetry = 5 * time.Second
 	// DefaultServedRefresh: how often a pool whose sites are all served reads its pods again (a new Git commit
 	// reaches the fetcher and the pods without any Kubernetes event).

@@ -25,7 +25,8 @@ import (
 // (poolindex.EntryRevision: hostnames, value, limits and content source, so a pod whose host map lacks a new
 // hostname does not count) and the content revision of the fetcher's current bundle, and has not refused the
 // site's tree; and, per pod read, how many sites of the index its answer lacks, for the re-tell (step_retell.go).
-// The pass runs again soon while a site is not served by every ready pod, and slowly otherwise (a new commit
+// The pass runs again soon while a site is not served by every ready pod (sooner right after the pods were told of
+// the index: served_retry.go), and slowly otherwise (a new commit
 // reaches the fetcher and the pods without a Kubernetes event), and at least every TrafficInterval while the pool
 // has sites placed automatically (their traffic is measured from the same answers).
 func (r *Reconciler) reconcileServed(ctx context.Context, o *observation) error {
@@ -113,7 +114,7 @@ func (r *Reconciler) reconcileServed(ctx context.Context, o *observation) error 
 	r.measureScale(o, counts)        // step_scale.go
 	r.publish(o.pool.Name, o.served)
 	if pendingSites(o) > 0 || len(o.unreadable) > 0 {
-		o.requeue(o.tun.servedRetry)
+		o.requeue(servedRetryAfter(o.now, lastTold(r.memoryOf(o.pool.Name).told, o.indexRevision), o.tun.servedRetry))
 	} else {
 		o.requeue(o.tun.servedRefresh)
 	}
