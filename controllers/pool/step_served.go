@@ -26,9 +26,9 @@ import (
 // hostname does not count) and the content revision of the fetcher's current bundle, and has not refused the
 // site's tree; and, per pod read, how many sites of the index its answer lacks, for the re-tell (step_retell.go).
 // The pass runs again soon while a site is not served by every ready pod (sooner right after the pods were told of
-// the index: served_retry.go), and slowly otherwise (a new commit
-// reaches the fetcher and the pods without a Kubernetes event), and at least every TrafficInterval while the pool
-// has sites placed automatically (their traffic is measured from the same answers).
+// the index: served_retry.go), and slowly otherwise (a new commit reaches the fetcher and the pods without a
+// Kubernetes event), and at least every TrafficInterval while the pool has sites placed automatically (their
+// traffic is measured from the same answers).
 func (r *Reconciler) reconcileServed(ctx context.Context, o *observation) error {
 	ns := o.pool.Spec.Namespace
 	pods := &corev1.PodList{}
