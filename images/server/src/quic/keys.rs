@@ -47,3 +47,14 @@ impl Keys {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_session_cache_exists_only_with_early_data() {
+        assert!(Keys::new(false).sessions.is_none(), "no 0-RTT: no cache of 8,192 sessions reserved");
+        assert!(Keys::new(true).sessions.is_some(), "0-RTT resumes from the process's own sessions");
+    }
+}

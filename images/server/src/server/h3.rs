@@ -118,11 +118,12 @@ pub(super) struct Quic {
 ///
 /// Without 0-RTT (`keys` hold no session cache: `--http3-early-data` is off): the serving configuration's ticketer
 /// and session cache. With it, 0-RTT is accepted from a client resuming a session of this process, and sessions
-/// are kept in the process (`Keys`' cache) instead of encrypted into tickets: rustls accepts early data only from such a session, because a stored
-/// session is taken out when it is resumed, so a ticket (and the early data sent with it) is good once. A
-/// replayed copy of the first flight, to this process or a replica, resumes nothing. A request sent early can
-/// still arrive twice (a client whose early attempt went unanswered sends it again over 1-RTT), which is why a
-/// request arriving in early data is served only for GET and HEAD (server/h3_conn.rs: `425 Too Early` otherwise).
+/// are kept in the process (`Keys`' cache) instead of encrypted into tickets: rustls accepts early data only from
+/// such a session, because a stored session is taken out when it is resumed, so a ticket (and the early data sent
+/// with it) is good once. A replayed copy of the first flight, to this process or a replica, resumes nothing. A
+/// request sent early can still arrive twice (a client whose early attempt went unanswered sends it again over
+/// 1-RTT), which is why a request arriving in early data is served only for GET and HEAD (server/h3_conn.rs:
+/// `425 Too Early` otherwise).
 fn server_config(
     tls: &Arc<rustls::ServerConfig>,
     transport: &Arc<quinn_proto::TransportConfig>,
